@@ -1,0 +1,266 @@
+"""Running aggregates of a run's rows, in memory that does not grow with the file.
+
+The console shows what a researcher reads off a run while it goes: successes with an
+interval, knock-aways, engaged vs quiet, zero-fallbacks per predict, reset strikes (must
+be 0), error rows, one outcome per seed, the spread of `progress_final_cm`, the latest
+rows and the median episode wall (the stall gate's yardstick). Rows are folded in one at
+a time and dropped; only a bounded window of recent rows is kept. Distributions are kept
+as counts of values rounded to display precision, so their size depends on the range of
+values, not on the number of rows.
+
+Pure: no Textual, no files. `RunAggregate.snapshot()` gives the UI an immutable copy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, BadLine
+
+RECENT_ROWS = 30
+RECENT_BAD = 20
+
+# Outcome of one seed, in the order that decides a row's single colour.
+ERROR, SUCCESS, KNOCK_AWAY, ENGAGED, QUIET = "error", "success", "knock_away", "engaged", "quiet"
+
+HIST_MIN_CM, HIST_MAX_CM, HIST_BIN_CM = -10.0, 10.0, 1.0
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Wilson score interval of a success proportion (None when there are no trials)."""
+    if n <= 0:
+        return None
+    return _wilson(successes, n, confidence)
+
+
+@lru_cache(maxsize=256)
+def _wilson(successes: int, n: int, confidence: float) -> tuple[float, float]:
+    from scipy.stats import binomtest  # imported on first use: scipy takes a while to load
+
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return (float(ci.low), float(ci.high))
+
+
+def row_outcome(row: dict) -> str:
+    """One word per row, for the per-seed grid: error > success > knock-away > engaged > quiet."""
+    if row.get("status") == "error":
+        return ERROR
+    if row.get("success") is True:
+        return SUCCESS
+    if _knock_away(row):
+        return KNOCK_AWAY
+    if _engaged(row):
+        return ENGAGED
+    return QUIET
+
+
+@dataclass(frozen=True)
+class AggregateView:
+    """An immutable copy of the aggregates, safe to hand from the poller thread to the UI."""
+
+    rows: int
+    ok_rows: int
+    successes: int
+    success_ci: tuple[float, float] | None
+    knock_aways: int
+    engaged: int
+    quiet: int
+    tipped: int
+    predicts: int
+    zero_fallbacks: int
+    zero_fallback_rate: float | None
+    mask_violations: int
+    reset_strikes: int
+    rows_with_reset_strikes: int
+    errors: int
+    error_messages: tuple[str, ...]
+    duplicate_seeds: int
+    seed_outcomes: dict
+    progress_final_hist: tuple[tuple[str, int], ...]
+    progress_final_mean: float | None
+    progress_final_median: float | None
+    median_wall_s: float | None
+    mean_batch: float | None
+    recent: tuple[dict, ...]
+    corrupt: int
+    recent_bad: tuple[BadLine, ...]
+    restarts: int
+    version: int
+
+
+@dataclass
+class RunAggregate:
+    """Fold rows in with `add`; `snapshot()` for the UI; `reset()` when the file restarts."""
+
+    rows: int = 0
+    ok_rows: int = 0
+    successes: int = 0
+    knock_aways: int = 0
+    engaged: int = 0
+    tipped: int = 0
+    predicts: int = 0
+    zero_fallbacks: int = 0
+    mask_violations: int = 0
+    reset_strikes: int = 0
+    rows_with_reset_strikes: int = 0
+    errors: int = 0
+    duplicate_seeds: int = 0
+    corrupt: int = 0
+    restarts: int = 0
+    version: int = 0  # bumped on every change, so the UI redraws only when needed
+    seed_outcomes: dict = field(default_factory=dict)
+    error_messages: deque = field(default_factory=lambda: deque(maxlen=5))
+    recent: deque = field(default_factory=lambda: deque(maxlen=RECENT_ROWS))
+    recent_bad: deque = field(default_factory=lambda: deque(maxlen=RECENT_BAD))
+    _progress_final: Counter = field(default_factory=Counter)  # value rounded to 0.01 cm -> count
+    _walls: Counter = field(default_factory=Counter)  # wall_s rounded to 0.1 s -> count
+    _batch_sum: float = 0.0
+    _batch_n: int = 0
+    _pf_sum: float = 0.0
+
+    def add(self, row: dict) -> None:
+        self.rows += 1
+        self.version += 1
+        self.recent.append(row)
+        outcome = row_outcome(row)
+        seed = row.get("seed")
+        if seed in self.seed_outcomes:
+            self.duplicate_seeds += 1
+        self.seed_outcomes[seed] = outcome
+        self.reset_strikes += _int(row.get("reset_strikes"))
+        if _int(row.get("reset_strikes")) > 0:
+            self.rows_with_reset_strikes += 1
+        if outcome == ERROR:
+            self.errors += 1
+            self.error_messages.append(f"seed {seed}: {row.get('error') or 'error (no message)'}")
+            return
+        self.ok_rows += 1
+        self.successes += row.get("success") is True
+        self.knock_aways += _knock_away(row)
+        self.engaged += _engaged(row)
+        self.tipped += row.get("tipped") is True
+        self.predicts += _int(row.get("predicts"))
+        self.zero_fallbacks += _int(row.get("zero_fallbacks"))
+        self.mask_violations += _int(row.get("mask_violations"))
+        pf = _num(row.get("progress_final_cm"))
+        if pf is not None:
+            self._progress_final[round(pf, 2)] += 1
+            self._pf_sum += pf
+        wall = _num(row.get("wall_s"))
+        if wall is not None:
+            self._walls[round(wall, 1)] += 1
+        mb = _num(row.get("mean_batch"))
+        if mb is not None:
+            self._batch_sum += mb
+            self._batch_n += 1
+
+    def add_bad(self, bad: BadLine) -> None:
+        self.corrupt += 1
+        self.version += 1
+        self.recent_bad.append(bad)
+
+    def reset(self) -> None:
+        """Forget everything (the file was truncated or replaced) but count the restart."""
+        restarts, version = self.restarts + 1, self.version + 1
+        self.__init__()
+        self.restarts, self.version = restarts, version
+
+    def snapshot(self) -> AggregateView:
+        return AggregateView(
+            rows=self.rows,
+            ok_rows=self.ok_rows,
+            successes=self.successes,
+            success_ci=wilson_interval(self.successes, self.ok_rows),
+            knock_aways=self.knock_aways,
+            engaged=self.engaged,
+            quiet=self.ok_rows - self.engaged,
+            tipped=self.tipped,
+            predicts=self.predicts,
+            zero_fallbacks=self.zero_fallbacks,
+            zero_fallback_rate=(self.zero_fallbacks / self.predicts) if self.predicts else None,
+            mask_violations=self.mask_violations,
+            reset_strikes=self.reset_strikes,
+            rows_with_reset_strikes=self.rows_with_reset_strikes,
+            errors=self.errors,
+            error_messages=tuple(self.error_messages),
+            duplicate_seeds=self.duplicate_seeds,
+            seed_outcomes=dict(self.seed_outcomes),
+            progress_final_hist=self.progress_final_histogram(),
+            progress_final_mean=self._progress_final_mean(),
+            progress_final_median=_counter_median(self._progress_final),
+            median_wall_s=self.median_wall_s(),
+            mean_batch=(self._batch_sum / self._batch_n) if self._batch_n else None,
+            recent=tuple(self.recent),
+            corrupt=self.corrupt,
+            recent_bad=tuple(self.recent_bad),
+            restarts=self.restarts,
+            version=self.version,
+        )
+
+    def _progress_final_mean(self) -> float | None:
+        n = sum(self._progress_final.values())
+        return self._pf_sum / n if n else None
+
+    def median_wall_s(self) -> float | None:
+        return _counter_median(self._walls)
+
+    def progress_final_histogram(self) -> tuple[tuple[str, int], ...]:
+        """Counts in 1 cm bins over [-10, 10) cm, with an underflow and an overflow bin."""
+        nbins = int((HIST_MAX_CM - HIST_MIN_CM) / HIST_BIN_CM)
+        counts = [0] * (nbins + 2)
+        for value, n in self._progress_final.items():
+            if value < HIST_MIN_CM:
+                counts[0] += n
+            elif value >= HIST_MAX_CM:
+                counts[-1] += n
+            else:
+                counts[1 + int((value - HIST_MIN_CM) // HIST_BIN_CM)] += n
+        labels = [f"< {HIST_MIN_CM:g}"]
+        labels += [f"{HIST_MIN_CM + i * HIST_BIN_CM:+g}" for i in range(nbins)]
+        labels += [f">= {HIST_MAX_CM:g}"]
+        return tuple(zip(labels, counts))
+
+
+def _knock_away(row: dict) -> bool:
+    if row.get("knock_away") is not None:
+        return row.get("knock_away") is True
+    pf = _num(row.get("progress_final_cm"))
+    return pf is not None and pf <= KNOCK_AWAY_CM
+
+
+def _engaged(row: dict) -> bool:
+    if row.get("engaged") is not None:
+        return row.get("engaged") is True
+    p = _num(row.get("progress_cm"))
+    return p is not None and p > ENGAGED_CM
+
+
+def _num(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+def _int(value) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else 0
+
+
+def _counter_median(counter: Counter) -> float | None:
+    """Median of the multiset a Counter describes (mean of the two middles when even)."""
+    n = sum(counter.values())
+    if not n:
+        return None
+    lo_rank, hi_rank = (n - 1) // 2, n // 2
+    lo = hi = None
+    seen = 0
+    for value in sorted(counter):
+        seen += counter[value]
+        if lo is None and seen > lo_rank:
+            lo = value
+        if seen > hi_rank:
+            hi = value
+            break
+    return (lo + hi) / 2

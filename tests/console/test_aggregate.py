@@ -1,0 +1,97 @@
+"""Running aggregates match a direct count, and stay bounded."""
+
+from console.aggregate import (
+    ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, RECENT_ROWS, RunAggregate, row_outcome, wilson_interval,
+)
+from console.fixtures import make_row
+from prereg.rows import BadLine
+
+
+def fold(rows):
+    agg = RunAggregate()
+    for r in rows:
+        agg.add(r)
+    return agg
+
+
+def test_counts_match_the_rows():
+    rows = [make_row(s) for s in range(100)]
+    v = fold(rows).snapshot()
+    assert v.rows == v.ok_rows == 100
+    assert v.successes == sum(r["success"] for r in rows) == 20
+    assert v.knock_aways == sum(r["knock_away"] for r in rows) == 20
+    assert v.engaged == sum(r["engaged"] for r in rows)
+    assert v.quiet == 100 - v.engaged
+    assert v.zero_fallbacks == 10 and v.predicts == 3000
+    assert abs(v.zero_fallback_rate - 10 / 3000) < 1e-12
+    assert v.reset_strikes == 0 and v.errors == 0 and v.corrupt == 0
+    assert v.tipped == 10
+
+
+def test_wilson_interval_matches_scipy_and_known_value():
+    lo, hi = wilson_interval(9, 100)
+    assert abs(lo - 0.0481) < 5e-4 and abs(hi - 0.1621) < 5e-4
+    assert wilson_interval(0, 0) is None
+    lo0, hi0 = wilson_interval(0, 20)
+    assert lo0 == 0.0 and 0.1 < hi0 < 0.2
+
+
+def test_outcomes_and_precedence():
+    assert row_outcome(make_row(0)) == SUCCESS
+    assert row_outcome(make_row(1)) == KNOCK_AWAY
+    assert row_outcome(make_row(3)) == ENGAGED
+    assert row_outcome(make_row(4)) == QUIET
+    assert row_outcome(make_row(0, status="error", error="boom")) == ERROR
+    # knock_away derived from progress_final_cm when the flag is null
+    assert row_outcome(make_row(4, knock_away=None, progress_final_cm=-1.0)) == KNOCK_AWAY
+
+
+def test_error_rows_reset_strikes_and_duplicates():
+    agg = fold([
+        make_row(0), make_row(1, status="error", error="worker 1 crashed"),
+        make_row(2, reset_strikes=2), make_row(2),
+    ])
+    v = agg.snapshot()
+    assert v.errors == 1 and v.ok_rows == 3
+    assert v.error_messages == ("seed 1: worker 1 crashed",)
+    assert v.reset_strikes == 2 and v.rows_with_reset_strikes == 1
+    assert v.duplicate_seeds == 1
+    assert v.seed_outcomes == {0: SUCCESS, 1: ERROR, 2: QUIET}
+
+
+def test_histogram_mean_median_and_walls():
+    rows = [make_row(s, progress_final_cm=pf, wall_s=w)
+            for s, (pf, w) in enumerate([(-12.0, 10.0), (0.0, 20.0), (0.0, 30.0), (0.5, 40.0), (15.0, 50.0)])]
+    v = fold(rows).snapshot()
+    hist = dict(v.progress_final_hist)
+    assert hist["< -10"] == 1 and hist[">= 10"] == 1 and hist["+0"] == 3
+    assert sum(hist.values()) == 5
+    assert v.progress_final_median == 0.0
+    assert abs(v.progress_final_mean - 3.5 / 5) < 1e-9
+    assert v.median_wall_s == 30.0
+    assert fold(rows[:4]).median_wall_s() == 25.0
+
+
+def test_null_fields_do_not_crash():
+    row = {"seed": 3, "status": None}
+    v = fold([row]).snapshot()
+    assert v.rows == 1 and v.progress_final_median is None and v.zero_fallback_rate is None
+
+
+def test_memory_stays_bounded():
+    agg = RunAggregate()
+    for s in range(20_000):
+        agg.add(make_row(s % 100))
+    assert len(agg.recent) == RECENT_ROWS
+    assert len(agg._progress_final) <= 10 and len(agg._walls) <= 3
+    assert len(agg.seed_outcomes) == 100
+
+
+def test_bad_lines_and_reset():
+    agg = fold([make_row(0)])
+    agg.add_bad(BadLine(2, "{x", "not JSON"))
+    v = agg.snapshot()
+    assert v.corrupt == 1 and v.recent_bad[0].line_no == 2
+    before = agg.version
+    agg.reset()
+    assert agg.rows == 0 and agg.corrupt == 0 and agg.restarts == 1 and agg.version > before
