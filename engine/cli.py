@@ -1,0 +1,326 @@
+"""`fontaine-eval`: run (or resume) an evaluation into a run directory.
+
+Bad input (an unknown flag value, a negative seed count, a run directory that cannot be
+written, a missing GL library, a checkpoint that cannot be loaded, an unfrozen or edited
+pre-registration) gets one clear line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+EXIT_BAD_INPUT = 2
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        config, run_dir, resume = resolve(args)
+        return execute(args, config, run_dir, resume, argv)
+    except UsageError as exc:
+        print(f"fontaine-eval: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not usage + traceback
+        raise UsageError(f"{message} (see fontaine-eval --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fontaine-eval", description="Run a policy evaluation on the embedded SO-101 boat scene.")
+    pol = p.add_argument_group("policy")
+    pol.add_argument("--policy", choices=["scripted", "hold"], help="a built-in policy: the scripted oracle or the state-copy baseline")
+    pol.add_argument("--molmoact2", metavar="CKPT", help="MolmoAct2 flow pathway: a local directory, a cached HF id, or 'tiny'")
+    pol.add_argument("--molmoact2-discrete", metavar="CKPT", help="MolmoAct2 discrete (token) pathway")
+    pol.add_argument("--molmoact2-grammar-masked", action="store_true", help="discrete pathway with the grammar-masked decode")
+    pol.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
+    pol.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
+    pol.add_argument("--flow-steps", type=_positive_int, default=10)
+    pol.add_argument("--norm-tag", default="so100_so101_molmoact2")
+    pol.add_argument("--task", default=None, help="task text (default: 'put the boat on the disk')")
+    pol.add_argument("--convmap", choices=["official", "identity", "fit"], default="official", help="joint-convention shim preset")
+    pol.add_argument("--convmap-override", action="append", default=[], metavar="JOINT=[SIGN,]OFFSET")
+    pol.add_argument("--inject-latency-ms", type=_nonneg_float, default=0.0, help=argparse.SUPPRESS)
+
+    proto = p.add_argument_group("protocol")
+    proto.add_argument("--seed", type=_nonneg_int, default=0, help="first seed")
+    proto.add_argument("--num-seeds", type=_positive_int, default=None, help="number of consecutive seeds (default 10)")
+    proto.add_argument("--seeds", type=_seed_list, default=None, help="explicit seeds, e.g. 0,3,10-19")
+    proto.add_argument("--episode-seconds", type=_positive_float, default=30.0, help="episode budget in seconds (30 Hz ticks)")
+    proto.add_argument("--workers", type=_positive_int, default=1)
+    proto.add_argument("--video-draw", default="0", help="'0' = first episode of each worker, 'none', 'all', or 'seeds:6,28'")
+    proto.add_argument("--batch-wait-ms", type=_nonneg_float, default=20.0, help="longest wait to fill a batch")
+    proto.add_argument("--render-size", type=_positive_int, default=224)
+
+    out = p.add_argument_group("run directory")
+    out.add_argument("--run-dir", type=Path, help="the run directory (default runs/<run id>)")
+    out.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    out.add_argument("--run-id")
+    out.add_argument("--out-json", type=Path, help="also copy rows.json here at the end")
+    out.add_argument("--rows-jsonl", type=Path, help="also copy rows.jsonl here at the end")
+    out.add_argument("--resume", type=Path, metavar="DIR", help="resume a run: skip seeds with an ok row, run the rest")
+
+    pre = p.add_argument_group("pre-registration")
+    pre.add_argument("--prereg", type=Path, metavar="FILE", help="a frozen pre-registration: everything comes from it")
+    pre.add_argument("--arm", help="the arm of --prereg to run")
+
+    gates = p.add_argument_group("gates and tripwires")
+    gates.add_argument("--gpu-hours-gate", type=_nonneg_float, default=None)
+    gates.add_argument("--pace-limit-hours", type=_positive_float, default=None)
+    gates.add_argument("--pace-after-episodes", type=_positive_int, default=10)
+    gates.add_argument("--gpus", type=_nonneg_int, default=None, help="GPUs held (default: 1 on CUDA, else 0)")
+    return p
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def resolve(args):
+    """Turn flags (or a frozen pre-registration, or a run to resume) into a RunConfig."""
+    from engine.driver import RunConfig
+    from prereg.gates import GateSpec
+
+    if args.resume is not None:
+        return _resolve_resume(args)
+    if args.prereg is not None:
+        return _resolve_prereg(args)
+    if args.arm:
+        raise UsageError("--arm needs --prereg FILE")
+    spec = _policy_spec_from_flags(args)
+    seeds = args.seeds if args.seeds is not None else list(range(args.seed, args.seed + (args.num_seeds or 10)))
+    arm = spec.kind if spec.decode in (None, "flow", "reference") else f"{spec.kind}-{spec.decode}"
+    run_id = args.run_id or f"{arm}-{_stamp()}"
+    run_dir = args.run_dir or (args.rows_jsonl.parent if args.rows_jsonl else args.runs_dir / run_id)
+    gates = GateSpec(gpu_hours=args.gpu_hours_gate, pace_limit_hours=args.pace_limit_hours,
+                     pace_after_episodes=args.pace_after_episodes)
+    config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
+                       workers=args.workers, video_draw=args.video_draw, batch_wait_ms=args.batch_wait_ms,
+                       gates=gates, gpus=args.gpus, render_size=args.render_size)
+    _check_video_draw(config.video_draw)
+    return config, Path(run_dir), False
+
+
+def _policy_spec_from_flags(args):
+    from engine.policies.factory import PolicySpec
+
+    chosen = [f for f, v in (("--policy", args.policy), ("--molmoact2", args.molmoact2),
+                             ("--molmoact2-discrete", args.molmoact2_discrete)) if v]
+    if len(chosen) > 1:
+        raise UsageError(f"choose one policy, not {' and '.join(chosen)}")
+    if args.molmoact2_grammar_masked and not args.molmoact2_discrete:
+        raise UsageError("--molmoact2-grammar-masked modifies --molmoact2-discrete CKPT; give that too")
+    common = dict(dtype=args.dtype, device=args.device, convmap=args.convmap,
+                  convmap_overrides=tuple(args.convmap_override), norm_tag=args.norm_tag,
+                  flow_steps=args.flow_steps, inject_latency_ms=args.inject_latency_ms)
+    if args.task:
+        common["task"] = args.task
+    if args.molmoact2:
+        return PolicySpec(kind="molmoact2", checkpoint=args.molmoact2, decode="flow", **common)
+    if args.molmoact2_discrete:
+        decode = "grammar-masked" if args.molmoact2_grammar_masked else "reference"
+        return PolicySpec(kind="molmoact2-discrete", checkpoint=args.molmoact2_discrete, decode=decode, **common)
+    return PolicySpec(kind=args.policy or "scripted", **common)
+
+
+def _resolve_prereg(args):
+    from engine.driver import RunConfig
+    from engine.policies.factory import PolicySpec
+
+    if not args.arm:
+        raise UsageError("--prereg needs --arm NAME (the arm of the pre-registration to run)")
+    try:
+        from prereg.errors import PreregError
+        from prereg.launch import resolve_launch
+    except ImportError as exc:  # pragma: no cover - only before the prereg package lands
+        raise UsageError(f"pre-registrations are not available: {exc}") from None
+    try:
+        launch = resolve_launch(args.prereg, args.arm)
+    except PreregError as exc:
+        raise UsageError(str(exc)) from None
+    spec = PolicySpec(kind=launch.policy, checkpoint=launch.checkpoint, decode=launch.decode, dtype=launch.dtype,
+                      device=args.device, convmap=launch.convmap or "official",
+                      convmap_overrides=tuple(launch.convmap_overrides or ()),
+                      norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
+                      task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms)
+    run_id = args.run_id or f"{launch.prereg_id}-{launch.arm}-{_stamp()}"
+    run_dir = args.run_dir or args.runs_dir / run_id
+    config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
+                       episode_seconds=launch.episode_seconds, workers=launch.workers or 1,
+                       video_draw=str(launch.video_draw if launch.video_draw is not None else "0"),
+                       batch_wait_ms=args.batch_wait_ms, gates=launch.gates, gpus=args.gpus,
+                       render_size=args.render_size,
+                       prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
+                               "path": str(Path(launch.prereg_path).resolve())})
+    _check_video_draw(config.video_draw)
+    return config, Path(run_dir), False
+
+
+def _resolve_resume(args):
+    import psutil
+
+    from engine import rundir as rd
+    from engine.driver import RunConfig
+
+    run_dir = args.resume
+    manifest = rd.read_json(run_dir / rd.MANIFEST)
+    if manifest is None or "config" not in manifest:
+        raise UsageError(f"{run_dir} has no readable manifest.json: not a run directory (or it never started)")
+    pid = rd.read_json(run_dir / rd.PID) or {}
+    try:
+        proc = psutil.Process(int(pid.get("pid", -1)))
+        if abs(proc.create_time() - float(pid.get("create_time", 0))) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE:
+            raise UsageError(f"run {run_dir} is still running (pid {proc.pid}); stop it before resuming")
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        pass
+    config = RunConfig.from_dict(manifest["config"])
+    return config, Path(run_dir), True
+
+
+def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
+    from engine.driver import DriverError, format_summary, run
+    from engine.policies.factory import PolicyError
+
+    _preflight_rendering(config)
+    if not resume and (run_dir / "manifest.json").exists():
+        raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
+    _check_writable(run_dir)
+    print(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds, "
+          f"{config.episode_seconds:g} s episodes, {config.workers} worker{'s' if config.workers != 1 else ''}, "
+          f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else "") + ")",
+          flush=True)
+    try:
+        result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log)
+    except (DriverError, PolicyError) as exc:
+        raise UsageError(str(exc)) from None
+    print(format_summary(result, run_dir), flush=True)
+    for target, name in ((args.out_json, "rows.json"), (args.rows_jsonl, "rows.jsonl")):
+        if target is not None and Path(target).resolve() != (run_dir / name).resolve():
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(run_dir / name, target)
+    return 0 if result.state in ("done", "stopped") else 1
+
+
+def _log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _preflight_rendering(config) -> None:
+    """Fail before any episode when frames are needed and no GL library can make a context."""
+    needs_frames = config.policy.kind.startswith("molmoact2") or config.video_draw.strip().lower() not in ("none", "off")
+    if not needs_frames:
+        return
+    try:
+        import mujoco
+
+        ctx = mujoco.GLContext(16, 16)
+        ctx.make_current()
+        ctx.free()
+    except Exception as exc:  # noqa: BLE001 - any GL failure is the same advice
+        raise UsageError(
+            f"offscreen rendering is unavailable with MUJOCO_GL={os.environ.get('MUJOCO_GL')} ({exc}); "
+            "install Debian's Mesa (apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri, or libosmesa6 with "
+            "MUJOCO_GL=osmesa), or run with --video-draw none and a policy that needs no images") from None
+
+
+def _check_writable(run_dir: Path) -> None:
+    probe_dir = run_dir
+    while not probe_dir.exists():
+        probe_dir = probe_dir.parent
+    if not os.access(probe_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"run directory {run_dir} is not writable (no write permission on {probe_dir}); "
+                         "choose another --run-dir")
+    if probe_dir == run_dir and not run_dir.is_dir():
+        raise UsageError(f"run directory {run_dir} exists and is not a directory")
+
+
+def _check_video_draw(draw: str) -> None:
+    d = draw.strip().lower()
+    if d in ("0", "none", "off", "all"):
+        return
+    if d.startswith("seeds:") and all(s.strip().isdigit() for s in d[6:].split(",") if s.strip()):
+        return
+    raise UsageError(f"--video-draw {draw!r} is not one of '0', 'none', 'all', 'seeds:6,28'")
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+
+
+def _positive_int(text: str) -> int:
+    v = _int(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    v = _int(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or positive, got {text!r}")
+    return v
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def _positive_float(text: str) -> float:
+    v = _float(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
+    return v
+
+
+def _nonneg_float(text: str) -> float:
+    v = _float(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or positive, got {text!r}")
+    return v
+
+
+def _float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if v != v or v in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return v
+
+
+def _seed_list(text: str) -> list[int]:
+    seeds: list[int] = []
+    for part in text.split(","):
+        part = part.strip()
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not m:
+            raise argparse.ArgumentTypeError(f"bad seed {part!r} in {text!r} (use e.g. 0,3,10-19)")
+        a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+        if b < a:
+            raise argparse.ArgumentTypeError(f"empty seed range {part!r}")
+        seeds.extend(range(a, b + 1))
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"seeds repeat in {text!r}")
+    return seeds
+
+
+if __name__ == "__main__":
+    sys.exit(main())

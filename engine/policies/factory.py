@@ -1,0 +1,122 @@
+"""Policy specs (what a manifest records and a worker can rebuild) and their construction."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from engine.policies.base import DEFAULT_TASK, Chunk, Observation
+
+POLICY_KINDS = ("scripted", "hold", "molmoact2", "molmoact2-discrete")
+DECODES = ("flow", "reference", "grammar-masked")
+
+
+class PolicyError(Exception):
+    """A policy that cannot be built as asked (bad spec, missing checkpoint): one clear message."""
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    kind: str = "scripted"
+    checkpoint: str | None = None
+    decode: str | None = None  # flow | reference | grammar-masked
+    dtype: str = "bf16"
+    device: str | None = None  # None = cuda when available, else cpu
+    convmap: str = "official"
+    convmap_overrides: tuple[str, ...] = ()
+    norm_tag: str = "so100_so101_molmoact2"
+    flow_steps: int = 10
+    task: str = DEFAULT_TASK
+    inject_latency_ms: float = 0.0  # test/benchmark knob: a fixed extra cost per predict call
+    extra: dict = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["convmap_overrides"] = list(self.convmap_overrides)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PolicySpec":
+        d = dict(d)
+        d["convmap_overrides"] = tuple(d.get("convmap_overrides") or ())
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        return cls(**known)
+
+    @property
+    def serve_in_driver(self) -> bool:
+        return self.kind != "scripted"
+
+
+def make_policy(spec: PolicySpec):
+    """Build the policy a spec names. MolmoAct2 imports torch, so it is imported only here."""
+    if spec.kind == "scripted":
+        from engine.policies.scripted import ScriptedOracle
+
+        policy = ScriptedOracle()
+    elif spec.kind == "hold":
+        from engine.policies.hold import HoldPolicy
+
+        policy = HoldPolicy()
+    elif spec.kind in ("molmoact2", "molmoact2-discrete"):
+        policy = _make_molmoact2(spec)
+    else:
+        raise PolicyError(f"unknown policy {spec.kind!r}; choose one of {', '.join(POLICY_KINDS)}")
+    if spec.inject_latency_ms > 0:
+        policy = SlowedPolicy(policy, spec.inject_latency_ms / 1000.0)
+    return policy
+
+
+def resolve_spec_convmap(spec: PolicySpec):
+    from engine.policies.convmap import resolve_convmap
+
+    return resolve_convmap(spec.convmap, list(spec.convmap_overrides))
+
+
+def _make_molmoact2(spec: PolicySpec):
+    from engine.policies.convmap import ConvMapError
+
+    try:
+        cmap = resolve_spec_convmap(spec)
+    except ConvMapError as exc:
+        raise PolicyError(str(exc)) from None
+    from engine.policies.molmoact2 import CheckpointError, load_policy
+
+    pathway = "flow" if spec.kind == "molmoact2" else "discrete"
+    decode = spec.decode or ("flow" if pathway == "flow" else "reference")
+    if pathway == "flow" and decode != "flow":
+        raise PolicyError(f"the flow pathway decodes with 'flow', not {decode!r}")
+    if pathway == "discrete" and decode not in ("reference", "grammar-masked"):
+        raise PolicyError(f"the discrete pathway decodes with 'reference' or 'grammar-masked', not {decode!r}")
+    if not spec.checkpoint:
+        raise PolicyError(f"--{spec.kind} needs a checkpoint (a local directory, a cached Hugging Face id, or 'tiny')")
+    try:
+        return load_policy(
+            spec.checkpoint,
+            pathway=pathway,
+            decode=decode,
+            dtype=spec.dtype,
+            device=spec.device,
+            convmap=cmap,
+            norm_tag=spec.norm_tag,
+            flow_steps=spec.flow_steps,
+            task=spec.task,
+        )
+    except CheckpointError as exc:
+        raise PolicyError(str(exc)) from None
+
+
+class SlowedPolicy:
+    """Adds a fixed cost to every predict call (benchmarks and tests of batching and pace)."""
+
+    def __init__(self, inner, delay_s: float):
+        self._inner = inner
+        self._delay_s = delay_s
+        for attr in ("name", "chunk_horizon", "needs_images", "needs_privileged", "serve_in_driver"):
+            setattr(self, attr, getattr(inner, attr))
+
+    def describe(self) -> dict:
+        return {**self._inner.describe(), "inject_latency_ms": self._delay_s * 1000.0}
+
+    def predict_batch(self, observations: list[Observation]) -> list[Chunk]:
+        time.sleep(self._delay_s)
+        return self._inner.predict_batch(observations)
