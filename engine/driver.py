@@ -571,6 +571,7 @@ def _worker_loop(wid: int, conn: Connection, cfg: RunConfig, run_dir: Path, serv
     spec = cfg.policy
     local = None if spec.serve_in_driver else make_policy(spec)
     env = BoatEnv(render_size=cfg.render_size)
+    crash_seeds = _fault_seeds("FONTAINE_FAULT_CRASH_SEEDS")
     if local is not None:
         horizon, needs_images, needs_priv = local.chunk_horizon, local.needs_images, local.needs_privileged
         predict = _LocalPredict(local)
@@ -584,6 +585,8 @@ def _worker_loop(wid: int, conn: Connection, cfg: RunConfig, run_dir: Path, serv
         if msg[0] != "episode":
             continue
         _, seed, film = msg
+        if seed in crash_seeds:  # fault injection for tests: a hard crash, as a segfault would be
+            os._exit(3)
         started = rd.utc_now()
         t0 = time.monotonic()
         video_rel, writer = None, None
@@ -609,6 +612,10 @@ def _worker_loop(wid: int, conn: Connection, cfg: RunConfig, run_dir: Path, serv
             if writer is not None:
                 writer.close()
         conn.send(("row", row))
+
+
+def _fault_seeds(var: str) -> set[int]:
+    return {int(s) for s in os.environ.get(var, "").split(",") if s.strip().isdigit()}
 
 
 def _error_row(seed, wid, cfg, started, t0, message) -> dict:

@@ -1,0 +1,58 @@
+"""Shared test helpers: wait on conditions (never fixed sleeps) and launch real runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VOLATILE_ROW_FIELDS = {"wall_s", "started_at", "finished_at", "worker", "run_id", "video"}
+
+
+def wait_until(predicate, timeout: float = 60.0, interval: float = 0.1, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def eval_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "engine.cli", *args]
+
+
+def run_eval(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(eval_argv(*args), cwd=REPO, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+def launch_detached(run_dir: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    log = open(run_dir / "driver.log", "ab")
+    return subprocess.Popen(eval_argv(*args, "--run-dir", str(run_dir)), cwd=REPO, start_new_session=True,
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, close_fds=True,
+                            env={**os.environ, **(env or {})})
+
+
+def read_status(run_dir: Path) -> dict:
+    try:
+        return json.loads((run_dir / "status.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def read_rows(run_dir: Path) -> list[dict]:
+    p = run_dir / "rows.jsonl"
+    if not p.exists():
+        return []
+    return [json.loads(line) for line in p.read_text().splitlines() if line.strip()]
+
+
+def stable(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in VOLATILE_ROW_FIELDS}
