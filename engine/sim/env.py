@@ -1,0 +1,241 @@
+"""`BoatEnv`: one SO-101 boat scene driven at the 30 Hz control tick.
+
+Reset distribution (drawn from the seed alone with `numpy.random.default_rng(seed)`): the
+boat's and the disk's centres are each placed at a radius uniform in [0.12, 0.24] m from
+the shoulder_pan axis and an azimuth uniform in [-50, +50] deg (0 = straight ahead, +x),
+re-drawn within the same generator until the two are at least 0.10 m apart; the boat's yaw
+is uniform in [-pi, pi). The arm starts at `HOME_RAD` and the scene settles for
+`SETTLE_TICKS`. A draw that then fails validity (boat not resting upright where it was put,
+arm not at home, arm touching the boat) is a *reset strike*: the scene is re-drawn from
+`default_rng((seed, strike))` and the strike is counted in the row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
+import mujoco
+
+from engine.sim.metrics import BoatReading, EpisodeMetrics
+from engine.sim.render import FrameRenderer
+from engine.sim.scene import (
+    DISK_RADIUS_M,
+    DISK_TOP_Z,
+    PAN_AXIS_XY,
+    SUBSTEPS_PER_TICK,
+    build_model,
+    joint_qpos_addresses,
+    joint_ranges,
+)
+
+HOME_RAD = np.array([0.0, -1.65, 1.40, 0.66, 0.0, 0.0])  # the rest pose, lifted clear of spawns
+SPAWN_RADIUS_M = (0.12, 0.24)
+SPAWN_AZIMUTH_DEG = 50.0
+SPAWN_MIN_SEPARATION_M = 0.10
+SETTLE_TICKS = 15
+MAX_RESET_STRIKES = 20
+CAMERAS = ("front", "wrist")
+
+
+class BoatEnv:
+    """The scene, its state at the seam (sim radians) and the per-episode metrics."""
+
+    def __init__(self, *, render_size: int = 224):
+        self.model = build_model()
+        self.data = mujoco.MjData(self.model)
+        self.render_size = int(render_size)
+        self._renderer = FrameRenderer(self.model, self.render_size)
+        self._qpos_adr = joint_qpos_addresses(self.model)
+        self._ranges = joint_ranges(self.model)
+        self._boat_body = self.model.body("boat").id
+        boat_joint = self.model.joint("boat")
+        self._boat_qpos = int(boat_joint.qposadr[0])
+        self._boat_qvel = int(boat_joint.dofadr[0])
+        self._disk_mocap = int(self.model.body("disk").mocapid[0])
+        base = self.model.body("base").id
+        self._arm_bodies = np.array([b for b in range(self.model.nbody) if self.model.body_rootid[b] == base])
+        self.seed: int | None = None
+        self.tick = 0
+        self.metrics: EpisodeMetrics | None = None
+
+    # -- episode ---------------------------------------------------------------------------
+
+    def reset(self, seed: int) -> int:
+        """Draw and settle the scene for `seed`; returns the reset strikes it took."""
+        self.seed = int(seed)
+        for strike in range(MAX_RESET_STRIKES + 1):
+            rng = np.random.default_rng(self.seed if strike == 0 else (self.seed, strike))
+            boat_xy, boat_yaw, disk_xy = draw_spawn(rng)
+            self._set_scene(boat_xy, boat_yaw, disk_xy)
+            self._settle()
+            if self.reset_problem(boat_xy) is None:
+                self._start_metrics(reset_strikes=strike)
+                return strike
+        raise RuntimeError(
+            f"seed {self.seed}: no valid reset in {MAX_RESET_STRIKES + 1} draws "
+            f"(last problem: {self.reset_problem(boat_xy)}); the scene or spawn distribution is broken"
+        )
+
+    def step_tick(self, targets_rad: np.ndarray) -> None:
+        """One 30 Hz control tick: clamp targets to joint ranges, run the substeps, update metrics."""
+        targets = np.clip(np.asarray(targets_rad, dtype=float).reshape(6), self._ranges[:, 0], self._ranges[:, 1])
+        self.data.ctrl[:] = targets
+        mujoco.mj_step(self.model, self.data, nstep=SUBSTEPS_PER_TICK)
+        self.tick += 1
+        if self.metrics is not None:
+            self.metrics.update(self.boat_reading())
+
+    @property
+    def success(self) -> bool:
+        return self.metrics is not None and self.metrics.success
+
+    def row(self) -> dict:
+        """The simulator's row fields for the episode so far."""
+        if self.metrics is None:
+            raise RuntimeError("row() before reset(): no episode has started")
+        return self.metrics.row()
+
+    # -- what policies see -----------------------------------------------------------------
+
+    def state_rad(self) -> np.ndarray:
+        """(6,) joint positions in sim radians, `JOINT_NAMES` order."""
+        return self.data.qpos[self._qpos_adr].copy()
+
+    def privileged(self) -> dict:
+        """True poses for privileged policies (the scripted oracle)."""
+        return {
+            "boat_pos": self.boat_pos(),
+            "boat_quat": self.boat_quat(),
+            "boat_linvel": self.data.qvel[self._boat_qvel : self._boat_qvel + 3].copy(),
+            "disk_pos": self.disk_pos(),
+            "disk_radius": DISK_RADIUS_M,
+            "disk_top_z": DISK_TOP_Z,
+        }
+
+    def render(self, camera: str) -> np.ndarray:
+        """An HxWx3 uint8 frame from "front" or "wrist"; raises RenderUnavailable without GL."""
+        if camera not in CAMERAS:
+            raise ValueError(f"unknown camera {camera!r}; expected one of {CAMERAS}")
+        return self._renderer.render(self.data, camera)
+
+    def close(self) -> None:
+        self._renderer.close()
+
+    # -- poses and readings ----------------------------------------------------------------
+
+    def boat_pos(self) -> np.ndarray:
+        return self.data.qpos[self._boat_qpos : self._boat_qpos + 3].copy()
+
+    def boat_quat(self) -> np.ndarray:
+        """(w, x, y, z)."""
+        return self.data.qpos[self._boat_qpos + 3 : self._boat_qpos + 7].copy()
+
+    def disk_pos(self) -> np.ndarray:
+        return self.data.mocap_pos[self._disk_mocap].copy()
+
+    def boat_reading(self) -> BoatReading:
+        quat = self.boat_quat()
+        return BoatReading(
+            pos=self.boat_pos(),
+            upright_cos=upright_cos(quat),
+            speed_m_s=float(np.linalg.norm(self.data.qvel[self._boat_qvel : self._boat_qvel + 3])),
+            touching_arm=self.arm_touches_boat(),
+        )
+
+    def arm_touches_boat(self) -> bool:
+        """Any active contact between the boat and any body of the arm (pads included)."""
+        ncon = self.data.ncon
+        if ncon == 0:
+            return False
+        geoms = self.data.contact.geom[:ncon]
+        bodies = self.model.geom_bodyid[geoms]
+        boat = (bodies == self._boat_body).any(axis=1)
+        arm = np.isin(bodies, self._arm_bodies).any(axis=1)
+        return bool((boat & arm).any())
+
+    def reset_problem(self, boat_xy: np.ndarray) -> str | None:
+        """Why the settled scene is not a valid start, or None."""
+        reading = self.boat_reading()
+        if reading.upright_cos < 0.99 or abs(reading.pos[2]) > 0.001:
+            return f"boat not upright on the table (cos {reading.upright_cos:.3f}, z {reading.pos[2] * 1000:.1f} mm)"
+        if np.linalg.norm(reading.pos[:2] - boat_xy) > 0.002 or reading.speed_m_s > 0.002:
+            return "boat not settled where it was put"
+        if reading.touching_arm:
+            return "arm touching the boat"
+        error = np.abs(self.state_rad()[:5] - HOME_RAD[:5]).max()
+        if error > np.deg2rad(2.0):
+            return f"arm not at home ({np.rad2deg(error):.1f} deg off)"
+        return None
+
+    # -- hand placement (tests, tools) -----------------------------------------------------
+
+    def place_boat(self, pos, quat=(1.0, 0.0, 0.0, 0.0), *, restart_metrics: bool = True) -> None:
+        """Put the boat at a pose (base centre, wxyz quaternion) at rest; forward kinematics only."""
+        q = np.asarray(quat, dtype=float)
+        self.data.qpos[self._boat_qpos : self._boat_qpos + 3] = pos
+        self.data.qpos[self._boat_qpos + 3 : self._boat_qpos + 7] = q / np.linalg.norm(q)
+        self.data.qvel[self._boat_qvel : self._boat_qvel + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+        if restart_metrics:
+            self._start_metrics(reset_strikes=0 if self.metrics is None else self.metrics.reset_strikes)
+
+    def place_disk(self, xy) -> None:
+        """Move the disk's centre (collisions included: it is a mocap body)."""
+        self.data.mocap_pos[self._disk_mocap] = [float(xy[0]), float(xy[1]), 0.0]
+        mujoco.mj_forward(self.model, self.data)
+        if self.metrics is not None:
+            self.metrics.disk_pos = self.disk_pos()
+
+    def set_arm(self, q_rad) -> None:
+        """Teleport the arm (and its servo targets) to a joint configuration."""
+        q = np.asarray(q_rad, dtype=float)
+        self.data.qpos[self._qpos_adr] = q
+        self.data.qvel[:] = 0.0
+        self.data.ctrl[:] = q
+        mujoco.mj_forward(self.model, self.data)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _set_scene(self, boat_xy: np.ndarray, boat_yaw: float, disk_xy: np.ndarray) -> None:
+        mujoco.mj_resetData(self.model, self.data)
+        self.data.mocap_pos[self._disk_mocap] = [disk_xy[0], disk_xy[1], 0.0]
+        self.set_arm(HOME_RAD)
+        self.place_boat([boat_xy[0], boat_xy[1], 0.0], yaw_quat(boat_yaw), restart_metrics=False)
+
+    def _settle(self) -> None:
+        self.metrics = None
+        for _ in range(SETTLE_TICKS):
+            self.step_tick(HOME_RAD)
+
+    def _start_metrics(self, reset_strikes: int) -> None:
+        self.tick = 0
+        self.metrics = EpisodeMetrics(self.disk_pos(), DISK_TOP_Z, self.boat_reading(), reset_strikes)
+
+
+def draw_spawn(rng: np.random.Generator) -> tuple[np.ndarray, float, np.ndarray]:
+    """(boat_xy, boat_yaw, disk_xy) from the documented spawn distribution."""
+    while True:
+        boat_xy = _draw_point(rng)
+        disk_xy = _draw_point(rng)
+        if np.linalg.norm(boat_xy - disk_xy) >= SPAWN_MIN_SEPARATION_M:
+            break
+    boat_yaw = float(rng.uniform(-np.pi, np.pi))
+    return boat_xy, boat_yaw, disk_xy
+
+
+def _draw_point(rng: np.random.Generator) -> np.ndarray:
+    radius = rng.uniform(*SPAWN_RADIUS_M)
+    azimuth = np.deg2rad(rng.uniform(-SPAWN_AZIMUTH_DEG, SPAWN_AZIMUTH_DEG))
+    return PAN_AXIS_XY + radius * np.array([np.cos(azimuth), np.sin(azimuth)])
+
+
+def yaw_quat(yaw: float) -> np.ndarray:
+    """(w, x, y, z) of a rotation about world z."""
+    return np.array([np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)])
+
+
+def upright_cos(quat: np.ndarray) -> float:
+    """cos of the angle between the body's z axis and world z (the R[2, 2] entry)."""
+    w, x, y, z = quat / np.linalg.norm(quat)
+    return float(1.0 - 2.0 * (x * x + y * y))

@@ -1,0 +1,102 @@
+"""Per-tick task metrics and the success criterion, kept free of MuJoCo so they test alone.
+
+Success = the boat rests upright on the disk: its base centre within the disk radius, at
+disk height, upright, still and not touching the arm, all held for `SUCCESS_HOLD_TICKS`
+consecutive ticks. Success latches: once held it stays a success even if the boat is
+disturbed later. `success_tick` is the tick count at which the hold first completed (the
+streak began `SUCCESS_HOLD_TICKS - 1` ticks earlier); tick 1 is the first executed tick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM
+
+DISK_RADIUS_M = 0.045
+HEIGHT_TOLERANCE_M = 0.0015  # |base z - disk top|
+UPRIGHT_COS = 0.95  # cos of the tilt between the boat's up axis and world up
+STILL_SPEED_M_S = 0.01
+SUCCESS_HOLD_TICKS = 15  # 0.5 s at 30 Hz
+
+
+@dataclass(frozen=True)
+class BoatReading:
+    """What the criterion needs about the boat at one tick (world frame, metres)."""
+
+    pos: np.ndarray  # (3,) base centre
+    upright_cos: float
+    speed_m_s: float
+    touching_arm: bool
+
+
+def rests_on_disk(reading: BoatReading, disk_pos: np.ndarray, disk_top_z: float) -> bool:
+    """The instantaneous success test; it must hold `SUCCESS_HOLD_TICKS` ticks in a row."""
+    dist = float(np.linalg.norm(reading.pos[:2] - disk_pos[:2]))
+    return (
+        dist <= DISK_RADIUS_M
+        and abs(float(reading.pos[2]) - disk_top_z) < HEIGHT_TOLERANCE_M
+        and reading.upright_cos >= UPRIGHT_COS
+        and reading.speed_m_s < STILL_SPEED_M_S
+        and not reading.touching_arm
+    )
+
+
+class EpisodeMetrics:
+    """Accumulates one episode's task metrics tick by tick and reports the row fields."""
+
+    def __init__(self, disk_pos: np.ndarray, disk_top_z: float, initial: BoatReading, reset_strikes: int = 0):
+        self.disk_pos = np.asarray(disk_pos, dtype=float).copy()
+        self.disk_top_z = float(disk_top_z)
+        self.reset_strikes = int(reset_strikes)
+        self.ticks = 0
+        self.streak = 0
+        self.success_tick: int | None = None
+        self.dist_initial_m = self._dist(initial)
+        self.dist_min_m = self.dist_initial_m
+        self.last = initial
+
+    @property
+    def success(self) -> bool:
+        return self.success_tick is not None
+
+    def update(self, reading: BoatReading) -> None:
+        """Record one executed tick."""
+        self.ticks += 1
+        self.last = reading
+        self.dist_min_m = min(self.dist_min_m, self._dist(reading))
+        self.streak = self.streak + 1 if rests_on_disk(reading, self.disk_pos, self.disk_top_z) else 0
+        if self.success_tick is None and self.streak >= SUCCESS_HOLD_TICKS:
+            self.success_tick = self.ticks
+
+    def row(self) -> dict:
+        """The row fields owned by the simulator (see prereg.rows.ROW_FIELDS)."""
+        dist_final_m = self._dist(self.last)
+        progress_cm = (self.dist_initial_m - self.dist_min_m) * 100.0
+        progress_final_cm = (self.dist_initial_m - dist_final_m) * 100.0
+        upright = float(self.last.upright_cos)
+        return {
+            "success": self.success,
+            "success_tick": self.success_tick,
+            "ticks": self.ticks,
+            "dist_initial_cm": _cm(self.dist_initial_m),
+            "dist_final_cm": _cm(dist_final_m),
+            "dist_min_cm": _cm(self.dist_min_m),
+            "progress_cm": round(progress_cm, 3),
+            "progress_final_cm": round(progress_final_cm, 3),
+            "knock_away": bool(progress_final_cm <= KNOCK_AWAY_CM),
+            "engaged": bool(progress_cm > ENGAGED_CM),
+            "upright_final": round(upright, 4),
+            "boat_z_mm": round(float(self.last.pos[2]) * 1000.0, 2),
+            "tipped": bool(upright < UPRIGHT_COS),
+            "reset_strikes": self.reset_strikes,
+        }
+
+    def _dist(self, reading: BoatReading) -> float:
+        return float(np.linalg.norm(reading.pos[:2] - self.disk_pos[:2]))
+
+
+def _cm(metres: float) -> float:
+    return round(metres * 100.0, 3)

