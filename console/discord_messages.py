@@ -1,0 +1,541 @@
+"""What Fontaine posts to Discord about a run, and when: pure functions over the run directory.
+
+The owner follows a run in-channel (the seeds): a launch post, an update every ~10 episodes,
+an alert when a tripwire or a stall trips, a post when the run stops or fails, a completion
+post, and the frozen reads with the per-seed chart. Each post has a key that is stable for the
+run ("launch", "update:20", "tripwire:pace", ...), so whoever sends them can keep a ledger and
+never send one twice. Nothing here touches the network or writes a file; the notifier
+(`console/discord_notify.py`) decides when to call `due_posts` and delivers what it returns.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prereg.gates import TRIPPED, WARN, GateSpec, evaluate_gates, projected_wall_s
+from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, read_rows
+
+LAUNCH, UPDATE, TRIPWIRE, STALL, STOPPED, FAILED, DONE, RESULTS, TEST = (
+    "launch", "update", "tripwire", "stall", "stopped", "failed", "done", "results", "test",
+)
+LIVE_STATES = ("starting", "running", "stopping")
+OVER_STATES = ("stopped", "done", "failed")
+
+# Discord's limits are 2000 characters of content, 4096 of embed description, 6000 of
+# embeds in all; we stay well under so that a post reads at a glance on a phone.
+CONTENT_MAX = 300
+TITLE_MAX = 200
+DESCRIPTION_MAX = 1800
+FOOTER_MAX = 200
+CHART_MAX_BYTES = 8 * 1024 * 1024
+CHART_NAME = "chart.png"
+
+COLOURS = {
+    LAUNCH: 0x3B82F6, UPDATE: 0x64748B, TRIPWIRE: 0xF97316, STALL: 0xF59E0B,
+    STOPPED: 0xEAB308, FAILED: 0xDC2626, DONE: 0x16A34A, RESULTS: 0x16A34A, TEST: 0x8B5CF6,
+}
+
+
+@dataclass(frozen=True)
+class Post:
+    """One message, ready to render as content + one embed (+ the chart as an attachment)."""
+
+    kind: str
+    key: str  # stable within a run: the ledger's identity of this post
+    episodes: int  # episodes done when the post was composed
+    content: str  # one line: what a notification preview shows
+    title: str
+    description: str
+    footer: str
+    colour: int
+    run_id: str | None = None
+    image: bytes | None = field(default=None, repr=False)  # chart.png, shown via attachment://chart.png
+
+    def with_note(self, note: str) -> "Post":
+        """The same post with a line of context added (a catch-up, a possible repeat)."""
+        desc = _clip(f"{self.description}\n*{note}*", DESCRIPTION_MAX)
+        return Post(self.kind, self.key, self.episodes, self.content, self.title, desc,
+                    self.footer, self.colour, self.run_id, self.image)
+
+    def as_text(self) -> str:
+        """Plain-text fallback, for a post Discord rejected as malformed."""
+        return _clip(f"{self.content}\n{self.title}\n{self.description}", 1900)
+
+
+@dataclass(frozen=True)
+class RunSnapshot:
+    """What the run directory says at one moment, read tolerantly (a missing file is empty)."""
+
+    run_dir: Path
+    manifest: dict
+    status: dict
+    rows: list[dict]
+    results_md: str | None
+    chart_png: bytes | None
+    heartbeat_age_s: float | None
+    status_age_s: float | None  # how long ago status.json last changed
+    now: float
+
+    @property
+    def run_id(self) -> str:
+        return str(self.manifest.get("run_id") or self.status.get("run_id") or self.run_dir.name)
+
+    @property
+    def state(self) -> str:
+        return str(self.status.get("state") or ("starting" if self.manifest else "unknown"))
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE_STATES
+
+    @property
+    def over(self) -> bool:
+        return self.state in OVER_STATES
+
+    @property
+    def done(self) -> int:
+        d = _num(self.status.get("done"))
+        return max(int(d) if d is not None else 0, len(self.rows))
+
+    @property
+    def total(self) -> int:
+        t = _num(self.status.get("total"))
+        if t is not None:
+            return int(t)
+        seeds = self.manifest.get("seeds")
+        return len(seeds) if isinstance(seeds, list) else 0
+
+    @property
+    def elapsed_s(self) -> float | None:
+        return _num(self.status.get("elapsed_s", self.status.get("elapsed")))
+
+    @property
+    def gpu_hours(self) -> float | None:
+        return _num(self.status.get("gpu_hours"))
+
+    def gate_spec(self) -> GateSpec:
+        return gate_spec_from(self.manifest.get("gates"))
+
+
+def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] | None = None) -> RunSnapshot:
+    """Read the run directory; `rows` lets a caller pass rows it has already read (a cache)."""
+    run_dir = Path(run_dir)
+    now = time.time() if now is None else now
+    results = run_dir / "results.md"
+    chart = run_dir / CHART_NAME
+    return RunSnapshot(
+        run_dir=run_dir,
+        manifest=_read_json(run_dir / "manifest.json"),
+        status=_read_json(run_dir / "status.json"),
+        rows=rows if rows is not None else read_rows(run_dir / "rows.jsonl").rows,
+        results_md=_read_text(results),
+        chart_png=_read_chart(chart),
+        heartbeat_age_s=_age(run_dir / "heartbeat", now),
+        status_age_s=_age(run_dir / "status.json", now),
+        now=now,
+    )
+
+
+def due_posts(
+    snap: RunSnapshot,
+    posted: set[str],
+    *,
+    every_episodes: int = 10,
+    done_grace_s: float = 20.0,
+    catch_up_s: float = 6 * 3600.0,
+) -> list[Post]:
+    """The posts this run is owed now and that are not in `posted` (ledger + queue), in order.
+
+    A run that was already over long ago and has never been posted about gets nothing: turning
+    the webhook on must not flood the channel with last week's runs. While a run is live, only
+    the latest missed update is owed (with a note), never one post per missed milestone; once
+    it is over, the end posts replace the updates.
+    """
+    if not snap.manifest and not snap.status:
+        return []
+    if snap.over and not posted and (snap.status_age_s is None or snap.status_age_s > catch_up_s):
+        return []
+    out: list[Post] = []
+    if snap.live and LAUNCH not in posted:
+        out.append(launch_post(snap))
+    if snap.live:
+        update = _due_update(snap, posted, every_episodes)
+        if update is not None:
+            out.append(update)
+    out.extend(p for p in _alerts(snap) if p.key not in posted)
+    if snap.over:
+        out.extend(p for p in _end_posts(snap, posted, done_grace_s) if p.key not in posted)
+    return out
+
+
+def launch_post(snap: RunSnapshot) -> Post:
+    m = snap.manifest
+    lines = []
+    prereg_id, sha = _prereg(m)
+    if prereg_id or sha:
+        lines.append(f"prereg **{_esc(prereg_id or '?')}**" + (f" (sha256 `{sha[:12]}`)" if sha else ""))
+    settings = _settings(m)
+    arm_bits = [f"arm **{_esc(str(m.get('arm') or '?'))}**"]
+    for name in ("policy", "decode", "convmap", "checkpoint", "dtype"):
+        if settings.get(name) not in (None, ""):
+            arm_bits.append(f"{name} {_esc(_short(settings[name], 60))}")
+    lines.append(" · ".join(arm_bits))
+    seeds = m.get("seeds") if isinstance(m.get("seeds"), list) else []
+    proto = [f"{len(seeds) or snap.total} seeds" + (f" ({seed_span(seeds)})" if seeds else "")]
+    if _num(m.get("episode_seconds")) is not None:
+        proto.append(f"{_num(m.get('episode_seconds')):g} s episodes")
+    workers = settings.get("workers", m.get("workers"))
+    if workers:
+        proto.append(f"{workers} workers")
+    lines.append(" · ".join(proto))
+    lines.append("gates: " + describe_gates(snap.gate_spec()))
+    return _post(snap, LAUNCH, LAUNCH, f"launched: arm {m.get('arm') or '?'}, {snap.total} episodes",
+                 f"Launch · {snap.run_id}", "\n".join(lines))
+
+
+def update_post(snap: RunSnapshot, milestone: int) -> Post:
+    lines = progress_lines(snap)
+    warn = [r.message for r in _readings(snap) if r.state == WARN]
+    lines.extend(f"warning: {w}" for w in warn)
+    t = tally(snap.rows)
+    return _post(snap, UPDATE, f"{UPDATE}:{milestone}",
+                 f"{snap.done}/{snap.total} · {t.successes} successes · {t.knock_aways} knock-aways",
+                 f"Update · {snap.run_id} · {snap.done}/{snap.total}", "\n".join(lines))
+
+
+def progress_lines(snap: RunSnapshot) -> list[str]:
+    """The counts an update reads: outcomes, validity, pace, GPU-hours."""
+    t = tally(snap.rows)
+    lines = [f"successes **{t.successes}** · knock-aways {t.knock_aways} · engaged {t.engaged}"]
+    zf = f"zero-fallbacks {t.zero_fallbacks}"
+    if t.predicts:
+        zf += f" ({100.0 * t.zero_fallbacks / t.predicts:.1f}% of {t.predicts:,} predicts)"
+    lines.append(zf)
+    validity = []
+    if t.reset_strikes:
+        validity.append(f"reset strikes **{t.reset_strikes}** (must be 0)")
+    if t.errors:
+        validity.append(f"error rows **{t.errors}**")
+    if validity:
+        lines.append(" · ".join(validity))
+    spec = snap.gate_spec()
+    elapsed, done, total = snap.elapsed_s, snap.done, snap.total
+    if elapsed is not None and done > 0:
+        proj = _num(snap.status.get("projected_wall_s")) or projected_wall_s(elapsed, done, total)
+        pace = f"pace {elapsed / done:.0f} s/episode"
+        if proj is not None:
+            pace += f" · projected wall {_hours(proj)}"
+            if spec.pace_limit_hours is not None:
+                pace += f" (limit {spec.pace_limit_hours:g} h)"
+        lines.append(pace)
+    gpu = snap.gpu_hours
+    if gpu is not None:
+        line = f"GPU-hours {gpu:.2f}"
+        if spec.gpu_hours is not None:
+            line += f" of {spec.gpu_hours:g} gate"
+        source = snap.status.get("gpu_hours_source")
+        if source:
+            line += f" ({_esc(str(source))})"
+        lines.append(line)
+    return lines
+
+
+def results_post(snap: RunSnapshot) -> Post:
+    t = tally(snap.rows)
+    head = f"successes **{t.successes}/{snap.done}** · knock-aways {t.knock_aways} · engaged {t.engaged}"
+    body = shorten_markdown(snap.results_md or "", DESCRIPTION_MAX - len(head) - 80)
+    image = snap.chart_png if snap.chart_png and len(snap.chart_png) <= CHART_MAX_BYTES else None
+    return _post(snap, RESULTS, RESULTS, f"results: {t.successes}/{snap.done} successes",
+                 f"Results · {snap.run_id}", f"{head}\n\n{body}", image=image)
+
+
+def test_post(host: str, at: str) -> Post:
+    return Post(TEST, f"{TEST}:{at}", 0, "Fontaine test post", "Test post",
+                f"Sent from `{_esc(host)}` at {at}. If you can read this, the webhook works.",
+                "fontaine · test", COLOURS[TEST])
+
+
+@dataclass(frozen=True)
+class Tally:
+    successes: int = 0
+    knock_aways: int = 0
+    engaged: int = 0
+    zero_fallbacks: int = 0
+    predicts: int = 0
+    reset_strikes: int = 0
+    errors: int = 0
+
+
+def tally(rows: list[dict]) -> Tally:
+    """Counts over rows; derives knock-away/engaged from distances when the flags are null."""
+    s = k = e = zf = pr = rs = err = 0
+    for r in rows:
+        if r.get("status") == "error":
+            err += 1
+        s += r.get("success") is True
+        ka = r.get("knock_away")
+        if ka is None and _num(r.get("progress_final_cm")) is not None:
+            ka = _num(r.get("progress_final_cm")) <= KNOCK_AWAY_CM
+        k += bool(ka)
+        en = r.get("engaged")
+        if en is None and _num(r.get("progress_cm")) is not None:
+            en = _num(r.get("progress_cm")) > ENGAGED_CM
+        e += bool(en)
+        zf += int(_num(r.get("zero_fallbacks")) or 0)
+        pr += int(_num(r.get("predicts")) or 0)
+        rs += int(_num(r.get("reset_strikes")) or 0)
+    return Tally(s, k, e, zf, pr, rs, err)
+
+
+def gate_spec_from(gates: object) -> GateSpec:
+    """A GateSpec from the manifest's `gates` (also accepts the driver's flag names)."""
+    if not isinstance(gates, dict):
+        return GateSpec()
+    aliases = {"gpu_hours_gate": "gpu_hours", "pace_limit_h": "pace_limit_hours"}
+    known = set(GateSpec.__dataclass_fields__)
+    kw = {}
+    for k, v in gates.items():
+        name = aliases.get(k, k)
+        if name in known and v is not None:
+            kw[name] = int(v) if name == "pace_after_episodes" else float(v)
+    try:
+        return GateSpec(**kw)
+    except (TypeError, ValueError):
+        return GateSpec()
+
+
+def describe_gates(spec: GateSpec) -> str:
+    bits = []
+    if spec.gpu_hours is not None:
+        bits.append(f"GPU-hours ≤ {spec.gpu_hours:g}")
+    if spec.pace_limit_hours is not None:
+        bits.append(f"projected wall ≤ {spec.pace_limit_hours:g} h (judged after {spec.pace_after_episodes} episodes)")
+    return " · ".join(bits) or "none"
+
+
+def seed_span(seeds: list) -> str:
+    """'0–99' for a contiguous range, else the first few seeds."""
+    ints = [s for s in seeds if isinstance(s, int)]
+    if ints and len(ints) == len(seeds) and ints == list(range(ints[0], ints[0] + len(ints))):
+        return f"{ints[0]}–{ints[-1]}" if len(ints) > 1 else str(ints[0])
+    head = ", ".join(str(s) for s in seeds[:8])
+    return head + (", …" if len(seeds) > 8 else "")
+
+
+def shorten_markdown(text: str, limit: int) -> str:
+    """results.md made readable in an embed: headings bold, tables as ' · ' lines, clipped at a line."""
+    out = []
+    for raw in text.strip().splitlines():
+        line = raw.rstrip()
+        if re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", line) and "-" in line:
+            continue  # a table's separator row
+        m = re.match(r"^#{1,6}\s+(.*)", line)
+        if m:
+            line = f"**{m.group(1).strip()}**"
+        elif line.lstrip().startswith("|"):
+            line = " · ".join(c.strip() for c in line.strip().strip("|").split("|"))
+        if line or (out and out[-1]):
+            out.append(line)
+    note = "\n… (shortened: the full reads are in results.md)"
+    kept, size = [], 0
+    for line in out:
+        if size + len(line) + 1 > limit - len(note):
+            return "\n".join(kept).rstrip() + note
+        kept.append(line)
+        size += len(line) + 1
+    return "\n".join(kept).rstrip()
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _due_update(snap: RunSnapshot, posted: set[str], every: int) -> Post | None:
+    if every <= 0 or snap.done < every:
+        return None
+    milestone = (snap.done // every) * every
+    if snap.total and milestone >= snap.total:
+        return None  # the end posts speak for the last milestone
+    sent = [int(k.split(":", 1)[1]) for k in posted if k.startswith(f"{UPDATE}:") and k.split(":", 1)[1].isdigit()]
+    last = max(sent, default=0)
+    if milestone <= last:
+        return None
+    post = update_post(snap, milestone)
+    missed = list(range(last + every, milestone, every))
+    if missed:
+        post = post.with_note(f"caught up: the updates at {', '.join(map(str, missed))} episodes were not posted")
+    return post
+
+
+def _readings(snap: RunSnapshot):
+    elapsed = snap.elapsed_s
+    if elapsed is None:
+        return []
+    walls = [w for w in (_num(r.get("wall_s")) for r in snap.rows) if w is not None]
+    return evaluate_gates(
+        snap.gate_spec(), elapsed_s=elapsed, done=snap.done, total=snap.total, gpu_hours=snap.gpu_hours,
+        heartbeat_age_s=snap.heartbeat_age_s, episode_walls_s=walls, live=snap.live,
+    )
+
+
+def _alerts(snap: RunSnapshot) -> list[Post]:
+    """Tripwires seen live (gate readings), or named by the reason a run stopped."""
+    out = []
+    if snap.live:
+        for r in _readings(snap):
+            if r.state != TRIPPED:
+                continue
+            if r.name == "stall":
+                out.append(_post(snap, STALL, f"{STALL}:{snap.done}", f"stall at {snap.done}/{snap.total}",
+                                 f"Stall · {snap.run_id}", f"{r.message}\nat {snap.done}/{snap.total} episodes"))
+            else:
+                out.append(_tripwire(snap, r.name, r.message))
+    elif snap.state == STOPPED:
+        reason = _reason(snap)
+        gate = _gate_named(reason)
+        if gate:
+            out.append(_tripwire(snap, gate, reason))
+    return out
+
+
+def _tripwire(snap: RunSnapshot, gate: str, message: str) -> Post:
+    return _post(snap, TRIPWIRE, f"{TRIPWIRE}:{gate}", f"tripwire: {gate} at {snap.done}/{snap.total}",
+                 f"Tripwire · {gate} · {snap.run_id}",
+                 f"{_esc(_short(message, 300))}\nat {snap.done}/{snap.total} episodes; "
+                 "the driver stops at an episode boundary")
+
+
+def _end_posts(snap: RunSnapshot, posted: set[str], done_grace_s: float) -> list[Post]:
+    out = []
+    summary = [f"**{snap.done}/{snap.total}** episodes", *progress_lines(snap)]
+    if snap.state in (STOPPED, FAILED):
+        reason = _reason(snap)
+        kind = snap.state
+        verb = "stopped" if kind == STOPPED else "failed"
+        text = "\n".join([f"reason: {_esc(_short(reason, 300))}" if reason else "reason: not given", *summary])
+        out.append(_post(snap, kind, f"{kind}:{snap.done}", f"{verb} at {snap.done}/{snap.total}",
+                         f"{verb.capitalize()} · {snap.run_id}", text))
+    if snap.results_md is not None:
+        out.append(results_post(snap))
+    elif snap.state == DONE and RESULTS not in posted:
+        waited = snap.status_age_s is None or snap.status_age_s >= done_grace_s
+        if waited:
+            t = tally(snap.rows)
+            out.append(_post(snap, DONE, DONE, f"done: {t.successes}/{snap.done} successes",
+                             f"Done · {snap.run_id}",
+                             "\n".join([*summary, "*frozen reads not written yet (results.md)*"])))
+    return out
+
+
+def _post(snap: RunSnapshot, kind: str, key: str, content: str, title: str, description: str,
+          image: bytes | None = None) -> Post:
+    prereg_id, _ = _prereg(snap.manifest)
+    foot = ["fontaine", snap.run_id]
+    if prereg_id:
+        foot.append(str(prereg_id))
+    foot.append(key)
+    return Post(
+        kind=kind, key=key, episodes=snap.done,
+        content=_clip(f"`{_code(snap.run_id)}` {content}", CONTENT_MAX),
+        title=_clip(title, TITLE_MAX), description=_clip(description, DESCRIPTION_MAX),
+        footer=_clip(" · ".join(foot), FOOTER_MAX), colour=COLOURS[kind], run_id=snap.run_id, image=image,
+    )
+
+
+def _reason(snap: RunSnapshot) -> str:
+    reason = snap.status.get("reason")
+    if not reason:
+        stop = _read_json(snap.run_dir / "STOP")
+        reason = stop.get("reason")
+    return str(reason or "")
+
+
+def _gate_named(reason: str) -> str | None:
+    """Which gate a stop reason names, if it names one ('gate'/'tripwire' alone -> 'gate')."""
+    low = reason.lower()
+    if re.search(r"gpu[\s_-]?h(ou)?rs?", low):
+        return "gpu_hours"
+    if "pace" in low or "projected wall" in low:
+        return "pace"
+    if "stall" in low or "heartbeat" in low:
+        return "stall"
+    if "tripwire" in low or "gate" in low:
+        return "gate"
+    return None
+
+
+def _prereg(m: dict) -> tuple[str | None, str | None]:
+    p = m.get("prereg")
+    if isinstance(p, dict):
+        return (p.get("id") or m.get("prereg_id"), p.get("sha256") or m.get("prereg_sha256"))
+    return (p if isinstance(p, str) else m.get("prereg_id"), m.get("prereg_sha256"))
+
+
+def _settings(m: dict) -> dict:
+    for name in ("arm_settings", "settings"):
+        if isinstance(m.get(name), dict):
+            return {**m, **m[name]}
+    return m
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _read_chart(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _age(path: Path, now: float) -> float | None:
+    try:
+        return max(0.0, now - path.stat().st_mtime)
+    except OSError:
+        return None
+
+
+def _num(v: object) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
+
+
+def _short(v: object, n: int) -> str:
+    s = str(v)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _esc(s: str) -> str:
+    """Escape Discord markdown in names that come from files (run ids, arms, reasons)."""
+    return re.sub(r"([\\*_~`|>])", r"\\\1", s)
+
+
+def _code(s: str) -> str:
+    return s.replace("`", "'")

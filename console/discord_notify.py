@@ -1,0 +1,585 @@
+"""Posts a run's progress to a Discord channel through a webhook, without ever blocking the console.
+
+The console calls `Notifier.poll_run(run_dir)` from a worker thread every few seconds; it reads
+the run directory, works out which posts are owed (`console/discord_messages.py`) and queues
+them. One background thread runs an asyncio loop that sends the queue in order with the real
+discord.py webhook client. A post that fails stays at the head of the queue and is retried with
+capped exponential backoff (discord.py itself waits out rate limits), so an outage delays posts
+and loses none.
+
+The ledger, RUN_DIR/posts.jsonl, gets one line per post only after Discord confirmed it (with
+the message id), flushed and fsynced, and a restarted console rebuilds what is owed from the
+run directory and the ledger: nothing is posted twice and missed posts are caught up.
+
+Crash window. Between Discord's confirmation and the ledger line there are a few milliseconds
+in which a crash would leave a post delivered but unrecorded. We prefer a rare repeat to a lost
+post: before each send, RUN_DIR/posts.inflight.json names the post being sent; it is removed
+once the ledger line is on disk. A restarted console that finds it for a post not in the ledger
+sends that post again, marked as a possible repeat.
+
+Secrets. The webhook URL carries its token: it is never printed, logged or written. Only the
+masked form (`mask_webhook_url`) is shown, every error text is scrubbed of it, and discord.py's
+DEBUG logging, which prints the full URL, is held at WARNING.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import os
+import re
+import socket
+import stat
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from console import discord_messages as msgs
+from prereg.rows import read_rows
+
+log = logging.getLogger(__name__)
+
+ENV_URL = "FONTAINE_DISCORD_WEBHOOK_URL"
+ENV_FILE = "FONTAINE_DISCORD_WEBHOOK_FILE"
+LEDGER = "posts.jsonl"
+INFLIGHT = "posts.inflight.json"
+
+OFF, OK, RETRYING, FAILING = "off", "ok", "retrying", "failing"
+
+SETUP_HINT = (
+    "Discord posts are off. To turn them on: in Discord, Channel settings > Integrations > "
+    "Webhooks > New Webhook > Copy Webhook URL; then either export "
+    f"{ENV_URL}=<url>, or save the URL in a file only you can read (chmod 600 FILE) and export "
+    f"{ENV_FILE}=FILE; restart the console and press the test-post key."
+)
+
+# The form discord.py's Webhook.from_url accepts.
+_URL_RE = re.compile(
+    r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api(?:/v\d+)?/webhooks/"
+    r"(?P<id>[0-9]{17,20})/(?P<token>[A-Za-z0-9.\-_]{60,})"
+)
+
+
+class WebhookConfigError(ValueError):
+    """The webhook setting is present but unusable; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class NotifierStatus:
+    """A consistent copy of the notifier's state, for the console's status line."""
+
+    state: str  # off | ok | retrying | failing
+    last_error: str | None  # masked
+    pending: int  # posts queued, the one being sent included
+    sent: int  # posts confirmed by Discord since start
+    target: str | None  # the masked webhook URL
+    setup_hint: str | None  # how to turn posts on, when off
+
+    def line(self) -> str:
+        if self.state == OFF:
+            return "Discord: off" + (f" ({self.last_error})" if self.last_error else "")
+        text = f"Discord: {self.state}"
+        if self.pending:
+            text += f" · {self.pending} queued"
+        if self.state in (RETRYING, FAILING) and self.last_error:
+            text += f" · {self.last_error}"
+        return text
+
+
+def mask_webhook_url(url: str) -> str:
+    """https://discord.com/api/webhooks/1234…/**** — enough to tell two webhooks apart."""
+    m = _URL_RE.search(url or "")
+    if not m:
+        return "<webhook URL>"
+    return f"https://discord.com/api/webhooks/{m.group('id')[:4]}…/****"
+
+
+def load_webhook_url(environ: dict | os._Environ = os.environ) -> str | None:
+    """The webhook URL from the environment or from a file only the user can read; None if unset."""
+    url = (environ.get(ENV_URL) or "").strip()
+    source = f"${ENV_URL}"
+    if not url and environ.get(ENV_FILE):
+        path = Path(environ[ENV_FILE]).expanduser()
+        source = f"the file {path} (${ENV_FILE})"
+        try:
+            st = path.stat()
+        except OSError as exc:
+            raise WebhookConfigError(f"cannot read {source}: {exc.strerror}") from None
+        if st.st_mode & 0o077:
+            raise WebhookConfigError(
+                f"{source} is readable or writable by others (mode {stat.filemode(st.st_mode)}); "
+                f"it holds a secret: run `chmod 600 {path}`"
+            )
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            raise WebhookConfigError(f"{source} belongs to another user; keep the webhook in a file you own")
+        try:
+            url = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise WebhookConfigError(f"cannot read {source}: {exc}") from None
+    if not url:
+        return None
+    if not _URL_RE.fullmatch(url):
+        raise WebhookConfigError(
+            f"{source} is not a Discord webhook URL "
+            "(expected https://discord.com/api/webhooks/<id>/<token>; copy it from the channel's Integrations)"
+        )
+    return url
+
+
+def quiet_discord_logging(url: str | None = None) -> None:
+    """discord.py logs the full webhook URL (token included) at DEBUG: hold its loggers at
+    WARNING, and scrub the webhook's id and token from what they still log (a 429 warning)."""
+    lg = logging.getLogger("discord")
+    if lg.level == logging.NOTSET or lg.level < logging.WARNING:
+        lg.setLevel(logging.WARNING)
+    m = _URL_RE.search(url or "")
+    if m:
+        _SCRUB.secrets[m.group("token")] = "****"
+        _SCRUB.secrets[m.group("id")] = m.group("id")[:4] + "…"
+    for name in ("discord.webhook.async_", "discord.webhook.sync", "discord.http"):
+        logger = logging.getLogger(name)
+        if _SCRUB not in logger.filters:
+            logger.addFilter(_SCRUB)
+
+
+class _ScrubSecrets(logging.Filter):
+    """Rewrites a record that mentions a registered secret (filters act on the emitting logger)."""
+
+    def __init__(self):
+        super().__init__()
+        self.secrets: dict[str, str] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if any(s in text for s in self.secrets):
+            for secret, masked in sorted(self.secrets.items(), key=lambda kv: -len(kv[0])):
+                text = text.replace(secret, masked)
+            record.msg, record.args = text, ()
+        return True
+
+
+_SCRUB = _ScrubSecrets()
+
+
+@dataclass
+class _Item:
+    run_dir: Path | None  # None for a test post: no ledger
+    post: msgs.Post
+    plain: bool = False  # Discord rejected the embed as malformed: send it as plain text
+
+
+class _RunBook:
+    """What this notifier knows of one run: keys in the ledger or the queue, and a rows cache."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.keys: set[str] = set()
+        self.maybe_sent: str | None = None  # key named by a leftover posts.inflight.json
+        self.rows_sig: tuple[int, int] | None = None
+        self.rows: list[dict] = []
+        self.loaded = False
+
+
+class Notifier:
+    """The Discord side of the console: poll runs, queue posts, deliver them in order."""
+
+    def __init__(
+        self,
+        url: str | None,
+        *,
+        every_episodes: int = 10,
+        backoff_s: float = 2.0,
+        backoff_max_s: float = 300.0,
+        failing_after: int = 3,
+        done_grace_s: float = 20.0,
+        catch_up_s: float = 6 * 3600.0,
+        request_timeout_s: float = 30.0,
+        config_error: str | None = None,
+    ):
+        quiet_discord_logging(url)
+        self._url = url
+        self.every_episodes = every_episodes
+        self.backoff_s = backoff_s
+        self.backoff_max_s = backoff_max_s
+        self.failing_after = failing_after
+        self.done_grace_s = done_grace_s
+        self.catch_up_s = catch_up_s
+        self.request_timeout_s = request_timeout_s
+        self.masked_url = mask_webhook_url(url) if url else None
+
+        self._lock = threading.Lock()  # the queue and the state; never held during file I/O
+        self._poll_lock = threading.Lock()  # one poll at a time; guards the run books
+        self._changed = threading.Condition(self._lock)  # notified when the queue or state changes
+        self._queue: deque[_Item] = deque()
+        self._runs: dict[Path, _RunBook] = {}
+        self._state = OK if url else OFF
+        self._last_error = config_error
+        self._sent = 0
+        self._failures = 0
+        self._closing = False
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.Event | None = None
+
+    @classmethod
+    def from_env(cls, *, every_episodes: int = 10, environ=os.environ, **kw) -> "Notifier":
+        """A notifier from FONTAINE_DISCORD_WEBHOOK_URL / _FILE; `off` (with the reason) otherwise."""
+        try:
+            url = load_webhook_url(environ)
+        except WebhookConfigError as exc:
+            log.warning("Discord posts off: %s", exc)
+            return cls(None, every_episodes=every_episodes, config_error=str(exc), **kw)
+        return cls(url, every_episodes=every_episodes, **kw)
+
+    def __repr__(self) -> str:
+        return f"<Notifier {self._state} {self.masked_url or 'no webhook'}>"
+
+    # --- state, for the console ------------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    @property
+    def last_error(self) -> str | None:
+        return self._last_error
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    @property
+    def setup_hint(self) -> str | None:
+        return SETUP_HINT if self._url is None else None
+
+    def status(self) -> NotifierStatus:
+        with self._lock:
+            return NotifierStatus(self._state, self._last_error, len(self._queue), self._sent,
+                                  self.masked_url, self.setup_hint)
+
+    # --- what the console calls ------------------------------------------------------------
+
+    def poll_run(self, run_dir: Path | str) -> list[str]:
+        """Queue the posts this run is owed and has not had; returns their keys. Never blocks on I/O
+        to Discord; reads only the run directory. Safe to call often and from any thread."""
+        if self._url is None or self._closing:
+            return []
+        run_dir = Path(run_dir)
+        with self._poll_lock:
+            book = self._runs.setdefault(run_dir, _RunBook(run_dir))
+            if not book.loaded:
+                self._load_ledger(book)
+            snap = msgs.read_snapshot(run_dir, rows=self._cached_rows(book))
+            posts = msgs.due_posts(snap, book.keys, every_episodes=self.every_episodes,
+                                   done_grace_s=self.done_grace_s, catch_up_s=self.catch_up_s)
+            posts = [p.with_note("may repeat a post sent just before the console stopped")
+                     if p.key == book.maybe_sent else p for p in posts]
+            book.keys.update(p.key for p in posts)
+            with self._lock:
+                self._queue.extend(_Item(run_dir, p) for p in posts)
+                self._changed.notify_all()
+        if posts:
+            self._kick()
+        return [p.key for p in posts]
+
+    def send_test(self) -> bool:
+        """Queue a test post (also retries a failing queue now). False when posts are off."""
+        if self._url is None or self._closing:
+            return False
+        at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        with self._lock:
+            self._queue.append(_Item(None, msgs.test_post(socket.gethostname(), at)))
+            self._changed.notify_all()
+        self._kick()
+        return True
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until the queue is empty; True if it emptied in time."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._queue:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            return True
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Try to flush the queue within `timeout`, then stop the sender. True if nothing was left.
+        Whatever was left is rebuilt from the run directories by the next console."""
+        flushed = self.wait_idle(timeout) if self._thread else not self._queue
+        self._closing = True
+        if self._loop is not None and self._thread is not None:
+            self._kick()
+            self._thread.join(timeout=max(1.0, timeout))
+        return flushed
+
+    # --- ledger ----------------------------------------------------------------------------
+
+    def _load_ledger(self, book: _RunBook) -> None:
+        book.keys |= read_ledger_keys(book.run_dir)
+        marker = _read_json(book.run_dir / INFLIGHT)
+        key = marker.get("key")
+        if key and key in book.keys:
+            _unlink(book.run_dir / INFLIGHT)
+        elif key:
+            book.maybe_sent = key
+        book.loaded = True
+
+    def _cached_rows(self, book: _RunBook) -> list[dict]:
+        path = book.run_dir / "rows.jsonl"
+        try:
+            st = path.stat()
+            sig = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            return []
+        if sig != book.rows_sig:
+            book.rows = read_rows(path).rows
+            book.rows_sig = sig
+        return book.rows
+
+    # --- the sender thread -----------------------------------------------------------------
+
+    def _kick(self) -> None:
+        """Start the sender on first use; wake it (from any thread) when there is news."""
+        with self._lock:
+            if self._thread is None and not self._closing:
+                ready = threading.Event()
+                self._thread = threading.Thread(target=self._run_loop, args=(ready,),
+                                                name="fontaine-discord", daemon=True)
+                self._thread.start()
+                ready.wait(5.0)
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            try:
+                loop.call_soon_threadsafe(wake.set)
+            except RuntimeError:
+                pass  # the loop has already stopped
+
+    def _run_loop(self, ready: threading.Event) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        self._wake = asyncio.Event()
+        ready.set()
+        try:
+            loop.run_until_complete(self._serve())
+        except Exception as exc:  # a bug: say so without the URL, and let the next console catch up
+            log.error("Discord sender stopped: %s", self._scrub(f"{type(exc).__name__}: {exc}"))
+            self._set_state(FAILING, self._scrub(f"sender stopped: {type(exc).__name__}: {exc}"))
+        finally:
+            loop.close()
+
+    async def _serve(self) -> None:
+        import aiohttp
+        import discord
+
+        timeout = aiohttp.ClientTimeout(total=self.request_timeout_s)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            hook = discord.Webhook.from_url(self._url, session=session)
+            while not self._closing:
+                with self._lock:
+                    item = self._queue[0] if self._queue else None
+                if item is None:
+                    await self._sleep(None)
+                    continue
+                delay = await self._attempt(hook, item, discord)
+                if delay:
+                    await self._sleep(delay)
+
+    async def _sleep(self, seconds: float | None) -> None:
+        """Wait for news (or `seconds`): a new post, a test post, close()."""
+        self._wake.clear()
+        if self._closing:
+            return
+        try:
+            await asyncio.wait_for(self._wake.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _attempt(self, hook, item: _Item, discord) -> float:
+        """Send the head of the queue once; 0 on success, else how long to wait before retrying."""
+        post, run_dir = item.post, item.run_dir
+        if run_dir is not None and post.key in read_ledger_keys(run_dir):
+            self._pop(item)  # another console got there first
+            return 0.0
+        if run_dir is not None:
+            if not run_dir.is_dir():
+                log.warning("Discord post %s dropped: its run directory is gone", post.key)
+                self._pop(item)
+                return 0.0
+            try:
+                _write_json_atomic(run_dir / INFLIGHT, {"key": post.key, "kind": post.kind, "at": _utc_now()})
+            except OSError as exc:
+                return self._failed(item, exc, discord, f"cannot write {INFLIGHT} in {run_dir}")
+        try:
+            message = await hook.send(**self._render(item, discord), wait=True,
+                                      allowed_mentions=discord.AllowedMentions.none())
+        except Exception as exc:  # noqa: BLE001 - HTTP errors, connection errors (OSError), timeouts, bugs: retried, never dropped
+            return self._failed(item, exc, discord)
+        if run_dir is not None:
+            self._record(run_dir, post, message.id)
+        with self._lock:
+            self._sent += 1
+            self._failures = 0
+        self._set_state(OK, None)
+        self._pop(item)
+        log.info("Discord: posted %s for %s", post.key, post.run_id or "test")
+        return 0.0
+
+    def _record(self, run_dir: Path, post: msgs.Post, message_id: int) -> None:
+        """The ledger line, then the in-flight marker goes. If the ledger cannot be written the
+        marker stays, so a restarted console re-sends this post marked as a possible repeat."""
+        try:
+            append_ledger(run_dir, {
+                "kind": post.kind, "key": post.key, "episodes": post.episodes,
+                "message_id": str(message_id), "at": _utc_now(),
+            })
+        except OSError as exc:
+            log.error("Discord post %s delivered but not recorded in %s: %s", post.key, run_dir / LEDGER, exc)
+            return
+        _unlink(run_dir / INFLIGHT)
+
+    def _render(self, item: _Item, discord) -> dict:
+        post = item.post
+        if item.plain:
+            return {"content": post.as_text()}
+        embed = discord.Embed(title=post.title, description=post.description, colour=post.colour)
+        embed.set_footer(text=post.footer)
+        kw = {"content": post.content, "embed": embed}
+        if post.image:
+            embed.set_image(url=f"attachment://{msgs.CHART_NAME}")
+            kw["file"] = discord.File(io.BytesIO(post.image), filename=msgs.CHART_NAME)
+        return kw
+
+    def _failed(self, item: _Item, exc: BaseException, discord, what: str | None = None) -> float:
+        status = getattr(exc, "status", None)
+        with self._lock:
+            self._failures += 1
+            failures = self._failures
+        delay = min(self.backoff_max_s, self.backoff_s * 2 ** (failures - 1))
+        if isinstance(exc, discord.HTTPException):
+            text = f"Discord answered {status}: {exc.text or exc.response.reason}"
+            if status == 400 and not item.plain:
+                item.plain = True  # one bad embed must not block the queue: retry as plain text now
+                delay = 0.0
+            elif status == 429:
+                delay = max(delay, _retry_after(exc))
+            elif status in (401, 403, 404):
+                text = f"Discord answered {status}: the webhook was deleted or the URL is wrong; set a new one"
+                failures = max(failures, self.failing_after)
+        elif what:
+            text = f"{what}: {exc}"
+        else:
+            text = f"cannot reach Discord: {type(exc).__name__}: {exc}"
+        text = self._scrub(text)[:300]
+        state = FAILING if failures >= self.failing_after else RETRYING
+        if state != self._state or text != self._last_error:
+            log.warning("Discord post %s not delivered (%s); retrying in %.1f s", item.post.key, text, delay)
+        self._set_state(state, text)
+        return delay
+
+    def _pop(self, item: _Item) -> None:
+        with self._lock:
+            if self._queue and self._queue[0] is item:
+                self._queue.popleft()
+            self._changed.notify_all()
+
+    def _set_state(self, state: str, error: str | None) -> None:
+        with self._lock:
+            self._state, self._last_error = state, error
+            self._changed.notify_all()
+
+    def _scrub(self, text: str) -> str:
+        """Any trace of the webhook (its URL, token, id) replaced by the masked form."""
+        if not self._url:
+            return text
+        m = _URL_RE.search(self._url)
+        text = text.replace(self._url, self.masked_url)
+        if m:
+            text = text.replace(m.group("token"), "****").replace(m.group("id"), m.group("id")[:4] + "…")
+        return text
+
+
+def read_ledger_keys(run_dir: Path) -> set[str]:
+    """Keys of the posts Discord confirmed for this run (a torn last line is ignored)."""
+    keys = set()
+    try:
+        text = (Path(run_dir) / LEDGER).read_text(encoding="utf-8")
+    except OSError:
+        return keys
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("key"):
+            keys.add(str(obj["key"]))
+    return keys
+
+
+def read_ledger(run_dir: Path) -> list[dict]:
+    """The ledger's lines, in the order the posts were confirmed."""
+    out = []
+    try:
+        text = (Path(run_dir) / LEDGER).read_text(encoding="utf-8")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def append_ledger(run_dir: Path, entry: dict) -> None:
+    """One line, flushed and fsynced: the post exists in Discord and must not be sent again."""
+    path = Path(run_dir) / LEDGER
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _retry_after(exc) -> float:
+    """A 429 that discord.py did not retry itself (no Via header): honour its Retry-After."""
+    try:
+        return float(exc.response.headers.get("Retry-After", 0.0))
+    except (TypeError, ValueError, AttributeError):
+        return 0.0
+
+
+def _write_json_atomic(path: Path, obj: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return obj if isinstance(obj, dict) else {}
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def _utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,188 @@
+"""A fake Discord webhook API on loopback, for testing with the real discord.py client.
+
+It runs an aiohttp server on 127.0.0.1 (a random port, kept across stop/start so an outage can
+end) in its own thread, records every request, and answers like Discord: a message object with
+a fresh id, `Content-Type: application/json` exactly (discord.py does not parse
+`application/json; charset=utf-8` as JSON). Failures are scripted: `fail_next(429,
+retry_after=..)` (with the `Via` header discord.py needs to retry a 429 itself, or without it),
+`fail_next(500)`, and `stop()` for an outage (connection refused) until `start()`.
+
+Point discord.py at it with `discord.http.Route.BASE = fake.base` (each request builds a new
+Route, so the patch takes effect). Its access log is off: its paths carry the token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from itertools import count
+
+from aiohttp import web
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict
+    status: int  # what the fake answered
+    payload: dict | None = None
+    files: list[tuple[str, bytes]] = field(default_factory=list)  # (filename, bytes)
+
+
+@dataclass
+class Failure:
+    status: int
+    retry_after: float = 0.0
+    via: bool = True
+
+
+class FakeDiscord:
+    def __init__(self):
+        self.requests: list[Request] = []
+        self.messages: list[Request] = []  # accepted posts, in the order they arrived
+        self._failures: list[Failure] = []
+        self._ids = count(1_300_000_000_000_000_001)
+        self._cond = threading.Condition()
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}/api/v10"
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="fake-discord", daemon=True)
+        self._thread.start()
+        self._runner: web.AppRunner | None = None
+
+    # --- control -----------------------------------------------------------------------
+
+    def start(self) -> "FakeDiscord":
+        self._call(self._start())
+        return self
+
+    def stop(self) -> None:
+        """An outage: the port refuses connections until start()."""
+        self._call(self._stop())
+
+    def close(self) -> None:
+        self.stop()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    def fail_next(self, status: int, *, retry_after: float = 0.0, via: bool = True, times: int = 1) -> None:
+        with self._cond:
+            self._failures.extend(Failure(status, retry_after, via) for _ in range(times))
+
+    def wait_for(self, predicate, timeout: float = 10.0) -> bool:
+        """Wait until predicate(self) holds (checked on every request)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.1))
+            return True
+
+    def wait_messages(self, n: int, timeout: float = 10.0) -> bool:
+        return self.wait_for(lambda f: len(f.messages) >= n, timeout)
+
+    def footers(self) -> list[str]:
+        return [m.payload["embeds"][0]["footer"]["text"] for m in self.messages if m.payload.get("embeds")]
+
+    # --- server ------------------------------------------------------------------------
+
+    def _call(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
+
+    async def _start(self) -> None:
+        if self._runner is not None:
+            return
+        app = web.Application()
+        app.router.add_route("*", "/api/v10/webhooks/{webhook_id}/{token}", self._handle)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True)
+        await site.start()
+        self._runner = runner
+
+    async def _stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        payload, files = await _read_body(request)
+        with self._cond:
+            failure = self._failures.pop(0) if self._failures else None
+        if failure is not None:
+            return self._record(request, payload, files, failure.status, _failure_response(failure))
+        if request.method != "POST":
+            return self._record(request, payload, files, 405, _json(405, {"message": "405: Method Not Allowed", "code": 0}))
+        msg_id = str(next(self._ids))
+        body = _message(msg_id, request.match_info["webhook_id"], payload or {}, files)
+        return self._record(request, payload, files, 200, _json(200, body), accepted=True)
+
+    def _record(self, request, payload, files, status, response, accepted=False):
+        rec = Request(request.method, request.path, dict(request.query), status, payload, files)
+        with self._cond:
+            self.requests.append(rec)
+            if accepted:
+                self.messages.append(rec)
+            self._cond.notify_all()
+        return response
+
+
+async def _read_body(request: web.Request) -> tuple[dict | None, list[tuple[str, bytes]]]:
+    if request.content_type.startswith("multipart/"):
+        payload, files = None, []
+        reader = await request.multipart()
+        async for part in reader:
+            data = await part.read()
+            if part.name == "payload_json":
+                payload = json.loads(data)
+            else:
+                files.append((part.filename, bytes(data)))
+        return payload, files
+    raw = await request.read()
+    return (json.loads(raw) if raw else None), []
+
+
+def _failure_response(f: Failure) -> web.Response:
+    if f.status == 429:
+        headers = {"Retry-After": f"{f.retry_after:g}", "X-RateLimit-Scope": "user"}
+        if f.via:
+            headers["Via"] = "1.1 google"
+        return _json(429, {"message": "You are being rate limited.", "retry_after": f.retry_after, "global": False},
+                     headers)
+    return _json(f.status, {"message": f"{f.status}: scripted failure", "code": 0})
+
+
+def _json(status: int, obj: dict, headers: dict | None = None) -> web.Response:
+    return web.Response(status=status, body=json.dumps(obj).encode(),
+                        headers={"Content-Type": "application/json", **(headers or {})})
+
+
+def _message(msg_id: str, webhook_id: str, payload: dict, files: list[tuple[str, bytes]]) -> dict:
+    """A message object as Discord returns it for `?wait=true`."""
+    return {
+        "id": msg_id, "type": 0, "channel_id": "1200000000000000002", "webhook_id": webhook_id,
+        "author": {"id": webhook_id, "username": "Fontaine", "discriminator": "0000", "avatar": None, "bot": True},
+        "content": payload.get("content") or "", "embeds": payload.get("embeds") or [],
+        "attachments": [
+            {"id": str(1_400_000_000_000_000_000 + i), "filename": name, "size": len(data),
+             "url": f"https://cdn.discordapp.com/attachments/1/{i}/{name}",
+             "proxy_url": f"https://media.discordapp.net/attachments/1/{i}/{name}"}
+            for i, (name, data) in enumerate(files)
+        ],
+        "mentions": [], "mention_roles": [], "mention_everyone": False, "pinned": False, "tts": False,
+        "timestamp": "2026-11-30T08:00:00.000000+00:00", "edited_timestamp": None,
+        "flags": 0, "components": [],
+    }
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
