@@ -1,0 +1,255 @@
+"""`fontaine-prereg`: write, validate, freeze, amend, verify, show and report pre-registrations.
+
+Exit codes: 0 done; 1 `verify` found the document not frozen or modified; 2 bad input (an
+invalid or modified document, a missing file, an unknown arm). Bad input never prints a
+traceback: the message says what, where (file:line) and what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from prereg.errors import PreregError
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except PreregError as exc:
+        print(f"fontaine-prereg: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own exit code is 2 as well; keep it, add a hint
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fontaine-prereg", description=__doc__.split("\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="Format and rules: docs/prereg.md. Examples: prereg/examples/.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("new", help="write a template pre-registration")
+    s.add_argument("path", nargs="?", default="prereg.md")
+    s.add_argument("--id", dest="prereg_id", default=None, help="default: the file name")
+    s.add_argument("--title", default="TITLE")
+    s.set_defaults(func=cmd_new)
+
+    s = sub.add_parser("validate", help="check a document; every problem names its field and line")
+    s.add_argument("file")
+    s.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("freeze", help="seal the base section, or the newest amendment")
+    s.add_argument("file")
+    s.set_defaults(func=cmd_freeze)
+
+    s = sub.add_parser("amend", help="append an amendment (a template, or an arm copied with changes)")
+    s.add_argument("file")
+    s.add_argument("--title", default="")
+    s.add_argument("--why", default="", help="the amendment's plain words")
+    s.add_argument("--from-arm", default=None, help="copy this arm ...")
+    s.add_argument("--name", default=None, help="... under this new name ...")
+    s.add_argument("--set", dest="sets", action="append", default=[], metavar="FIELD=VALUE",
+                   help="... with these changes, e.g. --set decode=grammar-masked (repeatable)")
+    s.add_argument("--yaml", dest="yaml_file", default=None,
+                   help="a YAML file with the amendment's arms/protocol/reads/gates/decision_rules")
+    s.add_argument("--freeze", action="store_true", help="freeze the amendment right away")
+    s.set_defaults(func=cmd_amend)
+
+    s = sub.add_parser("verify", help="say whether the frozen parts are unchanged (exit 1 if not)")
+    s.add_argument("file")
+    s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser("show", help="summary: arms, protocol, gates, rules, freeze status")
+    s.add_argument("file")
+    s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("launch-spec", help="the settings fontaine-eval takes for an arm, as JSON")
+    s.add_argument("file")
+    s.add_argument("--arm", required=True)
+    s.set_defaults(func=cmd_launch_spec)
+
+    s = sub.add_parser("report", help="compute the frozen reads of runs and append the results")
+    s.add_argument("file")
+    s.add_argument("--run", dest="runs", action="append", default=[], metavar="ARM=RUN_DIR", required=True,
+                   help="the run directory of an arm (repeatable; give the comparator arm's run too)")
+    s.add_argument("--no-append", action="store_true", help="write results.md and chart.png only")
+    s.add_argument("--json", action="store_true", help="print the reads as JSON")
+    s.set_defaults(func=cmd_report)
+    return p
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_new(args) -> int:
+    from prereg.template import render
+
+    path = Path(args.path)
+    if path.exists():
+        raise PreregError(f"{path}: already exists; choose another path (new never overwrites)")
+    if not path.parent.exists():
+        raise PreregError(f"{path.parent}: no such folder")
+    pid = args.prereg_id or "".join(c if c.isalnum() or c in "-_" else "-" for c in path.stem) or "my-eval"
+    path.write_text(render(pid, args.title), encoding="utf-8")
+    print(f"wrote {path}: edit the arms, protocol, reads, gates and decision rules, then\n"
+          f"  fontaine-prereg validate {path}\n  fontaine-prereg freeze {path}")
+    return EXIT_OK
+
+
+def cmd_validate(args) -> int:
+    from prereg.document import load
+
+    doc = load(args.file)
+    if doc.problems:
+        for pr in doc.problems:
+            print(pr.render(str(doc.path)), file=sys.stderr)
+        print(f"{doc.path}: {len(doc.problems)} problem(s)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    arms = ", ".join(a.name for a in doc.arms())
+    print(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
+    return EXIT_OK
+
+
+def cmd_freeze(args) -> int:
+    from prereg.seal import freeze
+
+    res = freeze(args.file)
+    if res is None:
+        print(f"{args.file}: every section is already frozen; nothing to do "
+              f"(`fontaine-prereg amend {args.file}` to register a change)")
+        return EXIT_OK
+    print(f"{args.file}: froze {res.section} at {res.frozen_at}\n  sha256 {res.sha256}\n"
+          f"  tool commit {res.tool_commit}\n  seal on line {res.seal_line}")
+    return EXIT_OK
+
+
+def cmd_amend(args) -> int:
+    from prereg.seal import amend, freeze
+
+    data = {}
+    if args.yaml_file:
+        try:
+            data = yaml.safe_load(Path(args.yaml_file).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise PreregError(f"{args.yaml_file}: cannot be read as YAML ({exc})") from None
+        if not isinstance(data, dict):
+            raise PreregError(f"{args.yaml_file}: must be a mapping (arms, protocol, reads, gates, decision_rules)")
+    sets = {}
+    for item in args.sets:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise PreregError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set decode=grammar-masked")
+        sets[key.strip()] = yaml.safe_load(value) if value.strip() else None
+    n = amend(args.file, title=args.title, why=args.why, data=data, from_arm=args.from_arm,
+              name=args.name, sets=sets)
+    print(f"{args.file}: appended amendment {n}")
+    if args.freeze:
+        res = freeze(args.file)
+        print(f"  froze {res.section}: sha256 {res.sha256}")
+    else:
+        print(f"  edit it (its ```yaml block and plain words), then `fontaine-prereg freeze {args.file}`")
+    return EXIT_OK
+
+
+def cmd_verify(args) -> int:
+    from prereg.document import load
+    from prereg.seal import CHANGED, CHAIN, INTACT
+
+    doc = load(args.file)
+    from prereg.seal import verify_layout
+
+    ver = verify_layout(doc.layout)
+    for c in ver.checks:
+        mark = {INTACT: "ok", CHANGED: "CHANGED", CHAIN: "CHAIN BROKEN"}.get(c.state, "open")
+        print(f"{doc.path}:{c.line}: [{mark}] {c.message}")
+    if not ver.frozen:
+        print(f"{doc.path}: not frozen (`fontaine-prereg freeze {doc.path}`)", file=sys.stderr)
+        return EXIT_FAILED
+    if not ver.ok:
+        print(f"{doc.path}: DOES NOT VERIFY: a frozen section was modified; revert it (e.g. `git diff`), "
+              "and register changes as amendments", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{doc.path}: verified")
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    from prereg.document import load
+    from prereg.seal import verify_layout
+
+    doc = load(args.file)
+    ver = verify_layout(doc.layout)
+    print(f"{doc.prereg_id}: {doc.title}  (created {doc.created})")
+    for sm in doc.sections:
+        chk = ver.check(sm.section.name)
+        state = chk.message if chk else ""
+        print(f"\n[{sm.section.name}] {sm.title if sm.section.number else ''}  -- {state}")
+        pr = sm.protocol
+        if pr:
+            print(f"  protocol: {_seed_text(pr.seeds)}, {pr.episode_seconds:g} s, workers {pr.workers}, "
+                  f"video draw {pr.video_draw}")
+        g = sm.gates
+        gates = [f"gpu_hours {g.gpu_hours:g}" if g.gpu_hours is not None else "no GPU-hour gate"]
+        if g.pace_limit_hours is not None:
+            gates.append(f"pace {g.pace_limit_hours:g} h after {g.pace_after_episodes} episodes")
+        print(f"  gates: {', '.join(gates)}")
+        for a in sm.arms:
+            bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in
+                                 ("checkpoint", "revision", "decode", "convmap", "norm_tag", "dtype", "workers",
+                                  "flow_steps") if getattr(a, k) is not None]
+            if a.convmap_overrides:
+                bits.append("overrides=" + ",".join(a.convmap_overrides))
+            print(f"  arm {a.name}: {' '.join(bits)}")
+        for c in sm.reads.comparators:
+            print(f"  comparator: {c.name} for {', '.join(c.for_arms) if c.for_arms else 'every other arm'}")
+        for r in sm.rules:
+            print(f"  rule: if {r.condition} -> {r.action}")
+    for pr in doc.problems:
+        print("problem: " + pr.render(str(doc.path)), file=sys.stderr)
+    if doc.layout.results:
+        print(f"\nresults sections: {', '.join(b.key for b in doc.layout.results)}")
+    return EXIT_BAD_INPUT if doc.problems else EXIT_OK
+
+
+def _seed_text(seeds) -> str:
+    s = list(seeds)
+    if s == list(range(s[0], s[0] + len(s))):
+        return f"seeds {s[0]}-{s[-1]} ({len(s)})"
+    return f"seeds {','.join(map(str, s[:12]))}{'...' if len(s) > 12 else ''} ({len(s)})"
+
+
+def cmd_launch_spec(args) -> int:
+    from prereg.launch import resolve_launch
+
+    spec = resolve_launch(args.file, args.arm)
+    print(json.dumps(spec.as_dict(), indent=2))
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from prereg.report import build_report, parse_run_args
+
+    runs = parse_run_args(args.runs)
+    rep = build_report(args.file, runs, append=not args.no_append)
+    if args.json:
+        print(json.dumps(rep.as_dict(), indent=2, default=str))
+    else:
+        print(rep.summary_text())
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,928 @@
+"""The pre-registration document: its layout and the model a machine reads from it.
+
+A document is Markdown. Its front matter (YAML between `---` lines) is the base section's
+machine part; the plain words follow. `fontaine-prereg freeze` appends a seal line that
+freezes everything above it. An amendment starts at a `<!-- fontaine:amendment N -->` marker,
+carries its machine part in a ```yaml block, and is frozen by its own seal. Text between a
+seal and the next amendment marker is free (notes written after freezing), and
+`<!-- fontaine:results ... -->` blocks belong to the tool. See docs/prereg.md.
+
+Every validation problem names the field and the 1-based line of the file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prereg.errors import PreregError, Problem
+from prereg.gates import GateSpec
+from prereg.yamlpos import PosYAMLError, load_with_lines
+
+FORMAT = "fontaine-prereg/1"
+
+POLICIES = ("scripted", "molmoact2", "molmoact2-discrete")
+DECODES = {"molmoact2": ("flow",), "molmoact2-discrete": ("reference", "grammar-masked")}
+CONVMAPS = ("official", "identity", "fit")
+DTYPES = ("bf16", "fp32")
+INTERVALS = ("wilson", "clopper-pearson", "both")
+JOINT_NAMES = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+
+# Reads a decision rule may name (per arm); the first block needs only the arm's rows, the
+# second needs a comparator.
+ARM_READS = (
+    "successes", "n", "n_planned", "success_rate", "success_ci_low", "success_ci_high",
+    "reset_strikes", "zero_fallbacks", "zero_fallback_rate", "predicts", "error_rows", "mask_violations",
+    "engaged", "knock_aways", "quiet", "progress_final_mean", "progress_final_median",
+)
+COMPARATOR_READS = (
+    "delta_mean", "delta_ci_low", "delta_ci_high", "better", "tied", "worse",
+    "shared_seeds", "success_overlap",
+)
+RULE_READS = ARM_READS + COMPARATOR_READS
+SECONDARY_READS = (
+    "engaged", "knock_aways", "quiet", "progress_final_mean", "progress_final_median",
+    "success_seeds", "chart", "mask_violations", "first_action_delta_deg", "success_overlap",
+)
+PRIMARY_READS = ("successes",)
+
+TOP_KEYS = ("fontaine", "id", "title", "created", "arms", "protocol", "reads", "gates", "decision_rules")
+AMEND_KEYS = ("title", "arms", "protocol", "reads", "gates", "decision_rules")
+ARM_KEYS = (
+    "name", "policy", "checkpoint", "revision", "decode", "convmap", "convmap_overrides",
+    "norm_tag", "dtype", "workers", "flow_steps", "task", "notes",
+)
+PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw")
+GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction")
+READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator")
+VALIDITY_KEYS = ("reset_strikes_max", "zero_fallback_rate_max", "error_rows_max")
+RULE_KEYS = ("if", "then", "arm")
+
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+OVERRIDE_RE = re.compile(r"^(?P<joint>[a-z_]+)=(?:(?P<sign>[+-]?1),)?(?P<offset>[+-]?\d+(?:\.\d+)?)$")
+SEAL_RE = re.compile(r"^<!-- fontaine:sealed (?P<attrs>.*?) -->\s*$")
+AMEND_RE = re.compile(r"^<!-- fontaine:amendment (?P<n>\d+) -->\s*$")
+RESULTS_BEGIN_RE = re.compile(r"^<!-- fontaine:results begin (?P<key>.*?) -->\s*$")
+RESULTS_END = "<!-- fontaine:results end -->"
+FENCE_YAML_RE = re.compile(r"^```\s*ya?ml\s*$")
+FENCE_END_RE = re.compile(r"^```\s*$")
+CLAUSE_RE = re.compile(r"^\s*(?P<left>\S+)\s*(?P<op>>=|<=|==|!=|>|<)\s*(?P<right>\S+)\s*$")
+
+
+# ---------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    section: str  # "base" | "amendment-N": the frozen section that declares it
+    line: int
+    policy: str
+    checkpoint: str | None = None
+    revision: str | None = None
+    decode: str | None = None
+    convmap: str | None = None
+    convmap_overrides: tuple[str, ...] = ()
+    norm_tag: str | None = None
+    dtype: str | None = None
+    workers: int | None = None  # None: the protocol's
+    flow_steps: int | None = None
+    task: str | None = None
+
+
+@dataclass(frozen=True)
+class Protocol:
+    seeds: tuple[int, ...]
+    episode_seconds: float
+    workers: int = 1
+    video_draw: int | str = 0
+
+
+@dataclass(frozen=True)
+class Validity:
+    reset_strikes_max: int = 0
+    zero_fallback_rate_max: float | None = None
+    error_rows_max: int = 0
+
+
+@dataclass(frozen=True)
+class Comparator:
+    """What an arm's per-seed deltas are paired against: another arm, or a run directory."""
+
+    arm: str | None = None
+    run: str | None = None  # relative to the document's folder
+    label: str = ""
+    for_arms: tuple[str, ...] | None = None  # None: every arm of the section but itself
+    line: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.arm or self.label or Path(self.run or "comparator").name
+
+
+@dataclass(frozen=True)
+class Reads:
+    primary: str = "successes"
+    interval: str = "both"
+    validity: Validity = Validity()
+    secondary: tuple[str, ...] = ()
+    comparators: tuple[Comparator, ...] = ()
+
+
+@dataclass(frozen=True)
+class Clause:
+    left: float | tuple[str, str]  # a number or (arm, read)
+    op: str
+    right: float | tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Rule:
+    condition: str  # quoted verbatim in the report
+    action: str
+    section: str
+    line: int | None
+    clauses: tuple[Clause, ...]
+
+    def arms(self) -> set[str]:
+        return {o[0] for c in self.clauses for o in (c.left, c.right) if isinstance(o, tuple)}
+
+
+@dataclass
+class Seal:
+    line: int  # 1-based
+    attrs: dict[str, str]
+
+    @property
+    def sha256(self) -> str:
+        return self.attrs.get("sha256", "")
+
+    @property
+    def parent(self) -> str:
+        return self.attrs.get("parent", "-")
+
+
+@dataclass
+class Section:
+    name: str  # "base" | "amendment-N"
+    number: int  # 0 for the base
+    start: int  # 0-based first line
+    end: int | None = None  # 0-based, exclusive: the seal line, or where a seal would go
+    seal: Seal | None = None
+    yaml_start: int | None = None  # 0-based first line of its YAML
+    yaml_end: int | None = None  # exclusive
+
+    @property
+    def sealed(self) -> bool:
+        return self.seal is not None
+
+
+@dataclass
+class ResultsBlock:
+    key: str
+    start: int  # 0-based line of the begin marker
+    end: int  # 0-based line of the end marker (inclusive)
+
+
+@dataclass
+class Layout:
+    lines: list[str]
+    sections: list[Section]
+    results: list[ResultsBlock]
+    problems: list[Problem]
+
+
+@dataclass
+class SectionModel:
+    section: Section
+    title: str
+    arms: list[Arm]
+    protocol: Protocol | None
+    gates: GateSpec
+    gates_raw: dict
+    reads: Reads
+    rules: list[Rule]
+
+
+@dataclass
+class Document:
+    path: Path
+    text: str
+    layout: Layout
+    prereg_id: str = ""
+    title: str = ""
+    created: str = ""
+    sections: list[SectionModel] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def arms(self) -> list[Arm]:
+        return [a for s in self.sections for a in s.arms]
+
+    def find_arm(self, name: str) -> tuple[Arm, SectionModel] | None:
+        for s in self.sections:
+            for a in s.arms:
+                if a.name == name:
+                    return a, s
+        return None
+
+    def section_model(self, name: str) -> SectionModel | None:
+        return next((s for s in self.sections if s.section.name == name), None)
+
+    def comparators_for(self, arm: str) -> list[Comparator]:
+        found = self.find_arm(arm)
+        if not found:
+            return []
+        _, sm = found
+        out = []
+        for c in sm.reads.comparators:
+            if c.arm == arm:
+                continue
+            if c.for_arms is None or arm in c.for_arms:
+                out.append(c)
+        return out
+
+    def rules(self) -> list[Rule]:
+        return [r for s in self.sections for r in s.rules]
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def load(path: str | Path) -> Document:
+    """Read and validate a document; problems are collected in `doc.problems`, never raised."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PreregError(f"{p}: no such file (check the path; `fontaine-prereg new {p}` writes a template)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PreregError(f"{p}: cannot be read ({exc})") from None
+    return parse(text, p)
+
+
+def load_valid(path: str | Path) -> Document:
+    doc = load(path)
+    if doc.problems:
+        raise PreregError.from_problems(
+            str(doc.path), doc.problems, "does not validate",
+            "fix the fields named above (`fontaine-prereg validate` lists them all)",
+        )
+    return doc
+
+
+def parse(text: str, path: str | Path = "<document>") -> Document:
+    layout = parse_layout(text)
+    doc = Document(path=Path(path), text=text, layout=layout)
+    doc.problems.extend(layout.problems)
+    _build_model(doc)
+    seen, uniq = set(), []
+    for pr in doc.problems:
+        key = (pr.line, pr.field, pr.message)
+        if key not in seen:
+            seen.add(key)
+            uniq.append(pr)
+    doc.problems = sorted(uniq, key=lambda pr: (pr.line or 0))
+    return doc
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines without their endings; CRLF and CR read as LF."""
+    t = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = t.split("\n")
+    if t.endswith("\n"):
+        lines.pop()
+    return lines
+
+
+def parse_layout(text: str) -> Layout:
+    """Where the front matter, sections, seals and results blocks are."""
+    lines = split_lines(text)
+    problems: list[Problem] = []
+    base = Section("base", 0, 0)
+    sections = [base]
+    results: list[ResultsBlock] = []
+    i = 0
+    if lines and lines[0].strip() == "---":
+        close = next((j for j in range(1, len(lines)) if lines[j].strip() in ("---", "...")), None)
+        if close is None:
+            problems.append(Problem("front matter", "opened with '---' on line 1 but never closed", 1,
+                                    "end it with a line holding only '---'"))
+            base.yaml_start, base.yaml_end = 1, len(lines)
+            i = len(lines)
+        else:
+            base.yaml_start, base.yaml_end = 1, close
+            i = close + 1
+    else:
+        problems.append(Problem("front matter", "the document does not start with a YAML front matter", 1,
+                                "start the file with '---', the fields, and '---' (`fontaine-prereg new` writes one)"))
+    current = base
+    while i < len(lines):
+        s = lines[i]
+        m = RESULTS_BEGIN_RE.match(s)
+        if m:
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == RESULTS_END), None)
+            if end is None:
+                problems.append(Problem("results", "a results block is opened but never closed", i + 1,
+                                        f"add '{RESULTS_END}' or delete the block and re-run the report"))
+                end = len(lines) - 1
+            results.append(ResultsBlock(m.group("key"), i, end))
+            if current.seal is None and current.end is None:
+                current.end = i
+            i = end + 1
+            continue
+        m = SEAL_RE.match(s)
+        if m:
+            if current.seal is not None:
+                problems.append(Problem("seal", "a seal line outside any section (a copy of a seal?)", i + 1,
+                                        "delete it; seals are written by `fontaine-prereg freeze`"))
+            else:
+                current.end = i
+                current.seal = Seal(i + 1, _attrs(m.group("attrs")))
+            i += 1
+            continue
+        m = AMEND_RE.match(s)
+        if m:
+            n = int(m.group("n"))
+            want = len(sections)
+            if current.seal is None:
+                problems.append(Problem(f"amendment-{n}", f"amendment {n} starts before {current.name} is frozen", i + 1,
+                                        f"freeze {current.name} first (`fontaine-prereg freeze`)"))
+                if current.end is None:
+                    current.end = i
+            if n != want:
+                problems.append(Problem(f"amendment-{n}", f"amendment numbered {n}, expected {want}", i + 1,
+                                        "amendments are numbered 1, 2, ... in order"))
+            current = Section(f"amendment-{n}", n, i)
+            sections.append(current)
+            _find_yaml_block(lines, current, problems)
+        i += 1
+    if current.seal is None and current.end is None:
+        current.end = len(lines)
+    for sec in sections:
+        if sec.end is None:
+            sec.end = len(lines)
+    return Layout(lines, sections, results, problems)
+
+
+def _attrs(text: str) -> dict[str, str]:
+    out = {}
+    for tok in text.split():
+        k, _, v = tok.partition("=")
+        out[k] = v
+    return out
+
+
+def _find_yaml_block(lines: list[str], sec: Section, problems: list[Problem]) -> None:
+    j = sec.start + 1
+    while j < len(lines) and not AMEND_RE.match(lines[j]) and not SEAL_RE.match(lines[j]) \
+            and not RESULTS_BEGIN_RE.match(lines[j]):
+        if FENCE_YAML_RE.match(lines[j]):
+            end = next((k for k in range(j + 1, len(lines)) if FENCE_END_RE.match(lines[k])), None)
+            if end is None:
+                problems.append(Problem(sec.name, "its ```yaml block is never closed", j + 1, "close it with a ``` line"))
+                end = len(lines)
+            sec.yaml_start, sec.yaml_end = j + 1, end
+            return
+        j += 1
+    problems.append(Problem(sec.name, "the amendment has no ```yaml block (its arms, reads, gates)", sec.start + 1,
+                            "`fontaine-prereg amend` writes one"))
+
+
+# ---------------------------------------------------------------- validation
+
+
+class _Ctx:
+    """Problems with positions, for one YAML part (the front matter or an amendment block)."""
+
+    def __init__(self, problems: list[Problem], lines: dict, prefix: str, fallback_line: int):
+        self.problems = problems
+        self.lines = lines
+        self.prefix = prefix
+        self.fallback = fallback_line
+
+    def line(self, path: tuple) -> int:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), self.fallback)
+
+    def name(self, path: tuple) -> str:
+        out = self.prefix
+        for p in path:
+            out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+        return out
+
+    def err(self, path: tuple, msg: str, hint: str = "", line: int | None = None) -> None:
+        self.problems.append(Problem(self.name(path), msg, line or self.line(path), hint))
+
+
+def _build_model(doc: Document) -> None:
+    lay = doc.layout
+    known_arms: set[str] = set()
+    parent_protocol: dict = {}
+    parent_gates: dict = {}
+    parent_reads: dict = {}
+    for sec in lay.sections:
+        raw, ctx = _section_yaml(doc, sec)
+        if sec.number == 0:
+            _check_top(raw, ctx, doc)
+        keys = TOP_KEYS if sec.number == 0 else AMEND_KEYS
+        for k in raw:
+            if k not in keys:
+                ctx.err((k,), f"unknown field '{k}'", "known: " + ", ".join(keys))
+        title = str(raw.get("title") or "") if sec.number else doc.title
+        arms = _check_arms(raw.get("arms"), ctx, sec, known_arms, required=sec.number == 0)
+        known_arms.update(a.name for a in arms)
+        proto_fields = _check_protocol(raw.get("protocol"), ctx, required=sec.number == 0)
+        protocol_d = {**parent_protocol, **proto_fields}
+        protocol = Protocol(**protocol_d) if {"seeds", "episode_seconds"} <= protocol_d.keys() else None
+        gate_fields = _check_gates(raw.get("gates"), ctx, required=sec.number == 0)
+        gates_d = {**parent_gates, **gate_fields}
+        reads_fields = _check_reads(raw.get("reads"), ctx, sec, arms, known_arms)
+        reads_d = {**parent_reads, **reads_fields}
+        reads = Reads(**reads_d)
+        rules = _check_rules(raw.get("decision_rules"), ctx, sec, arms, known_arms)
+        if sec.number and not (arms or raw.get("reads") or rules) and raw:
+            ctx.err((), "an amendment must add arms, reads or decision rules")
+        doc.sections.append(SectionModel(sec, title, arms, protocol, GateSpec(**gates_d), gates_d, reads, rules))
+        parent_protocol, parent_gates, parent_reads = protocol_d, gates_d, reads_d
+
+
+def _section_yaml(doc: Document, sec: Section) -> tuple[dict, _Ctx]:
+    prefix = "" if sec.number == 0 else sec.name
+    if sec.yaml_start is None:
+        return {}, _Ctx(doc.problems, {}, prefix, sec.start + 1)
+    text = "\n".join(doc.layout.lines[sec.yaml_start:sec.yaml_end]) + "\n"
+    first = sec.yaml_start + 1
+    try:
+        value, lines, dups = load_with_lines(text, first)
+    except PosYAMLError as exc:
+        doc.problems.append(Problem(prefix or "front matter", str(exc), exc.line, "fix the YAML syntax"))
+        return {}, _Ctx(doc.problems, {}, prefix, first)
+    ctx = _Ctx(doc.problems, lines, prefix, first)
+    for path, line in dups:
+        ctx.err(path, "given twice (YAML keeps only the last)", "keep one", line=line)
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        ctx.err((), "must be a mapping of fields (name: value)")
+        return {}, ctx
+    return value, ctx
+
+
+def _check_top(raw: dict, ctx: _Ctx, doc: Document) -> None:
+    fmt = raw.get("fontaine", FORMAT)
+    if fmt != FORMAT:
+        ctx.err(("fontaine",), f"unknown format {fmt!r}", f"this tool reads {FORMAT}")
+    for key in ("id", "title"):
+        v = raw.get(key)
+        if v is None or str(v).strip() == "":
+            ctx.err((key,), "missing", "every pre-registration has an id and a title")
+    pid = raw.get("id")
+    if pid is not None and not NAME_RE.match(str(pid)):
+        ctx.err(("id",), f"{pid!r} is not a plain name", "letters, digits, '-' and '_'")
+    doc.prereg_id = str(pid or "")
+    doc.title = str(raw.get("title") or "")
+    doc.created = str(raw.get("created") or "")
+    if not doc.created:
+        ctx.err(("created",), "missing", "the date the pre-registration was written, e.g. 2026-08-13")
+
+
+def _check_arms(raw, ctx: _Ctx, sec: Section, known: set[str], required: bool) -> list[Arm]:
+    if raw is None:
+        if required:
+            ctx.err(("arms",), "missing", "declare at least one arm")
+        return []
+    if not isinstance(raw, list) or not raw:
+        ctx.err(("arms",), "must be a non-empty list of arms", "each arm is a mapping with name, policy, ...")
+        return []
+    arms, names = [], set()
+    for i, a in enumerate(raw):
+        arm = _check_arm(a, ctx, ("arms", i), sec)
+        if arm is None:
+            continue
+        if arm.name in known or arm.name in names:
+            ctx.err(("arms", i, "name"), f"arm '{arm.name}' is already declared",
+                    "an amendment adds new arms; give the changed arm a new name")
+            continue
+        names.add(arm.name)
+        arms.append(arm)
+    return arms
+
+
+def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
+    if not isinstance(a, dict):
+        ctx.err(path, "an arm must be a mapping (name: ..., policy: ...)")
+        return None
+    bad = False
+
+    def err(key, msg, hint=""):
+        nonlocal bad
+        bad = True
+        ctx.err(path + (key,) if key else path, msg, hint)
+
+    for k in a:
+        if k not in ARM_KEYS:
+            err(k, f"unknown arm field '{k}'", "known: " + ", ".join(ARM_KEYS))
+    name = a.get("name")
+    if name is None:
+        err("name", "missing", "every arm has a name")
+    elif not isinstance(name, str) or not NAME_RE.match(name):
+        err("name", f"{name!r} is not a plain name", "letters, digits, '-' and '_', e.g. tiny-masked")
+    policy = a.get("policy")
+    if policy is None:
+        err("policy", "missing", "one of " + ", ".join(POLICIES))
+    elif policy not in POLICIES:
+        err("policy", f"unknown policy {policy!r}", "one of " + ", ".join(POLICIES))
+    model = policy in DECODES
+    checkpoint = _opt_str(a, "checkpoint", err)
+    decode = _opt_str(a, "decode", err)
+    convmap = _opt_str(a, "convmap", err)
+    dtype = _opt_str(a, "dtype", err)
+    if model:
+        if checkpoint is None:
+            err("checkpoint", "missing", "a path, a Hugging Face id, or 'tiny'")
+        if decode is None and policy == "molmoact2":
+            decode = "flow"
+        if decode is None:
+            err("decode", "missing", "one of " + ", ".join(DECODES[policy]))
+        elif decode not in DECODES[policy]:
+            err("decode", f"{decode!r} is not a decode of policy {policy}", "one of " + ", ".join(DECODES[policy]))
+        if convmap is None:
+            err("convmap", "missing", "the joint-convention shim: one of " + ", ".join(CONVMAPS))
+        elif convmap not in CONVMAPS:
+            err("convmap", f"unknown convmap {convmap!r}", "one of " + ", ".join(CONVMAPS))
+        dtype = dtype or "bf16"
+        if dtype not in DTYPES:
+            err("dtype", f"unknown dtype {dtype!r}", "one of " + ", ".join(DTYPES))
+    elif policy == "scripted":
+        for k in ("checkpoint", "decode", "convmap", "convmap_overrides", "norm_tag", "flow_steps"):
+            if a.get(k) is not None:
+                err(k, "does not apply to the scripted policy", "remove it")
+    overrides = a.get("convmap_overrides") or []
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    if not isinstance(overrides, list):
+        err("convmap_overrides", "must be a list like [shoulder_lift=-1,90, wrist_roll=-90]")
+        overrides = []
+    for j, o in enumerate(overrides):
+        m = OVERRIDE_RE.match(str(o).replace(" ", ""))
+        if not m:
+            ctx.err(path + ("convmap_overrides", j), f"malformed override {o!r}",
+                    "JOINT=[SIGN,]OFFSET, e.g. shoulder_lift=-1,90 or wrist_roll=-90")
+            bad = True
+        elif m.group("joint") not in JOINT_NAMES:
+            ctx.err(path + ("convmap_overrides", j), f"unknown joint {m.group('joint')!r}", "one of " + ", ".join(JOINT_NAMES))
+            bad = True
+    workers = _opt_int(a, "workers", err, minimum=1)
+    flow_steps = _opt_int(a, "flow_steps", err, minimum=1)
+    if flow_steps is not None and decode != "flow":
+        err("flow_steps", "only the flow decode has flow steps", "remove it or use decode: flow")
+    revision = a.get("revision")
+    norm_tag = _opt_str(a, "norm_tag", err)
+    task = _opt_str(a, "task", err)
+    if bad:
+        return None
+    return Arm(
+        name=name, section=sec.name, line=ctx.line(path), policy=policy,
+        checkpoint=checkpoint, revision=None if revision is None else str(revision),
+        decode=decode if model else None, convmap=convmap if model else None,
+        convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
+        norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,
+        flow_steps=flow_steps, task=task,
+    )
+
+
+def _opt_str(a: dict, key: str, err) -> str | None:
+    v = a.get(key)
+    if v is None:
+        return None
+    if isinstance(v, (dict, list, bool)):
+        err(key, f"must be a single value, got {v!r}")
+        return None
+    return str(v)
+
+
+def _opt_int(a: dict, key: str, err, minimum: int) -> int | None:
+    v = a.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        err(key, f"must be a whole number >= {minimum}, got {v!r}")
+        return None
+    return v
+
+
+def parse_seeds(v) -> list[int]:
+    """An explicit list, a range string ('0-99', '0-4,10'), an int, or {start, count}. Raises ValueError."""
+    if isinstance(v, bool):
+        raise ValueError(f"{v!r} is not a seed")
+    if isinstance(v, int):
+        out = [v]
+    elif isinstance(v, dict):
+        if set(v) != {"start", "count"}:
+            raise ValueError("a seed range mapping has exactly 'start' and 'count'")
+        start, count = v["start"], v["count"]
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (start, count)) or count < 1:
+            raise ValueError("start and count must be whole numbers, count >= 1")
+        out = list(range(start, start + count))
+    elif isinstance(v, list):
+        out = []
+        for x in v:
+            out.extend(parse_seeds(x) if not isinstance(x, list) else [])
+            if isinstance(x, list):
+                raise ValueError("nested lists are not seeds")
+    elif isinstance(v, str):
+        out = []
+        for part in v.replace(" ", "").split(","):
+            if not part:
+                continue
+            m = re.match(r"^(\d+)(?:-(\d+))?$", part)
+            if not m:
+                raise ValueError(f"{part!r} is not a seed or a range like 0-99")
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if hi < lo:
+                raise ValueError(f"range {part!r} runs backwards")
+            out.extend(range(lo, hi + 1))
+    else:
+        raise ValueError(f"{v!r} is not a seed list")
+    if any(s < 0 for s in out):
+        raise ValueError("seeds are >= 0")
+    return out
+
+
+def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
+    if raw is None:
+        if required:
+            ctx.err(("protocol",), "missing", "seeds, episode_seconds, workers, video_draw")
+        return {}
+    if not isinstance(raw, dict):
+        ctx.err(("protocol",), "must be a mapping (seeds, episode_seconds, workers, video_draw)")
+        return {}
+    out: dict = {}
+    for k in raw:
+        if k not in PROTOCOL_KEYS:
+            ctx.err(("protocol", k), f"unknown protocol field '{k}'", "known: " + ", ".join(PROTOCOL_KEYS))
+    if "seeds" in raw:
+        try:
+            seeds = parse_seeds(raw["seeds"])
+        except ValueError as exc:
+            ctx.err(("protocol", "seeds"), str(exc), "a list [0, 1, 2], a range '0-99', or {start: 0, count: 100}")
+        else:
+            dup = sorted({s for s in seeds if seeds.count(s) > 1})
+            if not seeds:
+                ctx.err(("protocol", "seeds"), "the seed list is empty", "list at least one seed, e.g. 0-99")
+            elif dup:
+                ctx.err(("protocol", "seeds"), f"seeds given twice: {dup[:10]}", "each seed runs once")
+            else:
+                out["seeds"] = tuple(seeds)
+    elif required:
+        ctx.err(("protocol", "seeds"), "missing", "a list [0, 1, 2], a range '0-99', or {start: 0, count: 100}")
+    if "episode_seconds" in raw:
+        v = raw["episode_seconds"]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+            ctx.err(("protocol", "episode_seconds"), f"must be a number of seconds > 0, got {v!r}",
+                    "the budget is stated in seconds, e.g. 30")
+        else:
+            out["episode_seconds"] = float(v)
+    elif required:
+        ctx.err(("protocol", "episode_seconds"), "missing", "the episode budget in seconds, e.g. 30")
+    if "workers" in raw:
+        v = raw["workers"]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            ctx.err(("protocol", "workers"), f"must be a whole number >= 1, got {v!r}")
+        else:
+            out["workers"] = v
+    if "video_draw" in raw:
+        v = raw["video_draw"]
+        if isinstance(v, bool) or not ((isinstance(v, int) and v >= 0) or v in ("none", "all")):
+            ctx.err(("protocol", "video_draw"), f"must be a draw number >= 0, 'none' or 'all', got {v!r}",
+                    "0 films the first episode of each worker")
+        else:
+            out["video_draw"] = v
+    return out
+
+
+def _nonneg(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and v >= 0
+
+
+def _check_gates(raw, ctx: _Ctx, required: bool) -> dict:
+    if raw is None:
+        if required:
+            ctx.err(("gates",), "missing", "at least gpu_hours; a pace tripwire is advised")
+        return {}
+    if not isinstance(raw, dict):
+        ctx.err(("gates",), "must be a mapping (gpu_hours, pace, stall)")
+        return {}
+    out: dict = {}
+    for k in raw:
+        if k not in GATE_KEYS:
+            ctx.err(("gates", k), f"unknown gate '{k}'", "known: " + ", ".join(GATE_KEYS))
+    if "gpu_hours" in raw:
+        v = raw["gpu_hours"]
+        if v is not None and not (_nonneg(v) and v > 0):
+            ctx.err(("gates", "gpu_hours"), f"must be a number of GPU-hours > 0, got {v!r}")
+        else:
+            out["gpu_hours"] = None if v is None else float(v)
+    pace = raw.get("pace")
+    if pace is not None:
+        if not isinstance(pace, dict):
+            ctx.err(("gates", "pace"), "must be a mapping {after_episodes: K, limit_hours: H}")
+        else:
+            for k in pace:
+                if k not in ("after_episodes", "limit_hours"):
+                    ctx.err(("gates", "pace", k), f"unknown pace field '{k}'", "after_episodes, limit_hours")
+            lim = pace.get("limit_hours")
+            if lim is None or not (_nonneg(lim) and lim > 0):
+                ctx.err(("gates", "pace", "limit_hours"), f"must be a number of hours > 0, got {lim!r}")
+            else:
+                out["pace_limit_hours"] = float(lim)
+            k = pace.get("after_episodes", 10)
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                ctx.err(("gates", "pace", "after_episodes"), f"must be a whole number >= 1, got {k!r}")
+            else:
+                out["pace_after_episodes"] = k
+    stall = raw.get("stall")
+    if stall is not None:
+        if not isinstance(stall, dict):
+            ctx.err(("gates", "stall"), "must be a mapping {factor: 4, min_s: 60}")
+        else:
+            for k, dest in (("factor", "stall_factor"), ("min_s", "stall_min_s")):
+                if k in stall:
+                    if not (_nonneg(stall[k]) and stall[k] > 0):
+                        ctx.err(("gates", "stall", k), f"must be a number > 0, got {stall[k]!r}")
+                    else:
+                        out[dest] = float(stall[k])
+            for k in stall:
+                if k not in ("factor", "min_s"):
+                    ctx.err(("gates", "stall", k), f"unknown stall field '{k}'", "factor, min_s")
+    if "warn_fraction" in raw:
+        v = raw["warn_fraction"]
+        if not (_nonneg(v) and 0 < v <= 1):
+            ctx.err(("gates", "warn_fraction"), f"must be a fraction in (0, 1], got {v!r}")
+        else:
+            out["warn_fraction"] = float(v)
+    return out
+
+
+def _check_reads(raw, ctx: _Ctx, sec: Section, arms: list[Arm], known: set[str]) -> dict:
+    if raw is None:
+        if sec.number == 0:
+            ctx.err(("reads",), "missing", "at least the primary read: successes")
+        return {}
+    if not isinstance(raw, dict):
+        ctx.err(("reads",), "must be a mapping (primary, validity, secondary, comparator)")
+        return {}
+    out: dict = {}
+    for k in raw:
+        if k not in READS_KEYS:
+            ctx.err(("reads", k), f"unknown reads field '{k}'", "known: " + ", ".join(READS_KEYS))
+    if "primary" in raw:
+        if raw["primary"] not in PRIMARY_READS:
+            ctx.err(("reads", "primary"), f"unknown read {raw['primary']!r}", "the primary read is: successes")
+        else:
+            out["primary"] = raw["primary"]
+    elif sec.number == 0:
+        ctx.err(("reads", "primary"), "missing", "the primary read is: successes")
+    if "interval" in raw:
+        if raw["interval"] not in INTERVALS:
+            ctx.err(("reads", "interval"), f"unknown interval {raw['interval']!r}", "one of " + ", ".join(INTERVALS))
+        else:
+            out["interval"] = raw["interval"]
+    if "validity" in raw:
+        out["validity"] = _check_validity(raw["validity"], ctx)
+    if "secondary" in raw:
+        sec_raw = raw["secondary"]
+        if not isinstance(sec_raw, list):
+            ctx.err(("reads", "secondary"), "must be a list of read names", "known: " + ", ".join(SECONDARY_READS))
+        else:
+            names = []
+            for i, r in enumerate(sec_raw):
+                if r not in SECONDARY_READS:
+                    ctx.err(("reads", "secondary", i), f"unknown read {r!r}", "known: " + ", ".join(SECONDARY_READS))
+                else:
+                    names.append(r)
+            out["secondary"] = tuple(names)
+    if "comparator" in raw:
+        out["comparators"] = _check_comparators(raw["comparator"], ctx, arms, known)
+    return out
+
+
+def _check_validity(v, ctx: _Ctx) -> Validity:
+    if not isinstance(v, dict):
+        ctx.err(("reads", "validity"), "must be a mapping of thresholds", "known: " + ", ".join(VALIDITY_KEYS))
+        return Validity()
+    kw = {}
+    for k, val in v.items():
+        path = ("reads", "validity", k)
+        if k not in VALIDITY_KEYS:
+            ctx.err(path, f"unknown threshold '{k}'", "known: " + ", ".join(VALIDITY_KEYS))
+        elif k == "zero_fallback_rate_max":
+            if val is not None and not (_nonneg(val) and val <= 1):
+                ctx.err(path, f"must be a rate in [0, 1], got {val!r}")
+            else:
+                kw[k] = None if val is None else float(val)
+        elif isinstance(val, bool) or not isinstance(val, int) or val < 0:
+            ctx.err(path, f"must be a whole number >= 0, got {val!r}")
+        else:
+            kw[k] = val
+    return Validity(**kw)
+
+
+def _check_comparators(raw, ctx: _Ctx, arms: list[Arm], known: set[str]) -> tuple[Comparator, ...]:
+    items = raw if isinstance(raw, list) else [raw]
+    out = []
+    for i, c in enumerate(items):
+        path = ("reads", "comparator", i) if isinstance(raw, list) else ("reads", "comparator")
+        if not isinstance(c, dict) or ("arm" in c) == ("run" in c):
+            ctx.err(path, "a comparator is {arm: NAME} or {run: RUN_DIR}, with an optional label and for: [arms]")
+            continue
+        for k in c:
+            if k not in ("arm", "run", "label", "for"):
+                ctx.err(path + (k,), f"unknown comparator field '{k}'", "arm, run, label, for")
+        if "arm" in c and c["arm"] not in known:
+            ctx.err(path + ("arm",), f"unknown arm {c['arm']!r}", "known arms: " + ", ".join(sorted(known)))
+            continue
+        for_arms = c.get("for")
+        if for_arms is not None:
+            if isinstance(for_arms, str):
+                for_arms = [for_arms]
+            bad = [a for a in for_arms if a not in known]
+            if bad:
+                ctx.err(path + ("for",), f"unknown arm(s) {bad}", "known arms: " + ", ".join(sorted(known)))
+                continue
+            for_arms = tuple(for_arms)
+        out.append(Comparator(arm=c.get("arm"), run=None if c.get("run") is None else str(c["run"]),
+                              label=str(c.get("label") or ""), for_arms=for_arms, line=ctx.line(path)))
+    return tuple(out)
+
+
+def _check_rules(raw, ctx: _Ctx, sec: Section, arms: list[Arm], known: set[str]) -> list[Rule]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        ctx.err(("decision_rules",), "must be a list of {if: CONDITION, then: ACTION}")
+        return []
+    out = []
+    for i, r in enumerate(raw):
+        path = ("decision_rules", i)
+        if not isinstance(r, dict) or "if" not in r or "then" not in r:
+            ctx.err(path, "a decision rule is {if: 'successes >= 1', then: 'what happens'}")
+            continue
+        for k in r:
+            if k not in RULE_KEYS:
+                ctx.err(path + (k,), f"unknown rule field '{k}'", "if, then, arm")
+        default_arm = r.get("arm")
+        if default_arm is None and len(arms) == 1:
+            default_arm = arms[0].name
+        if default_arm is not None and default_arm not in known:
+            ctx.err(path + ("arm",), f"unknown arm {default_arm!r}", "known arms: " + ", ".join(sorted(known)))
+            continue
+        cond = str(r["if"])
+        clauses, msg = parse_condition(cond, default_arm, known)
+        if msg:
+            ctx.err(path + ("if",), msg, "CONDITION is [ARM.]READ OP VALUE joined by 'and'; reads: " + ", ".join(RULE_READS))
+            continue
+        out.append(Rule(cond, str(r["then"]), sec.name, ctx.line(path), tuple(clauses)))
+    return out
+
+
+def parse_condition(cond: str, default_arm: str | None, known: set[str]) -> tuple[list[Clause], str]:
+    """Clauses of 'a.read OP value and ...', or a message saying what is wrong."""
+    clauses = []
+    for part in re.split(r"\s+and\s+", cond.strip()):
+        m = CLAUSE_RE.match(part)
+        if not m:
+            return [], f"cannot read the condition {part!r}"
+        ops = []
+        for tok in (m.group("left"), m.group("right")):
+            val, msg = _operand(tok, default_arm, known)
+            if msg:
+                return [], msg
+            ops.append(val)
+        clauses.append(Clause(ops[0], m.group("op"), ops[1]))
+    return clauses, ""
+
+
+def _operand(tok: str, default_arm: str | None, known: set[str]):
+    try:
+        return float(tok), ""
+    except ValueError:
+        pass
+    arm, _, read = tok.rpartition(".")
+    if not arm:
+        arm = default_arm
+        if arm is None:
+            return None, f"read {read!r} names no arm (this section has several)"
+    if arm not in known:
+        return None, f"unknown arm {arm!r} in {tok!r}"
+    if read not in RULE_READS:
+        return None, f"unknown read {read!r}"
+    return (arm, read), ""

@@ -1,0 +1,93 @@
+"""The launch guard: everything a run needs, taken from a frozen, unmodified pre-registration.
+
+`fontaine-eval --prereg FILE --arm NAME` calls `resolve_launch` and uses nothing else from
+the command line for the arm's settings; it writes `prereg_sha256` into the manifest so a
+run can always be traced to the exact text that registered it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from prereg.document import load
+from prereg.errors import PreregError
+from prereg.gates import GateSpec
+from prereg.seal import verify_layout
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    prereg_id: str
+    prereg_path: str  # absolute
+    prereg_sha256: str  # the hash of the frozen section that declares the arm
+    arm: str
+    policy: str  # scripted | molmoact2 | molmoact2-discrete
+    checkpoint: str | None  # a path, a Hugging Face id, or "tiny"
+    revision: str | None
+    decode: str | None  # flow | reference | grammar-masked
+    convmap: str | None  # official | identity | fit
+    convmap_overrides: list[str]  # JOINT=[SIGN,]OFFSET
+    norm_tag: str | None
+    dtype: str | None  # bf16 | fp32
+    workers: int
+    flow_steps: int | None
+    task: str | None
+    seeds: list[int]
+    episode_seconds: float
+    video_draw: int | str
+    gates: GateSpec
+    section: str = "base"  # base | amendment-N
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
+    """The frozen settings of one arm, or PreregError saying what, where (file:line) and what to do."""
+    doc = load(path)
+    p = str(doc.path)
+    if doc.problems:
+        raise PreregError.from_problems(p, doc.problems, "does not validate, so it cannot be launched",
+                                        "fix the fields named above (`fontaine-prereg validate`)")
+    ver = verify_layout(doc.layout)
+    if not ver.frozen:
+        raise PreregError(f"{p}:1: not frozen, so it cannot be launched (a pre-registration is frozen before "
+                          f"its launch): run `fontaine-prereg freeze {p}`")
+    bad = ver.first_failure()
+    if bad:
+        raise PreregError(f"{p}:{bad.line}: {bad.message}. A frozen pre-registration is never edited: revert the "
+                          f"change (e.g. `git diff {p}`), or register the change as an amendment "
+                          f"(`fontaine-prereg amend {p}`)")
+    found = doc.find_arm(arm_name)
+    if found is None:
+        known = ", ".join(a.name for a in doc.arms()) or "none"
+        raise PreregError(f"{p}: no arm {arm_name!r} (arms: {known}); pick one of those, or add it by amendment")
+    arm, sm = found
+    sec = sm.section
+    if not sec.sealed:
+        raise PreregError(f"{p}:{arm.line}: arm {arm_name!r} is declared in {sec.name}, which is not frozen yet: "
+                          f"run `fontaine-prereg freeze {p}` before launching it")
+    proto = sm.protocol
+    return LaunchSpec(
+        prereg_id=doc.prereg_id,
+        prereg_path=str(doc.path.resolve()),
+        prereg_sha256=sec.seal.sha256,
+        arm=arm.name,
+        policy=arm.policy,
+        checkpoint=arm.checkpoint,
+        revision=arm.revision,
+        decode=arm.decode,
+        convmap=arm.convmap,
+        convmap_overrides=list(arm.convmap_overrides),
+        norm_tag=arm.norm_tag,
+        dtype=arm.dtype,
+        workers=arm.workers or proto.workers,
+        flow_steps=arm.flow_steps,
+        task=arm.task,
+        seeds=list(proto.seeds),
+        episode_seconds=proto.episode_seconds,
+        video_draw=proto.video_draw,
+        gates=sm.gates,
+        section=sec.name,
+    )

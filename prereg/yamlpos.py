@@ -1,0 +1,58 @@
+"""YAML with line numbers, so that every validation error can name the line it is about.
+
+PyYAML's safe constructor builds plain values but forgets where they came from; composing the
+node tree first and constructing it ourselves keeps each node's position.
+"""
+
+from __future__ import annotations
+
+import yaml
+
+Path_ = tuple  # a field path, e.g. ("arms", 1, "checkpoint")
+
+
+class PosYAMLError(ValueError):
+    def __init__(self, message: str, line: int):
+        super().__init__(message)
+        self.line = line
+
+
+def load_with_lines(text: str, first_line: int = 1) -> tuple[object, dict[Path_, int], list[tuple[Path_, int]]]:
+    """(value, {path: line}, duplicate keys) for YAML `text` whose first line is file line `first_line`.
+
+    Raises PosYAMLError (with the file line) when the text is not YAML.
+    """
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = first_line + (mark.line if mark else 0)
+        raise PosYAMLError(f"not valid YAML: {exc.problem or exc}", line) from None
+    finally:
+        loader.dispose()
+    lines: dict[Path_, int] = {}
+    dups: list[tuple[Path_, int]] = []
+    if node is None:
+        return None, lines, dups
+    value = _build(loader, node, (), lines, dups, first_line)
+    return value, lines, dups
+
+
+def _build(loader, node, path, lines, dups, first_line):
+    lines[path] = first_line + node.start_mark.line
+    if isinstance(node, yaml.MappingNode):
+        out = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            if isinstance(key, (list, dict)):
+                key = str(key)
+            sub = path + (key,)
+            if key in out:
+                dups.append((sub, first_line + key_node.start_mark.line))
+            out[key] = _build(loader, value_node, sub, lines, dups, first_line)
+            lines[sub] = first_line + key_node.start_mark.line
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_build(loader, item, path + (i,), lines, dups, first_line) for i, item in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)
