@@ -1,0 +1,454 @@
+"""`fontaine-console`: the Textual app that babysits runs through their run directories.
+
+The app owns a `Watcher` (a plain polling thread) that posts snapshots as messages; the
+widgets only draw them. Run control goes through console.runs (launch detached, STOP,
+escalate) and never through a pipe to the run, so quitting the console leaves runs
+running and a new console reattaches from pid.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Iterable
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from console import preregs, runs
+from console.render import (
+    banner_text, counts_table, gate_readings, grid_legend, header_text, histogram_text, pace_table, seed_grid_text,
+)
+from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
+from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
+from console.widgets.panels import Panel, RecentRows, TripwireBanner
+from console.widgets.runs_table import RunsTable
+
+try:  # the Discord notifier is its own module; the console works without it
+    from console.discord_notify import Notifier
+except ImportError:
+    Notifier = None
+
+FROM_ENV = "from-env"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fontaine-console", description="Launch, watch and stop pre-registered runs.")
+    parser.add_argument("--runs-dir", default="runs", help="folder of run directories (default: ./runs)")
+    parser.add_argument("--prereg-dir", action="append", default=None,
+                        help="folder of pre-registrations (*.md); repeatable (default: ./preregs and the shipped examples)")
+    parser.add_argument("--poll", type=float, default=0.5, help="seconds between polls of the run directories")
+    args = parser.parse_args(argv)
+    app = FontaineApp(runs_dir=Path(args.runs_dir), prereg_dirs=preregs.prereg_dirs(args.prereg_dir), poll_s=args.poll)
+    app.run()
+    return app.return_code or 0
+
+
+class WatchUpdated(Message):
+    """A snapshot from the watcher thread. Only the newest matters, so queued ones are merged."""
+
+    def __init__(self, update: WatchUpdate):
+        super().__init__()
+        self.update = update
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, WatchUpdated)
+
+
+class MainScreen(Screen):
+    """The runs list on the left, the selected run's panels on the right."""
+
+    ready = False
+
+    def on_mount(self) -> None:
+        self.ready = True
+        self.app.call_after_refresh(self.app.redraw)
+
+    def compose(self) -> ComposeResult:
+        yield TripwireBanner("", id="banner")
+        runs_table = RunsTable(id="runs")
+        runs_table.border_title = "runs"
+        yield runs_table
+        with Horizontal(id="header-row"):
+            yield Static(Text("No run selected. Press l to launch, d for the demo.", style="grey62"), id="run-header")
+            yield Static("", id="discord")
+        with Horizontal(id="top-panels"):
+            yield Panel("counts", id="counts")
+            yield Panel("pace · gates · heartbeat", id="pace")
+        with Horizontal(id="bottom"):
+            with Vertical(id="left-col"):
+                grid = Panel("per-seed outcomes", id="grid")
+                grid.border_subtitle = grid_legend().markup
+                yield grid
+                yield Panel("progress_final_cm", id="hist")
+            recent = RecentRows(id="recent")
+            recent.border_title = "latest rows"
+            yield recent
+        yield Footer()
+
+
+class FontaineApp(App):
+    TITLE = "fontaine-console"
+    CSS = """
+    #banner { display: none; height: auto; padding: 0 1; }
+    #banner.tripped { background: $error; color: $text; text-style: bold; }
+    #banner.warn { background: $warning 40%; }
+    #runs { height: 8; border: round $primary 50%; }
+    #header-row { height: auto; }
+    #run-header { width: 1fr; height: auto; padding: 0 1; }
+    #discord { width: auto; height: 1; padding: 0 1; }
+    Panel { border: round $primary 50%; padding: 0 1; height: auto; }
+    #top-panels { height: auto; }
+    #counts, #pace { width: 1fr; }
+    #bottom { height: 1fr; }
+    #left-col { width: 52; height: auto; }
+    #recent { width: 1fr; height: 1fr; border: round $primary 50%; }
+    ConfirmScreen, LaunchScreen, ResultsScreen, HelpScreen { align: center middle; }
+    #dialog { width: 80; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    #dialog.danger { border: thick $error; }
+    #dialog-title { margin-bottom: 1; }
+    #dialog-buttons { height: auto; margin-top: 1; }
+    #dialog-buttons Button { margin-right: 2; }
+    #dialog Select, #dialog Input { margin-bottom: 1; }
+    #launch-error { margin-top: 1; }
+    #results { width: 100; height: 80%; border: thick $primary; background: $surface; padding: 1 2; }
+    #results VerticalScroll { height: 1fr; }
+    #help { width: 96; height: 90%; border: thick $primary; background: $surface; padding: 1 2; }
+    """
+    BINDINGS = [
+        Binding("l", "launch", "Launch"),
+        Binding("d", "demo", "Demo"),
+        Binding("s", "stop_run", "Stop"),
+        Binding("K", "escalate", "Kill (SIGTERM)"),
+        Binding("r", "results", "Results"),
+        Binding("t", "discord_test", "Discord test"),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("q", "quit", "Quit"),
+    ]
+
+    def __init__(
+        self,
+        runs_dir: Path = Path("runs"),
+        prereg_dirs: list[Path] | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        poll_s: float = 0.5,
+        notifier=FROM_ENV,
+        age_refresh_s: float = 1.0,
+    ):
+        super().__init__()
+        self.runs_dir = Path(runs_dir)
+        self.prereg_dirs = prereg_dirs if prereg_dirs is not None else preregs.prereg_dirs(None)
+        self.clock = clock
+        self.poll_s = poll_s
+        self.age_refresh_s = age_refresh_s
+        self.notifier = _make_notifier(self.runs_dir) if notifier == FROM_ENV else notifier
+        self.watcher = Watcher(self.runs_dir, self._from_watcher, interval=poll_s, notifier=self.notifier)
+        self.runs: tuple[RunSummary, ...] = ()
+        self.detail: RunDetail | None = None
+        self.selected: Path | None = None
+        self.launched: list[Path] = []
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen:
+        return MainScreen()
+
+    def on_mount(self) -> None:
+        self.watcher.start()
+        self.set_interval(self.age_refresh_s, self._refresh_ages)
+
+    def on_unmount(self) -> None:
+        self.watcher.stop()
+        if self.notifier is not None:
+            try:
+                self.notifier.close()
+            except Exception:
+                pass
+
+    def _from_watcher(self, update: WatchUpdate) -> None:
+        self.post_message(WatchUpdated(update))
+
+    @on(WatchUpdated)
+    def _watch_updated(self, message: WatchUpdated) -> None:
+        update = message.update
+        self.runs = update.runs
+        if self.selected is None and update.runs:
+            self._select(_default_selection(update.runs))
+        if update.detail is not None and update.detail.info.path.resolve() == (self.selected or Path()).resolve():
+            self.detail = update.detail
+        self._draw()
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        path = Path(event.row_key.value)
+        if self.selected is None or path.resolve() != self.selected.resolve():
+            self._select(path)
+
+    def _select(self, path: Path) -> None:
+        self.selected = path
+        self.detail = None
+        self.watcher.select(path)
+        screen = self._main_screen()
+        if screen is not None:
+            table = screen.query_one(RunsTable)
+            try:
+                index = table.get_row_index(str(path))
+            except Exception:
+                return
+            if table.cursor_row != index:
+                table.move_cursor(row=index)
+
+    # -- drawing ---------------------------------------------------------------------
+
+    def redraw(self) -> None:
+        self._draw()
+        self._show_discord()
+
+    def _main_screen(self) -> MainScreen | None:
+        screen = next((s for s in self.screen_stack if isinstance(s, MainScreen)), None)
+        return screen if screen is not None and screen.ready else None
+
+    def _draw(self) -> None:
+        screen = self._main_screen()
+        if screen is None:
+            return
+        now = self.clock()
+        table = screen.query_one(RunsTable)
+        table.sync(self.runs, now)
+        if self.selected is not None and table.row_count:
+            try:
+                index = table.get_row_index(str(self.selected))
+                if table.cursor_row != index:
+                    table.move_cursor(row=index)
+            except Exception:
+                pass
+        self._draw_detail(screen, now)
+
+    def _draw_detail(self, screen: Screen, now: float) -> None:
+        d = self.detail
+        if d is None:
+            return
+        readings = gate_readings(d.info, d.view, now)
+        text, level = banner_text(readings, d.info)
+        screen.query_one(TripwireBanner).show_banner(text, level)
+        screen.query_one("#run-header", Static).update(header_text(d.info, d.loading, d.restart_reason))
+        screen.query_one("#counts", Panel).update(counts_table(d.view))
+        screen.query_one("#pace", Panel).update(pace_table(d.info, d.view, readings, now))
+        grid = screen.query_one("#grid", Panel)
+        seeds = (d.info.manifest or {}).get("seeds")
+        grid.update(seed_grid_text(d.view, seeds if isinstance(seeds, list) else None, grid.size.width or 60))
+        screen.query_one("#hist", Panel).update(histogram_text(d.view))
+        screen.query_one(RecentRows).show_rows(d.info.path, d.view)
+
+    def _refresh_ages(self) -> None:
+        """Heartbeat ages move with the clock even when no file changes."""
+        if self.runs:
+            self._draw()
+        self._show_discord()
+
+    def _show_discord(self) -> None:
+        screen = self._main_screen()
+        if screen is not None:
+            screen.query_one("#discord", Static).update(discord_line(self.notifier))
+
+    # -- actions ---------------------------------------------------------------------
+
+    def action_launch(self) -> None:
+        entries = preregs.list_preregs(self.prereg_dirs)
+
+        def launched(choice: tuple | None) -> None:
+            if choice:
+                path, prereg_id, arm = choice
+                self.launch(Path(path), prereg_id, arm)
+
+        self.push_screen(LaunchScreen(entries), launched)
+
+    def action_demo(self) -> None:
+        path = preregs.DEMO_PREREG
+        problem = preregs.validate_launch(path, preregs.DEMO_ARM)
+        if problem:
+            self.notify(f"demo cannot launch: {problem}", severity="error", timeout=10)
+            return
+        self.launch(path, preregs.read_entry(path).prereg_id, preregs.DEMO_ARM)
+
+    def launch(self, prereg_file: Path, prereg_id: str, arm: str) -> Path | None:
+        run_id = runs.new_run_id(prereg_id, arm)
+        run_dir = self.runs_dir / run_id
+        argv = runs.prereg_launch_argv(prereg_file, arm, run_dir)
+        try:
+            popen = runs.launch_detached(argv, run_dir)
+        except OSError as exc:
+            self.notify(f"could not start {' '.join(argv)}: {exc}", severity="error", timeout=15)
+            return None
+        self.launched.append(run_dir)
+        self.watcher.adopt(run_dir, popen)
+        self._select(run_dir)
+        self.notify(f"launched {run_id} (pid {popen.pid}); output in {run_dir / 'driver.log'}")
+        return run_dir
+
+    def selected_info(self) -> runs.RunInfo | None:
+        if self.selected is None:
+            self.notify("no run selected", severity="warning")
+            return None
+        return runs.read_run(self.selected)
+
+    def action_stop_run(self) -> None:
+        info = self.selected_info()
+        if info is None:
+            return
+        if info.recorded_state in runs.FINAL_STATES or info.state == "died":
+            self.notify(f"{info.run_id} has already ended ({info.state}); nothing to stop", severity="warning")
+            return
+        if info.stop is not None:
+            self.notify(f"STOP already requested for {info.run_id}; waiting for the driver to confirm", severity="warning")
+            return
+        workers = (info.manifest or {}).get("workers")
+        in_flight = f"up to {workers} episodes" if workers else "the episodes"
+        body = (
+            f"The driver finishes {in_flight} in flight, writes their rows, starts no new episode, "
+            f"and exits with state `stopped` (shown as `stopping` until then).\n"
+            f"Rows so far are kept; `fontaine-eval --resume {info.path}` runs the remaining seeds later.\n\n"
+            f"This writes {info.path / 'STOP'}."
+        )
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                runs.request_stop(info.path, by=f"fontaine-console ({_user()})", reason="stop key in the console")
+                self.watcher.poke()
+                self.notify(f"STOP written for {info.run_id}: stopping at the next episode boundary")
+
+        self.push_screen(ConfirmScreen(f"Stop {info.run_id} at an episode boundary?", body, "Stop"), answered)
+
+    def action_escalate(self) -> None:
+        info = self.selected_info()
+        if info is None:
+            return
+        if not info.live:
+            self.notify(f"{info.run_id} has no live process to signal ({info.state})", severity="warning")
+            return
+        pgid = (info.pid or {}).get("pgid")
+        first = (
+            f"Send SIGTERM to the process group {pgid} of {info.run_id} (the driver and its workers). "
+            "Prefer `s` (stop at an episode boundary): a signal loses the episodes in flight.\n"
+            "If the group is still alive after 10 s, it gets SIGKILL."
+        )
+        second = "Really kill it? This cannot be undone; the run ends without a final status and shows as died."
+
+        def confirmed_twice(yes: bool | None) -> None:
+            if yes:
+                self.notify(f"escalating {info.run_id}: SIGTERM to process group {pgid}")
+                self.escalate_worker(info.pid)
+
+        def confirmed_once(yes: bool | None) -> None:
+            if yes:
+                self.push_screen(ConfirmScreen("Second confirmation", second, "Kill", danger=True), confirmed_twice)
+
+        self.push_screen(ConfirmScreen(f"Escalate {info.run_id}?", first, "SIGTERM", danger=True), confirmed_once)
+
+    @work(thread=True, group="escalate")
+    def escalate_worker(self, pid_info: dict | None) -> None:
+        outcome = runs.escalate(pid_info)
+        self.call_from_thread(self.notify, outcome, timeout=10)
+        self.watcher.poke()
+
+    def action_results(self) -> None:
+        info = self.selected_info()
+        if info is None:
+            return
+        if info.prereg_path is None:
+            self.notify(f"{info.run_id} has no pre-registration in its manifest: there is no report to run",
+                        severity="warning")
+            return
+        if info.live:
+            self.notify(f"{info.run_id} is still running; the report reads the rows so far", severity="warning")
+        self.push_screen(ResultsScreen(info.prereg_path, info.arm, info.path))
+
+    def action_discord_test(self) -> None:
+        if self.notifier is None:
+            self.notify(discord_line(None).plain, severity="warning")
+            return
+        self.discord_test_worker()
+
+    @work(thread=True, group="discord")
+    def discord_test_worker(self) -> None:
+        try:
+            self.notifier.send_test()
+            self.call_from_thread(self.notify, "Discord test post queued")
+        except Exception as exc:
+            self.call_from_thread(self.notify, f"Discord test post failed: {exc}", severity="error")
+        self.call_from_thread(self._show_discord)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        live = self.watcher.live_runs()
+        if live:
+            names = ", ".join(r.run_id for r in live)
+            message = (f"{len(live)} run(s) keep running, detached: {names}\n"
+                       f"Reopen fontaine-console --runs-dir {self.runs_dir} to reattach.")
+        else:
+            message = "No run is live."
+        self.exit(message=message)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("Launch a run", "Pick a frozen pre-registration and an arm (l)", self.action_launch)
+        yield SystemCommand("Launch the demo", f"{preregs.DEMO_PREREG.name}, arm {preregs.DEMO_ARM} (d)", self.action_demo)
+        yield SystemCommand("Stop the selected run", "At an episode boundary, after a confirmation (s)", self.action_stop_run)
+        yield SystemCommand("Escalate: kill the selected run", "SIGTERM then SIGKILL, two confirmations (K)", self.action_escalate)
+        yield SystemCommand("Results of the selected run", "Run the pre-registration report (r)", self.action_results)
+        yield SystemCommand("Discord test post", "Send a test message to the webhook (t)", self.action_discord_test)
+        yield SystemCommand("Keys and states", "The help screen (?)", self.action_help)
+
+
+def discord_line(notifier) -> Text:
+    """One line on the Discord notifier's state (off / ok / retrying / failing + last error)."""
+    if Notifier is None and notifier is None:
+        return Text("discord: off (console/discord_notify.py not installed)", style="grey50")
+    if notifier is None:
+        return Text("discord: off (no webhook configured)", style="grey50")
+    state = getattr(notifier, "state", None)
+    name = getattr(state, "name", None) or getattr(state, "state", None) or str(state)
+    error = getattr(state, "last_error", None) or getattr(state, "error", None)
+    style = {"ok": "green", "retrying": "yellow", "failing": "bold red"}.get(str(name).lower(), "grey50")
+    t = Text(f"discord: {str(name).lower()}", style=style)
+    if error:
+        t.append(f" ({error})", style="red")
+    return t
+
+
+def _make_notifier(runs_dir: Path):
+    if Notifier is None:
+        return None
+    try:
+        return Notifier.from_env()
+    except Exception:
+        return None
+
+
+def _default_selection(summaries: tuple[RunSummary, ...]) -> Path:
+    live = [r for r in summaries if r.live]
+    return (live or list(summaries))[-1].path
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return os.environ.get("USER", "?")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,250 @@
+"""Runs as the console sees them: run directories, their processes, and run control.
+
+Everything here goes through the run directory contract (ARCHITECTURE.md) and the
+`fontaine-eval` command line; the console never imports the engine. A run's state is
+what `status.json` says, corrected by what the process table says: a run whose process
+is gone without a final state has died; a run with a STOP file and no final state is
+stopping. Liveness compares the process create time with the one in `pid.json`, so a
+reused pid is never mistaken for the run (and never signalled).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psutil
+
+FINAL_STATES = ("stopped", "done", "failed")
+CONTRACT_FILES = ("manifest.json", "status.json", "pid.json", "heartbeat", "rows.jsonl")
+CREATE_TIME_TOLERANCE_S = 1.0
+
+ALIVE, GONE, UNKNOWN = "alive", "gone", "unknown"
+
+
+@dataclass
+class RunInfo:
+    """One run directory, read once (small files only; rows are the tailer's job)."""
+
+    run_id: str
+    path: Path
+    manifest: dict | None = None
+    status: dict | None = None
+    pid: dict | None = None
+    stop: dict | None = None  # the STOP file's content when present ({} if unreadable)
+    heartbeat_mtime: float | None = None
+    rows_size: int | None = None
+    missing: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # unreadable files, with why
+    liveness: str = UNKNOWN
+
+    @property
+    def recorded_state(self) -> str | None:
+        return (self.status or {}).get("state")
+
+    @property
+    def state(self) -> str:
+        """The state to show: status.json's, corrected by the process table and STOP."""
+        st = self.recorded_state
+        if st in FINAL_STATES:
+            return st
+        if self.liveness == GONE:
+            return "died"
+        if self.stop is not None:
+            return "stopping"
+        if st:
+            return st
+        if self.liveness == ALIVE:
+            return "starting"
+        return "unknown"
+
+    @property
+    def live(self) -> bool:
+        return self.liveness == ALIVE and self.recorded_state not in FINAL_STATES
+
+    @property
+    def arm(self) -> str:
+        return str((self.manifest or {}).get("arm") or "?")
+
+    @property
+    def done(self) -> int | None:
+        return (self.status or {}).get("done")
+
+    @property
+    def total(self) -> int | None:
+        total = (self.status or {}).get("total")
+        if total is None and self.manifest and isinstance(self.manifest.get("seeds"), list):
+            total = len(self.manifest["seeds"])
+        return total
+
+    @property
+    def prereg_path(self) -> str | None:
+        prereg = (self.manifest or {}).get("prereg")
+        return prereg.get("path") if isinstance(prereg, dict) else None
+
+    def heartbeat_age(self, now: float) -> float | None:
+        return None if self.heartbeat_mtime is None else max(0.0, now - self.heartbeat_mtime)
+
+
+def discover_runs(runs_dir: str | Path) -> list[Path]:
+    """Run directories under runs_dir, newest name last (run ids end in a UTC timestamp)."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    out = []
+    with os.scandir(root) as it:
+        for entry in it:
+            if entry.is_dir() and not entry.name.startswith("."):
+                out.append(Path(entry.path))
+    return sorted(out, key=lambda p: p.name)
+
+
+def read_run(path: str | Path) -> RunInfo:
+    """Read a run directory's small files; never raises for a bad or missing file."""
+    path = Path(path)
+    info = RunInfo(run_id=path.name, path=path)
+    info.manifest = _read_json(path / "manifest.json", info)
+    info.status = _read_json(path / "status.json", info)
+    info.pid = _read_json(path / "pid.json", info)
+    if info.manifest and info.manifest.get("run_id"):
+        info.run_id = str(info.manifest["run_id"])
+    try:
+        info.heartbeat_mtime = os.stat(path / "heartbeat").st_mtime
+    except FileNotFoundError:
+        info.missing.append("heartbeat")
+    try:
+        info.rows_size = os.stat(path / "rows.jsonl").st_size
+    except FileNotFoundError:
+        info.missing.append("rows.jsonl")
+    stop_path = path / "STOP"
+    if stop_path.exists():
+        try:
+            info.stop = json.loads(stop_path.read_text() or "{}")
+        except (OSError, ValueError):
+            info.stop = {}
+        if not isinstance(info.stop, dict):
+            info.stop = {}
+    info.liveness = liveness(info.pid)
+    return info
+
+
+def liveness(pid_info: dict | None) -> str:
+    """ALIVE when pid.json's process exists with the recorded create time; GONE when not."""
+    proc = run_process(pid_info)
+    if proc is not None:
+        return ALIVE
+    if not pid_info or not isinstance(pid_info.get("pid"), int):
+        return UNKNOWN
+    return GONE
+
+
+def run_process(pid_info: dict | None) -> psutil.Process | None:
+    """The run's process, or None if it is gone, a zombie, or a different process on a reused pid."""
+    if not pid_info or not isinstance(pid_info.get("pid"), int):
+        return None
+    try:
+        proc = psutil.Process(pid_info["pid"])
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        recorded = pid_info.get("create_time")
+        if isinstance(recorded, (int, float)) and abs(proc.create_time() - recorded) > CREATE_TIME_TOLERANCE_S:
+            return None
+        return proc
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+
+
+# -- run control ------------------------------------------------------------------
+
+def new_run_id(prereg_id: str, arm: str, now: float | None = None) -> str:
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, tz=timezone.utc)
+    return f"{prereg_id}-{arm}-{stamp:%Y%m%d-%H%M%S}"
+
+
+def prereg_launch_argv(prereg_file: str | Path, arm: str, run_dir: str | Path) -> list[str]:
+    return [sys.executable, "-m", "engine.cli", "--prereg", str(prereg_file), "--arm", arm, "--run-dir", str(run_dir)]
+
+
+def scripted_launch_argv(run_dir: str | Path, *, num_seeds: int, episode_seconds: float, workers: int, seed: int = 0) -> list[str]:
+    return [sys.executable, "-m", "engine.cli", "--policy", "scripted", "--seed", str(seed),
+            "--num-seeds", str(num_seeds), "--episode-seconds", f"{episode_seconds:g}",
+            "--workers", str(workers), "--run-dir", str(run_dir)]
+
+
+def launch_detached(argv: list[str], run_dir: str | Path, cwd: str | Path | None = None) -> subprocess.Popen:
+    """Start a run in its own session (the pane's SIGHUP does not reach it), output to driver.log.
+
+    The caller keeps the Popen and calls poll() on it, so the child is reaped when it ends
+    (an unreaped child stays a zombie, which liveness reads as gone).
+    """
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / "driver.log", "ab") as log:
+        return subprocess.Popen(
+            argv, start_new_session=True, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, close_fds=True, cwd=cwd,
+        )
+
+
+def request_stop(run_dir: str | Path, by: str, reason: str, now: float | None = None) -> Path:
+    """Write STOP atomically: the driver finishes in-flight episodes, starts no new one, exits `stopped`."""
+    at = datetime.fromtimestamp(time.time() if now is None else now, tz=timezone.utc).isoformat(timespec="seconds")
+    path = Path(run_dir) / "STOP"
+    tmp = path.with_name(".STOP.tmp")
+    tmp.write_text(json.dumps({"by": by, "reason": reason, "at": at.replace("+00:00", "Z")}))
+    os.replace(tmp, path)
+    return path
+
+
+def escalate(pid_info: dict | None, grace_s: float = 10.0, poll_s: float = 0.2) -> str:
+    """SIGTERM to the run's process group, then SIGKILL after grace_s. Blocking: call off the UI thread.
+
+    Signals only a process whose create time matches pid.json. Returns what was done, in words.
+    """
+    proc = run_process(pid_info)
+    if proc is None:
+        return "the run's process is already gone; nothing was signalled"
+    pgid = pid_info.get("pgid")
+    if not isinstance(pgid, int):
+        pgid = os.getpgid(proc.pid)
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return "the process group was already gone"
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if run_process(pid_info) is None:
+            return f"SIGTERM sent to process group {pgid}; it exited"
+        time.sleep(poll_s)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        return f"SIGTERM sent to process group {pgid}; it exited"
+    return f"SIGTERM sent to process group {pgid}; still alive after {grace_s:g} s, so SIGKILL"
+
+
+def _read_json(path: Path, info: RunInfo) -> dict | None:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        info.missing.append(path.name)
+        return None
+    except OSError as exc:
+        info.problems.append(f"{path.name}: {exc.strerror}")
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        info.problems.append(f"{path.name}: not JSON ({exc})")
+        return None
+    if not isinstance(obj, dict):
+        info.problems.append(f"{path.name}: not a JSON object")
+        return None
+    return obj

@@ -1,0 +1,284 @@
+"""The polling loop behind the console: one plain thread, no Textual in it.
+
+Every `interval` seconds it looks at the runs directory and, for each run, at the small
+files' mtimes; it re-reads a file only when it changed, tails rows.jsonl through a
+`RowsTailer` into a `RunAggregate`, checks liveness of runs that have not ended, reaps
+the processes this console launched, and hands the UI plain snapshots through a
+callback (the app turns them into messages). It sleeps on an Event between polls, so
+an idle console costs a few stat calls per run per poll, and quits promptly.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from console.aggregate import AggregateView, RunAggregate
+from console.runs import ALIVE, FINAL_STATES, GONE, RunInfo, discover_runs, liveness, read_run
+from console.tailer import RowsTailer
+
+WATCHED_FILES = ("manifest.json", "status.json", "pid.json", "STOP")
+RESCAN_EVERY_S = 2.0
+BACKGROUND_BYTES = 8 * 1024 * 1024  # per poll, for runs other than the selected one
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """A line of the runs list."""
+
+    run_id: str
+    path: Path
+    state: str
+    arm: str
+    done: int | None
+    total: int | None
+    successes: int
+    ok_rows: int
+    rows: int
+    heartbeat_mtime: float | None
+    live: bool
+    loading: bool  # rows.jsonl not read to its end yet
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """Everything the panels of the selected run show."""
+
+    info: RunInfo
+    view: AggregateView
+    loading: bool
+    restart_reason: str = ""
+
+
+@dataclass(frozen=True)
+class WatchUpdate:
+    runs: tuple[RunSummary, ...]
+    detail: RunDetail | None
+
+
+class RunWatch:
+    """One run directory, followed incrementally."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.tailer = RowsTailer(path / "rows.jsonl")
+        self.agg = RunAggregate()
+        self.info: RunInfo = read_run(path)
+        self.popen: subprocess.Popen | None = None  # when this console launched it
+        self.loading = True
+        self.restart_reason = ""
+        self.info_version = 0
+        self.notify = self.info.recorded_state not in FINAL_STATES  # the notifier follows runs seen live
+        self._mtimes = self._stat_all()
+        self._torn_added = False
+
+    def refresh(self, max_bytes: int | None) -> bool:
+        """Poll once; True when anything shown may have changed."""
+        changed = False
+        mtimes = self._stat_all()
+        if mtimes != self._mtimes:
+            self._mtimes = mtimes
+            self.info = read_run(self.path)
+            changed = True
+        elif self.info.recorded_state not in FINAL_STATES:
+            before = self.info.liveness
+            self.info.liveness = liveness(self.info.pid)
+            changed |= before != self.info.liveness
+        changed |= self._apply_popen()
+        changed |= self._tail(max_bytes)
+        if changed:
+            self.info_version += 1
+        return changed
+
+    def summary(self) -> RunSummary:
+        info = self.info
+        return RunSummary(
+            run_id=info.run_id, path=self.path, state=info.state, arm=info.arm,
+            done=info.done, total=info.total, successes=self.agg.successes, ok_rows=self.agg.ok_rows,
+            rows=self.agg.rows, heartbeat_mtime=info.heartbeat_mtime, live=info.live, loading=self.loading,
+        )
+
+    def close(self) -> None:
+        self.tailer.close()
+
+    def _stat_all(self) -> tuple:
+        out = []
+        for name in WATCHED_FILES + ("heartbeat",):
+            try:
+                out.append(os.stat(self.path / name).st_mtime_ns)
+            except FileNotFoundError:
+                out.append(None)
+        return tuple(out)
+
+    def _apply_popen(self) -> bool:
+        """Reap a process this console started; it also stands in for pid.json until that appears."""
+        if self.popen is None:
+            return False
+        code = self.popen.poll()
+        before = self.info.liveness
+        if code is None and self.info.liveness != ALIVE:
+            self.info.liveness = ALIVE
+        elif code is not None:
+            self.popen = None
+            self.info = read_run(self.path)  # the driver's last words
+            self.info.liveness = GONE
+        return before != self.info.liveness
+
+    def _tail(self, max_bytes: int | None) -> bool:
+        batch = self.tailer.poll()
+        if batch.restarted:
+            self.agg.reset()
+            self.restart_reason = batch.restart_reason
+            self._torn_added = False
+        for row in batch.rows:
+            self.agg.add(row)
+        for bad in batch.bad:
+            self.agg.add_bad(bad)
+        was_loading, self.loading = self.loading, batch.more
+        changed = bool(batch) or was_loading != self.loading
+        # A run that has ended writes no more: a partial last line is torn, count it.
+        if not self._torn_added and not self.loading and self.info.state in FINAL_STATES + ("died",):
+            torn = self.tailer.torn_tail()
+            if torn is not None:
+                self.agg.add_bad(torn)
+                self._torn_added = changed = True
+        return changed
+
+
+class Watcher:
+    """Owns the RunWatches and the polling thread. `on_update(WatchUpdate)` is called from the thread."""
+
+    def __init__(
+        self,
+        runs_dir: str | Path,
+        on_update: Callable[[WatchUpdate], None],
+        *,
+        interval: float = 0.5,
+        notifier=None,
+    ):
+        self.runs_dir = Path(runs_dir).resolve()
+        self.on_update = on_update
+        self.interval = interval
+        self.notifier = notifier
+        self.watches: dict[Path, RunWatch] = {}
+        self.selected: Path | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last_scan = 0.0
+        self._sent_detail: tuple | None = None
+        self._pending_popens: dict[Path, subprocess.Popen] = {}
+
+    # -- called from the UI thread ------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="fontaine-watcher", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        for w in self.watches.values():
+            w.close()
+
+    def select(self, path: Path | None) -> None:
+        self.selected = None if path is None else Path(path).resolve()
+        self.poke()
+
+    def adopt(self, run_dir: Path, popen: subprocess.Popen) -> None:
+        """A run this console launched: reap it, and count it alive before its pid.json exists."""
+        with self._lock:
+            self._pending_popens[Path(run_dir).resolve()] = popen
+        self.poke()
+
+    def poke(self) -> None:
+        """Poll now rather than at the next tick (after a key press)."""
+        self._wake.set()
+
+    def live_runs(self) -> list[RunSummary]:
+        with self._lock:
+            return [w.summary() for w in self.watches.values() if w.info.live or w.popen is not None]
+
+    # -- the thread -----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            more = self.poll_once()
+            self._wake.wait(0.0 if more else self.interval)
+            self._wake.clear()
+
+    def poll_once(self, now: float | None = None) -> bool:
+        """One poll of everything; returns True when a big file still has bytes to read."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            changed = False
+            if now - self._last_scan >= RESCAN_EVERY_S or self._pending_popens or not self._last_scan:
+                changed |= self._rescan()
+                self._last_scan = now
+            more = False
+            selected = self.watches.get(self.selected) if self.selected else None
+            if selected is not None:
+                changed |= selected.refresh(None)
+            for w in self.watches.values():
+                if w is not selected:
+                    changed |= w.refresh(BACKGROUND_BYTES)
+                    more |= w.loading
+            update = self._update() if changed or self._detail_key() != self._sent_detail else None
+        if update is not None:
+            self.on_update(update)
+        self._notify()
+        return more
+
+    def _rescan(self) -> bool:
+        found = {p: p for p in discover_runs(self.runs_dir)}
+        for p in list(self._pending_popens):
+            found.setdefault(p, p)
+        changed = False
+        for key, p in found.items():
+            if key not in self.watches:
+                self.watches[key] = RunWatch(p)
+                changed = True
+        for key in [k for k in self.watches if k not in found]:
+            self.watches.pop(key).close()
+            changed = True
+        for p, popen in list(self._pending_popens.items()):
+            w = self.watches.get(p)
+            if w is not None:
+                w.popen = popen
+                self._pending_popens.pop(p)
+        return changed
+
+    def _detail_key(self) -> tuple | None:
+        w = self.watches.get(self.selected) if self.selected else None
+        return None if w is None else (self.selected, w.agg.version, w.info_version, w.loading)
+
+    def _update(self) -> WatchUpdate:
+        runs = tuple(w.summary() for w in self.watches.values())
+        w = self.watches.get(self.selected) if self.selected else None
+        detail = None
+        if w is not None:
+            detail = RunDetail(info=replace(w.info), view=w.agg.snapshot(), loading=w.loading, restart_reason=w.restart_reason)
+        self._sent_detail = self._detail_key()
+        return WatchUpdate(runs=runs, detail=detail)
+
+    def _notify(self) -> None:
+        """Give the Discord notifier its turn on each run seen live (off the UI thread)."""
+        if self.notifier is None:
+            return
+        for w in list(self.watches.values()):
+            if not w.notify:
+                continue
+            try:
+                self.notifier.poll_run(w.path)
+            except Exception:  # the notifier reports its own failures in its state
+                pass
+            if w.info.state in FINAL_STATES + ("died",):
+                w.notify = False

@@ -1,0 +1,1 @@
+"""Thin widgets: each shows one panel's text (from console.render) and holds no logic of its own."""

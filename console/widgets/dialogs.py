@@ -1,0 +1,204 @@
+"""Modal screens: confirmation, launch, results, help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select, Static
+
+from console.preregs import PreregEntry, run_report, validate_launch
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Says what will happen and asks yes or no; Escape is no."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, title: str, body: str, yes_label: str = "Yes", danger: bool = False):
+        super().__init__()
+        self.title_text, self.body, self.yes_label, self.danger = title, body, yes_label, danger
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="danger" if self.danger else ""):
+            yield Label(Text(self.title_text, style="bold"), id="dialog-title")
+            yield Static(self.body, id="dialog-body")
+            with Horizontal(id="dialog-buttons"):
+                yield Button(f"{self.yes_label} (y)", id="yes", variant="error" if self.danger else "warning")
+                yield Button("No (n)", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, answer: bool) -> None:
+        self.dismiss(answer)
+
+
+class LaunchScreen(ModalScreen[tuple | None]):
+    """Pick a pre-registration and an arm; validation errors are shown here, in place."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, entries: list[PreregEntry]):
+        super().__init__()
+        self.entries = {str(e.path): e for e in entries}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Text("Launch a pre-registered run", style="bold"), id="dialog-title")
+            if not self.entries:
+                yield Static("No pre-registrations found (*.md in the --prereg-dir folders).", id="launch-empty")
+            yield Select(
+                [(f"{e.prereg_id}  ({e.path})", str(e.path)) for e in self.entries.values()],
+                prompt="pre-registration", id="prereg",
+            )
+            yield Select([], prompt="arm", id="arm")
+            yield Input(placeholder="arm name (not listed in the front matter)", id="arm-input")
+            yield Static("", id="launch-error")
+            with Horizontal(id="dialog-buttons"):
+                yield Button("Launch", id="launch", variant="success")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#arm-input").display = False
+        self.query_one("#launch-error").display = False
+
+    @on(Select.Changed, "#prereg")
+    def _prereg_changed(self, event: Select.Changed) -> None:
+        entry = self.entries.get(str(event.value)) if event.value != Select.NULL else None
+        arm_select = self.query_one("#arm", Select)
+        arms = entry.arms if entry else []
+        arm_select.set_options([(a, a) for a in arms])
+        if arms:
+            arm_select.value = arms[0]
+        arm_select.display = bool(arms) or entry is None
+        self.query_one("#arm-input").display = entry is not None and not arms
+        if entry is not None and entry.problem:
+            self.show_error(entry.problem)
+
+    def chosen(self) -> tuple[PreregEntry | None, str]:
+        value = self.query_one("#prereg", Select).value
+        entry = self.entries.get(str(value)) if value != Select.NULL else None
+        arm_select = self.query_one("#arm", Select)
+        if arm_select.display and arm_select.value != Select.NULL:
+            arm = str(arm_select.value)
+        else:
+            arm = self.query_one("#arm-input", Input).value.strip()
+        return entry, arm
+
+    def show_error(self, message: str) -> None:
+        err = self.query_one("#launch-error", Static)
+        err.update(Text(message, style="bold red"))
+        err.display = True
+
+    @on(Button.Pressed, "#launch")
+    @on(Input.Submitted, "#arm-input")
+    def _launch(self) -> None:
+        entry, arm = self.chosen()
+        if entry is None:
+            self.show_error("choose a pre-registration")
+            return
+        problem = validate_launch(entry.path, arm)
+        if problem:
+            self.show_error(problem)
+            return
+        self.dismiss((entry.path, entry.prereg_id, arm))
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ResultsScreen(ModalScreen[None]):
+    """Runs `fontaine-prereg report` in a thread and shows its output and the chart path."""
+
+    BINDINGS = [Binding("escape,q,r", "close", "Close")]
+
+    def __init__(self, prereg_file: str, arm: str, run_dir: Path):
+        super().__init__()
+        self.prereg_file, self.arm, self.run_dir = prereg_file, arm, run_dir
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="results"):
+            yield Label(Text(f"Results: {self.run_dir.name}", style="bold"), id="dialog-title")
+            yield Static(f"running: fontaine-prereg report {self.prereg_file} --run {self.arm}={self.run_dir} …", id="results-status")
+            with VerticalScroll():
+                yield Static("", id="results-output")
+            yield Button("Close (esc)", id="close")
+
+    def on_mount(self) -> None:
+        self.run_report_worker()
+
+    @work(thread=True, exclusive=True, group="report")
+    def run_report_worker(self) -> None:
+        code, output = run_report(self.prereg_file, self.arm, self.run_dir)
+        self.app.call_from_thread(self.show_output, code, output)
+
+    def show_output(self, code: int, output: str) -> None:
+        chart = self.run_dir / "chart.png"
+        status = Text()
+        if code == 0:
+            status.append("report written", style="bold green")
+        else:
+            status.append(f"the report command exited with {code}", style="bold red")
+        status.append(f"\nchart: {chart}" + ("" if chart.exists() else " (not written)"))
+        results_md = self.run_dir / "results.md"
+        if results_md.exists():
+            status.append(f"\nreads: {results_md}")
+        self.query_one("#results-status", Static).update(status)
+        self.query_one("#results-output", Static).update(Text(output or "(no output)"))
+
+    @on(Button.Pressed, "#close")
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+HELP = """\
+[b]fontaine-console[/b] babysits runs through their run directories (runs/<run_id>/).
+
+[b]Keys[/b]
+  l        launch: pick a frozen pre-registration and an arm
+  d        launch the demo pre-registration (prereg/examples/demo.md, arm scripted)
+  s        stop the selected run at an episode boundary (writes STOP; asks first)
+  K        escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)
+  r        results: run the pre-registration report for the selected run
+  t        send a Discord test post
+  up/down  select a run
+  ctrl+p   command palette
+  ?        this help
+  q        quit: runs keep running, detached; reopen the console to reattach
+
+[b]States[/b]
+  starting, running       the driver is at work (process checked by pid and create time)
+  stopping                STOP was written; in-flight episodes finish, then `stopped`
+  stopped, done, failed   final states written by the driver
+  died                    the process is gone without a final state: see driver.log,
+                          resume with fontaine-eval --resume runs/<run_id>
+
+[b]Panels[/b]
+  successes with a Wilson 95% interval; knock-aways (progress_final <= -1 cm);
+  engaged (progress > 1 cm) vs quiet; zero-fallbacks per predict; reset strikes (must be 0);
+  error rows; corrupt lines of rows.jsonl (counted, never parsed as data).
+  Tripwires (GPU-hours, pace, heartbeat stall) are evaluated by prereg.gates, the same code
+  the driver enforces: amber warns before a limit, a red banner means it tripped.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help"):
+            yield Static(HELP)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
