@@ -313,7 +313,10 @@ class Notifier:
     def close(self, timeout: float = 5.0) -> bool:
         """Try to flush the queue within `timeout`, then stop the sender. True if nothing was left.
         Whatever was left is rebuilt from the run directories by the next console."""
-        flushed = self.wait_idle(timeout) if self._thread else not self._queue
+        if self._closing or self._thread is None:
+            self._closing = True
+            return not self._queue
+        flushed = self.wait_idle(timeout)
         self._closing = True
         if self._loop is not None and self._thread is not None:
             self._kick()

@@ -186,3 +186,72 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# --- a hand-made run directory, as the driver writes it --------------------------------------
+
+FAKE_WEBHOOK_URL = (  # real-looking (discord.py's from_url checks the form), never a real webhook
+    "https://discord.com/api/webhooks/123456789012345678/"
+    "Zq3vN8kLp0Xw_Tg5-Hs2Yd7Rb4Mc9Fj1Ua6Ke3Wn0Qx8Lv5Ps2Dy7Bh4Gt9Cr1Jm6Ez0"
+)
+
+
+class HandMadeRun:
+    """A run directory written step by step: manifest, rows, status, heartbeat, results."""
+
+    def __init__(self, runs_dir, run_id: str = "flow-a-20261130-080000", *, total: int = 25,
+                 gates: dict | None = None):
+        from pathlib import Path
+
+        self.dir = Path(runs_dir) / run_id
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.run_id, self.total = run_id, total
+        self.done = 0
+        self._write("manifest.json", {
+            "run_id": run_id, "prereg": {"id": "flow-official-100", "sha256": "3f" * 32}, "arm": "A",
+            "policy": "molmoact2", "decode": "flow", "convmap": "official",
+            "seeds": list(range(total)), "episode_seconds": 30.0, "workers": 2,
+            "gates": gates if gates is not None else {"gpu_hours": 1.5, "pace_limit_hours": 2.5, "pace_after_episodes": 10},
+            "started_at": "2026-11-30T08:00:00Z",
+        })
+        self.status("starting")
+
+    def episodes(self, n: int, state: str = "running") -> "HandMadeRun":
+        """Append rows up to `n` episodes done and say so in status.json (heartbeat touched)."""
+        from prereg.rows import complete_row
+
+        with open(self.dir / "rows.jsonl", "a") as f:
+            for seed in range(self.done, n):
+                knock = seed % 4 == 1
+                f.write(json.dumps(complete_row({
+                    "run_id": self.run_id, "arm": "A", "seed": seed, "worker": seed % 2,
+                    "success": seed % 5 == 0, "progress_cm": 3.0 if seed % 2 == 0 else 0.2,
+                    "progress_final_cm": -2.5 if knock else 1.0, "knock_away": knock, "engaged": seed % 2 == 0,
+                    "reset_strikes": 0, "predicts": 30, "zero_fallbacks": 1 if seed % 7 == 3 else 0,
+                    "wall_s": 30.0, "status": "ok", "error": None,
+                })) + "\n")
+        self.done = n
+        self.status(state)
+        (self.dir / "heartbeat").touch()
+        return self
+
+    def status(self, state: str, reason: str | None = None) -> "HandMadeRun":
+        self._write("status.json", {
+            "state": state, "done": self.done, "total": self.total, "elapsed_s": 15.0 * self.done,
+            "projected_wall_s": 15.0 * self.total if self.done else None,
+            "gpu_hours": round(0.004 * self.done, 3), "gpu_hours_source": "allocated", "reason": reason,
+            "updated_at": "2026-11-30T08:10:00Z",
+        })
+        return self
+
+    def results(self, text: str | None = None, chart: bytes = b"\x89PNG\r\n\x1a\n fake chart") -> "HandMadeRun":
+        (self.dir / "results.md").write_text(text or (
+            "## Results (2026-11-30)\n\n| read | value |\n| --- | --- |\n"
+            "| successes | 5/25 (CI95 0.09-0.39) |\n| knock-aways | 6 |\n\nDecision: continue.\n"))
+        (self.dir / "chart.png").write_bytes(chart)
+        return self
+
+    def _write(self, name: str, obj: dict) -> None:
+        tmp = self.dir / f".{name}.tmp"
+        tmp.write_text(json.dumps(obj))
+        tmp.replace(self.dir / name)

@@ -1,0 +1,280 @@
+"""The Discord notifier against a fake Discord API on loopback, with the real discord.py client.
+
+Every wait is on a condition with a timeout. Backoff is shortened through the constructor; the
+one slow thing left is discord.py's own 1 s pause before it retries a 5xx.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+import discord
+import pytest
+
+from console.discord_notify import (
+    ENV_FILE, ENV_URL, FAILING, INFLIGHT, LEDGER, OFF, OK, RETRYING, SETUP_HINT, Notifier,
+    mask_webhook_url, read_ledger,
+)
+from fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
+
+TOKEN = FAKE_WEBHOOK_URL.rsplit("/", 1)[1]
+WEBHOOK_ID = FAKE_WEBHOOK_URL.rsplit("/", 2)[1]
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    server = FakeDiscord().start()
+    monkeypatch.setattr(discord.http.Route, "BASE", server.base)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def make_notifier():
+    made = []
+
+    def make(**kw) -> Notifier:
+        kw = {"backoff_s": 0.05, "backoff_max_s": 0.2, "done_grace_s": 0.0, **kw}
+        n = Notifier(FAKE_WEBHOOK_URL, **kw)
+        made.append(n)
+        return n
+
+    yield make
+    for n in made:
+        n.close(timeout=2.0)
+
+
+def keys_posted(fake: FakeDiscord) -> list[str]:
+    return [footer.rsplit(" · ", 1)[1] for footer in fake.footers()]
+
+
+def wait_until(predicate, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        threading.Event().wait(0.01)
+    return True
+
+
+def test_a_run_of_25_episodes_posts_launch_updates_at_10_and_20_and_results_with_the_chart(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=25)
+    n = make_notifier()
+    assert n.poll_run(run.dir) == ["launch"]
+    assert n.poll_run(run.episodes(5).dir) == []
+    assert n.poll_run(run.episodes(10).dir) == ["update:10"]
+    assert n.poll_run(run.dir) == []  # polled again: nothing owed twice
+    assert n.poll_run(run.episodes(19).dir) == []
+    assert n.poll_run(run.episodes(20).dir) == ["update:20"]
+    run.episodes(25, state="done").results()
+    assert n.poll_run(run.dir) == ["results"]
+    assert n.wait_idle(10)
+
+    assert keys_posted(fake) == ["launch", "update:10", "update:20", "results"]
+    launch, up10, up20, results = fake.messages
+    assert "flow-official-100" in launch.payload["embeds"][0]["description"]
+    assert "25 seeds (0–24)" in launch.payload["embeds"][0]["description"]
+    assert "10/25" in up10.payload["embeds"][0]["title"]
+    assert "successes **4**" in up20.payload["embeds"][0]["description"]
+    assert "GPU-hours 0.08 of 1.5 gate" in up20.payload["embeds"][0]["description"]
+    assert results.files == [("chart.png", (run.dir / "chart.png").read_bytes())]
+    assert results.payload["embeds"][0]["image"]["url"] == "attachment://chart.png"
+    assert "5/25 (CI95 0.09-0.39)" in results.payload["embeds"][0]["description"]
+    assert all(m.payload["allowed_mentions"] == {"parse": []} for m in fake.messages)
+    assert all(m.query["wait"] == "1" for m in fake.messages)
+
+    ledger = read_ledger(run.dir)
+    assert [e["key"] for e in ledger] == ["launch", "update:10", "update:20", "results"]
+    assert [e["episodes"] for e in ledger] == [0, 10, 20, 25]
+    assert [e["message_id"] for e in ledger] == [str(1_300_000_000_000_000_001 + i) for i in range(4)]
+    assert not (run.dir / INFLIGHT).exists()
+    assert n.status().state == OK and n.status().sent == 4
+
+
+def test_a_429_and_a_5xx_are_retried_and_the_posts_arrive_in_order(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=100).episodes(20)
+    fake.fail_next(500)  # discord.py retries it after 1 s
+    fake.fail_next(429, retry_after=0.05)  # with Via: discord.py waits retry_after and retries
+    fake.fail_next(429, retry_after=0.05, via=False)  # without Via: discord.py raises, we back off
+    n = make_notifier()
+    assert n.poll_run(run.dir) == ["launch", "update:20"]
+    assert n.wait_idle(15)
+    assert [r.status for r in fake.requests] == [500, 429, 429, 200, 200]
+    assert keys_posted(fake) == ["launch", "update:20"]
+    assert [e["key"] for e in read_ledger(run.dir)] == ["launch", "update:20"]
+    assert n.state == OK and n.last_error is None
+
+
+def test_an_outage_delays_the_posts_and_loses_none(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=100)
+    n = make_notifier(failing_after=3)
+    fake.stop()
+    n.poll_run(run.dir)
+    n.poll_run(run.episodes(10).dir)
+    assert wait_until(lambda: n.state == FAILING)
+    assert n.pending == 2 and "cannot reach Discord" in n.last_error
+    n.poll_run(run.episodes(20).dir)
+    assert n.pending == 3 and fake.messages == [] and not (run.dir / LEDGER).exists()
+
+    fake.start()
+    assert n.wait_idle(10)
+    assert keys_posted(fake) == ["launch", "update:10", "update:20"]
+    assert [e["key"] for e in read_ledger(run.dir)] == ["launch", "update:10", "update:20"]
+    assert n.state == OK and n.last_error is None
+
+
+def test_a_restarted_console_catches_up_without_repeating_a_post(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=100)
+    first = make_notifier()
+    first.poll_run(run.dir)
+    first.poll_run(run.episodes(10).dir)
+    assert first.close(timeout=5)
+
+    run.episodes(45)  # the console was away for updates 20, 30, 40
+    second = make_notifier()
+    assert second.poll_run(run.dir) == ["update:40"]
+    assert second.poll_run(run.episodes(50).dir) == ["update:50"]
+    run.episodes(100, state="done").results()
+    assert second.poll_run(run.dir) == ["results"]
+    assert second.wait_idle(10)
+
+    assert keys_posted(fake) == ["launch", "update:10", "update:40", "update:50", "results"]
+    catch_up = fake.messages[2].payload["embeds"][0]["description"]
+    assert "caught up" in catch_up and "20, 30" in catch_up
+    third = make_notifier()  # and a third console, after the end, owes nothing
+    assert third.poll_run(run.dir) == []
+
+
+def test_posts_still_queued_when_the_console_quit_are_sent_by_the_next_one(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=100).episodes(10)
+    fake.stop()
+    first = make_notifier()
+    assert first.poll_run(run.dir) == ["launch", "update:10"]
+    assert wait_until(lambda: first.state in (RETRYING, FAILING))
+    assert first.close(timeout=0.1) is False  # not flushed: the run directory still owes them
+    fake.start()
+    second = make_notifier()
+    assert second.poll_run(run.dir) == ["launch", "update:10"]
+    assert second.wait_idle(10)
+    assert keys_posted(fake) == ["launch", "update:10"]
+
+
+def test_a_post_caught_in_the_crash_window_is_sent_again_marked_as_a_possible_repeat(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=100).episodes(10)
+    (run.dir / LEDGER).write_text('{"key": "launch", "kind": "launch", "episodes": 0, "message_id": "1"}\n')
+    (run.dir / INFLIGHT).write_text('{"key": "update:10", "kind": "update"}')
+    n = make_notifier()
+    assert n.poll_run(run.dir) == ["update:10"]
+    assert n.wait_idle(10)
+    assert "may repeat" in fake.messages[0].payload["embeds"][0]["description"]
+    assert not (run.dir / INFLIGHT).exists()
+
+    # A marker for a post the ledger already has: the post made it; nothing is re-sent.
+    (run.dir / INFLIGHT).write_text('{"key": "update:10", "kind": "update"}')
+    again = make_notifier()
+    assert again.poll_run(run.dir) == []
+    assert not (run.dir / INFLIGHT).exists()
+
+
+def test_the_webhook_url_and_token_appear_in_no_log_and_no_file_of_the_run(fake, make_notifier, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    run = HandMadeRun(tmp_path, total=25)
+    fake.fail_next(429, retry_after=0.05)  # discord.py logs a warning naming the webhook
+    fake.fail_next(404)  # an error message from Discord reaches our log and last_error
+    n = make_notifier()
+    n.poll_run(run.episodes(10).dir)
+    assert n.wait_idle(10)
+    fake.stop()
+    n.poll_run(run.episodes(20).dir)
+    assert wait_until(lambda: n.state == FAILING)
+    failing = n.status()
+    fake.start()
+    n.poll_run(run.episodes(25, state="done").results().dir)
+    assert n.wait_idle(10)
+    n.close(2)
+
+    assert logging.getLogger("discord").getEffectiveLevel() >= logging.WARNING
+    assert "rate limited" in caplog.text and "cannot reach Discord" in caplog.text  # the logs were exercised
+    shown = [caplog.text, repr(n), failing.line(), str(failing), failing.last_error, n.status().line()]
+    for text in shown:
+        assert TOKEN not in text and WEBHOOK_ID not in text and FAKE_WEBHOOK_URL not in text
+    for path in run.dir.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert TOKEN.encode() not in data and WEBHOOK_ID.encode() not in data, path
+    assert n.status().target == mask_webhook_url(FAKE_WEBHOOK_URL) == "https://discord.com/api/webhooks/1234…/****"
+
+
+def test_polling_and_test_posts_return_at_once_while_discord_is_down(fake, make_notifier, tmp_path):
+    fake.stop()
+    run = HandMadeRun(tmp_path, total=100).episodes(30)
+    n = make_notifier()
+    t0 = time.monotonic()
+    n.poll_run(run.dir)
+    assert n.send_test() is True
+    assert time.monotonic() - t0 < 0.5
+    assert n.pending == 3
+    fake.start()
+    assert n.wait_idle(10)
+    assert [m.payload["embeds"][0]["title"] for m in fake.messages][-1] == "Test post"
+    assert [e["key"] for e in read_ledger(run.dir)] == ["launch", "update:30"]  # the test post has no ledger
+
+
+def test_a_deleted_webhook_reads_failing_with_an_actionable_error_and_recovers(fake, make_notifier):
+    fake.fail_next(404, times=2)
+    n = make_notifier(failing_after=5)
+    n.send_test()
+    assert wait_until(lambda: n.state == FAILING)
+    assert "404" in n.last_error and "set a new one" in n.last_error
+    assert n.wait_idle(10) and n.state == OK
+
+
+def test_an_embed_discord_rejects_is_sent_as_plain_text_rather_than_blocking_the_queue(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=100).episodes(10)
+    fake.fail_next(400)
+    n = make_notifier()
+    n.poll_run(run.dir)
+    assert n.wait_idle(10)
+    first, second = fake.messages
+    assert "embeds" not in first.payload and "Launch" in first.payload["content"]
+    assert second.payload["embeds"]
+    assert [e["key"] for e in read_ledger(run.dir)] == ["launch", "update:10"]
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+
+def test_without_a_webhook_the_notifier_is_off_says_how_to_set_one_up_and_writes_nothing(tmp_path):
+    n = Notifier.from_env(environ={})
+    assert n.state == OFF and n.setup_hint == SETUP_HINT and ENV_URL in n.setup_hint
+    run = HandMadeRun(tmp_path).episodes(10)
+    assert n.poll_run(run.dir) == [] and n.send_test() is False
+    assert not (run.dir / LEDGER).exists() and n.close(0.1)
+    assert n.status().line() == "Discord: off"
+
+
+def test_the_webhook_comes_from_the_environment():
+    n = Notifier.from_env(every_episodes=5, environ={ENV_URL: FAKE_WEBHOOK_URL})
+    assert n.state == OK and n.every_episodes == 5 and n.setup_hint is None
+
+
+def test_a_webhook_file_must_be_readable_only_by_its_owner(tmp_path):
+    f = tmp_path / "webhook"
+    f.write_text(FAKE_WEBHOOK_URL + "\n")
+    os.chmod(f, 0o644)
+    n = Notifier.from_env(environ={ENV_FILE: str(f)})
+    assert n.state == OFF and "chmod 600" in n.last_error and str(f) in n.last_error
+    assert TOKEN not in n.last_error
+    os.chmod(f, 0o600)
+    assert Notifier.from_env(environ={ENV_FILE: str(f)}).state == OK
+
+
+def test_a_malformed_webhook_is_refused_without_echoing_it():
+    bad = "https://discord.com/api/webhooks/123/secret-ish"
+    n = Notifier.from_env(environ={ENV_URL: bad})
+    assert n.state == OFF and "not a Discord webhook URL" in n.last_error and "secret-ish" not in n.last_error
+    missing = Notifier.from_env(environ={ENV_FILE: "/nonexistent/webhook"})
+    assert missing.state == OFF and "cannot read" in missing.last_error
