@@ -1,0 +1,128 @@
+"""MolmoAct2 as an engine policy: `load_policy(checkpoint, ...)` -> a batched `Policy`.
+
+The model code is lerobot's (`lerobot.policies.molmoact2.molmoact2_hf_model`); this package
+finds and checks the checkpoint offline, loads its weights exactly, builds batched inputs from
+the sim's observations, and decodes both pathways (flow; discrete with the reference or the
+grammar-masked decode). `tiny` builds a small random model for tests and demos.
+"""
+
+from __future__ import annotations
+
+import os
+
+from engine.policies.base import DEFAULT_TASK
+from engine.policies.convmap import PRESETS, ConvMap
+from engine.policies.molmoact2.checkpoint import CheckpointError
+
+PATHWAYS = ("flow", "discrete")
+DECODES = {"flow": ("flow",), "discrete": ("reference", "grammar-masked")}
+DTYPES = ("bf16", "fp32")
+
+__all__ = ["CheckpointError", "load_policy", "PATHWAYS", "DECODES", "DTYPES"]
+
+
+def load_policy(
+    checkpoint: str,
+    *,
+    pathway: str = "flow",
+    decode: str = "flow",
+    dtype: str = "bf16",
+    device: str | None = None,
+    convmap: ConvMap = PRESETS["official"],
+    norm_tag: str = "so100_so101_molmoact2",
+    flow_steps: int = 10,
+    task: str = DEFAULT_TASK,
+    cache_dir: str | os.PathLike | None = None,
+):
+    """Resolve, check and load a checkpoint; every failure a person can fix is a CheckpointError.
+
+    `checkpoint`: a local directory, a Hugging Face id already in the local cache (never
+    downloaded), or `tiny`. `device` None means CUDA when available, else CPU.
+    """
+    if pathway not in PATHWAYS:
+        raise CheckpointError(f"unknown pathway {pathway!r}; choose one of {', '.join(PATHWAYS)}")
+    if decode not in DECODES[pathway]:
+        raise CheckpointError(f"the {pathway} pathway decodes with {' or '.join(DECODES[pathway])}, not {decode!r}")
+    if dtype not in DTYPES:
+        raise CheckpointError(f"unknown dtype {dtype!r}; choose bf16 or fp32")
+    if int(flow_steps) < 1:
+        raise CheckpointError(f"flow_steps must be >= 1, got {flow_steps}")
+
+    import torch
+
+    from engine.policies.molmoact2 import checkpoint as ckptmod
+    from engine.policies.molmoact2.fast import load_fast
+    from engine.policies.molmoact2.policy import MolmoAct2Policy
+
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise CheckpointError(f"device {device!r} asked for, but CUDA is not available here; use --device cpu")
+    resolved = ckptmod.resolve_checkpoint(checkpoint, cache_dir=cache_dir)
+    payload, metadata = ckptmod.read_norm_metadata(resolved.path, norm_tag)
+    fingerprint = ckptmod.weights_fingerprint(resolved)
+
+    from lerobot.policies.molmoact2.molmoact2_hf_model.modeling_molmoact2 import _RobotStats
+
+    stats = _RobotStats(payload)
+    state_dim = stats.get_state_dim(norm_tag) or 0
+    action_dim = stats.get_action_dim(norm_tag) or 0
+    model = ckptmod.load_model(
+        resolved.path, dtype=torch.bfloat16 if dtype == "bf16" else torch.float32, device=device
+    )
+    max_h = int(model.config.max_action_horizon)
+    horizon = stats.get_action_horizon(norm_tag) or max_h
+    ckptmod.check_servable(model.config, pathway=pathway, state_dim=state_dim, action_dim=action_dim, horizon=horizon)
+    chunk_horizon = min(stats.get_n_action_steps(norm_tag) or horizon, horizon)
+    processor = ckptmod.load_processor(resolved.path)
+
+    codec = None
+    if pathway == "discrete":
+        codec = load_fast(ckptmod.fast_tokenizer_dir(resolved.path), horizon=horizon, action_dim=action_dim)
+        if codec.n_bpe > int(model.config.num_action_tokens):
+            raise CheckpointError(
+                f"the FAST tokenizer has {codec.n_bpe} tokens but the model only {model.config.num_action_tokens} action tokens"
+            )
+
+    description = {
+        "policy": "molmoact2" if pathway == "flow" else "molmoact2-discrete",
+        "checkpoint": resolved.requested,
+        "checkpoint_path": str(resolved.path),
+        "checkpoint_source": resolved.source,
+        "revision": resolved.revision,
+        **fingerprint,
+        "pathway": pathway,
+        "decode": decode,
+        "dtype": dtype,
+        "device": str(device),
+        "norm_tag": norm_tag,
+        "setup_type": metadata.get("setup_type"),
+        "control_mode": metadata.get("control_mode"),
+        "convmap": convmap.as_dict(),
+        "flow_steps": int(flow_steps) if pathway == "flow" else None,
+        "chunk_horizon": chunk_horizon,
+        "action_horizon": horizon,
+        "task": task,
+        "parameters": int(model.num_parameters()),
+        "max_decode_steps": horizon * 16 if pathway == "discrete" else None,
+    }
+    if codec is not None:
+        description["fast"] = {"bpe_vocab": codec.n_bpe, "min_token": codec.min_token, "max_code": codec.max_code}
+    policy = MolmoAct2Policy(
+        model=model,
+        processor=processor,
+        robot_stats=stats,
+        norm_tag=norm_tag,
+        metadata=metadata,
+        pathway=pathway,
+        decode=decode,
+        convmap=convmap,
+        flow_steps=flow_steps,
+        task=task,
+        chunk_horizon=chunk_horizon,
+        action_dim=action_dim,
+        codec=codec,
+        description=description,
+    )
+    if policy.grammar is not None and not policy.grammar.satisfiable:
+        raise CheckpointError("the grammar mask admits no complete emission for this FAST tokenizer and horizon")
+    return policy

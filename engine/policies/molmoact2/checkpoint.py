@@ -1,0 +1,234 @@
+"""Finding, checking and loading a MolmoAct2 checkpoint, offline, before any episode starts.
+
+Everything a run cannot survive (no weights, no norm stats, an unknown norm tag, a config the
+engine cannot serve) is raised here as one `CheckpointError` whose message says what was wrong
+and what to do; the CLI prints it and exits 2.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+FAST_TOKENIZER_SUBDIR = "action_tokenizer"
+RELEASE_FAST_TOKENIZER = "allenai/MolmoAct2-FAST-Tokenizer"
+WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+
+
+class CheckpointError(Exception):
+    """A checkpoint the engine cannot serve; the message is for a person, not a traceback."""
+
+
+@dataclass(frozen=True)
+class ResolvedCheckpoint:
+    requested: str  # what the user typed: a path, a Hugging Face id, or "tiny"
+    path: Path  # the local directory holding config.json and the weights
+    source: str  # "local" | "hf-cache" | "tiny"
+    revision: str | None  # the Hugging Face commit of a cached snapshot, when known
+
+
+def resolve_checkpoint(checkpoint: str, *, cache_dir: str | os.PathLike | None = None) -> ResolvedCheckpoint:
+    """A local directory, a Hugging Face id found in the local cache, or `tiny` (built on demand)."""
+    requested = str(checkpoint or "").strip()
+    if not requested:
+        raise CheckpointError("no MolmoAct2 checkpoint given: pass a local directory, a cached Hugging Face id, or 'tiny'")
+    if requested == "tiny":
+        from engine.policies.molmoact2.tiny import build_tiny, default_cache_dir
+
+        target = Path(cache_dir) / "molmoact2-tiny" if cache_dir is not None else default_cache_dir()
+        return ResolvedCheckpoint(requested, build_tiny(target), "tiny", None)
+
+    local = Path(requested).expanduser()
+    if local.is_dir():
+        return ResolvedCheckpoint(requested, local.resolve(), "local", None)
+    searched = [str(local.resolve())]
+    if _looks_like_repo_id(requested):
+        snapshot, hub_cache = _find_in_hf_cache(requested)
+        searched.append(f"Hugging Face cache {hub_cache}")
+        if snapshot is not None:
+            return ResolvedCheckpoint(requested, snapshot, "hf-cache", snapshot.name)
+    raise CheckpointError(
+        f"MolmoAct2 checkpoint {requested!r} not found. Searched: {'; '.join(searched)}. "
+        "Weights cannot be downloaded on this machine: copy the checkpoint directory here, or "
+        "download it elsewhere into a Hugging Face cache and point HF_HOME/HF_HUB_CACHE at it "
+        "(use 'tiny' for the small random model)."
+    )
+
+
+def _looks_like_repo_id(name: str) -> bool:
+    parts = name.split("/")
+    return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
+
+
+def _find_in_hf_cache(repo_id: str) -> tuple[Path | None, str]:
+    """The newest cached snapshot of `repo_id` holding a config.json, without any network call."""
+    from huggingface_hub import constants, snapshot_download
+
+    hub_cache = constants.HF_HUB_CACHE
+    try:
+        path = snapshot_download(repo_id=repo_id, repo_type="model", local_files_only=True)
+    except Exception:  # noqa: BLE001 - any miss (not cached, partial, bad id) means "not here"
+        return None, hub_cache
+    path = Path(path)
+    return (path if (path / "config.json").is_file() else None), hub_cache
+
+
+def read_norm_metadata(ckpt: Path, norm_tag: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(whole norm_stats payload, the tag's metadata); errors name the file and the tags present."""
+    filename = "norm_stats.json"
+    config_path = ckpt / "config.json"
+    if config_path.is_file():
+        try:
+            filename = json.loads(config_path.read_text()).get("norm_stats_filename") or filename
+        except (OSError, ValueError) as exc:
+            raise CheckpointError(f"{config_path} is not readable JSON ({exc}); the checkpoint is damaged") from None
+    stats_path = ckpt / filename
+    if not stats_path.is_file():
+        raise CheckpointError(
+            f"{stats_path} is missing: a MolmoAct2 checkpoint needs its normalisation stats "
+            f"({filename}, with a tag such as 'so100_so101_molmoact2') to turn joint angles into model inputs"
+        )
+    try:
+        payload = json.loads(stats_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{stats_path} is not readable JSON ({exc})") from None
+    by_tag = payload.get("metadata_by_tag")
+    if not isinstance(by_tag, dict) or not by_tag:
+        raise CheckpointError(f"{stats_path} has no 'metadata_by_tag' mapping; it is not a MolmoAct2 norm-stats file")
+    if norm_tag not in by_tag:
+        raise CheckpointError(
+            f"norm tag {norm_tag!r} is not in {stats_path}; tags present: {', '.join(sorted(map(str, by_tag)))}. "
+            "Pass one of them (--norm-tag or the pre-registration's arm)."
+        )
+    meta = by_tag[norm_tag]
+    for key in ("action_stats", "state_stats"):
+        stats = meta.get(key) if isinstance(meta, dict) else None
+        if not isinstance(stats, dict) or stats.get("q01") is None and stats.get("min") is None:
+            raise CheckpointError(f"norm tag {norm_tag!r} in {stats_path} has no usable {key}")
+    return payload, meta
+
+
+def check_servable(config: Any, *, pathway: str, state_dim: int, action_dim: int, horizon: int) -> None:
+    """Refuse, up front, a config whose predicts would fail or be silently wrong."""
+    problems = []
+    if int(getattr(config, "max_action_dim", -1)) != 32:
+        problems.append(f"max_action_dim={getattr(config, 'max_action_dim', None)} (the engine serves 32)")
+    if getattr(config, "state_format", "discrete") != "discrete":
+        problems.append(f"state_format={config.state_format!r} (only discrete state tokens are served)")
+    if int(getattr(config, "num_state_tokens", 0) or 0) <= 0 or getattr(config, "state_token_start_id", None) is None:
+        problems.append("no discrete state tokens (num_state_tokens / state_token_start_id)")
+    if state_dim != 6:
+        problems.append(f"state stats have {state_dim} dims (the SO-101 sim has 6 joints)")
+    if action_dim < 6 or action_dim > 32:
+        problems.append(f"action stats have {action_dim} dims (need 6..32)")
+    max_h = int(getattr(config, "max_action_horizon", 0) or 0)
+    if horizon < 1 or horizon > max_h:
+        problems.append(f"the tag's action_horizon {horizon} exceeds max_action_horizon {max_h}")
+    mode = str(getattr(config, "action_mode", ""))
+    if pathway == "flow":
+        if not getattr(config, "add_action_expert", False) or mode not in ("continuous", "both"):
+            problems.append(f"no flow action expert (add_action_expert={getattr(config, 'add_action_expert', None)}, action_mode={mode!r})")
+    else:
+        if mode not in ("discrete", "both"):
+            problems.append(f"action_mode={mode!r} has no discrete action head")
+        for key in ("action_start_token_id", "action_end_token_id", "action_token_start_id", "eos_token_id"):
+            if getattr(config, key, None) is None:
+                problems.append(f"{key} is not set")
+        if int(getattr(config, "num_action_tokens", 0) or 0) <= 0:
+            problems.append("num_action_tokens is 0")
+    if getattr(config, "enable_depth_reasoning", False) and pathway == "discrete":
+        pass  # depth reasoning is optional at inference; we never ask for it
+    if problems:
+        raise CheckpointError("the engine cannot serve this MolmoAct2 checkpoint: " + "; ".join(problems))
+
+
+def weights_fingerprint(ckpt: ResolvedCheckpoint) -> dict[str, str]:
+    """sha256 of the weight files; a Hugging Face cache already names its blobs by their sha256."""
+    files = sorted(p for p in ckpt.path.iterdir() if p.name.endswith(".safetensors"))
+    if not files:
+        raise CheckpointError(f"{ckpt.path} holds no *.safetensors weights (looked for {', '.join(WEIGHT_FILES)})")
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(_file_sha256(path).encode())
+    return {"weights_sha256": digest.hexdigest()}
+
+
+def _file_sha256(path: Path) -> str:
+    real = Path(os.path.realpath(path))
+    if real.parent.name == "blobs" and len(real.name) == 64:
+        return real.name  # LFS blob: the hub named it by its sha256
+    h = hashlib.sha256()
+    with open(real, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def fast_tokenizer_dir(ckpt: Path) -> Path:
+    """The FAST tokenizer: ours beside the weights, else the release's in the Hugging Face cache."""
+    local = ckpt / FAST_TOKENIZER_SUBDIR
+    if (local / "tokenizer.json").is_file():
+        return local
+    snapshot, hub_cache = _find_in_hf_cache(RELEASE_FAST_TOKENIZER)
+    if snapshot is None:
+        try:
+            from huggingface_hub import snapshot_download
+
+            snapshot = Path(snapshot_download(repo_id=RELEASE_FAST_TOKENIZER, local_files_only=True))
+        except Exception:  # noqa: BLE001
+            snapshot = None
+    if snapshot is not None and (snapshot / "tokenizer.json").is_file():
+        return snapshot
+    raise CheckpointError(
+        f"the discrete pathway needs a FAST action tokenizer: none at {local} and "
+        f"{RELEASE_FAST_TOKENIZER!r} is not in the Hugging Face cache {hub_cache}. "
+        "Copy the tokenizer directory into the checkpoint as action_tokenizer/ (it cannot be downloaded here)."
+    )
+
+
+def load_model(ckpt: Path, *, dtype, device):
+    """The saved weights, exactly: `from_pretrained` re-initialises them, so reload them strictly."""
+    from lerobot.policies.molmoact2.modeling_molmoact2 import _strict_load_safetensors_weights
+    from lerobot.policies.molmoact2.molmoact2_hf_model.configuration_molmoact2 import MolmoAct2Config
+    from lerobot.policies.molmoact2.molmoact2_hf_model.modeling_molmoact2 import (
+        MolmoAct2ForConditionalGeneration,
+    )
+
+    try:
+        config = MolmoAct2Config.from_pretrained(str(ckpt))
+    except Exception as exc:  # noqa: BLE001 - a config transformers cannot read is the user's to fix
+        raise CheckpointError(f"{ckpt / 'config.json'} is not a MolmoAct2 config: {exc}") from None
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a progress bar per load would litter the driver log
+    try:
+        model = MolmoAct2ForConditionalGeneration.from_pretrained(
+            str(ckpt), config=config, dtype=dtype, low_cpu_mem_usage=True, local_files_only=True
+        )
+        _strict_load_safetensors_weights(model, str(ckpt))
+    except (FileNotFoundError, RuntimeError, OSError, ValueError) as exc:
+        raise CheckpointError(f"the weights in {ckpt} do not load into lerobot's MolmoAct2: {exc}") from None
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    model.to(device=device, dtype=dtype)
+    model.eval()
+    model.requires_grad_(False)
+    return model
+
+
+def load_processor(ckpt: Path):
+    from lerobot.policies.molmoact2.processor_molmoact2 import _load_local_molmoact2_processor
+
+    try:
+        processor = _load_local_molmoact2_processor(str(ckpt))
+    except (FileNotFoundError, OSError, ValueError) as exc:
+        raise CheckpointError(f"the processor/tokenizer in {ckpt} cannot be loaded: {exc}") from None
+    processor.tokenizer.padding_side = "left"  # batched prompts end together, where decoding starts
+    return processor
