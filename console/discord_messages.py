@@ -133,7 +133,7 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] |
         status=_read_json(run_dir / "status.json"),
         rows=rows if rows is not None else read_rows(run_dir / "rows.jsonl").rows,
         results_md=_read_text(results),
-        chart_png=_read_chart(chart),
+        chart_png=_read_chart(chart) if results.exists() else None,
         heartbeat_age_s=_age(run_dir / "heartbeat", now),
         status_age_s=_age(run_dir / "status.json", now),
         now=now,
@@ -145,7 +145,6 @@ def due_posts(
     posted: set[str],
     *,
     every_episodes: int = 10,
-    done_grace_s: float = 20.0,
     catch_up_s: float = 6 * 3600.0,
 ) -> list[Post]:
     """The posts this run is owed now and that are not in `posted` (ledger + queue), in order.
@@ -168,7 +167,7 @@ def due_posts(
             out.append(update)
     out.extend(p for p in _alerts(snap) if p.key not in posted)
     if snap.over:
-        out.extend(p for p in _end_posts(snap, posted, done_grace_s) if p.key not in posted)
+        out.extend(p for p in _end_posts(snap, posted) if p.key not in posted)
     return out
 
 
@@ -408,7 +407,9 @@ def _tripwire(snap: RunSnapshot, gate: str, message: str) -> Post:
                  "the driver stops at an episode boundary")
 
 
-def _end_posts(snap: RunSnapshot, posted: set[str], done_grace_s: float) -> list[Post]:
+def _end_posts(snap: RunSnapshot, posted: set[str]) -> list[Post]:
+    """stopped/failed with the reason; the frozen reads once results.md exists; until then a run
+    that completed gets a `done` post with its counts (the report is run by hand, maybe later)."""
     out = []
     summary = [f"**{snap.done}/{snap.total}** episodes", *progress_lines(snap)]
     if snap.state in (STOPPED, FAILED):
@@ -421,12 +422,9 @@ def _end_posts(snap: RunSnapshot, posted: set[str], done_grace_s: float) -> list
     if snap.results_md is not None:
         out.append(results_post(snap))
     elif snap.state == DONE and RESULTS not in posted:
-        waited = snap.status_age_s is None or snap.status_age_s >= done_grace_s
-        if waited:
-            t = tally(snap.rows)
-            out.append(_post(snap, DONE, DONE, f"done: {t.successes}/{snap.done} successes",
-                             f"Done · {snap.run_id}",
-                             "\n".join([*summary, "*frozen reads not written yet (results.md)*"])))
+        t = tally(snap.rows)
+        out.append(_post(snap, DONE, DONE, f"done: {t.successes}/{snap.done} successes", f"Done · {snap.run_id}",
+                         "\n".join([*summary, "*frozen reads not written yet (results.md)*"])))
     return out
 
 

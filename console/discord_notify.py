@@ -69,120 +69,37 @@ class WebhookConfigError(ValueError):
     """The webhook setting is present but unusable; the message says what to do."""
 
 
-@dataclass(frozen=True)
-class NotifierStatus:
-    """A consistent copy of the notifier's state, for the console's status line."""
+class NotifierState(str):
+    """The state as a plain string (off | ok | retrying | failing) that also carries the details
+    the console shows next to it: a consistent copy, safe to read from the UI thread."""
 
-    state: str  # off | ok | retrying | failing
     last_error: str | None  # masked
     pending: int  # posts queued, the one being sent included
-    sent: int  # posts confirmed by Discord since start
+    sent: int  # posts Discord confirmed since start
     target: str | None  # the masked webhook URL
     setup_hint: str | None  # how to turn posts on, when off
 
+    def __new__(cls, state: str, last_error: str | None = None, pending: int = 0, sent: int = 0,
+                target: str | None = None, setup_hint: str | None = None):
+        self = super().__new__(cls, state)
+        self.last_error, self.pending, self.sent, self.target, self.setup_hint = (
+            last_error, pending, sent, target, setup_hint)
+        return self
+
+    @property
+    def name(self) -> str:
+        return str.__str__(self)
+
     def line(self) -> str:
-        if self.state == OFF:
+        """'Discord: retrying · 3 queued · cannot reach Discord: …' for a status bar."""
+        if self == OFF:
             return "Discord: off" + (f" ({self.last_error})" if self.last_error else "")
-        text = f"Discord: {self.state}"
+        text = f"Discord: {self.name}"
         if self.pending:
             text += f" · {self.pending} queued"
-        if self.state in (RETRYING, FAILING) and self.last_error:
+        if self in (RETRYING, FAILING) and self.last_error:
             text += f" · {self.last_error}"
         return text
-
-
-def mask_webhook_url(url: str) -> str:
-    """https://discord.com/api/webhooks/1234…/**** — enough to tell two webhooks apart."""
-    m = _URL_RE.search(url or "")
-    if not m:
-        return "<webhook URL>"
-    return f"https://discord.com/api/webhooks/{m.group('id')[:4]}…/****"
-
-
-def load_webhook_url(environ: dict | os._Environ = os.environ) -> str | None:
-    """The webhook URL from the environment or from a file only the user can read; None if unset."""
-    url = (environ.get(ENV_URL) or "").strip()
-    source = f"${ENV_URL}"
-    if not url and environ.get(ENV_FILE):
-        path = Path(environ[ENV_FILE]).expanduser()
-        source = f"the file {path} (${ENV_FILE})"
-        try:
-            st = path.stat()
-        except OSError as exc:
-            raise WebhookConfigError(f"cannot read {source}: {exc.strerror}") from None
-        if st.st_mode & 0o077:
-            raise WebhookConfigError(
-                f"{source} is readable or writable by others (mode {stat.filemode(st.st_mode)}); "
-                f"it holds a secret: run `chmod 600 {path}`"
-            )
-        if hasattr(os, "getuid") and st.st_uid != os.getuid():
-            raise WebhookConfigError(f"{source} belongs to another user; keep the webhook in a file you own")
-        try:
-            url = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise WebhookConfigError(f"cannot read {source}: {exc}") from None
-    if not url:
-        return None
-    if not _URL_RE.fullmatch(url):
-        raise WebhookConfigError(
-            f"{source} is not a Discord webhook URL "
-            "(expected https://discord.com/api/webhooks/<id>/<token>; copy it from the channel's Integrations)"
-        )
-    return url
-
-
-def quiet_discord_logging(url: str | None = None) -> None:
-    """discord.py logs the full webhook URL (token included) at DEBUG: hold its loggers at
-    WARNING, and scrub the webhook's id and token from what they still log (a 429 warning)."""
-    lg = logging.getLogger("discord")
-    if lg.level == logging.NOTSET or lg.level < logging.WARNING:
-        lg.setLevel(logging.WARNING)
-    m = _URL_RE.search(url or "")
-    if m:
-        _SCRUB.secrets[m.group("token")] = "****"
-        _SCRUB.secrets[m.group("id")] = m.group("id")[:4] + "…"
-    for name in ("discord.webhook.async_", "discord.webhook.sync", "discord.http"):
-        logger = logging.getLogger(name)
-        if _SCRUB not in logger.filters:
-            logger.addFilter(_SCRUB)
-
-
-class _ScrubSecrets(logging.Filter):
-    """Rewrites a record that mentions a registered secret (filters act on the emitting logger)."""
-
-    def __init__(self):
-        super().__init__()
-        self.secrets: dict[str, str] = {}
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if any(s in text for s in self.secrets):
-            for secret, masked in sorted(self.secrets.items(), key=lambda kv: -len(kv[0])):
-                text = text.replace(secret, masked)
-            record.msg, record.args = text, ()
-        return True
-
-
-_SCRUB = _ScrubSecrets()
-
-
-@dataclass
-class _Item:
-    run_dir: Path | None  # None for a test post: no ledger
-    post: msgs.Post
-    plain: bool = False  # Discord rejected the embed as malformed: send it as plain text
-
-
-class _RunBook:
-    """What this notifier knows of one run: keys in the ledger or the queue, and a rows cache."""
-
-    def __init__(self, run_dir: Path):
-        self.run_dir = run_dir
-        self.keys: set[str] = set()
-        self.maybe_sent: str | None = None  # key named by a leftover posts.inflight.json
-        self.rows_sig: tuple[int, int] | None = None
-        self.rows: list[dict] = []
-        self.loaded = False
 
 
 class Notifier:
@@ -196,7 +113,6 @@ class Notifier:
         backoff_s: float = 2.0,
         backoff_max_s: float = 300.0,
         failing_after: int = 3,
-        done_grace_s: float = 20.0,
         catch_up_s: float = 6 * 3600.0,
         request_timeout_s: float = 30.0,
         config_error: str | None = None,
@@ -207,7 +123,6 @@ class Notifier:
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
         self.failing_after = failing_after
-        self.done_grace_s = done_grace_s
         self.catch_up_s = catch_up_s
         self.request_timeout_s = request_timeout_s
         self.masked_url = mask_webhook_url(url) if url else None
@@ -242,8 +157,11 @@ class Notifier:
     # --- state, for the console ------------------------------------------------------------
 
     @property
-    def state(self) -> str:
-        return self._state
+    def state(self) -> NotifierState:
+        """off | ok | retrying | failing, with .last_error, .pending, .line() for the status bar."""
+        with self._lock:
+            return NotifierState(self._state, self._last_error, len(self._queue), self._sent,
+                                 self.masked_url, self.setup_hint)
 
     @property
     def last_error(self) -> str | None:
@@ -258,10 +176,8 @@ class Notifier:
     def setup_hint(self) -> str | None:
         return SETUP_HINT if self._url is None else None
 
-    def status(self) -> NotifierStatus:
-        with self._lock:
-            return NotifierStatus(self._state, self._last_error, len(self._queue), self._sent,
-                                  self.masked_url, self.setup_hint)
+    def status(self) -> NotifierState:
+        return self.state
 
     # --- what the console calls ------------------------------------------------------------
 
@@ -275,9 +191,13 @@ class Notifier:
             book = self._runs.setdefault(run_dir, _RunBook(run_dir))
             if not book.loaded:
                 self._load_ledger(book)
+            sig = _signature(run_dir)
+            if book.over and sig == book.sig:
+                return []  # a finished run that has not changed owes nothing new
             snap = msgs.read_snapshot(run_dir, rows=self._cached_rows(book))
+            book.sig, book.over = sig, snap.over
             posts = msgs.due_posts(snap, book.keys, every_episodes=self.every_episodes,
-                                   done_grace_s=self.done_grace_s, catch_up_s=self.catch_up_s)
+                                   catch_up_s=self.catch_up_s)
             posts = [p.with_note("may repeat a post sent just before the console stopped")
                      if p.key == book.maybe_sent else p for p in posts]
             book.keys.update(p.key for p in posts)
@@ -509,6 +429,62 @@ class Notifier:
         return text
 
 
+def mask_webhook_url(url: str) -> str:
+    """https://discord.com/api/webhooks/1234…/**** — enough to tell two webhooks apart."""
+    m = _URL_RE.search(url or "")
+    if not m:
+        return "<webhook URL>"
+    return f"https://discord.com/api/webhooks/{m.group('id')[:4]}…/****"
+
+
+def load_webhook_url(environ: dict | os._Environ = os.environ) -> str | None:
+    """The webhook URL from the environment or from a file only the user can read; None if unset."""
+    url = (environ.get(ENV_URL) or "").strip()
+    source = f"${ENV_URL}"
+    if not url and environ.get(ENV_FILE):
+        path = Path(environ[ENV_FILE]).expanduser()
+        source = f"the file {path} (${ENV_FILE})"
+        try:
+            st = path.stat()
+        except OSError as exc:
+            raise WebhookConfigError(f"cannot read {source}: {exc.strerror}") from None
+        if st.st_mode & 0o077:
+            raise WebhookConfigError(
+                f"{source} is readable or writable by others (mode {stat.filemode(st.st_mode)}); "
+                f"it holds a secret: run `chmod 600 {path}`"
+            )
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            raise WebhookConfigError(f"{source} belongs to another user; keep the webhook in a file you own")
+        try:
+            url = path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise WebhookConfigError(f"cannot read {source}: {exc}") from None
+    if not url:
+        return None
+    if not _URL_RE.fullmatch(url):
+        raise WebhookConfigError(
+            f"{source} is not a Discord webhook URL "
+            "(expected https://discord.com/api/webhooks/<id>/<token>; copy it from the channel's Integrations)"
+        )
+    return url
+
+
+def quiet_discord_logging(url: str | None = None) -> None:
+    """discord.py logs the full webhook URL (token included) at DEBUG: hold its loggers at
+    WARNING, and scrub the webhook's id and token from what they still log (a 429 warning)."""
+    lg = logging.getLogger("discord")
+    if lg.level == logging.NOTSET or lg.level < logging.WARNING:
+        lg.setLevel(logging.WARNING)
+    m = _URL_RE.search(url or "")
+    if m:
+        _SCRUB.secrets[m.group("token")] = "****"
+        _SCRUB.secrets[m.group("id")] = m.group("id")[:4] + "…"
+    for name in ("discord.webhook.async_", "discord.webhook.sync", "discord.http"):
+        logger = logging.getLogger(name)
+        if _SCRUB not in logger.filters:
+            logger.addFilter(_SCRUB)
+
+
 def read_ledger_keys(run_dir: Path) -> set[str]:
     """Keys of the posts Discord confirmed for this run (a torn last line is ignored)."""
     keys = set()
@@ -550,6 +526,57 @@ def append_ledger(run_dir: Path, entry: dict) -> None:
         f.write(json.dumps(entry, sort_keys=True) + "\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+class _ScrubSecrets(logging.Filter):
+    """Rewrites a record that mentions a registered secret (filters act on the emitting logger)."""
+
+    def __init__(self):
+        super().__init__()
+        self.secrets: dict[str, str] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if any(s in text for s in self.secrets):
+            for secret, masked in sorted(self.secrets.items(), key=lambda kv: -len(kv[0])):
+                text = text.replace(secret, masked)
+            record.msg, record.args = text, ()
+        return True
+
+
+_SCRUB = _ScrubSecrets()
+
+
+@dataclass
+class _Item:
+    run_dir: Path | None  # None for a test post: no ledger
+    post: msgs.Post
+    plain: bool = False  # Discord rejected the embed as malformed: send it as plain text
+
+
+class _RunBook:
+    """What this notifier knows of one run: keys in the ledger or the queue, and a rows cache."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.keys: set[str] = set()
+        self.maybe_sent: str | None = None  # key named by a leftover posts.inflight.json
+        self.rows_sig: tuple[int, int] | None = None
+        self.rows: list[dict] = []
+        self.loaded = False
+        self.sig: tuple | None = None  # the run directory's files (size, mtime) at the last poll
+        self.over = False  # the run had ended at the last poll
+
+
+def _signature(run_dir: Path) -> tuple:
+    out = []
+    for name in ("manifest.json", "status.json", "rows.jsonl", "results.md", "chart.png", "heartbeat", LEDGER):
+        try:
+            st = (run_dir / name).stat()
+            out.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 def _retry_after(exc) -> float:

@@ -47,9 +47,8 @@ def test_the_last_milestone_is_left_to_the_end_posts(tmp_path):
 
 def test_a_finished_run_gets_its_end_posts_and_no_updates(tmp_path):
     run = HandMadeRun(tmp_path, total=100).episodes(45, state="done")
-    assert keys(owed(run, ["launch", "update:10"], done_grace_s=60)) == []  # results.md may be on its way
-    assert keys(owed(run, ["launch", "update:10"], done_grace_s=0)) == ["done"]
-    done = owed(run, ["launch"], done_grace_s=0)[0]
+    assert keys(owed(run, ["launch", "update:10"])) == ["done"]
+    done = owed(run, ["launch"])[0]
     assert "frozen reads not written yet" in done.description and "**45/100**" in done.description
     run.results()
     assert keys(owed(run, ["launch", "done"])) == ["results"]
@@ -58,10 +57,10 @@ def test_a_finished_run_gets_its_end_posts_and_no_updates(tmp_path):
 
 def test_runs_that_ended_long_ago_and_were_never_posted_stay_quiet(tmp_path):
     run = HandMadeRun(tmp_path, total=10).episodes(10, state="done").results()
-    assert keys(owed(run, done_grace_s=0)) == ["results"]  # ended just now: the owner wants it
+    assert keys(owed(run)) == ["results"]  # ended just now: the owner wants it
     age(run.dir / "status.json", 7 * 3600)
-    assert owed(run, done_grace_s=0) == []  # last week's runs do not flood the channel
-    assert keys(owed(run, ["launch"], done_grace_s=0)) == ["results"]  # but a run we followed is caught up
+    assert owed(run) == []  # last week's runs do not flood the channel
+    assert keys(owed(run, ["launch"])) == ["results"]  # but a run we followed is caught up
 
 
 def test_a_stop_by_a_tripwire_posts_the_tripwire_then_the_stop(tmp_path):

@@ -37,7 +37,7 @@ def make_notifier():
     made = []
 
     def make(**kw) -> Notifier:
-        kw = {"backoff_s": 0.05, "backoff_max_s": 0.2, "done_grace_s": 0.0, **kw}
+        kw = {"backoff_s": 0.05, "backoff_max_s": 0.2, **kw}
         n = Notifier(FAKE_WEBHOOK_URL, **kw)
         made.append(n)
         return n
@@ -91,7 +91,7 @@ def test_a_run_of_25_episodes_posts_launch_updates_at_10_and_20_and_results_with
     assert [e["episodes"] for e in ledger] == [0, 10, 20, 25]
     assert [e["message_id"] for e in ledger] == [str(1_300_000_000_000_000_001 + i) for i in range(4)]
     assert not (run.dir / INFLIGHT).exists()
-    assert n.status().state == OK and n.status().sent == 4
+    assert n.status() == OK and n.status().sent == 4
 
 
 def test_a_429_and_a_5xx_are_retried_and_the_posts_arrive_in_order(fake, make_notifier, tmp_path):
@@ -115,7 +115,9 @@ def test_an_outage_delays_the_posts_and_loses_none(fake, make_notifier, tmp_path
     n.poll_run(run.dir)
     n.poll_run(run.episodes(10).dir)
     assert wait_until(lambda: n.state == FAILING)
-    assert n.pending == 2 and "cannot reach Discord" in n.last_error
+    state = n.state  # what the console's status bar reads: a str with the details attached
+    assert state.name == "failing" and state.pending == 2 and "cannot reach Discord" in state.last_error
+    assert state.line().startswith("Discord: failing · 2 queued · cannot reach Discord")
     n.poll_run(run.episodes(20).dir)
     assert n.pending == 3 and fake.messages == [] and not (run.dir / LEDGER).exists()
 
@@ -146,6 +148,18 @@ def test_a_restarted_console_catches_up_without_repeating_a_post(fake, make_noti
     assert "caught up" in catch_up and "20, 30" in catch_up
     third = make_notifier()  # and a third console, after the end, owes nothing
     assert third.poll_run(run.dir) == []
+
+
+def test_a_completed_run_posts_done_then_its_frozen_reads_when_the_report_is_written(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=10).episodes(5)
+    n = make_notifier()
+    assert n.poll_run(run.dir) == ["launch"]
+    assert n.poll_run(run.episodes(10, state="done").dir) == ["done"]
+    assert n.poll_run(run.dir) == []
+    assert n.poll_run(run.results().dir) == ["results"]
+    assert n.wait_idle(10)
+    assert keys_posted(fake) == ["launch", "done", "results"]
+    assert fake.messages[-1].files[0][0] == "chart.png"
 
 
 def test_posts_still_queued_when_the_console_quit_are_sent_by_the_next_one(fake, make_notifier, tmp_path):
