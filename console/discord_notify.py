@@ -17,6 +17,13 @@ post: before each send, RUN_DIR/posts.inflight.json names the post being sent; i
 once the ledger line is on disk. A restarted console that finds it for a post not in the ledger
 sends that post again, marked as a possible repeat.
 
+Use. `notifier = Notifier.from_env()` at start; from the console's poller thread, every few
+seconds, `notifier.poll_run(run_dir)` for every run directory listed, finished ones included (a
+finished run that has not changed costs a few stat calls; a run that ended more than six hours
+ago and was never posted about gets nothing, so old runs never flood the channel);
+`notifier.state.line()` for the status bar; `notifier.send_test()` on the test-post key;
+`notifier.close()` on exit.
+
 Secrets. The webhook URL carries its token: it is never printed, logged or written. Only the
 masked form (`mask_webhook_url`) is shown, every error text is scrubbed of it, and discord.py's
 DEBUG logging, which prints the full URL, is held at WARNING.
@@ -60,7 +67,7 @@ SETUP_HINT = (
 
 # The form discord.py's Webhook.from_url accepts.
 _URL_RE = re.compile(
-    r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api(?:/v\d+)?/webhooks/"
+    r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/"
     r"(?P<id>[0-9]{17,20})/(?P<token>[A-Za-z0-9.\-_]{60,})"
 )
 
@@ -231,12 +238,17 @@ class Notifier:
             return True
 
     def close(self, timeout: float = 5.0) -> bool:
-        """Try to flush the queue within `timeout`, then stop the sender. True if nothing was left.
-        Whatever was left is rebuilt from the run directories by the next console."""
+        """Flush the queue for up to `timeout` (not at all while Discord is failing: quitting must
+        not hang), then stop the sender. True if nothing was left. Whatever was left is owed by
+        the run directories and is sent by the next console."""
         if self._closing or self._thread is None:
             self._closing = True
             return not self._queue
-        flushed = self.wait_idle(timeout)
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while self._queue and self._state == OK and time.monotonic() < deadline:
+                self._changed.wait(deadline - time.monotonic())
+            flushed = not self._queue
         self._closing = True
         if self._loop is not None and self._thread is not None:
             self._kick()

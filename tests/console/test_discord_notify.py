@@ -168,7 +168,9 @@ def test_posts_still_queued_when_the_console_quit_are_sent_by_the_next_one(fake,
     first = make_notifier()
     assert first.poll_run(run.dir) == ["launch", "update:10"]
     assert wait_until(lambda: first.state in (RETRYING, FAILING))
-    assert first.close(timeout=0.1) is False  # not flushed: the run directory still owes them
+    t0 = time.monotonic()
+    assert first.close(timeout=5) is False  # not flushed: the run directory still owes them
+    assert time.monotonic() - t0 < 2  # and quitting does not wait on a failing Discord
     fake.start()
     second = make_notifier()
     assert second.poll_run(run.dir) == ["launch", "update:10"]
