@@ -3,9 +3,20 @@
 The owner follows a run in-channel (the seeds): a launch post, an update every ~10 episodes,
 an alert when a tripwire or a stall trips, a post when the run stops or fails, a completion
 post, and the frozen reads with the per-seed chart. Each post has a key that is stable for the
-run ("launch", "update:20", "tripwire:pace", ...), so whoever sends them can keep a ledger and
-never send one twice. Nothing here touches the network or writes a file; the notifier
-(`console/discord_notify.py`) decides when to call `due_posts` and delivers what it returns.
+run, so whoever sends them can keep a ledger and never send one twice:
+
+    launch            the run is live (prereg, arm, seeds, episode budget, gates)
+    update:N          N = the latest multiple of every_episodes done (only the latest if several
+                      were missed, with a note; never at N >= total: the end posts say it)
+    tripwire:GATE     GATE = gpu_hours | pace | stall | gate; a live gate reading that tripped,
+                      or the stop reason naming it
+    stall:N           the heartbeat is stale while live, at N episodes done
+    stopped:N, failed:N   the run ended early, with the reason and the counts
+    done              completed, frozen reads not written yet (counts from the rows)
+    results           results.md exists: the frozen reads, shortened, and chart.png attached
+
+Nothing here touches the network or writes a file; the notifier (`console/discord_notify.py`)
+decides when to call `due_posts` and delivers what it returns.
 """
 
 from __future__ import annotations
@@ -252,7 +263,7 @@ def results_post(snap: RunSnapshot) -> Post:
                  f"Results · {snap.run_id}", f"{head}\n\n{body}", image=image)
 
 
-def test_post(host: str, at: str) -> Post:
+def make_test_post(host: str, at: str) -> Post:
     return Post(TEST, f"{TEST}:{at}", 0, "Fontaine test post", "Test post",
                 f"Sent from `{_esc(host)}` at {at}. If you can read this, the webhook works.",
                 "fontaine · test", COLOURS[TEST])

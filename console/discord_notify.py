@@ -221,7 +221,7 @@ class Notifier:
             return False
         at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
         with self._lock:
-            self._queue.append(_Item(None, msgs.test_post(socket.gethostname(), at)))
+            self._queue.append(_Item(None, msgs.make_test_post(socket.gethostname(), at)))
             self._changed.notify_all()
         self._kick()
         return True
