@@ -429,7 +429,9 @@ def _build_model(doc: Document) -> None:
     parent_gates: dict = {}
     parent_reads: dict = {}
     for sec in lay.sections:
-        raw, ctx = _section_yaml(doc, sec)
+        raw, ctx, readable = _section_yaml(doc, sec)
+        if not readable:
+            continue  # one YAML error, not a cascade of "missing" fields
         if sec.number == 0:
             _check_top(raw, ctx, doc)
         keys = TOP_KEYS if sec.number == 0 else AMEND_KEYS
@@ -437,8 +439,8 @@ def _build_model(doc: Document) -> None:
             if k not in keys:
                 ctx.err((k,), f"unknown field '{k}'", "known: " + ", ".join(keys))
         title = str(raw.get("title") or "") if sec.number else doc.title
-        arms = _check_arms(raw.get("arms"), ctx, sec, known_arms, required=sec.number == 0)
-        known_arms.update(a.name for a in arms)
+        arms, names = _check_arms(raw.get("arms"), ctx, sec, known_arms, required=sec.number == 0)
+        known_arms.update(names)
         proto_fields = _check_protocol(raw.get("protocol"), ctx, required=sec.number == 0)
         protocol_d = {**parent_protocol, **proto_fields}
         protocol = Protocol(**protocol_d) if {"seeds", "episode_seconds"} <= protocol_d.keys() else None
@@ -454,17 +456,17 @@ def _build_model(doc: Document) -> None:
         parent_protocol, parent_gates, parent_reads = protocol_d, gates_d, reads_d
 
 
-def _section_yaml(doc: Document, sec: Section) -> tuple[dict, _Ctx]:
+def _section_yaml(doc: Document, sec: Section) -> tuple[dict, _Ctx, bool]:
     prefix = "" if sec.number == 0 else sec.name
     if sec.yaml_start is None:
-        return {}, _Ctx(doc.problems, {}, prefix, sec.start + 1)
+        return {}, _Ctx(doc.problems, {}, prefix, sec.start + 1), sec.number > 0
     text = "\n".join(doc.layout.lines[sec.yaml_start:sec.yaml_end]) + "\n"
     first = sec.yaml_start + 1
     try:
         value, lines, dups = load_with_lines(text, first)
     except PosYAMLError as exc:
         doc.problems.append(Problem(prefix or "front matter", str(exc), exc.line, "fix the YAML syntax"))
-        return {}, _Ctx(doc.problems, {}, prefix, first)
+        return {}, _Ctx(doc.problems, {}, prefix, first), False
     ctx = _Ctx(doc.problems, lines, prefix, first)
     for path, line in dups:
         ctx.err(path, "given twice (YAML keeps only the last)", "keep one", line=line)
@@ -472,8 +474,8 @@ def _section_yaml(doc: Document, sec: Section) -> tuple[dict, _Ctx]:
         value = {}
     if not isinstance(value, dict):
         ctx.err((), "must be a mapping of fields (name: value)")
-        return {}, ctx
-    return value, ctx
+        return {}, ctx, False
+    return value, ctx, True
 
 
 def _check_top(raw: dict, ctx: _Ctx, doc: Document) -> None:
@@ -494,26 +496,28 @@ def _check_top(raw: dict, ctx: _Ctx, doc: Document) -> None:
         ctx.err(("created",), "missing", "the date the pre-registration was written, e.g. 2026-08-13")
 
 
-def _check_arms(raw, ctx: _Ctx, sec: Section, known: set[str], required: bool) -> list[Arm]:
+def _check_arms(raw, ctx: _Ctx, sec: Section, known: set[str], required: bool) -> tuple[list[Arm], set[str]]:
+    """The valid arms, and every arm name declared (so a bad arm does not also break its rules)."""
     if raw is None:
         if required:
             ctx.err(("arms",), "missing", "declare at least one arm")
-        return []
+        return [], set()
     if not isinstance(raw, list) or not raw:
         ctx.err(("arms",), "must be a non-empty list of arms", "each arm is a mapping with name, policy, ...")
-        return []
+        return [], set()
     arms, names = [], set()
     for i, a in enumerate(raw):
-        arm = _check_arm(a, ctx, ("arms", i), sec)
-        if arm is None:
-            continue
-        if arm.name in known or arm.name in names:
-            ctx.err(("arms", i, "name"), f"arm '{arm.name}' is already declared",
+        name = a.get("name") if isinstance(a, dict) else None
+        if isinstance(name, str) and (name in known or name in names):
+            ctx.err(("arms", i, "name"), f"arm '{name}' is already declared",
                     "an amendment adds new arms; give the changed arm a new name")
             continue
-        names.add(arm.name)
-        arms.append(arm)
-    return arms
+        if isinstance(name, str):
+            names.add(name)
+        arm = _check_arm(a, ctx, ("arms", i), sec)
+        if arm is not None:
+            arms.append(arm)
+    return arms, names
 
 
 def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:

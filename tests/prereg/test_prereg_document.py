@@ -1,0 +1,156 @@
+"""Validation: every problem names its field and its line."""
+
+from __future__ import annotations
+
+import pytest
+
+from prereg.document import load, parse, parse_seeds
+
+GOOD = """---
+fontaine: fontaine-prereg/1
+id: t1
+title: a test
+created: 2026-11-30
+arms:
+  - name: a
+    policy: molmoact2-discrete
+    checkpoint: tiny
+    decode: reference
+    convmap: official
+  - name: b
+    policy: scripted
+protocol:
+  seeds: 0-9
+  episode_seconds: 20
+  workers: 2
+reads:
+  primary: successes
+  secondary: [engaged, knock_aways]
+gates:
+  gpu_hours: 0.5
+  pace: {after_episodes: 3, limit_hours: 1}
+decision_rules:
+  - if: a.successes >= 1
+    then: go
+---
+
+Plain words.
+"""
+
+
+def problems_of(text: str):
+    return parse(text, "t.md").problems
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, ln in enumerate(text.splitlines(), 1) if needle in ln)
+
+
+def test_good_document_validates():
+    doc = parse(GOOD, "t.md")
+    assert doc.problems == []
+    assert [a.name for a in doc.arms()] == ["a", "b"]
+    assert doc.sections[0].protocol.seeds == tuple(range(10))
+    assert doc.sections[0].gates.pace_limit_hours == 1.0
+
+
+def test_shipped_examples_validate(examples_dir):
+    for p in sorted(examples_dir.glob("*.md")):
+        doc = load(p)
+        assert doc.problems == [], (p, [x.render() for x in doc.problems])
+
+
+def test_missing_arm_field_names_field_and_line():
+    text = GOOD.replace("    checkpoint: tiny\n", "")
+    (pr,) = problems_of(text)
+    assert pr.field == "arms[0].checkpoint"
+    assert pr.line == line_of(text, "- name: a")
+    assert "missing" in pr.message
+
+
+def test_empty_seed_list():
+    text = GOOD.replace("seeds: 0-9", "seeds: []")
+    (pr,) = problems_of(text)
+    assert pr.field == "protocol.seeds" and "empty" in pr.message
+    assert pr.line == line_of(text, "seeds: []")
+
+
+def test_negative_gate():
+    text = GOOD.replace("gpu_hours: 0.5", "gpu_hours: -1")
+    (pr,) = problems_of(text)
+    assert pr.field == "gates.gpu_hours"
+    assert pr.line == line_of(text, "gpu_hours: -1")
+
+
+def test_negative_pace_limit():
+    text = GOOD.replace("limit_hours: 1}", "limit_hours: -2}")
+    (pr,) = problems_of(text)
+    assert pr.field == "gates.pace.limit_hours"
+    assert pr.line == line_of(text, "pace:")
+
+
+def test_unknown_secondary_read():
+    text = GOOD.replace("[engaged, knock_aways]", "[engaged, vibes]")
+    (pr,) = problems_of(text)
+    assert pr.field == "reads.secondary[1]" and "vibes" in pr.message
+    assert pr.line == line_of(text, "secondary:")
+
+
+def test_rule_on_unknown_read_and_unknown_arm():
+    text = GOOD.replace("a.successes >= 1", "a.luck >= 1")
+    (pr,) = problems_of(text)
+    assert pr.field == "decision_rules[0].if" and "luck" in pr.message
+    assert pr.line == line_of(text, "a.luck")
+    text = GOOD.replace("a.successes >= 1", "zz.successes >= 1")
+    (pr,) = problems_of(text)
+    assert "zz" in pr.message
+
+
+def test_rule_without_arm_is_ambiguous_with_two_arms():
+    text = GOOD.replace("a.successes >= 1", "successes >= 1")
+    (pr,) = problems_of(text)
+    assert "names no arm" in pr.message
+
+
+def test_bad_decode_unknown_policy_bad_override():
+    text = GOOD.replace("decode: reference", "decode: flow")
+    assert problems_of(text)[0].field == "arms[0].decode"
+    text = GOOD.replace("policy: scripted", "policy: oracle")
+    assert problems_of(text)[0].field == "arms[1].policy"
+    text = GOOD.replace("    convmap: official\n", "    convmap: official\n    convmap_overrides: [elbow=90]\n")
+    (pr,) = problems_of(text)
+    assert pr.field == "arms[0].convmap_overrides[0]" and "elbow" in pr.message
+    assert pr.line == line_of(text, "convmap_overrides")
+
+
+def test_yaml_syntax_error_has_line():
+    text = GOOD.replace("  workers: 2", "  workers: [2")
+    (pr,) = problems_of(text)
+    assert pr.line is not None and pr.line >= line_of(text, "workers: [2")
+
+
+def test_duplicate_arm_and_duplicate_key():
+    text = GOOD.replace("name: b", "name: a")
+    assert any("already declared" in p.message for p in problems_of(text))
+    text = GOOD.replace("  workers: 2", "  workers: 2\n  workers: 3")
+    (pr,) = problems_of(text)
+    assert "twice" in pr.message and pr.line == line_of(text, "workers: 3")
+
+
+def test_no_front_matter():
+    (pr,) = [p for p in problems_of("# just words\n") if p.field == "front matter"]
+    assert pr.line == 1
+
+
+@pytest.mark.parametrize("spec,want", [
+    ("0-4", [0, 1, 2, 3, 4]), ([6], [6]), (7, [7]), ({"start": 10, "count": 3}, [10, 11, 12]),
+    ("0-2,9", [0, 1, 2, 9]),
+])
+def test_seed_forms(spec, want):
+    assert parse_seeds(spec) == want
+
+
+@pytest.mark.parametrize("spec", ["5-1", "a-b", -1, {"start": 0}, True])
+def test_bad_seed_forms(spec):
+    with pytest.raises(ValueError):
+        parse_seeds(spec)
