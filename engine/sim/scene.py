@@ -48,7 +48,9 @@ PAD_FRICTION = (1.5, 0.005, 0.0001)
 PAD_SOLREF = (0.004, 1.0)
 FIXED_PAD_POS = (-0.0079 - 0.003, 0.0, -0.082)  # gripper body; inner face on the fingertip plane
 MOVING_PAD_POS = (-0.0093, -0.0586, 0.0188)  # moving-jaw body: the mirror of the fixed pad at gripper 0
-GRASP_SITE_POS = (0.0, 0.0, -0.092)  # gripper body: midway between the pads, 12 mm behind the tip
+# Gripper body: 12 mm behind the fingertips, midway between the pads when they hold the 31 mm
+# hull, plus 2 mm so the fixed pad clears the hull on the way down (only the moving jaw moves).
+GRASP_SITE_POS = (-0.0079 + BOAT_WIDTH_M / 2 + 0.002, 0.0, -0.092)
 
 FRONT_CAMERA_POS = (0.56, 0.0, 0.42)
 FRONT_CAMERA_TARGET = (0.17, 0.0, 0.0)

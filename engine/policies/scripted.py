@@ -1,0 +1,387 @@
+"""The scripted oracle: picks the boat top-down and sets it on the disk from the true poses.
+
+It proves the success criterion and the harness: a policy that sees the truth must score
+real successes. It owns its own MuJoCo model for inverse kinematics (damped least squares
+on the grasp site between the jaw pads) and replans from the true boat pose every chunk.
+
+Plan, per episode (one `_EpisodePlan` per seed): home -> pre-grasp above the boat (gripper
+opening) -> straight down -> close and hold -> lift (stage end: measure the grasp) -> carry
+along an arc about the pan axis with the boat 4.5 cm above the disk (stage end: re-measure
+the grasp-to-boat offset) -> descend until the boat is 3 mm above the disk -> open part-way
+-> retreat straight up -> home (stage end: check the placement; retry a missed grasp or a
+missed place while the boat is upright and time allows). Chunks end at stage ends so each
+measurement is taken from a fresh observation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
+import mujoco
+
+from engine.policies.base import Chunk, Observation
+from engine.sim.env import HOME_RAD
+from engine.sim.scene import (
+    PAN_AXIS_XY,
+    build_model,
+    joint_dof_addresses,
+    joint_qpos_addresses,
+    joint_ranges,
+)
+
+CHUNK_HORIZON = 6  # 0.2 s: short, so the oracle follows the true boat pose closely
+
+GRASP_SITE_Z_M = 0.016  # grasp site above the boat's base at the grasp (hull is 20 mm tall)
+PREGRASP_CLEARANCE_M = 0.075
+PREGRASP_MIN_CLEARANCE_M = 0.05  # fingertips still 5 mm above the 48 mm boat
+CARRY_CLEARANCE_M = 0.045  # boat base above the disk top while carrying
+PLACE_CLEARANCE_M = 0.003  # boat base above the disk top when it is let go
+GRIPPER_OPEN = 0.5  # about 54 mm between the pads' fingertips; the hull is 31 mm wide
+GRIPPER_CLOSED = -0.17
+GRIPPER_RELEASE = 0.3
+MAX_ATTEMPTS = 3
+
+IK_DAMPING = 0.01
+IK_ROTATION_WEIGHT = 0.3
+IK_TOLERANCE_M = 1e-4
+IK_MAX_STEP_RAD = 0.2
+
+# Stage timings in 30 Hz ticks.
+T_TO_PREGRASP, T_DESCEND, T_CLOSE, T_CLOSE_HOLD, T_LIFT, T_SETTLE = 36, 27, 15, 9, 24, 6
+T_CARRY_MIN, T_CARRY_PER_RAD, T_CARRY_SETTLE = 30, 20, 9
+T_PLACE_DESCEND, T_PLACE_PAUSE, T_OPEN, T_OPEN_HOLD, T_RETREAT, T_HOME, T_HOME_HOLD = 30, 6, 9, 9, 18, 36, 15
+
+
+class ScriptedOracle:
+    """Policy protocol implementation; one instance per worker process (not served in the driver)."""
+
+    name = "scripted"
+    needs_images = False
+    needs_privileged = True
+    serve_in_driver = False
+
+    def __init__(self, *, chunk_horizon: int = CHUNK_HORIZON):
+        self.chunk_horizon = int(chunk_horizon)
+        self.kinematics = ArmKinematics()
+        self._plans: dict[int, _EpisodePlan] = {}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "policy": self.name,
+            "chunk_horizon": self.chunk_horizon,
+            "ik": f"damped least squares, lambda {IK_DAMPING}, on the grasp site",
+            "grasp_site_z_m": GRASP_SITE_Z_M,
+            "carry_clearance_m": CARRY_CLEARANCE_M,
+            "place_clearance_m": PLACE_CLEARANCE_M,
+            "max_attempts": MAX_ATTEMPTS,
+        }
+
+    def predict_batch(self, observations: list[Observation]) -> list[Chunk]:
+        return [self.predict(obs) for obs in observations]
+
+    def predict(self, obs: Observation) -> Chunk:
+        """The next chunk for one episode; replan_index 0 starts that seed's plan afresh."""
+        if obs.privileged is None:
+            raise ValueError("the scripted oracle needs privileged observations (true boat and disk poses)")
+        plan = self._plans.get(obs.seed)
+        if plan is None or obs.replan_index == 0:
+            plan = self._plans[obs.seed] = _EpisodePlan(self.kinematics)
+        targets = plan.next_chunk(obs, self.chunk_horizon)
+        return Chunk(targets_rad=targets, info={"stage": plan.stage, "attempt": plan.attempt})
+
+
+class ArmKinematics:
+    """Forward and inverse kinematics of the grasp site on the oracle's own model instance."""
+
+    def __init__(self):
+        self.model = build_model()
+        self.data = mujoco.MjData(self.model)
+        self._qpos = joint_qpos_addresses(self.model)
+        self._dofs = joint_dof_addresses(self.model)[:5]
+        self.ranges = joint_ranges(self.model)
+        self._site = self.model.site("grasp").id
+        self._jacp = np.zeros((3, self.model.nv))
+        self._jacr = np.zeros((3, self.model.nv))
+
+    def site_pose(self, q6: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(position, 3x3 rotation) of the grasp site for a joint configuration."""
+        self.data.qpos[self._qpos] = q6
+        mujoco.mj_kinematics(self.model, self.data)
+        return self.data.site_xpos[self._site].copy(), self.data.site_xmat[self._site].reshape(3, 3).copy()
+
+    def solve(self, pos: np.ndarray, yaw: float, q_init: np.ndarray, iterations: int = 60) -> tuple[np.ndarray, float]:
+        """Arm joints (5,) putting the site at `pos`, pointing down with its closing axis at `yaw`.
+
+        Returns the solution and its remaining position error (m).
+        """
+        target_rot = top_down_rotation(yaw)
+        q = np.array(q_init[:5], dtype=float)
+        lo, hi = self.ranges[:5, 0], self.ranges[:5, 1]
+        err_pos = np.inf
+        for _ in range(iterations):
+            self.data.qpos[self._qpos[:5]] = q
+            mujoco.mj_kinematics(self.model, self.data)
+            mujoco.mj_comPos(self.model, self.data)
+            rot = self.data.site_xmat[self._site].reshape(3, 3)
+            e_pos = pos - self.data.site_xpos[self._site]
+            e_rot = 0.5 * np.cross(rot, target_rot, axis=0).sum(axis=1)
+            err_pos = float(np.linalg.norm(e_pos))
+            if err_pos < IK_TOLERANCE_M and np.linalg.norm(e_rot) < 1e-3:
+                break
+            mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, self._site)
+            jac = np.vstack([self._jacp[:, self._dofs], IK_ROTATION_WEIGHT * self._jacr[:, self._dofs]])
+            err = np.concatenate([e_pos, IK_ROTATION_WEIGHT * e_rot])
+            step = jac.T @ np.linalg.solve(jac @ jac.T + IK_DAMPING**2 * np.eye(6), err)
+            step *= min(1.0, IK_MAX_STEP_RAD / max(np.abs(step).max(), 1e-12))  # no leaps across branches
+            q = np.clip(q + step, lo, hi)
+        return q, err_pos
+
+
+def top_down_rotation(yaw: float) -> np.ndarray:
+    """Site frame pointing straight down (z = -world z) with its closing axis x at `yaw`."""
+    c, s = np.cos(yaw), np.sin(yaw)
+    return np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
+
+
+def boat_yaw(quat: np.ndarray) -> float:
+    w, x, y, z = quat
+    return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
+
+
+def azimuth(xy: np.ndarray) -> float:
+    d = np.asarray(xy[:2]) - PAN_AXIS_XY
+    return float(np.arctan2(d[1], d[0]))
+
+
+def smoothstep(s: float) -> float:
+    s = min(max(s, 0.0), 1.0)
+    return s * s * (3.0 - 2.0 * s)
+
+
+@dataclass
+class _Segment:
+    """Targets for ticks [start, start + length): `target(fraction)` -> (6,) joint targets."""
+
+    start: int
+    length: int
+    target: Callable[[float], np.ndarray]
+
+    @property
+    def end(self) -> int:
+        return self.start + self.length
+
+
+@dataclass
+class _CylPose:
+    """A site pose in cylindrical coordinates about the pan axis, plus the closing-axis yaw."""
+
+    az: float
+    radius: float
+    z: float
+    yaw: float
+
+    @classmethod
+    def at(cls, pos: np.ndarray, yaw: float) -> "_CylPose":
+        d = pos[:2] - PAN_AXIS_XY
+        return cls(float(np.arctan2(d[1], d[0])), float(np.linalg.norm(d)), float(pos[2]), yaw)
+
+    def position(self) -> np.ndarray:
+        xy = PAN_AXIS_XY + self.radius * np.array([np.cos(self.az), np.sin(self.az)])
+        return np.array([xy[0], xy[1], self.z])
+
+    def lerp(self, other: "_CylPose", s: float) -> "_CylPose":
+        return _CylPose(*(a + s * (b - a) for a, b in zip(
+            (self.az, self.radius, self.z, self.yaw), (other.az, other.radius, other.z, other.yaw))))
+
+
+class _EpisodePlan:
+    """One episode's stage machine; segments are queued per stage and consumed tick by tick."""
+
+    def __init__(self, kinematics: ArmKinematics):
+        self.kin = kinematics
+        self.segments: list[_Segment] = []
+        self.stage = "start"
+        self.attempt = 0
+        self.q_ik = HOME_RAD.copy()  # warm start: the last IK solution
+        self.site_target: _CylPose | None = None  # where the queued segments leave the site
+        self.grip = float(HOME_RAD[5])
+        self.offset_local: np.ndarray | None = None  # boat base in the site frame
+
+    def next_chunk(self, obs: Observation, horizon: int) -> np.ndarray:
+        if not self.segments or obs.tick >= self.segments[-1].end:
+            self.segments = []
+            self._plan_stage(obs)
+        rows = []
+        tick = obs.tick
+        while len(rows) < horizon and self.segments and tick < self.segments[-1].end:
+            seg = next(s for s in self.segments if s.start <= tick < s.end)
+            rows.append(seg.target((tick - seg.start + 1) / seg.length))
+            tick += 1
+        return np.array(rows)
+
+    # -- stages ----------------------------------------------------------------------------
+
+    def _plan_stage(self, obs: Observation) -> None:
+        priv = obs.privileged
+        boat_pos, boat_quat = np.asarray(priv["boat_pos"]), np.asarray(priv["boat_quat"])
+        disk_pos = np.asarray(priv["disk_pos"])
+        disk_top = float(priv.get("disk_top_z", 0.002))
+        q = np.asarray(obs.state_rad, dtype=float)
+        upright = 1.0 - 2.0 * (boat_quat[1] ** 2 + boat_quat[2] ** 2)
+        site_pos, site_rot = self.kin.site_pose(q)
+        offset = site_rot.T @ (boat_pos - site_pos)
+
+        if self.stage in ("start", "retry"):
+            self._plan_approach(obs.tick, q, boat_pos, boat_quat)
+        elif self.stage == "approach":
+            held = boat_pos[2] > 0.02 and np.linalg.norm(offset[:2]) < 0.02
+            if held:
+                self.offset_local = offset
+                self._plan_carry(obs.tick, disk_pos, disk_top)
+            else:
+                self._plan_retry_or_rest(obs.tick, q, boat_pos, boat_quat, upright)
+        elif self.stage == "carry":
+            self.offset_local = offset
+            self._plan_place(obs.tick, disk_pos, disk_top)
+        elif self.stage == "place":
+            placed = np.linalg.norm(boat_pos[:2] - disk_pos[:2]) < 0.03 and abs(boat_pos[2] - disk_top) < 0.003
+            if placed:
+                self._plan_rest(obs.tick, q)
+            else:
+                self._plan_retry_or_rest(obs.tick, q, boat_pos, boat_quat, upright)
+        else:
+            self._plan_rest(obs.tick, q)
+
+    def _plan_approach(self, tick: int, q: np.ndarray, boat_pos: np.ndarray, boat_quat: np.ndarray) -> None:
+        self.stage = "approach"
+        self.attempt += 1
+        grasp = boat_pos + np.array([0.0, 0.0, GRASP_SITE_Z_M])
+        yaw, pregrasp, q_pre = self._choose_grasp_yaw(grasp, boat_yaw(boat_quat))
+        q_start = q.copy()
+        if self.attempt > 1:  # let go and rise straight up before swinging over
+            tick = self._cart_segment(tick, 12, _CylPose.at(self.kin.site_pose(q)[0], self._site_yaw(q)),
+                                      lift_by=0.05, grip=(GRIPPER_OPEN, GRIPPER_OPEN), q_seed=q)
+            q_start = self._last_target()
+        q_pre6 = np.append(q_pre, GRIPPER_OPEN)
+        tick = self._joint_segment(tick, T_TO_PREGRASP, q_start, q_pre6)
+        self.q_ik = q_pre6.copy()
+        pre = _CylPose.at(pregrasp, yaw)
+        down = _CylPose.at(grasp, yaw)
+        tick = self._cart_move(tick, T_DESCEND, pre, down, GRIPPER_OPEN, GRIPPER_OPEN)
+        tick = self._cart_move(tick, T_CLOSE, down, down, GRIPPER_OPEN, GRIPPER_CLOSED)
+        tick = self._cart_move(tick, T_CLOSE_HOLD, down, down, GRIPPER_CLOSED, GRIPPER_CLOSED)
+        lifted = _CylPose(down.az, down.radius, grasp[2] + 0.002 + CARRY_CLEARANCE_M, yaw)
+        tick = self._cart_move(tick, T_LIFT, down, lifted, GRIPPER_CLOSED, GRIPPER_CLOSED)
+        self._cart_move(tick, T_SETTLE, lifted, lifted, GRIPPER_CLOSED, GRIPPER_CLOSED)
+
+    def _plan_carry(self, tick: int, disk_pos: np.ndarray, disk_top: float) -> None:
+        self.stage = "carry"
+        start = self.site_target
+        yaw = start.yaw + (azimuth(disk_pos) - start.az)  # keep the wrist roll: the boat turns with the arm
+        boat_goal = np.array([disk_pos[0], disk_pos[1], disk_top + CARRY_CLEARANCE_M])
+        goal = _CylPose.at(boat_goal - top_down_rotation(yaw) @ self.offset_local, yaw)
+        length = T_CARRY_MIN + int(T_CARRY_PER_RAD * abs(goal.az - start.az) + 100 * abs(goal.radius - start.radius))
+        tick = self._cart_move(tick, length, start, goal, GRIPPER_CLOSED, GRIPPER_CLOSED)
+        self._cart_move(tick, T_CARRY_SETTLE, goal, goal, GRIPPER_CLOSED, GRIPPER_CLOSED)
+
+    def _plan_place(self, tick: int, disk_pos: np.ndarray, disk_top: float) -> None:
+        self.stage = "place"
+        start = self.site_target
+        boat_goal = np.array([disk_pos[0], disk_pos[1], disk_top + PLACE_CLEARANCE_M])
+        goal = _CylPose.at(boat_goal - top_down_rotation(start.yaw) @ self.offset_local, start.yaw)
+        tick = self._cart_move(tick, T_PLACE_DESCEND, start, goal, GRIPPER_CLOSED, GRIPPER_CLOSED)
+        tick = self._cart_move(tick, T_PLACE_PAUSE, goal, goal, GRIPPER_CLOSED, GRIPPER_CLOSED)
+        tick = self._cart_move(tick, T_OPEN, goal, goal, GRIPPER_CLOSED, GRIPPER_RELEASE)
+        tick = self._cart_move(tick, T_OPEN_HOLD, goal, goal, GRIPPER_RELEASE, GRIPPER_RELEASE)
+        up = _CylPose(goal.az, goal.radius, goal.z + PREGRASP_CLEARANCE_M, goal.yaw)
+        tick = self._cart_move(tick, T_RETREAT, goal, up, GRIPPER_RELEASE, GRIPPER_RELEASE)
+        tick = self._joint_segment(tick, T_HOME, self._last_target(), HOME_RAD)
+        self._joint_segment(tick, T_HOME_HOLD, HOME_RAD, HOME_RAD)
+
+    def _plan_retry_or_rest(self, tick, q, boat_pos, boat_quat, upright) -> None:
+        if upright >= 0.95 and self.attempt < MAX_ATTEMPTS:
+            self._plan_approach(tick, q, boat_pos, boat_quat)
+        else:
+            self._plan_rest(tick, q)
+
+    def _plan_rest(self, tick: int, q: np.ndarray) -> None:
+        """Go home and stay there for the rest of the episode."""
+        self.stage = "rest"
+        tick = self._joint_segment(tick, T_HOME, q, HOME_RAD)
+        self._joint_segment(tick, 10**9, HOME_RAD, HOME_RAD)
+
+    # -- segments --------------------------------------------------------------------------
+
+    def _choose_grasp_yaw(self, grasp: np.ndarray, boat_heading: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """Close across the hull's width; of the two roll signs take the one nearer zero roll.
+
+        Returns (yaw, pre-grasp position, its arm joints). The pre-grasp is lowered (down to
+        `PREGRASP_MIN_CLEARANCE_M`) where the arm cannot point straight down that high: at the
+        far edge of the spawn band, 0.24 m from the pan axis, top-down reach ends near 6.5 cm.
+        """
+        seed = np.array([-azimuth(grasp), 0.0, 0.3, 1.4, 0.0])  # pan turns clockwise from above
+        best = None
+        for clearance in np.linspace(PREGRASP_CLEARANCE_M, PREGRASP_MIN_CLEARANCE_M, 6):
+            pregrasp = grasp + np.array([0.0, 0.0, clearance])
+            for yaw in (boat_heading + np.pi / 2, boat_heading - np.pi / 2):
+                q, err = self.kin.solve(pregrasp, yaw, self._roll_seed(seed, yaw), iterations=100)
+                key = (err > 0.001, abs(q[4]))
+                if best is None or key < best[0]:
+                    best = (key, yaw, pregrasp, q)
+            if not best[0][0]:
+                break
+        return best[1], best[2], best[3]
+
+    def _roll_seed(self, seed: np.ndarray, yaw: float) -> np.ndarray:
+        """Start the roll near the solution for this yaw so the solver does not wander."""
+        s = seed.copy()
+        s[4] = self._wrap_roll(yaw, s)
+        return s
+
+    def _wrap_roll(self, yaw: float, seed: np.ndarray) -> float:
+        """The roll giving `yaw` at the seed's pan, wrapped into the joint range."""
+        q6 = np.append(seed, 0.0)
+        q6[4] = 0.0
+        _, rot = self.kin.site_pose(q6)
+        yaw0 = float(np.arctan2(rot[1, 0], rot[0, 0]))
+        roll = np.arctan2(np.sin(yaw0 - yaw), np.cos(yaw0 - yaw))
+        q6[4] = roll
+        _, rot = self.kin.site_pose(q6)
+        if abs(np.arctan2(rot[1, 0], rot[0, 0]) - yaw) % (2 * np.pi) > 0.1:
+            roll = -roll
+        return float(np.clip(roll, *self.kin.ranges[4]))
+
+    def _site_yaw(self, q: np.ndarray) -> float:
+        _, rot = self.kin.site_pose(q)
+        return float(np.arctan2(rot[1, 0], rot[0, 0]))
+
+    def _joint_segment(self, tick: int, length: int, q0: np.ndarray, q1: np.ndarray) -> int:
+        q0, q1 = np.array(q0, dtype=float), np.array(q1, dtype=float)
+        self.segments.append(_Segment(tick, length, lambda s: q0 + smoothstep(s) * (q1 - q0)))
+        return tick + length
+
+    def _cart_move(self, tick: int, length: int, p0: _CylPose, p1: _CylPose, g0: float, g1: float) -> int:
+        """A site path linear in (azimuth, radius, z, yaw): straight lines up/down, arcs across."""
+
+        def target(s: float) -> np.ndarray:
+            pose = p0.lerp(p1, smoothstep(s))
+            q5, _ = self.kin.solve(pose.position(), pose.yaw, self.q_ik, iterations=20)
+            self.q_ik = np.append(q5, 0.0)
+            return np.append(q5, g0 + smoothstep(s) * (g1 - g0))
+
+        self.segments.append(_Segment(tick, length, target))
+        self.site_target = p1
+        return tick + length
+
+    def _cart_segment(self, tick, length, start: _CylPose, *, lift_by: float, grip, q_seed) -> int:
+        self.q_ik = np.array(q_seed, dtype=float)
+        end = _CylPose(start.az, start.radius, start.z + lift_by, start.yaw)
+        return self._cart_move(tick, length, start, end, grip[0], grip[1])
+
+    def _last_target(self) -> np.ndarray:
+        """The joint targets at the end of the queued segments (evaluates the last one)."""
+        return self.segments[-1].target(1.0)
