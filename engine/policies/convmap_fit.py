@@ -374,3 +374,19 @@ def fit_convention_map(
         "release_q99": rel_hi.tolist(),
     }
     return FitReport(cmap, tuple(fits), params)
+
+
+def fit_from_files(
+    seam_stats_path: str | Path,
+    norm_stats_path: str | Path,
+    norm_tag: str = DEFAULT_NORM_TAG,
+    *,
+    declared: ConvMap | None = None,
+    **kwargs,
+) -> FitReport:
+    """`--convmap fit` in one call: seam-stats JSON + the checkpoint's norm_stats -> FitReport."""
+    rig_q01, rig_q99 = seam_box(load_seam_stats(seam_stats_path))
+    rel_q01, rel_q99 = load_release_stats(norm_stats_path, norm_tag)
+    report = fit_convention_map(rig_q01, rig_q99, rel_q01, rel_q99, declared=declared, **kwargs)
+    report.params.update(seam_stats=str(seam_stats_path), norm_stats=str(norm_stats_path), norm_tag=norm_tag)
+    return report

@@ -6,14 +6,19 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.policies.base import JOINT_NAMES
-from engine.policies.convmap import PRESETS, ConvMapError, resolve_convmap
+from engine.policies.convmap import PRESETS, ConvMap, ConvMapError, resolve_convmap
 from engine.policies.convmap_fit import (
+    CANDIDATE_OFFSETS_DEG,
     MIRROR_MARGIN,
     fit_convention_map,
     load_release_stats,
+    fit_from_files,
     load_seam_stats,
+    mapped_interval,
     save_seam_stats,
     seam_box,
     seam_stats_from_states,
@@ -202,8 +207,45 @@ def test_load_release_stats(tmp_path):
         load_release_stats(tmp_path / "missing.json", "so100_so101_molmoact2")
 
 
+def test_fit_from_files(tmp_path):
+    (tmp_path / "norm_stats.json").write_text(json.dumps(_norm_stats_payload()))
+    rig01, rig99 = REL_Q01.copy(), REL_Q99.copy()
+    rig01[1], rig99[1] = 90 - REL_Q99[1], 90 - REL_Q01[1]
+    states = np.linspace(rig01, rig99, 1001)
+    seam = save_seam_stats(seam_stats_from_states(states), tmp_path / "seam.json")
+    rep = fit_from_files(seam, tmp_path, "so100_so101_molmoact2")
+    assert (rep.convmap.signs[1], rep.convmap.offsets_deg[1]) == (-1, 90.0)
+    assert rep.params["norm_tag"] == "so100_so101_molmoact2"
+
+
 def test_load_release_stats_honours_config_filename(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"norm_stats_filename": "stats_v2.json"}))
     (tmp_path / "stats_v2.json").write_text(json.dumps(_norm_stats_payload()))
     q01, _ = load_release_stats(tmp_path, "so100_so101_molmoact2")
     np.testing.assert_allclose(q01, REL_Q01)
+
+
+# --- properties on exact tables (rig range = the release box pulled back through a grid map) ---
+
+boxes = st.tuples(st.floats(-100, 100), st.floats(30, 180))
+
+
+@settings(max_examples=120, deadline=None)
+@given(box=boxes, sign=st.sampled_from([1, -1]), offset=st.sampled_from(CANDIDATE_OFFSETS_DEG))
+def test_exact_tables_recover_the_map_unless_the_mirror_is_ambiguous(box, sign, offset):
+    """Same-sign truths are always recovered. A mirrored truth is lost only when a same-sign
+    candidate leaves < COVERAGE_MARGIN uncovered: the range is then nearly symmetric and range
+    stats alone cannot see the sign (that is what `declared` is for)."""
+    lo, span = box
+    rel01, rel99 = np.zeros(6) + lo, np.zeros(6) + lo + span
+    a, b = mapped_interval(sign, -sign * offset, rel01, rel99)  # rig = sign * (model - offset)
+    jf = fit_convention_map(a, b, rel01, rel99).joints[0]
+    truth = (sign, offset)
+    if sign > 0:
+        assert (jf.chosen.sign, jf.chosen.offset_deg) == truth
+    elif (jf.chosen.sign, jf.chosen.offset_deg) != truth:  # ambiguous: a same-sign map covers nearly as well
+        assert jf.chosen.sign == 1 and jf.chosen.uncovered < 0.15
+    docs = ConvMap((sign,) * 6, (offset,) * 6, "docs")
+    declared = fit_convention_map(a, b, rel01, rel99, declared=docs).joints[0]
+    assert (declared.chosen.sign, declared.chosen.offset_deg) == truth and declared.chosen.uncovered == pytest.approx(0, abs=1e-9)
+
