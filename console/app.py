@@ -21,6 +21,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
@@ -145,6 +146,7 @@ class FontaineApp(App):
         poll_s: float = 0.5,
         notifier=FROM_ENV,
         age_refresh_s: float = 1.0,
+        launch_argv: Callable[[Path, str, Path], list[str]] = runs.prereg_launch_argv,
     ):
         super().__init__()
         self.runs_dir = Path(runs_dir)
@@ -152,12 +154,14 @@ class FontaineApp(App):
         self.clock = clock
         self.poll_s = poll_s
         self.age_refresh_s = age_refresh_s
+        self.launch_argv = launch_argv  # tests substitute a fake driver here
         self.notifier = _make_notifier(self.runs_dir) if notifier == FROM_ENV else notifier
         self.watcher = Watcher(self.runs_dir, self._from_watcher, interval=poll_s, notifier=self.notifier)
         self.runs: tuple[RunSummary, ...] = ()
         self.detail: RunDetail | None = None
         self.selected: Path | None = None
         self.launched: list[Path] = []
+        self.quit_notice = ""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -172,6 +176,8 @@ class FontaineApp(App):
         self.watcher.stop()
         if self.notifier is not None:
             try:
+                self.notifier.close(timeout=2.0)  # what is left is owed by the run dirs: the next console sends it
+            except TypeError:
                 self.notifier.close()
             except Exception:
                 pass
@@ -223,6 +229,12 @@ class FontaineApp(App):
         screen = self._main_screen()
         if screen is None:
             return
+        try:
+            self._draw_on(screen)
+        except NoMatches:  # the screen is being torn down (quitting)
+            pass
+
+    def _draw_on(self, screen: "MainScreen") -> None:
         now = self.clock()
         table = screen.query_one(RunsTable)
         table.sync(self.runs, now)
@@ -259,7 +271,7 @@ class FontaineApp(App):
 
     def _show_discord(self) -> None:
         screen = self._main_screen()
-        if screen is not None:
+        if screen is not None and screen.query("#discord"):
             screen.query_one("#discord", Static).update(discord_line(self.notifier))
 
     # -- actions ---------------------------------------------------------------------
@@ -285,7 +297,7 @@ class FontaineApp(App):
     def launch(self, prereg_file: Path, prereg_id: str, arm: str) -> Path | None:
         run_id = runs.new_run_id(prereg_id, arm)
         run_dir = self.runs_dir / run_id
-        argv = runs.prereg_launch_argv(prereg_file, arm, run_dir)
+        argv = self.launch_argv(prereg_file, arm, run_dir)
         try:
             popen = runs.launch_detached(argv, run_dir)
         except OSError as exc:
@@ -294,7 +306,7 @@ class FontaineApp(App):
         self.launched.append(run_dir)
         self.watcher.adopt(run_dir, popen)
         self._select(run_dir)
-        self.notify(f"launched {run_id} (pid {popen.pid}); output in {run_dir / 'driver.log'}")
+        self.notify(f"launched {run_id} (pid {popen.pid}); output in {shown_path(run_dir / 'driver.log')}")
         return run_dir
 
     def selected_info(self) -> runs.RunInfo | None:
@@ -318,8 +330,8 @@ class FontaineApp(App):
         body = (
             f"The driver finishes {in_flight} in flight, writes their rows, starts no new episode, "
             f"and exits with state `stopped` (shown as `stopping` until then).\n"
-            f"Rows so far are kept; `fontaine-eval --resume {info.path}` runs the remaining seeds later.\n\n"
-            f"This writes {info.path / 'STOP'}."
+            f"Rows so far are kept; `fontaine-eval --resume {shown_path(info.path)}` runs the remaining seeds later.\n\n"
+            f"This writes {shown_path(info.path / 'STOP')}."
         )
 
         def answered(yes: bool | None) -> None:
@@ -383,8 +395,12 @@ class FontaineApp(App):
     @work(thread=True, group="discord")
     def discord_test_worker(self) -> None:
         try:
-            self.notifier.send_test()
-            self.call_from_thread(self.notify, "Discord test post queued")
+            queued = self.notifier.send_test()
+            if queued is False:
+                hint = getattr(self.notifier, "setup_hint", None) or discord_line(self.notifier).plain
+                self.call_from_thread(self.notify, f"Discord posts are off: {hint}", severity="warning", timeout=15)
+            else:
+                self.call_from_thread(self.notify, "Discord test post queued")
         except Exception as exc:
             self.call_from_thread(self.notify, f"Discord test post failed: {exc}", severity="error")
         self.call_from_thread(self._show_discord)
@@ -400,6 +416,7 @@ class FontaineApp(App):
                        f"Reopen fontaine-console --runs-dir {self.runs_dir} to reattach.")
         else:
             message = "No run is live."
+        self.quit_notice = message
         self.exit(message=message)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -415,18 +432,27 @@ class FontaineApp(App):
 
 def discord_line(notifier) -> Text:
     """One line on the Discord notifier's state (off / ok / retrying / failing + last error)."""
-    if Notifier is None and notifier is None:
-        return Text("discord: off (console/discord_notify.py not installed)", style="grey50")
     if notifier is None:
-        return Text("discord: off (no webhook configured)", style="grey50")
+        why = "console/discord_notify.py not installed" if Notifier is None else "no notifier"
+        return Text(f"Discord: off ({why})", style="grey50")
     state = getattr(notifier, "state", None)
-    name = getattr(state, "name", None) or getattr(state, "state", None) or str(state)
-    error = getattr(state, "last_error", None) or getattr(state, "error", None)
-    style = {"ok": "green", "retrying": "yellow", "failing": "bold red"}.get(str(name).lower(), "grey50")
-    t = Text(f"discord: {str(name).lower()}", style=style)
+    name = str(getattr(state, "name", state)).lower()
+    style = {"ok": "green", "retrying": "yellow", "failing": "bold red"}.get(name, "grey50")
+    if hasattr(state, "line"):
+        return Text(state.line(), style=style)
+    t = Text(f"Discord: {name}", style=style)
+    error = getattr(state, "last_error", None)
     if error:
         t.append(f" ({error})", style="red")
     return t
+
+
+def shown_path(path: Path) -> str:
+    """A path as a person would type it: relative to the working directory when under it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def _make_notifier(runs_dir: Path):

@@ -25,6 +25,7 @@ from console.tailer import RowsTailer
 WATCHED_FILES = ("manifest.json", "status.json", "pid.json", "STOP")
 RESCAN_EVERY_S = 2.0
 BACKGROUND_BYTES = 8 * 1024 * 1024  # per poll, for runs other than the selected one
+NOTIFY_EVERY_S = 2.0  # how often the Discord notifier gets its turn
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,6 @@ class RunWatch:
         self.loading = True
         self.restart_reason = ""
         self.info_version = 0
-        self.notify = self.info.recorded_state not in FINAL_STATES  # the notifier follows runs seen live
         self._mtimes = self._stat_all()
         self._torn_added = False
 
@@ -172,6 +172,7 @@ class Watcher:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_scan = 0.0
+        self._last_notify = float("-inf")
         self._sent_detail: tuple | None = None
         self._pending_popens: dict[Path, subprocess.Popen] = {}
 
@@ -234,7 +235,9 @@ class Watcher:
             update = self._update() if changed or self._detail_key() != self._sent_detail else None
         if update is not None:
             self.on_update(update)
-        self._notify()
+        if self.notifier is not None and now - self._last_notify >= NOTIFY_EVERY_S:
+            self._last_notify = now
+            self._notify()
         return more
 
     def _rescan(self) -> bool:
@@ -270,15 +273,12 @@ class Watcher:
         return WatchUpdate(runs=runs, detail=detail)
 
     def _notify(self) -> None:
-        """Give the Discord notifier its turn on each run seen live (off the UI thread)."""
-        if self.notifier is None:
-            return
-        for w in list(self.watches.values()):
-            if not w.notify:
-                continue
+        """Give the Discord notifier its turn on every run, finished ones included (it skips
+        unchanged finished runs cheaply and never posts about old ones). Off the UI thread."""
+        with self._lock:
+            paths = [w.path for w in self.watches.values()]
+        for path in paths:
             try:
-                self.notifier.poll_run(w.path)
+                self.notifier.poll_run(path)
             except Exception:  # the notifier reports its own failures in its state
                 pass
-            if w.info.state in FINAL_STATES + ("died",):
-                w.notify = False

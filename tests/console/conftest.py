@@ -50,3 +50,59 @@ def make_app(runs_dir, prereg_dir=None, clock=None, **kw) -> FontaineApp:
 
 
 __all__ = ["wait_for", "make_app", "make_row", "make_run_dir", "FIXED_TIME", "asyncio"]
+
+
+FAKE_DRIVER = __import__("pathlib").Path(__file__).with_name("fake_driver.py")
+
+
+def plain(widget) -> str:
+    """The text a Static shows, whatever renderable it holds."""
+    from rich.console import Console
+    from rich.text import Text
+
+    content = widget.content
+    if isinstance(content, Text):
+        return content.plain
+    if isinstance(content, str):
+        return content
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))
+    console.print(content)
+    return console.export_text()
+
+
+@pytest.fixture
+def procs():
+    """Real detached processes started by a test; each is ended (by its own pid) at teardown."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    started: list[subprocess.Popen] = []
+
+    def spawn(run_dir, *args):
+        p = subprocess.Popen(
+            [sys.executable, str(FAKE_DRIVER), str(run_dir), *map(str, args)],
+            start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, close_fds=True,
+        )
+        started.append(p)
+        return p
+
+    yield spawn
+    for p in started:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        p.wait(timeout=10)
+
+
+def wait_file(path, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never appeared")

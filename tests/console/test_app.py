@@ -1,0 +1,273 @@
+"""Pilot tests of the console against run directories on disk (waiting on conditions, never sleeping)."""
+
+import json
+import os
+import shutil
+import sys
+
+import psutil
+import pytest
+from textual.widgets import Select
+
+from conftest import FIXED_TIME, make_app, make_row, make_run_dir, plain, wait_for, wait_file
+from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
+from prereg.rows import ROW_FIELDS
+
+
+def counts_text(app):
+    return plain(app.screen.query_one("#counts"))
+
+
+def header_text(app):
+    return plain(app.screen.query_one("#run-header"))
+
+
+async def test_rows_appended_to_the_file_appear_in_the_panels(runs_dir):
+    d = make_run_dir(runs_dir, "live-scripted-20260101-000000", total=30, done=0, state="running", rows=[])
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None, what="the run's detail")
+        await wait_for(pilot, lambda: "0/0" in counts_text(app))
+        with open(d / "rows.jsonl", "a") as f:
+            for s in range(10):
+                f.write(json.dumps(make_row(s)) + "\n")
+            f.write(json.dumps(make_row(10))[:30])  # a partial line: held, not counted
+        await wait_for(pilot, lambda: "2/10" in counts_text(app), what="10 rows in the counts")
+        assert app.detail.view.corrupt == 0
+        with open(d / "rows.jsonl", "a") as f:
+            f.write(json.dumps(make_row(10))[30:] + "\n")
+        await wait_for(pilot, lambda: "3/11" in counts_text(app), what="the completed 11th row")
+        grid = plain(app.screen.query_one("#grid"))
+        assert grid.count("■") == 11
+        recent = app.screen.query_one("#recent")
+        assert recent.row_count == 11
+
+
+async def test_corrupt_line_is_counted_and_shown(runs_dir):
+    make_run_dir(runs_dir, "bad-scripted-20260101-000000", total=5, done=5, extra_lines=["{this is not json"])
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "line 6: not JSON" in counts_text(app))
+        assert app.detail.view.corrupt == 1
+
+
+async def test_torn_last_line_of_an_ended_run_is_counted(runs_dir):
+    d = make_run_dir(runs_dir, "torn-scripted-20260101-000000", total=5, done=3)
+    with open(d / "rows.jsonl", "a") as f:
+        f.write('{"seed": 3, "succ')
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "torn last line" in counts_text(app))
+        assert app.detail.view.corrupt == 1
+
+
+async def test_missing_files_are_shown(runs_dir):
+    d = runs_dir / "bare-scripted-20260101-000000"
+    d.mkdir()
+    (d / "manifest.json").write_text(json.dumps({"run_id": d.name, "arm": "scripted", "seeds": [0, 1]}))
+    (d / "status.json").write_text("{broken")
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "missing" in header_text(app))
+        text = header_text(app)
+        assert "missing: pid.json, heartbeat, rows.jsonl" in text
+        assert "unreadable: status.json: not JSON" in text
+
+
+async def test_stop_key_with_confirmation_writes_stop_and_shows_stopping(runs_dir):
+    d = make_run_dir(runs_dir, "live-scripted-20260101-000000", total=30, done=3, state="running")
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        body = plain(app.screen.query_one("#dialog-body"))
+        assert "finishes up to 4 episodes in flight" in body and "STOP" in body
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert not (d / "STOP").exists()
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: (d / "STOP").exists(), what="the STOP file")
+        stop = json.loads((d / "STOP").read_text())
+        assert set(stop) == {"by", "reason", "at"} and "console" in stop["by"]
+        await wait_for(pilot, lambda: app.detail.info.state == "stopping")
+        assert "STOP requested" in header_text(app)
+        # the driver confirms: the console shows stopped
+        status = json.loads((d / "status.json").read_text())
+        status.update(state="stopped", reason="STOP file")
+        (d / "status.json").write_text(json.dumps(status))
+        await wait_for(pilot, lambda: app.detail.info.state == "stopped", what="stopped")
+
+
+async def test_stop_on_an_ended_run_says_so(runs_dir):
+    d = make_run_dir(runs_dir, "done-scripted-20260101-000000")
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None)
+        await pilot.press("s")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, ConfirmScreen)
+        assert not (d / "STOP").exists()
+
+
+async def test_reattach_after_restart_and_died_detection(runs_dir, procs):
+    d = runs_dir / "live-scripted-20260101-000000"
+    proc = procs(d, "--rows", 3, "--total", 50, "--row-every", 0.05)
+    wait_file(d / "status.json")
+    app = make_app(runs_dir, clock=__import__("time").time)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.live, what="a live run")
+        await wait_for(pilot, lambda: app.detail.view.rows == 3)
+        await pilot.press("q")
+    assert proc.poll() is None, "quitting the console must leave the run running"
+    assert app.return_code == 0
+
+    app2 = make_app(runs_dir, clock=__import__("time").time)
+    async with app2.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app2.detail is not None and app2.detail.info.state == "running")
+        assert app2.detail.view.rows == 3
+        proc.kill()
+        proc.wait(timeout=10)
+        await wait_for(pilot, lambda: app2.detail.info.state == "died", what="died")
+        assert "died" in header_text(app2) and "rows so far" in header_text(app2)
+
+
+async def test_quit_says_which_runs_keep_running(runs_dir, procs):
+    d = runs_dir / "live-scripted-20260101-000000"
+    proc = procs(d)
+    wait_file(d / "pid.json")
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.live)
+        await pilot.press("q")
+    assert proc.poll() is None
+    assert "keep running" in app.quit_notice and d.name in app.quit_notice
+
+
+async def test_a_reused_pid_is_not_the_run(runs_dir):
+    me = psutil.Process()
+    make_run_dir(runs_dir, "reused-scripted-20260101-000000", state="running", done=2,
+                 pid={"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time() - 3600})
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None)
+        assert app.detail.info.state == "died" and not app.detail.info.live
+        await pilot.press("K")  # no live process: nothing to signal, and no dialog
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def test_escalate_needs_two_confirmations_then_kills_the_group(runs_dir, procs):
+    d = runs_dir / "live-scripted-20260101-000000"
+    proc = procs(d)
+    wait_file(d / "pid.json")
+    app = make_app(runs_dir, clock=__import__("time").time)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.live)
+        await pilot.press("K")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "SIGTERM" in plain(app.screen.query_one("#dialog-body"))
+        await pilot.press("y")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "Really" in plain(app.screen.query_one("#dialog-body")))
+        assert proc.poll() is None
+        await pilot.press("y")
+        await wait_for(pilot, lambda: proc.poll() is not None, what="the process to end")
+        await wait_for(pilot, lambda: app.detail.info.state == "died")
+
+
+LAUNCHED_ARGV = []
+
+
+def fake_argv(prereg_file, arm, run_dir):
+    argv = [sys.executable, os.path.join(os.path.dirname(__file__), "fake_driver.py"), str(run_dir),
+            "--rows", "2", "--total", "2", "--row-every", "0.05"]
+    LAUNCHED_ARGV.append(argv)
+    return argv
+
+
+def frozen_demo(prereg_dir):
+    src = os.path.join(os.path.dirname(__file__), "..", "..", "prereg", "examples", "demo.md")
+    dst = prereg_dir / "demo.md"
+    shutil.copy(src, dst)
+    return dst
+
+
+async def open_launch(pilot, app, path):
+    await pilot.press("l")
+    await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
+    app.screen.query_one("#prereg", Select).value = str(path)
+    await wait_for(pilot, lambda: app.screen.query_one("#arm", Select).value != Select.NULL)
+
+
+async def test_launch_dialog_shows_validation_errors_in_place(runs_dir, prereg_dir):
+    path = frozen_demo(prereg_dir)
+    text = path.read_text().replace("episode_seconds: 20", "episode_seconds: 25", 1)
+    assert "episode_seconds: 25" in text
+    path.write_text(text)  # edited after freezing: the launch guard refuses it
+    app = make_app(runs_dir, prereg_dir, launch_argv=fake_argv)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_launch(pilot, app, path)
+        await pilot.click("#launch")
+        err = app.screen.query_one("#launch-error")
+        await wait_for(pilot, lambda: err.display and plain(err), what="the validation message")
+        assert "demo.md" in plain(err)
+        assert isinstance(app.screen, LaunchScreen)
+        assert list(runs_dir.iterdir()) == []
+
+
+async def test_launch_dialog_starts_a_detached_run_that_the_console_follows(runs_dir, prereg_dir, tmp_path):
+    path = frozen_demo(prereg_dir)
+    app = make_app(runs_dir, prereg_dir, launch_argv=fake_argv, clock=__import__("time").time)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_launch(pilot, app, path)
+        await pilot.click("#launch")
+        await wait_for(pilot, lambda: not isinstance(app.screen, LaunchScreen))
+        assert app.launched, "a run directory was created"
+        run_dir = app.launched[0]
+        assert run_dir.name.startswith("demo-tiny-engine-scripted-")
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.state == "done", timeout=20)
+        assert app.detail.view.rows == 2
+        assert (run_dir / "driver.log").exists()
+        # the console reaped its child: no zombie left behind
+        assert all(w.popen is None for w in app.watcher.watches.values())
+
+
+async def test_results_without_prereg_and_with_one(runs_dir):
+    make_run_dir(runs_dir, "a-scripted-20260101-000000")
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None)
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        assert not isinstance(app.screen, ResultsScreen)
+
+
+async def test_help_and_discord_test_post(runs_dir):
+    class FakeNotifier:
+        state = "ok"
+        sent = 0
+        polled = []
+
+        def send_test(self):
+            FakeNotifier.sent += 1
+
+        def poll_run(self, run_dir):
+            FakeNotifier.polled.append(run_dir)
+
+        def close(self):
+            pass
+
+    make_run_dir(runs_dir, "a-scripted-20260101-000000", state="running", done=3)
+    app = make_app(runs_dir, notifier=FakeNotifier())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None)
+        await wait_for(pilot, lambda: "Discord: ok" in plain(app.screen.query_one("#discord")))
+        await pilot.press("t")
+        await wait_for(pilot, lambda: FakeNotifier.sent == 1)
+        assert FakeNotifier.polled, "the notifier polls runs seen live"
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
