@@ -91,3 +91,18 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
         gates=sm.gates,
         section=sec.name,
     )
+
+
+def launchable_arms(path: str | Path) -> list[str]:
+    """Arm names that `resolve_launch` would accept now (base and frozen amendments), in order.
+
+    For pickers: an empty list means the document is invalid, unfrozen or modified, and
+    `resolve_launch` on any name says why.
+    """
+    try:
+        doc = load(path)
+    except PreregError:
+        return []
+    if doc.problems or not verify_layout(doc.layout).ok:
+        return []
+    return [a.name for s in doc.sections if s.section.sealed for a in s.arms]

@@ -1,0 +1,104 @@
+"""`fontaine-prereg`: exit codes 0 / 1 (verify failed) / 2 (bad input), never a traceback for bad input."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from prereg.cli import main
+
+from conftest import make_row
+from test_prereg_document import GOOD
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return rc, out, err
+
+
+def test_new_validate_freeze_verify_show(tmp_path, capsys):
+    p = tmp_path / "my-eval.md"
+    rc, out, _ = run(capsys, "new", str(p), "--title", "My eval")
+    assert rc == 0 and p.exists()
+    rc, _, err = run(capsys, "new", str(p))
+    assert rc == 2 and "already exists" in err
+    rc, out, _ = run(capsys, "validate", str(p))
+    assert rc == 0 and "valid" in out
+    rc, out, err = run(capsys, "verify", str(p))
+    assert rc == 1 and "not frozen" in err
+    rc, out, _ = run(capsys, "freeze", str(p))
+    assert rc == 0 and "froze base" in out
+    rc, out, _ = run(capsys, "verify", str(p))
+    assert rc == 0 and "verified" in out
+    rc, out, _ = run(capsys, "show", str(p))
+    assert rc == 0 and "arm arm-a" in out and "gpu_hours 1.5" in out
+    rc, out, _ = run(capsys, "launch-spec", str(p), "--arm", "arm-a")
+    assert rc == 0 and '"prereg_sha256"' in out
+
+
+def test_validate_reports_file_line_field(tmp_path, capsys):
+    p = tmp_path / "t.md"
+    p.write_text(GOOD.replace("seeds: 0-9", "seeds: []"))
+    rc, _, err = run(capsys, "validate", str(p))
+    line = next(i for i, ln in enumerate(p.read_text().splitlines(), 1) if "seeds: []" in ln)
+    assert rc == 2 and f"{p}:{line}: protocol.seeds: the seed list is empty" in err
+
+
+def test_bad_input_exits_2(tmp_path, capsys, demo):
+    assert run(capsys, "validate", str(tmp_path / "nope.md"))[0] == 2
+    assert run(capsys, "launch-spec", str(demo), "--arm", "nope")[0] == 2
+    rc, _, err = run(capsys, "report", str(demo), "--run", "scripted")
+    assert rc == 2 and "ARM=RUN_DIR" in err
+    rc, _, err = run(capsys, "report", str(demo), "--run", f"scripted={tmp_path / 'missing'}")
+    assert rc == 2 and "no such run directory" in err
+    with pytest.raises(SystemExit) as exc:
+        main(["frobnicate"])
+    assert exc.value.code == 2
+    p = tmp_path / "t.md"
+    p.write_text(GOOD.replace("gpu_hours: 0.5", "gpu_hours: -1"))
+    rc, _, err = run(capsys, "freeze", str(p))
+    assert rc == 2 and "gates.gpu_hours" in err
+
+
+def test_tampered_document(demo, capsys):
+    demo.write_text(demo.read_text().replace("0.25 GPU-hours", "0.35 GPU-hours"))
+    rc, out, err = run(capsys, "verify", str(demo))
+    assert rc == 1 and "[CHANGED] base" in out and "DOES NOT VERIFY" in err
+    rc, _, err = run(capsys, "launch-spec", str(demo), "--arm", "scripted")
+    assert rc == 2 and "changed since it was frozen" in err
+
+
+def test_amend_from_arm_and_freeze(tmp_path, capsys):
+    p = tmp_path / "t.md"
+    p.write_text(GOOD)
+    assert run(capsys, "freeze", str(p))[0] == 0
+    rc, out, _ = run(capsys, "amend", str(p), "--title", "masked", "--from-arm", "a", "--name", "a-masked",
+                     "--set", "decode=grammar-masked", "--set", "workers=4", "--why", "Masks repair fallbacks.",
+                     "--freeze")
+    assert rc == 0 and "froze amendment-1" in out
+    rc, out, _ = run(capsys, "launch-spec", str(p), "--arm", "a-masked")
+    assert rc == 0 and '"decode": "grammar-masked"' in out and '"workers": 4' in out
+    rc, _, err = run(capsys, "amend", str(p), "--set", "decode=flow")
+    assert rc == 2 and "--from-arm" in err
+
+
+def test_report_cli(demo, run_dir, capsys):
+    d = run_dir("s", [make_row(s, success=True, progress_final_cm=8.0) for s in range(6)], status={"state": "done"})
+    rc, out, _ = run(capsys, "report", str(demo), "--run", f"scripted={d}")
+    assert rc == 0 and "successes 6 / 6" in out and "[HOLDS] if scripted.successes >= 1" in out
+    assert (d / "chart.png").exists() and (d / "results.md").exists()
+    rc, out, _ = run(capsys, "report", str(demo), "--run", f"scripted={d}", "--json", "--no-append")
+    assert rc == 0 and '"successes": 6' in out
+
+
+def test_console_script_runs_as_a_subprocess(demo):
+    exe = Path(sys.executable).with_name("fontaine-prereg")
+    argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "prereg.cli"]
+    res = subprocess.run(argv + ["verify", str(demo)], capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "verified" in res.stdout
