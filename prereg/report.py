@@ -196,10 +196,14 @@ def _read_json(path: Path) -> dict | None:
 
 
 def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[str, ArmReport]) -> ComparatorRead:
+    found_note = ""
     if c.arm:
-        other = reports.get(c.arm)
+        other = reports.get(c.arm) or _sibling_run(doc, c.arm, rep.run_dir.parent)
         if other is None:
-            return ComparatorRead(c, None, None, f"not paired: give the comparator's run too (--run {c.arm}=RUN_DIR)")
+            return ComparatorRead(c, None, None, f"not paired: give the comparator's run too (--run {c.arm}=RUN_DIR; "
+                                                 f"none launched from this registration was found in {rep.run_dir.parent})")
+        if c.arm not in reports:
+            found_note = f"comparator run found beside this one: {other.run_dir}"
         creads = other.reads
     else:
         run = Path(c.run)
@@ -209,14 +213,42 @@ def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict
         got = read_rows(run / "rows.jsonl")
         creads = arm_reads(c.name, got.rows, run_state=_read_json(run / "status.json"))
     paired = paired_reads(rep.reads, creads, c.name)
-    note = ""
+    note = found_note
     if paired.shared_seeds == 0:
         note = "no shared seeds with a progress_final_cm value: nothing to pair"
     return ComparatorRead(c, paired, creads, note)
 
 
+def _sibling_run(doc: Document, arm: str, runs_dir: Path) -> ArmReport | None:
+    """The newest run of `arm` in `runs_dir` launched from this registration's frozen section, if any.
+
+    The console reports one run at a time; this pairs it with its registered comparator arm
+    without asking for the other run directory. Finished runs are preferred to unfinished ones.
+    """
+    found = doc.find_arm(arm)
+    if found is None or not found[1].section.sealed or not runs_dir.is_dir():
+        return None
+    sha = found[1].section.seal.sha256
+    best = None
+    for d in runs_dir.iterdir():
+        man = _read_json(d / "manifest.json") if d.is_dir() else None
+        if not man or man.get("arm") != arm or not isinstance(man.get("prereg"), dict):
+            continue
+        if man["prereg"].get("sha256") != sha:
+            continue
+        done = (_read_json(d / "status.json") or {}).get("state") == "done"
+        key = (done, str(man.get("started_at") or ""), d.name)
+        if best is None or key > best[0]:
+            best = (key, d)
+    return _arm_report(doc, arm, best[1]) if best else None
+
+
 def _verdicts(doc: Document, reports: dict[str, ArmReport]) -> list[Verdict]:
     values: dict[str, dict] = {}
+    for rep in reports.values():  # comparator arms found beside a reported run count too
+        for c in rep.comparators:
+            if c.comparator.arm and c.reads is not None and c.comparator.arm not in reports:
+                values[c.comparator.arm] = dict(c.reads.values())
     for arm, rep in reports.items():
         v = dict(rep.reads.values())
         first = next((c.paired for c in rep.comparators if c.paired and c.paired.shared_seeds), None)

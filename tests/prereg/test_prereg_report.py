@@ -72,6 +72,7 @@ def test_a_different_arm_set_gets_its_own_section_and_notes_survive(demo, run_di
 
 def test_comparator_arm_without_its_run_is_said(demo, run_dir):
     runs = demo_runs(run_dir, demo)
+    (runs["tiny-reference"] / "manifest.json").unlink()  # nothing beside it says it is the comparator arm's run
     rep = build_report(demo, {"tiny-masked": runs["tiny-masked"]}, append=False, now=NOW)
     (c,) = rep.arms["tiny-masked"].comparators
     assert c.paired is None and "--run tiny-reference=" in c.note
@@ -142,3 +143,15 @@ def test_report_after_an_amendment(tmp_path, run_dir):
     assert v["c.delta_ci_low > 0"].verdict == "HOLDS"
     assert rep.arms["c"].section == "amendment-1"
     assert verify(p).ok and load(p).problems == []
+
+
+def test_comparator_run_found_beside_the_reported_run(demo, run_dir):
+    runs = demo_runs(run_dir, demo)
+    other = run_dir("ref-old", [make_row(s, progress_final_cm=9.0) for s in range(6)],
+                    status={"state": "failed"},
+                    manifest={"arm": "tiny-reference", "prereg": {"sha256": "f" * 64}})  # another registration
+    rep = build_report(demo, {"tiny-masked": runs["tiny-masked"]}, append=False, now=NOW)
+    (c,) = rep.arms["tiny-masked"].comparators
+    assert c.paired is not None and str(runs["tiny-reference"]) in c.note and str(other) not in c.note
+    v = {x.rule.condition: x.verdict for x in rep.verdicts}
+    assert v["tiny-masked.zero_fallbacks == 0 and tiny-reference.zero_fallbacks > 0"] == "HOLDS"
