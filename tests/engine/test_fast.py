@@ -1,0 +1,77 @@
+"""FAST action tokens: round trip, token bytes, and every way an emission fails to decode."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from engine.policies.molmoact2 import fast
+from engine.policies.molmoact2.fast import FastCodec, extract_action_bins, load_fast
+from engine.policies.molmoact2.tiny import ACTION_DIM, CHUNK_HORIZON, synthetic_chunks
+from tests.engine.molmoact2_fixtures import tiny_cache, tiny_dir  # noqa: F401 - fixtures
+
+
+@pytest.fixture(scope="module")
+def codec(tiny_dir) -> FastCodec:
+    return load_fast(tiny_dir / "action_tokenizer", horizon=CHUNK_HORIZON, action_dim=ACTION_DIM)
+
+
+def test_round_trip_on_smooth_chunks(codec):
+    errors = []
+    for chunk in synthetic_chunks(50, seed=123):
+        decoded, reason = codec.decode_bins(codec.encode(chunk))
+        assert reason is None
+        errors.append(np.abs(decoded - chunk).mean())
+    assert np.mean(errors) < 0.05
+
+
+def test_token_bytes_match_the_tokenizers_own_decode(codec):
+    tokenizer = codec.processor.tokenizer
+    for idx, raw in enumerate(codec.token_bytes):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        assert tokenizer.decode([idx]) == text, idx
+
+
+def test_codec_records_the_fitted_range(codec):
+    assert codec.n_bpe == 256 and codec.n_chars == 180
+    assert 0 < codec.max_code < 256 and codec.min_token < 0
+
+
+IDS = dict(start_id=10, end_id=11, eos_id=0, action_token_start=100, num_action_tokens=256)
+
+
+@pytest.mark.parametrize(
+    "generated, reason",
+    [
+        ([10, 100, 101, 11], fast.NO_EOS),
+        ([100, 101, 11, 0], fast.NO_START),
+        ([10, 100, 101, 0], fast.NO_END),
+        ([10, 11, 0], fast.EMPTY_SPAN),
+        ([10, 100, 7, 101, 11, 0], fast.NON_ACTION_TOKEN),
+        ([10, 100, 0, 11], fast.NO_END),  # EOS inside the span ends the emission
+    ],
+)
+def test_span_extraction_names_the_failure(generated, reason):
+    assert extract_action_bins(generated, **IDS) == (None, reason)
+
+
+def test_span_extraction_ignores_junk_outside_the_markers():
+    bins, reason = extract_action_bins([5, 6, 10, 100, 355, 11, 9, 0, 10], **IDS)
+    assert reason is None and bins == [0, 255]
+
+
+def test_decode_failures_are_named_not_silent(codec):
+    good = codec.encode(synthetic_chunks(1, seed=9)[0])
+    assert codec.decode_bins(good)[1] is None
+    assert codec.decode_bins([])[1] == fast.EMPTY_SPAN
+    assert codec.decode_bins(good + [codec.n_bpe])[1] == fast.BEYOND_BPE_VOCAB
+    assert codec.decode_bins(good[:-1])[1] == fast.WRONG_LENGTH
+    # Crafted tokens: a lone UTF-8 continuation byte, and a valid character beyond the fitted range.
+    crafted = dataclasses.replace(codec, token_bytes=codec.token_bytes + (b"\x80", chr(codec.max_code + 1).encode()))
+    assert crafted.decode_bins(good + [codec.n_bpe])[1] == fast.INVALID_UTF8
+    assert crafted.decode_bins(good[:-1] + [codec.n_bpe + 1])[1] == fast.OUT_OF_RANGE

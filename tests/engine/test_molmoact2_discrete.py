@@ -1,0 +1,108 @@
+"""The discrete pathway on the tiny model: reference decode (zero fallbacks counted) and the
+grammar-masked decode (every emission decodes; interventions counted; inert on legal streams)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from engine.policies.molmoact2 import fast
+from engine.policies.molmoact2.tiny import synthetic_chunks
+from tests.engine.molmoact2_fixtures import (  # noqa: F401 - fixtures
+    _one_thread,
+    make_obs,
+    masked_policy,
+    reference_policy,
+    tiny_cache,
+)
+
+
+class ScriptedHead(nn.Module):
+    """Replaces lm_head: each forward puts a large logit on the next scripted token of each row,
+    so the greedy stream is whatever the test writes (then EOS forever)."""
+
+    def __init__(self, scripts: list[list[int]], vocab: int, eos: int):
+        super().__init__()
+        self.scripts, self.vocab, self.eos, self.step = scripts, vocab, eos, 0
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        logits = torch.randn(hidden.shape[0], hidden.shape[1], self.vocab, generator=torch.Generator().manual_seed(self.step))
+        for row, script in enumerate(self.scripts):
+            token = script[self.step] if self.step < len(script) else self.eos
+            logits[row, -1, token] = 50.0
+        self.step += 1
+        return logits
+
+
+def scripted(policy, monkeypatch, scripts):
+    ids = policy.token_ids
+    head = ScriptedHead(scripts, policy.model.lm_head.out_features, ids.eos)
+    monkeypatch.setattr(policy.model, "lm_head", head)
+    return head
+
+
+def legal_emission(policy, chunk) -> list[int]:
+    ids = policy.token_ids
+    return [ids.start, *(ids.action0 + t for t in policy.codec.encode(chunk)), ids.end, ids.eos]
+
+
+def test_reference_decode_counts_zero_fallbacks_on_the_random_model(reference_policy):
+    chunks = reference_policy.predict_batch([make_obs(0), make_obs(1)])
+    zero = reference_policy._to_sim(np.zeros((1, 30, 6)))[0]
+    for chunk in chunks:
+        assert chunk.zero_fallback and chunk.info["reason"] in vars(fast).values()
+        assert chunk.mask_violations == 0 and chunk.info["decode_steps"] <= 480
+        np.testing.assert_allclose(chunk.targets_rad, zero)  # the unnormalised normalised-zero action
+
+
+def test_grammar_masked_decode_never_falls_back(masked_policy):
+    chunks = masked_policy.predict_batch([make_obs(s) for s in range(3)])
+    for chunk in chunks:
+        assert not chunk.zero_fallback and chunk.info["reason"] is None
+        assert chunk.mask_violations > 0  # random weights: the mask had to step in
+        assert chunk.targets_rad.shape == (30, 6) and chunk.batch_size == 3
+    alone = masked_policy.predict_batch([make_obs(1)])[0]
+    np.testing.assert_allclose(alone.targets_rad, chunks[1].targets_rad, atol=1e-6)
+    assert alone.mask_violations == chunks[1].mask_violations
+
+
+def test_a_legal_greedy_stream_decodes_the_same_under_both_decodes(reference_policy, masked_policy, monkeypatch):
+    normalised = synthetic_chunks(2, seed=31)
+    scripts = [legal_emission(reference_policy, c) for c in normalised]
+    observations = [make_obs(4), make_obs(5)]
+    scripted(reference_policy, monkeypatch, scripts)
+    ref = reference_policy.predict_batch(observations)
+    scripted(masked_policy, monkeypatch, scripts)
+    masked = masked_policy.predict_batch(observations)
+    for i, chunk in enumerate(normalised):
+        assert not ref[i].zero_fallback and not masked[i].zero_fallback
+        assert masked[i].mask_violations == 0
+        assert ref[i].info["decode_steps"] == masked[i].info["decode_steps"] == len(scripts[i])
+        np.testing.assert_array_equal(ref[i].targets_rad, masked[i].targets_rad)
+        decoded, _ = reference_policy.codec.decode_bins(reference_policy.codec.encode(chunk))
+        np.testing.assert_allclose(ref[i].targets_rad, reference_policy._to_sim(decoded[None])[0])
+
+
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda s, ids: [ids.start, ids.end, ids.eos], fast.EMPTY_SPAN),
+        (lambda s, ids: s[:-2] + [ids.eos], fast.NO_END),
+        (lambda s, ids: s[:5] + s[6:], fast.WRONG_LENGTH),
+        (lambda s, ids: s[:3] + [ids.eos + 1] + s[3:], fast.NON_ACTION_TOKEN),
+        (lambda s, ids: s[1:], fast.NO_START),
+    ],
+)
+def test_reference_counts_each_malformed_emission_and_the_mask_repairs_it(
+    reference_policy, masked_policy, monkeypatch, damage, reason
+):
+    ids = reference_policy.token_ids
+    script = damage(legal_emission(reference_policy, synthetic_chunks(1, seed=8)[0]), ids)
+    scripted(reference_policy, monkeypatch, [script])
+    ref = reference_policy.predict_batch([make_obs(6)])[0]
+    assert ref.zero_fallback and ref.info["reason"] == reason
+    scripted(masked_policy, monkeypatch, [script])
+    masked = masked_policy.predict_batch([make_obs(6)])[0]
+    assert not masked.zero_fallback and masked.mask_violations > 0
