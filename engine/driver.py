@@ -217,14 +217,18 @@ class _Driver:
             self._spawn_worker(wid)
         obs_waiting: list[tuple[_Worker, object]] = []
         first_obs_at = 0.0
+        start_by, started = time.monotonic() + 60.0, False
         while True:
             if self.abort:
                 self._abort_workers()
                 break
             self._check_stop_file()
             stopping = self.stop_reason is not None
+            # Start together: workers that begin their first episodes at the same moment stay in
+            # step, so their replans meet in one batch (a staggered start halves the mean batch).
+            started = started or all(w.ready for w in self.workers.values() if w.alive) or time.monotonic() > start_by
             for w in self.workers.values():
-                if w.idle and w.alive and pending and not stopping:
+                if started and w.ready and w.idle and w.alive and pending and not stopping:
                     seed = pending.popleft()
                     w.start_episode(seed, self._film(w, seed))
             busy = [w for w in self.workers.values() if w.seed is not None]
@@ -250,6 +254,8 @@ class _Driver:
                         elif kind == "row":
                             self._record(msg[1])
                             w.seed = None
+                        elif kind == "ready":
+                            w.ready = True
                         elif kind == "log":
                             self.log(f"worker {w.wid}: {msg[1]}")
                 if w.proc.sentinel in ready or (not w.proc.is_alive() and w.alive):
@@ -512,6 +518,7 @@ class _Worker:
         self.proc.start()
         child.close()
         self.alive = True
+        self.ready = False  # the worker has built its scene and waits for episodes
         self.seed: int | None = None
         self.episodes_started = 0
 
@@ -566,12 +573,13 @@ def worker_main(wid: int, conn: Connection, cfg: RunConfig, run_dir: str, served
 
 def _worker_loop(wid: int, conn: Connection, cfg: RunConfig, run_dir: Path, served: tuple | None) -> None:
     from engine.episode import run_episode
-    from engine.sim import BoatEnv
+    from engine.sim.env import BoatEnv
 
     spec = cfg.policy
     local = None if spec.serve_in_driver else make_policy(spec)
     env = BoatEnv(render_size=cfg.render_size)
     crash_seeds = _fault_seeds("FONTAINE_FAULT_CRASH_SEEDS")
+    conn.send(("ready",))
     if local is not None:
         horizon, needs_images, needs_priv = local.chunk_horizon, local.needs_images, local.needs_privileged
         predict = _LocalPredict(local)

@@ -147,7 +147,7 @@ def test_a_crashed_worker_leaves_an_error_row_and_the_run_goes_on(tmp_path):
 
 def test_second_sigterm_aborts_in_flight_episodes_without_rows(tmp_path):
     run_dir = tmp_path / "run"
-    proc = launch_detached(run_dir, "--policy", "hold", "--inject-latency-ms", "300", "--episode-seconds", "4",
+    proc = launch_detached(run_dir, "--policy", "hold", "--inject-latency-ms", "300", "--episode-seconds", "10",
                            "--video-draw", "none", "--seeds", "0-7", "--workers", "2")
     wait_until(lambda: read_status(run_dir).get("state") == "running" and read_status(run_dir).get("predict_rounds", 0) >= 1,
                timeout=120, what="a running driver")
