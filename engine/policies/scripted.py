@@ -15,6 +15,7 @@ measurement is taken from a fresh observation.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -128,9 +129,9 @@ class ArmKinematics:
             mujoco.mj_comPos(self.model, self.data)
             rot = self.data.site_xmat[self._site].reshape(3, 3)
             e_pos = pos - self.data.site_xpos[self._site]
-            e_rot = 0.5 * np.cross(rot, target_rot, axis=0).sum(axis=1)
-            err_pos = float(np.linalg.norm(e_pos))
-            if err_pos < IK_TOLERANCE_M and np.linalg.norm(e_rot) < 1e-3:
+            e_rot = 0.5 * _column_cross_sum(rot, target_rot)
+            err_pos = math.sqrt(float(e_pos @ e_pos))
+            if err_pos < IK_TOLERANCE_M and float(e_rot @ e_rot) < 1e-6:
                 break
             mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, self._site)
             jac = np.vstack([self._jacp[:, self._dofs], IK_ROTATION_WEIGHT * self._jacr[:, self._dofs]])
@@ -139,6 +140,15 @@ class ArmKinematics:
             step *= min(1.0, IK_MAX_STEP_RAD / max(np.abs(step).max(), 1e-12))  # no leaps across branches
             q = np.clip(q + step, lo, hi)
         return q, err_pos
+
+
+def _column_cross_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """sum_i a[:, i] x b[:, i]: the orientation error of `a` against `b` (times 2)."""
+    return np.array([
+        a[1] @ b[2] - a[2] @ b[1],
+        a[2] @ b[0] - a[0] @ b[2],
+        a[0] @ b[1] - a[1] @ b[0],
+    ])
 
 
 def top_down_rotation(yaw: float) -> np.ndarray:

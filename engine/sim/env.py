@@ -12,6 +12,8 @@ arm not at home, arm touching the boat) is a *reset strike*: the scene is re-dra
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
@@ -54,7 +56,9 @@ class BoatEnv:
         self._boat_qvel = int(boat_joint.dofadr[0])
         self._disk_mocap = int(self.model.body("disk").mocapid[0])
         base = self.model.body("base").id
-        self._arm_bodies = np.array([b for b in range(self.model.nbody) if self.model.body_rootid[b] == base])
+        geom_root = self.model.body_rootid[self.model.geom_bodyid]
+        self._geom_is_arm = geom_root == base
+        self._geom_is_boat = self.model.geom_bodyid == self._boat_body
         self.seed: int | None = None
         self.tick = 0
         self.metrics: EpisodeMetrics | None = None
@@ -135,11 +139,11 @@ class BoatEnv:
         return self.data.mocap_pos[self._disk_mocap].copy()
 
     def boat_reading(self) -> BoatReading:
-        quat = self.boat_quat()
+        vel = self.data.qvel[self._boat_qvel : self._boat_qvel + 3]
         return BoatReading(
             pos=self.boat_pos(),
-            upright_cos=upright_cos(quat),
-            speed_m_s=float(np.linalg.norm(self.data.qvel[self._boat_qvel : self._boat_qvel + 3])),
+            upright_cos=upright_cos(self.boat_quat()),
+            speed_m_s=math.sqrt(float(vel @ vel)),
             touching_arm=self.arm_touches_boat(),
         )
 
@@ -149,10 +153,8 @@ class BoatEnv:
         if ncon == 0:
             return False
         geoms = self.data.contact.geom[:ncon]
-        bodies = self.model.geom_bodyid[geoms]
-        boat = (bodies == self._boat_body).any(axis=1)
-        arm = np.isin(bodies, self._arm_bodies).any(axis=1)
-        return bool((boat & arm).any())
+        boat, arm = self._geom_is_boat[geoms], self._geom_is_arm[geoms]
+        return bool((boat[:, 0] & arm[:, 1]).any() or (boat[:, 1] & arm[:, 0]).any())
 
     def reset_problem(self, boat_xy: np.ndarray) -> str | None:
         """Why the settled scene is not a valid start, or None."""
@@ -237,5 +239,5 @@ def yaw_quat(yaw: float) -> np.ndarray:
 
 def upright_cos(quat: np.ndarray) -> float:
     """cos of the angle between the body's z axis and world z (the R[2, 2] entry)."""
-    w, x, y, z = quat / np.linalg.norm(quat)
-    return float(1.0 - 2.0 * (x * x + y * y))
+    w, x, y, z = (float(v) for v in quat)
+    return (w * w - x * x - y * y + z * z) / (w * w + x * x + y * y + z * z)

@@ -9,6 +9,7 @@ streak began `SUCCESS_HOLD_TICKS - 1` ticks earlier); tick 1 is the first execut
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +35,7 @@ class BoatReading:
 
 def rests_on_disk(reading: BoatReading, disk_pos: np.ndarray, disk_top_z: float) -> bool:
     """The instantaneous success test; it must hold `SUCCESS_HOLD_TICKS` ticks in a row."""
-    dist = float(np.linalg.norm(reading.pos[:2] - disk_pos[:2]))
+    dist = math.hypot(reading.pos[0] - disk_pos[0], reading.pos[1] - disk_pos[1])
     return (
         dist <= DISK_RADIUS_M
         and abs(float(reading.pos[2]) - disk_top_z) < HEIGHT_TOLERANCE_M
@@ -95,7 +96,7 @@ class EpisodeMetrics:
         }
 
     def _dist(self, reading: BoatReading) -> float:
-        return float(np.linalg.norm(reading.pos[:2] - self.disk_pos[:2]))
+        return math.hypot(reading.pos[0] - self.disk_pos[0], reading.pos[1] - self.disk_pos[1])
 
 
 def _cm(metres: float) -> float:
