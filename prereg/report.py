@@ -19,6 +19,8 @@ from prereg.reads import ArmReads, Check, Paired, Verdict, arm_reads, evaluate_r
 from prereg.rows import read_rows
 from prereg.seal import utc_now, verify_layout, write_lines
 
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+
 
 @dataclass
 class ComparatorRead:
@@ -48,6 +50,7 @@ class Report:
     verdicts: list[Verdict]
     section_markdown: str
     appended: bool
+    not_appended_because: str = ""
 
     def as_dict(self) -> dict:
         return {
@@ -83,7 +86,11 @@ class Report:
             out.append("\ndecision rules")
             for v in self.verdicts:
                 out.append(f"  [{v.verdict}] if {v.rule.condition} -> {v.rule.action}\n      ({v.detail})")
-        out.append(f"\n{'appended the results section to' if self.appended else 'did not touch'} {self.prereg_path}")
+        if self.appended:
+            out.append(f"\nappended the results section to {self.prereg_path}")
+        else:
+            out.append(f"\ndid not touch {self.prereg_path}" + (f": {self.not_appended_because}"
+                                                                 if self.not_appended_because else ""))
         return "\n".join(out)
 
 
@@ -133,9 +140,17 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
         rep.results_md = rep.run_dir / "results.md"
         rep.results_md.write_text("\n".join(md).rstrip("\n") + "\n", encoding="utf-8")
     section = _section_markdown(doc, reports, verdicts, now)
+    skipped = ""
+    if append and _is_shipped_example(doc.path):
+        append, skipped = False, (f"{doc.path} is a shipped example and stays as shipped; to keep results in the "
+                                  "document, report against a copy (same frozen hash) in your own folder")
     if append:
         _append_section(doc, sorted(reports), section)
-    return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append)
+    return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped)
+
+
+def _is_shipped_example(path: Path) -> bool:
+    return path.resolve().parent == EXAMPLES_DIR
 
 
 # ---------------------------------------------------------------- reading runs

@@ -155,3 +155,12 @@ def test_comparator_run_found_beside_the_reported_run(demo, run_dir):
     assert c.paired is not None and str(runs["tiny-reference"]) in c.note and str(other) not in c.note
     v = {x.rule.condition: x.verdict for x in rep.verdicts}
     assert v["tiny-masked.zero_fallbacks == 0 and tiny-reference.zero_fallbacks > 0"] == "HOLDS"
+
+
+def test_shipped_examples_are_never_written(examples_dir, run_dir):
+    demo = examples_dir / "demo.md"
+    before = demo.read_bytes()
+    d = run_dir("s", [make_row(s, success=True) for s in range(6)], status={"state": "done"})
+    rep = build_report(demo, {"scripted": d}, now=NOW)
+    assert not rep.appended and "shipped example" in rep.not_appended_because
+    assert demo.read_bytes() == before and (d / "results.md").exists()
