@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     proto.add_argument("--episode-seconds", type=_positive_float, default=30.0, help="episode budget in seconds (30 Hz ticks)")
     proto.add_argument("--workers", type=_positive_int, default=1)
     proto.add_argument("--video-draw", default="0", help="'0' = first episode of each worker, 'none', 'all', or 'seeds:6,28'")
-    proto.add_argument("--batch-wait-ms", type=_nonneg_float, default=20.0, help="longest wait to fill a batch")
+    proto.add_argument("--batch-wait-ms", type=_nonneg_float, default=20.0, help="shortest wait to fill a batch (it adapts to the workers' chunk time)")
+    proto.add_argument("--batch-wait-max-ms", type=_nonneg_float, default=1000.0, help="longest wait to fill a batch")
     proto.add_argument("--render-size", type=_positive_int, default=224)
 
     out = p.add_argument_group("run directory")
@@ -109,7 +110,7 @@ def resolve(args):
     gates = GateSpec(gpu_hours=args.gpu_hours_gate, pace_limit_hours=args.pace_limit_hours,
                      pace_after_episodes=args.pace_after_episodes)
     config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
-                       workers=args.workers, video_draw=args.video_draw, batch_wait_ms=args.batch_wait_ms,
+                       workers=args.workers, video_draw=args.video_draw, batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
                        gates=gates, gpus=args.gpus, render_size=args.render_size)
     _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
@@ -162,7 +163,7 @@ def _resolve_prereg(args):
     config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
                        episode_seconds=launch.episode_seconds, workers=launch.workers or 1,
                        video_draw=str(launch.video_draw if launch.video_draw is not None else "0"),
-                       batch_wait_ms=args.batch_wait_ms, gates=launch.gates, gpus=args.gpus,
+                       batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
                        render_size=args.render_size,
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
                                "path": str(Path(launch.prereg_path).resolve())})

@@ -45,7 +45,8 @@ class RunConfig:
     episode_seconds: float = 30.0
     workers: int = 1
     video_draw: str = "0"  # "0" first episode of each worker | "none" | "all" | "seeds:1,5"
-    batch_wait_ms: float = 20.0
+    batch_wait_ms: float = 20.0  # the shortest wait to fill a batch ...
+    batch_wait_max_ms: float = 1000.0  # ... and the longest, however slow the workers' chunks are
     gates: GateSpec = field(default_factory=GateSpec)
     gpus: int | None = None  # GPUs held; None = 1 when the policy runs on CUDA, else 0
     render_size: int = 224
@@ -104,6 +105,7 @@ class _Driver:
         self.policy = None
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
+        self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
 
     # -- lifecycle
 
@@ -186,7 +188,7 @@ class _Driver:
                 "seeds": self.cfg.seeds,
                 "episode_seconds": self.cfg.episode_seconds,
                 "workers": self.cfg.workers,
-                "batch_wait_ms": self.cfg.batch_wait_ms,
+                "batch_wait_ms": [self.cfg.batch_wait_ms, self.cfg.batch_wait_max_ms],
                 "video_draw": self.cfg.video_draw,
                 "gates": asdict(self.cfg.gates),
                 "gpus": self.gpus,
@@ -238,7 +240,7 @@ class _Driver:
                 break
             timeout = POLL_S
             if obs_waiting:
-                timeout = max(0.0, first_obs_at + self.cfg.batch_wait_ms / 1000.0 - time.monotonic())
+                timeout = max(0.0, first_obs_at + self._batch_wait_s() - time.monotonic())
             ready = wait([w.conn for w in self.workers.values() if w.alive] +
                          [w.proc.sentinel for w in self.workers.values() if w.alive], timeout)
             for w in list(self.workers.values()):
@@ -251,6 +253,7 @@ class _Driver:
                             if not obs_waiting:
                                 first_obs_at = time.monotonic()
                             obs_waiting.append((w, msg[1]))
+                            self._note_turnaround(w, msg[1])
                         elif kind == "row":
                             self._record(msg[1])
                             w.seed = None
@@ -263,7 +266,7 @@ class _Driver:
                     obs_waiting = [(ow, o) for ow, o in obs_waiting if ow is not w]
             if obs_waiting:
                 waiting_for = [w for w in self.workers.values() if w.seed is not None and w.alive]
-                if len(obs_waiting) >= len(waiting_for) or time.monotonic() >= first_obs_at + self.cfg.batch_wait_ms / 1000.0:
+                if len(obs_waiting) >= len(waiting_for) or time.monotonic() >= first_obs_at + self._batch_wait_s():
                     self._serve(obs_waiting)
                     obs_waiting = []
             self._tick()
@@ -287,6 +290,23 @@ class _Driver:
             return seed in {int(s) for s in draw[6:].split(",") if s.strip()}
         return w.episodes_started == 0 and int(draw or 0) == 0
 
+    def _batch_wait_s(self) -> float:
+        """How long a waiting observation may wait for the other busy workers' observations.
+
+        A predict costs far more than a short wait, and workers that are answered together
+        simulate their chunks side by side and come back together. A worker that fell out of
+        step (a slow reset) is brought back into step by waiting about one chunk's simulation
+        time for the others, so the wait follows the measured chunk turnaround, within bounds.
+        """
+        adaptive = 1.5 * self._turnaround_s if self._turnaround_s is not None else 0.0
+        return min(self.cfg.batch_wait_max_ms / 1000.0, max(self.cfg.batch_wait_ms / 1000.0, adaptive))
+
+    def _note_turnaround(self, w: "_Worker", obs) -> None:
+        if w.chunk_sent_at is not None and getattr(obs, "replan_index", 0) > 0:
+            dt = time.monotonic() - w.chunk_sent_at
+            self._turnaround_s = dt if self._turnaround_s is None else 0.8 * self._turnaround_s + 0.2 * dt
+        w.chunk_sent_at = None
+
     def _serve(self, obs_waiting) -> None:
         observations = [o for _, o in obs_waiting]
         try:
@@ -302,6 +322,7 @@ class _Driver:
         for (w, _), chunk in zip(obs_waiting, chunks):
             chunk.batch_size = len(observations)
             w.send(("chunk", chunk))
+            w.chunk_sent_at = time.monotonic()
 
     def _record(self, partial: dict) -> None:
         row = complete_row({**partial, "run_id": self.cfg.run_id, "arm": self.cfg.arm})
@@ -519,6 +540,7 @@ class _Worker:
         child.close()
         self.alive = True
         self.ready = False  # the worker has built its scene and waits for episodes
+        self.chunk_sent_at: float | None = None
         self.seed: int | None = None
         self.episodes_started = 0
 
