@@ -167,6 +167,11 @@ def azimuth(xy: np.ndarray) -> float:
     return float(np.arctan2(d[1], d[0]))
 
 
+def angle_diff(a: float, b: float) -> float:
+    """a - b wrapped into [-pi, pi)."""
+    return float((a - b + np.pi) % (2 * np.pi) - np.pi)
+
+
 def smoothstep(s: float) -> float:
     s = min(max(s, 0.0), 1.0)
     return s * s * (3.0 - 2.0 * s)
@@ -218,7 +223,6 @@ class _EpisodePlan:
         self.attempt = 0
         self.q_ik = HOME_RAD.copy()  # warm start: the last IK solution
         self.site_target: _CylPose | None = None  # where the queued segments leave the site
-        self.grip = float(HOME_RAD[5])
         self.offset_local: np.ndarray | None = None  # boat base in the site frame
 
     def next_chunk(self, obs: Observation, horizon: int) -> np.ndarray:
@@ -245,7 +249,7 @@ class _EpisodePlan:
         site_pos, site_rot = self.kin.site_pose(q)
         offset = site_rot.T @ (boat_pos - site_pos)
 
-        if self.stage in ("start", "retry"):
+        if self.stage == "start":
             self._plan_approach(obs.tick, q, boat_pos, boat_quat)
         elif self.stage == "approach":
             held = boat_pos[2] > 0.02 and np.linalg.norm(offset[:2]) < 0.02
@@ -272,9 +276,12 @@ class _EpisodePlan:
         grasp = boat_pos + np.array([0.0, 0.0, GRASP_SITE_Z_M])
         yaw, pregrasp, q_pre = self._choose_grasp_yaw(grasp, boat_yaw(boat_quat))
         q_start = q.copy()
-        if self.attempt > 1:  # let go and rise straight up before swinging over
-            tick = self._cart_segment(tick, 12, _CylPose.at(self.kin.site_pose(q)[0], self._site_yaw(q)),
-                                      lift_by=0.05, grip=(GRIPPER_OPEN, GRIPPER_OPEN), q_seed=q)
+        site_pos, site_rot = self.kin.site_pose(q)
+        if site_pos[2] < pregrasp[2]:  # a retry from low down: let go and rise before swinging over
+            here = _CylPose.at(site_pos, float(np.arctan2(site_rot[1, 0], site_rot[0, 0])))
+            above = _CylPose(here.az, here.radius, pregrasp[2], here.yaw)
+            self.q_ik = q.copy()
+            tick = self._cart_move(tick, 12, here, above, GRIPPER_OPEN, GRIPPER_OPEN)
             q_start = self._last_target()
         q_pre6 = np.append(q_pre, GRIPPER_OPEN)
         tick = self._joint_segment(tick, T_TO_PREGRASP, q_start, q_pre6)
@@ -312,7 +319,9 @@ class _EpisodePlan:
         tick = self._joint_segment(tick, T_HOME, self._last_target(), HOME_RAD)
         self._joint_segment(tick, T_HOME_HOLD, HOME_RAD, HOME_RAD)
 
-    def _plan_retry_or_rest(self, tick, q, boat_pos, boat_quat, upright) -> None:
+    def _plan_retry_or_rest(self, tick: int, q: np.ndarray, boat_pos: np.ndarray, boat_quat: np.ndarray,
+                            upright: float) -> None:
+        """Try again from the boat's true pose while it stands upright and attempts remain."""
         if upright >= 0.95 and self.attempt < MAX_ATTEMPTS:
             self._plan_approach(tick, q, boat_pos, boat_quat)
         else:
@@ -357,17 +366,12 @@ class _EpisodePlan:
         q6 = np.append(seed, 0.0)
         q6[4] = 0.0
         _, rot = self.kin.site_pose(q6)
-        yaw0 = float(np.arctan2(rot[1, 0], rot[0, 0]))
-        roll = np.arctan2(np.sin(yaw0 - yaw), np.cos(yaw0 - yaw))
+        roll = angle_diff(float(np.arctan2(rot[1, 0], rot[0, 0])), yaw)
         q6[4] = roll
         _, rot = self.kin.site_pose(q6)
-        if abs(np.arctan2(rot[1, 0], rot[0, 0]) - yaw) % (2 * np.pi) > 0.1:
-            roll = -roll
+        if abs(angle_diff(float(np.arctan2(rot[1, 0], rot[0, 0])), yaw)) > 0.1:
+            roll = -roll  # the roll axis points the other way at this pose
         return float(np.clip(roll, *self.kin.ranges[4]))
-
-    def _site_yaw(self, q: np.ndarray) -> float:
-        _, rot = self.kin.site_pose(q)
-        return float(np.arctan2(rot[1, 0], rot[0, 0]))
 
     def _joint_segment(self, tick: int, length: int, q0: np.ndarray, q1: np.ndarray) -> int:
         q0, q1 = np.array(q0, dtype=float), np.array(q1, dtype=float)
@@ -386,11 +390,6 @@ class _EpisodePlan:
         self.segments.append(_Segment(tick, length, target))
         self.site_target = p1
         return tick + length
-
-    def _cart_segment(self, tick, length, start: _CylPose, *, lift_by: float, grip, q_seed) -> int:
-        self.q_ik = np.array(q_seed, dtype=float)
-        end = _CylPose(start.az, start.radius, start.z + lift_by, start.yaw)
-        return self._cart_move(tick, length, start, end, grip[0], grip[1])
 
     def _last_target(self) -> np.ndarray:
         """The joint targets at the end of the queued segments (evaluates the last one)."""

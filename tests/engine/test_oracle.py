@@ -10,7 +10,7 @@ import pytest
 from engine.episode import run_episode
 from engine.policies.base import Observation, Policy
 from engine.policies.scripted import ScriptedOracle
-from engine.sim.env import BoatEnv
+from engine.sim.env import BoatEnv, yaw_quat
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +69,23 @@ def test_batched_predicts_keep_a_plan_per_seed(oracle):
             elif e.success:
                 pending[s] = 0
     assert all(e.success for e in envs.values())
+
+
+@pytest.mark.parametrize("snatch_tick", [100, 150], ids=["during-lift", "during-carry"])
+def test_oracle_retries_from_the_true_pose_when_the_boat_is_snatched(env, oracle, snatch_tick):
+    env.reset(0)
+    replan, attempts = 0, set()
+    while env.tick < 900 and not env.success:
+        obs = Observation(seed=0, tick=env.tick, replan_index=replan, state_rad=env.state_rad(),
+                          privileged=env.privileged())
+        chunk = oracle.predict(obs)
+        replan += 1
+        attempts.add(chunk.info["attempt"])
+        for target in chunk.targets_rad:
+            env.step_tick(target)
+            if env.tick == snatch_tick:
+                env.place_boat([0.15, 0.12, 0.0], yaw_quat(1.0), restart_metrics=False)
+    assert env.success and attempts == {1, 2}
 
 
 def test_replan_index_zero_restarts_the_plan(env, oracle):
