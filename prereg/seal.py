@@ -210,9 +210,8 @@ def freeze(path: str | Path, *, now: str | None = None, commit: str | None = Non
     parts = ";".join(f"{k}={v}" for k, v in sorted(section_parts(lines, sec).items()))
     seal = (f"<!-- fontaine:sealed section={sec.name} sha256={digest} parent={parent} "
             f"frozen_at={frozen_at} tool_commit={commit} parts={parts} -->")
-    note = (f"> Frozen: {sec.name}, {frozen_at}, sha256 {digest[:12]}, tool {commit[:12]}. "
-            "Everything above this line is frozen: write notes below it, change the plan by amendment "
-            "(`fontaine-prereg amend`).")
+    note = (f"> Frozen: {sec.name} ({frozen_at}, sha256 {digest[:12]}, tool {commit[:12]}). Do not edit it: "
+            "notes go below this line, changes to the plan go in an amendment (`fontaine-prereg amend`).")
     at = sec.end
     while at > sec.start and not lines[at - 1].strip():
         at -= 1
