@@ -31,6 +31,7 @@ from engine.policies.factory import PolicySpec, make_policy
 from prereg.gates import GateSpec, evaluate_gates, first_tripped, projected_wall_s
 from prereg.rows import complete_row
 
+_ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
 STATUS_EVERY_S = 2.0
 POLL_S = 0.25
@@ -274,6 +275,8 @@ class _Driver:
             w.quit()
 
     def _spawn_worker(self, wid: int) -> None:
+        for var in _ONE_THREAD_ENV:  # one core per worker: BLAS/OpenMP pools would oversubscribe
+            os.environ.setdefault(var, "1")
         if self.policy is not None:
             served = (self.policy.chunk_horizon, self.policy.needs_images, self.policy.needs_privileged)
         else:

@@ -1,0 +1,90 @@
+"""Driver throughput, measured against baselines taken in the same run.
+
+Prints three ratios (this machine is shared and noisy: compare ratios, not seconds):
+  1. episodes/s with --workers 2 over --workers 1 (scripted oracle; goal >= 1.7 on 2 cores)
+  2. the whole rollout's wall per simulated second over a bare mj_step loop on the same model
+  3. mean batch / workers for a served policy with a fixed per-call cost (goal >= 0.9)
+
+Usage: .venv/bin/python benchmarks/bench_driver.py [--seeds N] [--episode-seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from engine.driver import RunConfig, run  # noqa: E402
+from engine.policies.factory import PolicySpec  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=8)
+    ap.add_argument("--episode-seconds", type=float, default=15.0)
+    ap.add_argument("--batch-workers", type=int, default=4)
+    ap.add_argument("--latency-ms", type=float, default=40.0)
+    args = ap.parse_args()
+    seeds = list(range(args.seeds))
+
+    print(f"scripted oracle, {len(seeds)} seeds x {args.episode_seconds:g} s, video off")
+    walls, ticks = {}, {}
+    for workers in (1, 2):
+        wall, rows = _timed_run(PolicySpec(kind="scripted"), seeds, args.episode_seconds, workers)
+        walls[workers], ticks[workers] = wall, sum(r["ticks"] for r in rows)
+        print(f"  --workers {workers}: {wall:6.2f} s wall, {len(rows) / wall:.2f} episodes/s, "
+              f"{sum(bool(r['success']) for r in rows)}/{len(rows)} successes")
+    print(f"  speed-up workers 2 / workers 1: {walls[1] / walls[2]:.2f}x  (goal >= 1.7x)")
+
+    sim_s = ticks[1] / 30.0
+    bare = _bare_physics_wall(sim_s)
+    print(f"  bare mj_step for the same {sim_s:.0f} simulated s: {bare:.2f} s wall")
+    print(f"  rollout overhead (workers 1, oracle + IK + metrics + process) / bare physics: {walls[1] / bare:.2f}x")
+
+    n = args.batch_workers
+    wall, rows = _timed_run(PolicySpec(kind="hold", inject_latency_ms=args.latency_ms), list(range(2 * n)), 5.0, n)
+    import json
+
+    summary = _last_summary
+    print(f"served policy with a fixed {args.latency_ms:g} ms per call, --workers {n}: mean batch "
+          f"{summary['mean_batch']:.2f} over {summary['predict_rounds']} rounds -> mean batch / workers "
+          f"{summary['mean_batch'] / n:.2f}  (goal >= 0.9)")
+    del json
+
+
+_last_summary: dict = {}
+
+
+def _timed_run(spec: PolicySpec, seeds, episode_seconds, workers):
+    global _last_summary
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = RunConfig(run_id="bench", arm=spec.kind, policy=spec, seeds=seeds, episode_seconds=episode_seconds,
+                        workers=workers, video_draw="none")
+        t0 = time.perf_counter()
+        result = run(cfg, Path(tmp) / "run", log=lambda _m: None)
+        wall = time.perf_counter() - t0
+    _last_summary = result.summary
+    return wall, result.rows
+
+
+def _bare_physics_wall(sim_seconds: float) -> float:
+    import mujoco
+
+    from engine.sim.env import BoatEnv
+
+    env = BoatEnv(render_size=64)
+    env.reset(0)
+    steps = int(round(sim_seconds / env.model.opt.timestep))
+    t0 = time.perf_counter()
+    mujoco.mj_step(env.model, env.data, nstep=steps)
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()
