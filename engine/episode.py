@@ -35,12 +35,13 @@ def run_episode(
     """Run one seeded episode in `env` (a BoatEnv) and return its partial row.
 
     `stop_on_success` ends the episode once the success hold completes (`ticks` then records
-    the ticks executed). `chunk_horizon` is what the policy declared; a chunk may be shorter,
-    and an empty chunk is an error (it would stall the episode).
+    the ticks executed). `chunk_horizon` is what the policy declared: a chunk may be shorter
+    (the next replan comes sooner), a longer one is cut to it, and an empty one is an error
+    (it would stall the episode).
     """
     started_at = _utc_now()
     wall_start = time.perf_counter()
-    reset_strikes = env.reset(seed)
+    env.reset(seed)
     budget_ticks = int(round(episode_seconds * CONTROL_HZ))
     frame_every = CONTROL_HZ // VIDEO_FPS
     stats = _PredictStats()
@@ -74,8 +75,7 @@ def run_episode(
             if env.tick >= budget_ticks or (stop_on_success and env.success):
                 break
 
-    row = env.row()
-    row["reset_strikes"] = reset_strikes
+    row = env.row()  # carries reset_strikes from env.reset
     row.update(
         seed=int(seed),
         episode_seconds=float(episode_seconds),

@@ -52,8 +52,8 @@ MOVING_PAD_POS = (-0.0093, -0.0586, 0.0188)  # moving-jaw body: the mirror of th
 # hull, plus 2 mm so the fixed pad clears the hull on the way down (only the moving jaw moves).
 GRASP_SITE_POS = (-0.0079 + BOAT_WIDTH_M / 2 + 0.002, 0.0, -0.092)
 
-FRONT_CAMERA_POS = (0.56, 0.0, 0.42)
-FRONT_CAMERA_TARGET = (0.17, 0.0, 0.0)
+FRONT_CAMERA_POS = (0.50, 0.0, 0.37)
+FRONT_CAMERA_TARGET = (0.15, 0.0, 0.03)
 FRONT_CAMERA_FOVY = 58.0
 
 ARM_ASSET = "assets/SO101/so101_new_calib.xml"
@@ -121,6 +121,15 @@ def _set_visual(spec: mujoco.MjSpec) -> None:
 
 
 def _add_table_and_light(spec: mujoco.MjSpec) -> None:
+    spec.add_texture(
+        name="sky",
+        type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+        builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+        rgb1=[0.75, 0.80, 0.86],
+        rgb2=[0.35, 0.38, 0.42],
+        width=64,
+        height=64,
+    )
     world = spec.worldbody
     world.add_geom(
         name="table",
