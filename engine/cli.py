@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--task", default=None, help="task text (default: 'put the boat on the disk')")
     pol.add_argument("--convmap", choices=["official", "identity", "fit"], default="official", help="joint-convention shim preset")
     pol.add_argument("--convmap-override", action="append", default=[], metavar="JOINT=[SIGN,]OFFSET")
+    pol.add_argument("--convmap-seam-stats", type=Path, metavar="PATH",
+                     help="with --policy scripted: write the rig table (per-joint q01/q99 of the sim's state) and exit; "
+                          "with --convmap fit / --convmap-tripwires: read it")
+    pol.add_argument("--convmap-declare", choices=["official"], help="external documentation: this preset wins in the fit")
+    pol.add_argument("--convmap-tripwires", action="store_true",
+                     help="run the shim's two tripwires (coverage, first action vs state) on the first 3 seeds and exit")
     pol.add_argument("--inject-latency-ms", type=_nonneg_float, default=0.0, help=argparse.SUPPRESS)
 
     proto = p.add_argument_group("protocol")
@@ -193,9 +199,31 @@ def _resolve_resume(args):
 
 
 def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
+    import dataclasses
+
+    from engine import convmap_cli
     from engine.driver import DriverError, format_summary, run
     from engine.policies.factory import PolicyError
 
+    try:
+        if not resume and args.convmap_seam_stats is not None and not config.policy.kind.startswith("molmoact2"):
+            convmap_cli.write_seam_stats(config.policy, config.seeds, config.episode_seconds, args.convmap_seam_stats,
+                                         log=_log)
+            print(f"fontaine-eval: rig table written to {args.convmap_seam_stats}")
+            return 0
+        if not resume and config.policy.convmap == "fit" and config.policy.kind.startswith("molmoact2"):
+            config = dataclasses.replace(config, policy=convmap_cli.freeze_fit(
+                config.policy, args.convmap_seam_stats, declared=args.convmap_declare, log=_log))
+        convmap_cli.print_resolved_map(config.policy, log=_log)
+        if args.convmap_tripwires:
+            _preflight_rendering(config)
+            passed = convmap_cli.run_tripwires(config.policy, config.seeds, args.convmap_seam_stats, run_dir,
+                                               render_size=config.render_size, log=_log)
+            return 0 if passed else 1
+    except convmap_cli.ConvmapUsageError as exc:
+        raise UsageError(str(exc)) from None
+    except PolicyError as exc:
+        raise UsageError(str(exc)) from None
     _preflight_rendering(config)
     if not resume and (run_dir / "manifest.json").exists():
         raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")

@@ -1,0 +1,146 @@
+"""The joint-convention shim as `fontaine-eval` uses it before a launch.
+
+- `--convmap-seam-stats PATH` with a reference policy (the scripted oracle): roll it out on the
+  seeds and write the rig table (per-joint q01/q99 of the sim's own state) to PATH, then exit.
+- `--convmap fit --convmap-seam-stats PATH`: fit the map from that rig table against the
+  checkpoint's release table; the fitted map is frozen into the run as explicit per-joint
+  overrides (so a resume or a worker restart never re-fits), the fit report beside it.
+- `--convmap-tripwires`: (a) coverage and (b) first action vs state on a few seeds at the reset
+  pose, a per-joint table, JSON into the run directory, non-zero exit on failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from engine.policies.base import JOINT_NAMES, Chunk, Observation
+from engine.policies.factory import PolicySpec
+
+
+class ConvmapUsageError(Exception):
+    """Bad input for the shim instrument: one clear line."""
+
+
+def write_seam_stats(spec: PolicySpec, seeds: list[int], episode_seconds: float, path: Path, log=print) -> dict:
+    """Roll out a reference policy and write the rig table (seam stats) of the states it visits."""
+    from engine.episode import run_episode
+    from engine.policies.convmap import sim_rad_to_rig_deg
+    from engine.policies.convmap_fit import save_seam_stats, seam_stats_from_states
+    from engine.policies.factory import make_policy
+    from engine.sim.env import BoatEnv
+
+    if spec.serve_in_driver and spec.kind != "hold":
+        raise ConvmapUsageError("--convmap-seam-stats needs a reference policy that knows the task: --policy scripted")
+    policy = make_policy(spec)
+    env = BoatEnv(render_size=64)
+    states: list[np.ndarray] = []
+
+    def recording_predict(obs: Observation) -> Chunk:
+        chunk = policy.predict_batch([obs])[0]
+        states.append(sim_rad_to_rig_deg(obs.state_rad))
+        states.extend(sim_rad_to_rig_deg(chunk.targets_rad))  # the states the controller is sent to
+        return chunk
+
+    successes = 0
+    for i, seed in enumerate(seeds, start=1):
+        row = run_episode(env, seed, episode_seconds, recording_predict, chunk_horizon=policy.chunk_horizon,
+                          needs_images=False, needs_privileged=policy.needs_privileged, task=spec.task)
+        successes += bool(row["success"])
+        log(f"seam stats: seed {seed} ({i}/{len(seeds)}) {'success' if row['success'] else 'no success'}")
+    stats = seam_stats_from_states(np.asarray(states), source=f"{spec.kind} on seeds {seeds[0]}..{seeds[-1]} "
+                                                                f"({successes}/{len(seeds)} successes)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_seam_stats(stats, path)
+    return stats
+
+
+def freeze_fit(spec: PolicySpec, seam_path: Path | None, *, declared: str | None = None, log=print) -> PolicySpec:
+    """Fit the map and return a spec that carries it as explicit overrides (plus the report)."""
+    from engine.policies.convmap import PRESETS, ConvMapError, apply_overrides, format_convmap
+    from engine.policies.convmap_fit import fit_from_files
+    from engine.policies.molmoact2.checkpoint import CheckpointError, resolve_checkpoint
+
+    if seam_path is None or not Path(seam_path).exists():
+        raise ConvmapUsageError(
+            "--convmap fit needs the rig table: first write it with "
+            "`fontaine-eval --policy scripted --convmap-seam-stats PATH`, then pass --convmap-seam-stats PATH")
+    if not spec.checkpoint:
+        raise ConvmapUsageError("--convmap fit needs a MolmoAct2 checkpoint (its norm_stats.json is the release table)")
+    try:
+        ckpt = resolve_checkpoint(spec.checkpoint)
+        report = fit_from_files(seam_path, ckpt.path, spec.norm_tag,
+                                declared=PRESETS[declared] if declared else None)
+        fitted = apply_overrides(report.convmap, list(spec.convmap_overrides))
+    except (CheckpointError, ConvMapError, ValueError, OSError) as exc:
+        raise ConvmapUsageError(str(exc)) from None
+    log(report.format_table())
+    overrides = tuple(f"{j}={int(s)},{o:g}" for j, s, o in zip(JOINT_NAMES, fitted.signs, fitted.offsets_deg))
+    log("fitted map:\n" + format_convmap(fitted))
+    return dataclasses.replace(spec, convmap="identity", convmap_overrides=overrides,
+                               extra={**spec.extra, "convmap_fit": report.as_dict(),
+                                      "convmap_requested": {"preset": "fit", "overrides": list(spec.convmap_overrides)}})
+
+
+def print_resolved_map(spec: PolicySpec, log=print) -> None:
+    """The resolved map, printed before launch (it also goes into the manifest)."""
+    from engine.policies.convmap import ConvMapError, format_convmap
+    from engine.policies.factory import resolve_spec_convmap
+
+    if not spec.kind.startswith("molmoact2"):
+        return
+    try:
+        cmap = resolve_spec_convmap(spec)
+    except ConvMapError as exc:
+        raise ConvmapUsageError(str(exc)) from None
+    if "convmap_fit" in spec.extra:
+        label = "fit, frozen as per-joint overrides"
+    else:
+        label = spec.convmap + (f" + {', '.join(spec.convmap_overrides)}" if spec.convmap_overrides else "")
+    log(f"joint-convention shim ({label}):\n" + format_convmap(cmap))
+
+
+def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, run_dir: Path, *,
+                  render_size: int = 224, log=print) -> bool:
+    """Both tripwires against the policy and the scene; JSON into the run directory."""
+    from engine.policies.convmap_fit import load_release_stats, load_seam_stats, seam_box
+    from engine.policies.convmap_tripwires import format_tripwires, run_convmap_tripwires, tripwires_passed, write_tripwires_json
+    from engine.policies.factory import make_policy, resolve_spec_convmap
+    from engine.policies.molmoact2.checkpoint import CheckpointError, resolve_checkpoint
+    from engine.sim.env import BoatEnv
+
+    if not spec.kind.startswith("molmoact2"):
+        raise ConvmapUsageError("--convmap-tripwires checks a MolmoAct2 policy: give --molmoact2 or --molmoact2-discrete CKPT")
+    if seam_path is None or not Path(seam_path).exists():
+        raise ConvmapUsageError("--convmap-tripwires needs the rig table: write it with "
+                                "`fontaine-eval --policy scripted --convmap-seam-stats PATH` and pass --convmap-seam-stats PATH")
+    try:
+        ckpt = resolve_checkpoint(spec.checkpoint)
+        rel_q01, rel_q99 = load_release_stats(ckpt.path, spec.norm_tag)
+    except (CheckpointError, ValueError, OSError) as exc:
+        raise ConvmapUsageError(str(exc)) from None
+    rig_q01, rig_q99 = seam_box(load_seam_stats(seam_path))
+    cmap = resolve_spec_convmap(spec)
+    policy = make_policy(spec)
+    env = BoatEnv(render_size=render_size)
+
+    def make_observation(seed: int) -> Observation:
+        env.reset(seed)
+        images = {cam: env.render(cam) for cam in ("front", "wrist")} if policy.needs_images else None
+        return Observation(seed=seed, tick=0, replan_index=0, state_rad=env.state_rad(), task=spec.task, images=images)
+
+    reports = run_convmap_tripwires(cmap, rig_q01, rig_q99, rel_q01, rel_q99, policy=policy,
+                                    make_observation=make_observation, seeds=tuple(seeds[:3]))
+    log(format_tripwires(reports))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_tripwires_json(reports, run_dir / "convmap_tripwires.json")
+    passed = tripwires_passed(reports)
+    log(f"convmap tripwires {'PASSED' if passed else 'FAILED'}; report in {run_dir / 'convmap_tripwires.json'}")
+    return passed
+
+
+def load_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text())

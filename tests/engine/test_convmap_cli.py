@@ -1,0 +1,43 @@
+"""The shim instrument through fontaine-eval: seam stats, fit, overrides, tripwires."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import run_eval
+
+
+def test_bad_override_is_one_line_naming_the_token(tmp_path):
+    out = run_eval("--molmoact2", "tiny", "--convmap-override", "elbow=1,90", "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 2
+    assert "elbow=1,90" in out.stderr and "Traceback" not in out.stderr
+    out = run_eval("--molmoact2", "tiny", "--convmap-override", "wrist_roll=2,90", "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 2 and "wrist_roll=2,90" in out.stderr
+
+
+def test_fit_without_a_rig_table_says_how_to_make_one(tmp_path):
+    out = run_eval("--molmoact2", "tiny", "--convmap", "fit", "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 2
+    assert "--convmap-seam-stats" in out.stderr and "--policy scripted" in out.stderr
+
+
+@pytest.mark.slow
+def test_seam_stats_fit_and_tripwires_end_to_end(tmp_path):
+    seam = tmp_path / "seam.json"
+    out = run_eval("--policy", "scripted", "--seeds", "0", "--episode-seconds", "12", "--convmap-seam-stats", str(seam))
+    assert out.returncode == 0, out.stderr
+    stats = json.loads(seam.read_text())
+    assert set(stats["joints"]) >= {"shoulder_pan", "gripper"}
+
+    run_dir = tmp_path / "tw"
+    out = run_eval("--molmoact2", "tiny", "--dtype", "fp32", "--convmap", "fit", "--convmap-seam-stats", str(seam),
+                   "--convmap-override", "wrist_roll=-90", "--convmap-tripwires", "--seeds", "0,1", "--run-dir", str(run_dir))
+    # The random tiny model's first actions are far from the state: tripwire (b) must fail it.
+    assert out.returncode == 1, out.stderr
+    assert "fit, frozen as per-joint overrides" in out.stdout
+    assert "BLIND TO SIGN AT REST" in out.stdout
+    report = json.loads((run_dir / "convmap_tripwires.json").read_text())
+    assert report  # the per-joint tables travel with the run
+    assert not (run_dir / "manifest.json").exists()  # a failed tripwire launches nothing
