@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import weakref
 
 import numpy as np
 
@@ -25,6 +26,7 @@ class FrameRenderer:
         self.model = model
         self.size = int(size)
         self._renderer: mujoco.Renderer | None = None
+        self._finalizer: weakref.finalize | None = None
 
     def render(self, data: mujoco.MjData, camera: str) -> np.ndarray:
         """An HxWx3 uint8 frame from the named camera (a fresh array, safe to keep)."""
@@ -33,9 +35,9 @@ class FrameRenderer:
         return renderer.render().copy()
 
     def close(self) -> None:
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
+        if self._finalizer is not None:
+            self._finalizer()
+        self._renderer = self._finalizer = None
 
     def _make(self) -> mujoco.Renderer:
         backend = os.environ.get("MUJOCO_GL", "")
@@ -49,4 +51,6 @@ class FrameRenderer:
         renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
         renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
         self._renderer = renderer
+        # Free the GL context before interpreter teardown, where mujoco's __del__ fails noisily.
+        self._finalizer = weakref.finalize(self, renderer.close)
         return renderer
