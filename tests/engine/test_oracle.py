@@ -47,6 +47,12 @@ def test_oracle_places_the_boat(env, oracle, seed):
     assert row["zero_fallbacks"] == 0 and row["mean_batch"] == 1.0
 
 
+def test_same_seed_same_row(env, oracle):
+    timing = {"wall_s", "started_at", "finished_at"}
+    first, again = (episode(env, oracle, 5, seconds=12.0) for _ in range(2))
+    assert {k: v for k, v in first.items() if k not in timing} == {k: v for k, v in again.items() if k not in timing}
+
+
 def test_batched_predicts_keep_a_plan_per_seed(oracle):
     envs = {seed: BoatEnv() for seed in (2, 3)}
     for seed, e in envs.items():
