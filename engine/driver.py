@@ -1,10 +1,9 @@
-"""The parallel rollout driver: worker processes, batched predicts, stop, resume, gates.
+"""The rollout driver: the single writer of the run directory; stop, resume, gates.
 
-One process (this one) is the single writer of the run directory and, for policies served in
-the driver (MolmoAct2, the hold baseline), the one place the model lives: workers send their
-observations at replans, the driver gathers the ones waiting (up to one per busy worker, with a
-short bounded wait) and answers them with one batched predict. Local policies (the scripted
-oracle) live inside each worker and never cross a process boundary.
+The driver hands seeds to an executor and records the rows it returns: the local pool of
+worker processes with batched predicts (engine/pool.py), or shards on a Ray cluster
+(engine/scaleout.py). For policies served in the driver (MolmoAct2, the hold baseline) the
+model is loaded here, once, before any episode starts, so a bad checkpoint fails early.
 
 Stop protocol: a STOP file, SIGTERM or SIGINT -> no new episode starts, in-flight episodes
 finish and their rows are written, state `stopped`. A second signal aborts: workers are killed
@@ -13,7 +12,6 @@ and their in-flight seeds are recorded as not run (never as rows with made-up va
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import signal
 import socket
@@ -23,7 +21,6 @@ import time
 import traceback
 from collections import deque
 from dataclasses import asdict, dataclass, field
-from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
 from engine import rundir as rd
@@ -99,9 +96,7 @@ class _Driver:
         self.stop_reason: str | None = None
         self.abort = False
         self.signals = 0
-        self.predict_rounds = 0
-        self.predicted_obs = 0
-        self.worker_crashes = 0
+        self.pool = None
         self.lost_seeds: list[int] = []
         self.policy = None
         self.gpus = 0
@@ -214,118 +209,36 @@ class _Driver:
 
     def _loop(self, todo: list[int]) -> None:
         pending = deque(todo)
-        n_workers = max(1, min(self.cfg.workers, len(pending))) if pending else 0
-        self.workers: dict[int, _Worker] = {}
-        for wid in range(n_workers):
-            self._spawn_worker(wid)
-        obs_waiting: list[tuple[_Worker, object]] = []
-        first_obs_at = 0.0
-        start_by, started = time.monotonic() + 60.0, False
+        self.pool = self._make_pool(len(pending))
         while True:
             if self.abort:
-                self._abort_workers()
+                self._abort_pool()
                 break
             self._check_stop_file()
             stopping = self.stop_reason is not None
-            # Start together: workers that begin their first episodes at the same moment stay in
-            # step, so their replans meet in one batch (a staggered start halves the mean batch).
-            started = started or all(w.ready for w in self.workers.values() if w.alive) or time.monotonic() > start_by
-            for w in self.workers.values():
-                if started and w.ready and w.idle and w.alive and pending and not stopping:
-                    seed = pending.popleft()
-                    w.start_episode(seed, self._film(w, seed))
-            busy = [w for w in self.workers.values() if w.seed is not None]
-            if not busy and (stopping or not pending or not any(w.alive for w in self.workers.values())):
+            self.pool.respawn = bool(pending) and not stopping
+            if not stopping:
+                for _ in range(min(self.pool.free_slots(), len(pending))):
+                    self.pool.submit(pending.popleft())
+            if not self.pool.in_flight() and (stopping or not pending or not self.pool.alive()):
                 if pending and not stopping:
                     self._request_stop("every worker died")
                 break
-            timeout = POLL_S
-            if obs_waiting:
-                timeout = max(0.0, first_obs_at + self._batch_wait_s() - time.monotonic())
-            ready = wait([w.conn for w in self.workers.values() if w.alive] +
-                         [w.proc.sentinel for w in self.workers.values() if w.alive], timeout)
-            for w in list(self.workers.values()):
-                if not w.alive:
-                    continue
-                if w.conn in ready:
-                    for msg in w.drain():
-                        kind = msg[0]
-                        if kind == "obs":
-                            if not obs_waiting:
-                                first_obs_at = time.monotonic()
-                            obs_waiting.append((w, msg[1]))
-                            self._note_turnaround(w, msg[1])
-                        elif kind == "row":
-                            self._record(msg[1])
-                            w.seed = None
-                        elif kind == "ready":
-                            w.ready = True
-                        elif kind == "log":
-                            self.log(f"worker {w.wid}: {msg[1]}")
-                if w.proc.sentinel in ready or (not w.proc.is_alive() and w.alive):
-                    self._on_worker_death(w, pending)
-                    obs_waiting = [(ow, o) for ow, o in obs_waiting if ow is not w]
-            if obs_waiting:
-                waiting_for = [w for w in self.workers.values() if w.seed is not None and w.alive]
-                if len(obs_waiting) >= len(waiting_for) or time.monotonic() >= first_obs_at + self._batch_wait_s():
-                    self._serve(obs_waiting)
-                    obs_waiting = []
+            for partial in self.pool.poll(POLL_S):
+                self._record(partial)
             self._tick()
-        for w in self.workers.values():
-            w.quit()
+        self.pool.close()
 
-    def _spawn_worker(self, wid: int) -> None:
-        for var in _ONE_THREAD_ENV:  # one core per worker: BLAS/OpenMP pools would oversubscribe
-            os.environ.setdefault(var, "1")
-        if self.policy is not None:
-            served = (self.policy.chunk_horizon, self.policy.needs_images, self.policy.needs_privileged)
-        else:
-            served = None
-        self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served)
+    def _make_pool(self, n_seeds: int):
+        from engine.pool import LocalPool
 
-    def _film(self, w: "_Worker", seed: int) -> bool:
-        draw = self.cfg.video_draw.strip().lower()
-        if draw in ("none", "off", ""):
-            return False
-        if draw == "all":
-            return True
-        if draw.startswith("seeds:"):
-            return seed in {int(s) for s in draw[6:].split(",") if s.strip()}
-        return w.episodes_started == 0 and int(draw or 0) == 0
+        n_workers = max(1, min(self.cfg.workers, n_seeds)) if n_seeds else 0
+        return LocalPool(self.cfg, self.run_dir, self.policy, n_workers, log=self.log)
 
-    def _batch_wait_s(self) -> float:
-        """How long a waiting observation may wait for the other busy workers' observations.
-
-        A predict costs far more than a short wait, and workers that are answered together
-        simulate their chunks side by side and come back together. A worker that fell out of
-        step (a slow reset) is brought back into step by waiting about one chunk's simulation
-        time for the others, so the wait follows the measured chunk turnaround, within bounds.
-        """
-        adaptive = 1.5 * self._turnaround_s if self._turnaround_s is not None else 0.0
-        return min(self.cfg.batch_wait_max_ms / 1000.0, max(self.cfg.batch_wait_ms / 1000.0, adaptive))
-
-    def _note_turnaround(self, w: "_Worker", obs) -> None:
-        if w.chunk_sent_at is not None and getattr(obs, "replan_index", 0) > 0:
-            dt = time.monotonic() - w.chunk_sent_at
-            self._turnaround_s = dt if self._turnaround_s is None else 0.8 * self._turnaround_s + 0.2 * dt
-        w.chunk_sent_at = None
-
-    def _serve(self, obs_waiting) -> None:
-        observations = [o for _, o in obs_waiting]
-        try:
-            chunks = self.policy.predict_batch(observations)
-        except Exception as exc:  # a predict that raises fails those episodes, not the run
-            msg = f"predict failed: {type(exc).__name__}: {exc}"
-            self.log(traceback.format_exc())
-            for w, _ in obs_waiting:
-                w.send(("predict_error", msg))
-            return
-        self.predict_rounds += 1
-        self.predicted_obs += len(observations)
-        for (w, _), chunk in zip(obs_waiting, chunks):
-            chunk.batch_size = len(observations)
-            w.send(("chunk", chunk))
-            w.chunk_sent_at = time.monotonic()
+    def _abort_pool(self) -> None:
+        self.lost_seeds.extend(self.pool.abort())
+        self.stop_reason = (self.stop_reason or "stopped") + (
+            f"; aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}")
 
     def _record(self, partial: dict) -> None:
         row = complete_row({**partial, "run_id": self.cfg.run_id, "arm": self.cfg.arm})
@@ -336,32 +249,6 @@ class _Driver:
                                 self._eta_s()))
         self._write_status(rd.STOPPING if self.stop_reason else rd.RUNNING)
         self._enforce_gates()
-
-    def _on_worker_death(self, w: "_Worker", pending: deque) -> None:
-        w.alive = False
-        code = w.proc.exitcode
-        self.worker_crashes += 1
-        if w.seed is not None and not self.abort:
-            seed = w.seed
-            self._record({
-                "seed": seed, "worker": w.wid, "episode_seconds": self.cfg.episode_seconds,
-                "status": "error", "error": f"worker {w.wid} died (exit code {code}) during this episode",
-                "finished_at": rd.utc_now(),
-            })
-            w.seed = None
-        if self.worker_crashes <= 2 * max(1, self.cfg.workers) and pending and self.stop_reason is None:
-            self.log(f"worker {w.wid} died (exit code {code}); starting a replacement")
-            self._spawn_worker(w.wid)
-
-    def _abort_workers(self) -> None:
-        for w in self.workers.values():
-            if w.seed is not None:
-                self.lost_seeds.append(w.seed)
-            w.kill()
-        self.stop_reason = (self.stop_reason or "stopped") + (
-            f"; aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}")
-
-    # -- run control
 
     def _check_stop_file(self) -> None:
         if self.stop_reason is None:
@@ -400,6 +287,9 @@ class _Driver:
             self._write_status(rd.STOPPING if self.stop_reason else rd.RUNNING)
             self._enforce_gates()
 
+    def _stat(self, name: str) -> int:
+        return self.pool.stats().get(name, 0) if self.pool is not None else 0
+
     def _eta_s(self) -> float | None:
         if not self.session_done:
             return None
@@ -435,9 +325,9 @@ class _Driver:
             "gpu_hours": round(self.gpu_hours, 5),
             "gpu_hours_source": f"allocated (wall x {self.gpus} GPU{'s' if self.gpus != 1 else ''} held)",
             "gpus": self.gpus,
-            "mean_batch": round(self.predicted_obs / self.predict_rounds, 3) if self.predict_rounds else None,
-            "predict_rounds": self.predict_rounds,
-            "worker_crashes": self.worker_crashes,
+            "mean_batch": round(self._stat('predicted_obs') / self._stat('predict_rounds'), 3) if self._stat('predict_rounds') else None,
+            "predict_rounds": self._stat('predict_rounds'),
+            "worker_crashes": self._stat('worker_crashes'),
             "lost_seeds": self.lost_seeds,
             "reason": reason if reason is not None else self.stop_reason,
             "gates": [g.as_dict() for g in self._gate_readings()] if state != rd.STARTING else [],
@@ -463,9 +353,9 @@ class _Driver:
         summary = summarize(self.rows, self.cfg)
         summary.update({
             "state": state, "reason": reason, "elapsed_s": round(self.elapsed_s, 2),
-            "mean_batch": round(self.predicted_obs / self.predict_rounds, 3) if self.predict_rounds else None,
-            "predict_rounds": self.predict_rounds, "gpu_hours": round(self.gpu_hours, 5),
-            "worker_crashes": self.worker_crashes, "lost_seeds": self.lost_seeds,
+            "mean_batch": round(self._stat('predicted_obs') / self._stat('predict_rounds'), 3) if self._stat('predict_rounds') else None,
+            "predict_rounds": self._stat('predict_rounds'), "gpu_hours": round(self.gpu_hours, 5),
+            "worker_crashes": self._stat('worker_crashes'), "lost_seeds": self.lost_seeds,
         })
         rd.write_json_atomic(self.run_dir / rd.ROWS_SUMMARY, {"summary": summary, "rows": self.rows})
         self._write_status(state, reason)
@@ -525,211 +415,6 @@ def _progress_line(row: dict, done: int, total: int, eta_s: float | None) -> str
 
 def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:+.2f}"
-
-
-# --------------------------------------------------------------------------- workers
-
-
-class _Worker:
-    """The driver's handle on one worker process."""
-
-    def __init__(self, wid: int, cfg: RunConfig, run_dir: Path, served: tuple | None):
-        ctx = mp.get_context("spawn")
-        self.wid = wid
-        self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served),
-                                name=f"fontaine-worker-{wid}", daemon=True)
-        self.proc.start()
-        child.close()
-        self.alive = True
-        self.ready = False  # the worker has built its scene and waits for episodes
-        self.chunk_sent_at: float | None = None
-        self.seed: int | None = None
-        self.episodes_started = 0
-
-    @property
-    def idle(self) -> bool:
-        return self.seed is None
-
-    def start_episode(self, seed: int, film: bool) -> None:
-        self.seed = seed
-        self.send(("episode", seed, film))
-        self.episodes_started += 1
-
-    def send(self, msg) -> None:
-        try:
-            self.conn.send(msg)
-        except (BrokenPipeError, OSError):
-            pass  # its death is noticed through the sentinel
-
-    def drain(self) -> list:
-        msgs = []
-        try:
-            while self.conn.poll():
-                msgs.append(self.conn.recv())
-        except (EOFError, OSError):
-            pass
-        return msgs
-
-    def quit(self) -> None:
-        if self.alive:
-            self.send(("quit",))
-            self.proc.join(timeout=10)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join(timeout=5)
-
-    def kill(self) -> None:
-        if self.proc.is_alive():
-            self.proc.kill()
-        self.proc.join(timeout=5)
-        self.alive = False
-
-
-def worker_main(wid: int, conn: Connection, cfg: RunConfig, run_dir: str, served: tuple | None) -> None:
-    """One worker: owns its MuJoCo model; runs the episodes it is handed, one row each."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides how a stop goes
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    try:
-        _worker_loop(wid, conn, cfg, Path(run_dir), served)
-    except (EOFError, BrokenPipeError, ConnectionResetError):
-        pass  # the driver is gone: nothing to report to
-
-
-def _worker_loop(wid: int, conn: Connection, cfg: RunConfig, run_dir: Path, served: tuple | None) -> None:
-    from engine.episode import run_episode
-    from engine.sim.env import BoatEnv
-
-    spec = cfg.policy
-    local = None if spec.serve_in_driver else make_policy(spec)
-    env = BoatEnv(render_size=cfg.render_size)
-    crash_seeds = _fault_seeds("FONTAINE_FAULT_CRASH_SEEDS")
-    conn.send(("ready",))
-    if local is not None:
-        horizon, needs_images, needs_priv = local.chunk_horizon, local.needs_images, local.needs_privileged
-        predict = _LocalPredict(local)
-    else:
-        horizon, needs_images, needs_priv = served
-        predict = _RemotePredict(conn)
-    while True:
-        msg = conn.recv()
-        if msg[0] == "quit":
-            return
-        if msg[0] != "episode":
-            continue
-        _, seed, film = msg
-        if seed in crash_seeds:  # fault injection for tests: a hard crash, as a segfault would be
-            os._exit(3)
-        started = rd.utc_now()
-        t0 = time.monotonic()
-        video_rel, writer = None, None
-        try:
-            if film:
-                video_rel = f"{rd.VIDEOS}/rollout_seed{seed:03d}.mp4"
-                writer = _VideoWriter(run_dir / video_rel)
-            partial = run_episode(env, seed, cfg.episode_seconds, predict, chunk_horizon=horizon,
-                                  needs_images=needs_images, needs_privileged=needs_priv,
-                                  task=spec.task, frame_sink=writer.add if writer else None)
-            if writer is not None:
-                writer.close()
-                if writer.error:
-                    conn.send(("log", f"video of seed {seed} not written: {writer.error}"))
-                    video_rel = None
-            row = {**partial, "seed": seed, "worker": wid, "video": video_rel, "status": "ok", "error": None}
-        except _PredictFailed as exc:
-            row = _error_row(seed, wid, cfg, started, t0, str(exc))
-        except Exception as exc:
-            conn.send(("log", traceback.format_exc()))
-            row = _error_row(seed, wid, cfg, started, t0, f"{type(exc).__name__}: {exc}")
-        finally:
-            if writer is not None:
-                writer.close()
-        conn.send(("row", row))
-
-
-def _fault_seeds(var: str) -> set[int]:
-    return {int(s) for s in os.environ.get(var, "").split(",") if s.strip().isdigit()}
-
-
-def _error_row(seed, wid, cfg, started, t0, message) -> dict:
-    return {"seed": seed, "worker": wid, "episode_seconds": cfg.episode_seconds, "started_at": started,
-            "finished_at": rd.utc_now(), "wall_s": round(time.monotonic() - t0, 3),
-            "status": "error", "error": message}
-
-
-class _PredictFailed(Exception):
-    pass
-
-
-class _RemotePredict:
-    """A predict that is answered by the driver's batched policy."""
-
-    def __init__(self, conn: Connection):
-        self.conn = conn
-
-    def __call__(self, obs):
-        self.conn.send(("obs", obs))
-        msg = self.conn.recv()
-        if msg[0] == "predict_error":
-            raise _PredictFailed(msg[1])
-        return msg[1]
-
-
-class _LocalPredict:
-    """A predict answered by the worker's own copy of a local policy (batch of one)."""
-
-    def __init__(self, policy):
-        self.policy = policy
-
-    def __call__(self, obs):
-        return self.policy.predict_batch([obs])[0]
-
-
-class _VideoWriter:
-    """mp4 of the front camera, encoded on a background thread so the rollout never waits on it."""
-
-    def __init__(self, path: Path, fps: int = 10):
-        import queue
-        import threading
-
-        self.path = path
-        self.q: queue.Queue = queue.Queue(maxsize=64)
-        self.fps = fps
-        self.error: str | None = None
-        self._closed = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def add(self, frame) -> None:
-        if self.error is None:
-            self.q.put(frame)
-
-    def _run(self) -> None:
-        import imageio.v2 as imageio
-
-        writer = None
-        try:
-            while True:
-                frame = self.q.get()
-                if frame is None:
-                    break
-                if writer is None:
-                    writer = imageio.get_writer(str(self.path), fps=self.fps, codec="libx264",
-                                                macro_block_size=1, quality=7)
-                writer.append_data(frame)
-        except Exception as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
-            while self.q.get() is not None:
-                pass
-        finally:
-            if writer is not None:
-                writer.close()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.q.put(None)
-            self.thread.join(timeout=120)
 
 
 # --------------------------------------------------------------------------- provenance

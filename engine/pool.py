@@ -1,0 +1,392 @@
+"""The local episode pool: worker processes, each owning a MuJoCo scene, and batched predicts.
+
+`LocalPool` is the executor the driver hands seeds to and takes finished rows from. For a
+policy served in the driver (MolmoAct2, the hold baseline) it is also the one place the model
+lives: workers send their observations at replans, the pool gathers the ones waiting (one per
+busy worker at most, with a bounded wait) and answers them with one batched predict. Local
+policies (the scripted oracle) live inside each worker and never cross a process boundary.
+
+The same pool runs inside a Ray shard (engine/scaleout.py): a shard is this pool on a node.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import time
+import traceback
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+
+from engine import rundir as rd
+from engine.policies.factory import make_policy
+
+_ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+START_TOGETHER_S = 60.0
+
+
+class LocalPool:
+    """Worker processes on this machine. Not thread-safe: one caller drives it."""
+
+    def __init__(self, cfg, run_dir: Path, policy, n_workers: int, log=print):
+        self.cfg, self.run_dir, self.policy, self.log = cfg, Path(run_dir), policy, log
+        self.workers: dict[int, _Worker] = {}
+        self.respawn = True
+        self.predict_rounds = 0
+        self.predicted_obs = 0
+        self.worker_crashes = 0
+        self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
+        self._obs_waiting: list[tuple[_Worker, object]] = []
+        self._first_obs_at = 0.0
+        self._start_by = time.monotonic() + START_TOGETHER_S
+        self._started = False
+        for wid in range(max(0, n_workers)):
+            self._spawn_worker(wid)
+
+    # -- the executor interface the driver uses
+
+    def free_slots(self) -> int:
+        """Workers ready for a new episode now. Workers start together: those that begin their
+        first episodes at the same moment stay in step, so their replans meet in one batch."""
+        self._started = self._started or all(w.ready for w in self.workers.values() if w.alive) \
+            or time.monotonic() > self._start_by
+        if not self._started:
+            return 0
+        return sum(1 for w in self.workers.values() if w.alive and w.ready and w.idle)
+
+    def submit(self, seed: int) -> None:
+        w = next(w for w in self.workers.values() if w.alive and w.ready and w.idle)
+        w.start_episode(seed, self._film(w, seed))
+
+    def in_flight(self) -> list[int]:
+        return [w.seed for w in self.workers.values() if w.seed is not None]
+
+    def alive(self) -> bool:
+        return any(w.alive for w in self.workers.values())
+
+    def poll(self, timeout: float) -> list[dict]:
+        """Wait up to `timeout` for worker messages; serve a batch when it is due; return the
+        partial rows of the episodes that finished (a worker that died leaves an error row)."""
+        rows: list[dict] = []
+        if self._obs_waiting:
+            timeout = min(timeout, max(0.0, self._first_obs_at + self._batch_wait_s() - time.monotonic()))
+        live = [w for w in self.workers.values() if w.alive]
+        ready = wait([w.conn for w in live] + [w.proc.sentinel for w in live], timeout)
+        for w in live:
+            if w.conn in ready:
+                for msg in w.drain():
+                    kind = msg[0]
+                    if kind == "obs":
+                        if not self._obs_waiting:
+                            self._first_obs_at = time.monotonic()
+                        self._obs_waiting.append((w, msg[1]))
+                        self._note_turnaround(w, msg[1])
+                    elif kind == "row":
+                        rows.append(msg[1])
+                        w.seed = None
+                    elif kind == "ready":
+                        w.ready = True
+                    elif kind == "log":
+                        self.log(f"worker {w.wid}: {msg[1]}")
+            if w.proc.sentinel in ready or not w.proc.is_alive():
+                row = self._on_worker_death(w)
+                if row is not None:
+                    rows.append(row)
+                self._obs_waiting = [(ow, o) for ow, o in self._obs_waiting if ow is not w]
+        if self._obs_waiting:
+            waiting_for = [w for w in self.workers.values() if w.seed is not None and w.alive]
+            if len(self._obs_waiting) >= len(waiting_for) or time.monotonic() >= self._first_obs_at + self._batch_wait_s():
+                self._serve(self._obs_waiting)
+                self._obs_waiting = []
+        return rows
+
+    def abort(self) -> list[int]:
+        """Kill every worker now; return the seeds that were in flight (not run, no rows)."""
+        lost = self.in_flight()
+        for w in self.workers.values():
+            w.kill()
+            w.seed = None
+        return lost
+
+    def close(self) -> None:
+        for w in self.workers.values():
+            w.quit()
+
+    def stats(self) -> dict:
+        return {"predict_rounds": self.predict_rounds, "predicted_obs": self.predicted_obs,
+                "worker_crashes": self.worker_crashes}
+
+    # -- internals
+
+    def _spawn_worker(self, wid: int) -> None:
+        for var in _ONE_THREAD_ENV:  # one core per worker: BLAS/OpenMP pools would oversubscribe
+            os.environ.setdefault(var, "1")
+        if self.policy is not None:
+            served = (self.policy.chunk_horizon, self.policy.needs_images, self.policy.needs_privileged)
+        else:
+            served = None
+        self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served)
+
+    def _film(self, w: "_Worker", seed: int) -> bool:
+        """Which episodes are filmed: draw 0 = the first episode each worker runs."""
+        draw = self.cfg.video_draw.strip().lower()
+        if draw in ("none", "off", ""):
+            return False
+        if draw == "all":
+            return True
+        if draw.startswith("seeds:"):
+            return seed in {int(s) for s in draw[6:].split(",") if s.strip()}
+        return w.episodes_started == 0 and int(draw or 0) == 0
+
+    def _batch_wait_s(self) -> float:
+        """How long a waiting observation may wait for the other busy workers' observations.
+
+        A predict costs far more than a short wait, and workers that are answered together
+        simulate their chunks side by side and come back together. A worker that fell out of
+        step (a slow reset) is brought back into step by waiting about one chunk's simulation
+        time for the others, so the wait follows the measured chunk turnaround, within bounds.
+        """
+        adaptive = 1.5 * self._turnaround_s if self._turnaround_s is not None else 0.0
+        return min(self.cfg.batch_wait_max_ms / 1000.0, max(self.cfg.batch_wait_ms / 1000.0, adaptive))
+
+    def _note_turnaround(self, w: "_Worker", obs) -> None:
+        if w.chunk_sent_at is not None and getattr(obs, "replan_index", 0) > 0:
+            dt = time.monotonic() - w.chunk_sent_at
+            self._turnaround_s = dt if self._turnaround_s is None else 0.8 * self._turnaround_s + 0.2 * dt
+        w.chunk_sent_at = None
+
+    def _serve(self, obs_waiting) -> None:
+        observations = [o for _, o in obs_waiting]
+        try:
+            chunks = self.policy.predict_batch(observations)
+        except Exception as exc:  # a predict that raises fails those episodes, not the run
+            msg = f"predict failed: {type(exc).__name__}: {exc}"
+            self.log(traceback.format_exc())
+            for w, _ in obs_waiting:
+                w.send(("predict_error", msg))
+            return
+        self.predict_rounds += 1
+        self.predicted_obs += len(observations)
+        for (w, _), chunk in zip(obs_waiting, chunks):
+            chunk.batch_size = len(observations)
+            w.send(("chunk", chunk))
+            w.chunk_sent_at = time.monotonic()
+
+    def _on_worker_death(self, w: "_Worker") -> dict | None:
+        w.alive = False
+        code = w.proc.exitcode
+        self.worker_crashes += 1
+        row = None
+        if w.seed is not None:
+            row = {"seed": w.seed, "worker": w.wid, "episode_seconds": self.cfg.episode_seconds,
+                   "status": "error", "error": f"worker {w.wid} died (exit code {code}) during this episode",
+                   "finished_at": rd.utc_now()}
+            w.seed = None
+        if self.respawn and self.worker_crashes <= 2 * max(1, len(self.workers)):
+            self.log(f"worker {w.wid} died (exit code {code}); starting a replacement")
+            self._spawn_worker(w.wid)
+        return row
+
+
+class _Worker:
+    """The driver's handle on one worker process."""
+
+    def __init__(self, wid: int, cfg, run_dir: Path, served: tuple | None):
+        ctx = mp.get_context("spawn")
+        self.wid = wid
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served),
+                                name=f"fontaine-worker-{wid}", daemon=True)
+        self.proc.start()
+        child.close()
+        self.alive = True
+        self.ready = False  # the worker has built its scene and waits for episodes
+        self.chunk_sent_at: float | None = None
+        self.seed: int | None = None
+        self.episodes_started = 0
+
+    @property
+    def idle(self) -> bool:
+        return self.seed is None
+
+    def start_episode(self, seed: int, film: bool) -> None:
+        self.seed = seed
+        self.send(("episode", seed, film))
+        self.episodes_started += 1
+
+    def send(self, msg) -> None:
+        try:
+            self.conn.send(msg)
+        except (BrokenPipeError, OSError):
+            pass  # its death is noticed through the sentinel
+
+    def drain(self) -> list:
+        msgs = []
+        try:
+            while self.conn.poll():
+                msgs.append(self.conn.recv())
+        except (EOFError, OSError):
+            pass
+        return msgs
+
+    def quit(self) -> None:
+        if self.alive:
+            self.send(("quit",))
+            self.proc.join(timeout=10)
+        if self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(timeout=5)
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=5)
+        self.alive = False
+
+
+def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: tuple | None) -> None:
+    """One worker: owns its MuJoCo model; runs the episodes it is handed, one row each."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides how a stop goes
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        _worker_loop(wid, conn, cfg, Path(run_dir), served)
+    except (EOFError, BrokenPipeError, ConnectionResetError):
+        pass  # the driver is gone: nothing to report to
+
+
+def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple | None) -> None:
+    from engine.episode import run_episode
+    from engine.sim.env import BoatEnv
+
+    spec = cfg.policy
+    local = None if spec.serve_in_driver else make_policy(spec)
+    env = BoatEnv(render_size=cfg.render_size)
+    crash_seeds = _fault_seeds("FONTAINE_FAULT_CRASH_SEEDS")
+    conn.send(("ready",))
+    if local is not None:
+        horizon, needs_images, needs_priv = local.chunk_horizon, local.needs_images, local.needs_privileged
+        predict = _LocalPredict(local)
+    else:
+        horizon, needs_images, needs_priv = served
+        predict = _RemotePredict(conn)
+    while True:
+        msg = conn.recv()
+        if msg[0] == "quit":
+            return
+        if msg[0] != "episode":
+            continue
+        _, seed, film = msg
+        if seed in crash_seeds:  # fault injection for tests: a hard crash, as a segfault would be
+            os._exit(3)
+        started = rd.utc_now()
+        t0 = time.monotonic()
+        video_rel, writer = None, None
+        try:
+            if film:
+                video_rel = f"{rd.VIDEOS}/rollout_seed{seed:03d}.mp4"
+                writer = _VideoWriter(run_dir / video_rel)
+            partial = run_episode(env, seed, cfg.episode_seconds, predict, chunk_horizon=horizon,
+                                  needs_images=needs_images, needs_privileged=needs_priv,
+                                  task=spec.task, frame_sink=writer.add if writer else None)
+            if writer is not None:
+                writer.close()
+                if writer.error:
+                    conn.send(("log", f"video of seed {seed} not written: {writer.error}"))
+                    video_rel = None
+            row = {**partial, "seed": seed, "worker": wid, "video": video_rel, "status": "ok", "error": None}
+        except _PredictFailed as exc:
+            row = _error_row(seed, wid, cfg, started, t0, str(exc))
+        except Exception as exc:
+            conn.send(("log", traceback.format_exc()))
+            row = _error_row(seed, wid, cfg, started, t0, f"{type(exc).__name__}: {exc}")
+        finally:
+            if writer is not None:
+                writer.close()
+        conn.send(("row", row))
+
+
+def _fault_seeds(var: str) -> set[int]:
+    return {int(s) for s in os.environ.get(var, "").split(",") if s.strip().isdigit()}
+
+
+def _error_row(seed, wid, cfg, started, t0, message) -> dict:
+    return {"seed": seed, "worker": wid, "episode_seconds": cfg.episode_seconds, "started_at": started,
+            "finished_at": rd.utc_now(), "wall_s": round(time.monotonic() - t0, 3),
+            "status": "error", "error": message}
+
+
+class _PredictFailed(Exception):
+    pass
+
+
+class _RemotePredict:
+    """A predict that is answered by the driver's batched policy."""
+
+    def __init__(self, conn: Connection):
+        self.conn = conn
+
+    def __call__(self, obs):
+        self.conn.send(("obs", obs))
+        msg = self.conn.recv()
+        if msg[0] == "predict_error":
+            raise _PredictFailed(msg[1])
+        return msg[1]
+
+
+class _LocalPredict:
+    """A predict answered by the worker's own copy of a local policy (batch of one)."""
+
+    def __init__(self, policy):
+        self.policy = policy
+
+    def __call__(self, obs):
+        return self.policy.predict_batch([obs])[0]
+
+
+class _VideoWriter:
+    """mp4 of the front camera, encoded on a background thread so the rollout never waits on it."""
+
+    def __init__(self, path: Path, fps: int = 10):
+        import queue
+        import threading
+
+        self.path = path
+        self.q: queue.Queue = queue.Queue(maxsize=64)
+        self.fps = fps
+        self.error: str | None = None
+        self._closed = False
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def add(self, frame) -> None:
+        if self.error is None:
+            self.q.put(frame)
+
+    def _run(self) -> None:
+        import imageio.v2 as imageio
+
+        writer = None
+        try:
+            while True:
+                frame = self.q.get()
+                if frame is None:
+                    break
+                if writer is None:
+                    writer = imageio.get_writer(str(self.path), fps=self.fps, codec="libx264",
+                                                macro_block_size=1, quality=7)
+                writer.append_data(frame)
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+            while self.q.get() is not None:
+                pass
+        finally:
+            if writer is not None:
+                writer.close()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.q.put(None)
+            self.thread.join(timeout=120)
+
