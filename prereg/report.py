@@ -265,6 +265,9 @@ def _verdicts(doc: Document, reports: dict[str, ArmReport]) -> list[Verdict]:
             if c.comparator.arm and c.reads is not None and c.comparator.arm not in reports:
                 values[c.comparator.arm] = dict(c.reads.values())
     for arm, rep in reports.items():
+        if rep.reads.n == 0:
+            values[arm] = {}  # no episodes: every rule on this arm is undetermined, never vacuously true
+            continue
         v = dict(rep.reads.values())
         first = next((c.paired for c in rep.comparators if c.paired and c.paired.shared_seeds), None)
         if first:

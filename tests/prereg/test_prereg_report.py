@@ -164,3 +164,10 @@ def test_shipped_examples_are_never_written(examples_dir, run_dir):
     rep = build_report(demo, {"scripted": d}, now=NOW)
     assert not rep.appended and "shipped example" in rep.not_appended_because
     assert demo.read_bytes() == before and (d / "results.md").exists()
+
+
+def test_no_episodes_leaves_rules_undetermined(demo, run_dir):
+    d = run_dir("empty", [], status={"state": "stopped", "reason": "STOP"})
+    rep = build_report(demo, {"scripted": d}, append=False, now=NOW)
+    assert rep.arms["scripted"].reads.n == 0
+    assert {v.verdict for v in rep.verdicts} == {"undetermined"}  # not "successes == 0 HOLDS" on nothing
