@@ -86,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     pre.add_argument("--prereg", type=Path, metavar="FILE", help="a frozen pre-registration: everything comes from it")
     pre.add_argument("--arm", help="the arm of --prereg to run")
 
+    ray = p.add_argument_group("scale-out (Ray; pip install '.[ray]')")
+    ray.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: 'auto', 'host:port', or 'local' (a private one)")
+    ray.add_argument("--ray-shards", type=_positive_int, default=None, help="shards (one per GPU node); default: one per node")
+    ray.add_argument("--ray-gpus-per-shard", type=_nonneg_int, default=None, help="GPUs each shard holds (default 1 for MolmoAct2, 0 otherwise)")
+    ray.add_argument("--ray-dashboard", action="store_true", help="start Ray's dashboard (off by default)")
+
     gates = p.add_argument_group("gates and tripwires")
     gates.add_argument("--gpu-hours-gate", type=_nonneg_float, default=None)
     gates.add_argument("--pace-limit-hours", type=_positive_float, default=None)
@@ -117,7 +123,7 @@ def resolve(args):
                      pace_after_episodes=args.pace_after_episodes)
     config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
                        workers=args.workers, video_draw=args.video_draw, batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
-                       gates=gates, gpus=args.gpus, render_size=args.render_size)
+                       gates=gates, gpus=args.gpus, render_size=args.render_size, ray=_ray_settings(args, spec))
     _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
 
@@ -170,7 +176,7 @@ def _resolve_prereg(args):
                        episode_seconds=launch.episode_seconds, workers=launch.workers or 1,
                        video_draw=str(launch.video_draw if launch.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
-                       render_size=args.render_size,
+                       render_size=args.render_size, ray=_ray_settings(args, spec),
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
                                "path": str(Path(launch.prereg_path).resolve())})
     _check_video_draw(config.video_draw)
@@ -275,6 +281,20 @@ def _check_writable(run_dir: Path) -> None:
                          "choose another --run-dir")
     if probe_dir == run_dir and not run_dir.is_dir():
         raise UsageError(f"run directory {run_dir} exists and is not a directory")
+
+
+def _ray_settings(args, spec) -> dict | None:
+    if args.ray is None:
+        if args.ray_shards or args.ray_gpus_per_shard is not None or args.ray_dashboard:
+            raise UsageError("--ray-shards / --ray-gpus-per-shard / --ray-dashboard need --ray ADDRESS")
+        return None
+    address = args.ray.strip()
+    if address not in ("auto", "local") and not re.fullmatch(r"[\w.\-]+:\d{1,5}", address):
+        raise UsageError(f"--ray {args.ray!r}: use 'auto', 'local' or host:port (e.g. 10.0.0.5:6379)")
+    gpus = args.ray_gpus_per_shard
+    if gpus is None:
+        gpus = 1 if spec.kind.startswith("molmoact2") else 0
+    return {"address": address, "shards": args.ray_shards, "gpus_per_shard": gpus, "dashboard": bool(args.ray_dashboard)}
 
 
 def _check_video_draw(draw: str) -> None:

@@ -49,6 +49,7 @@ class RunConfig:
     gpus: int | None = None  # GPUs held; None = 1 when the policy runs on CUDA, else 0
     render_size: int = 224
     prereg: dict | None = None  # {id, sha256, path} when launched from a frozen document
+    ray: dict | None = None  # {address, shards, gpus_per_shard, dashboard}: run the seeds on a Ray cluster
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -160,14 +161,19 @@ class _Driver:
 
     def _load_policy(self) -> None:
         spec = self.cfg.policy
-        if spec.serve_in_driver:
+        if self.cfg.ray is not None:  # each shard loads its own copy on its node
+            describe = {"policy": spec.kind, "served": "in each Ray shard"}
+            shards = int(self.cfg.ray.get("shards") or 1)
+            default_gpus = shards * int(self.cfg.ray.get("gpus_per_shard") or 0)
+        elif spec.serve_in_driver:
             self.policy = make_policy(spec)
             describe = self.policy.describe()
+            default_gpus = 1 if str(describe.get("device", "cpu")).startswith("cuda") else 0
         else:
             describe = {"policy": spec.kind, "served": "in each worker"}
+            default_gpus = 0
         self.policy_description = describe
-        device = str(describe.get("device", "cpu"))
-        self.gpus = self.cfg.gpus if self.cfg.gpus is not None else (1 if device.startswith("cuda") else 0)
+        self.gpus = self.cfg.gpus if self.cfg.gpus is not None else default_gpus
 
     def _write_manifest(self) -> None:
         path = self.run_dir / rd.MANIFEST
@@ -210,6 +216,8 @@ class _Driver:
     def _loop(self, todo: list[int]) -> None:
         pending = deque(todo)
         self.pool = self._make_pool(len(pending))
+        if self.cfg.gpus is None and getattr(self.pool, "gpus_held", None) is not None:
+            self.gpus = self.pool.gpus_held  # what the cluster actually granted
         while True:
             if self.abort:
                 self._abort_pool()
@@ -226,10 +234,18 @@ class _Driver:
                 break
             for partial in self.pool.poll(POLL_S):
                 self._record(partial)
+            requeued = self.pool.take_requeued()  # seeds of a lost shard go to the others
+            if requeued:
+                self.log(f"re-queued seeds {requeued} from a lost executor")
+                pending.extendleft(reversed(requeued))
             self._tick()
         self.pool.close()
 
     def _make_pool(self, n_seeds: int):
+        if self.cfg.ray is not None:
+            from engine.scaleout import RayPool
+
+            return RayPool(self.cfg, self.run_dir, log=self.log)
         from engine.pool import LocalPool
 
         n_workers = max(1, min(self.cfg.workers, n_seeds)) if n_seeds else 0
@@ -329,6 +345,7 @@ class _Driver:
             "predict_rounds": self._stat('predict_rounds'),
             "worker_crashes": self._stat('worker_crashes'),
             "lost_seeds": self.lost_seeds,
+            "executor": self.pool.stats() if self.pool is not None else None,
             "reason": reason if reason is not None else self.stop_reason,
             "gates": [g.as_dict() for g in self._gate_readings()] if state != rd.STARTING else [],
             "pid": os.getpid(),

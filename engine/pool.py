@@ -101,6 +101,10 @@ class LocalPool:
                 self._obs_waiting = []
         return rows
 
+    def take_requeued(self) -> list[int]:
+        """Seeds to hand out again (a lost Ray shard's); a local worker's crash is an error row."""
+        return []
+
     def abort(self) -> list[int]:
         """Kill every worker now; return the seeds that were in flight (not run, no rows)."""
         lost = self.in_flight()
