@@ -63,15 +63,15 @@ def rollout_rate(env: BoatEnv, seeds: int, episode_seconds: float) -> tuple[floa
 
 
 def bare_step_rate(env: BoatEnv, seeds: int, episode_seconds: float) -> float:
-    """The same ticks as plain `mj_step` calls with the arm held at home."""
-    steps = int(round(episode_seconds * CONTROL_HZ)) * SUBSTEPS_PER_TICK
+    """The same ticks as plain `mj_step` calls (one call of all substeps per tick), arm held at home."""
+    ticks = int(round(episode_seconds * CONTROL_HZ))
     wall = 0.0
     for seed in range(seeds):
         env.reset(seed)
         env.data.ctrl[:] = HOME_RAD
         t0 = time.perf_counter()
-        for _ in range(steps):
-            mujoco.mj_step(env.model, env.data)
+        for _ in range(ticks):
+            mujoco.mj_step(env.model, env.data, nstep=SUBSTEPS_PER_TICK)
         wall += time.perf_counter() - t0
     return seeds * episode_seconds / wall
 
