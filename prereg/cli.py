@@ -166,11 +166,9 @@ def cmd_amend(args) -> int:
 
 def cmd_verify(args) -> int:
     from prereg.document import load
-    from prereg.seal import CHANGED, CHAIN, INTACT
+    from prereg.seal import CHAIN, CHANGED, INTACT, verify_layout
 
     doc = load(args.file)
-    from prereg.seal import verify_layout
-
     ver = verify_layout(doc.layout)
     for c in ver.checks:
         mark = {INTACT: "ok", CHANGED: "CHANGED", CHAIN: "CHAIN BROKEN"}.get(c.state, "open")
