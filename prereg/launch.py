@@ -47,8 +47,9 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
     """The frozen settings of one arm, or PreregError saying what, where (file:line) and what to do."""
     doc = load(path)
     p = str(doc.path)
-    if doc.problems:
-        raise PreregError.from_problems(p, doc.problems, "does not validate, so it cannot be launched",
+    problems = [pr for pr in doc.problems if not _in_open_amendment(doc, pr.line)]
+    if problems:
+        raise PreregError.from_problems(p, problems, "does not validate, so it cannot be launched",
                                         "fix the fields named above (`fontaine-prereg validate`)")
     ver = verify_layout(doc.layout)
     if not ver.frozen:
@@ -60,6 +61,10 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
                           f"change (e.g. `git diff {p}`), or register the change as an amendment "
                           f"(`fontaine-prereg amend {p}`)")
     found = doc.find_arm(arm_name)
+    draft = next((sec for sec in doc.layout.sections if sec.number and not sec.sealed), None)
+    if found is None and draft is not None and doc.problems:
+        raise PreregError.from_problems(p, doc.problems, f"no launchable arm {arm_name!r}; {draft.name} is a draft "
+                                        "that does not validate", f"fix it, then `fontaine-prereg freeze {p}`")
     if found is None:
         known = ", ".join(a.name for a in doc.arms()) or "none"
         raise PreregError(f"{p}: no arm {arm_name!r} (arms: {known}); pick one of those, or add it by amendment")
@@ -93,6 +98,14 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
     )
 
 
+def _in_open_amendment(doc, line: int | None) -> bool:
+    """A problem inside a draft amendment does not block launching the arms already frozen."""
+    if line is None:
+        return False
+    return any(sec.number and not sec.sealed and sec.start < line <= (sec.end or len(doc.layout.lines))
+               for sec in doc.layout.sections)
+
+
 def launchable_arms(path: str | Path) -> list[str]:
     """Arm names that `resolve_launch` would accept now (base and frozen amendments), in order.
 
@@ -103,6 +116,6 @@ def launchable_arms(path: str | Path) -> list[str]:
         doc = load(path)
     except PreregError:
         return []
-    if doc.problems or not verify_layout(doc.layout).ok:
+    if any(not _in_open_amendment(doc, pr.line) for pr in doc.problems) or not verify_layout(doc.layout).ok:
         return []
     return [a.name for s in doc.sections if s.section.sealed for a in s.arms]

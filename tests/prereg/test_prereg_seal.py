@@ -189,3 +189,33 @@ def test_amend_template_does_not_validate_until_edited(tmp_path):
     assert any(pr.field.startswith("amendment-1.arms[0].name") for pr in doc.problems)
     with pytest.raises(PreregError, match="does not validate"):
         freeze(p)
+
+
+def test_a_draft_amendment_does_not_block_frozen_arms(tmp_path):
+    from prereg.launch import launchable_arms
+
+    p = tmp_path / "t.md"
+    p.write_text(GOOD)
+    freeze(p)
+    amend(p, title="draft")  # the template's placeholder arm name does not validate yet
+    assert load(p).problems
+    assert resolve_launch(p, "a").arm == "a"
+    assert launchable_arms(p) == ["a", "b"]
+    with pytest.raises(PreregError, match="draft"):
+        resolve_launch(p, "new-arm")
+
+
+def test_every_single_character_edit_in_a_frozen_section_is_caught(demo):
+    import random
+
+    text = demo.read_text()
+    seal_at = text.index("<!-- fontaine:sealed")
+    rng = random.Random(7)
+    positions = [i for i in range(seal_at) if not text[i].isspace()]
+    for i in rng.sample(positions, 40):
+        ch = "X" if text[i] != "X" else "Y"
+        demo.write_text(text[:i] + ch + text[i + 1:])
+        v = verify(demo)
+        assert not v.ok and v.first_failure().section == "base", (i, text[i])
+    demo.write_text(text)
+    assert verify(demo).ok
