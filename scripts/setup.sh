@@ -32,10 +32,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=".venv/.fontaine-installed"
-want="$(sha256sum pyproject.toml | cut -c1-16)"
+want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing Python packages (first time: a few minutes, about 5 GB with torch)"
   quiet .venv/bin/python -m pip install --upgrade pip
-  quiet .venv/bin/python -m pip install -e '.[dev]'
+  quiet .venv/bin/python -m pip install -e ".[${FONTAINE_EXTRAS:-dev,ray}]"
   echo "$want" > "$stamp"
 fi
