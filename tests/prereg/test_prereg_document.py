@@ -154,3 +154,13 @@ def test_seed_forms(spec, want):
 def test_bad_seed_forms(spec):
     with pytest.raises(ValueError):
         parse_seeds(spec)
+
+
+def test_the_package_stays_pure():
+    import subprocess
+    import sys
+
+    code = ("import sys, prereg.cli, prereg.report, prereg.launch, prereg.seal; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('engine', 'console', 'mujoco', 'torch')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
