@@ -17,6 +17,7 @@ import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from functools import lru_cache
+from statistics import NormalDist
 
 from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, BadLine
 
@@ -30,18 +31,27 @@ HIST_MIN_CM, HIST_MAX_CM, HIST_BIN_CM = -10.0, 10.0, 1.0
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
-    """Wilson score interval of a success proportion (None when there are no trials)."""
+    """Wilson score interval of a success proportion (None when there are no trials).
+
+    The same numbers as `scipy.stats.binomtest(k, n).proportion_ci(method="wilson")` (Newcombe
+    1998, no continuity correction; a test checks the two agree), computed here because
+    importing scipy.stats takes seconds, which a console that opens a run must not spend.
+    """
     if n <= 0:
         return None
     return _wilson(successes, n, confidence)
 
 
 @lru_cache(maxsize=256)
-def _wilson(successes: int, n: int, confidence: float) -> tuple[float, float]:
-    from scipy.stats import binomtest  # imported on first use: scipy takes a while to load
-
-    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
-    return (float(ci.low), float(ci.high))
+def _wilson(k: int, n: int, confidence: float) -> tuple[float, float]:
+    z = NormalDist().inv_cdf(0.5 + 0.5 * confidence)
+    p = k / n
+    denom = 2 * (n + z * z)
+    center = (2 * n * p + z * z) / denom
+    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z * z)
+    lo = 0.0 if k == 0 else center - delta
+    hi = 1.0 if k == n else center + delta
+    return (lo, hi)
 
 
 def row_outcome(row: dict) -> str:
@@ -124,7 +134,7 @@ class RunAggregate:
     def add(self, row: dict) -> None:
         self.rows += 1
         self.version += 1
-        self.recent.append(row)
+        self.recent.append((self.rows, row))
         outcome = row_outcome(row)
         seed = row.get("seed")
         if seed in self.seed_outcomes:

@@ -125,10 +125,10 @@ def counts_table(view: AggregateView) -> Table:
     t.add_row("reset strikes", Text(str(view.reset_strikes), style=strikes_style),
               "must be 0" if not view.reset_strikes else f"INVALID: {view.rows_with_reset_strikes} episodes")
     t.add_row("error rows", Text(str(view.errors), style="bold magenta" if view.errors else ""),
-              view.error_messages[-1] if view.error_messages else "")
+              _clip(view.error_messages[-1], 44) if view.error_messages else "")
     bad = view.recent_bad[-1] if view.recent_bad else None
     t.add_row("corrupt lines", Text(str(view.corrupt), style="bold red" if view.corrupt else ""),
-              f"line {bad.line_no}: {bad.reason}" if bad else "")
+              _clip(f"line {bad.line_no}: {bad.reason}", 44) if bad else "")
     med = "—" if view.progress_final_median is None else f"{view.progress_final_median:+.2f}"
     mean = "—" if view.progress_final_mean is None else f"{view.progress_final_mean:+.2f}"
     t.add_row("progress_final", f"{med} cm", f"median, mean {mean}; {view.tipped} tipped")
@@ -267,6 +267,10 @@ def recent_row_cells(row: dict) -> tuple:
         str(row.get("worker", "")),
         Text(str(note)[:40], style="magenta" if row.get("error") else "grey62"),
     )
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _seed_key(seed) -> tuple:

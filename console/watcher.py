@@ -225,14 +225,16 @@ class Watcher:
                 changed |= self._rescan()
                 self._last_scan = now
             more = False
-            selected = self.watches.get(self.selected) if self.selected else None
+            sel = self.selected  # read once: the UI thread may change it during this poll
+            selected = self.watches.get(sel) if sel else None
             if selected is not None:
                 changed |= selected.refresh(None)
             for w in self.watches.values():
                 if w is not selected:
                     changed |= w.refresh(BACKGROUND_BYTES)
                     more |= w.loading
-            update = self._update() if changed or self._detail_key() != self._sent_detail else None
+            key = self._detail_key(sel)
+            update = self._update(sel, key) if changed or key != self._sent_detail else None
         if update is not None:
             self.on_update(update)
         if self.notifier is not None and now - self._last_notify >= NOTIFY_EVERY_S:
@@ -259,17 +261,17 @@ class Watcher:
                 self._pending_popens.pop(p)
         return changed
 
-    def _detail_key(self) -> tuple | None:
-        w = self.watches.get(self.selected) if self.selected else None
-        return None if w is None else (self.selected, w.agg.version, w.info_version, w.loading)
+    def _detail_key(self, sel: Path | None) -> tuple | None:
+        w = self.watches.get(sel) if sel else None
+        return None if w is None else (sel, w.agg.version, w.info_version, w.loading)
 
-    def _update(self) -> WatchUpdate:
+    def _update(self, sel: Path | None, key: tuple | None) -> WatchUpdate:
         runs = tuple(w.summary() for w in self.watches.values())
-        w = self.watches.get(self.selected) if self.selected else None
+        w = self.watches.get(sel) if sel else None
         detail = None
         if w is not None:
             detail = RunDetail(info=replace(w.info), view=w.agg.snapshot(), loading=w.loading, restart_reason=w.restart_reason)
-        self._sent_detail = self._detail_key()
+        self._sent_detail = key
         return WatchUpdate(runs=runs, detail=detail)
 
     def _notify(self) -> None:

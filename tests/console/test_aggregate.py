@@ -28,6 +28,16 @@ def test_counts_match_the_rows():
     assert v.tipped == 10
 
 
+def test_wilson_interval_is_scipys():
+    from scipy.stats import binomtest
+
+    for n in (1, 2, 7, 20, 100, 1000):
+        for k in sorted({0, 1, n // 3, n // 2, n - 1, n}):
+            ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+            lo, hi = wilson_interval(k, n)
+            assert abs(lo - ci.low) < 1e-12 and abs(hi - ci.high) < 1e-12, (k, n)
+
+
 def test_wilson_interval_matches_scipy_and_known_value():
     lo, hi = wilson_interval(9, 100)
     assert abs(lo - 0.0481) < 5e-4 and abs(hi - 0.1621) < 5e-4

@@ -1,0 +1,131 @@
+"""SVG snapshots of the main screens at 120x40, from deterministic run directories and a fixed clock.
+
+Update with: .venv/bin/python -m pytest tests/console/test_snapshots.py --snapshot-update
+"""
+
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+from textual.widgets import Select
+
+from conftest import make_app, make_row, make_run_dir, plain, wait_for
+from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    """Paths on screen are shown relative to the working directory: make them the same every run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").mkdir()
+    return tmp_path
+
+
+def finished_runs(runs):
+    make_run_dir(runs, "flow-officialmap-a-20260101-000000", arm="a", total=100, done=100, elapsed_s=3084.0,
+                 gpu_hours=0.86, prereg={"id": "flow-officialmap", "sha256": "0f3c9a7e1b2d4c5f", "path": "x.md"},
+                 rows=[make_row(s, arm="a") for s in range(99)] + [make_row(99, status="error", error="worker 3 crashed")],
+                 extra_lines=["{torn json"])
+    make_run_dir(runs, "flow-officialmap-b-20260101-010000", arm="b", total=100, done=37, state="running",
+                 pid={"pid": 4_000_000, "pgid": 4_000_000, "create_time": 1.0})  # a pid that cannot exist: died
+
+
+def live_tripped_run(runs):
+    """A live run (its pid is this test process, create time matched) whose pace tripwire tripped."""
+    me = psutil.Process()
+    make_run_dir(runs, "discrete-ar-100-discrete-20260101-020000", arm="discrete", total=100, done=20,
+                 state="running", elapsed_s=1800.0, gpu_hours=0.9,
+                 gates={"gpu_hours": 1.0, "pace_limit_hours": 1.5, "pace_after_episodes": 10},
+                 prereg={"id": "discrete-ar-100", "sha256": "9a8b7c6d5e4f", "path": "y.md"},
+                 pid={"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time()},
+                 rows=[make_row(s, arm="discrete", reset_strikes=1 if s == 7 else 0) for s in range(20)])
+
+
+async def until_drawn(pilot, app, run_name=None):
+    def ready():
+        d = app.detail
+        if d is None or (run_name and d.info.run_id != run_name) or d.loading:
+            return False
+        if any(r.loading for r in app.runs) or app.screen.query_one("#runs").row_count != len(app.runs):
+            return False
+        return bool(plain(app.screen.query_one("#counts")))
+
+    await wait_for(pilot, ready, what="the selected run's panels")
+    await pilot.pause(0.2)
+
+
+def test_main_screen_finished_and_died_runs(snap_compare, here):
+    finished_runs(Path("runs"))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await wait_for(pilot, lambda: len(app.runs) == 2)
+        app._select(Path("runs/flow-officialmap-a-20260101-000000").resolve())
+        await until_drawn(pilot, app, "flow-officialmap-a-20260101-000000")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_main_screen_died_run(snap_compare, here):
+    finished_runs(Path("runs"))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app, "flow-officialmap-b-20260101-010000")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_main_screen_live_run_with_tripped_pace_gate(snap_compare, here):
+    live_tripped_run(Path("runs"))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app)
+        await wait_for(pilot, lambda: app.screen.query_one("#banner").display)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_stop_confirmation(snap_compare, here):
+    live_tripped_run(Path("runs"))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app)
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_launch_dialog(snap_compare, here):
+    prereg_dir = here / "preregs"
+    prereg_dir.mkdir()
+    src = Path(__file__).resolve().parents[2] / "prereg" / "examples" / "demo.md"
+    (prereg_dir / "demo.md").write_text(src.read_text())
+    app = make_app(Path("runs"), Path("preregs"))
+
+    async def run_before(pilot):
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
+        app.screen.query_one("#prereg", Select).value = "preregs/demo.md"
+        await wait_for(pilot, lambda: app.screen.query_one("#arm", Select).value == "scripted")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_help_screen(snap_compare, here):
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
