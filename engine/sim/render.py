@@ -40,17 +40,28 @@ class FrameRenderer:
         self._renderer = self._finalizer = None
 
     def _make(self) -> mujoco.Renderer:
-        backend = os.environ.get("MUJOCO_GL", "")
         try:
             renderer = mujoco.Renderer(self.model, height=self.size, width=self.size)
         except Exception as exc:  # the GL backends raise several unrelated types
-            raise RenderUnavailable(
-                f"cannot create an offscreen renderer with MUJOCO_GL={backend!r} "
-                f"({type(exc).__name__}: {exc}); {INSTALL_HINT}"
-            ) from exc
+            raise RenderUnavailable(_why_no_renderer(exc)) from exc
         renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
         renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
         self._renderer = renderer
         # Free the GL context before interpreter teardown, where mujoco's __del__ fails noisily.
         self._finalizer = weakref.finalize(self, renderer.close)
         return renderer
+
+
+def _why_no_renderer(exc: Exception) -> str:
+    """Name the backend mujoco actually chose: it reads MUJOCO_GL once, when first imported."""
+    from mujoco.rendering.classic import gl_context
+
+    chosen = getattr(gl_context, "_MUJOCO_GL", "?")
+    now = os.environ.get("MUJOCO_GL", "")
+    message = f"cannot create an offscreen renderer with MUJOCO_GL={chosen!r} ({type(exc).__name__}: {exc}); "
+    if chosen != now:
+        message += (
+            f"mujoco was imported before MUJOCO_GL was set to {now!r} (engine.sim sets it when imported "
+            "first): export MUJOCO_GL=egl before starting Python, or import engine.sim before mujoco; "
+        )
+    return message + INSTALL_HINT

@@ -57,6 +57,7 @@ FRONT_CAMERA_TARGET = (0.15, 0.0, 0.03)
 FRONT_CAMERA_FOVY = 58.0
 
 ARM_ASSET = "assets/SO101/so101_new_calib.xml"
+VISUAL_MESH_CELL_M = 0.0015
 
 
 def build_model() -> mujoco.MjModel:
@@ -224,7 +225,8 @@ def _quiet_empty_prefix_warning(message: str) -> None:
 
 
 def _tune_arm(arm: mujoco.MjSpec) -> None:
-    """Collision bits, jaw pads, the grasp site and the gripper's grip force."""
+    """Collision bits, jaw pads, the grasp site, the gripper's grip force, lighter drawn meshes."""
+    _draw_with_clustered_meshes(arm, arm_mjcf_path().parent / arm.meshdir)
     jaw_meshes = {"wrist_roll_follower_so101_v1", "moving_jaw_so101_v1"}
     for geom in arm.geoms:
         if geom.contype == 0 and geom.conaffinity == 0:
@@ -255,6 +257,54 @@ def _tune_arm(arm: mujoco.MjSpec) -> None:
     grip = arm.actuator("gripper")
     grip.forcerange = [-GRIPPER_FORCE, GRIPPER_FORCE]
     arm.camera("wrist_cam").name = "wrist"
+
+
+def _draw_with_clustered_meshes(arm: mujoco.MjSpec, mesh_dir: Path) -> None:
+    """Draw the arm with vertex-clustered copies of its meshes; collisions keep the originals.
+
+    The package's STLs hold about 320k triangles; clustered on a 1.5 mm grid they render
+    about 4x faster on Mesa and look the same at 224 px. The copies live only in memory.
+    """
+    for mesh in list(arm.meshes):
+        triangles = read_binary_stl(mesh_dir / mesh.file)
+        if triangles is None:
+            continue  # not a binary STL: draw the original
+        verts, faces = cluster_vertices(triangles * np.asarray(mesh.scale), VISUAL_MESH_CELL_M)
+        arm.add_mesh(name=f"{mesh.name}_visual", uservert=verts.ravel().tolist(), userface=faces.ravel().tolist())
+    drawn = {m.name for m in arm.meshes}
+    for geom in arm.geoms:
+        visual = geom.type == mujoco.mjtGeom.mjGEOM_MESH and geom.contype == 0 and geom.conaffinity == 0
+        if visual and f"{geom.meshname}_visual" in drawn:
+            geom.meshname = f"{geom.meshname}_visual"
+
+
+def read_binary_stl(path: Path) -> np.ndarray | None:
+    """(n, 3, 3) triangle corners of a binary STL, or None when the file is not one."""
+    data = path.read_bytes()
+    if len(data) < 84:
+        return None
+    count = int(np.frombuffer(data, np.uint32, 1, 80)[0])
+    if len(data) != 84 + 50 * count:
+        return None
+    record = np.dtype([("normal", "<f4", 3), ("corners", "<f4", (3, 3)), ("attr", "<u2")])
+    return np.frombuffer(data, record, count, 84)["corners"].astype(np.float64)
+
+
+def cluster_vertices(triangles: np.ndarray, cell: float) -> tuple[np.ndarray, np.ndarray]:
+    """Merge the corners that share a grid cell (at their mean); drop triangles that collapse."""
+    corners = triangles.reshape(-1, 3)
+    cells = np.floor(corners / cell).astype(np.int64)
+    cells -= cells.min(axis=0)
+    span = cells.max(axis=0) + 1
+    keys = (cells[:, 0] * span[1] + cells[:, 1]) * span[2] + cells[:, 2]
+    _, index = np.unique(keys, return_inverse=True)
+    counts = np.bincount(index)
+    verts = np.zeros((len(counts), 3))
+    np.add.at(verts, index, corners)
+    verts /= counts[:, None]
+    faces = index.reshape(-1, 3)
+    kept = (faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])
+    return verts, faces[kept]
 
 
 def joint_qpos_addresses(model: mujoco.MjModel) -> np.ndarray:
