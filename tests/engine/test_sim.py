@@ -59,6 +59,27 @@ def test_jaw_meshes_never_collide_with_the_boat_but_pads_do(env):
         assert not (m.geom_contype[g] & boat.conaffinity or boat.contype & m.geom_conaffinity[g])
 
 
+def test_arm_is_drawn_with_clustered_meshes_and_collides_with_the_originals(env):
+    m = env.model
+    mesh_geoms = [g for g in range(m.ngeom) if m.geom_type[g] == scene.mujoco.mjtGeom.mjGEOM_MESH]
+    drawn = [g for g in mesh_geoms if m.geom_group[g] <= 2]
+    colliding = [g for g in mesh_geoms if m.geom_contype[g] or m.geom_conaffinity[g]]
+    assert drawn and colliding
+    assert all(m.mesh(m.geom_dataid[g]).name.endswith("_visual") for g in drawn)
+    assert not any(m.mesh(m.geom_dataid[g]).name.endswith("_visual") for g in colliding)
+    assert sum(m.mesh_facenum[m.geom_dataid[g]] for g in drawn) < 80_000
+
+
+def test_vertex_clustering_merges_close_corners_and_drops_collapsed_triangles():
+    triangles = np.array([
+        [[0, 0, 0], [1, 0, 0], [0, 1, 0]],
+        [[1, 0, 0], [1, 1, 0], [0, 1, 0]],
+        [[0, 0, 0], [0.0001, 0, 0], [0, 0.0001, 0]],  # collapses into one cell
+    ], dtype=float)
+    verts, faces = scene.cluster_vertices(triangles, 0.01)
+    assert len(verts) == 4 and faces.shape == (2, 3)
+
+
 # -- resets ----------------------------------------------------------------------------------
 
 
