@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -45,32 +46,52 @@ STATE_Q01 = (-41.91, 43.67, 38.39, 5.71, -63.45, 0.94)
 STATE_Q99 = (48.29, 185.26, 173.14, 91.78, 42.94, 44.14)
 
 
+@dataclass(frozen=True)
+class ModelDims:
+    """The sizes of a random MolmoAct2; the defaults are the tiny model's."""
+
+    text_hidden: int = 64
+    text_layers: int = 2
+    text_heads: int = 4
+    text_kv_heads: int = 2
+    vit_hidden: int = 32
+    vit_layers: int = 3
+    vit_heads: int = 2
+    expert_hidden: int = 32
+    expert_heads: int = 2
+    image_px: int = IMAGE_PX
+
+
+TINY = ModelDims()
+
+
 def default_cache_dir() -> Path:
     root = os.environ.get("FONTAINE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fontaine")
     return Path(root) / "molmoact2-tiny"
 
 
-def build_tiny(path: str | os.PathLike | None = None, *, seed: int = 0) -> Path:
+def build_tiny(path: str | os.PathLike | None = None, *, seed: int = 0, dims: ModelDims = TINY) -> Path:
     """Build the tiny model at `path` (or reuse the one there) and return the directory.
 
     The build happens in a sibling temporary directory renamed into place, so concurrent callers
-    never see a half-written model.
+    never see a half-written model. `dims` builds a larger random model the same way (the GPU
+    benchmark uses it).
     """
     target = Path(path) if path is not None else default_cache_dir()
-    if _is_current(target, seed):
+    if _is_current(target, seed, dims):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
-        _build_into(staging, seed)
+        _build_into(staging, seed, dims)
         if target.exists():
-            if _is_current(target, seed):
+            if _is_current(target, seed, dims):
                 return target
             shutil.rmtree(target, ignore_errors=True)
         try:
             os.rename(staging, target)
         except OSError:
-            if not _is_current(target, seed):  # another builder won with a different recipe
+            if not _is_current(target, seed, dims):  # another builder won with a different recipe
                 raise
     finally:
         if staging.exists():
@@ -78,7 +99,7 @@ def build_tiny(path: str | os.PathLike | None = None, *, seed: int = 0) -> Path:
     return target
 
 
-def _is_current(path: Path, seed: int) -> bool:
+def _is_current(path: Path, seed: int, dims: ModelDims) -> bool:
     marker = path / TINY_MARKER
     if not marker.is_file():
         return False
@@ -86,10 +107,10 @@ def _is_current(path: Path, seed: int) -> bool:
         info = json.loads(marker.read_text())
     except (OSError, ValueError):
         return False
-    return info.get("format") == TINY_FORMAT and info.get("seed") == seed
+    return info.get("format") == TINY_FORMAT and info.get("seed") == seed and info.get("dims") == asdict(dims)
 
 
-def _build_into(out: Path, seed: int) -> None:
+def _build_into(out: Path, seed: int, dims: ModelDims) -> None:
     import torch
     from lerobot.policies.molmoact2.molmoact2_hf_model.configuration_molmoact2 import (
         MolmoAct2ActionExpertConfig,
@@ -113,41 +134,41 @@ def _build_into(out: Path, seed: int) -> None:
     vocab_size = _round_up(len(tokenizer), 64)
 
     text = MolmoAct2TextConfig(
-        hidden_size=64,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
+        hidden_size=dims.text_hidden,
+        num_attention_heads=dims.text_heads,
+        num_key_value_heads=dims.text_kv_heads,
+        head_dim=dims.text_hidden // dims.text_heads,
         vocab_size=vocab_size,
         additional_vocab_size=64,
-        num_hidden_layers=2,
-        intermediate_size=128,
+        num_hidden_layers=dims.text_layers,
+        intermediate_size=2 * dims.text_hidden,
         max_position_embeddings=2048,
         rope_theta=10000.0,
     )
     vit = MolmoAct2VitConfig(
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=3,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        head_dim=16,
-        image_default_input_size=(IMAGE_PX, IMAGE_PX),
+        hidden_size=dims.vit_hidden,
+        intermediate_size=2 * dims.vit_hidden,
+        num_hidden_layers=dims.vit_layers,
+        num_attention_heads=dims.vit_heads,
+        num_key_value_heads=dims.vit_heads,
+        head_dim=dims.vit_hidden // dims.vit_heads,
+        image_default_input_size=(dims.image_px, dims.image_px),
         image_patch_size=14,
-        image_num_pos=(IMAGE_PX // 14) ** 2,
+        image_num_pos=(dims.image_px // 14) ** 2,
     )
     adapter = MolmoAct2AdapterConfig(
         vit_layers=(-1, -3),
-        hidden_size=32,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        head_dim=16,
-        intermediate_size=64,
-        text_hidden_size=64,
+        hidden_size=dims.vit_hidden,
+        num_attention_heads=dims.vit_heads,
+        num_key_value_heads=dims.vit_heads,
+        head_dim=dims.vit_hidden // dims.vit_heads,
+        intermediate_size=2 * dims.vit_hidden,
+        text_hidden_size=dims.text_hidden,
     )
     expert = MolmoAct2ActionExpertConfig(
-        hidden_size=32,
-        num_layers=2,
-        num_heads=2,
+        hidden_size=dims.expert_hidden,
+        num_layers=dims.text_layers,
+        num_heads=dims.expert_heads,
         ffn_multiple_of=32,
         timestep_embed_dim=32,
     )
@@ -184,12 +205,22 @@ def _build_into(out: Path, seed: int) -> None:
     torch.manual_seed(seed)
     model = MolmoAct2ForConditionalGeneration(config)
     _randomise(model, seed)
-    model.save_pretrained(str(out))
+    from transformers.utils import logging as hf_logging
 
-    (out / "processor_config.json").write_text(json.dumps(_processor_config(), indent=2))
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(str(out))
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+    (out / "processor_config.json").write_text(json.dumps(_processor_config(dims.image_px), indent=2))
     (out / "norm_stats.json").write_text(json.dumps(_norm_stats(), indent=2))
     (out / TINY_MARKER).write_text(
-        json.dumps({"format": TINY_FORMAT, "seed": seed, "parameters": model.num_parameters()}, indent=2)
+        json.dumps(
+            {"format": TINY_FORMAT, "seed": seed, "dims": asdict(dims), "parameters": model.num_parameters()}, indent=2
+        )
     )
 
 
@@ -208,7 +239,8 @@ def _randomise(model, seed: int) -> None:
             if param.ndim == 1 and ("norm" in name or name.endswith("ln_f.weight")):
                 param.fill_(1.0)
             else:
-                param.copy_(torch.randn(param.shape, generator=gen) * 0.1)
+                std = min(0.1, param.shape[-1] ** -0.5)  # stays tame for wider benchmark models
+                param.copy_(torch.randn(param.shape, generator=gen) * std)
 
 
 def _fit_fast_tokenizer(seed: int):
@@ -285,10 +317,10 @@ def _build_text_tokenizer():
     return tokenizer, ids
 
 
-def _processor_config() -> dict:
+def _processor_config(image_px: int) -> dict:
     return {
         "image_processor": {
-            "size": {"height": IMAGE_PX, "width": IMAGE_PX},
+            "size": {"height": image_px, "width": image_px},
             "max_crops": 1,
             "crop_mode": "resize",
             "patch_size": 14,
