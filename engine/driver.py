@@ -98,6 +98,8 @@ class _Driver:
         self.abort = False
         self.signals = 0
         self.pool = None
+        self._first_submit_at: float | None = None  # rollout time excludes worker start-up
+        self._last_row_at: float | None = None
         self.lost_seeds: list[int] = []
         self.policy = None
         self.gpus = 0
@@ -228,6 +230,8 @@ class _Driver:
             if not stopping:
                 for _ in range(min(self.pool.free_slots(), len(pending))):
                     self.pool.submit(pending.popleft())
+                    if self._first_submit_at is None:
+                        self._first_submit_at = time.monotonic()
             if not self.pool.in_flight() and (stopping or not pending or not self.pool.alive()):
                 if pending and not stopping:
                     self._request_stop("every worker died")
@@ -259,6 +263,7 @@ class _Driver:
     def _record(self, partial: dict) -> None:
         row = complete_row({**partial, "run_id": self.cfg.run_id, "arm": self.cfg.arm})
         self.writer.append(row)
+        self._last_row_at = time.monotonic()
         self.rows.append(row)
         self.session_done += 1
         self.log(_progress_line(row, len({r["seed"] for r in self.rows}), len(self.cfg.seeds),
@@ -372,6 +377,8 @@ class _Driver:
             "state": state, "reason": reason, "elapsed_s": round(self.elapsed_s, 2),
             "mean_batch": round(self._stat('predicted_obs') / self._stat('predict_rounds'), 3) if self._stat('predict_rounds') else None,
             "predict_rounds": self._stat('predict_rounds'), "gpu_hours": round(self.gpu_hours, 5),
+            "rollout_s": (round(self._last_row_at - self._first_submit_at, 3)
+                          if self._first_submit_at is not None and self._last_row_at is not None else None),
             "worker_crashes": self._stat('worker_crashes'), "lost_seeds": self.lost_seeds,
         })
         rd.write_json_atomic(self.run_dir / rd.ROWS_SUMMARY, {"summary": summary, "rows": self.rows})
@@ -407,7 +414,7 @@ def format_summary(result: RunResult, run_dir: Path) -> str:
     lines = [
         f"run {run_dir}  state {result.state}" + (f"  ({result.reason})" if result.reason else ""),
         f"  episodes      {s['episodes']} of {s['total_seeds']}  ({s['errors']} error rows)",
-        f"  successes     {s['successes']}/{n}" + (f"  seeds {s['success_seeds']}" if s["success_seeds"] else ""),
+        f"  successes     {s['successes']}/{n}" + _seed_note(s["success_seeds"], n),
         f"  knock-aways   {s['knock_aways']}/{n}    engaged {s['engaged']}/{n}    reset strikes {s['reset_strikes']}",
         f"  progress_final_cm  mean {_fmt(s['mean_progress_final_cm'])}  median {_fmt(s['median_progress_final_cm'])}",
         f"  predicts      {s['predicts']}  zero-fallbacks {s['zero_fallbacks']}  mask interventions {s['mask_violations']}"
@@ -417,6 +424,15 @@ def format_summary(result: RunResult, run_dir: Path) -> str:
     if s.get("lost_seeds"):
         lines.append(f"  not run (aborted in flight): {s['lost_seeds']}")
     return "\n".join(lines)
+
+
+def _seed_note(success_seeds: list[int], n: int) -> str:
+    """Name the rarer outcome's seeds: the successes when few, else the seeds that failed."""
+    if not success_seeds:
+        return ""
+    if len(success_seeds) <= 12:
+        return f"  seeds {success_seeds}"
+    return f"  ({n - len(success_seeds)} without success)"
 
 
 def _progress_line(row: dict, done: int, total: int, eta_s: float | None) -> str:
