@@ -56,15 +56,26 @@ def _wilson(k: int, n: int, confidence: float) -> tuple[float, float]:
 
 def row_outcome(row: dict) -> str:
     """One word per row, for the per-seed grid: error > success > knock-away > engaged > quiet."""
-    if row.get("status") == "error":
-        return ERROR
-    if row.get("success") is True:
-        return SUCCESS
-    if _knock_away(row):
-        return KNOCK_AWAY
-    if _engaged(row):
-        return ENGAGED
-    return QUIET
+    return _classify(row)[0]
+
+
+def _classify(row: dict) -> tuple[str, bool, bool]:
+    """(outcome, knock-away, engaged); the flags fall back to the distances when null."""
+    get = row.get
+    if get("status") == "error":
+        return ERROR, False, False
+    knock = get("knock_away")
+    if knock is None:
+        pf = _num(get("progress_final_cm"))
+        knock = pf is not None and pf <= KNOCK_AWAY_CM
+    engaged = get("engaged")
+    if engaged is None:
+        p = _num(get("progress_cm"))
+        engaged = p is not None and p > ENGAGED_CM
+    knock, engaged = knock is True, engaged is True
+    if get("success") is True:
+        return SUCCESS, knock, engaged
+    return (KNOCK_AWAY if knock else ENGAGED if engaged else QUIET), knock, engaged
 
 
 @dataclass(frozen=True)
@@ -132,37 +143,39 @@ class RunAggregate:
     _pf_sum: float = 0.0
 
     def add(self, row: dict) -> None:
+        get = row.get
         self.rows += 1
         self.version += 1
         self.recent.append((self.rows, row))
-        outcome = row_outcome(row)
-        seed = row.get("seed")
+        outcome, knock, engaged = _classify(row)
+        seed = get("seed")
         if seed in self.seed_outcomes:
             self.duplicate_seeds += 1
         self.seed_outcomes[seed] = outcome
-        self.reset_strikes += _int(row.get("reset_strikes"))
-        if _int(row.get("reset_strikes")) > 0:
+        strikes = _int(get("reset_strikes"))
+        if strikes > 0:
+            self.reset_strikes += strikes
             self.rows_with_reset_strikes += 1
         if outcome == ERROR:
             self.errors += 1
-            self.error_messages.append(f"seed {seed}: {row.get('error') or 'error (no message)'}")
+            self.error_messages.append(f"seed {seed}: {get('error') or 'error (no message)'}")
             return
         self.ok_rows += 1
-        self.successes += row.get("success") is True
-        self.knock_aways += _knock_away(row)
-        self.engaged += _engaged(row)
-        self.tipped += row.get("tipped") is True
-        self.predicts += _int(row.get("predicts"))
-        self.zero_fallbacks += _int(row.get("zero_fallbacks"))
-        self.mask_violations += _int(row.get("mask_violations"))
-        pf = _num(row.get("progress_final_cm"))
+        self.successes += outcome == SUCCESS
+        self.knock_aways += knock
+        self.engaged += engaged
+        self.tipped += get("tipped") is True
+        self.predicts += _int(get("predicts"))
+        self.zero_fallbacks += _int(get("zero_fallbacks"))
+        self.mask_violations += _int(get("mask_violations"))
+        pf = _num(get("progress_final_cm"))
         if pf is not None:
             self._progress_final[round(pf, 2)] += 1
             self._pf_sum += pf
-        wall = _num(row.get("wall_s"))
+        wall = _num(get("wall_s"))
         if wall is not None:
             self._walls[round(wall, 1)] += 1
-        mb = _num(row.get("mean_batch"))
+        mb = _num(get("mean_batch"))
         if mb is not None:
             self._batch_sum += mb
             self._batch_n += 1
@@ -234,28 +247,23 @@ class RunAggregate:
         return tuple(zip(labels, counts))
 
 
-def _knock_away(row: dict) -> bool:
-    if row.get("knock_away") is not None:
-        return row.get("knock_away") is True
-    pf = _num(row.get("progress_final_cm"))
-    return pf is not None and pf <= KNOCK_AWAY_CM
-
-
-def _engaged(row: dict) -> bool:
-    if row.get("engaged") is not None:
-        return row.get("engaged") is True
-    p = _num(row.get("progress_cm"))
-    return p is not None and p > ENGAGED_CM
-
-
 def _num(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return None if math.isnan(value) else float(value)
+    """A finite-or-inf number as float; None for null, bools, strings and NaN."""
+    t = type(value)
+    if t is float:
+        return None if value != value else value
+    if t is int:
+        return float(value)
+    return None
 
 
 def _int(value) -> int:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value else 0
+    t = type(value)
+    if t is int:
+        return value
+    if t is float and value == value and value not in (math.inf, -math.inf):
+        return int(value)
+    return 0
 
 
 def _counter_median(counter: Counter) -> float | None:

@@ -41,6 +41,7 @@ except ImportError:
     Notifier = None
 
 FROM_ENV = "from-env"
+_NEVER = object()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,6 +112,7 @@ class FontaineApp(App):
     Panel { border: round $primary 50%; padding: 0 1; height: auto; }
     #top-panels { height: auto; }
     #counts, #pace { width: 1fr; }
+    #pace { height: 8; }  /* fixed: its once-a-second redraw (the heartbeat age) needs no layout */
     #bottom { height: 1fr; }
     #left-col { width: 52; height: auto; }
     #recent { width: 1fr; height: 1fr; border: round $primary 50%; }
@@ -162,6 +164,7 @@ class FontaineApp(App):
         self.selected: Path | None = None
         self.launched: list[Path] = []
         self.quit_notice = ""
+        self._drawn: dict[str, object] = {}  # widget id -> the inputs it was last drawn from
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -248,20 +251,33 @@ class FontaineApp(App):
         self._draw_detail(screen, now)
 
     def _draw_detail(self, screen: Screen, now: float) -> None:
+        """Redraw only the panels whose inputs changed: an idle console re-renders next to nothing."""
         d = self.detail
         if d is None:
             return
+        version = (d.info.path, d.view.version)
+        age = d.info.heartbeat_age(now)
+        age_s = None if age is None else int(age)
         readings = gate_readings(d.info, d.view, now)
         text, level = banner_text(readings, d.info)
-        screen.query_one(TripwireBanner).show_banner(text, level)
-        screen.query_one("#run-header", Static).update(header_text(d.info, d.loading, d.restart_reason))
-        screen.query_one("#counts", Panel).update(counts_table(d.view))
-        screen.query_one("#pace", Panel).update(pace_table(d.info, d.view, readings, now))
-        grid = screen.query_one("#grid", Panel)
+        self._update_if(screen.query_one(TripwireBanner), (text.plain if text else None, level),
+                        lambda w: w.show_banner(text, level))
+        header = header_text(d.info, d.loading, d.restart_reason)
+        self._update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
+        self._update_if(screen.query_one("#counts", Panel), version, lambda w: w.update(counts_table(d.view)))
+        self._update_if(screen.query_one("#pace", Panel), (id(d), age_s, tuple(r.state for r in readings)),
+                        lambda w: w.update(pace_table(d.info, d.view, readings, now), layout=False))
         seeds = (d.info.manifest or {}).get("seeds")
-        grid.update(seed_grid_text(d.view, seeds if isinstance(seeds, list) else None, grid.size.width or 60))
-        screen.query_one("#hist", Panel).update(histogram_text(d.view))
-        screen.query_one(RecentRows).show_rows(d.info.path, d.view)
+        grid = screen.query_one("#grid", Panel)
+        self._update_if(grid, (version, grid.size.width), lambda w: w.update(
+            seed_grid_text(d.view, seeds if isinstance(seeds, list) else None, w.size.width or 60)))
+        self._update_if(screen.query_one("#hist", Panel), version, lambda w: w.update(histogram_text(d.view)))
+        self._update_if(screen.query_one(RecentRows), version, lambda w: w.show_rows(d.info.path, d.view))
+
+    def _update_if(self, widget, key, draw: Callable) -> None:
+        if self._drawn.get(widget.id, _NEVER) != key:
+            self._drawn[widget.id] = key
+            draw(widget)
 
     def _refresh_ages(self) -> None:
         """Heartbeat ages move with the clock even when no file changes."""
@@ -272,7 +288,8 @@ class FontaineApp(App):
     def _show_discord(self) -> None:
         screen = self._main_screen()
         if screen is not None and screen.query("#discord"):
-            screen.query_one("#discord", Static).update(discord_line(self.notifier))
+            line = discord_line(self.notifier)
+            self._update_if(screen.query_one("#discord", Static), line.markup, lambda w: w.update(line))
 
     # -- actions ---------------------------------------------------------------------
 

@@ -24,7 +24,8 @@ from console.tailer import RowsTailer
 
 WATCHED_FILES = ("manifest.json", "status.json", "pid.json", "STOP")
 RESCAN_EVERY_S = 2.0
-BACKGROUND_BYTES = 8 * 1024 * 1024  # per poll, for runs other than the selected one
+SELECTED_BYTES = 8 * 1024 * 1024  # per poll for the selected run: a big file shows progress as it loads
+BACKGROUND_BYTES = 4 * 1024 * 1024  # per poll, for runs other than the selected one
 NOTIFY_EVERY_S = 2.0  # how often the Discord notifier gets its turn
 
 
@@ -77,7 +78,7 @@ class RunWatch:
         self._mtimes = self._stat_all()
         self._torn_added = False
 
-    def refresh(self, max_bytes: int | None) -> bool:
+    def refresh(self, max_bytes: int | None = None) -> bool:
         """Poll once; True when anything shown may have changed."""
         changed = False
         mtimes = self._stat_all()
@@ -130,6 +131,7 @@ class RunWatch:
         return before != self.info.liveness
 
     def _tail(self, max_bytes: int | None) -> bool:
+        self.tailer.max_bytes = max_bytes
         batch = self.tailer.poll()
         if batch.restarted:
             self.agg.reset()
@@ -228,7 +230,8 @@ class Watcher:
             sel = self.selected  # read once: the UI thread may change it during this poll
             selected = self.watches.get(sel) if sel else None
             if selected is not None:
-                changed |= selected.refresh(None)
+                changed |= selected.refresh(SELECTED_BYTES)
+                more |= selected.loading
             for w in self.watches.values():
                 if w is not selected:
                     changed |= w.refresh(BACKGROUND_BYTES)

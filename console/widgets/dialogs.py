@@ -63,6 +63,8 @@ class LaunchScreen(ModalScreen[tuple | None]):
             )
             yield Select([], prompt="arm", id="arm")
             yield Input(placeholder="arm name (not listed in the front matter)", id="arm-input")
+            yield Static(Text("Starts fontaine-eval detached (its own session, output to runs/<run_id>/driver.log): "
+                              "quitting the console leaves it running.", style="grey62"), id="launch-note")
             yield Static("", id="launch-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Launch", id="launch", variant="success")

@@ -11,7 +11,7 @@ from console.app import FontaineApp
 from console.fixtures import FIXED_TIME, make_row, make_run_dir
 
 
-async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "condition"):
+async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "condition", state=None):
     """Let the app run until predicate() is true (never a fixed sleep)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -21,7 +21,7 @@ async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "conditi
         except Exception:
             pass
         await pilot.pause(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f"; state: {state()}" if state else ""))
 
 
 @pytest.fixture

@@ -53,7 +53,12 @@ async def until_drawn(pilot, app, run_name=None):
             return False
         return bool(plain(app.screen.query_one("#counts")))
 
-    await wait_for(pilot, ready, what="the selected run's panels")
+    def state():
+        d = app.detail
+        return (d and d.info.run_id, d and d.loading, [(r.run_id, r.loading) for r in app.runs],
+                app.screen, app.selected)
+
+    await wait_for(pilot, ready, what="the selected run's panels", state=state)
     await pilot.pause(0.2)
 
 

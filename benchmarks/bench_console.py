@@ -1,0 +1,135 @@
+"""Console quality bars, measured: idle CPU while tailing a live run, and opening a 100k-row run.
+
+    .venv/bin/python benchmarks/bench_console.py [--seconds 10] [--rows 100000]
+
+Prints:
+  1. CPU seconds per wall second of the watcher (tailer + aggregator + liveness) on a
+     rows.jsonl appended by another process at --rate rows/s, polling every 0.5 s;
+  2. the same for the whole app (Textual, headless) following that live run;
+  3. the time to open a finished run of --rows rows (watcher alone, then the app until its
+     panels show every row), and the memory the aggregates hold afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from console.app import FontaineApp  # noqa: E402
+from console.fixtures import make_row, make_run_dir  # noqa: E402
+from console.watcher import Watcher  # noqa: E402
+
+WRITER = r"""
+import json, os, sys, time
+sys.path.insert(0, sys.argv[3])
+from console.fixtures import make_row
+path, rate = sys.argv[1], float(sys.argv[2])
+seed = 0
+with open(path, "a") as f:
+    while True:
+        f.write(json.dumps(make_row(seed)) + "\n"); f.flush(); os.fsync(f.fileno())
+        os.utime(os.path.join(os.path.dirname(path), "heartbeat"))
+        seed += 1
+        time.sleep(1.0 / rate)
+"""
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--seconds", type=float, default=10.0)
+    p.add_argument("--rate", type=float, default=2.0, help="rows per second appended to the live run")
+    p.add_argument("--rows", type=int, default=100_000)
+    args = p.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="bench-console-"))
+    live_runs = root / "live"
+    live = make_run_dir(live_runs, "live-scripted-20260101-000000", total=10_000, done=0, state="running",
+                        rows=[], mtime=None)
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(live / "rows.jsonl"), str(args.rate),
+                               str(Path(__file__).resolve().parents[1])])
+    try:
+        bench_watcher_live(live_runs, args.seconds)
+        bench_app_live(live_runs, args.seconds)
+    finally:
+        writer.kill()
+        writer.wait()
+    big_runs = root / "big"
+    t0 = time.perf_counter()
+    big = make_run_dir(big_runs, "big-scripted-20260101-000000", total=args.rows, done=args.rows,
+                       rows=[make_row(s) for s in range(args.rows)])
+    size_mb = (big / "rows.jsonl").stat().st_size / 1e6
+    print(f"[setup] wrote {args.rows} rows ({size_mb:.1f} MB) in {time.perf_counter() - t0:.1f} s")
+    bench_open_watcher(big_runs, args.rows)
+    bench_open_app(big_runs, args.rows)
+
+
+def bench_watcher_live(runs_dir: Path, seconds: float) -> None:
+    seen = []
+    w = Watcher(runs_dir, seen.append, interval=0.5)
+    w.select(next(runs_dir.iterdir()))
+    c0, t0 = time.process_time(), time.perf_counter()
+    w.start()
+    time.sleep(seconds)
+    w.stop()
+    cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+    rows = seen[-1].detail.view.rows if seen and seen[-1].detail else 0
+    print(f"[live, watcher] {cpu / wall:.4f} CPU s per wall s over {wall:.1f} s "
+          f"({rows} rows followed, {len(seen)} updates)")
+
+
+def bench_app_live(runs_dir: Path, seconds: float) -> None:
+    async def run() -> None:
+        app = FontaineApp(runs_dir=runs_dir, prereg_dirs=[], notifier=None)
+        async with app.run_test(size=(120, 40)) as pilot:
+            while app.detail is None:
+                await pilot.pause(0.05)
+            c0, t0 = time.process_time(), time.perf_counter()
+            start_rows = app.detail.view.rows
+            await asyncio.sleep(seconds)
+            cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+            print(f"[live, app]     {cpu / wall:.4f} CPU s per wall s over {wall:.1f} s "
+                  f"({app.detail.view.rows - start_rows} new rows drawn)")
+
+    asyncio.run(run())
+
+
+def bench_open_watcher(runs_dir: Path, n: int) -> None:
+    seen = []
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    w = Watcher(runs_dir, seen.append, interval=0.5)
+    w.select(next(runs_dir.iterdir()))
+    w.poll_once()
+    dt = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    view = seen[-1].detail.view
+    assert view.rows == n, view.rows
+    print(f"[open {n} rows, watcher] {dt:.2f} s to read and aggregate; peak traced memory {peak / 1e6:.1f} MB; "
+          f"{view.successes} successes, {view.corrupt} corrupt")
+    w.stop()
+
+
+def bench_open_app(runs_dir: Path, n: int) -> None:
+    async def run() -> None:
+        t0 = time.perf_counter()
+        app = FontaineApp(runs_dir=runs_dir, prereg_dirs=[], notifier=None)
+        async with app.run_test(size=(120, 40)) as pilot:
+            while not (app.detail and app.detail.view.rows == n and app.screen.query_one("#counts").content):
+                await pilot.pause(0.02)
+            print(f"[open {n} rows, app] {time.perf_counter() - t0:.2f} s from start to the panels showing every row")
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()
