@@ -57,6 +57,8 @@ def load_policy(
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise CheckpointError(f"device {device!r} asked for, but CUDA is not available here; use --device cpu")
+    if device == "cpu":
+        _limit_cpu_threads(torch)
     resolved = ckptmod.resolve_checkpoint(checkpoint, cache_dir=cache_dir)
     payload, metadata = ckptmod.read_norm_metadata(resolved.path, norm_tag)
     fingerprint = ckptmod.weights_fingerprint(resolved)
@@ -104,6 +106,7 @@ def load_policy(
         "task": task,
         "parameters": int(model.num_parameters()),
         "max_decode_steps": horizon * 16 if pathway == "discrete" else None,
+        "torch_threads": torch.get_num_threads() if device == "cpu" else None,
     }
     if codec is not None:
         description["fast"] = {"bpe_vocab": codec.n_bpe, "min_token": codec.min_token, "max_code": codec.max_code}
@@ -126,3 +129,17 @@ def load_policy(
     if policy.grammar is not None and not policy.grammar.satisfiable:
         raise CheckpointError("the grammar mask admits no complete emission for this FAST tokenizer and horizon")
     return policy
+
+
+def _limit_cpu_threads(torch) -> None:
+    """On the CPU the driver shares its cores with the sim workers; torch's intra-op threads
+    then spin against them (a 480-step reference decode measured 52 s with 2 threads under
+    contention, 2 s with 1). One thread unless FONTAINE_TORCH_THREADS says otherwise."""
+    threads = os.environ.get("FONTAINE_TORCH_THREADS", "1")
+    try:
+        count = int(threads)
+    except ValueError:
+        raise CheckpointError(f"FONTAINE_TORCH_THREADS must be a positive integer, got {threads!r}") from None
+    if count < 1:
+        raise CheckpointError(f"FONTAINE_TORCH_THREADS must be a positive integer, got {threads!r}")
+    torch.set_num_threads(count)
