@@ -207,7 +207,12 @@ def test_unservable_configs_are_refused_up_front(tmp_path, tiny_dir):
     stats = json.loads((ckpt / "norm_stats.json").read_text())
     stats["metadata_by_tag"]["so100_so101_molmoact2"]["action_horizon"] = 64
     (ckpt / "norm_stats.json").write_text(json.dumps(stats))
+    (ckpt / "model.safetensors").unlink()  # refused on its config, before any weight is read
     with pytest.raises(CheckpointError, match="exceeds max_action_horizon 30"):
+        load_policy(str(ckpt), pathway="flow", decode="flow", dtype="fp32", device="cpu")
+    stats["metadata_by_tag"]["so100_so101_molmoact2"]["action_horizon"] = 30
+    (ckpt / "norm_stats.json").write_text(json.dumps(stats))
+    with pytest.raises(CheckpointError, match="no \\*.safetensors weights"):
         load_policy(str(ckpt), pathway="flow", decode="flow", dtype="fp32", device="cpu")
 
     class Config:
@@ -237,3 +242,12 @@ def test_bad_arguments_are_checkpoint_errors():
 
 def test_task_text_defaults_to_the_boat_task(flow_policy):
     assert flow_policy.task == DEFAULT_TASK
+
+
+def test_bf16_predicts_stay_finite_and_in_range(tiny_cache):
+    for pathway, decode in (("flow", "flow"), ("discrete", "grammar-masked")):
+        policy = load(tiny_cache, pathway=pathway, decode=decode, dtype="bf16")
+        (chunk,) = policy.predict_batch([make_obs(2)])
+        assert np.isfinite(chunk.targets_rad).all() and not chunk.zero_fallback
+        assert np.all(chunk.targets_rad >= JOINT_LOW_RAD - 1e-9) and np.all(chunk.targets_rad <= JOINT_HIGH_RAD + 1e-9)
+        assert policy.describe()["dtype"] == "bf16"

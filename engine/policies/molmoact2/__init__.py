@@ -37,7 +37,10 @@ def load_policy(
     """Resolve, check and load a checkpoint; every failure a person can fix is a CheckpointError.
 
     `checkpoint`: a local directory, a Hugging Face id already in the local cache (never
-    downloaded), or `tiny`. `device` None means CUDA when available, else CPU.
+    downloaded), or `tiny`. `device` None means CUDA when available, else CPU. `task` is the
+    instruction the model reads (the pre-registration's); with `task=None` each observation's
+    own `task` is used. `cache_dir` holds the tiny model (default `$FONTAINE_CACHE` or
+    `~/.cache/fontaine`).
     """
     if pathway not in PATHWAYS:
         raise CheckpointError(f"unknown pathway {pathway!r}; choose one of {', '.join(PATHWAYS)}")
@@ -61,29 +64,31 @@ def load_policy(
         _limit_cpu_threads(torch)
     resolved = ckptmod.resolve_checkpoint(checkpoint, cache_dir=cache_dir)
     payload, metadata = ckptmod.read_norm_metadata(resolved.path, norm_tag)
-    fingerprint = ckptmod.weights_fingerprint(resolved)
 
     from lerobot.policies.molmoact2.molmoact2_hf_model.modeling_molmoact2 import _RobotStats
 
-    stats = _RobotStats(payload)
+    try:
+        stats = _RobotStats(payload)
+    except ValueError as exc:
+        raise CheckpointError(f"the norm stats of {resolved.path} are not usable: {exc}") from None
     state_dim = stats.get_state_dim(norm_tag) or 0
     action_dim = stats.get_action_dim(norm_tag) or 0
-    model = ckptmod.load_model(
-        resolved.path, dtype=torch.bfloat16 if dtype == "bf16" else torch.float32, device=device
-    )
-    max_h = int(model.config.max_action_horizon)
-    horizon = stats.get_action_horizon(norm_tag) or max_h
-    ckptmod.check_servable(model.config, pathway=pathway, state_dim=state_dim, action_dim=action_dim, horizon=horizon)
+    config = ckptmod.load_config(resolved.path)
+    horizon = stats.get_action_horizon(norm_tag) or int(config.max_action_horizon)
+    ckptmod.check_servable(config, pathway=pathway, state_dim=state_dim, action_dim=action_dim, horizon=horizon)
     chunk_horizon = min(stats.get_n_action_steps(norm_tag) or horizon, horizon)
+    fingerprint = ckptmod.weights_fingerprint(resolved)
     processor = ckptmod.load_processor(resolved.path)
-
     codec = None
     if pathway == "discrete":
         codec = load_fast(ckptmod.fast_tokenizer_dir(resolved.path), horizon=horizon, action_dim=action_dim)
-        if codec.n_bpe > int(model.config.num_action_tokens):
+        if codec.n_bpe > int(config.num_action_tokens):
             raise CheckpointError(
-                f"the FAST tokenizer has {codec.n_bpe} tokens but the model only {model.config.num_action_tokens} action tokens"
+                f"the FAST tokenizer has {codec.n_bpe} tokens but the model only {config.num_action_tokens} action tokens"
             )
+    model = ckptmod.load_model(
+        resolved.path, config, dtype=torch.bfloat16 if dtype == "bf16" else torch.float32, device=device
+    )
 
     description = {
         "policy": "molmoact2" if pathway == "flow" else "molmoact2-discrete",

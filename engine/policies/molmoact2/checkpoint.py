@@ -191,18 +191,25 @@ def fast_tokenizer_dir(ckpt: Path) -> Path:
     )
 
 
-def load_model(ckpt: Path, *, dtype, device):
+def load_config(ckpt: Path):
+    """The model config alone, so a checkpoint the engine cannot serve is refused before the
+    (possibly many-GB) weights are read."""
+    from lerobot.policies.molmoact2.molmoact2_hf_model.configuration_molmoact2 import MolmoAct2Config
+
+    if not (ckpt / "config.json").is_file():
+        raise CheckpointError(f"{ckpt} has no config.json; it is not a MolmoAct2 checkpoint directory")
+    try:
+        return MolmoAct2Config.from_pretrained(str(ckpt))
+    except Exception as exc:  # noqa: BLE001 - a config transformers cannot read is the user's to fix
+        raise CheckpointError(f"{ckpt / 'config.json'} is not a MolmoAct2 config: {exc}") from None
+
+
+def load_model(ckpt: Path, config, *, dtype, device):
     """The saved weights, exactly: `from_pretrained` re-initialises them, so reload them strictly."""
     from lerobot.policies.molmoact2.modeling_molmoact2 import _strict_load_safetensors_weights
-    from lerobot.policies.molmoact2.molmoact2_hf_model.configuration_molmoact2 import MolmoAct2Config
     from lerobot.policies.molmoact2.molmoact2_hf_model.modeling_molmoact2 import (
         MolmoAct2ForConditionalGeneration,
     )
-
-    try:
-        config = MolmoAct2Config.from_pretrained(str(ckpt))
-    except Exception as exc:  # noqa: BLE001 - a config transformers cannot read is the user's to fix
-        raise CheckpointError(f"{ckpt / 'config.json'} is not a MolmoAct2 config: {exc}") from None
     from transformers.utils import logging as hf_logging
 
     bars = hf_logging.is_progress_bar_enabled()
