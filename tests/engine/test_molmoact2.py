@@ -36,7 +36,16 @@ def test_tiny_builds_small_deterministic_and_is_reused(tiny_dir, tmp_path):
     assert build_tiny(tiny_dir) == tiny_dir
     assert time.perf_counter() - started < 0.5  # cached: no rebuild
     again = build_tiny(tmp_path / "again")
-    assert (again / "model.safetensors").read_bytes() == (tiny_dir / "model.safetensors").read_bytes()
+    for name in ("model.safetensors", "tokenizer.json", "action_tokenizer/tokenizer.json", "norm_stats.json"):
+        assert (again / name).read_bytes() == (tiny_dir / name).read_bytes(), name
+
+
+def test_tiny_command_line_prints_the_directory(tmp_path, capsys):
+    from engine.policies.molmoact2.tiny import main
+
+    assert main([str(tmp_path / "cli")]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "cli")
+    assert (tmp_path / "cli" / TINY_MARKER).is_file()
 
 
 def test_policy_meets_the_protocol_and_describes_itself(flow_policy, tiny_dir):

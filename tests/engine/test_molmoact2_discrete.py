@@ -68,6 +68,17 @@ def test_grammar_masked_decode_never_falls_back(masked_policy):
     assert alone.mask_violations == chunks[1].mask_violations
 
 
+def test_padded_prompts_decode_like_singles(masked_policy, monkeypatch):
+    """Left padding with explicit position ids: each row's emission is the one it makes alone."""
+    monkeypatch.setattr(masked_policy, "task", None)
+    short, long = make_obs(3, task="pick"), make_obs(4, task="put the small red boat on the round disk")
+    both = masked_policy.predict_batch([short, long])
+    for obs, chunk in zip((short, long), both):
+        (alone,) = masked_policy.predict_batch([obs])
+        np.testing.assert_allclose(chunk.targets_rad, alone.targets_rad, atol=1e-6)
+        assert chunk.mask_violations == alone.mask_violations
+
+
 def test_a_legal_greedy_stream_decodes_the_same_under_both_decodes(reference_policy, masked_policy, monkeypatch):
     normalised = synthetic_chunks(2, seed=31)
     scripts = [legal_emission(reference_policy, c) for c in normalised]

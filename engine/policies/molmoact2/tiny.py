@@ -6,8 +6,9 @@ miniature and saved in the release's layout (a directory the same loader reads):
 - `config.json` + `model.safetensors`: lerobot's MolmoAct2ForConditionalGeneration with a
   2-layer, 64-wide text model, a 3-layer, 32-wide ViT on 112-px images and a 2-layer action
   expert (about half a million parameters), random weights from a seed;
-- `tokenizer.json`: a byte-level Qwen2 tokenizer (no merges) plus the special tokens the
-  processor and the prompt need (image tokens, chat markers, state, setup/control, action);
+- `tokenizer.json`: a byte-level Qwen2 tokenizer (merges fitted on the robot prompt) plus the
+  special tokens the processor and the prompt need (image tokens, chat markers, state,
+  setup/control, action);
 - `processor_config.json`: the image processor (one 112-px resized crop per image);
 - `action_tokenizer/`: a FAST tokenizer (lerobot's UniversalActionProcessor) fitted on synthetic
   smooth normalised chunks, BPE vocabulary 256, horizon 30, 6 joints;
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-TINY_FORMAT = 1  # bump when the layout or the recipe changes: cached copies are then rebuilt
+TINY_FORMAT = 2  # bump when the layout or the recipe changes: cached copies are then rebuilt
 TINY_MARKER = "fontaine_tiny.json"
 NORM_TAG = "so100_so101_molmoact2"
 CHUNK_HORIZON = 30
@@ -280,17 +281,18 @@ def synthetic_chunks(n: int, *, seed: int = 0, horizon: int = CHUNK_HORIZON) -> 
 
 
 def _build_text_tokenizer():
-    """A byte-level Qwen2 tokenizer with the special tokens MolmoAct2's processor and prompt use."""
+    """A byte-level Qwen2 tokenizer with the special tokens MolmoAct2's processor and prompt use.
+
+    Its merges are fitted on the robot prompt itself, so a prompt is ~80 text tokens rather
+    than ~300 bytes: the tiny model's predicts stay cheap.
+    """
     from lerobot.policies.molmoact2.molmoact2_hf_model.processing_molmoact2 import IMAGE_TOKENS
     from tokenizers import AddedToken
 
-    from engine.policies.molmoact2.fast import byte_level_alphabet
     from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
 
-    vocab = {"<|endoftext|>": 0}
-    for ch in byte_level_alphabet():
-        vocab[ch] = len(vocab)
-    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=[])
+    vocab, merges = _prompt_bpe()
+    tokenizer = Qwen2Tokenizer(vocab=vocab, merges=merges)
     specials = [
         *IMAGE_TOKENS,
         "<|image|>",
@@ -315,6 +317,47 @@ def _build_text_tokenizer():
     for prefix, start, count in (("<action_", starts[0], FAST_VOCAB), ("<state_", starts[1], NUM_STATE_TOKENS)):
         assert [ids[f"{prefix}{k}>"] for k in range(count)] == list(range(start, start + count))
     return tokenizer, ids
+
+
+def _prompt_bpe() -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Byte-level BPE (Qwen2's pre-tokenizer) fitted on the robot prompt for a few tasks."""
+    from lerobot.policies.molmoact2.molmoact2_hf_model.modeling_molmoact2 import _build_robot_text
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+    from transformers.models.qwen2.tokenization_qwen2 import PRETOKENIZE_REGEX
+
+    from engine.policies.base import DEFAULT_TASK
+
+    corpus = [
+        _build_robot_text(
+            task=task,
+            style="robot_action",
+            discrete_state_string="",
+            setup_type=SETUP_TYPE,
+            control_mode=CONTROL_MODE,
+            add_setup_tokens=False,
+            add_control_tokens=False,
+            num_images=2,
+        )
+        for task in (DEFAULT_TASK, "pick up the boat", "move the arm to the disk")
+    ]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    trainer = trainers.BpeTrainer(
+        vocab_size=512,
+        min_frequency=1,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>"],
+        show_progress=False,
+    )
+    bpe.train_from_iterator(corpus, trainer)
+    model = json.loads(bpe.to_str())["model"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+    return dict(model["vocab"]), merges
 
 
 def _processor_config(image_px: int) -> dict:
