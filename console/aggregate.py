@@ -143,42 +143,72 @@ class RunAggregate:
     _pf_sum: float = 0.0
 
     def add(self, row: dict) -> None:
-        get = row.get
-        self.rows += 1
-        self.version += 1
-        self.recent.append((self.rows, row))
-        outcome, knock, engaged = _classify(row)
-        seed = get("seed")
-        if seed in self.seed_outcomes:
-            self.duplicate_seeds += 1
-        self.seed_outcomes[seed] = outcome
-        strikes = _int(get("reset_strikes"))
-        if strikes > 0:
-            self.reset_strikes += strikes
-            self.rows_with_reset_strikes += 1
-        if outcome == ERROR:
-            self.errors += 1
-            self.error_messages.append(f"seed {seed}: {get('error') or 'error (no message)'}")
+        self.add_many((row,))
+
+    def add_many(self, rows) -> None:
+        """Fold rows in. One loop with the counters in locals: a 100k-row file is folded in well
+        under a second (see benchmarks/bench_console.py)."""
+        n = self.rows
+        ok = successes = knocks = engaged_n = tipped = predicts = zero_fb = masks = 0
+        strikes_sum = strike_rows = errors = dups = 0
+        pf_sum, batch_sum, batch_n = 0.0, 0.0, 0
+        outcomes, recent = self.seed_outcomes, self.recent
+        pf_counts, wall_counts = self._progress_final, self._walls
+        for row in rows:
+            get = row.get
+            n += 1
+            recent.append((n, row))
+            outcome, knock, engaged = _classify(row)
+            seed = get("seed")
+            if seed in outcomes:
+                dups += 1
+            outcomes[seed] = outcome
+            strikes = _int(get("reset_strikes"))
+            if strikes > 0:
+                strikes_sum += strikes
+                strike_rows += 1
+            if outcome == ERROR:
+                errors += 1
+                self.error_messages.append(f"seed {seed}: {get('error') or 'error (no message)'}")
+                continue
+            ok += 1
+            successes += outcome == SUCCESS
+            knocks += knock
+            engaged_n += engaged
+            tipped += get("tipped") is True
+            predicts += _int(get("predicts"))
+            zero_fb += _int(get("zero_fallbacks"))
+            masks += _int(get("mask_violations"))
+            pf = _num(get("progress_final_cm"))
+            if pf is not None:
+                pf_counts[round(pf, 2)] += 1
+                pf_sum += pf
+            wall = _num(get("wall_s"))
+            if wall is not None:
+                wall_counts[round(wall, 1)] += 1
+            mb = _num(get("mean_batch"))
+            if mb is not None:
+                batch_sum += mb
+                batch_n += 1
+        if n == self.rows:
             return
-        self.ok_rows += 1
-        self.successes += outcome == SUCCESS
-        self.knock_aways += knock
-        self.engaged += engaged
-        self.tipped += get("tipped") is True
-        self.predicts += _int(get("predicts"))
-        self.zero_fallbacks += _int(get("zero_fallbacks"))
-        self.mask_violations += _int(get("mask_violations"))
-        pf = _num(get("progress_final_cm"))
-        if pf is not None:
-            self._progress_final[round(pf, 2)] += 1
-            self._pf_sum += pf
-        wall = _num(get("wall_s"))
-        if wall is not None:
-            self._walls[round(wall, 1)] += 1
-        mb = _num(get("mean_batch"))
-        if mb is not None:
-            self._batch_sum += mb
-            self._batch_n += 1
+        self.version += 1
+        self.rows = n
+        self.ok_rows += ok
+        self.successes += successes
+        self.knock_aways += knocks
+        self.engaged += engaged_n
+        self.tipped += tipped
+        self.predicts += predicts
+        self.zero_fallbacks += zero_fb
+        self.mask_violations += masks
+        self.reset_strikes += strikes_sum
+        self.rows_with_reset_strikes += strike_rows
+        self.errors += errors
+        self.duplicate_seeds += dups
+        self._pf_sum += pf_sum
+        self._batch_sum += batch_sum
+        self._batch_n += batch_n
 
     def add_bad(self, bad: BadLine) -> None:
         self.corrupt += 1

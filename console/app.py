@@ -192,8 +192,8 @@ class FontaineApp(App):
     def _watch_updated(self, message: WatchUpdated) -> None:
         update = message.update
         self.runs = update.runs
-        if self.selected is None and update.runs:
-            self._select(_default_selection(update.runs))
+        if self.selected is None and update.detail is not None:  # the watcher chose the first run to show
+            self.selected = update.detail.info.path
         if update.detail is not None and update.detail.info.path.resolve() == (self.selected or Path()).resolve():
             self.detail = update.detail
         self._draw()
@@ -479,11 +479,6 @@ def _make_notifier(runs_dir: Path):
         return Notifier.from_env()
     except Exception:
         return None
-
-
-def _default_selection(summaries: tuple[RunSummary, ...]) -> Path:
-    live = [r for r in summaries if r.live]
-    return (live or list(summaries))[-1].path
 
 
 def _user() -> str:

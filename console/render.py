@@ -195,22 +195,26 @@ def banner_text(readings: list[GateReading], info: RunInfo) -> tuple[Text | None
 
 
 def seed_grid_text(view: AggregateView, seeds: list | None, width: int) -> Text:
-    """One coloured cell per seed, in seed order; seeds without a row yet are dots."""
-    order = list(seeds) if seeds else []
-    known = set(order)
-    order += sorted((s for s in view.seed_outcomes if s not in known), key=_seed_key)
+    """One coloured cell per seed, in seed order; seeds without a row yet are dots.
+
+    Only the first GRID_MAX_SEEDS are drawn; set operations keep a 100k-seed run cheap to redraw.
+    """
+    order = list(seeds[:GRID_MAX_SEEDS]) if seeds else []
+    extra = view.seed_outcomes.keys() - set(seeds) if seeds else set(view.seed_outcomes)
+    if len(order) < GRID_MAX_SEEDS and extra:
+        order += sorted(extra, key=_seed_key)[: GRID_MAX_SEEDS - len(order)]
+    hidden = (len(seeds) if seeds else 0) + len(extra) - len(order)
     per_line = max(10, (max(width, 16) - 8) // 2 // 10 * 10)
-    shown = order[:GRID_MAX_SEEDS]
     t = Text()
-    for i, seed in enumerate(shown):
+    for i, seed in enumerate(order):
         if i % per_line == 0:
             if i:
                 t.append("\n")
             t.append(f"{str(seed):>5} ", style="grey50")
         outcome = view.seed_outcomes.get(seed)
         t.append(OUTCOME_GLYPH[outcome] + " ", style=OUTCOME_STYLE[outcome])
-    if len(order) > len(shown):
-        t.append(f"\n… {len(order) - len(shown)} more seeds (counted in the totals)", style="grey50")
+    if hidden > 0:
+        t.append(f"\n… {hidden} more seeds (counted in the totals)", style="grey50")
     return t
 
 

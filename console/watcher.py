@@ -24,9 +24,11 @@ from console.tailer import RowsTailer
 
 WATCHED_FILES = ("manifest.json", "status.json", "pid.json", "STOP")
 RESCAN_EVERY_S = 2.0
-SELECTED_BYTES = 8 * 1024 * 1024  # per poll for the selected run: a big file shows progress as it loads
+FIRST_BYTES = 1024 * 1024  # the first read of the selected run: its panels appear at once
+SELECTED_BYTES = 8 * 1024 * 1024  # then per poll: a big file shows progress as it loads
 BACKGROUND_BYTES = 4 * 1024 * 1024  # per poll, for runs other than the selected one
 NOTIFY_EVERY_S = 2.0  # how often the Discord notifier gets its turn
+LOADING_PAUSE_S = 0.05  # between chunks of a big file: leaves the UI thread time to draw
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,13 @@ class RunDetail:
 class WatchUpdate:
     runs: tuple[RunSummary, ...]
     detail: RunDetail | None
+
+
+def default_selection(watches) -> Path:
+    """The run to show first: the newest live one, else the newest."""
+    watches = list(watches)
+    live = [w for w in watches if w.info.live or w.popen is not None]
+    return max(live or watches, key=lambda w: w.path.name).path
 
 
 class RunWatch:
@@ -137,8 +146,7 @@ class RunWatch:
             self.agg.reset()
             self.restart_reason = batch.restart_reason
             self._torn_added = False
-        for row in batch.rows:
-            self.agg.add(row)
+        self.agg.add_many(batch.rows)
         for bad in batch.bad:
             self.agg.add_bad(bad)
         was_loading, self.loading = self.loading, batch.more
@@ -215,7 +223,7 @@ class Watcher:
     def _run(self) -> None:
         while not self._stop.is_set():
             more = self.poll_once()
-            self._wake.wait(0.0 if more else self.interval)
+            self._wake.wait(LOADING_PAUSE_S if more else self.interval)
             self._wake.clear()
 
     def poll_once(self, now: float | None = None) -> bool:
@@ -227,15 +235,18 @@ class Watcher:
                 changed |= self._rescan()
                 self._last_scan = now
             more = False
+            if self.selected is None and self.watches:
+                self.selected = default_selection(self.watches.values())
             sel = self.selected  # read once: the UI thread may change it during this poll
             selected = self.watches.get(sel) if sel else None
             if selected is not None:
-                changed |= selected.refresh(SELECTED_BYTES)
+                changed |= selected.refresh(FIRST_BYTES if selected.tailer.offset == 0 else SELECTED_BYTES)
                 more |= selected.loading
-            for w in self.watches.values():
-                if w is not selected:
-                    changed |= w.refresh(BACKGROUND_BYTES)
-                    more |= w.loading
+            if not more:  # the others wait while the selected run is still loading
+                for w in self.watches.values():
+                    if w is not selected:
+                        changed |= w.refresh(BACKGROUND_BYTES)
+                        more |= w.loading
             key = self._detail_key(sel)
             update = self._update(sel, key) if changed or key != self._sent_detail else None
         if update is not None:
