@@ -10,7 +10,8 @@ import pytest
 from engine.policies.molmoact2 import fast
 from engine.policies.molmoact2.fast import FastCodec, extract_action_bins, load_fast
 from engine.policies.molmoact2.tiny import ACTION_DIM, CHUNK_HORIZON, synthetic_chunks
-from tests.engine.molmoact2_fixtures import tiny_cache, tiny_dir  # noqa: F401 - fixtures
+
+pytest_plugins = ("tests.engine.molmoact2_fixtures",)
 
 
 @pytest.fixture(scope="module")

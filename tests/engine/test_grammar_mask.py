@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from engine.policies.molmoact2.fast import load_fast
 from engine.policies.molmoact2.grammar import GrammarMask
 from engine.policies.molmoact2.tiny import ACTION_DIM, CHUNK_HORIZON, synthetic_chunks
-from tests.engine.molmoact2_fixtures import tiny_cache, tiny_dir  # noqa: F401 - fixtures
+
+pytest_plugins = ("tests.engine.molmoact2_fixtures",)
 
 WIDE_SCALE = 100
 WIDE_HORIZON = 10  # a shorter horizon keeps the wide table and the property runs quick

@@ -16,14 +16,9 @@ from engine.policies.molmoact2 import CheckpointError, load_policy
 from engine.policies.molmoact2.checkpoint import check_servable
 from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD, episode_generator, integrate_flow
 from engine.policies.molmoact2.tiny import CHUNK_HORIZON, STATE_Q01, STATE_Q99, TINY_MARKER, build_tiny
-from tests.engine.molmoact2_fixtures import (  # noqa: F401 - fixtures
-    _one_thread,
-    flow_policy,
-    load,
-    make_obs,
-    tiny_cache,
-    tiny_dir,
-)
+from tests.engine.molmoact2_fixtures import load, make_obs
+
+pytest_plugins = ("tests.engine.molmoact2_fixtures",)
 
 
 def test_tiny_builds_small_deterministic_and_is_reused(tiny_dir, tmp_path):

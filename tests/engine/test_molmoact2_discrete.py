@@ -10,13 +10,9 @@ from torch import nn
 
 from engine.policies.molmoact2 import fast
 from engine.policies.molmoact2.tiny import synthetic_chunks
-from tests.engine.molmoact2_fixtures import (  # noqa: F401 - fixtures
-    _one_thread,
-    make_obs,
-    masked_policy,
-    reference_policy,
-    tiny_cache,
-)
+from tests.engine.molmoact2_fixtures import make_obs
+
+pytest_plugins = ("tests.engine.molmoact2_fixtures",)
 
 
 class ScriptedHead(nn.Module):

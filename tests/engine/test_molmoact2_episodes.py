@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from tests.engine.molmoact2_fixtures import tiny_cache  # noqa: F401 - fixture
 from tests.helpers import read_rows, run_eval
+
+pytest_plugins = ("tests.engine.molmoact2_fixtures",)
 
 pytestmark = pytest.mark.slow
 
