@@ -48,7 +48,7 @@ def test_reference_decode_counts_zero_fallbacks_on_the_random_model(reference_po
     chunks = reference_policy.predict_batch([make_obs(0), make_obs(1)])
     zero = reference_policy._to_sim(np.zeros((1, 30, 6)))[0]
     for chunk in chunks:
-        assert chunk.zero_fallback and chunk.info["reason"] in vars(fast).values()
+        assert chunk.zero_fallback and chunk.info["fallback_reason"] in vars(fast).values()
         assert chunk.mask_violations == 0 and chunk.info["decode_steps"] <= 480
         np.testing.assert_allclose(chunk.targets_rad, zero)  # the unnormalised normalised-zero action
 
@@ -56,7 +56,7 @@ def test_reference_decode_counts_zero_fallbacks_on_the_random_model(reference_po
 def test_grammar_masked_decode_never_falls_back(masked_policy):
     chunks = masked_policy.predict_batch([make_obs(s) for s in range(3)])
     for chunk in chunks:
-        assert not chunk.zero_fallback and chunk.info["reason"] is None
+        assert not chunk.zero_fallback and chunk.info["fallback_reason"] is None
         assert chunk.mask_violations > 0  # random weights: the mask had to step in
         assert chunk.targets_rad.shape == (30, 6) and chunk.batch_size == 3
     alone = masked_policy.predict_batch([make_obs(1)])[0]
@@ -109,7 +109,7 @@ def test_reference_counts_each_malformed_emission_and_the_mask_repairs_it(
     script = damage(legal_emission(reference_policy, synthetic_chunks(1, seed=8)[0]), ids)
     scripted(reference_policy, monkeypatch, [script])
     ref = reference_policy.predict_batch([make_obs(6)])[0]
-    assert ref.zero_fallback and ref.info["reason"] == reason
+    assert ref.zero_fallback and ref.info["fallback_reason"] == reason
     scripted(masked_policy, monkeypatch, [script])
     masked = masked_policy.predict_batch([make_obs(6)])[0]
     assert not masked.zero_fallback and masked.mask_violations > 0

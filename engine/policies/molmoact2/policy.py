@@ -18,7 +18,7 @@ the positions it would have alone), run as one forward, then
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -124,7 +124,7 @@ class MolmoAct2Policy:
             info: dict[str, Any] = {"predict_wall_s": wall, "first_action_delta_deg": self._first_delta(obs, targets[i])}
             zero, violations = False, 0
             if per_row is not None:
-                zero = per_row[i]["reason"] is not None
+                zero = per_row[i]["fallback_reason"] is not None
                 violations = per_row[i]["violations"]
                 info.update(per_row[i])
             chunks.append(
@@ -243,7 +243,7 @@ class MolmoAct2Policy:
             if chunk is not None:
                 normalised[i] = chunk[: self.chunk_horizon]
             per_row.append(
-                {"reason": reason, "violations": row.violations, "decode_steps": len(row.tokens)}
+                {"fallback_reason": reason, "violations": row.violations, "decode_steps": len(row.tokens)}
             )
         return normalised, per_row
 
@@ -302,12 +302,12 @@ class MolmoAct2Policy:
 
 @dataclass
 class _DecodeRow:
+    """One row of a batched greedy decode: its emission so far and, when masked, its grammar state."""
+
     state: Any
     done: bool = False
     violations: int = 0
-
-    def __post_init__(self):
-        self.tokens: list[int] = []
+    tokens: list[int] = field(default_factory=list)
 
 
 def episode_generator(seed: int, replan_index: int) -> torch.Generator:
