@@ -104,7 +104,7 @@ def test_our_flow_integration_equals_lerobots_generate_actions(flow_policy):
             num_steps=10,
             generator=episode_generator(11, 2),
         )
-        out = flow_policy.model(**inputs, use_cache=True)
+        out = backbone(**inputs, use_cache=True)
         ours = integrate_flow(
             backbone,
             input_ids=inputs["input_ids"],

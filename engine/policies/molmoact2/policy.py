@@ -181,7 +181,7 @@ class MolmoAct2Policy:
 
     def _predict_flow(self, observations: list[Observation], inputs: dict[str, torch.Tensor]) -> np.ndarray:
         backbone = self.model.model
-        out = self.model(**inputs, use_cache=True)
+        out = backbone(**inputs, use_cache=True)  # the backbone alone: no (B, L, vocab) logits
         kv = backbone._extract_kv_states(out.past_key_values)
         encoder_mask = backbone._get_encoder_attention_mask(inputs["input_ids"], inputs["attention_mask"])
         noise = torch.cat([self.flow_noise(obs) for obs in observations]).to(self.device)
@@ -211,7 +211,7 @@ class MolmoAct2Policy:
         rows = [_DecodeRow(self.grammar.start() if forced else None) for _ in range(inputs["input_ids"].shape[0])]
         vocab_slice = slice(ids.action0, ids.action0 + self.codec.n_bpe)
 
-        out = self.model(**inputs, use_cache=True)
+        out = self.model(**inputs, use_cache=True, logits_to_keep=1)
         cache, mask, positions = out.past_key_values, inputs["attention_mask"], inputs["position_ids"][:, -1:]
         logits = out.logits[:, -1, :]
         for _ in range(self.max_decode_steps):
@@ -232,7 +232,12 @@ class MolmoAct2Policy:
             mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=1)
             positions = positions + 1
             out = self.model(
-                input_ids=step, attention_mask=mask, position_ids=positions, past_key_values=cache, use_cache=True
+                input_ids=step,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+                logits_to_keep=1,
             )
             cache, logits = out.past_key_values, out.logits[:, -1, :]
 
