@@ -105,6 +105,9 @@ class _Driver:
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
         self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
+        if cfg.ray is not None:  # scale-out hook (engine/scaleout.py): no Ray -> one clear error, run dir untouched
+            from engine.scaleout import require_ray
+            require_ray()
 
     # -- lifecycle
 
@@ -206,6 +209,13 @@ class _Driver:
             }
         rd.write_json_atomic(path, manifest)
 
+    def _merge_manifest(self, extra: dict) -> None:
+        """Scale-out hook: add what is known only once the executor exists (on a resume, to its entry)."""
+        path = self.run_dir / rd.MANIFEST
+        manifest = rd.read_json(path) or {}
+        (manifest["resumes"][-1] if self.resume and manifest.get("resumes") else manifest).update(extra)
+        rd.write_json_atomic(path, manifest)
+
     def _todo_seeds(self) -> list[int]:
         done = {r["seed"] for r in self.rows if r.get("status") == "ok"}
         todo = [s for s in self.cfg.seeds if s not in done]
@@ -220,6 +230,8 @@ class _Driver:
         self.pool = self._make_pool(len(pending))
         if self.cfg.gpus is None and getattr(self.pool, "gpus_held", None) is not None:
             self.gpus = self.pool.gpus_held  # what the cluster actually granted
+        if hasattr(self.pool, "describe"):  # scale-out hook (engine/scaleout.py): the cluster goes into the manifest
+            self._merge_manifest({"cluster": self.pool.describe(), "gpus": self.gpus})
         while True:
             if self.abort:
                 self._abort_pool()
@@ -249,7 +261,7 @@ class _Driver:
         if self.cfg.ray is not None:
             from engine.scaleout import RayPool
 
-            return RayPool(self.cfg, self.run_dir, log=self.log)
+            return RayPool(self.cfg, self.run_dir, log=self.log, n_seeds=n_seeds)
         from engine.pool import LocalPool
 
         n_workers = max(1, min(self.cfg.workers, n_seeds)) if n_seeds else 0

@@ -1,0 +1,238 @@
+"""Scale-out on a REAL Ray cluster on loopback (no mocks): a head and a second node started by
+the tests (1 CPU each, token authentication with a per-test-session token, usage stats off,
+private temp dir and ports), and real `fontaine-eval --ray` runs against it. The nodes run in
+their own process groups, which teardown (and the node-death test) kill: never `ray stop`,
+which would stop every Ray process of this user on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, launch_detached, read_rows, read_status, run_eval, stable, wait_until
+
+ray = pytest.importorskip("ray", reason="the Ray extra is not installed (pip install '.[ray]')")
+
+RAY_BIN = Path(sys.executable).parent / "ray"
+FINAL = ("stopped", "done", "failed")
+SCRIPTED = ("--policy", "scripted", "--episode-seconds", "12", "--video-draw", "none")
+# slow episodes for mid-run control: a served policy (loaded in each shard) with a fixed cost per predict
+SLOW = ("--policy", "hold", "--inject-latency-ms", "300", "--episode-seconds", "6", "--video-draw", "none")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LoopbackCluster:
+    """`ray start --head` plus a second `ray start` node, each in its own process group."""
+
+    def __init__(self):
+        self.tmp = Path(tempfile.mkdtemp(prefix="frt", dir="/tmp"))  # short: Ray's socket paths have a length limit
+        self.port = _free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.client_env = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
+                           "RAY_AUTH_TOKEN": secrets.token_hex(32), "RAY_TMPDIR": str(self.tmp)}
+        self.node_env = {**os.environ, **self.client_env, "HOME": str(self.tmp)}  # nothing under ~/.ray
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def _start(self, name: str, args: list[str]) -> None:
+        common = ["--block", "--node-ip-address=127.0.0.1", "--num-cpus=1", "--disable-usage-stats",
+                  f"--dashboard-agent-listen-port={_free_port()}", f"--dashboard-agent-grpc-port={_free_port()}",
+                  f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}"]
+        log = open(self.tmp / f"{name}.log", "ab")
+        self.procs[name] = subprocess.Popen([str(RAY_BIN), "start", *args, *common], env=self.node_env,
+                                            start_new_session=True, stdin=subprocess.DEVNULL, stdout=log,
+                                            stderr=subprocess.STDOUT)
+
+    def start(self) -> None:
+        self._start("head", ["--head", f"--port={self.port}", "--include-dashboard=false",
+                             f"--dashboard-port={_free_port()}", f"--temp-dir={self.tmp}"])
+        self._wait_started("head")
+        self._start("node2", [f"--address={self.address}"])
+        self._wait_started("node2")
+        self.wait_nodes(2)
+
+    def _wait_started(self, name: str) -> None:
+        def started():
+            if self.procs[name].poll() is not None:
+                raise AssertionError(f"ray {name} exited: {(self.tmp / f'{name}.log').read_text()[-3000:]}")
+            return "Ray runtime started" in (self.tmp / f"{name}.log").read_text()
+        wait_until(started, timeout=120, interval=0.2, what=f"ray {name} to start")
+
+    def alive_nodes(self) -> int:
+        for name, p in self.procs.items():
+            if p.poll() is not None and name == "head":
+                raise AssertionError(f"ray head exited: {(self.tmp / 'head.log').read_text()[-3000:]}")
+        out = subprocess.run([str(RAY_BIN), "status", f"--address={self.address}"], env=self.node_env,
+                             capture_output=True, text=True, timeout=60)
+        if out.returncode != 0:
+            return 0
+        active = out.stdout.split("Active:", 1)[-1].split("Pending:", 1)[0]
+        return sum(1 for line in active.splitlines() if "node_" in line)
+
+    def wait_nodes(self, n: int) -> None:
+        wait_until(lambda: self.alive_nodes() >= n, timeout=120, interval=0.5, what=f"{n} Ray node(s)")
+
+    def kill(self, name: str) -> None:
+        p = self.procs.pop(name, None)
+        if p is None:
+            return
+        for sig, grace in ((signal.SIGTERM, 3), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                p.wait(timeout=grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        try:  # whatever of the group is left (the group leader may exit before its children)
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def kill_now(self, name: str) -> None:
+        """A node dies: every process of its group gets SIGKILL at once."""
+        p = self.procs.pop(name)
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+
+    def stop(self) -> None:
+        for name in ("node2", "head"):
+            self.kill(name)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = LoopbackCluster()
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+def _final(run_dir, timeout=240):
+    return wait_until(lambda: read_status(run_dir).get("state") in FINAL and read_status(run_dir),
+                      timeout=timeout, what=f"a final state in {run_dir}")
+
+
+def _log(run_dir) -> str:
+    p = run_dir / "driver.log"
+    return p.read_text()[-6000:] if p.exists() else ""
+
+
+@pytest.mark.slow
+def test_a_run_spreads_over_both_shards_and_its_rows_equal_a_local_runs(cluster, tmp_path):
+    ref = tmp_path / "local"
+    out = run_eval(*SCRIPTED, "--seeds", "0-3", "--workers", "1", "--run-dir", str(ref))
+    assert out.returncode == 0, out.stderr + out.stdout
+
+    run_dir = tmp_path / "ray"
+    out = run_eval(*SCRIPTED, "--seeds", "0-3", "--workers", "1", "--ray", cluster.address,
+                   "--video-draw", "seeds:2", "--run-dir", str(run_dir), env=cluster.client_env)
+    assert out.returncode == 0, out.stderr + out.stdout
+    rows = {r["seed"]: r for r in read_rows(run_dir)}
+    ref_rows = {r["seed"]: r for r in read_rows(ref)}
+    assert sorted(rows) == [0, 1, 2, 3] and len(read_rows(run_dir)) == 4
+    for seed in rows:
+        assert stable(rows[seed]) == stable(ref_rows[seed]), f"seed {seed} differs on Ray"
+    status = read_status(run_dir)
+    ex = status["executor"]
+    assert status["state"] == "done" and ex["executor"] == "ray" and ex["shards"] == 2
+    assert all(s["episodes"] >= 1 for s in ex["per_shard"]), ex  # both shards ran episodes
+    assert len({r["worker"] for r in rows.values()}) == 2  # worker ids unique over the cluster
+    assert not ex["lost_shards"] and ex["worker_crashes"] == 0
+    # the video filmed on a shard's node is shipped to the driver and written in the run dir
+    assert rows[2]["video"] == "videos/rollout_seed002.mp4"
+    assert (run_dir / rows[2]["video"]).stat().st_size > 1000
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    c = manifest["cluster"]
+    assert c["address"] == cluster.address and c["ray_version"] == ray.__version__
+    assert len(c["nodes"]) == 2 and c["shards"] == 2 and c["gpus_per_shard"] == 0
+    assert c["usage_stats"] == "0" and c["auth_mode"] == "token" and c["dashboard"] is False
+
+
+@pytest.mark.slow
+def test_stop_file_stops_both_shards_at_an_episode_boundary(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, *SLOW, "--seeds", "0-7", "--workers", "1", "--ray", cluster.address,
+                           env=cluster.client_env)
+    try:
+        wait_until(lambda: len(read_rows(run_dir)) >= 1, timeout=180, what="a first row")
+        busy = read_status(run_dir)["executor"]["per_shard"]
+        (run_dir / "STOP").write_text(json.dumps({"by": "test", "reason": "enough", "at": "now"}))
+        status = _final(run_dir)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    rows = read_rows(run_dir)
+    assert status["state"] == "stopped" and "enough" in status["reason"], _log(run_dir)
+    assert 2 <= len(rows) < 8 and status["done"] == len(rows) == len({r["seed"] for r in rows})
+    assert all(r["status"] == "ok" and r["ticks"] == 180 for r in rows)  # whole episodes only
+    ex = status["executor"]
+    assert all(s["episodes"] >= 1 and not s["in_flight"] for s in ex["per_shard"]), ex  # both finished theirs
+    assert len(busy) == 2 and not status["lost_seeds"] and not ex["lost_shards"]
+    assert ex["predict_rounds"] >= len(rows) * 6 and status["mean_batch"] == 1.0  # one worker per shard
+
+
+@pytest.mark.slow
+def test_a_node_that_dies_mid_run_leaves_every_seed_exactly_once(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, *SLOW, "--seeds", "0-5", "--workers", "1", "--ray", cluster.address,
+                           env=cluster.client_env)
+    try:
+        # the first row: both shards are mid-episode (each goes straight on to its next seed)
+        wait_until(lambda: len(read_rows(run_dir)) >= 1, timeout=180, what="a first row")
+        cluster.kill_now("node2")
+        status = _final(run_dir)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    rows = read_rows(run_dir)
+    assert status["state"] == "done", _log(run_dir)
+    assert sorted(r["seed"] for r in rows) == [0, 1, 2, 3, 4, 5]  # every seed, exactly once
+    assert all(r["status"] == "ok" for r in rows)
+    lost = status["executor"]["lost_shards"]
+    assert len(lost) == 1 and lost[0]["reason"], status["executor"]
+    assert lost[0]["seeds_requeued"] and set(lost[0]["seeds_requeued"]) <= {r["seed"] for r in rows}
+    assert status["executor"]["shards_running"] == 0 and len(status["executor"]["per_shard"]) == 2
+    assert "lost shard" in _log(run_dir)
+
+
+def test_without_ray_one_clear_error(tmp_path):
+    """`ray` unimportable (a sitecustomize that blocks it): exit 2 with the install hint, no run dir."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _NoRay:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'ray' or name.startswith('ray.'):\n"
+        "            raise ImportError('No module named ray (blocked by the test)')\n"
+        "sys.meta_path.insert(0, _NoRay())\n")
+    run_dir = tmp_path / "run"
+    env = {"PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    out = run_eval(*SCRIPTED, "--seeds", "0", "--ray", "127.0.0.1:1", "--run-dir", str(run_dir), env=env, timeout=120)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "pip install '.[ray]'" in out.stderr and "Traceback" not in out.stderr + out.stdout
+    assert not (run_dir / "status.json").exists()
