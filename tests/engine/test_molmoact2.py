@@ -255,3 +255,28 @@ def test_bf16_predicts_stay_finite_and_in_range(tiny_cache):
         assert np.isfinite(chunk.targets_rad).all() and not chunk.zero_fallback
         assert np.all(chunk.targets_rad >= JOINT_LOW_RAD - 1e-9) and np.all(chunk.targets_rad <= JOINT_HIGH_RAD + 1e-9)
         assert policy.describe()["dtype"] == "bf16"
+
+
+def test_flow_predict_matches_lerobots_own_single_observation_path(flow_policy):
+    """Prompt, state tokens, images, noise and unnormalisation as lerobot's predict_action does them."""
+    from engine.policies.convmap import rig_deg_to_sim_rad
+
+    obs = make_obs(13, 4)
+    state_model_deg = PRESETS["official"].to_model(sim_rad_to_rig_deg(obs.state_rad))
+    with torch.inference_mode():
+        theirs = flow_policy.model.predict_action(
+            processor=flow_policy.processor,
+            images=[obs.images["front"], obs.images["wrist"]],
+            task=DEFAULT_TASK,
+            state=state_model_deg.astype(np.float32),
+            norm_tag="so100_so101_molmoact2",
+            inference_action_mode="continuous",
+            num_steps=10,
+            generator=episode_generator(13, 4),
+            return_dict=False,
+        )
+    expected = np.clip(
+        rig_deg_to_sim_rad(PRESETS["official"].to_rig(theirs[0].numpy().astype(np.float64))), JOINT_LOW_RAD, JOINT_HIGH_RAD
+    )
+    (ours,) = flow_policy.predict_batch([obs])
+    np.testing.assert_allclose(ours.targets_rad, expected, atol=1e-5)

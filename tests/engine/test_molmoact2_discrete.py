@@ -34,7 +34,7 @@ class ScriptedHead(nn.Module):
 
 def scripted(policy, monkeypatch, scripts):
     ids = policy.token_ids
-    head = ScriptedHead(scripts, policy.model.lm_head.out_features, ids.eos)
+    head = ScriptedHead(scripts, policy.model.vocab_size, ids.eos)
     monkeypatch.setattr(policy.model, "lm_head", head)
     return head
 
@@ -113,3 +113,28 @@ def test_reference_counts_each_malformed_emission_and_the_mask_repairs_it(
     scripted(masked_policy, monkeypatch, [script])
     masked = masked_policy.predict_batch([make_obs(6)])[0]
     assert not masked.zero_fallback and masked.mask_violations > 0
+
+
+def test_reference_decode_matches_lerobots_predict_action_on_a_legal_stream(reference_policy, monkeypatch):
+    from engine.policies.convmap import PRESETS, rig_deg_to_sim_rad, sim_rad_to_rig_deg
+    from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD
+
+    obs = make_obs(12)
+    script = legal_emission(reference_policy, synthetic_chunks(1, seed=44)[0])
+    scripted(reference_policy, monkeypatch, [script])
+    with torch.inference_mode():
+        theirs = reference_policy.model.predict_action(
+            processor=reference_policy.processor,
+            images=[obs.images["front"], obs.images["wrist"]],
+            task="put the boat on the disk",
+            state=PRESETS["official"].to_model(sim_rad_to_rig_deg(obs.state_rad)).astype(np.float32),
+            norm_tag="so100_so101_molmoact2",
+            inference_action_mode="discrete",
+            action_tokenizer=reference_policy.codec.processor,
+            enable_cuda_graph=False,
+            return_dict=False,
+        )
+    scripted(reference_policy, monkeypatch, [script])
+    (ours,) = reference_policy.predict_batch([obs])
+    expected = rig_deg_to_sim_rad(PRESETS["official"].to_rig(theirs[0].numpy().astype(np.float64)))
+    np.testing.assert_allclose(ours.targets_rad, np.clip(expected, JOINT_LOW_RAD, JOINT_HIGH_RAD), atol=1e-5)
