@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from engine.policies.molmoact2 import fast
@@ -138,3 +140,36 @@ def test_reference_decode_matches_lerobots_predict_action_on_a_legal_stream(refe
     (ours,) = reference_policy.predict_batch([obs])
     expected = rig_deg_to_sim_rad(PRESETS["official"].to_rig(theirs[0].numpy().astype(np.float64)))
     np.testing.assert_allclose(ours.targets_rad, np.clip(expected, JOINT_LOW_RAD, JOINT_HIGH_RAD), atol=1e-5)
+
+
+class RandomHead(nn.Module):
+    """Arbitrary logits of a chosen style at every step (what an untrained or broken head emits)."""
+
+    def __init__(self, vocab: int, seed: int, style: str, favour: list[int]):
+        super().__init__()
+        self.vocab, self.gen, self.style, self.favour = vocab, torch.Generator().manual_seed(seed), style, favour
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        shape = (hidden.shape[0], hidden.shape[1], self.vocab)
+        if self.style == "cauchy":  # heavy tails: a few huge logits anywhere
+            return torch.tan(torch.pi * (torch.rand(shape, generator=self.gen) - 0.5))
+        logits = torch.randn(shape, generator=self.gen) * (30.0 if self.style == "wide" else 1.0)
+        if self.style == "favour-markers":  # the scaffold's own tokens at the wrong moments
+            logits[..., self.favour] += 40.0
+        return logits
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**31 - 1), style=st.sampled_from(["normal", "wide", "cauchy", "favour-markers"]))
+def test_policy_masked_decode_decodes_whatever_the_head_emits(masked_policy, seed, style):
+    ids = masked_policy.token_ids
+    head = RandomHead(masked_policy.model.vocab_size, seed, style, [ids.start, ids.end, ids.eos])
+    original = masked_policy.model.lm_head
+    masked_policy.model.lm_head = head
+    try:
+        chunks = masked_policy.predict_batch([make_obs(seed % 7), make_obs(seed % 5 + 10)])
+    finally:
+        masked_policy.model.lm_head = original
+    for chunk in chunks:
+        assert not chunk.zero_fallback and chunk.info["fallback_reason"] is None
+        assert chunk.info["decode_steps"] <= masked_policy.codec.n_chars + 3

@@ -17,6 +17,7 @@ the positions it would have alone), run as one forward, then
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,8 @@ from engine.policies.convmap import ConvMap, rig_deg_to_sim_rad, sim_rad_to_rig_
 from engine.policies.molmoact2 import fast as fastmod
 from engine.policies.molmoact2.fast import FastCodec
 from engine.policies.molmoact2.grammar import GrammarMask
+
+logger = logging.getLogger(__name__)
 
 CAMERAS = ("front", "wrist")  # the order the model was trained on: main (front/top) first
 
@@ -281,7 +284,11 @@ class MolmoAct2Policy:
         )
         if reason is not None:
             return None, reason
-        return self.codec.decode_bins(bins)
+        try:
+            return self.codec.decode_bins(bins)
+        except Exception as exc:  # noqa: BLE001 - a bad emission must cost a zero chunk, not the episode
+            logger.warning("FAST decode of %d action tokens failed: %r", len(bins), exc)
+            return None, f"decode_error:{type(exc).__name__}"
 
     # ------------------------------------------------------------------ actions out
 
