@@ -214,6 +214,8 @@ def escalate(pid_info: dict | None, grace_s: float = 10.0, poll_s: float = 0.2) 
     pgid = pid_info.get("pgid")
     if not isinstance(pgid, int):
         pgid = os.getpgid(proc.pid)
+    if pgid == os.getpgid(0):  # started in our own group: signalling the group would kill the console
+        return _terminate_tree(proc, grace_s)
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
@@ -228,6 +230,23 @@ def escalate(pid_info: dict | None, grace_s: float = 10.0, poll_s: float = 0.2) 
     except ProcessLookupError:
         return f"SIGTERM sent to process group {pgid}; it exited"
     return f"SIGTERM sent to process group {pgid}; still alive after {grace_s:g} s, so SIGKILL"
+
+
+def _terminate_tree(proc: psutil.Process, grace_s: float) -> str:
+    procs = [proc] + proc.children(recursive=True)
+    for p in procs:
+        try:
+            p.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(procs, timeout=grace_s)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.NoSuchProcess:
+            pass
+    killed = f"; SIGKILL to {len(alive)} still alive after {grace_s:g} s" if alive else ""
+    return f"SIGTERM sent to the run's process and its {len(procs) - 1} children (it shares the console's group){killed}"
 
 
 def _read_json(path: Path, info: RunInfo) -> dict | None:
