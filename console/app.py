@@ -401,7 +401,7 @@ class FontaineApp(App):
             return
         if info.live:
             self.notify(f"{info.run_id} is still running; the report reads the rows so far", severity="warning")
-        self.push_screen(ResultsScreen(info.prereg_path, info.arm, info.path))
+        self.push_screen(ResultsScreen(info.prereg_path, info.path, report_runs(info, self.runs_dir)))
 
     def action_discord_test(self) -> None:
         if self.notifier is None:
@@ -462,6 +462,20 @@ def discord_line(notifier) -> Text:
     if error:
         t.append(f" ({error})", style="red")
     return t
+
+
+def report_runs(info: runs.RunInfo, runs_dir: Path) -> list[tuple[str, Path]]:
+    """The selected run for its arm, plus the newest ended run of each other arm of the same
+    pre-registration (by id), so the report can compute its comparisons."""
+    prereg = (info.manifest or {}).get("prereg") or {}
+    chosen = {info.arm: info.path}
+    for path in reversed(runs.discover_runs(runs_dir)):  # newest first
+        other = runs.read_run(path)
+        p = (other.manifest or {}).get("prereg") or {}
+        if (other.arm not in chosen and other.recorded_state in runs.FINAL_STATES
+                and p.get("id") == prereg.get("id")):
+            chosen[other.arm] = other.path
+    return list(chosen.items())
 
 
 def shown_path(path: Path) -> str:

@@ -92,13 +92,25 @@ def validate_launch(path: Path, arm: str) -> str | None:
     return None
 
 
-def report_argv(prereg_file: str | Path, arm: str, run_dir: str | Path) -> list[str]:
-    return [sys.executable, "-m", "prereg.cli", "report", str(prereg_file), "--run", f"{arm}={run_dir}"]
+def report_argv(prereg_file: str | Path, arm_runs: list[tuple[str, Path]], append: bool = True) -> list[str]:
+    argv = [sys.executable, "-m", "prereg.cli", "report", str(prereg_file)]
+    for arm, run_dir in arm_runs:
+        argv += ["--run", f"{arm}={run_dir}"]
+    return argv + ([] if append else ["--no-append"])
 
 
-def run_report(prereg_file: str | Path, arm: str, run_dir: str | Path) -> tuple[int, str]:
+def appends_to(prereg_file: str | Path) -> bool:
+    """The report appends its results to the document, except to the examples shipped with the tool."""
+    try:
+        Path(prereg_file).resolve().relative_to(EXAMPLES_DIR)
+    except ValueError:
+        return True
+    return False
+
+
+def run_report(prereg_file: str | Path, arm_runs: list[tuple[str, Path]]) -> tuple[int, str]:
     """Run the report command (blocking: call from a thread worker); returns (exit code, output)."""
-    argv = report_argv(prereg_file, arm, run_dir)
+    argv = report_argv(prereg_file, arm_runs, append=appends_to(prereg_file))
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=REPORT_TIMEOUT_S)
     except subprocess.TimeoutExpired:

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from console.preregs import PreregEntry, run_report, validate_launch
+from console.preregs import PreregEntry, appends_to, report_argv, run_report, validate_launch
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -121,18 +121,24 @@ class LaunchScreen(ModalScreen[tuple | None]):
 
 
 class ResultsScreen(ModalScreen[None]):
-    """Runs `fontaine-prereg report` in a thread and shows its output and the chart path."""
+    """Runs `fontaine-prereg report` in a thread and shows its output and the chart path.
+
+    The selected run is reported with the latest ended run of each other arm of the same
+    pre-registration, so the comparator reads (paired deltas) have their runs.
+    """
 
     BINDINGS = [Binding("escape,q,r", "close", "Close")]
 
-    def __init__(self, prereg_file: str, arm: str, run_dir: Path):
+    def __init__(self, prereg_file: str, run_dir: Path, arm_runs: list[tuple[str, Path]]):
         super().__init__()
-        self.prereg_file, self.arm, self.run_dir = prereg_file, arm, run_dir
+        self.prereg_file, self.run_dir, self.arm_runs = prereg_file, run_dir, arm_runs
 
     def compose(self) -> ComposeResult:
+        argv = report_argv(self.prereg_file, self.arm_runs, append=appends_to(self.prereg_file))
         with Vertical(id="results"):
             yield Label(Text(f"Results: {self.run_dir.name}", style="bold"), id="dialog-title")
-            yield Static(f"running: fontaine-prereg report {self.prereg_file} --run {self.arm}={self.run_dir} …", id="results-status")
+            yield Static(Text("running: fontaine-prereg " + " ".join(argv[3:]) + " …", style="grey62"),
+                         id="results-status")
             with VerticalScroll():
                 yield Static("", id="results-output")
             yield Button("Close (esc)", id="close")
@@ -142,7 +148,7 @@ class ResultsScreen(ModalScreen[None]):
 
     @work(thread=True, exclusive=True, group="report")
     def run_report_worker(self) -> None:
-        code, output = run_report(self.prereg_file, self.arm, self.run_dir)
+        code, output = run_report(self.prereg_file, self.arm_runs)
         self.app.call_from_thread(self.show_output, code, output)
 
     def show_output(self, code: int, output: str) -> None:
@@ -150,6 +156,8 @@ class ResultsScreen(ModalScreen[None]):
         status = Text()
         if code == 0:
             status.append("report written", style="bold green")
+            status.append(f" and appended to {self.prereg_file}" if appends_to(self.prereg_file)
+                          else " (a shipped example: results.md and chart.png only, the document is left as is)")
         else:
             status.append(f"the report command exited with {code}", style="bold red")
         status.append(f"\nchart: {chart}" + ("" if chart.exists() else " (not written)"))

@@ -271,3 +271,26 @@ async def test_help_and_discord_test_post(runs_dir):
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+
+async def test_results_key_runs_the_report_and_shows_the_chart_path(runs_dir, prereg_dir):
+    doc = frozen_demo(prereg_dir)
+    before = doc.read_text()
+    d = make_run_dir(runs_dir, "demo-tiny-engine-scripted-20260101-000000", total=6, done=6,
+                     prereg={"id": "demo-tiny-engine", "sha256": "x", "path": str(doc)},
+                     rows=[make_row(s, run_id="demo-tiny-engine-scripted-20260101-000000") for s in range(6)])
+    app = make_app(runs_dir, prereg_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        status = app.screen.query_one("#results-status")
+        await wait_for(pilot, lambda: "chart:" in plain(status), timeout=60, what="the report to finish")
+        text = plain(status)
+        output = plain(app.screen.query_one("#results-output"))
+        assert str(d / "chart.png") in text
+        assert "report written" in text, output
+        assert (d / "chart.png").exists()
+        assert doc.read_text() != before, "the report appends its results to the document"
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ResultsScreen))
