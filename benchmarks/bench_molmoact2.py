@@ -61,6 +61,9 @@ def main() -> int:
         wall, n = statistics.median(walls), statistics.median(steps)
         print(f"{decode:>14}: {wall * 1e3:8.1f} ms per predict, {n:.0f} steps ({wall / n * 1e3:.2f} ms/step), "
               f"zero fallbacks {fallbacks}/{args.repeats}, mask interventions {violations}")
+        batched = _median_wall(lambda: policy.predict_batch(batch), max(1, args.repeats // 2)) / len(batch)
+        print(f"{'':>14}  batch {len(batch)}: {batched * 1e3:8.1f} ms per observation "
+              f"(per-observation ratio batch 1 / batch {len(batch)}: {wall / batched:.2f}x)")
         if policy.grammar is not None:
             _mask_step_cost(policy)
     return 0
