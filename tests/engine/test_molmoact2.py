@@ -255,6 +255,8 @@ def test_bf16_predicts_stay_finite_and_in_range(tiny_cache):
         assert np.isfinite(chunk.targets_rad).all() and not chunk.zero_fallback
         assert np.all(chunk.targets_rad >= JOINT_LOW_RAD - 1e-9) and np.all(chunk.targets_rad <= JOINT_HIGH_RAD + 1e-9)
         assert policy.describe()["dtype"] == "bf16"
+        assert policy.model.lm_head.weight.dtype == torch.bfloat16
+        assert policy.model.model.transformer.rotary_emb.inv_freq.dtype == torch.float32  # RoPE stays exact
 
 
 def test_flow_predict_matches_lerobots_own_single_observation_path(flow_policy):

@@ -224,7 +224,7 @@ def load_model(ckpt: Path, config, *, dtype, device):
     finally:
         if bars:
             hf_logging.enable_progress_bar()
-    model.to(device=device, dtype=dtype)
+    model.to(device=device)  # not dtype: from_pretrained set it, and a cast would round RoPE's fp32 inv_freq
     model.eval()
     model.requires_grad_(False)
     return model
