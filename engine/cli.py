@@ -310,49 +310,27 @@ def _stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
-def _positive_int(text: str) -> int:
-    v = _int(text)
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return v
+def _number(parse, *, minimum: float, inclusive: bool, what: str):
+    """An argparse type: parse, require finite, and bound from below with a readable message."""
+
+    def convert(text: str):
+        try:
+            v = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {text!r}") from None
+        if v != v or v in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+        if v < minimum or (v == minimum and not inclusive):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return v
+
+    return convert
 
 
-def _nonneg_int(text: str) -> int:
-    v = _int(text)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be zero or positive, got {text!r}")
-    return v
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-
-
-def _positive_float(text: str) -> float:
-    v = _float(text)
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
-    return v
-
-
-def _nonneg_float(text: str) -> float:
-    v = _float(text)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be zero or positive, got {text!r}")
-    return v
-
-
-def _float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if v != v or v in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-    return v
+_positive_int = _number(int, minimum=0, inclusive=False, what="a positive integer")
+_nonneg_int = _number(int, minimum=0, inclusive=True, what="zero or positive")
+_positive_float = _number(float, minimum=0, inclusive=False, what="positive")
+_nonneg_float = _number(float, minimum=0, inclusive=True, what="zero or positive")
 
 
 def _seed_list(text: str) -> list[int]:
