@@ -504,7 +504,8 @@ class RayPool:
             shard.assigned.discard(seed)
         if refused:
             self._requeued.extend(refused)
-        shard.free = int(report.get("free") or 0)
+        # seeds handed out after this call was issued are still in the outbox: not free
+        shard.free = max(0, int(report.get("free") or 0) - len(shard.outbox))
         shard.reported = shard.reported or shard.free > 0
         if not report.get("alive", True):
             self._lose(shard, "every worker of the shard died")

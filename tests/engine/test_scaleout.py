@@ -159,7 +159,7 @@ def test_a_run_spreads_over_both_shards_and_its_rows_equal_a_local_runs(cluster,
     assert status["state"] == "done" and ex["executor"] == "ray" and ex["shards"] == 2
     assert all(s["episodes"] >= 1 for s in ex["per_shard"]), ex  # both shards ran episodes
     assert len({r["worker"] for r in rows.values()}) == 2  # worker ids unique over the cluster
-    assert not ex["lost_shards"] and ex["worker_crashes"] == 0
+    assert not ex["lost_shards"] and not ex["requeued_seeds"] and ex["worker_crashes"] == 0
     # the video filmed on a shard's node is shipped to the driver and written in the run dir
     assert rows[2]["video"] == "videos/rollout_seed002.mp4"
     assert (run_dir / rows[2]["video"]).stat().st_size > 1000
@@ -190,8 +190,30 @@ def test_stop_file_stops_both_shards_at_an_episode_boundary(cluster, tmp_path):
     assert all(r["status"] == "ok" and r["ticks"] == 180 for r in rows)  # whole episodes only
     ex = status["executor"]
     assert all(s["episodes"] >= 1 and not s["in_flight"] for s in ex["per_shard"]), ex  # both finished theirs
-    assert len(busy) == 2 and not status["lost_seeds"] and not ex["lost_shards"]
+    assert len(busy) == 2 and not status["lost_seeds"] and not ex["lost_shards"] and not ex["requeued_seeds"]
     assert ex["predict_rounds"] >= len(rows) * 6 and status["mean_batch"] == 1.0  # one worker per shard
+
+
+@pytest.mark.slow
+def test_second_sigterm_aborts_every_shard_without_rows(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, *SLOW, "--episode-seconds", "15", "--seeds", "0-7", "--workers", "1",
+                           "--ray", cluster.address, env=cluster.client_env)  # 15 predicts: ~5 s episodes
+    try:
+        wait_until(lambda: (read_status(run_dir).get("executor") or {}).get("predict_rounds", 0) >= 2,
+                   timeout=180, what="episodes running on the shards")
+        proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: read_status(run_dir).get("state") == "stopping", timeout=30, what="stopping")
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    status = read_status(run_dir)
+    assert status["state"] == "stopped" and "aborted" in status["reason"], _log(run_dir)
+    rows = read_rows(run_dir)
+    assert status["lost_seeds"] and not ({r["seed"] for r in rows} & set(status["lost_seeds"]))
+    assert all(r["status"] == "ok" for r in rows) and len(rows) + len(status["lost_seeds"]) < 8
 
 
 @pytest.mark.slow
