@@ -63,7 +63,7 @@ class LoopbackCluster:
         self._start("head", ["--head", f"--port={self.port}", "--include-dashboard=false",
                              f"--dashboard-port={_free_port()}", f"--temp-dir={self.tmp}"])
         self._wait_started("head")
-        self._start("node2", [f"--address={self.address}"])
+        self._start("node2", [f"--address={self.address}", "--num-gpus=1"])  # a declared (fake) GPU
         self._wait_started("node2")
         self.wait_nodes(2)
 
@@ -168,6 +168,21 @@ def test_a_run_spreads_over_both_shards_and_its_rows_equal_a_local_runs(cluster,
     assert c["address"] == cluster.address and c["ray_version"] == ray.__version__
     assert len(c["nodes"]) == 2 and c["shards"] == 2 and c["gpus_per_shard"] == 0
     assert c["usage_stats"] == "0" and c["auth_mode"] == "token" and c["dashboard"] is False
+
+
+@pytest.mark.slow
+def test_gpu_shards_go_where_the_gpus_are_and_count_in_gpu_hours(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    out = run_eval(*SCRIPTED, "--seeds", "0-1", "--workers", "1", "--ray", cluster.address, "--ray-gpus-per-shard", "1",
+                   "--run-dir", str(run_dir), env=cluster.client_env)
+    assert out.returncode == 0, out.stderr + out.stdout
+    status = read_status(run_dir)
+    assert status["state"] == "done" and status["executor"]["shards"] == 1  # one node has a GPU: one shard
+    assert status["gpus"] == 1 and status["gpu_hours"] > 0  # allocated: wall x the GPU the shard held
+    c = json.loads((run_dir / "manifest.json").read_text())["cluster"]
+    assert c["gpus_held"] == 1 and c["gpus_per_shard"] == 1
+    assert c["per_shard"][0]["cuda_visible_devices"] == "0"  # Ray gave the shard its GPU
+    assert c["per_shard"][0]["node_id"] == next(n["node_id"] for n in c["nodes"] if n["gpus"] == 1)
 
 
 @pytest.mark.slow
