@@ -200,6 +200,8 @@ class FontaineApp(App):
 
     @on(DataTable.RowHighlighted, "#runs")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key is None or event.row_key.value is None or event.cursor_row != event.data_table.cursor_row:
+            return  # no row, or a stale event from a cursor move that has since been superseded
         path = Path(event.row_key.value)
         if self.selected is None or path.resolve() != self.selected.resolve():
             self._select(path)

@@ -294,3 +294,19 @@ async def test_results_key_runs_the_report_and_shows_the_chart_path(runs_dir, pr
         assert doc.read_text() != before, "the report appends its results to the document"
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, ResultsScreen))
+
+
+async def test_arrow_keys_select_another_run(runs_dir):
+    make_run_dir(runs_dir, "a-scripted-20260101-000000", done=20)
+    make_run_dir(runs_dir, "b-scripted-20260101-010000", done=10, total=20, state="stopped")
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.screen.query_one("#runs")
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.run_id.startswith("b-")
+                       and table.row_count == 2 and table.cursor_row == 1)
+        table.focus()
+        await pilot.press("up")
+        await wait_for(pilot, lambda: app.detail.info.run_id.startswith("a-") and "4/20" in counts_text(app),
+                       state=lambda: (app.detail.info.run_id, counts_text(app)[:80]))
+        await pilot.press("down")
+        await wait_for(pilot, lambda: app.detail.info.run_id.startswith("b-") and "2/10" in counts_text(app))
