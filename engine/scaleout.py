@@ -392,12 +392,13 @@ class RayPool:
         except Exception as exc:
             from engine.driver import DriverError
 
-            text = f"{type(exc).__name__}: {exc}"
-            cause = exc.__cause__
-            if cause is not None:
-                text += f" ({type(cause).__name__}: {_first_line(cause)})"
+            text = f"{type(exc).__name__}: {_first_line(exc)}"
+            chain, e = [], exc
+            while e is not None and len(chain) < 5:
+                chain.append(f"{type(e).__name__}: {e}")
+                e = e.__cause__ or e.__context__
             hint = ""
-            if "auth" in text.lower():
+            if any(k in " ".join(chain) for k in ("InvalidAuthToken", "Unauthenticated", "AuthenticationError")):
                 hint = (" The cluster uses token authentication (Ray 2.60's default): set RAY_AUTH_MODE=token and "
                         "give this machine the cluster's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
                         "~/.ray/auth_token), or run the cluster and this command with RAY_AUTH_MODE=disabled "

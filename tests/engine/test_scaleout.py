@@ -186,6 +186,17 @@ def test_gpu_shards_go_where_the_gpus_are_and_count_in_gpu_hours(cluster, tmp_pa
 
 
 @pytest.mark.slow
+def test_a_client_without_the_clusters_token_gets_one_clear_error(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    env = {**cluster.client_env, "RAY_AUTH_MODE": "disabled", "RAY_AUTH_TOKEN": "",
+           "RAY_gcs_server_port_wait_time_s": "2"}  # Ray retries the GCS for 20 s by default
+    out = run_eval(*SCRIPTED, "--seeds", "0", "--ray", cluster.address, "--run-dir", str(run_dir), env=env)
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "cannot connect to the Ray cluster" in out.stderr and "RAY_AUTH_MODE=token" in out.stderr
+    assert read_status(run_dir)["state"] == "failed"
+
+
+@pytest.mark.slow
 def test_stop_file_stops_both_shards_at_an_episode_boundary(cluster, tmp_path):
     run_dir = tmp_path / "run"
     proc = launch_detached(run_dir, *SLOW, "--seeds", "0-7", "--workers", "1", "--ray", cluster.address,
