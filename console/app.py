@@ -72,6 +72,18 @@ class MainScreen(Screen):
 
     ready = False
 
+    # On the main screen only: a key pressed in a dialog never starts another action.
+    BINDINGS = [
+        Binding("l", "app.launch", "Launch"),
+        Binding("d", "app.demo", "Demo"),
+        Binding("s", "app.stop_run", "Stop"),
+        Binding("K", "app.escalate", "Kill (SIGTERM)"),
+        Binding("r", "app.results", "Results"),
+        Binding("t", "app.discord_test", "Discord test"),
+        Binding("question_mark", "app.help", "Help", key_display="?"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
     def on_mount(self) -> None:
         self.ready = True
         self.app.call_after_refresh(self.app.redraw)
@@ -128,16 +140,6 @@ class FontaineApp(App):
     #results VerticalScroll { height: 1fr; }
     #help { width: 96; height: 90%; border: thick $primary; background: $surface; padding: 1 2; }
     """
-    BINDINGS = [
-        Binding("l", "launch", "Launch"),
-        Binding("d", "demo", "Demo"),
-        Binding("s", "stop_run", "Stop"),
-        Binding("K", "escalate", "Kill (SIGTERM)"),
-        Binding("r", "results", "Results"),
-        Binding("t", "discord_test", "Discord test"),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        Binding("q", "quit", "Quit"),
-    ]
 
     def __init__(
         self,

@@ -83,6 +83,9 @@ async def test_stop_key_with_confirmation_writes_stop_and_shows_stopping(runs_di
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = plain(app.screen.query_one("#dialog-body"))
         assert "finishes up to 4 episodes in flight" in body and "STOP" in body
+        await pilot.press("s", "d", "l")  # main-screen keys do nothing inside a dialog
+        await pilot.pause(0.1)
+        assert len(app.screen_stack) == 2 and not app.launched
         await pilot.press("n")
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
         assert not (d / "STOP").exists()
