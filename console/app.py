@@ -273,7 +273,8 @@ class FontaineApp(App):
                         lambda w: w.update(pace_table(d.info, d.view, readings, now), layout=False))
         seeds = (d.info.manifest or {}).get("seeds")
         grid = screen.query_one("#grid", Panel)
-        self._update_if(grid, (version, grid.size.width), lambda w: w.update(
+        n_seeds = len(seeds) if isinstance(seeds, list) else None
+        self._update_if(grid, (version, grid.size.width, n_seeds), lambda w: w.update(
             seed_grid_text(d.view, seeds if isinstance(seeds, list) else None, w.size.width or 60)))
         self._update_if(screen.query_one("#hist", Panel), version, lambda w: w.update(histogram_text(d.view)))
         self._update_if(screen.query_one(RecentRows), version, lambda w: w.show_rows(d.info.path, d.view))

@@ -162,7 +162,7 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
         gpu_text.append(f" of {gpu.limit:g}  ")
         gpu_text.append(gpu.state, style=GATE_STYLE[gpu.state])
     if status.get("gpu_hours_source"):
-        gpu_text.append(f"  ({status['gpu_hours_source']})", style="grey50")
+        gpu_text.append(f"  ({_clip(str(status['gpu_hours_source']), 24)})", style="grey50")
     t.add_row("GPU-hours", gpu_text)
     hb = Text(fmt_age(info.heartbeat_age(now)))
     stall = by_name.get("stall")

@@ -34,7 +34,7 @@ class RunsTable(DataTable):
             else:
                 for (_, col), new_cell, old_cell in zip(COLUMNS, cells, old):
                     if str(new_cell) != str(old_cell) or getattr(new_cell, "style", None) != getattr(old_cell, "style", None):
-                        self.update_cell(key, col, new_cell)
+                        self.update_cell(key, col, new_cell, update_width=True)
             self._cells[key] = cells
         for key in [k for k in self._cells if k not in seen]:
             self.remove_row(key)
