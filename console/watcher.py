@@ -182,7 +182,7 @@ class Watcher:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._last_scan = 0.0
-        self._last_notify = float("-inf")
+        self._notify_thread: threading.Thread | None = None
         self._sent_detail: tuple | None = None
         self._pending_popens: dict[Path, subprocess.Popen] = {}
 
@@ -191,12 +191,16 @@ class Watcher:
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="fontaine-watcher", daemon=True)
         self._thread.start()
+        if self.notifier is not None:  # its own thread: a slow first read of a big run never delays the panels
+            self._notify_thread = threading.Thread(target=self._run_notifier, name="fontaine-notifier", daemon=True)
+            self._notify_thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        for thread in (self._thread, self._notify_thread):
+            if thread is not None:
+                thread.join(timeout)
         for w in self.watches.values():
             w.close()
 
@@ -251,9 +255,6 @@ class Watcher:
             update = self._update(sel, key) if changed or key != self._sent_detail else None
         if update is not None:
             self.on_update(update)
-        if self.notifier is not None and now - self._last_notify >= NOTIFY_EVERY_S:
-            self._last_notify = now
-            self._notify()
         return more
 
     def _rescan(self) -> bool:
@@ -288,9 +289,14 @@ class Watcher:
         self._sent_detail = key
         return WatchUpdate(runs=runs, detail=detail)
 
-    def _notify(self) -> None:
+    def _run_notifier(self) -> None:
+        while not self._stop.wait(NOTIFY_EVERY_S):
+            self.notify_once()
+
+    def notify_once(self) -> None:
         """Give the Discord notifier its turn on every run, finished ones included (it skips
-        unchanged finished runs cheaply and never posts about old ones). Off the UI thread."""
+        unchanged finished runs cheaply and never posts about old ones). Off the UI thread,
+        and off the polling thread."""
         with self._lock:
             paths = [w.path for w in self.watches.values()]
         for path in paths:

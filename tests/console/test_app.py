@@ -269,7 +269,8 @@ async def test_help_and_discord_test_post(runs_dir):
         await wait_for(pilot, lambda: "Discord: ok" in plain(app.screen.query_one("#discord")))
         await pilot.press("t")
         await wait_for(pilot, lambda: FakeNotifier.sent == 1)
-        assert FakeNotifier.polled, "the notifier polls runs seen live"
+        await wait_for(pilot, lambda: FakeNotifier.polled, what="the notifier's turn on the runs")
+        assert FakeNotifier.polled[0].name == "a-scripted-20260101-000000"
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
