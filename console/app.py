@@ -419,8 +419,8 @@ class FontaineApp(App):
         try:
             queued = self.notifier.send_test()
             if queued is False:
-                hint = getattr(self.notifier, "setup_hint", None) or discord_line(self.notifier).plain
-                self.call_from_thread(self.notify, f"Discord posts are off: {hint}", severity="warning", timeout=15)
+                hint = getattr(self.notifier, "setup_hint", None) or f"{discord_line(self.notifier).plain}: no post sent"
+                self.call_from_thread(self.notify, hint, severity="warning", timeout=20)
             else:
                 self.call_from_thread(self.notify, "Discord test post queued")
         except Exception as exc:
@@ -461,7 +461,10 @@ def discord_line(notifier) -> Text:
     name = str(getattr(state, "name", state)).lower()
     style = {"ok": "green", "retrying": "yellow", "failing": "bold red"}.get(name, "grey50")
     if hasattr(state, "line"):
-        return Text(state.line(), style=style)
+        t = Text(state.line(), style=style)
+        if name == "off" and getattr(notifier, "setup_hint", None):
+            t.append(" (t: how to turn on)", style="grey50")
+        return t
     t = Text(f"Discord: {name}", style=style)
     error = getattr(state, "last_error", None)
     if error:
