@@ -1,0 +1,73 @@
+"""The panels' text: tripwire levels, stall, grid limits (pure functions of a snapshot and a clock)."""
+
+import os
+
+import psutil
+
+from conftest import FIXED_TIME, make_row, make_run_dir
+from console.aggregate import RunAggregate
+from console.render import (
+    GRID_MAX_SEEDS, banner_text, fmt_duration, gate_readings, gate_spec, histogram_text, seed_grid_text,
+)
+from console.runs import read_run
+
+
+def view_of(rows):
+    agg = RunAggregate()
+    agg.add_many(rows)
+    return agg.snapshot()
+
+
+def live_pid():
+    me = psutil.Process()
+    return {"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time()}
+
+
+def test_durations():
+    assert [fmt_duration(x) for x in (None, 0, 59.6, 61, 3600 * 2 + 5)] == ["—", "0s", "1m00s", "1m01s", "2h00m05s"]
+
+
+def test_gate_spec_takes_the_manifest_gates_and_ignores_unknown_keys(tmp_path):
+    d = make_run_dir(tmp_path, "r", gates={"gpu_hours": 2.0, "pace_limit_hours": 3.0, "pace_after_episodes": 5,
+                                           "stall_min_s": 30.0, "future_gate": 1})
+    spec = gate_spec(read_run(d))
+    assert (spec.gpu_hours, spec.pace_limit_hours, spec.pace_after_episodes, spec.stall_min_s) == (2.0, 3.0, 5, 30.0)
+
+
+def test_banner_warns_before_and_shouts_when_tripped(tmp_path):
+    rows = [make_row(s) for s in range(20)]
+    ok = read_run(make_run_dir(tmp_path, "ok", state="running", done=20, total=100, elapsed_s=300, gpu_hours=0.1,
+                               pid=live_pid()))
+    text, level = banner_text(gate_readings(ok, view_of(rows), FIXED_TIME + 5), ok)
+    assert (text, level) == (None, "")
+    warn = read_run(make_run_dir(tmp_path, "warn", state="running", done=20, total=100, elapsed_s=300,
+                                 gpu_hours=0.45, pid=live_pid()))
+    text, level = banner_text(gate_readings(warn, view_of(rows), FIXED_TIME + 5), warn)
+    assert level == "warn" and "gpu_hours" in text.plain
+    tripped = read_run(make_run_dir(tmp_path, "tripped", state="running", done=20, total=100, elapsed_s=300,
+                                    gpu_hours=0.6, pid=live_pid()))
+    text, level = banner_text(gate_readings(tripped, view_of(rows), FIXED_TIME + 5), tripped)
+    assert level == "tripped" and "GPU_HOURS TRIPPED" in text.plain and "next episode boundary" in text.plain
+
+
+def test_an_old_heartbeat_of_a_live_run_is_a_stall(tmp_path):
+    info = read_run(make_run_dir(tmp_path, "stalled", state="running", done=20, total=100, elapsed_s=300,
+                                 pid=live_pid()))
+    view = view_of([make_row(s) for s in range(20)])  # median wall 21 s: the stall limit is the 60 s floor
+    text, level = banner_text(gate_readings(info, view, FIXED_TIME + 30), info)
+    assert level == ""
+    text, level = banner_text(gate_readings(info, view, FIXED_TIME + 3600), info)
+    assert level == "tripped" and "STALL" in text.plain
+
+
+def test_seed_grid_draws_a_bounded_number_of_cells():
+    seeds = list(range(5000))
+    view = view_of([make_row(s) for s in range(3000)])
+    text = seed_grid_text(view, seeds, 48).plain
+    assert text.count("■") == GRID_MAX_SEEDS and f"… {5000 - GRID_MAX_SEEDS} more seeds" in text
+    small = seed_grid_text(view_of([make_row(s) for s in (0, 1)]), [0, 1, 2], 48).plain
+    assert small.count("■") == 2 and small.count("·") == 1 and "more" not in small
+
+
+def test_histogram_without_rows():
+    assert histogram_text(view_of([])).plain == "no rows yet"
