@@ -140,7 +140,9 @@ class _Shard:
                 if self._abort.is_set():
                     lost = pool.abort()
                     self._closed = True
-                    return self._report(rows, refused, aborted=lost)
+                    report = self._report(rows, refused, aborted=lost)
+                    shutil.rmtree(self.scratch, ignore_errors=True)
+                    return report
                 rows.extend(pool.poll(min(0.2, max(0.0, deadline - time.monotonic()))))
                 if rows or pool.free_slots() > known_free or not pool.alive() or time.monotonic() >= deadline:
                     break
@@ -270,6 +272,8 @@ class RayPool:
             try:
                 report = ray.get(ref)
             except Exception as exc:  # the actor or its node died, or the step raised
+                if not isinstance(exc, (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError)):
+                    self.log(f"shard {shard.index}: step failed:\n{exc}")
                 self._lose(shard, f"{type(exc).__name__}: {_first_line(exc)}")
                 continue
             rows.extend(self._take_report(shard, report))
@@ -281,7 +285,7 @@ class RayPool:
 
     def abort(self) -> list[int]:
         """Kill every shard's episodes now; return the seeds that were in flight (no rows)."""
-        lost = self.in_flight() + self.take_requeued()
+        lost = self.in_flight()
         live = list(self._running())
         for s in live:
             try:

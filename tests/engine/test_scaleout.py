@@ -47,7 +47,8 @@ class LoopbackCluster:
         self.address = f"127.0.0.1:{self.port}"
         self.client_env = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token",
                            "RAY_AUTH_TOKEN": secrets.token_hex(32), "RAY_TMPDIR": str(self.tmp)}
-        self.node_env = {**os.environ, **self.client_env, "HOME": str(self.tmp)}  # nothing under ~/.ray
+        # nothing under ~/.ray, and the shards' scratch dirs (a killed node leaves its own) go with the cluster
+        self.node_env = {**os.environ, **self.client_env, "HOME": str(self.tmp), "TMPDIR": str(self.tmp)}
         self.procs: dict[str, subprocess.Popen] = {}
 
     def _start(self, name: str, args: list[str]) -> None:
