@@ -6,12 +6,10 @@ import shutil
 import sys
 
 import psutil
-import pytest
 from textual.widgets import Select
 
-from conftest import FIXED_TIME, make_app, make_row, make_run_dir, plain, wait_for, wait_file
+from conftest import make_app, make_row, make_run_dir, plain, wait_for, wait_file
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
-from prereg.rows import ROW_FIELDS
 
 
 def counts_text(app):
@@ -314,3 +312,28 @@ async def test_arrow_keys_select_another_run(runs_dir):
                        state=lambda: (app.detail.info.run_id, counts_text(app)[:80]))
         await pilot.press("down")
         await wait_for(pilot, lambda: app.detail.info.run_id.startswith("b-") and "2/10" in counts_text(app))
+
+
+async def test_command_palette_offers_every_action(runs_dir):
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.05)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for title in ("Launch a run", "Launch the demo", "Stop the selected run", "Escalate: kill the selected run",
+                      "Results of the selected run", "Discord test post", "Keys and states"):
+            assert title in titles
+        footer_keys = {b.key for b in app.screen.BINDINGS}
+        assert {"l", "d", "s", "K", "r", "t", "question_mark", "q"} <= footer_keys
+
+
+def test_main_parses_its_options(monkeypatch, tmp_path):
+    from console import app as app_module
+
+    seen = {}
+
+    def fake_run(self):
+        seen.update(runs_dir=self.runs_dir, prereg_dirs=self.prereg_dirs, poll=self.poll_s)
+
+    monkeypatch.setattr(app_module.FontaineApp, "run", fake_run)
+    assert app_module.main(["--runs-dir", str(tmp_path), "--prereg-dir", "a", "--prereg-dir", "b", "--poll", "1"]) == 0
+    assert seen["runs_dir"] == tmp_path and [str(p) for p in seen["prereg_dirs"]] == ["a", "b"] and seen["poll"] == 1.0
