@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import secrets
 import statistics
 import sys
 import tempfile
@@ -29,9 +28,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-# the private cluster uses token auth with a token of this process only (nothing written to ~/.ray)
-if "RAY_AUTH_MODE" not in os.environ:
-    os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
 
 from engine.driver import RunConfig, run  # noqa: E402
 from engine.policies.factory import PolicySpec  # noqa: E402

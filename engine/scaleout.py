@@ -38,7 +38,8 @@ dashboard its `ray start` gave it). Authentication (Ray 2.60 enables token auth 
 `RAY_AUTH_MODE` and the token are read from the environment as Ray does: connect to a token
 cluster with `RAY_AUTH_MODE=token` and the cluster's token in `RAY_AUTH_TOKEN`,
 `RAY_AUTH_TOKEN_PATH` or `~/.ray/auth_token`; `RAY_AUTH_MODE=disabled` only on a trusted
-network. A failed connection says so in one message.
+network. A failed connection says so in one message. `--ray local` with nothing configured
+uses a token of the driver process only (Ray's own default would write ~/.ray/auth_token).
 """
 
 from __future__ import annotations
@@ -379,8 +380,7 @@ class RayPool:
             shards = int(self.settings.get("shards") or 1)
             kwargs.update(address="local", include_dashboard=bool(self.settings.get("dashboard")),
                           num_cpus=max(os.cpu_count() or 1, shards * self.workers_per_shard))
-            if self.gpus_per_shard:
-                kwargs["num_gpus"] = None  # Ray detects them
+            _ephemeral_token_for_a_private_cluster()
         else:
             kwargs["address"] = self.address
             if self.settings.get("dashboard"):
@@ -561,6 +561,27 @@ class RayPool:
             self.ray.shutdown()
         except Exception:
             pass
+
+
+def _ephemeral_token_for_a_private_cluster() -> None:
+    """`--ray local` with no authentication configured: token auth with a token of this process
+    only. Ray's default would write ~/.ray/auth_token, after which every `ray start --head` of this
+    user silently turns token auth on."""
+    if any(os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
+        return
+    if (Path.home() / ".ray" / "auth_token").exists():
+        return  # Ray uses the user's token; nothing is written
+    import secrets
+
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config
+
+        os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
+        Config.initialize("")  # what Ray itself does when it turns token auth on in a process
+        AuthenticationTokenLoader.instance().reset_cache()
+    except Exception:  # a Ray without these internals: its own default applies
+        for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+            os.environ.pop(k, None)
 
 
 def _node_summary(nodes: list[dict]) -> str:
