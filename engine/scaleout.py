@@ -205,7 +205,7 @@ class RayPool:
 
     def __init__(self, cfg, run_dir: Path, log=print, n_seeds: int | None = None):
         self.cfg, self.run_dir, self.log = cfg, Path(run_dir), log
-        self.ray = ray = require_ray()
+        self.ray = require_ray()
         self.settings = dict(cfg.ray or {})
         self.address = str(self.settings.get("address") or "auto")
         self.gpus_per_shard = int(self.settings.get("gpus_per_shard") or 0)
