@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from console.app import FontaineApp  # noqa: E402
 from console.fixtures import make_row, make_run_dir  # noqa: E402
 from console.watcher import Watcher  # noqa: E402
+from prereg.rows import read_rows  # noqa: E402
 
 WRITER = r"""
 import json, os, sys, time
@@ -49,9 +50,10 @@ def main() -> None:
     p.add_argument("--rate", type=float, default=2.0,
                    help="rows per second appended to the live run (a 100-seed, 8-worker run of 30 s episodes makes ~0.2)")
     p.add_argument("--rows", type=int, default=100_000)
+    p.add_argument("--skip-live", action="store_true", help="only the 100k-row open")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-console-"))
-    for rate in (0.0, args.rate):
+    for rate in () if args.skip_live else (0.0, args.rate):
         live_runs = root / f"live-{rate:g}"
         live = make_run_dir(live_runs, "live-scripted-20260101-000000", total=10_000, done=0, state="running",
                             rows=[], mtime=None)
@@ -70,6 +72,10 @@ def main() -> None:
                        rows=[make_row(s) for s in range(args.rows)])
     size_mb = (big / "rows.jsonl").stat().st_size / 1e6
     print(f"[setup] wrote {args.rows} rows ({size_mb:.1f} MB) in {time.perf_counter() - t0:.1f} s")
+    t0 = time.perf_counter()
+    read_rows(big / "rows.jsonl")
+    print(f"[yardstick] prereg.rows.read_rows of the same file (parse only, every row kept): "
+          f"{time.perf_counter() - t0:.2f} s on this machine now")
     bench_open_watcher(big_runs, args.rows)
     bench_open_app(big_runs, args.rows)
 
@@ -124,7 +130,7 @@ def bench_open_watcher(runs_dir: Path, n: int) -> None:
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             print(f"[open {n} rows, watcher] peak traced memory while reading {peak / 1e6:.1f} MB "
-                  f"(the file is read in 8 MB steps; only aggregates and {len(view.recent)} recent rows are kept)")
+                  f"(the file is read in 4 MB steps; only aggregates and {len(view.recent)} recent rows are kept)")
         else:
             print(f"[open {n} rows, watcher] first panels after {first:.2f} s, all rows after {total:.2f} s; "
                   f"{view.successes} successes, {view.corrupt} corrupt")

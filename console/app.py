@@ -160,7 +160,7 @@ class FontaineApp(App):
         self.age_refresh_s = age_refresh_s
         self.launch_argv = launch_argv  # tests substitute a fake driver here
         self.notifier = _make_notifier(self.runs_dir) if notifier == FROM_ENV else notifier
-        self.watcher = Watcher(self.runs_dir, self._from_watcher, interval=poll_s, notifier=self.notifier)
+        self.watcher = Watcher(self.runs_dir, self._from_watcher, interval=poll_s, notifier=self.notifier, paced=True)
         self.runs: tuple[RunSummary, ...] = ()
         self.detail: RunDetail | None = None
         self.selected: Path | None = None
@@ -199,6 +199,7 @@ class FontaineApp(App):
         if update.detail is not None and update.detail.info.path.resolve() == (self.selected or Path()).resolve():
             self.detail = update.detail
         self._draw()
+        self.call_after_refresh(self.watcher.ui_caught_up)
 
     @on(DataTable.RowHighlighted, "#runs")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -25,10 +25,11 @@ from console.tailer import RowsTailer
 WATCHED_FILES = ("manifest.json", "status.json", "pid.json", "STOP")
 RESCAN_EVERY_S = 2.0
 FIRST_BYTES = 1024 * 1024  # the first read of the selected run: its panels appear at once
-SELECTED_BYTES = 8 * 1024 * 1024  # then per poll: a big file shows progress as it loads
-BACKGROUND_BYTES = 4 * 1024 * 1024  # per poll, for runs other than the selected one
+SELECTED_BYTES = 4 * 1024 * 1024  # then per poll: a big file shows progress as it loads
+BACKGROUND_BYTES = 2 * 1024 * 1024  # per poll, for runs other than the selected one
 NOTIFY_EVERY_S = 2.0  # how often the Discord notifier gets its turn
-LOADING_PAUSE_S = 0.05  # between chunks of a big file: leaves the UI thread time to draw
+LOADING_UPDATE_S = 0.5  # while a big file loads, the UI gets at most this often a new snapshot
+LOADING_PAUSE_S = 0.5  # the longest a paced watcher waits for the UI to draw, between chunks of a big file
 
 
 @dataclass(frozen=True)
@@ -170,11 +171,13 @@ class Watcher:
         *,
         interval: float = 0.5,
         notifier=None,
+        paced: bool = False,
     ):
         self.runs_dir = Path(runs_dir).resolve()
         self.on_update = on_update
         self.interval = interval
         self.notifier = notifier
+        self.paced = paced  # a UI that calls ui_caught_up() after drawing each update
         self.watches: dict[Path, RunWatch] = {}
         self.selected: Path | None = None
         self._lock = threading.Lock()
@@ -183,6 +186,10 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._last_scan = 0.0
         self._notify_thread: threading.Thread | None = None
+        self._held = False  # an update was held back while loading
+        self._sent_last_poll = False
+        self._ui_drew = threading.Event()
+        self._last_sent = float("-inf")
         self._sent_detail: tuple | None = None
         self._pending_popens: dict[Path, subprocess.Popen] = {}
 
@@ -198,6 +205,7 @@ class Watcher:
     def stop(self, timeout: float = 2.0) -> None:
         self._stop.set()
         self._wake.set()
+        self._ui_drew.set()
         for thread in (self._thread, self._notify_thread):
             if thread is not None:
                 thread.join(timeout)
@@ -214,6 +222,10 @@ class Watcher:
             self._pending_popens[Path(run_dir).resolve()] = popen
         self.poke()
 
+    def ui_caught_up(self) -> None:
+        """The UI has drawn the last update: a big file's next chunk may be read."""
+        self._ui_drew.set()
+
     def poke(self) -> None:
         """Poll now rather than at the next tick (after a key press)."""
         self._wake.set()
@@ -227,7 +239,11 @@ class Watcher:
     def _run(self) -> None:
         while not self._stop.is_set():
             more = self.poll_once()
-            self._wake.wait(LOADING_PAUSE_S if more else self.interval)
+            if more:  # keep reading; after an update, first let the UI draw it (it says so, or a cap passes)
+                if self._sent_last_poll and self.paced:
+                    self._ui_drew.wait(LOADING_PAUSE_S)
+            else:
+                self._wake.wait(self.interval)
             self._wake.clear()
 
     def poll_once(self, now: float | None = None) -> bool:
@@ -252,8 +268,15 @@ class Watcher:
                         changed |= w.refresh(BACKGROUND_BYTES)
                         more |= w.loading
             key = self._detail_key(sel)
-            update = self._update(sel, key) if changed or key != self._sent_detail else None
+            due = changed or key != self._sent_detail or self._held
+            if due and more and now - self._last_sent < LOADING_UPDATE_S:
+                self._held, due = True, False  # loading a big file: show progress, not every chunk
+            update = self._update(sel, key) if due else None
+            if update is not None:
+                self._held, self._last_sent = False, now
+        self._sent_last_poll = update is not None
         if update is not None:
+            self._ui_drew.clear()
             self.on_update(update)
         return more
 
