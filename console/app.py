@@ -151,6 +151,7 @@ class FontaineApp(App):
         notifier=FROM_ENV,
         age_refresh_s: float = 1.0,
         launch_argv: Callable[[Path, str, Path], list[str]] = runs.prereg_launch_argv,
+        min_draw_s: float = 1.0,
     ):
         super().__init__()
         self.runs_dir = Path(runs_dir)
@@ -167,6 +168,9 @@ class FontaineApp(App):
         self.launched: list[Path] = []
         self.quit_notice = ""
         self._drawn: dict[str, object] = {}  # widget id -> the inputs it was last drawn from
+        self.min_draw_s = min_draw_s
+        self._last_draw = float("-inf")
+        self._draw_timer = None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -196,8 +200,23 @@ class FontaineApp(App):
         self.runs = update.runs
         if self.selected is None and update.detail is not None:  # the watcher chose the first run to show
             self.selected = update.detail.info.path
+        same_run = self.detail is not None
         if update.detail is not None and update.detail.info.path.resolve() == (self.selected or Path()).resolve():
             self.detail = update.detail
+        # A run that keeps changing is redrawn at most every min_draw_s; a newly selected one at once.
+        wait = self._last_draw + self.min_draw_s - time.monotonic()
+        if same_run and wait > 0:
+            if self._draw_timer is None:
+                self._draw_timer = self.set_timer(wait, self._deferred_draw)
+        else:
+            self._draw_now()
+
+    def _deferred_draw(self) -> None:
+        self._draw_timer = None
+        self._draw_now()
+
+    def _draw_now(self) -> None:
+        self._last_draw = time.monotonic()
         self._draw()
         self.call_after_refresh(self.watcher.ui_caught_up)
 

@@ -94,7 +94,7 @@ async def test_stop_key_with_confirmation_writes_stop_and_shows_stopping(runs_di
         stop = json.loads((d / "STOP").read_text())
         assert set(stop) == {"by", "reason", "at"} and "console" in stop["by"]
         await wait_for(pilot, lambda: app.detail.info.state == "stopping")
-        assert "STOP requested" in header_text(app)
+        await wait_for(pilot, lambda: "STOP requested" in header_text(app))
         # the driver confirms: the console shows stopped
         status = json.loads((d / "status.json").read_text())
         status.update(state="stopped", reason="STOP file")
@@ -132,7 +132,7 @@ async def test_reattach_after_restart_and_died_detection(runs_dir, procs):
         proc.kill()
         proc.wait(timeout=10)
         await wait_for(pilot, lambda: app2.detail.info.state == "died", what="died")
-        assert "died" in header_text(app2) and "rows so far" in header_text(app2)
+        await wait_for(pilot, lambda: "died" in header_text(app2) and "rows so far" in header_text(app2))
 
 
 async def test_quit_says_which_runs_keep_running(runs_dir, procs):
