@@ -117,8 +117,9 @@ def resolve(args):
     spec = _policy_spec_from_flags(args)
     seeds = args.seeds if args.seeds is not None else list(range(args.seed, args.seed + (args.num_seeds or 10)))
     arm = spec.kind if spec.decode in (None, "flow", "reference") else f"{spec.kind}-{spec.decode}"
-    run_id = args.run_id or f"{arm}-{_stamp()}"
-    run_dir = args.run_dir or (args.rows_jsonl.parent if args.rows_jsonl else args.runs_dir / run_id)
+    run_dir = args.run_dir or (args.rows_jsonl.parent if args.rows_jsonl else None)
+    run_id = args.run_id or (Path(run_dir).name if run_dir else f"{arm}-{_stamp()}")
+    run_dir = run_dir or args.runs_dir / run_id
     gates = GateSpec(gpu_hours=args.gpu_hours_gate, pace_limit_hours=args.pace_limit_hours,
                      pace_after_episodes=args.pace_after_episodes)
     config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
@@ -170,7 +171,7 @@ def _resolve_prereg(args):
                       convmap_overrides=tuple(launch.convmap_overrides or ()),
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
                       task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms)
-    run_id = args.run_id or f"{launch.prereg_id}-{launch.arm}-{_stamp()}"
+    run_id = args.run_id or (args.run_dir.name if args.run_dir else f"{launch.prereg_id}-{launch.arm}-{_stamp()}")
     run_dir = args.run_dir or args.runs_dir / run_id
     config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
                        episode_seconds=launch.episode_seconds, workers=launch.workers or 1,
