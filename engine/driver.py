@@ -444,6 +444,8 @@ def _seed_note(success_seeds: list[int], n: int) -> str:
         return ""
     if len(success_seeds) <= 12:
         return f"  seeds {success_seeds}"
+    if len(success_seeds) == n:
+        return "  (every seed)"
     return f"  ({n - len(success_seeds)} without success)"
 
 
