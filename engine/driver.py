@@ -91,6 +91,7 @@ class _Driver:
     def __init__(self, cfg: RunConfig, run_dir: Path, argv: list[str], resume: bool, log):
         self.cfg, self.run_dir, self.argv, self.resume, self.log = cfg, run_dir, argv, resume, log
         self.t0 = time.monotonic()
+        self.started_at = rd.utc_now()
         self.prior_elapsed_s = 0.0
         self.rows: list[dict] = []  # every row of the run (prior rows on resume included)
         self.session_done = 0
@@ -114,13 +115,19 @@ class _Driver:
     def run(self) -> RunResult:
         self._prepare_dir()
         self._install_signals()
+        from engine.policies.factory import PolicyError
+
         try:
             self._write_status(rd.STARTING)
+            self._write_manifest()  # what was asked for, readable even if the policy cannot load
             self._load_policy()
-            self._write_manifest()
+            self._write_manifest()  # ... and what it resolved to
             todo = self._todo_seeds()
             self._write_status(rd.RUNNING)
             self._loop(todo)
+        except (PolicyError, DriverError) as exc:  # bad input, said once, no traceback
+            self._finish(rd.FAILED, f"could not start: {exc}")
+            raise
         except BaseException as exc:
             reason = f"driver crashed: {type(exc).__name__}: {exc}"
             self.log(traceback.format_exc())
@@ -183,6 +190,9 @@ class _Driver:
     def _write_manifest(self) -> None:
         path = self.run_dir / rd.MANIFEST
         if self.resume and path.exists():
+            if getattr(self, "_resume_noted", False):
+                return
+            self._resume_noted = True
             manifest = rd.read_json(path) or {}
             manifest.setdefault("resumes", []).append({"at": rd.utc_now(), "argv": self.argv, "host": socket.gethostname()})
         else:
@@ -191,7 +201,7 @@ class _Driver:
                 "prereg": self.cfg.prereg,
                 "arm": self.cfg.arm,
                 "policy": self.cfg.policy.as_dict(),
-                "policy_resolved": self.policy_description,
+                "policy_resolved": getattr(self, "policy_description", None),
                 "seeds": self.cfg.seeds,
                 "episode_seconds": self.cfg.episode_seconds,
                 "workers": self.cfg.workers,
@@ -204,8 +214,8 @@ class _Driver:
                 "git_commit": tool_git_commit(),
                 "versions": package_versions(),
                 "host": socket.gethostname(),
-                "device": self.policy_description.get("device", "cpu"),
-                "started_at": rd.utc_now(),
+                "device": (getattr(self, "policy_description", None) or {}).get("device"),
+                "started_at": self.started_at,
             }
         rd.write_json_atomic(path, manifest)
 
