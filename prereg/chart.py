@@ -47,7 +47,7 @@ def per_seed_chart(arms: list[ArmReads], path: str | Path, title: str = "") -> P
     ax.set_xticklabels([str(seeds[i]) for i in range(0, len(seeds), step)], fontsize=8)
     ax.set_title(title or " vs ".join(a.arm for a in arms), fontsize=10)
     ax.legend(fontsize=8, loc="best")
-    fig.subplots_adjust(left=0.07, right=0.99, top=0.9, bottom=0.13)
+    fig.tight_layout()  # room for the axis labels at any width
     out = Path(path)
     fig.savefig(out, format="png")
     return out
