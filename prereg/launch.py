@@ -13,7 +13,7 @@ from pathlib import Path
 from prereg.document import load
 from prereg.errors import PreregError
 from prereg.gates import GateSpec
-from prereg.seal import verify_layout
+from prereg.seal import require_intact, verify_layout
 
 
 @dataclass(frozen=True)
@@ -51,15 +51,11 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
     if problems:
         raise PreregError.from_problems(p, problems, "does not validate, so it cannot be launched",
                                         "fix the fields named above (`fontaine-prereg validate`)")
-    ver = verify_layout(doc.layout)
-    if not ver.frozen:
-        raise PreregError(f"{p}:1: not frozen, so it cannot be launched (a pre-registration is frozen before "
-                          f"its launch): run `fontaine-prereg freeze {p}`")
-    bad = ver.first_failure()
-    if bad:
-        raise PreregError(f"{p}:{bad.line}: {bad.message}. A frozen pre-registration is never edited: revert the "
-                          f"change (e.g. `git diff {p}`), or register the change as an amendment "
-                          f"(`fontaine-prereg amend {p}`)")
+    require_intact(doc.layout, p,
+                   not_frozen=f"so it cannot be launched (a pre-registration is frozen before its launch): "
+                              f"run `fontaine-prereg freeze {p}`",
+                   modified=f"A frozen pre-registration is never edited: revert the change (e.g. `git diff {p}`), "
+                            f"or register the change as an amendment (`fontaine-prereg amend {p}`)")
     found = doc.find_arm(arm_name)
     draft = next((sec for sec in doc.layout.sections if sec.number and not sec.sealed), None)
     if found is None and draft is not None and doc.problems:

@@ -17,7 +17,7 @@ from prereg.document import RESULTS_END, Comparator, Document, load_valid, parse
 from prereg.errors import PreregError
 from prereg.reads import ArmReads, Check, Paired, Verdict, arm_reads, evaluate_rule, paired_reads
 from prereg.rows import read_rows
-from prereg.seal import utc_now, verify_layout, write_lines
+from prereg.seal import require_intact, utc_now, verify_layout, write_lines
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -112,14 +112,11 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     """Compute the reads of each arm's run, write results.md + chart.png, append the results section."""
     doc = load_valid(prereg_path)
     p = str(doc.path)
-    ver = verify_layout(doc.layout)
-    if not ver.frozen:
-        raise PreregError(f"{p}:1: not frozen: results are read only against a frozen pre-registration "
-                          f"(`fontaine-prereg freeze {p}` before the launch)")
-    bad = ver.first_failure()
-    if bad:
-        raise PreregError(f"{p}:{bad.line}: {bad.message}; results are not computed against a modified "
-                          "registration: revert the change (e.g. `git diff`)")
+    require_intact(doc.layout, p,
+                   not_frozen=f"and results are read only against a frozen pre-registration "
+                              f"(`fontaine-prereg freeze {p}` before the launch)",
+                   modified="Results are not computed against a modified registration: revert the change "
+                            "(e.g. `git diff`)")
     if not runs:
         raise PreregError("no runs given: pass --run ARM=RUN_DIR for each arm to report")
     now = now or utc_now()

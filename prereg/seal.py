@@ -98,6 +98,21 @@ def verify_layout(layout: Layout) -> Verification:
     return Verification(frozen, checks)
 
 
+
+def require_intact(layout: Layout, path: str, *, not_frozen: str, modified: str) -> None:
+    """Raise PreregError unless the document is frozen and its frozen parts are unchanged.
+
+    `not_frozen` and `modified` finish the sentence for the caller's purpose (a launch, a report).
+    """
+    from prereg.errors import PreregError
+
+    ver = verify_layout(layout)
+    if not ver.frozen:
+        raise PreregError(f"{path}:1: not frozen, {not_frozen}")
+    bad = ver.first_failure()
+    if bad:
+        raise PreregError(f"{path}:{bad.line}: {bad.message}. {modified}")
+
 def verify(path: str | Path) -> Verification:
     return verify_layout(load(path).layout)
 
