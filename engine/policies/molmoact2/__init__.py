@@ -9,6 +9,11 @@ grammar-masked decode). `tiny` builds a small random model for tests and demos.
 from __future__ import annotations
 
 import os
+import warnings
+
+# lerobot 0.6.1's MolmoAct2 config calls a transformers helper deprecated in 5.5; the warning is
+# theirs to fix and would otherwise open every driver.log of a MolmoAct2 run.
+warnings.filterwarnings("ignore", message=r"`rope_config_validation` is deprecated", category=FutureWarning)
 
 from engine.policies.base import DEFAULT_TASK
 from engine.policies.convmap import PRESETS, ConvMap
