@@ -99,6 +99,7 @@ class _Driver:
         self.abort = False
         self.signals = 0
         self.pool = None
+        self.gpu_meter = None
         self._first_submit_at: float | None = None  # rollout time excludes worker start-up
         self._last_row_at: float | None = None
         self.lost_seeds: list[int] = []
@@ -186,6 +187,9 @@ class _Driver:
             default_gpus = 0
         self.policy_description = describe
         self.gpus = self.cfg.gpus if self.cfg.gpus is not None else default_gpus
+        from engine.gpumeter import GpuMeter
+
+        self.gpu_meter = GpuMeter(self.gpus)
 
     def _write_manifest(self) -> None:
         path = self.run_dir / rd.MANIFEST
@@ -346,6 +350,12 @@ class _Driver:
     def gpu_hours(self) -> float:
         return self.gpus * self.elapsed_s / 3600.0
 
+    def _busy_hours(self) -> float | None:
+        if self.gpu_meter is None:
+            return None
+        self.gpu_meter.sample()
+        return None if self.gpu_meter.busy_hours is None else round(self.gpu_meter.busy_hours, 5)
+
     def _write_status(self, state: str, reason: str | None = None) -> None:
         self._last_status = time.monotonic()
         done = len({r["seed"] for r in self.rows})
@@ -367,6 +377,8 @@ class _Driver:
             "eta_s": None if proj is None else round(max(0.0, proj - session_elapsed), 1),
             "gpu_hours": round(self.gpu_hours, 5),
             "gpu_hours_source": f"allocated (wall x {self.gpus} GPU{'s' if self.gpus != 1 else ''} held)",
+            "gpu_busy_hours": self._busy_hours(),
+            "gpu_busy_source": self.gpu_meter.source if self.gpu_meter is not None else None,
             "gpus": self.gpus,
             "mean_batch": round(self._stat('predicted_obs') / self._stat('predict_rounds'), 3) if self._stat('predict_rounds') else None,
             "predict_rounds": self._stat('predict_rounds'),
