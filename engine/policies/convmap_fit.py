@@ -297,7 +297,8 @@ def _fit_joint(joint, rig_lo, rig_hi, rel_lo, rel_hi, mirror_margin, pad_frac, c
         reason = "least midpoint displacement, smallest offset"
     chosen = pick
     near = [c for c in cands if c.displacement_deg <= pick.displacement_deg + pad_frac * span]
-    best_cov = min(near, key=lambda c: (c.uncovered, c.gate_key()))
+    # Equal coverage keeps the pick's sign: a mirror needs a reason (the margin, or better coverage).
+    best_cov = min(near, key=lambda c: (round(c.uncovered, 9), c.sign != pick.sign, c.gate_key()))
     if pick.uncovered - best_cov.uncovered >= coverage_margin:
         chosen, rule = best_cov, "coverage"
         better = f"covers {_pt(pick.uncovered - best_cov.uncovered)} better ({_pct(best_cov.uncovered)} vs {_pct(pick.uncovered)} uncovered)"
