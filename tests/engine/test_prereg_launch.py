@@ -1,0 +1,56 @@
+"""fontaine-eval under a pre-registration: the launch guard, and the demo end to end
+(launch from the frozen document, then the report with its chart)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO, read_rows, run_eval
+
+DEMO = REPO / "prereg" / "examples" / "demo.md"
+
+
+def test_an_edited_frozen_document_is_refused(tmp_path):
+    doc = tmp_path / "demo.md"
+    text = DEMO.read_text()
+    doc.write_text(text.replace("episode_seconds: 20", "episode_seconds: 25", 1))
+    out = run_eval("--prereg", str(doc), "--arm", "scripted", "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "never edited" in out.stderr or "changed" in out.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_unknown_arm_is_refused(tmp_path):
+    out = run_eval("--prereg", str(DEMO), "--arm", "no-such-arm", "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 2 and "no-such-arm" in out.stderr
+
+
+@pytest.mark.slow
+def test_the_demo_launches_from_its_frozen_document_and_reports(tmp_path):
+    doc = tmp_path / "demo.md"
+    shutil.copyfile(DEMO, doc)  # a copy keeps the frozen hash and may receive results
+    run_dir = tmp_path / "runs" / "demo-scripted"
+    out = run_eval("--prereg", str(doc), "--arm", "scripted", "--run-dir", str(run_dir))
+    assert out.returncode == 0, out.stderr
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    launch = json.loads(subprocess.run([sys.executable, "-m", "prereg.cli", "launch-spec", str(doc), "--arm", "scripted"],
+                                       cwd=REPO, capture_output=True, text=True, check=True).stdout)
+    assert manifest["prereg"]["sha256"] == launch["prereg_sha256"]
+    assert manifest["seeds"] == launch["seeds"] and manifest["episode_seconds"] == launch["episode_seconds"]
+    assert manifest["gates"]["gpu_hours"] == launch["gates"]["gpu_hours"]
+    rows = read_rows(run_dir)
+    assert sorted(r["seed"] for r in rows) == launch["seeds"]
+
+    rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"scripted={run_dir}"],
+                         cwd=REPO, capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    assert (run_dir / "results.md").exists() and (run_dir / "chart.png").stat().st_size > 1000
+    assert "HOLDS" in rep.stdout  # the oracle's successes make the harness rule hold
+    assert "fontaine:results" in doc.read_text()  # appended to the copy, the frozen parts untouched
+    verify = subprocess.run([sys.executable, "-m", "prereg.cli", "verify", str(doc)], cwd=REPO, capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
