@@ -231,8 +231,9 @@ async def test_launch_dialog_starts_a_detached_run_that_the_console_follows(runs
         await wait_for(pilot, lambda: app.detail is not None and app.detail.info.state == "done", timeout=20)
         assert app.detail.view.rows == 2
         assert (run_dir / "driver.log").exists()
-        # the console reaped its child: no zombie left behind
-        assert all(w.popen is None for w in app.watcher.watches.values())
+        # the console reaps its child once it exits (the final status is written just before): no zombie
+        await wait_for(pilot, lambda: all(w.popen is None for w in app.watcher.watches.values()), timeout=20,
+                       what="the launched child reaped")
 
 
 async def test_results_without_prereg_and_with_one(runs_dir):
