@@ -36,8 +36,8 @@ def main() -> None:
     print(f"scripted oracle, {len(seeds)} seeds x {args.episode_seconds:g} s, video off")
     walls, ticks = {}, {}
     for workers in (1, 2):
-        wall, rows = _timed_run(PolicySpec(kind="scripted"), seeds, args.episode_seconds, workers)
-        rollout = _last_summary["rollout_s"]
+        wall, rows, summary = _timed_run(PolicySpec(kind="scripted"), seeds, args.episode_seconds, workers)
+        rollout = summary["rollout_s"]
         walls[workers], ticks[workers] = rollout, sum(r["ticks"] for r in rows)
         print(f"  --workers {workers}: {wall:6.2f} s wall ({wall - rollout:.2f} s worker start-up), "
               f"{len(rows) / rollout:.2f} episodes/s once started, "
@@ -50,29 +50,20 @@ def main() -> None:
     print(f"  rollout (workers 1: oracle + IK + metrics + resets + IPC) / bare physics: {walls[1] / bare:.2f}x")
 
     n = args.batch_workers
-    wall, rows = _timed_run(PolicySpec(kind="hold", inject_latency_ms=args.latency_ms), list(range(2 * n)), 5.0, n)
-    import json
-
-    summary = _last_summary
+    _, _, summary = _timed_run(PolicySpec(kind="hold", inject_latency_ms=args.latency_ms), list(range(2 * n)), 5.0, n)
     print(f"served policy with a fixed {args.latency_ms:g} ms per call, --workers {n}: mean batch "
           f"{summary['mean_batch']:.2f} over {summary['predict_rounds']} rounds -> mean batch / workers "
           f"{summary['mean_batch'] / n:.2f}  (goal >= 0.9)")
-    del json
-
-
-_last_summary: dict = {}
 
 
 def _timed_run(spec: PolicySpec, seeds, episode_seconds, workers):
-    global _last_summary
     with tempfile.TemporaryDirectory() as tmp:
         cfg = RunConfig(run_id="bench", arm=spec.kind, policy=spec, seeds=seeds, episode_seconds=episode_seconds,
                         workers=workers, video_draw="none")
         t0 = time.perf_counter()
         result = run(cfg, Path(tmp) / "run", log=lambda _m: None)
         wall = time.perf_counter() - t0
-    _last_summary = result.summary
-    return wall, result.rows
+    return wall, result.rows, result.summary
 
 
 def _bare_physics_wall(sim_seconds: float) -> float:

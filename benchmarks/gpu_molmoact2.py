@@ -19,10 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from engine.policies.base import Observation
+from bench_molmoact2 import _obs  # the same random observations as the CPU benchmark (this folder is on sys.path)
 from engine.policies.molmoact2.tiny import ModelDims
 
 MID = ModelDims(
@@ -95,12 +94,6 @@ def _median_wall(fn, repeats: int, sync: bool) -> float:
             torch.cuda.synchronize()
         walls.append(time.perf_counter() - started)
     return statistics.median(walls)
-
-
-def _obs(seed: int) -> Observation:
-    rng = np.random.default_rng(seed)
-    images = {cam: rng.integers(0, 256, size=(224, 224, 3), dtype=np.uint8) for cam in ("front", "wrist")}
-    return Observation(seed=seed, tick=0, replan_index=0, state_rad=rng.uniform(-0.5, 0.5, 6), images=images)
 
 
 if __name__ == "__main__":

@@ -140,8 +140,8 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] |
     chart = run_dir / CHART_NAME
     return RunSnapshot(
         run_dir=run_dir,
-        manifest=_read_json(run_dir / "manifest.json"),
-        status=_read_json(run_dir / "status.json"),
+        manifest=read_json_object(run_dir / "manifest.json"),
+        status=read_json_object(run_dir / "status.json"),
         rows=rows if rows is not None else read_rows(run_dir / "rows.jsonl").rows,
         results_md=_read_text(results),
         chart_png=_read_chart(chart) if results.exists() else None,
@@ -457,7 +457,7 @@ def _post(snap: RunSnapshot, kind: str, key: str, content: str, title: str, desc
 def _reason(snap: RunSnapshot) -> str:
     reason = snap.status.get("reason")
     if not reason:
-        stop = _read_json(snap.run_dir / "STOP")
+        stop = read_json_object(snap.run_dir / "STOP")
         reason = stop.get("reason")
     return str(reason or "")
 
@@ -490,7 +490,8 @@ def _settings(m: dict) -> dict:
     return m
 
 
-def _read_json(path: Path) -> dict:
+def read_json_object(path: Path) -> dict:
+    """A JSON file's object, or {} when it is missing, unreadable or not an object."""
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

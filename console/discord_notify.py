@@ -259,7 +259,7 @@ class Notifier:
 
     def _load_ledger(self, book: _RunBook) -> None:
         book.keys |= read_ledger_keys(book.run_dir)
-        marker = _read_json(book.run_dir / INFLIGHT)
+        marker = msgs.read_json_object(book.run_dir / INFLIGHT)
         key = marker.get("key")
         if key and key in book.keys:
             _unlink(book.run_dir / INFLIGHT)
@@ -606,14 +606,6 @@ def _write_json_atomic(path: Path, obj: dict) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return obj if isinstance(obj, dict) else {}
 
 
 def _unlink(path: Path) -> None:

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
@@ -140,7 +139,3 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
     passed = tripwires_passed(reports)
     log(f"convmap tripwires {'PASSED' if passed else 'FAILED'}; report in {run_dir / 'convmap_tripwires.json'}")
     return passed
-
-
-def load_json(path: Path) -> dict:
-    return json.loads(Path(path).read_text())
