@@ -264,8 +264,12 @@ class FontaineApp(App):
     def _draw_on(self, screen: "MainScreen") -> None:
         now = self.clock()
         table = screen.query_one(RunsTable)
+        order = [row.key for row in table.ordered_rows]
         table.sync(self.runs, now)
-        if self.selected is not None and table.row_count:
+        # Follow the selection only when the rows moved under it. Otherwise the cursor is the
+        # user's: a move whose highlight event is still queued must not be undone by a redraw.
+        moved = [row.key for row in table.ordered_rows] != order
+        if moved and self.selected is not None and table.row_count:
             try:
                 index = table.get_row_index(str(self.selected))
                 if table.cursor_row != index:

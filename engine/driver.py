@@ -100,6 +100,8 @@ class _Driver:
         self.signals = 0
         self.pool = None
         self.gpu_meter = None
+        self.policy_description: dict | None = None  # what the policy resolved to, once loaded
+        self._resume_noted = False  # a resume appends to the manifest once
         self._first_submit_at: float | None = None  # rollout time excludes worker start-up
         self._last_row_at: float | None = None
         self.lost_seeds: list[int] = []
@@ -194,7 +196,7 @@ class _Driver:
     def _write_manifest(self) -> None:
         path = self.run_dir / rd.MANIFEST
         if self.resume and path.exists():
-            if getattr(self, "_resume_noted", False):
+            if self._resume_noted:
                 return
             self._resume_noted = True
             manifest = rd.read_json(path) or {}
@@ -205,7 +207,7 @@ class _Driver:
                 "prereg": self.cfg.prereg,
                 "arm": self.cfg.arm,
                 "policy": self.cfg.policy.as_dict(),
-                "policy_resolved": getattr(self, "policy_description", None),
+                "policy_resolved": self.policy_description,
                 "seeds": self.cfg.seeds,
                 "episode_seconds": self.cfg.episode_seconds,
                 "workers": self.cfg.workers,
@@ -218,7 +220,7 @@ class _Driver:
                 "git_commit": tool_git_commit(),
                 "versions": package_versions(),
                 "host": socket.gethostname(),
-                "device": (getattr(self, "policy_description", None) or {}).get("device"),
+                "device": (self.policy_description or {}).get("device"),
                 "started_at": self.started_at,
             }
         rd.write_json_atomic(path, manifest)
