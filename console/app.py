@@ -382,7 +382,7 @@ class FontaineApp(App):
 
         def answered(yes: bool | None) -> None:
             if yes:
-                runs.request_stop(info.path, by=f"fontaine-console ({_user()})", reason="stop key in the console")
+                runs.request_stop(info.path, who=f"fontaine-console ({_user()})", detail="stop key in the console")
                 self.watcher.poke()
                 self.notify(f"STOP written for {info.run_id}: stopping at the next episode boundary")
 

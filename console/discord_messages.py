@@ -21,12 +21,12 @@ decides when to call `due_posts` and delivers what it returns.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prereg import rundir as rd
 from prereg.gates import TRIPPED, WARN, GateSpec, evaluate_gates, projected_wall_s
 from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, read_rows
 
@@ -43,7 +43,7 @@ TITLE_MAX = 200
 DESCRIPTION_MAX = 1800
 FOOTER_MAX = 200
 CHART_MAX_BYTES = 8 * 1024 * 1024
-CHART_NAME = "chart.png"
+CHART_NAME = rd.CHART
 
 COLOURS = {
     LAUNCH: 0x3B82F6, UPDATE: 0x64748B, TRIPWIRE: 0xF97316, STALL: 0xF59E0B,
@@ -136,17 +136,17 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] |
     """Read the run directory; `rows` lets a caller pass rows it has already read (a cache)."""
     run_dir = Path(run_dir)
     now = time.time() if now is None else now
-    results = run_dir / "results.md"
+    results = run_dir / rd.RESULTS
     chart = run_dir / CHART_NAME
     return RunSnapshot(
         run_dir=run_dir,
-        manifest=read_json_object(run_dir / "manifest.json"),
-        status=read_json_object(run_dir / "status.json"),
-        rows=rows if rows is not None else read_rows(run_dir / "rows.jsonl").rows,
+        manifest=read_json_object(run_dir / rd.MANIFEST),
+        status=read_json_object(run_dir / rd.STATUS),
+        rows=rows if rows is not None else read_rows(run_dir / rd.ROWS).rows,
         results_md=_read_text(results),
         chart_png=_read_chart(chart) if results.exists() else None,
-        heartbeat_age_s=_age(run_dir / "heartbeat", now),
-        status_age_s=_age(run_dir / "status.json", now),
+        heartbeat_age_s=rd.mtime_age_s(run_dir / rd.HEARTBEAT, now),
+        status_age_s=rd.mtime_age_s(run_dir / rd.STATUS, now),
         now=now,
     )
 
@@ -404,10 +404,9 @@ def _alerts(snap: RunSnapshot) -> list[Post]:
             else:
                 out.append(_tripwire(snap, r.name, r.message))
     elif snap.state == STOPPED:
-        reason = _reason(snap)
-        gate = _gate_named(reason)
-        if gate:
-            out.append(_tripwire(snap, gate, reason))
+        stop = rd.status_stop(snap.status) or rd.read_stop(snap.run_dir)
+        if stop is not None and stop.by == rd.BY_GATE:
+            out.append(_tripwire(snap, stop.gate or "gate", stop.detail))
     return out
 
 
@@ -455,25 +454,11 @@ def _post(snap: RunSnapshot, kind: str, key: str, content: str, title: str, desc
 
 
 def _reason(snap: RunSnapshot) -> str:
-    reason = snap.status.get("reason")
+    reason = rd.status_reason_text(snap.status)
     if not reason:
-        stop = read_json_object(snap.run_dir / "STOP")
-        reason = stop.get("reason")
-    return str(reason or "")
-
-
-def _gate_named(reason: str) -> str | None:
-    """Which gate a stop reason names, if it names one ('gate'/'tripwire' alone -> 'gate')."""
-    low = reason.lower()
-    if re.search(r"gpu[\s_-]?h(ou)?rs?", low):
-        return "gpu_hours"
-    if "pace" in low or "projected wall" in low:
-        return "pace"
-    if "stall" in low or "heartbeat" in low:
-        return "stall"
-    if "tripwire" in low or "gate" in low:
-        return "gate"
-    return None
+        stop = rd.read_stop(snap.run_dir)
+        reason = stop.text() if stop else ""
+    return reason
 
 
 def _prereg(m: dict) -> tuple[str | None, str | None]:
@@ -492,11 +477,7 @@ def _settings(m: dict) -> dict:
 
 def read_json_object(path: Path) -> dict:
     """A JSON file's object, or {} when it is missing, unreadable or not an object."""
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return obj if isinstance(obj, dict) else {}
+    return rd.read_json(path) or {}
 
 
 def _read_text(path: Path) -> str | None:
@@ -509,13 +490,6 @@ def _read_text(path: Path) -> str | None:
 def _read_chart(path: Path) -> bytes | None:
     try:
         return path.read_bytes()
-    except OSError:
-        return None
-
-
-def _age(path: Path, now: float) -> float | None:
-    try:
-        return max(0.0, now - path.stat().st_mtime)
     except OSError:
         return None
 

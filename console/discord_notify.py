@@ -43,17 +43,17 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 from console import discord_messages as msgs
+from prereg import rundir as rd
 from prereg.rows import read_rows
 
 log = logging.getLogger(__name__)
 
 ENV_URL = "FONTAINE_DISCORD_WEBHOOK_URL"
 ENV_FILE = "FONTAINE_DISCORD_WEBHOOK_FILE"
-LEDGER = "posts.jsonl"
+LEDGER = rd.POSTS
 INFLIGHT = "posts.inflight.json"
 
 OFF, OK, RETRYING, FAILING = "off", "ok", "retrying", "failing"
@@ -219,7 +219,7 @@ class Notifier:
         """Queue a test post (also retries a failing queue now). False when posts are off."""
         if self._url is None or self._closing:
             return False
-        at = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        at = rd.utc_now()
         with self._lock:
             self._queue.append(_Item(None, msgs.make_test_post(socket.gethostname(), at)))
             self._changed.notify_all()
@@ -268,7 +268,7 @@ class Notifier:
         book.loaded = True
 
     def _cached_rows(self, book: _RunBook) -> list[dict]:
-        path = book.run_dir / "rows.jsonl"
+        path = book.run_dir / rd.ROWS
         try:
             st = path.stat()
             sig = (st.st_size, st.st_mtime_ns)
@@ -349,7 +349,7 @@ class Notifier:
                 self._pop(item)
                 return 0.0
             try:
-                _write_json_atomic(run_dir / INFLIGHT, {"key": post.key, "kind": post.kind, "at": _utc_now()})
+                rd.write_json_atomic(run_dir / INFLIGHT, {"key": post.key, "kind": post.kind, "at": rd.utc_now("milliseconds")})
             except OSError as exc:
                 return self._failed(item, exc, discord, f"cannot write {INFLIGHT} in {run_dir}")
         try:
@@ -373,7 +373,7 @@ class Notifier:
         try:
             append_ledger(run_dir, {
                 "kind": post.kind, "key": post.key, "episodes": post.episodes,
-                "message_id": str(message_id), "at": _utc_now(),
+                "message_id": str(message_id), "at": rd.utc_now("milliseconds"),
             })
         except OSError as exc:
             log.error("Discord post %s delivered but not recorded in %s: %s", post.key, run_dir / LEDGER, exc)
@@ -533,11 +533,7 @@ def read_ledger(run_dir: Path) -> list[dict]:
 
 def append_ledger(run_dir: Path, entry: dict) -> None:
     """One line, flushed and fsynced: the post exists in Discord and must not be sent again."""
-    path = Path(run_dir) / LEDGER
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry, sort_keys=True) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    rd.append_line(Path(run_dir) / LEDGER, dict(sorted(entry.items())))
 
 
 class _ScrubSecrets(logging.Filter):
@@ -582,7 +578,7 @@ class _RunBook:
 
 def _signature(run_dir: Path) -> tuple:
     out = []
-    for name in ("manifest.json", "status.json", "rows.jsonl", "results.md", "chart.png", "heartbeat", LEDGER):
+    for name in (rd.MANIFEST, rd.STATUS, rd.ROWS, rd.RESULTS, rd.CHART, rd.HEARTBEAT, LEDGER):
         try:
             st = (run_dir / name).stat()
             out.append((st.st_size, st.st_mtime_ns))
@@ -599,21 +595,9 @@ def _retry_after(exc) -> float:
         return 0.0
 
 
-def _write_json_atomic(path: Path, obj: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _unlink(path: Path) -> None:
     try:
         path.unlink()
     except OSError:
         pass
 
-
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+from prereg import rundir as rd
 from prereg.rows import complete_row
 
 FIXED_TIME = 1_780_000_000.0  # 2026-05-28T20:26:40Z, the clock of snapshot tests
@@ -35,12 +36,6 @@ def make_row(seed: int, *, run_id: str = "demo-scripted-20260101-000000", arm: s
     }
     row.update(over)
     return complete_row(row)
-
-
-def write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
 
 
 def make_run_dir(
@@ -69,22 +64,22 @@ def make_run_dir(
         "gates": gates if gates is not None else {"gpu_hours": 0.5, "pace_limit_hours": 1.0, "pace_after_episodes": 10},
         "started_at": "2026-01-01T00:00:00Z",
     }
-    write_json(d / "manifest.json", manifest)
-    write_json(d / "status.json", {
+    rd.write_json_atomic(d / rd.MANIFEST, manifest)
+    rd.write_json_atomic(d / rd.STATUS, {
         "state": state, "done": done, "total": total, "elapsed_s": elapsed_s,
         "projected_wall_s": elapsed_s * total / done if done else None,
         "gpu_hours": gpu_hours, "gpu_hours_source": "allocated", "reason": None,
         "updated_at": "2026-01-01T00:10:00Z", "errors": 0,
     })
     if pid is not None:
-        write_json(d / "pid.json", pid)
+        rd.write_json_atomic(d / rd.PID, pid)
     rows = rows if rows is not None else [make_row(s, run_id=run_id, arm=arm) for s in range(done)]
-    with open(d / "rows.jsonl", "w") as f:
+    with open(d / rd.ROWS, "w") as f:
         for row in rows:
             f.write(json.dumps(row) + "\n")
         for line in extra_lines:
             f.write(line + "\n")
-    (d / "heartbeat").touch()
+    (d / rd.HEARTBEAT).touch()
     if mtime is not None:
         for name in os.listdir(d):
             os.utime(d / name, (mtime, mtime))

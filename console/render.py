@@ -12,6 +12,7 @@ from rich.text import Text
 
 from console.aggregate import ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, AggregateView
 from console.runs import FINAL_STATES, RunInfo
+from prereg import rundir as rd
 from prereg.gates import OK, PENDING, TRIPPED, WARN, GateReading, GateSpec, evaluate_gates
 
 OUTCOME_STYLE = {
@@ -84,13 +85,13 @@ def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
     t.append(f"  arm {info.arm}")
     prereg = (info.manifest or {}).get("prereg")
     if isinstance(prereg, dict):
-        t.append(f"  prereg {prereg.get('id')} ({str(prereg.get('sha256') or '')[:10]})")
+        t.append(f"  prereg {str(prereg.get('id'))[:60]} ({str(prereg.get('sha256') or '')[:10]})")
     elif info.manifest is not None:
         t.append("  no pre-registration", style="grey50")
     if info.stop is not None and info.recorded_state not in FINAL_STATES:
-        t.append(f"\nSTOP requested by {info.stop.get('by', '?')}: {info.stop.get('reason', '')}"
+        t.append(f"\nSTOP requested by {info.stop.text()}"
                  " — waiting for the in-flight episodes to finish", style="yellow")
-    reason = (info.status or {}).get("reason")
+    reason = rd.status_reason_text(info.status)
     if reason and info.recorded_state in FINAL_STATES:
         t.append(f"\n{info.recorded_state}: {reason}", style="yellow" if info.recorded_state != "failed" else "red")
     if info.state == "died":

@@ -10,9 +10,9 @@ reused pid is never mistaken for the run (and never signalled).
 
 from __future__ import annotations
 
-import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -22,8 +22,9 @@ from pathlib import Path
 
 import psutil
 
-FINAL_STATES = ("stopped", "done", "failed")
-CONTRACT_FILES = ("manifest.json", "status.json", "pid.json", "heartbeat", "rows.jsonl")
+from prereg import rundir as rd
+from prereg.rundir import FINAL_STATES
+
 CREATE_TIME_TOLERANCE_S = 1.0
 
 ALIVE, GONE, UNKNOWN = "alive", "gone", "unknown"
@@ -38,7 +39,7 @@ class RunInfo:
     manifest: dict | None = None
     status: dict | None = None
     pid: dict | None = None
-    stop: dict | None = None  # the STOP file's content when present ({} if unreadable)
+    stop: rd.StopReason | None = None  # the STOP request, when present
     heartbeat_mtime: float | None = None
     rows_size: int | None = None
     missing: list[str] = field(default_factory=list)
@@ -47,7 +48,8 @@ class RunInfo:
 
     @property
     def recorded_state(self) -> str | None:
-        return (self.status or {}).get("state")
+        st = (self.status or {}).get("state")
+        return st if st in rd.STATES else None
 
     @property
     def state(self) -> str:
@@ -56,14 +58,16 @@ class RunInfo:
         if st in FINAL_STATES:
             return st
         if self.liveness == GONE:
-            return "died"
+            return rd.DIED
         if self.stop is not None:
-            return "stopping"
+            return rd.STOPPING
         if st:
             return st
+        if self.problems or (self.status is not None and "state" in self.status):
+            return rd.UNREADABLE
         if self.liveness == ALIVE:
-            return "starting"
-        return "unknown"
+            return rd.STARTING
+        return rd.UNKNOWN
 
     @property
     def live(self) -> bool:
@@ -71,15 +75,16 @@ class RunInfo:
 
     @property
     def arm(self) -> str:
-        return str((self.manifest or {}).get("arm") or "?")
+        arm = (self.manifest or {}).get("arm")
+        return arm if isinstance(arm, str) and arm else "?"
 
     @property
     def done(self) -> int | None:
-        return (self.status or {}).get("done")
+        return _count((self.status or {}).get("done"))
 
     @property
     def total(self) -> int | None:
-        total = (self.status or {}).get("total")
+        total = _count((self.status or {}).get("total"))
         if total is None and self.manifest and isinstance(self.manifest.get("seeds"), list):
             total = len(self.manifest["seeds"])
         return total
@@ -87,10 +92,16 @@ class RunInfo:
     @property
     def prereg_path(self) -> str | None:
         prereg = (self.manifest or {}).get("prereg")
-        return prereg.get("path") if isinstance(prereg, dict) else None
+        path = prereg.get("path") if isinstance(prereg, dict) else None
+        return path if isinstance(path, str) else None
 
     def heartbeat_age(self, now: float) -> float | None:
         return None if self.heartbeat_mtime is None else max(0.0, now - self.heartbeat_mtime)
+
+
+def _count(v: object) -> int | None:
+    """A count from a file someone else wrote: a non-negative int, or None (never a bool or a list)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
 def discover_runs(runs_dir: str | Path) -> list[Path]:
@@ -110,27 +121,28 @@ def read_run(path: str | Path) -> RunInfo:
     """Read a run directory's small files; never raises for a bad or missing file."""
     path = Path(path)
     info = RunInfo(run_id=path.name, path=path)
-    info.manifest = _read_json(path / "manifest.json", info)
-    info.status = _read_json(path / "status.json", info)
-    info.pid = _read_json(path / "pid.json", info)
-    if info.manifest and info.manifest.get("run_id"):
-        info.run_id = str(info.manifest["run_id"])
+    info.manifest = _read_json(path / rd.MANIFEST, info)
+    info.status = _read_json(path / rd.STATUS, info)
+    info.pid = _read_json(path / rd.PID, info)
+    if info.manifest and isinstance(info.manifest.get("run_id"), str) and info.manifest["run_id"]:
+        info.run_id = info.manifest["run_id"]
     try:
-        info.heartbeat_mtime = os.stat(path / "heartbeat").st_mtime
+        info.heartbeat_mtime = os.stat(path / rd.HEARTBEAT).st_mtime
     except FileNotFoundError:
-        info.missing.append("heartbeat")
+        info.missing.append(rd.HEARTBEAT)
+    except OSError as exc:
+        info.problems.append(f"{rd.HEARTBEAT}: {exc.strerror or exc}")
     try:
-        info.rows_size = os.stat(path / "rows.jsonl").st_size
+        st = os.stat(path / rd.ROWS)
+        if not stat.S_ISREG(st.st_mode):
+            info.problems.append(f"{rd.ROWS}: not a regular file")
+        else:
+            info.rows_size = st.st_size
     except FileNotFoundError:
-        info.missing.append("rows.jsonl")
-    stop_path = path / "STOP"
-    if stop_path.exists():
-        try:
-            info.stop = json.loads(stop_path.read_text() or "{}")
-        except (OSError, ValueError):
-            info.stop = {}
-        if not isinstance(info.stop, dict):
-            info.stop = {}
+        info.missing.append(rd.ROWS)
+    except OSError as exc:
+        info.problems.append(f"{rd.ROWS}: {exc.strerror or exc}")
+    info.stop = rd.read_stop(path)
     info.liveness = liveness(info.pid)
     return info
 
@@ -186,21 +198,17 @@ def launch_detached(argv: list[str], run_dir: str | Path, cwd: str | Path | None
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    with open(run_dir / "driver.log", "ab") as log:
+    with open(run_dir / rd.LOG, "ab") as log:
         return subprocess.Popen(
             argv, start_new_session=True, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, close_fds=True, cwd=cwd,
         )
 
 
-def request_stop(run_dir: str | Path, by: str, reason: str, now: float | None = None) -> Path:
-    """Write STOP atomically: the driver finishes in-flight episodes, starts no new one, exits `stopped`."""
-    at = datetime.fromtimestamp(time.time() if now is None else now, tz=timezone.utc).isoformat(timespec="seconds")
-    path = Path(run_dir) / "STOP"
-    tmp = path.with_name(".STOP.tmp")
-    tmp.write_text(json.dumps({"by": by, "reason": reason, "at": at.replace("+00:00", "Z")}))
-    os.replace(tmp, path)
-    return path
+def request_stop(run_dir: str | Path, who: str, detail: str, now: float | None = None) -> Path:
+    """Write STOP (a user's request): the driver finishes in-flight episodes, starts no new one, exits `stopped`."""
+    at = rd.utc_iso(time.time() if now is None else now)
+    return rd.write_stop(run_dir, rd.StopReason(rd.BY_USER, detail, who=who, at=at), only_if_absent=False)
 
 
 def escalate(pid_info: dict | None, grace_s: float = 10.0, poll_s: float = 0.2) -> str:
@@ -250,20 +258,9 @@ def _terminate_tree(proc: psutil.Process, grace_s: float) -> str:
 
 
 def _read_json(path: Path, info: RunInfo) -> dict | None:
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
+    obj, problem = rd.load_json_object(path)
+    if problem == "missing":
         info.missing.append(path.name)
-        return None
-    except OSError as exc:
-        info.problems.append(f"{path.name}: {exc.strerror}")
-        return None
-    try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        info.problems.append(f"{path.name}: not JSON ({exc})")
-        return None
-    if not isinstance(obj, dict):
-        info.problems.append(f"{path.name}: not a JSON object")
-        return None
+    elif problem:
+        info.problems.append(problem)
     return obj

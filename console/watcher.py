@@ -21,8 +21,9 @@ from typing import Callable
 from console.aggregate import AggregateView, RunAggregate
 from console.runs import ALIVE, FINAL_STATES, GONE, RunInfo, discover_runs, liveness, read_run
 from console.tailer import RowsTailer
+from prereg import rundir as rd
 
-WATCHED_FILES = ("manifest.json", "status.json", "pid.json", "STOP")
+WATCHED_FILES = (rd.MANIFEST, rd.STATUS, rd.PID, rd.STOP, rd.HEARTBEAT)
 RESCAN_EVERY_S = 2.0
 FIRST_BYTES = 1024 * 1024  # the first read of the selected run: its panels appear at once
 SELECTED_BYTES = 4 * 1024 * 1024  # then per poll: a big file shows progress as it loads
@@ -78,7 +79,7 @@ class RunWatch:
 
     def __init__(self, path: Path):
         self.path = path
-        self.tailer = RowsTailer(path / "rows.jsonl")
+        self.tailer = RowsTailer(path / rd.ROWS)
         self.agg = RunAggregate()
         self.info: RunInfo = read_run(path)
         self.popen: subprocess.Popen | None = None  # when this console launched it
@@ -119,7 +120,7 @@ class RunWatch:
 
     def _stat_all(self) -> tuple:
         out = []
-        for name in WATCHED_FILES + ("heartbeat",):
+        for name in WATCHED_FILES:
             try:
                 out.append(os.stat(self.path / name).st_mtime_ns)
             except FileNotFoundError:
@@ -153,7 +154,7 @@ class RunWatch:
         was_loading, self.loading = self.loading, batch.more
         changed = bool(batch) or was_loading != self.loading
         # A run that has ended writes no more: a partial last line is torn, count it.
-        if not self._torn_added and not self.loading and self.info.state in FINAL_STATES + ("died",):
+        if not self._torn_added and not self.loading and self.info.state in FINAL_STATES + (rd.DIED,):
             torn = self.tailer.torn_tail()
             if torn is not None:
                 self.agg.add_bad(torn)

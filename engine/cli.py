@@ -187,7 +187,7 @@ def _resolve_prereg(args):
 def _resolve_resume(args):
     import psutil
 
-    from engine import rundir as rd
+    from prereg import rundir as rd
     from engine.driver import RunConfig
 
     run_dir = args.resume

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from engine import rundir as rd
+from prereg import rundir as rd
 from engine.policies.factory import PolicySpec, make_policy
 from prereg.gates import GateSpec, evaluate_gates, first_tripped, projected_wall_s
 from prereg.rows import complete_row
@@ -95,7 +95,7 @@ class _Driver:
         self.prior_elapsed_s = 0.0
         self.rows: list[dict] = []  # every row of the run (prior rows on resume included)
         self.session_done = 0
-        self.stop_reason: str | None = None
+        self.stop: rd.StopReason | None = None  # why the run is stopping, once asked
         self.abort = False
         self.signals = 0
         self.pool = None
@@ -105,6 +105,7 @@ class _Driver:
         self._first_submit_at: float | None = None  # rollout time excludes worker start-up
         self._last_row_at: float | None = None
         self.lost_seeds: list[int] = []
+        self.aborted_note: str | None = None
         self.policy = None
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
@@ -167,7 +168,7 @@ class _Driver:
             self.signals += 1
             name = signal.Signals(signum).name
             if self.signals == 1:
-                self._request_stop(f"{name} received")
+                self._request_stop(rd.StopReason(rd.BY_SIGNAL, f"{name} received"))
             else:
                 self.abort = True
 
@@ -253,7 +254,7 @@ class _Driver:
                 self._abort_pool()
                 break
             self._check_stop_file()
-            stopping = self.stop_reason is not None
+            stopping = self.stop is not None
             self.pool.respawn = bool(pending) and not stopping
             if not stopping:
                 for _ in range(min(self.pool.free_slots(), len(pending))):
@@ -262,7 +263,7 @@ class _Driver:
                         self._first_submit_at = time.monotonic()
             if not self.pool.in_flight() and (stopping or not pending or not self.pool.alive()):
                 if pending and not stopping:
-                    self._request_stop("every worker died")
+                    self._request_stop(rd.StopReason(rd.BY_ERROR, "every worker died"))
                 break
             for partial in self.pool.poll(POLL_S):
                 self._record(partial)
@@ -285,8 +286,7 @@ class _Driver:
 
     def _abort_pool(self) -> None:
         self.lost_seeds.extend(self.pool.abort())
-        self.stop_reason = (self.stop_reason or "stopped") + (
-            f"; aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}")
+        self.aborted_note = f"aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}"
 
     def _record(self, partial: dict) -> None:
         row = complete_row({**partial, "run_id": self.cfg.run_id, "arm": self.cfg.arm})
@@ -296,28 +296,28 @@ class _Driver:
         self.session_done += 1
         self.log(_progress_line(row, len({r["seed"] for r in self.rows}), len(self.cfg.seeds),
                                 self._eta_s()))
-        self._write_status(rd.STOPPING if self.stop_reason else rd.RUNNING)
+        self._write_status(rd.STOPPING if self.stop else rd.RUNNING)
         self._enforce_gates()
 
     def _check_stop_file(self) -> None:
-        if self.stop_reason is None:
+        if self.stop is None:
             req = rd.read_stop(self.run_dir)
             if req is not None:
-                self.stop_reason = f"STOP by {req.get('by', 'unknown')}: {req.get('reason', '')}".strip()
-                self.log(f"stop requested ({self.stop_reason}); finishing in-flight episodes")
+                self.stop = req
+                self.log(f"stop requested ({req.text()}); finishing in-flight episodes")
                 self._write_status(rd.STOPPING)
 
-    def _request_stop(self, reason: str, by: str = "driver") -> None:
-        if self.stop_reason is None:
-            rd.request_stop(self.run_dir, by, reason)
-            self.stop_reason = f"STOP by {by}: {reason}"
-            self.log(f"stopping at the episode boundary: {reason}")
+    def _request_stop(self, reason: rd.StopReason) -> None:
+        if self.stop is None:
+            rd.write_stop(self.run_dir, reason)
+            self.stop = reason
+            self.log(f"stopping at the episode boundary: {reason.text()}")
             self._write_status(rd.STOPPING)
 
     def _enforce_gates(self) -> None:
         reading = first_tripped(self._gate_readings())
         if reading is not None:
-            self._request_stop(f"tripwire {reading.name}: {reading.message}", by="tripwire")
+            self._request_stop(rd.StopReason(rd.BY_GATE, reading.message, gate=reading.name))
 
     def _gate_readings(self):
         return evaluate_gates(self.cfg.gates, elapsed_s=self.elapsed_s, done=self.session_done,
@@ -333,7 +333,7 @@ class _Driver:
             rd.touch_heartbeat(self.run_dir)
             self._last_hb = now
         if now - self._last_status >= STATUS_EVERY_S:
-            self._write_status(rd.STOPPING if self.stop_reason else rd.RUNNING)
+            self._write_status(rd.STOPPING if self.stop else rd.RUNNING)
             self._enforce_gates()
 
     def _stat(self, name: str) -> int:
@@ -366,6 +366,7 @@ class _Driver:
         session_elapsed = time.monotonic() - self.t0
         proj = projected_wall_s(session_elapsed, self.session_done, session_total)
         status = {
+            "schema": rd.STATUS_SCHEMA,
             "state": state,
             "run_id": self.cfg.run_id,
             "arm": self.cfg.arm,
@@ -387,7 +388,8 @@ class _Driver:
             "worker_crashes": self._stat('worker_crashes'),
             "lost_seeds": self.lost_seeds,
             "executor": self.pool.stats() if self.pool is not None else None,
-            "reason": reason if reason is not None else self.stop_reason,
+            "reason": reason if reason is not None else (self.stop.text() if self.stop else None),
+            "stop": self.stop.as_dict() if self.stop else None,
             "gates": [g.as_dict() for g in self._gate_readings()] if state != rd.STARTING else [],
             "pid": os.getpid(),
             "updated_at": rd.utc_now(),
@@ -396,8 +398,8 @@ class _Driver:
 
     def _finish_normally(self) -> RunResult:
         complete = {r["seed"] for r in self.rows if r.get("status") == "ok"} >= set(self.cfg.seeds)
-        if self.stop_reason is not None:
-            return self._finish(rd.STOPPED, self.stop_reason)
+        if self.stop is not None:
+            return self._finish(rd.STOPPED, "; ".join(filter(None, [self.stop.text(), self.aborted_note])))
         if complete:
             return self._finish(rd.DONE, None)
         errors = sum(1 for r in self.rows if r.get("status") != "ok")

@@ -8,13 +8,13 @@ count. The driver adds run_id, arm, worker, video, status, error and schema to t
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 from typing import Any, Callable
 
 import numpy as np
 
 from engine.policies.base import CONTROL_HZ, DEFAULT_TASK, Chunk, Observation
 from engine.policies.convmap import sim_rad_to_rig_deg
+from prereg.rundir import utc_now
 
 VIDEO_FPS = 10  # front-camera frames handed to frame_sink
 
@@ -39,7 +39,7 @@ def run_episode(
     (the next replan comes sooner), a longer one is cut to it, and an empty one is an error
     (it would stall the episode).
     """
-    started_at = _utc_now()
+    started_at = utc_now()
     wall_start = time.perf_counter()
     env.reset(seed)
     budget_ticks = int(round(episode_seconds * CONTROL_HZ))
@@ -82,7 +82,7 @@ def run_episode(
         **stats.fields(),
         wall_s=round(time.perf_counter() - wall_start, 3),
         started_at=started_at,
-        finished_at=_utc_now(),
+        finished_at=utc_now(),
     )
     return row
 
@@ -114,6 +114,3 @@ class _PredictStats:
             "first_action_delta_deg": None if first is None else [round(float(v), 3) for v in first],
         }
 
-
-def _utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")

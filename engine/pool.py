@@ -19,7 +19,7 @@ import traceback
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from engine import rundir as rd
+from prereg import rundir as rd
 from engine.policies.factory import make_policy
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

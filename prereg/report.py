@@ -8,7 +8,6 @@ must verify first: results are only ever computed against an unmodified registra
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +16,9 @@ from prereg.document import RESULTS_END, Comparator, Document, load_valid, parse
 from prereg.errors import PreregError
 from prereg.reads import ArmReads, Check, Paired, Verdict, arm_reads, evaluate_rule, paired_reads
 from prereg.rows import read_rows
-from prereg.seal import require_intact, utc_now, verify_layout, write_lines
+from prereg import rundir as rd
+from prereg.rundir import utc_now
+from prereg.seal import require_intact, verify_layout, write_lines
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -130,12 +131,12 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
         comp = next((c.reads for c in rep.comparators if c.reads is not None), None)
         series = [rep.reads] + ([comp] if comp else [])
         title = f"{doc.prereg_id}: " + " vs ".join(a.arm for a in series)
-        rep.chart = per_seed_chart(series, rep.run_dir / "chart.png", title)
+        rep.chart = per_seed_chart(series, rep.run_dir / rd.CHART, title)
         mine = [v for v in verdicts if arm in v.rule.arms()]
         md = [f"# Results: {arm}", "", f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
-        md += _arm_markdown(rep, chart_rel="chart.png") + [""] + _rules_markdown(mine)
-        rep.results_md = rep.run_dir / "results.md"
-        rep.results_md.write_text("\n".join(md).rstrip("\n") + "\n", encoding="utf-8")
+        md += _arm_markdown(rep, chart_rel=rd.CHART) + [""] + _rules_markdown(mine)
+        rep.results_md = rep.run_dir / rd.RESULTS
+        rd.write_text_atomic(rep.results_md, "\n".join(md).rstrip("\n") + "\n")
     section = _section_markdown(doc, reports, verdicts, now)
     skipped = ""
     if append and _is_shipped_example(doc.path):
@@ -165,15 +166,15 @@ def _arm_report(doc: Document, arm: str, run_dir: Path) -> ArmReport:
                           "it has no registered reads yet")
     if not run_dir.is_dir():
         raise PreregError(f"{run_dir}: no such run directory (for arm {arm!r}); pass --run {arm}=RUN_DIR")
-    got = read_rows(run_dir / "rows.jsonl")
-    status = _read_json(run_dir / "status.json")
-    manifest = _read_json(run_dir / "manifest.json")
+    got = read_rows(run_dir / rd.ROWS)
+    status = rd.read_json(run_dir / rd.STATUS)
+    manifest = rd.read_json(run_dir / rd.MANIFEST)
     bad = [f"line {b.line_no}: {b.reason}" for b in got.bad]
     reads = arm_reads(arm, got.rows, planned_seeds=list(sm.protocol.seeds), validity=sm.reads.validity,
                       interval=sm.reads.interval, run_state=status, bad_lines=bad)
     sha = sm.section.seal.sha256
     _manifest_checks(reads, manifest, sha, arm)
-    if not (run_dir / "rows.jsonl").exists():
+    if not (run_dir / rd.ROWS).exists():
         reads.notes.append("the run directory has no rows.jsonl")
     return ArmReport(reads, run_dir, sm.section.name, sha)
 
@@ -199,14 +200,6 @@ def _manifest_checks(reads: ArmReads, manifest: dict | None, sha: str, arm: str)
         reads.notes.append(f"the manifest names arm {m_arm!r}, reported as {arm!r}")
 
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return obj if isinstance(obj, dict) else None
-
-
 def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[str, ArmReport]) -> ComparatorRead:
     found_note = ""
     if c.arm:
@@ -222,8 +215,8 @@ def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict
         run = run if run.is_absolute() else doc.path.parent / run
         if not run.is_dir():
             return ComparatorRead(c, None, None, f"not paired: the comparator run {run} is not on this machine")
-        got = read_rows(run / "rows.jsonl")
-        creads = arm_reads(c.name, got.rows, run_state=_read_json(run / "status.json"))
+        got = read_rows(run / rd.ROWS)
+        creads = arm_reads(c.name, got.rows, run_state=rd.read_json(run / rd.STATUS))
     paired = paired_reads(rep.reads, creads, c.name)
     note = found_note
     if paired.shared_seeds == 0:
@@ -243,12 +236,12 @@ def _sibling_run(doc: Document, arm: str, runs_dir: Path) -> ArmReport | None:
     sha = found[1].section.seal.sha256
     best = None
     for d in runs_dir.iterdir():
-        man = _read_json(d / "manifest.json") if d.is_dir() else None
+        man = rd.read_json(d / rd.MANIFEST) if d.is_dir() else None
         if not man or man.get("arm") != arm or not isinstance(man.get("prereg"), dict):
             continue
         if man["prereg"].get("sha256") != sha:
             continue
-        done = (_read_json(d / "status.json") or {}).get("state") == "done"
+        done = (rd.read_json(d / rd.STATUS) or {}).get("state") == "done"
         key = (done, str(man.get("started_at") or ""), d.name)
         if best is None or key > best[0]:
             best = (key, d)

@@ -12,17 +12,16 @@ verify can say *what* changed, not only that something did.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
 
+from prereg import rundir as rd
 from prereg.document import Layout, Section, load
+from prereg.rundir import utc_now
 from prereg.errors import PreregError
 
 SEAL_FORMAT = "fontaine-seal/1"
@@ -181,10 +180,6 @@ def tool_commit() -> str:
     return out if res.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", out) else "unknown"
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 # ---------------------------------------------------------------- freeze
 
 
@@ -238,18 +233,7 @@ def freeze(path: str | Path, *, now: str | None = None, commit: str | None = Non
 
 def write_lines(path: Path, lines: list[str]) -> None:
     """Atomic rewrite (tmp + rename), so a crash never leaves half a pre-registration."""
-    text = "\n".join(lines).rstrip("\n") + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    rd.write_text_atomic(path, "\n".join(lines).rstrip("\n") + "\n", keep_mode=True)
 
 
 # ---------------------------------------------------------------- amend

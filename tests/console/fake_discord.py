@@ -235,8 +235,10 @@ class HandMadeRun:
         (self.dir / "heartbeat").touch()
         return self
 
-    def status(self, state: str, reason: str | None = None) -> "HandMadeRun":
+    def status(self, state: str, reason: str | None = None, stop=None) -> "HandMadeRun":
+        """status.json as the driver writes it; `stop` is the structured rd.StopReason, if any."""
         self._write("status.json", {
+            "schema": 1, "stop": stop.as_dict() if stop is not None else None,
             "state": state, "done": self.done, "total": self.total, "elapsed_s": 15.0 * self.done,
             "projected_wall_s": 15.0 * self.total if self.done else None,
             "gpu_hours": round(0.004 * self.done, 3), "gpu_hours_source": "allocated", "reason": reason,
@@ -252,6 +254,6 @@ class HandMadeRun:
         return self
 
     def _write(self, name: str, obj: dict) -> None:
-        tmp = self.dir / f".{name}.tmp"
-        tmp.write_text(json.dumps(obj))
-        tmp.replace(self.dir / name)
+        from prereg.rundir import write_json_atomic
+
+        write_json_atomic(self.dir / name, obj)

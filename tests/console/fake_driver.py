@@ -16,12 +16,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from console.fixtures import make_row  # noqa: E402
-
-
-def write_json(path: Path, obj) -> None:
-    tmp = path.with_name("." + path.name + ".tmp")
-    tmp.write_text(json.dumps(obj))
-    os.replace(tmp, path)
+from prereg import rundir as rd  # noqa: E402
+from prereg.rundir import write_json_atomic as write_json  # noqa: E402
 
 
 def main() -> None:
@@ -35,18 +31,18 @@ def main() -> None:
     d = args.run_dir
     d.mkdir(parents=True, exist_ok=True)
     me = psutil.Process()
-    write_json(d / "pid.json", {"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time(),
+    write_json(d / rd.PID, {"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time(),
                                 "launched_at": "2026-01-01T00:00:00Z"})
     run_id = d.name
-    write_json(d / "manifest.json", {"run_id": run_id, "prereg": None, "arm": "scripted", "workers": 2,
+    write_json(d / rd.MANIFEST, {"run_id": run_id, "prereg": None, "arm": "scripted", "workers": 2,
                                      "seeds": list(range(args.total)), "episode_seconds": 30.0,
                                      "gates": {"gpu_hours": 1.0, "pace_limit_hours": 10.0, "pace_after_episodes": 2}})
     start = time.time()
     done = 0
-    rows = open(d / "rows.jsonl", "a")
+    rows = open(d / rd.ROWS, "a")
 
     def status(state, reason=None):
-        write_json(d / "status.json", {"state": state, "done": done, "total": args.total,
+        write_json(d / rd.STATUS, {"state": state, "done": done, "total": args.total,
                                        "elapsed_s": time.time() - start, "projected_wall_s": None,
                                        "gpu_hours": 0.0, "gpu_hours_source": "allocated", "reason": reason,
                                        "updated_at": "2026-01-01T00:00:00Z", "errors": 0})
@@ -55,9 +51,10 @@ def main() -> None:
     next_row = time.time() + args.row_every
     deadline = time.time() + args.linger
     while time.time() < deadline:
-        (d / "heartbeat").touch()
-        if (d / "STOP").exists():
-            status("stopped", "STOP file")
+        rd.touch_heartbeat(d)
+        stop = rd.read_stop(d)
+        if stop is not None:
+            status("stopped", stop.text())
             return
         if done < args.rows and time.time() >= next_row:
             rows.write(json.dumps(make_row(done, run_id=run_id)) + "\n")

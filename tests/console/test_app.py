@@ -92,7 +92,7 @@ async def test_stop_key_with_confirmation_writes_stop_and_shows_stopping(runs_di
         await pilot.press("y")
         await wait_for(pilot, lambda: (d / "STOP").exists(), what="the STOP file")
         stop = json.loads((d / "STOP").read_text())
-        assert set(stop) == {"by", "reason", "at"} and "console" in stop["by"]
+        assert stop["by"] == "user" and "console" in stop["who"] and stop["detail"] == "stop key in the console"
         await wait_for(pilot, lambda: app.detail.info.state == "stopping")
         await wait_for(pilot, lambda: "STOP requested" in header_text(app))
         # the driver confirms: the console shows stopped

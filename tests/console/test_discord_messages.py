@@ -10,6 +10,7 @@ from console.discord_messages import (
     DESCRIPTION_MAX, Post, due_posts, gate_spec_from, read_snapshot, seed_span, shorten_markdown,
 )
 from fake_discord import HandMadeRun
+from prereg.rundir import StopReason
 
 
 def owed(run, posted=(), *, now=None, **kw):
@@ -65,12 +66,12 @@ def test_runs_that_ended_long_ago_and_were_never_posted_stay_quiet(tmp_path):
 
 def test_a_stop_by_a_tripwire_posts_the_tripwire_then_the_stop(tmp_path):
     run = HandMadeRun(tmp_path, total=100).episodes(12)
-    run.status("stopped", reason="pace tripwire: projected wall 3.10 h > limit 2.5 h after 12/100 episodes")
+    run.status("stopped", stop=StopReason("gate", "projected wall 3.10 h > limit 2.5 h after 12/100 episodes", gate="pace"))
     posts = owed(run, ["launch", "update:10"])
     assert keys(posts) == ["tripwire:pace", "stopped:12"]
     assert "projected wall 3.10 h" in posts[0].description
-    assert "reason: pace tripwire" in posts[1].description
-    run.status("stopped", reason="stopped from the console by alice")
+    assert "reason: gate pace: projected wall 3.10 h" in posts[1].description
+    run.status("stopped", stop=StopReason("user", "stop key in the console", who="alice"))
     assert keys(owed(run, ["launch"])) == ["stopped:12"]
 
 

@@ -23,7 +23,7 @@ def test_read_run_lists_missing_and_unreadable_files(tmp_path):
     info = runs.read_run(d)
     assert info.missing == ["status.json", "pid.json", "heartbeat", "rows.jsonl"]
     assert info.problems == ["manifest.json: not a JSON object"]
-    assert info.state == "unknown" and not info.live
+    assert info.state == "unreadable" and not info.live
 
 
 def test_state_is_corrected_by_the_process_table_and_stop(tmp_path):
@@ -31,8 +31,9 @@ def test_state_is_corrected_by_the_process_table_and_stop(tmp_path):
     mine = {"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time()}
     d = make_run_dir(tmp_path, "live", state="running", done=3, pid=mine)
     assert runs.read_run(d).state == "running" and runs.read_run(d).live
-    runs.request_stop(d, by="test", reason="because", now=0)
-    assert json.loads((d / "STOP").read_text()) == {"by": "test", "reason": "because", "at": "1970-01-01T00:00:00Z"}
+    runs.request_stop(d, who="test", detail="because", now=0)
+    assert json.loads((d / "STOP").read_text()) == {"by": "user", "who": "test", "detail": "because", "gate": None,
+                                                    "at": "1970-01-01T00:00:00Z"}
     assert runs.read_run(d).state == "stopping"
     reused = dict(mine, create_time=mine["create_time"] - 100)
     d2 = make_run_dir(tmp_path, "reused", state="running", done=3, pid=reused)

@@ -113,8 +113,9 @@ def test_pace_tripwire_stops_a_slow_run(tmp_path):
     assert out.returncode == 0, out.stderr
     status = read_status(run_dir)
     assert status["state"] == "stopped"
-    assert "tripwire pace" in status["reason"]
-    assert json.loads((run_dir / "STOP").read_text())["by"] == "tripwire"
+    assert status["stop"]["by"] == "gate" and status["stop"]["gate"] == "pace"
+    assert status["reason"].startswith("gate pace: projected wall")
+    assert json.loads((run_dir / "STOP").read_text())["by"] == "gate"
     assert 2 <= len(read_rows(run_dir)) < 6
 
 

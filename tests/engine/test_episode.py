@@ -47,7 +47,7 @@ def test_row_fields_belong_to_the_schema_and_with_the_driver_cover_it(env):
     assert set(row) | DRIVER_FIELDS == set(ROW_FIELDS)
     assert not set(row) & DRIVER_FIELDS - {"schema"}
     assert row["seed"] == 4 and row["episode_seconds"] == 1.0 and row["reset_strikes"] == 0
-    assert row["started_at"].endswith("+00:00") and row["finished_at"] >= row["started_at"]
+    assert row["started_at"].endswith("Z") and row["finished_at"] >= row["started_at"]
     assert row["success"] is False and row["success_tick"] is None and row["wall_s"] > 0
 
 

@@ -1,0 +1,373 @@
+"""The run directory: the one contract the engine, the console and the reports share.
+
+Pure (no Textual, MuJoCo or torch): `engine/`, `console/` and `prereg/` import every file
+name, state, schema version and reader/writer of a run directory from here, so the three can
+never disagree about what a file is called, what a state means or how a stop was asked for.
+docs/run-directory.md describes the same contract in words.
+
+Writes are crash-safe: a JSON document is written to a temporary file, fsynced and renamed
+over the old one (a reader sees the old or the new document, never half of one); a JSON-lines
+file gets one line at a time, flushed and fsynced (a crash loses at most the line being
+written, which readers detect as torn).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from prereg.rows import BadLine, RowsRead, read_rows
+
+# -- file names ------------------------------------------------------------------------
+
+MANIFEST = "manifest.json"  # the driver, at start: what was asked for and what it resolved to
+PID = "pid.json"  # the driver: pid, pgid, process create time (reattach checks the create time)
+ROWS = "rows.jsonl"  # the driver, the single writer: one row per finished episode
+ROWS_SUMMARY = "rows.json"  # the driver, at exit: summary + rows
+STATUS = "status.json"  # the driver: state, counts, gates, the structured stop reason
+HEARTBEAT = "heartbeat"  # the driver: touched every few seconds while alive
+STOP = "STOP"  # anyone: ask the driver to stop at the next episode boundary
+LOCK = "run.lock"  # the driver: an flock held for its whole life (one writer per run directory)
+LOG = "driver.log"  # the driver's stdout and stderr
+VIDEOS = "videos"  # the driver: one mp4 per filmed episode
+SET_ASIDE = "rows.set-aside.jsonl"  # a resume: torn lines and error rows moved out of rows.jsonl
+PREDICTS = "predicts.jsonl"  # the driver, when asked: one line per observation served
+POSTS = "posts.jsonl"  # the Discord notifier's ledger: one line per post Discord confirmed
+RESULTS = "results.md"  # the report: the frozen reads of this run
+CHART = "chart.png"  # the report: the per-seed chart
+
+# the files a started run has; a run directory without them is still starting (or not a run)
+CONTRACT_FILES = (MANIFEST, STATUS, PID, HEARTBEAT, ROWS)
+
+MANIFEST_SCHEMA = 1
+STATUS_SCHEMA = 1
+
+# -- states ----------------------------------------------------------------------------
+
+STARTING, RUNNING, STOPPING, STOPPED, DONE, FAILED = "starting", "running", "stopping", "stopped", "done", "failed"
+STATES = (STARTING, RUNNING, STOPPING, STOPPED, DONE, FAILED)
+LIVE_STATES = (STARTING, RUNNING, STOPPING)  # a driver owns the directory
+FINAL_STATES = (STOPPED, DONE, FAILED)  # written by a driver as it exits
+# what a reader concludes where status.json and the process table disagree or a file cannot be read
+DIED, UNREADABLE, UNKNOWN = "died", "unreadable", "unknown"
+
+# -- exit codes of fontaine-eval -------------------------------------------------------
+
+EXIT_DONE = 0  # every seed ran (error rows included: they are rows)
+EXIT_FAILED = 1  # the run failed: a crash, a full disk, every worker dead, no episode could run
+EXIT_USAGE = 2  # bad input (a flag, a document, a checkpoint, a run directory): nothing was run
+EXIT_STOPPED = 3  # stopped at an episode boundary on request (STOP, a signal) or by a gate
+
+# -- time ------------------------------------------------------------------------------
+
+
+def utc_now(timespec: str = "seconds") -> str:
+    """Now as UTC ISO-8601 with a Z (`timespec`: 'seconds' or 'milliseconds')."""
+    return utc_iso(time.time(), timespec)
+
+
+def utc_iso(ts: float, timespec: str = "seconds") -> str:
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
+
+
+# -- writing and reading files ---------------------------------------------------------
+
+
+def _json_default(obj: object):
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def dumps_line(obj: object) -> str:
+    """One JSON-lines line (numpy values converted; NaN refused: it is not JSON)."""
+    return json.dumps(obj, default=_json_default, allow_nan=False) + "\n"
+
+
+def write_text_atomic(path: str | Path, text: str, *, keep_mode: bool = False) -> None:
+    """Replace `path` with `text` atomically: tmp in the same folder, fsync, rename.
+
+    `keep_mode` keeps the permissions of the file being replaced (a user's document)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if keep_mode and path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_json_atomic(path: str | Path, obj: object) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, default=_json_default) + "\n")
+
+
+def append_line(path: str | Path, obj: object) -> None:
+    """Append one JSON line to `path`, flushed and fsynced (for ledgers written now and then)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(dumps_line(obj))
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def load_json_object(path: str | Path) -> tuple[dict | None, str | None]:
+    """(the JSON object, None), or (None, why not): 'missing', or a problem in words."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            return None, f"{path.name}: is a directory, not a file"
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, "missing"
+    except OSError as exc:
+        return None, f"{path.name}: {exc.strerror or exc}"
+    try:
+        obj = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        return None, f"{path.name}: not JSON ({str(exc)[:80]})"
+    if not isinstance(obj, dict):
+        return None, f"{path.name}: not a JSON object"
+    return obj, None
+
+
+def read_json(path: str | Path) -> dict | None:
+    """A JSON file's object, or None when it is missing, unreadable or not an object."""
+    return load_json_object(path)[0]
+
+
+def mtime_age_s(path: str | Path, now: float | None = None) -> float | None:
+    try:
+        return max(0.0, (time.time() if now is None else now) - os.stat(path).st_mtime)
+    except OSError:
+        return None
+
+
+class RowWriter:
+    """The single writer of rows.jsonl: one line per finished episode, flushed and fsynced."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._f = open(path, "a", encoding="utf-8")
+
+    def append(self, row: dict) -> None:
+        self._f.write(dumps_line(row))
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+
+# -- liveness: pid, heartbeat, the one-writer lock --------------------------------------
+
+
+def write_pid(run_dir: Path) -> dict:
+    import psutil
+
+    me = psutil.Process()
+    info = {"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time(), "launched_at": utc_now()}
+    write_json_atomic(run_dir / PID, info)
+    return info
+
+
+def touch_heartbeat(run_dir: Path) -> None:
+    p = run_dir / HEARTBEAT
+    p.touch()
+    os.utime(p)
+
+
+def heartbeat_age_s(run_dir: Path, now: float | None = None) -> float | None:
+    return mtime_age_s(run_dir / HEARTBEAT, now)
+
+
+class RunLocked(Exception):
+    """Another live process holds the run directory's lock."""
+
+    def __init__(self, run_dir: Path, holder: dict | None):
+        self.run_dir, self.holder = run_dir, holder or {}
+        pid = self.holder.get("pid")
+        who = f"process {pid}" if pid else "another process"
+        super().__init__(f"{run_dir} is being written by {who} (it holds {run_dir / LOCK}); "
+                         "wait for it to end, or stop it (touch STOP), then try again")
+
+
+class RunLock:
+    """One writer per run directory: an exclusive `flock` on run.lock for the holder's whole life.
+
+    The kernel releases it when the process dies (however it dies), so a stale lock never
+    blocks a resume; the file's content (pid, create time) only names the holder in messages.
+    """
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self._fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        path = self.run_dir / LOCK
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise RunLocked(self.run_dir, lock_holder(self.run_dir)) from None
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "at": utc_now()}).encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+
+def lock_holder(run_dir: Path) -> dict | None:
+    """Who holds the run directory's lock now (pid, at), or None when nobody does."""
+    path = Path(run_dir) / LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            try:
+                return json.loads(os.read(fd, 4096) or b"{}")
+            except ValueError:
+                return {}
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+# -- stopping: the STOP request and the structured stop reason --------------------------
+
+BY_USER, BY_GATE, BY_SIGNAL, BY_DECIDED, BY_ERROR = "user", "gate", "signal", "decided", "error"
+STOP_BY = (BY_USER, BY_GATE, BY_SIGNAL, BY_DECIDED, BY_ERROR)
+
+
+@dataclass(frozen=True)
+class StopReason:
+    """Why a run stopped (or was asked to): who, which gate if a gate, and the detail in words."""
+
+    by: str  # one of STOP_BY
+    detail: str = ""
+    gate: str | None = None  # the gate's name when by == "gate" (gpu_hours, pace, ...)
+    who: str | None = None  # the person or program that asked, when known
+    at: str | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: object) -> "StopReason | None":
+        if not isinstance(d, dict):
+            return None
+        by = d.get("by")
+        by = by if by in STOP_BY else BY_USER  # an older or hand-written STOP: a person asked
+        gate = d.get("gate") if isinstance(d.get("gate"), str) else None
+        detail = d.get("detail", d.get("reason", ""))
+        who = d.get("who") if isinstance(d.get("who"), str) else None
+        at = d.get("at") if isinstance(d.get("at"), str) else None
+        return cls(by=by, detail=str(detail if detail is not None else "")[:500], gate=gate, who=who, at=at)
+
+    def text(self) -> str:
+        """One line for people: 'gate pace: projected wall 1.3 h > 1.0 h', 'user (ana): stop key'."""
+        head = f"gate {self.gate}" if self.by == BY_GATE and self.gate else self.by
+        if self.who and self.by != BY_GATE:
+            head += f" ({self.who})"
+        return f"{head}: {self.detail}" if self.detail else head
+
+
+def write_stop(run_dir: str | Path, reason: StopReason, *, only_if_absent: bool = True) -> Path:
+    """Ask the run's driver to stop at the next episode boundary (atomically; a first request wins)."""
+    path = Path(run_dir) / STOP
+    if only_if_absent and path.exists():
+        return path
+    if reason.at is None:
+        reason = StopReason(reason.by, reason.detail, reason.gate, reason.who, utc_now())
+    write_json_atomic(path, reason.as_dict())
+    return path
+
+
+def read_stop(run_dir: str | Path) -> StopReason | None:
+    """The STOP request, if any. A STOP that is not our JSON (a person's `touch`) still stops."""
+    p = Path(run_dir) / STOP
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return StopReason(BY_USER, "STOP present (unreadable)")
+    if not text:
+        return StopReason(BY_USER, "STOP file present")
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return StopReason(BY_USER, text[:200])
+    return StopReason.from_dict(obj) or StopReason(BY_USER, text[:200])
+
+
+def status_stop(status: dict | None) -> StopReason | None:
+    """The structured stop reason a status.json carries (None while nothing asked for a stop)."""
+    return StopReason.from_dict((status or {}).get("stop"))
+
+
+def status_reason_text(status: dict | None) -> str:
+    """status.json's reason in words: the failure, or the stop reason, or ''."""
+    status = status or {}
+    reason = status.get("reason")
+    if isinstance(reason, str) and reason:
+        return reason
+    stop = status_stop(status)
+    return stop.text() if stop else ""
+
+
+# -- resume ----------------------------------------------------------------------------
+
+
+def set_aside_bad_rows(run_dir: Path) -> tuple[RowsRead, list[BadLine]]:
+    """Before a resume: keep the good rows, move torn/corrupt lines (and error rows, which the
+    resume re-runs) to rows.set-aside.jsonl, and rewrite rows.jsonl atomically without them."""
+    path = run_dir / ROWS
+    read = read_rows(path)
+    keep = [r for r in read.rows if r.get("status") == "ok"]
+    dropped_rows = [r for r in read.rows if r.get("status") != "ok"]
+    if not read.bad and not dropped_rows:
+        return read, []
+    stamp = utc_now()
+    with open(run_dir / SET_ASIDE, "a", encoding="utf-8") as f:
+        for b in read.bad:
+            f.write(json.dumps({"set_aside_at": stamp, "line": b.line_no, "reason": b.reason, "text": b.text}) + "\n")
+        for r in dropped_rows:
+            f.write(json.dumps({"set_aside_at": stamp, "reason": "error row re-run on resume", "row": r}) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    write_text_atomic(path, "".join(dumps_line(r) for r in keep))
+    return RowsRead(rows=keep, bad=read.bad), read.bad
