@@ -67,6 +67,14 @@ class WatchUpdated(Message):
         return isinstance(message, WatchUpdated)
 
 
+class WatcherTrouble(Message):
+    """The watcher thread hit something unexpected (it carries on); shown as an error toast."""
+
+    def __init__(self, text: str):
+        super().__init__()
+        self.text = text
+
+
 class MainScreen(Screen):
     """The runs list on the left, the selected run's panels on the right."""
 
@@ -161,7 +169,8 @@ class FontaineApp(App):
         self.age_refresh_s = age_refresh_s
         self.launch_argv = launch_argv  # tests substitute a fake driver here
         self.notifier = _make_notifier(self.runs_dir) if notifier == FROM_ENV else notifier
-        self.watcher = Watcher(self.runs_dir, self._from_watcher, interval=poll_s, notifier=self.notifier, paced=True)
+        self.watcher = Watcher(self.runs_dir, self._from_watcher, on_error=self._watcher_error, interval=poll_s,
+                               notifier=self.notifier, paced=True)
         self.runs: tuple[RunSummary, ...] = ()
         self.detail: RunDetail | None = None
         self.selected: Path | None = None
@@ -193,6 +202,13 @@ class FontaineApp(App):
 
     def _from_watcher(self, update: WatchUpdate) -> None:
         self.post_message(WatchUpdated(update))
+
+    def _watcher_error(self, text: str) -> None:
+        self.post_message(WatcherTrouble(text))  # thread-safe, never waits for the UI
+
+    @on(WatcherTrouble)
+    def _watcher_trouble(self, message: WatcherTrouble) -> None:
+        self.notify(message.text, severity="error", timeout=15)
 
     @on(WatchUpdated)
     def _watch_updated(self, message: WatchUpdated) -> None:

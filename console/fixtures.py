@@ -1,6 +1,6 @@
 """Deterministic run directories for tests, snapshots, benchmarks and a demo without a driver.
 
-They follow the run-directory contract exactly (ARCHITECTURE.md), so the console can be
+They follow the run-directory contract exactly (prereg/rundir.py), so the console can be
 built and checked before the driver exists and without a simulator.
 """
 

@@ -1,6 +1,6 @@
 """Runs as the console sees them: run directories, their processes, and run control.
 
-Everything here goes through the run directory contract (ARCHITECTURE.md) and the
+Everything here goes through the run directory contract (prereg/rundir.py, docs/run-directory.md) and the
 `fontaine-eval` command line; the console never imports the engine. A run's state is
 what `status.json` says, corrected by what the process table says: a run whose process
 is gone without a final state has died; a run with a STOP file and no final state is
@@ -59,12 +59,12 @@ class RunInfo:
             return st
         if self.liveness == GONE:
             return rd.DIED
+        if not st and self.problems:
+            return rd.UNREADABLE
         if self.stop is not None:
             return rd.STOPPING
         if st:
             return st
-        if self.problems or (self.status is not None and "state" in self.status):
-            return rd.UNREADABLE
         if self.liveness == ALIVE:
             return rd.STARTING
         return rd.UNKNOWN
@@ -124,6 +124,8 @@ def read_run(path: str | Path) -> RunInfo:
     info.manifest = _read_json(path / rd.MANIFEST, info)
     info.status = _read_json(path / rd.STATUS, info)
     info.pid = _read_json(path / rd.PID, info)
+    if info.status is not None and info.status.get("state") not in rd.STATES:
+        info.problems.append(f"{rd.STATUS}: state {str(info.status.get('state'))[:40]!r} is not one of {', '.join(rd.STATES)}")
     if info.manifest and isinstance(info.manifest.get("run_id"), str) and info.manifest["run_id"]:
         info.run_id = info.manifest["run_id"]
     try:
@@ -190,6 +192,10 @@ def scripted_launch_argv(run_dir: str | Path, *, num_seeds: int, episode_seconds
             "--workers", str(workers), "--run-dir", str(run_dir)]
 
 
+class RunBusy(OSError):
+    """The run directory's lock is held: another driver writes it."""
+
+
 def launch_detached(argv: list[str], run_dir: str | Path, cwd: str | Path | None = None) -> subprocess.Popen:
     """Start a run in its own session (the pane's SIGHUP does not reach it), output to driver.log.
 
@@ -198,6 +204,10 @@ def launch_detached(argv: list[str], run_dir: str | Path, cwd: str | Path | None
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    holder = rd.lock_holder(run_dir)
+    if holder is not None:  # the driver would refuse too; say it here, before a second process starts
+        raise RunBusy(f"{run_dir} is being written by process {holder.get('pid', '?')}; "
+                      "wait for it to end or stop it first")
     with open(run_dir / rd.LOG, "ab") as log:
         return subprocess.Popen(
             argv, start_new_session=True, stdin=subprocess.DEVNULL, stdout=log,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +65,11 @@ class RowsTailer:
         except FileNotFoundError:
             if self._fd is not None or self.offset:
                 self._restart(batch, "rows.jsonl disappeared")
+            self.exists = False
+            return batch
+        if not stat.S_ISREG(st.st_mode):  # a directory or a device where the rows should be: nothing to read
+            if self._fd is not None or self.offset:
+                self._restart(batch, "rows.jsonl is no longer a regular file")
             self.exists = False
             return batch
         self.exists = True

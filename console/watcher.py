@@ -88,9 +88,25 @@ class RunWatch:
         self.info_version = 0
         self._mtimes = self._stat_all()
         self._torn_added = False
+        self.error: str | None = None  # why the last poll of this run failed, shown as a problem
 
     def refresh(self, max_bytes: int | None = None) -> bool:
-        """Poll once; True when anything shown may have changed."""
+        """Poll once; True when anything shown may have changed. Never raises: whatever this
+        run directory holds, a failure to read it is shown on this run and the others go on."""
+        try:
+            changed = self._refresh(max_bytes)
+        except Exception as exc:  # noqa: BLE001 - any bytes in a run directory: this run shows it, the others go on
+            self.loading = False
+            problem = f"cannot be read: {type(exc).__name__}: {str(exc)[:200]}"
+            changed = problem != self.error
+            self.error = problem
+        if self.error and self.error not in self.info.problems:
+            self.info.problems.append(self.error)
+        if changed:
+            self.info_version += 1
+        return changed
+
+    def _refresh(self, max_bytes: int | None) -> bool:
         changed = False
         mtimes = self._stat_all()
         if mtimes != self._mtimes:
@@ -103,8 +119,8 @@ class RunWatch:
             changed |= before != self.info.liveness
         changed |= self._apply_popen()
         changed |= self._tail(max_bytes)
-        if changed:
-            self.info_version += 1
+        if self.error is not None:  # it reads again: the problem is history
+            self.error, changed = None, True
         return changed
 
     def summary(self) -> RunSummary:
@@ -123,7 +139,7 @@ class RunWatch:
         for name in WATCHED_FILES:
             try:
                 out.append(os.stat(self.path / name).st_mtime_ns)
-            except FileNotFoundError:
+            except OSError:
                 out.append(None)
         return tuple(out)
 
@@ -170,12 +186,14 @@ class Watcher:
         runs_dir: str | Path,
         on_update: Callable[[WatchUpdate], None],
         *,
+        on_error: Callable[[str], None] | None = None,
         interval: float = 0.5,
         notifier=None,
         paced: bool = False,
     ):
         self.runs_dir = Path(runs_dir).resolve()
         self.on_update = on_update
+        self.on_error = on_error  # an unexpected failure of a poll, in words (the thread carries on)
         self.interval = interval
         self.notifier = notifier
         self.paced = paced  # a UI that calls ui_caught_up() after drawing each update
@@ -239,7 +257,15 @@ class Watcher:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            more = self.poll_once()
+            try:
+                more = self.poll_once()
+            except Exception as exc:  # noqa: BLE001 - the watcher never dies silently: say it, carry on
+                more = False
+                if self.on_error is not None:
+                    try:
+                        self.on_error(f"the run watcher hit {type(exc).__name__}: {exc}; it carries on")
+                    except Exception:  # noqa: BLE001
+                        pass
             if more:  # keep reading; after an update, first let the UI draw it (it says so, or a cap passes)
                 if self._sent_last_poll and self.paced:
                     self._ui_drew.wait(LOADING_PAUSE_S)

@@ -1,8 +1,10 @@
 """`fontaine-eval`: run (or resume) an evaluation into a run directory.
 
-Bad input (an unknown flag value, a negative seed count, a run directory that cannot be
-written, a missing GL library, a checkpoint that cannot be loaded, an unfrozen or edited
-pre-registration) gets one clear line on stderr and exit code 2, never a traceback.
+Bad input (an unknown flag value, a seed count out of bounds, a run directory that cannot be
+written or is being written by another process, a missing GL library, a checkpoint that cannot
+be loaded, an unfrozen or edited pre-registration, a flag the pre-registration decides) gets one
+clear line on stderr and exit code 2, never a traceback. Exit codes: prereg.rundir.EXIT_* (0
+done, 1 failed, 2 bad input, 3 stopped); the table is in docs/run-directory.md.
 """
 
 from __future__ import annotations
@@ -17,7 +19,26 @@ from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-EXIT_BAD_INPUT = 2
+from prereg import rundir as rd  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
+
+EXIT_BAD_INPUT = rd.EXIT_USAGE
+MAX_SEEDS = 100_000  # seeds in one run
+MAX_SEED = 2**31 - 1  # MuJoCo/numpy seed range
+MAX_EPISODE_SECONDS = 3600.0  # one hour of simulated time per episode
+MAX_WORKERS = 256
+RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+# Flags a frozen pre-registration decides (given with --prereg they are refused, never ignored);
+# with --resume the run's manifest decides them all.
+DECIDED_BY_DOCUMENT = (
+    "policy", "molmoact2", "molmoact2_discrete", "molmoact2_grammar_masked", "dtype", "flow_steps", "norm_tag",
+    "task", "convmap", "convmap_override", "convmap_declare", "seed", "num_seeds", "seeds", "episode_seconds",
+    "workers", "video_draw", "gpu_hours_gate", "pace_limit_hours", "pace_after_episodes",
+)
+DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
+    "prereg", "arm", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size", "gpus", "device",
+    "ray", "ray_shards", "ray_gpus_per_shard", "ray_dashboard",
+)
 
 
 class UsageError(Exception):
@@ -29,11 +50,33 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        args.explicit = explicit_flags(parser, argv)
         config, run_dir, resume = resolve(args)
         return execute(args, config, run_dir, resume, argv)
     except UsageError as exc:
         print(f"fontaine-eval: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def explicit_flags(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, str]:
+    """{dest: the option as typed} for every option given on the command line."""
+    by_option = {o: a.dest for a in parser._actions for o in a.option_strings}
+    out: dict[str, str] = {}
+    for tok in argv:
+        if tok == "--":
+            break
+        opt = tok.split("=", 1)[0]
+        if opt in by_option:
+            out.setdefault(by_option[opt], opt)
+    return out
+
+
+def _refuse_decided(args, decided: tuple[str, ...], by: str, hint: str) -> None:
+    """A flag that the document (or the manifest) decides is refused, never silently ignored."""
+    given = [opt for dest, opt in args.explicit.items() if dest in decided]
+    if given:
+        raise UsageError(f"{', '.join(given)}: {by} decides {'this' if len(given) == 1 else 'these'}; "
+                         f"remove the flag{'s' if len(given) != 1 else ''} ({hint})")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,7 +85,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="fontaine-eval", description="Run a policy evaluation on the embedded SO-101 boat scene.")
+    p = _Parser(prog="fontaine-eval", description="Run a policy evaluation on the embedded SO-101 boat scene.",
+                allow_abbrev=False)  # an abbreviated flag would slip past the pre-registration's check
     pol = p.add_argument_group("policy")
     pol.add_argument("--policy", choices=["scripted", "hold"], help="a built-in policy: the scripted oracle or the state-copy baseline")
     pol.add_argument("--molmoact2", metavar="CKPT", help="MolmoAct2 flow pathway: a local directory, a cached HF id, or 'tiny'")
@@ -50,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--molmoact2-grammar-masked", action="store_true", help="discrete pathway with the grammar-masked decode")
     pol.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
     pol.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
-    pol.add_argument("--flow-steps", type=_positive_int, default=10)
+    pol.add_argument("--flow-steps", type=_bounded_int(1, 1000), default=10)
     pol.add_argument("--norm-tag", default="so100_so101_molmoact2")
     pol.add_argument("--task", default=None, help="task text (default: 'put the boat on the disk')")
     pol.add_argument("--convmap", choices=["official", "identity", "fit"], default="official", help="joint-convention shim preset")
@@ -64,15 +108,18 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--inject-latency-ms", type=_nonneg_float, default=0.0, help=argparse.SUPPRESS)
 
     proto = p.add_argument_group("protocol")
-    proto.add_argument("--seed", type=_nonneg_int, default=0, help="first seed")
-    proto.add_argument("--num-seeds", type=_positive_int, default=None, help="number of consecutive seeds (default 10)")
+    proto.add_argument("--seed", type=_bounded_int(0, MAX_SEED), default=0, help="first seed")
+    proto.add_argument("--num-seeds", type=_bounded_int(1, MAX_SEEDS), default=None,
+                       help=f"number of consecutive seeds (default 10, at most {MAX_SEEDS:,})")
     proto.add_argument("--seeds", type=_seed_list, default=None, help="explicit seeds, e.g. 0,3,10-19")
-    proto.add_argument("--episode-seconds", type=_positive_float, default=30.0, help="episode budget in seconds (30 Hz ticks)")
-    proto.add_argument("--workers", type=_positive_int, default=1)
+    proto.add_argument("--episode-seconds", type=_bounded_float(0, MAX_EPISODE_SECONDS), default=30.0,
+                       help=f"episode budget in seconds (30 Hz ticks; at most {MAX_EPISODE_SECONDS:g})")
+    proto.add_argument("--workers", type=_bounded_int(1, MAX_WORKERS), default=1,
+                       help="worker processes (at most one per seed is started)")
     proto.add_argument("--video-draw", default="0", help="'0' = first episode of each worker, 'none', 'all', or 'seeds:6,28'")
     proto.add_argument("--batch-wait-ms", type=_nonneg_float, default=20.0, help="shortest wait to fill a batch (it adapts to the workers' chunk time)")
     proto.add_argument("--batch-wait-max-ms", type=_nonneg_float, default=1000.0, help="longest wait to fill a batch")
-    proto.add_argument("--render-size", type=_positive_int, default=224)
+    proto.add_argument("--render-size", type=_bounded_int(16, 1024), default=224)
 
     out = p.add_argument_group("run directory")
     out.add_argument("--run-dir", type=Path, help="the run directory (default runs/<run id>)")
@@ -108,14 +155,23 @@ def resolve(args):
     from engine.driver import RunConfig
     from prereg.gates import GateSpec
 
+    if not hasattr(args, "explicit"):
+        args.explicit = {}
     if args.resume is not None:
         return _resolve_resume(args)
+    if args.run_id is not None:
+        _check_run_id(args.run_id)
     if args.prereg is not None:
         return _resolve_prereg(args)
     if args.arm:
         raise UsageError("--arm needs --prereg FILE")
     spec = _policy_spec_from_flags(args)
-    seeds = args.seeds if args.seeds is not None else list(range(args.seed, args.seed + (args.num_seeds or 10)))
+    if args.seeds is not None and args.explicit.keys() & {"seed", "num_seeds"}:
+        raise UsageError("--seeds lists the seeds; give it without --seed/--num-seeds")
+    n = args.num_seeds or 10
+    if args.seed + n - 1 > MAX_SEED:
+        raise UsageError(f"--seed {args.seed} --num-seeds {n} goes past the largest seed, {MAX_SEED}")
+    seeds = args.seeds if args.seeds is not None else list(range(args.seed, args.seed + n))
     arm = spec.kind if spec.decode in (None, "flow", "reference") else f"{spec.kind}-{spec.decode}"
     run_dir = args.run_dir or (args.rows_jsonl.parent if args.rows_jsonl else None)
     run_id = args.run_id or (Path(run_dir).name if run_dir else f"{arm}-{_stamp()}")
@@ -123,7 +179,7 @@ def resolve(args):
     gates = GateSpec(gpu_hours=args.gpu_hours_gate, pace_limit_hours=args.pace_limit_hours,
                      pace_after_episodes=args.pace_after_episodes)
     config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
-                       workers=args.workers, video_draw=args.video_draw, batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
+                       workers=_clip_workers(args.workers, len(seeds)), video_draw=args.video_draw, batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
                        gates=gates, gpus=args.gpus, render_size=args.render_size, ray=_ray_settings(args, spec))
     _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
@@ -138,6 +194,7 @@ def _policy_spec_from_flags(args):
         raise UsageError(f"choose one policy, not {' and '.join(chosen)}")
     if args.molmoact2_grammar_masked and not args.molmoact2_discrete:
         raise UsageError("--molmoact2-grammar-masked modifies --molmoact2-discrete CKPT; give that too")
+    _check_overrides(args.convmap_override)
     common = dict(dtype=args.dtype, device=args.device, convmap=args.convmap,
                   convmap_overrides=tuple(args.convmap_override), norm_tag=args.norm_tag,
                   flow_steps=args.flow_steps, inject_latency_ms=args.inject_latency_ms)
@@ -157,6 +214,8 @@ def _resolve_prereg(args):
 
     if not args.arm:
         raise UsageError("--prereg needs --arm NAME (the arm of the pre-registration to run)")
+    _refuse_decided(args, DECIDED_BY_DOCUMENT, "the frozen pre-registration",
+                    "to change the plan, amend it: fontaine-prereg amend")
     try:
         from prereg.errors import PreregError
         from prereg.launch import resolve_launch
@@ -174,7 +233,7 @@ def _resolve_prereg(args):
     run_id = args.run_id or (args.run_dir.name if args.run_dir else f"{launch.prereg_id}-{launch.arm}-{_stamp()}")
     run_dir = args.run_dir or args.runs_dir / run_id
     config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
-                       episode_seconds=launch.episode_seconds, workers=launch.workers or 1,
+                       episode_seconds=launch.episode_seconds, workers=_clip_workers(launch.workers or 1, len(launch.seeds)),
                        video_draw=str(launch.video_draw if launch.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
                        render_size=args.render_size, ray=_ray_settings(args, spec),
@@ -185,23 +244,20 @@ def _resolve_prereg(args):
 
 
 def _resolve_resume(args):
-    import psutil
-
-    from prereg import rundir as rd
     from engine.driver import RunConfig
 
+    _refuse_decided(args, DECIDED_BY_MANIFEST, "the run's manifest", "a resume runs the rest as the run was started")
     run_dir = args.resume
+    if run_dir.exists() and not run_dir.is_dir():
+        raise UsageError(f"--resume {run_dir}: is a file, not a run directory")
     manifest = rd.read_json(run_dir / rd.MANIFEST)
-    if manifest is None or "config" not in manifest:
+    if manifest is None or not isinstance(manifest.get("config"), dict):
         raise UsageError(f"{run_dir} has no readable manifest.json: not a run directory (or it never started)")
-    pid = rd.read_json(run_dir / rd.PID) or {}
     try:
-        proc = psutil.Process(int(pid.get("pid", -1)))
-        if abs(proc.create_time() - float(pid.get("create_time", 0))) < 0.01 and proc.status() != psutil.STATUS_ZOMBIE:
-            raise UsageError(f"run {run_dir} is still running (pid {proc.pid}); stop it before resuming")
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
-        pass
-    config = RunConfig.from_dict(manifest["config"])
+        config = RunConfig.from_dict(manifest["config"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{run_dir / rd.MANIFEST}: its config cannot be read back ({exc}); "
+                         "the run cannot be resumed") from None
     return config, Path(run_dir), True
 
 
@@ -209,7 +265,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     import dataclasses
 
     from engine import convmap_cli
-    from engine.driver import DriverError, format_summary, run
+    from engine.driver import DriverError, RunFailed, format_summary, run
     from engine.policies.factory import PolicyError
 
     try:
@@ -232,23 +288,31 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
     _preflight_rendering(config)
-    if not resume and (run_dir / "manifest.json").exists():
-        raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
-    _check_writable(run_dir)
-    print(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds, "
-          f"{config.episode_seconds:g} s episodes, {config.workers} worker{'s' if config.workers != 1 else ''}, "
-          f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else "") + ")",
-          flush=True)
+    lock = _claim_run_dir(run_dir)  # held until the run ends: one writer per run directory
     try:
-        result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log)
-    except (DriverError, PolicyError) as exc:
-        raise UsageError(str(exc)) from None
+        if not resume and (run_dir / rd.MANIFEST).exists():
+            raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
+        print(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds, "
+              f"{config.episode_seconds:g} s episodes, {config.workers} worker{'s' if config.workers != 1 else ''}, "
+              f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else "") + ")",
+              flush=True)
+        try:
+            result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log, lock=lock)
+        except (DriverError, PolicyError) as exc:
+            raise UsageError(str(exc)) from None
+        except RunFailed as exc:
+            print(f"fontaine-eval: failed: {exc}", file=sys.stderr, flush=True)
+            return rd.EXIT_FAILED
+    finally:
+        lock.release()
     print(format_summary(result, run_dir), flush=True)
-    for target, name in ((args.out_json, "rows.json"), (args.rows_jsonl, "rows.jsonl")):
+    for target, name in ((args.out_json, rd.ROWS_SUMMARY), (args.rows_jsonl, rd.ROWS)):
         if target is not None and Path(target).resolve() != (run_dir / name).resolve():
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(run_dir / name, target)
-    return 0 if result.state in ("done", "stopped") else 1
+    if result.state == rd.FAILED:
+        print(f"fontaine-eval: failed: {result.reason}", file=sys.stderr, flush=True)
+    return {rd.DONE: rd.EXIT_DONE, rd.STOPPED: rd.EXIT_STOPPED}.get(result.state, rd.EXIT_FAILED)
 
 
 def _log(msg: str) -> None:
@@ -273,15 +337,49 @@ def _preflight_rendering(config) -> None:
             "MUJOCO_GL=osmesa), or run with --video-draw none and a policy that needs no images") from None
 
 
-def _check_writable(run_dir: Path) -> None:
-    probe_dir = run_dir
-    while not probe_dir.exists():
-        probe_dir = probe_dir.parent
-    if not os.access(probe_dir, os.W_OK | os.X_OK):
-        raise UsageError(f"run directory {run_dir} is not writable (no write permission on {probe_dir}); "
-                         "choose another --run-dir")
-    if probe_dir == run_dir and not run_dir.is_dir():
-        raise UsageError(f"run directory {run_dir} exists and is not a directory")
+def _claim_run_dir(run_dir: Path) -> rd.RunLock:
+    """Create the run directory and take its lock; every reason it cannot be used is one line."""
+    run_dir = Path(run_dir)
+    for part in (run_dir, *run_dir.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise UsageError(f"run directory {run_dir}: {part} is a file, not a directory; choose another --run-dir")
+            break
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"run directory {run_dir} cannot be created ({exc.strerror or exc}); "
+                         "choose another --run-dir") from None
+    if not os.access(run_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"run directory {run_dir} is not writable (no write permission); choose another --run-dir")
+    try:
+        return rd.RunLock(run_dir).acquire()
+    except rd.RunLocked as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"run directory {run_dir} cannot be locked ({exc.strerror or exc}); "
+                         "choose another --run-dir") from None
+
+
+def _check_run_id(run_id: str) -> None:
+    if not RUN_ID_RE.fullmatch(run_id) or run_id in (".", ".."):
+        raise UsageError(f"--run-id {run_id!r}: a run id is one folder name of letters, digits, '.', '_' and '-' "
+                         "(at most 128, starting with a letter or digit)")
+
+
+def _clip_workers(workers: int, n_seeds: int) -> int:
+    """No more workers than seeds: the manifest records the count that actually runs."""
+    return max(1, min(workers, n_seeds))
+
+
+def _check_overrides(overrides: list[str]) -> None:
+    """Parse and check every --convmap-override whatever the policy: a bad one is never stored."""
+    from engine.policies.convmap import PRESETS, ConvMapError, apply_overrides
+
+    try:
+        apply_overrides(PRESETS["identity"], overrides)
+    except ConvMapError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _ray_settings(args, spec) -> dict | None:
@@ -311,8 +409,8 @@ def _stamp() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
 
 
-def _number(parse, *, minimum: float, inclusive: bool, what: str):
-    """An argparse type: parse, require finite, and bound from below with a readable message."""
+def _number(parse, *, minimum: float, inclusive: bool, what: str, maximum: float | None = None):
+    """An argparse type: parse, require finite, and bound it with a message that states the bounds."""
 
     def convert(text: str):
         try:
@@ -321,11 +419,19 @@ def _number(parse, *, minimum: float, inclusive: bool, what: str):
             raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {text!r}") from None
         if v != v or v in (float("inf"), float("-inf")):
             raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-        if v < minimum or (v == minimum and not inclusive):
+        if v < minimum or (v == minimum and not inclusive) or (maximum is not None and v > maximum):
             raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
         return v
 
     return convert
+
+
+def _bounded_int(lo: int, hi: int):
+    return _number(int, minimum=lo, inclusive=True, maximum=hi, what=f"an integer from {lo:,} to {hi:,}")
+
+
+def _bounded_float(lo: float, hi: float):
+    return _number(float, minimum=lo, inclusive=False, maximum=hi, what=f"more than {lo:g} and at most {hi:g}")
 
 
 _positive_int = _number(int, minimum=0, inclusive=False, what="a positive integer")
@@ -344,6 +450,10 @@ def _seed_list(text: str) -> list[int]:
         a, b = int(m.group(1)), int(m.group(2) or m.group(1))
         if b < a:
             raise argparse.ArgumentTypeError(f"empty seed range {part!r}")
+        if b > MAX_SEED:
+            raise argparse.ArgumentTypeError(f"seed {b} in {text!r} is past the largest seed, {MAX_SEED}")
+        if len(seeds) + (b - a + 1) > MAX_SEEDS:
+            raise argparse.ArgumentTypeError(f"{text!r} names more than {MAX_SEEDS:,} seeds, the most one run takes")
         seeds.extend(range(a, b + 1))
     if len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"seeds repeat in {text!r}")

@@ -8,10 +8,17 @@ model is loaded here, once, before any episode starts, so a bad checkpoint fails
 Stop protocol: a STOP file, SIGTERM or SIGINT -> no new episode starts, in-flight episodes
 finish and their rows are written, state `stopped`. A second signal aborts: workers are killed
 and their in-flight seeds are recorded as not run (never as rows with made-up values).
+
+Failure: whatever raises (a full disk, a deleted run directory, a bug, every worker dead), the
+workers are killed, status.json says `failed` with a one-line reason when it can still be
+written (a small reserve file is freed first on a full disk), and the exception reaches the
+caller, which exits non-zero. Rows already written stay intact. The driver holds the run
+directory's lock (prereg.rundir.RunLock) for its whole life: one writer per run directory.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import socket
@@ -78,13 +85,52 @@ class DriverError(Exception):
     """A run that cannot start (bad run directory, policy that cannot load): one clear message."""
 
 
+class RunFailed(Exception):
+    """The run failed after it started; str() is the one-line reason also written to status.json."""
+
+
+RESERVE_BYTES = 256 * 1024  # freed on a full disk so that the final status.json and rows.json fit
+
+
+def failure_reason(exc: BaseException, run_dir: Path) -> str:
+    """One line for status.json and the terminal: a full disk and a deleted run directory by name."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"disk full: {e.filename or run_dir}"
+        e = e.__cause__ or e.__context__
+    if not run_dir.is_dir():
+        return f"run directory deleted: {run_dir}"
+    if isinstance(exc, RunFailed):
+        return str(exc)
+    return f"driver crashed: {type(exc).__name__}: {exc}"
+
+
 # --------------------------------------------------------------------------- the driver
 
 
 def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resume: bool = False,
-        log=print) -> RunResult:
-    """Run (or resume) the evaluation into `run_dir` and return its final state."""
-    return _Driver(config, Path(run_dir), argv or sys.argv, resume, log).run()
+        log=print, lock: rd.RunLock | None = None) -> RunResult:
+    """Run (or resume) the evaluation into `run_dir` and return its final state.
+
+    `lock`: the run directory's lock, already held by the caller; else it is taken here
+    (DriverError when another process holds it). Released when the run ends."""
+    run_dir = Path(run_dir)
+    if lock is None:
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            lock = rd.RunLock(run_dir).acquire()
+        except rd.RunLocked as exc:
+            raise DriverError(str(exc)) from None
+        except OSError as exc:
+            raise DriverError(f"run directory {run_dir} cannot be used ({exc.strerror or exc}); "
+                              "choose another --run-dir") from None
+    try:
+        return _Driver(config, run_dir, argv or sys.argv, resume, log).run()
+    finally:
+        lock.release()
 
 
 class _Driver:
@@ -106,6 +152,8 @@ class _Driver:
         self._last_row_at: float | None = None
         self.lost_seeds: list[int] = []
         self.aborted_note: str | None = None
+        self.summary: dict = {}
+        self._pool_closed = False
         self.policy = None
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
@@ -129,15 +177,36 @@ class _Driver:
             todo = self._todo_seeds()
             self._write_status(rd.RUNNING)
             self._loop(todo)
+            result = self._finish_normally()
         except (PolicyError, DriverError) as exc:  # bad input, said once, no traceback
+            self._teardown_pool()
             self._finish(rd.FAILED, f"could not start: {exc}")
             raise
         except BaseException as exc:
-            reason = f"driver crashed: {type(exc).__name__}: {exc}"
-            self.log(traceback.format_exc())
+            self._teardown_pool()
+            reason = failure_reason(exc, self.run_dir)
+            if not isinstance(exc, RunFailed):
+                self._say(traceback.format_exc())
             self._finish(rd.FAILED, reason)
-            raise
-        return self._finish_normally()
+            raise RunFailed(reason) from exc
+        self._teardown_pool()
+        return result
+
+    def _say(self, text: str) -> None:
+        """Log, never raising (the log may be on the disk that just filled up)."""
+        try:
+            self.log(text)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _teardown_pool(self) -> None:
+        """Kill whatever workers are left (idempotent): none may outlive the driver."""
+        if self.pool is not None and not self._pool_closed:
+            self._pool_closed = True
+            try:
+                self.pool.abort()
+            except Exception as exc:  # noqa: BLE001 - tearing down after a failure: say it, go on
+                self._say(f"tearing down the workers: {type(exc).__name__}: {exc}")
 
     def _prepare_dir(self) -> None:
         try:
@@ -162,6 +231,11 @@ class _Driver:
         rd.write_pid(self.run_dir)
         rd.touch_heartbeat(self.run_dir)
         self.writer = rd.RowWriter(self.run_dir / rd.ROWS)
+        try:  # room to record a failure if the disk fills up (freed in _finish)
+            with open(self.run_dir / rd.RESERVE, "wb") as f:
+                f.write(b"\0" * RESERVE_BYTES)
+        except OSError:
+            pass
 
     def _install_signals(self) -> None:
         def on_signal(signum, _frame):
@@ -263,7 +337,7 @@ class _Driver:
                         self._first_submit_at = time.monotonic()
             if not self.pool.in_flight() and (stopping or not pending or not self.pool.alive()):
                 if pending and not stopping:
-                    self._request_stop(rd.StopReason(rd.BY_ERROR, "every worker died"))
+                    raise RunFailed(self._all_workers_died(len(pending)))
                 break
             for partial in self.pool.poll(POLL_S):
                 self._record(partial)
@@ -273,6 +347,14 @@ class _Driver:
                 pending.extendleft(reversed(requeued))
             self._tick()
         self.pool.close()
+        self._pool_closed = True
+
+    def _all_workers_died(self, pending: int) -> str:
+        codes = sorted({c for c in self.pool.stats().get("exit_codes", []) if c is not None})
+        ran = self.session_done
+        return (f"every worker died ({self._stat('worker_crashes')} deaths, exit code"
+                f"{'s' if len(codes) != 1 else ''} {', '.join(map(str, codes)) or '?'}) with {pending} seeds "
+                f"not run{' and no episode finished' if not ran else ''}; driver.log has their output")
 
     def _make_pool(self, n_seeds: int):
         if self.cfg.ray is not None:
@@ -398,6 +480,11 @@ class _Driver:
 
     def _finish_normally(self) -> RunResult:
         complete = {r["seed"] for r in self.rows if r.get("status") == "ok"} >= set(self.cfg.seeds)
+        session = self.rows[len(self.rows) - self.session_done:] if self.session_done else []
+        if session and not any(r.get("status") == "ok" for r in session):
+            first = session[0].get("error") or "no message"
+            return self._finish(rd.FAILED, f"no episode could run: {len(session)} error row"
+                                           f"{'s' if len(session) != 1 else ''} (first: {str(first)[:200]})")
         if self.stop is not None:
             return self._finish(rd.STOPPED, "; ".join(filter(None, [self.stop.text(), self.aborted_note])))
         if complete:
@@ -406,10 +493,28 @@ class _Driver:
         return self._finish(rd.DONE, f"{errors} episode(s) ended in an error row" if errors else None)
 
     def _finish(self, state: str, reason: str | None) -> RunResult:
+        """Record the end: status.json first (what the console and a resume read), then rows.json.
+        Each write is tried on its own; what cannot be written is said in the log."""
         try:
             self.writer.close()
-        except Exception:
+        except Exception:  # noqa: BLE001
             pass
+        try:
+            os.unlink(self.run_dir / rd.RESERVE)
+        except OSError:
+            pass
+        if state == rd.FAILED:
+            self.stop = rd.StopReason(rd.BY_ERROR, reason or "")
+        for what, write in (("status.json", lambda: self._write_status(state, reason)),
+                            ("rows.json", lambda: self._write_summary(state, reason)),
+                            ("heartbeat", lambda: rd.touch_heartbeat(self.run_dir))):
+            try:
+                write()
+            except Exception as exc:  # noqa: BLE001 - a failure being recorded must not hide the first one
+                self._say(f"could not write {what} at the end: {type(exc).__name__}: {exc}")
+        return RunResult(state, reason, self.rows, self.summary)
+
+    def _write_summary(self, state: str, reason: str | None) -> None:
         summary = summarize(self.rows, self.cfg)
         summary.update({
             "state": state, "reason": reason, "elapsed_s": round(self.elapsed_s, 2),
@@ -419,10 +524,8 @@ class _Driver:
                           if self._first_submit_at is not None and self._last_row_at is not None else None),
             "worker_crashes": self._stat('worker_crashes'), "lost_seeds": self.lost_seeds,
         })
+        self.summary = summary
         rd.write_json_atomic(self.run_dir / rd.ROWS_SUMMARY, {"summary": summary, "rows": self.rows})
-        self._write_status(state, reason)
-        rd.touch_heartbeat(self.run_dir)
-        return RunResult(state, reason, self.rows, summary)
 
 
 def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:

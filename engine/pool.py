@@ -36,6 +36,7 @@ class LocalPool:
         self.predict_rounds = 0
         self.predicted_obs = 0
         self.worker_crashes = 0
+        self.exit_codes: list[int | None] = []  # of the workers that died
         self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
         self._obs_waiting: list[tuple[_Worker, object]] = []
         self._first_obs_at = 0.0
@@ -113,13 +114,20 @@ class LocalPool:
             w.seed = None
         return lost
 
-    def close(self) -> None:
+    def close(self, grace_s: float = 10.0) -> None:
+        """Ask every worker to quit, wait for them together (at most `grace_s`), kill the rest."""
         for w in self.workers.values():
-            w.quit()
+            if w.alive:
+                w.send(("quit",))
+        deadline = time.monotonic() + grace_s
+        for w in self.workers.values():
+            w.proc.join(timeout=max(0.0, deadline - time.monotonic()))
+        for w in self.workers.values():
+            w.kill()
 
     def stats(self) -> dict:
         return {"predict_rounds": self.predict_rounds, "predicted_obs": self.predicted_obs,
-                "worker_crashes": self.worker_crashes}
+                "worker_crashes": self.worker_crashes, "exit_codes": list(self.exit_codes)}
 
     # -- internals
 
@@ -181,6 +189,7 @@ class LocalPool:
         w.alive = False
         code = w.proc.exitcode
         self.worker_crashes += 1
+        self.exit_codes.append(code)
         row = None
         if w.seed is not None:
             row = {"seed": w.seed, "worker": w.wid, "episode_seconds": self.cfg.episode_seconds,
@@ -200,7 +209,7 @@ class _Worker:
         ctx = mp.get_context("spawn")
         self.wid = wid
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served),
+        self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served, os.getpid()),
                                 name=f"fontaine-worker-{wid}", daemon=True)
         self.proc.start()
         child.close()
@@ -234,14 +243,6 @@ class _Worker:
             pass
         return msgs
 
-    def quit(self) -> None:
-        if self.alive:
-            self.send(("quit",))
-            self.proc.join(timeout=10)
-        if self.proc.is_alive():
-            self.proc.kill()
-            self.proc.join(timeout=5)
-
     def kill(self) -> None:
         if self.proc.is_alive():
             self.proc.kill()
@@ -249,10 +250,11 @@ class _Worker:
         self.alive = False
 
 
-def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: tuple | None) -> None:
+def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: tuple | None, driver_pid: int) -> None:
     """One worker: owns its MuJoCo model; runs the episodes it is handed, one row each."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides how a stop goes
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    die_with_parent(driver_pid)
     try:
         _worker_loop(wid, conn, cfg, Path(run_dir), served)
     except (EOFError, BrokenPipeError, ConnectionResetError):
@@ -285,7 +287,7 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
             os._exit(3)
         started = rd.utc_now()
         t0 = time.monotonic()
-        video_rel, writer = None, None
+        video_rel, writer, note = None, None, None
         try:
             if film:
                 video_rel = f"{rd.VIDEOS}/rollout_seed{seed:03d}.mp4"
@@ -296,9 +298,11 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
             if writer is not None:
                 writer.close()
                 if writer.error:
-                    conn.send(("log", f"video of seed {seed} not written: {writer.error}"))
+                    note = f"video not written: {writer.error}"
+                    conn.send(("log", f"seed {seed}: {note}"))
                     video_rel = None
-            row = {**partial, "seed": seed, "worker": wid, "video": video_rel, "status": "ok", "error": None}
+            row = {**partial, "seed": seed, "worker": wid, "video": video_rel, "status": "ok", "error": None,
+                   "note": note}
         except _PredictFailed as exc:
             row = _error_row(seed, wid, cfg, started, t0, str(exc))
         except Exception as exc:
@@ -308,6 +312,20 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
             if writer is not None:
                 writer.close()
         conn.send(("row", row))
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Never outlive the driver: the kernel sends SIGKILL when it dies (Linux PR_SET_PDEATHSIG),
+    so a driver killed with -9 leaves no worker finishing its episode or writing its video."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pipe's EOF still ends the worker at its next message
+        pass
+    if os.getppid() != parent_pid:  # the driver died before the line above took effect
+        os._exit(0)
 
 
 def _fault_seeds(var: str) -> set[int]:
@@ -368,8 +386,11 @@ class _VideoWriter:
             self.q.put(frame)
 
     def _run(self) -> None:
+        """Encode into a hidden .part file and rename it into place only once ffmpeg has finished
+        it (trailer included): the row's path never names a broken mp4."""
         import imageio.v2 as imageio
 
+        tmp = self.path.with_name(f".{self.path.stem}.part{self.path.suffix}")
         writer = None
         try:
             while True:
@@ -377,20 +398,35 @@ class _VideoWriter:
                 if frame is None:
                     break
                 if writer is None:
-                    writer = imageio.get_writer(str(self.path), fps=self.fps, codec="libx264",
+                    writer = imageio.get_writer(str(tmp), fps=self.fps, codec="libx264",
                                                 macro_block_size=1, quality=7)
                 writer.append_data(frame)
-        except Exception as exc:
-            self.error = f"{type(exc).__name__}: {exc}"
-            while self.q.get() is not None:
-                pass
+            if writer is not None:
+                w, writer = writer, None
+                w.close()
+                os.replace(tmp, self.path)
+        except Exception as exc:  # noqa: BLE001 - any encoder failure costs the video, never the row
+            self.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"[:300]
+            while not self._closed or not self.q.empty():
+                if self.q.get() is None:
+                    break
         finally:
             if writer is not None:
-                writer.close()
+                try:
+                    writer.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            if self.error is not None:
+                try:
+                    tmp.unlink()
+                except OSError:
+                    pass
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
             self.q.put(None)
             self.thread.join(timeout=120)
+            if self.thread.is_alive() and self.error is None:
+                self.error = "the encoder did not finish within 120 s"
 

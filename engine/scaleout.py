@@ -5,7 +5,7 @@ submit, poll, in_flight, alive, take_requeued, abort, close, stats, `respawn`). 
 stays on the user's machine and remains the single writer of the run directory; the cluster
 only runs episodes.
 
-Design (facts in ../shared/design/SCALEOUT.md: a policy call through Ray on every step costs
+Design (facts in docs/design-notes.md: a policy call through Ray on every step costs
 1-2 ms and breaks batching; coarse shards keep full speed):
 
 - One Ray actor per shard, placed in its own STRICT_PACK placement group

@@ -26,7 +26,7 @@ ROW_FIELDS: tuple[str, ...] = (
     "first_action_delta_deg",
     "wall_s", "started_at", "finished_at",
     "video",
-    "status", "error",
+    "status", "error", "note",
 )
 
 KNOCK_AWAY_CM = -1.0  # progress_final_cm at or below this is a knock-away

@@ -42,6 +42,7 @@ PREDICTS = "predicts.jsonl"  # the driver, when asked: one line per observation 
 POSTS = "posts.jsonl"  # the Discord notifier's ledger: one line per post Discord confirmed
 RESULTS = "results.md"  # the report: the frozen reads of this run
 CHART = "chart.png"  # the report: the per-seed chart
+RESERVE = ".space-reserve"  # the driver: a little disk space it frees to record a failure on a full disk
 
 # the files a started run has; a run directory without them is still starting (or not a run)
 CONTRACT_FILES = (MANIFEST, STATUS, PID, HEARTBEAT, ROWS)
@@ -162,19 +163,34 @@ def mtime_age_s(path: str | Path, now: float | None = None) -> float | None:
 
 
 class RowWriter:
-    """The single writer of rows.jsonl: one line per finished episode, flushed and fsynced."""
+    """The single writer of rows.jsonl: one line per finished episode, written whole and fsynced.
+
+    A line that cannot be written whole (a full disk) is cut back off the file before the
+    error is raised, so the rows already written stay intact and no torn line is left."""
 
     def __init__(self, path: Path):
         self.path = path
-        self._f = open(path, "a", encoding="utf-8")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
     def append(self, row: dict) -> None:
-        self._f.write(dumps_line(row))
-        self._f.flush()
-        os.fsync(self._f.fileno())
+        data = dumps_line(row).encode("utf-8")
+        size = os.fstat(self._fd).st_size
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+            os.fsync(self._fd)
+        except OSError:
+            try:
+                os.ftruncate(self._fd, size)
+            except OSError:
+                pass
+            raise
 
     def close(self) -> None:
-        self._f.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 # -- liveness: pid, heartbeat, the one-writer lock --------------------------------------
@@ -256,10 +272,15 @@ def lock_holder(run_dir: Path) -> dict | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
-            try:
-                return json.loads(os.read(fd, 4096) or b"{}")
-            except ValueError:
-                return {}
+            for _ in range(50):  # the holder writes its pid just after taking the lock
+                try:
+                    holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
+                except ValueError:
+                    holder = {}
+                if holder.get("pid"):
+                    return holder
+                time.sleep(0.01)
+            return {}
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:

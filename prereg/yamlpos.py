@@ -22,6 +22,7 @@ def load_with_lines(text: str, first_line: int = 1) -> tuple[object, dict[Path_,
 
     Raises PosYAMLError (with the file line) when the text is not YAML.
     """
+    _refuse_aliases(text, first_line)
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -37,6 +38,20 @@ def load_with_lines(text: str, first_line: int = 1) -> tuple[object, dict[Path_,
         return None, lines, dups
     value = _build(loader, node, (), lines, dups, first_line)
     return value, lines, dups
+
+
+def _refuse_aliases(text: str, first_line: int) -> None:
+    """Anchors and aliases (`&a` / `*a`) are refused: a few of them nest into an exponential
+    document (a 1 KB "billion laughs" takes minutes and gigabytes), and a pre-registration
+    is meant to be read by people, value by value. Scanning the event stream is linear."""
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                line = first_line + event.start_mark.line
+                raise PosYAMLError("YAML anchors and aliases (&name, *name) are not allowed in a pre-registration; "
+                                   "write each value out", line)
+    except yaml.MarkedYAMLError:
+        return  # not YAML at all: the loader below says where
 
 
 def _build(loader, node, path, lines, dups, first_line):

@@ -3,7 +3,7 @@
 The arm's MJCF and meshes are read from the installed package at run time (never copied
 into this repository) and attached into our own worldbody. Everything else (table, boat,
 disk, front camera, jaw pads, solver) is ours; the numbers are the ones that made a
-scripted oracle place the boat on 120/120 seeds in the feasibility trial (design/SIM.md).
+scripted oracle place the boat on 120/120 seeds in the feasibility trial (docs/design-notes.md).
 
 Frames: the arm's base sits at the world origin on the table top (z = 0), facing +x. The
 boat's body origin is the centre of the underside of its hull, so a boat resting on the

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import psutil
+import pytest
 
 from conftest import FAKE_DRIVER, make_row, make_run_dir, wait_file
 from console import runs
@@ -102,3 +103,17 @@ def test_watcher_discovers_new_and_removed_runs(tmp_path):
     w.poll_once(now=20.0)
     assert updates[-1].runs == ()
     w.stop()
+
+
+def test_launch_refuses_a_run_directory_another_driver_writes(tmp_path):
+    from prereg import rundir as rd
+
+    d = tmp_path / "runs" / "busy"
+    d.mkdir(parents=True)
+    lock = rd.RunLock(d).acquire()
+    try:
+        with pytest.raises(runs.RunBusy, match=f"being written by process {os.getpid()}"):
+            runs.launch_detached([sys.executable, "-c", "pass"], d)
+    finally:
+        lock.release()
+    runs.launch_detached([sys.executable, "-c", "pass"], d).wait(timeout=30)

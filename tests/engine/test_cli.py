@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from engine.cli import main
-from tests.helpers import run_eval
+from tests.helpers import REPO, run_eval
 
 
 @pytest.mark.parametrize(
     "argv, needle",
     [
-        (["--num-seeds", "-3"], "--num-seeds: must be a positive integer"),
+        (["--num-seeds", "-3"], "--num-seeds: must be an integer from 1 to 100,000"),
         (["--policy", "oracle"], "invalid choice: 'oracle'"),
         (["--seeds", "5-2"], "empty seed range"),
         (["--episode-seconds", "nan"], "not a finite number"),
@@ -20,20 +20,72 @@ from tests.helpers import run_eval
         (["--policy", "hold", "--molmoact2", "tiny"], "choose one policy"),
         (["--molmoact2-grammar-masked"], "modifies --molmoact2-discrete"),
         (["--resume", "/nonexistent/run"], "no readable manifest.json"),
+        # bounds, stated in the message
+        (["--num-seeds", "1000000000000"], "--num-seeds: must be an integer from 1 to 100,000"),
+        (["--num-seeds", "1e7"], "--num-seeds: not an integer: '1e7'"),
+        (["--seeds", "0-10000000"], "names more than 100,000 seeds"),
+        (["--seed", "2147483647", "--num-seeds", "2"], "goes past the largest seed, 2147483647"),
+        (["--episode-seconds", "1e9"], "--episode-seconds: must be more than 0 and at most 3600"),
+        (["--workers", "100000"], "--workers: must be an integer from 1 to 256"),
+        # overrides are parsed whatever the policy
+        (["--policy", "scripted", "--convmap-override", "wrist_rol=5"], "unknown joint 'wrist_rol'"),
+        (["--policy", "scripted", "--convmap-override", "shoulder_pan=x"], "not a number"),
+        (["--policy", "scripted", "--convmap-override", "elbow_flex=2,3,4"], "malformed value '2,3,4'"),
+        (["--policy", "scripted", "--convmap-override", "elbow_flex"], "needs exactly one '='"),
+        # a run id is one safe folder name
+        (["--policy", "scripted", "--run-id", "../../x"], "a run id is one folder name"),
+        (["--policy", "scripted", "--run-id", "a/b"], "a run id is one folder name"),
+        # abbreviations would slip past the document's check
+        (["--policy", "scripted", "--work", "2"], "unrecognized arguments: --work"),
+        (["--seeds", "1,2", "--num-seeds", "3"], "--seeds lists the seeds"),
     ],
 )
-def test_bad_flags_are_one_line_and_exit_2(argv, needle, capsys):
+def test_bad_flags_are_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default runs folder is ./runs: bad input writes nothing there
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert needle in err and err.startswith("fontaine-eval: error:") and "\n" not in err
     assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_flags_the_frozen_document_decides_are_refused(tmp_path, capsys):
+    demo = REPO / "prereg" / "examples" / "demo.md"
+    assert main(["--prereg", str(demo), "--arm", "scripted", "--workers", "3", "--episode-seconds=5",
+                 "--run-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "--workers, --episode-seconds: the frozen pre-registration decides these" in err
+    assert "fontaine-prereg amend" in err and not (tmp_path / "r").exists()
+
+
+def test_a_resume_refuses_flags_its_manifest_decides(tmp_path, capsys):
+    assert main(["--resume", str(tmp_path), "--num-seeds", "3"]) == 2
+    assert "--num-seeds: the run's manifest decides this" in capsys.readouterr().err
+
+
+def test_run_dir_that_is_a_file_is_named_as_such(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("")
+    assert main(["--policy", "hold", "--video-draw", "none", "--run-dir", str(f)]) == 2
+    assert f"{f} is a file, not a directory" in capsys.readouterr().err
+    assert main(["--resume", str(f)]) == 2
+    assert "is a file, not a run directory" in capsys.readouterr().err
+
+
+def test_workers_are_clipped_to_the_seeds_and_the_manifest_says_so(tmp_path):
+    from engine.cli import build_parser, resolve
+
+    args = build_parser().parse_args(["--policy", "scripted", "--num-seeds", "3", "--workers", "200",
+                                      "--run-dir", str(tmp_path / "r")])
+    config, _, _ = resolve(args)
+    assert config.workers == 3
 
 
 def test_unwritable_run_dir(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert main(["--policy", "hold", "--video-draw", "none", "--run-dir", str(blocker / "run")]) == 2
-    assert "not writable" in capsys.readouterr().err
+    assert f"{blocker} is a file, not a directory" in capsys.readouterr().err
 
 
 def test_missing_gl_library_is_a_clear_error(tmp_path):

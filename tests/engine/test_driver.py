@@ -60,7 +60,7 @@ def test_stop_file_stops_at_an_episode_boundary(tmp_path):
     wait_until(lambda: len(read_rows(run_dir)) >= 1, timeout=180, what="a first row")
     (run_dir / "STOP").write_text(json.dumps({"by": "test", "reason": "enough", "at": "now"}))
     status = _final(run_dir)
-    proc.wait(timeout=60)
+    assert proc.wait(timeout=60) == 3
     rows = read_rows(run_dir)
     assert status["state"] == "stopped" and "enough" in status["reason"]
     assert 1 <= len(rows) < 6 and status["done"] == len(rows)
@@ -110,7 +110,7 @@ def test_pace_tripwire_stops_a_slow_run(tmp_path):
     out = run_eval("--policy", "hold", "--inject-latency-ms", "200", "--episode-seconds", "2", "--video-draw", "none",
                    "--seeds", "0-5", "--workers", "1", "--pace-limit-hours", "0.0005", "--pace-after-episodes", "2",
                    "--run-dir", str(run_dir))
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr  # stopped (by a gate): its own exit code
     status = read_status(run_dir)
     assert status["state"] == "stopped"
     assert status["stop"]["by"] == "gate" and status["stop"]["gate"] == "pace"

@@ -1,0 +1,70 @@
+"""The console survives any bytes in a run directory: a hostile run shows what is wrong with it,
+and every other run keeps updating."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import make_app, make_row, make_run_dir, plain, wait_for
+
+from console.watcher import Watcher
+from prereg import rundir as rd
+
+
+def _hostile_runs(runs_dir):
+    """Four run directories nobody's driver would write."""
+    wrong = make_run_dir(runs_dir, "a-wrong-types", total=8, done=2, extra_lines=[
+        json.dumps({**make_row(2), "seed": [1, 2]}),
+        json.dumps({**make_row(3), "seed": {"x": 1}}),
+        json.dumps({**make_row(4), "success": "yes", "status": 5, "progress_final_cm": "far", "knock_away": []}),
+        json.dumps({**make_row(5), "reset_strikes": "many", "predicts": {"a": 1}, "zero_fallbacks": None}),
+        "\0\0\0" + json.dumps(make_row(6)),
+        '{"seed": 7, "pad": "' + "x" * 10_000_000 + '"}',
+    ])
+    rows_dir = make_run_dir(runs_dir, "b-rows-is-a-directory", total=4, done=0, rows=[])
+    (rows_dir / rd.ROWS).unlink()
+    (rows_dir / rd.ROWS).mkdir()
+    bad_status = make_run_dir(runs_dir, "c-bad-status", total=4, done=1)
+    (bad_status / rd.STATUS).write_text(json.dumps({"state": [1], "done": "x", "total": {}, "reason": 7}))
+    (bad_status / rd.MANIFEST).write_text(json.dumps({"run_id": ["x"], "arm": 5, "seeds": "all", "gates": [1],
+                                                      "prereg": {"id": {"a": 1}, "sha256": 3}}))
+    nul = make_run_dir(runs_dir, "d-nul-bytes", total=4, done=1)
+    (nul / rd.STATUS).write_bytes(b"\0" * 64)
+    (nul / rd.STOP).write_bytes(b"\xff\xfe\0")
+    (nul / rd.PID).write_text(json.dumps({"pid": "me", "create_time": "then"}))
+    return [wrong, rows_dir, bad_status, nul]
+
+
+def test_the_watcher_polls_hostile_runs_without_raising(runs_dir):
+    hostile = _hostile_runs(runs_dir)
+    updates = []
+    w = Watcher(runs_dir, updates.append, on_error=lambda text: updates.append(text))
+    for path in hostile:
+        w.select(path)
+        while w.poll_once():
+            pass
+    assert not [u for u in updates if isinstance(u, str)], "the watcher thread reported an unexpected error"
+    states = {s.run_id: s.state for s in updates[-1].runs}
+    assert states["c-bad-status"] == "unreadable"
+    assert states["d-nul-bytes"] == "unreadable"
+    rows_dir = w.watches[hostile[1].resolve()]
+    assert any("rows.jsonl: not a regular file" in p for p in rows_dir.info.problems)
+    w.stop()
+
+
+async def test_a_hostile_run_never_stops_the_others_from_updating(runs_dir):
+    _hostile_runs(runs_dir)
+    good = make_run_dir(runs_dir, "z-good", total=30, done=0, state="running", rows=[])
+    app = make_app(runs_dir)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.path.name == "z-good",
+                       what="the good run selected")
+        for n in (3, 7):
+            with open(good / rd.ROWS, "a") as f:
+                for s in range(app.detail.view.rows, n):
+                    f.write(json.dumps(make_row(s)) + "\n")
+            await wait_for(pilot, lambda: app.detail.view.rows == n, what=f"{n} rows of the good run shown")
+        await wait_for(pilot, lambda: "1/7" in plain(app.screen.query_one("#counts")), what="the counts panel drawn")
+        states = {s.run_id: s.state for s in app.runs}
+        assert states["c-bad-status"] == "unreadable" and states["d-nul-bytes"] == "unreadable"
+        assert states["z-good"] == "running"

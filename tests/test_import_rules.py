@@ -1,0 +1,89 @@
+"""The layering, enforced: prereg imports neither engine nor console, console never imports
+engine, and no module imports itself back through others (lazy imports inside functions count:
+a cycle broken by a late import is still a cycle)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("engine", "console", "prereg")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in (REPO / pkg).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            out[name] = path
+    return out
+
+
+def _imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """The project modules `path` imports, anywhere in it (resolved to the longest known name)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_pkg = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".")
+                anchor = anchor if is_pkg else anchor[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        for t in targets:
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.add(t)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    known = set(mods)
+    return {name: _imports(path, name, known) for name, path in mods.items()}
+
+
+def test_prereg_imports_neither_engine_nor_console():
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in ("engine", "console"))
+           for m, deps in _graph().items() if m.split(".")[0] == "prereg"}
+    assert not {m: d for m, d in bad.items() if d}
+
+
+def test_console_never_imports_engine():
+    bad = {m: sorted(d for d in deps if d.split(".")[0] == "engine")
+           for m, deps in _graph().items() if m.split(".")[0] == "console"}
+    assert not {m: d for m, d in bad.items() if d}
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    # a package's __init__ re-exporting its own modules is not a cycle of behaviour
+    graph = {m: {d for d in deps if not (m.startswith(d + ".") or d.startswith(m + "."))} for m, deps in graph.items()}
+    cycles = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph.get(m, ())):
+            if state.get(d) == 1:
+                cycles.append(stack[stack.index(d):] + [d])
+            elif d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
