@@ -82,6 +82,12 @@ def load_policy(
     horizon = stats.get_action_horizon(norm_tag) or int(config.max_action_horizon)
     ckptmod.check_servable(config, pathway=pathway, state_dim=state_dim, action_dim=action_dim, horizon=horizon)
     chunk_horizon = min(stats.get_n_action_steps(norm_tag) or horizon, horizon)
+    n_obs_steps = int(getattr(config, "n_obs_steps", 1) or 1)
+    if n_obs_steps - 1 + chunk_horizon > horizon:
+        raise CheckpointError(
+            f"n_obs_steps {n_obs_steps} with n_action_steps {chunk_horizon} reaches past the action horizon "
+            f"{horizon} (lerobot keeps steps n_obs_steps-1 .. n_obs_steps-2+n_action_steps and would raise)"
+        )
     fingerprint = ckptmod.weights_fingerprint(resolved)
     processor = ckptmod.load_processor(resolved.path)
     codec = None
@@ -112,6 +118,7 @@ def load_policy(
         "convmap": convmap.as_dict(),
         "flow_steps": int(flow_steps) if pathway == "flow" else None,
         "chunk_horizon": chunk_horizon,
+        "n_obs_steps": n_obs_steps,
         "action_horizon": horizon,
         "task": task,
         "parameters": int(model.num_parameters()),
@@ -135,6 +142,7 @@ def load_policy(
         action_dim=action_dim,
         codec=codec,
         description=description,
+        action_horizon=horizon,
     )
     if policy.grammar is not None and not policy.grammar.satisfiable:
         raise CheckpointError("the grammar mask admits no complete emission for this FAST tokenizer and horizon")
