@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fontaine-eval", description="Run a policy evaluation on the embedded SO-101 boat scene.")
     pol = p.add_argument_group("policy")
     pol.add_argument("--policy", choices=["scripted", "hold"], help="a built-in policy: the scripted oracle or the state-copy baseline")
-    pol.add_argument("--molmoact2", metavar="CKPT", help="MolmoAct2 flow pathway: a local directory, a cached HF id, or 'tiny'")
+    pol.add_argument("--molmoact2", metavar="CKPT", help="MolmoAct2 flow pathway: a local directory, a Hugging Face id (downloaded), or 'tiny'")
+    pol.add_argument("--revision", help="the Hugging Face commit, branch or tag to download (default main); the manifest records the commit")
     pol.add_argument("--molmoact2-discrete", metavar="CKPT", help="MolmoAct2 discrete (token) pathway")
     pol.add_argument("--molmoact2-grammar-masked", action="store_true", help="discrete pathway with the grammar-masked decode")
     pol.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
@@ -138,7 +139,7 @@ def _policy_spec_from_flags(args):
         raise UsageError(f"choose one policy, not {' and '.join(chosen)}")
     if args.molmoact2_grammar_masked and not args.molmoact2_discrete:
         raise UsageError("--molmoact2-grammar-masked modifies --molmoact2-discrete CKPT; give that too")
-    common = dict(dtype=args.dtype, device=args.device, convmap=args.convmap,
+    common = dict(revision=args.revision, dtype=args.dtype, device=args.device, convmap=args.convmap,
                   convmap_overrides=tuple(args.convmap_override), norm_tag=args.norm_tag,
                   flow_steps=args.flow_steps, inject_latency_ms=args.inject_latency_ms)
     if args.task:
@@ -166,7 +167,8 @@ def _resolve_prereg(args):
         launch = resolve_launch(args.prereg, args.arm)
     except PreregError as exc:
         raise UsageError(str(exc)) from None
-    spec = PolicySpec(kind=launch.policy, checkpoint=launch.checkpoint, decode=launch.decode, dtype=launch.dtype,
+    spec = PolicySpec(kind=launch.policy, checkpoint=launch.checkpoint, revision=launch.revision,
+                      pinned=launch.policy != "scripted", decode=launch.decode, dtype=launch.dtype,
                       device=args.device, convmap=launch.convmap or "official",
                       convmap_overrides=tuple(launch.convmap_overrides or ()),
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,

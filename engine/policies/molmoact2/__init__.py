@@ -38,11 +38,15 @@ def load_policy(
     flow_steps: int = 10,
     task: str = DEFAULT_TASK,
     cache_dir: str | os.PathLike | None = None,
+    revision: str | None = None,
+    pinned: bool = False,
 ):
     """Resolve, check and load a checkpoint; every failure a person can fix is a CheckpointError.
 
-    `checkpoint`: a local directory, a Hugging Face id already in the local cache (never
-    downloaded), or `tiny`. `device` None means CUDA when available, else CPU. `task` is the
+    `checkpoint`: a local directory, a Hugging Face id (downloaded into the Hugging Face cache at
+    `revision`, default main, unless cached; HF_HUB_OFFLINE / HF_ENDPOINT / HF_TOKEN honoured), or
+    `tiny`. With `pinned`, `revision` is a pre-registration's pin (a commit, sha256:<weights> for
+    a local directory, `local` for tiny) and a checkpoint that loads as anything else is refused. `device` None means CUDA when available, else CPU. `task` is the
     instruction the model reads (the pre-registration's); with `task=None` each observation's
     own `task` is used. `cache_dir` holds the tiny model (default `$FONTAINE_CACHE` or
     `~/.cache/fontaine`).
@@ -67,7 +71,8 @@ def load_policy(
         raise CheckpointError(f"device {device!r} asked for, but CUDA is not available here; use --device cpu")
     if device == "cpu":
         _limit_cpu_threads(torch)
-    resolved = ckptmod.resolve_checkpoint(checkpoint, cache_dir=cache_dir)
+    hub_revision = revision if revision not in (None, "local") and not str(revision).startswith("sha256:") else None
+    resolved = ckptmod.resolve_checkpoint(checkpoint, cache_dir=cache_dir, revision=hub_revision)
     payload, metadata = ckptmod.read_norm_metadata(resolved.path, norm_tag)
 
     from lerobot.policies.molmoact2.molmoact2_hf_model.modeling_molmoact2 import _RobotStats
@@ -89,6 +94,13 @@ def load_policy(
             f"{horizon} (lerobot keeps steps n_obs_steps-1 .. n_obs_steps-2+n_action_steps and would raise)"
         )
     fingerprint = ckptmod.weights_fingerprint(resolved)
+    pin = ckptmod.checkpoint_pin(resolved, fingerprint)
+    tiny_ok = resolved.source == "tiny" and revision in (None, "local", "tiny")
+    if pinned and revision != pin and not tiny_ok:
+        raise CheckpointError(
+            f"refused: the pre-registration pins {checkpoint} at revision {revision!r}, but what loaded is {pin} "
+            "(pin that, by amendment, or restore the checkpoint the plan named)"
+        )
     processor = ckptmod.load_processor(resolved.path)
     codec = None
     if pathway == "discrete":
@@ -107,6 +119,7 @@ def load_policy(
         "checkpoint_path": str(resolved.path),
         "checkpoint_source": resolved.source,
         "revision": resolved.revision,
+        "pin": pin,
         **fingerprint,
         "pathway": pathway,
         "decode": decode,
