@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--convmap-declare", choices=["official"], help="external documentation: this preset wins in the fit")
     pol.add_argument("--convmap-tripwires", action="store_true",
                      help="run the shim's two tripwires (coverage, first action vs state) on the first 3 seeds and exit")
+    pol.add_argument("--convmap-fit-tiebreak", choices=["on", "off"], default="on",
+                     help="the fit's coverage tiebreak; 'off' replays the margin-only fit (docs/convmap.md)")
+    pol.add_argument("--convmap-anchor-deg", metavar="DEG[,DEG x5]",
+                     help="tripwire (b)'s anchor: limit max(2 x anchor, 5 deg) per joint instead of 10 deg")
     pol.add_argument("--inject-latency-ms", type=_nonneg_float, default=0.0, help=argparse.SUPPRESS)
 
     proto = p.add_argument_group("protocol")
@@ -215,6 +219,11 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     from engine.policies.factory import PolicyError
 
     try:
+        anchor = convmap_cli.parse_anchor(args.convmap_anchor_deg)
+        if anchor is not None and not args.convmap_tripwires:
+            raise convmap_cli.ConvmapUsageError("--convmap-anchor-deg is tripwire (b)'s anchor: give --convmap-tripwires too")
+        if args.convmap_fit_tiebreak == "off" and config.policy.convmap != "fit":
+            raise convmap_cli.ConvmapUsageError("--convmap-fit-tiebreak off changes the fit: give --convmap fit too")
         if not resume and args.convmap_seam_stats is not None and not config.policy.kind.startswith("molmoact2"):
             convmap_cli.write_seam_stats(config.policy, config.seeds, config.episode_seconds, args.convmap_seam_stats,
                                          log=_log)
@@ -222,12 +231,14 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
             return 0
         if not resume and config.policy.convmap == "fit" and config.policy.kind.startswith("molmoact2"):
             config = dataclasses.replace(config, policy=convmap_cli.freeze_fit(
-                config.policy, args.convmap_seam_stats, declared=args.convmap_declare, log=_log))
+                config.policy, args.convmap_seam_stats, declared=args.convmap_declare,
+                tiebreak=args.convmap_fit_tiebreak == "on", log=_log))
         convmap_cli.print_resolved_map(config.policy, log=_log)
         if args.convmap_tripwires:
             _preflight_rendering(config)
             passed = convmap_cli.run_tripwires(config.policy, config.seeds, args.convmap_seam_stats, run_dir,
-                                               render_size=config.render_size, log=_log)
+                                               render_size=config.render_size,
+                                               anchor_deg=anchor, log=_log)
             return 0 if passed else 1
     except convmap_cli.ConvmapUsageError as exc:
         raise UsageError(str(exc)) from None
