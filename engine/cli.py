@@ -86,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--out-json", type=Path, help="also copy rows.json here at the end")
     out.add_argument("--rows-jsonl", type=Path, help="also copy rows.jsonl here at the end")
     out.add_argument("--resume", type=Path, metavar="DIR", help="resume a run: skip seeds with an ok row, run the rest")
+    out.add_argument("--record-predicts", action="store_true",
+                     help="write predicts.jsonl: tokens, normalised chunk, fallback and first action of every predict")
 
     pre = p.add_argument_group("pre-registration")
     pre.add_argument("--prereg", type=Path, metavar="FILE", help="a frozen pre-registration: everything comes from it")
@@ -129,7 +131,8 @@ def resolve(args):
                      pace_after_episodes=args.pace_after_episodes)
     config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
                        workers=args.workers, video_draw=args.video_draw, batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
-                       gates=gates, gpus=args.gpus, render_size=args.render_size, ray=_ray_settings(args, spec))
+                       gates=gates, gpus=args.gpus, render_size=args.render_size, ray=_ray_settings(args, spec),
+                       record_predicts=args.record_predicts)
     _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
 
@@ -184,6 +187,7 @@ def _resolve_prereg(args):
                        video_draw=str(launch.video_draw if launch.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
                        render_size=args.render_size, ray=_ray_settings(args, spec),
+                       record_predicts=bool(launch.record_predicts or args.record_predicts),
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
                                "path": str(Path(launch.prereg_path).resolve())})
     _check_video_draw(config.video_draw)

@@ -53,7 +53,7 @@ ARM_KEYS = (
     "name", "policy", "checkpoint", "revision", "decode", "convmap", "convmap_overrides",
     "norm_tag", "dtype", "workers", "flow_steps", "task", "notes",
 )
-PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw")
+PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts")
 GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction")
 READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator")
 VALIDITY_KEYS = ("reset_strikes_max", "zero_fallback_rate_max", "error_rows_max")
@@ -97,6 +97,7 @@ class Protocol:
     episode_seconds: float
     workers: int = 1
     video_draw: int | str = 0
+    record_predicts: bool = False  # write predicts.jsonl (engine/predict_trail.py)
 
 
 @dataclass(frozen=True)
@@ -743,6 +744,13 @@ def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
                     "0 films the first episode of each worker")
         else:
             out["video_draw"] = v
+    if "record_predicts" in raw:
+        v = raw["record_predicts"]
+        if not isinstance(v, bool):
+            ctx.err(("protocol", "record_predicts"), f"must be true or false, got {v!r}",
+                    "true writes predicts.jsonl: every predict's tokens, chunk and fallback")
+        else:
+            out["record_predicts"] = v
     return out
 
 

@@ -27,6 +27,7 @@ protocol:
   episode_seconds: 30                # the budget in seconds (30 s = 900 ticks)
   workers: 8
   video_draw: 0                      # 0 films the first episode of each worker; none | all
+  # record_predicts: true            # predicts.jsonl: every predict's tokens, chunk and fallback
 reads:
   primary: successes                 # successes / n with a 95% interval
   interval: both                     # wilson | clopper-pearson | both

@@ -92,6 +92,14 @@ def test_a_model_arm_pins_an_immutable_revision(checkpoint, revision, ok):
         assert pr.field == "arms[0].revision" and ("immutable" in pr.message or "missing" in pr.message)
 
 
+def test_record_predicts_is_a_protocol_switch():
+    doc = parse(GOOD.replace("  workers: 2\n", "  workers: 2\n  record_predicts: true\n", 1))
+    assert doc.problems == [] and doc.find_arm("a")[1].protocol.record_predicts is True
+    assert parse(GOOD).find_arm("a")[1].protocol.record_predicts is False
+    (pr,) = problems_of(GOOD.replace("  workers: 2\n", "  workers: 2\n  record_predicts: yes-please\n", 1))
+    assert pr.field == "protocol.record_predicts" and "true or false" in pr.message
+
+
 def test_empty_seed_list():
     text = GOOD.replace("seeds: 0-9", "seeds: []")
     (pr,) = problems_of(text)

@@ -130,7 +130,13 @@ class MolmoAct2Policy:
         wall = time.perf_counter() - started
         chunks = []
         for i, obs in enumerate(observations):
-            info: dict[str, Any] = {"predict_wall_s": wall, "first_action_delta_deg": self._first_delta(obs, targets[i])}
+            info: dict[str, Any] = {
+                "predict_wall_s": wall,
+                "first_action_delta_deg": self._first_delta(obs, targets[i]),
+                "pathway": self.pathway,
+                "decode": self.decode,
+                "chunk_normalized": normalised[i].astype(np.float32),  # model convention, before unnormalising
+            }
             zero, violations = False, 0
             if per_row is not None:
                 zero = per_row[i]["fallback_reason"] is not None
