@@ -81,7 +81,7 @@ def freeze_fit(spec: PolicySpec, seam_path: Path | None, *, declared: str | None
     """Fit the map and return a spec that carries it as explicit overrides (plus the report)."""
     from engine.policies.convmap import PRESETS, ConvMapError, apply_overrides, format_convmap
     from engine.policies.convmap_fit import fit_from_files
-    from engine.policies.molmoact2.checkpoint import CheckpointError, resolve_checkpoint
+    from engine.policies.molmoact2.checkpoint import CheckpointError, hub_revision, resolve_checkpoint
 
     if seam_path is None or not Path(seam_path).exists():
         raise ConvmapUsageError(
@@ -90,7 +90,7 @@ def freeze_fit(spec: PolicySpec, seam_path: Path | None, *, declared: str | None
     if not spec.checkpoint:
         raise ConvmapUsageError("--convmap fit needs a MolmoAct2 checkpoint (its norm_stats.json is the release table)")
     try:
-        ckpt = resolve_checkpoint(spec.checkpoint)
+        ckpt = resolve_checkpoint(spec.checkpoint, revision=hub_revision(spec.revision))
         report = fit_from_files(seam_path, ckpt.path, spec.norm_tag,
                                 declared=PRESETS[declared] if declared else None, coverage_tiebreak=tiebreak)
         fitted = apply_overrides(report.convmap, list(spec.convmap_overrides))
@@ -128,7 +128,7 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
     from engine.policies.convmap_fit import load_release_stats, load_seam_stats, seam_box
     from engine.policies.convmap_tripwires import format_tripwires, run_convmap_tripwires, tripwires_passed, write_tripwires_json
     from engine.policies.factory import make_policy, resolve_spec_convmap
-    from engine.policies.molmoact2.checkpoint import CheckpointError, resolve_checkpoint
+    from engine.policies.molmoact2.checkpoint import CheckpointError, hub_revision, resolve_checkpoint
     from engine.sim.env import BoatEnv
 
     if not spec.kind.startswith("molmoact2"):
@@ -137,7 +137,7 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
         raise ConvmapUsageError("--convmap-tripwires needs the rig table: write it with "
                                 "`fontaine-eval --policy scripted --convmap-seam-stats PATH` and pass --convmap-seam-stats PATH")
     try:
-        ckpt = resolve_checkpoint(spec.checkpoint)
+        ckpt = resolve_checkpoint(spec.checkpoint, revision=hub_revision(spec.revision))
         rel_q01, rel_q99 = load_release_stats(ckpt.path, spec.norm_tag)
     except (CheckpointError, ValueError, OSError) as exc:
         raise ConvmapUsageError(str(exc)) from None

@@ -134,6 +134,16 @@ def test_a_local_directory_is_pinned_by_its_weights(tiny_dir, tmp_path):
     assert one_line(exc).startswith("refused:")
 
 
+def test_the_tiny_model_is_pinned_by_local(tiny_cache):
+    policy = load_policy("tiny", cache_dir=tiny_cache, pathway="flow", decode="flow", dtype="fp32", device="cpu",
+                         revision="local", pinned=True)
+    assert policy.describe()["pin"] == "local"
+    with pytest.raises(CheckpointError) as exc:
+        load_policy("tiny", cache_dir=tiny_cache, pathway="flow", decode="flow", dtype="fp32", device="cpu",
+                    revision="0123456789abcdef0123456789abcdef01234567", pinned=True)
+    assert one_line(exc).startswith("refused:")
+
+
 def test_resolve_refuses_what_is_neither_a_directory_nor_a_hub_id(tmp_path):
     with pytest.raises(CheckpointError) as exc:
         resolve_checkpoint(str(tmp_path / "a" / "b" / "c"))

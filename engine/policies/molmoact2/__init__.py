@@ -71,8 +71,7 @@ def load_policy(
         raise CheckpointError(f"device {device!r} asked for, but CUDA is not available here; use --device cpu")
     if device == "cpu":
         _limit_cpu_threads(torch)
-    hub_revision = revision if revision not in (None, "local") and not str(revision).startswith("sha256:") else None
-    resolved = ckptmod.resolve_checkpoint(checkpoint, cache_dir=cache_dir, revision=hub_revision)
+    resolved = ckptmod.resolve_checkpoint(checkpoint, cache_dir=cache_dir, revision=ckptmod.hub_revision(revision))
     payload, metadata = ckptmod.read_norm_metadata(resolved.path, norm_tag)
 
     from lerobot.policies.molmoact2.molmoact2_hf_model.modeling_molmoact2 import _RobotStats
@@ -104,7 +103,8 @@ def load_policy(
     processor = ckptmod.load_processor(resolved.path)
     codec = None
     if pathway == "discrete":
-        codec = load_fast(ckptmod.fast_tokenizer_dir(resolved.path), horizon=horizon, action_dim=action_dim)
+        fast_dir = ckptmod.fast_tokenizer_dir(resolved.path)
+        codec = load_fast(fast_dir, horizon=horizon, action_dim=action_dim)
         if codec.n_bpe > int(config.num_action_tokens):
             raise CheckpointError(
                 f"the FAST tokenizer has {codec.n_bpe} tokens but the model only {config.num_action_tokens} action tokens"
@@ -139,7 +139,8 @@ def load_policy(
         "torch_threads": torch.get_num_threads() if device == "cpu" else None,
     }
     if codec is not None:
-        description["fast"] = {"bpe_vocab": codec.n_bpe, "min_token": codec.min_token, "max_code": codec.max_code}
+        description["fast"] = {"bpe_vocab": codec.n_bpe, "min_token": codec.min_token, "max_code": codec.max_code,
+                               "path": str(fast_dir)}  # a hub snapshot's directory is named by its commit
     policy = MolmoAct2Policy(
         model=model,
         processor=processor,

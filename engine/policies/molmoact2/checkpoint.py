@@ -68,6 +68,13 @@ def resolve_checkpoint(
     return ResolvedCheckpoint(requested, path, "hub", commit)
 
 
+def hub_revision(revision: str | None) -> str | None:
+    """The part of a revision the hub understands: a pin for a local directory or tiny is not one."""
+    if revision is None or revision in ("local", "tiny") or str(revision).startswith("sha256:"):
+        return None
+    return str(revision)
+
+
 def _looks_like_repo_id(name: str) -> bool:
     parts = name.split("/")
     return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
