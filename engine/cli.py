@@ -222,6 +222,9 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     from engine.driver import DriverError, format_summary, run
     from engine.policies.factory import PolicyError
 
+    if config.record_predicts and config.ray is not None:
+        raise UsageError("--record-predicts (or record_predicts: true) is not supported with --ray yet: "
+                         "a shard would write predicts.jsonl on its own node; run it locally")
     try:
         anchor = convmap_cli.parse_anchor(args.convmap_anchor_deg)
         if anchor is not None and not args.convmap_tripwires:

@@ -20,6 +20,7 @@ from tests.helpers import run_eval
         (["--policy", "hold", "--molmoact2", "tiny"], "choose one policy"),
         (["--molmoact2-grammar-masked"], "modifies --molmoact2-discrete"),
         (["--resume", "/nonexistent/run"], "no readable manifest.json"),
+        (["--policy", "hold", "--record-predicts", "--ray", "local"], "not supported with --ray"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(argv, needle, capsys):
