@@ -5,7 +5,9 @@
 Prints the per-observation flow predict time at batch 1 and at batch N (and their ratio), then
 the discrete decode at batch 1 under the reference and the grammar-masked decode: wall per
 predict, steps, time per step, fallbacks, interventions, and the mask's own cost per step
-(table lookup + masked argmax) against a full-vocabulary argmax.
+(table lookup + masked argmax) against a full-vocabulary argmax. Last, the predict trail
+(`--record-predicts`): the cost of writing one predicts.jsonl line per observation, per line
+and as a share of the predict it records, for each pathway.
 """
 
 from __future__ import annotations
@@ -66,7 +68,28 @@ def main() -> int:
               f"(per-observation ratio batch 1 / batch {len(batch)}: {wall / batched:.2f}x)")
         if policy.grammar is not None:
             _mask_step_cost(policy)
+        _trail_cost(policy, batch, batched, args.repeats)
+    _trail_cost(flow, batch, per_obs, args.repeats)
     return 0
+
+
+def _trail_cost(policy, batch, predict_per_obs_s: float, repeats: int) -> None:
+    """Writing the served batch to predicts.jsonl (encode + write + flush), against the predict."""
+    from engine.predict_trail import PredictTrail
+
+    chunks = policy.predict_batch(batch)
+    with tempfile.TemporaryDirectory(prefix="bench-trail-") as tmp:
+        trail = PredictTrail.for_run(Path(tmp))
+        rounds = max(20, repeats * 10)
+        started = time.perf_counter()
+        for _ in range(rounds):
+            trail.record(batch, chunks)
+        per_line = (time.perf_counter() - started) / (rounds * len(batch))
+        size = trail.path.stat().st_size / trail.lines
+        trail.close()
+    label = "flow" if policy.pathway == "flow" else ""
+    print(f"{label:>14}  trail: {per_line * 1e6:7.1f} us and {size / 1024:.1f} KiB per line, "
+          f"{per_line / predict_per_obs_s * 100:.3f}% of the predict per observation at batch {len(batch)}")
 
 
 def _mask_step_cost(policy) -> None:

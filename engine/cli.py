@@ -33,7 +33,8 @@ RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 DECIDED_BY_DOCUMENT = (
     "policy", "molmoact2", "molmoact2_discrete", "molmoact2_grammar_masked", "dtype", "flow_steps", "norm_tag",
     "task", "convmap", "convmap_override", "convmap_declare", "seed", "num_seeds", "seeds", "episode_seconds",
-    "workers", "video_draw", "gpu_hours_gate", "pace_limit_hours", "pace_after_episodes",
+    "workers", "video_draw", "gpu_hours_gate", "pace_limit_hours", "pace_after_episodes", "revision",
+    "convmap_fit_tiebreak",
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
     "prereg", "arm", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size", "gpus", "device",
@@ -89,7 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                 allow_abbrev=False)  # an abbreviated flag would slip past the pre-registration's check
     pol = p.add_argument_group("policy")
     pol.add_argument("--policy", choices=["scripted", "hold"], help="a built-in policy: the scripted oracle or the state-copy baseline")
-    pol.add_argument("--molmoact2", metavar="CKPT", help="MolmoAct2 flow pathway: a local directory, a cached HF id, or 'tiny'")
+    pol.add_argument("--molmoact2", metavar="CKPT", help="MolmoAct2 flow pathway: a local directory, a Hugging Face id (downloaded), or 'tiny'")
+    pol.add_argument("--revision", help="the Hugging Face commit, branch or tag to download (default main); the manifest records the commit")
     pol.add_argument("--molmoact2-discrete", metavar="CKPT", help="MolmoAct2 discrete (token) pathway")
     pol.add_argument("--molmoact2-grammar-masked", action="store_true", help="discrete pathway with the grammar-masked decode")
     pol.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
@@ -105,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--convmap-declare", choices=["official"], help="external documentation: this preset wins in the fit")
     pol.add_argument("--convmap-tripwires", action="store_true",
                      help="run the shim's two tripwires (coverage, first action vs state) on the first 3 seeds and exit")
+    pol.add_argument("--convmap-fit-tiebreak", choices=["on", "off"], default="on",
+                     help="the fit's coverage tiebreak; 'off' replays the margin-only fit (docs/convmap.md)")
+    pol.add_argument("--convmap-anchor-deg", metavar="DEG[,DEG x5]",
+                     help="tripwire (b)'s anchor: limit max(2 x anchor, 5 deg) per joint instead of 10 deg")
     pol.add_argument("--inject-latency-ms", type=_nonneg_float, default=0.0, help=argparse.SUPPRESS)
 
     proto = p.add_argument_group("protocol")
@@ -128,6 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--out-json", type=Path, help="also copy rows.json here at the end")
     out.add_argument("--rows-jsonl", type=Path, help="also copy rows.jsonl here at the end")
     out.add_argument("--resume", type=Path, metavar="DIR", help="resume a run: skip seeds with an ok row, run the rest")
+    out.add_argument("--record-predicts", action="store_true",
+                     help="write predicts.jsonl: tokens, normalised chunk, fallback and first action of every predict")
 
     pre = p.add_argument_group("pre-registration")
     pre.add_argument("--prereg", type=Path, metavar="FILE", help="a frozen pre-registration: everything comes from it")
@@ -180,7 +188,8 @@ def resolve(args):
                      pace_after_episodes=args.pace_after_episodes)
     config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
                        workers=_clip_workers(args.workers, len(seeds)), video_draw=args.video_draw, batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
-                       gates=gates, gpus=args.gpus, render_size=args.render_size, ray=_ray_settings(args, spec))
+                       gates=gates, gpus=args.gpus, render_size=args.render_size, ray=_ray_settings(args, spec),
+                       record_predicts=args.record_predicts)
     _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
 
@@ -195,7 +204,7 @@ def _policy_spec_from_flags(args):
     if args.molmoact2_grammar_masked and not args.molmoact2_discrete:
         raise UsageError("--molmoact2-grammar-masked modifies --molmoact2-discrete CKPT; give that too")
     _check_overrides(args.convmap_override)
-    common = dict(dtype=args.dtype, device=args.device, convmap=args.convmap,
+    common = dict(revision=args.revision, dtype=args.dtype, device=args.device, convmap=args.convmap,
                   convmap_overrides=tuple(args.convmap_override), norm_tag=args.norm_tag,
                   flow_steps=args.flow_steps, inject_latency_ms=args.inject_latency_ms)
     if args.task:
@@ -225,7 +234,8 @@ def _resolve_prereg(args):
         launch = resolve_launch(args.prereg, args.arm)
     except PreregError as exc:
         raise UsageError(str(exc)) from None
-    spec = PolicySpec(kind=launch.policy, checkpoint=launch.checkpoint, decode=launch.decode, dtype=launch.dtype,
+    spec = PolicySpec(kind=launch.policy, checkpoint=launch.checkpoint, revision=launch.revision,
+                      pinned=launch.policy != "scripted", decode=launch.decode, dtype=launch.dtype,
                       device=args.device, convmap=launch.convmap or "official",
                       convmap_overrides=tuple(launch.convmap_overrides or ()),
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
@@ -237,6 +247,7 @@ def _resolve_prereg(args):
                        video_draw=str(launch.video_draw if launch.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
                        render_size=args.render_size, ray=_ray_settings(args, spec),
+                       record_predicts=bool(launch.record_predicts or args.record_predicts),
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
                                "path": str(Path(launch.prereg_path).resolve())})
     _check_video_draw(config.video_draw)
@@ -268,7 +279,15 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     from engine.driver import DriverError, RunFailed, format_summary, run
     from engine.policies.factory import PolicyError
 
+    if config.record_predicts and config.ray is not None:
+        raise UsageError("--record-predicts (or record_predicts: true) is not supported with --ray yet: "
+                         "a shard would write predicts.jsonl on its own node; run it locally")
     try:
+        anchor = convmap_cli.parse_anchor(args.convmap_anchor_deg)
+        if anchor is not None and not args.convmap_tripwires:
+            raise convmap_cli.ConvmapUsageError("--convmap-anchor-deg is tripwire (b)'s anchor: give --convmap-tripwires too")
+        if args.convmap_fit_tiebreak == "off" and config.policy.convmap != "fit":
+            raise convmap_cli.ConvmapUsageError("--convmap-fit-tiebreak off changes the fit: give --convmap fit too")
         if not resume and args.convmap_seam_stats is not None and not config.policy.kind.startswith("molmoact2"):
             convmap_cli.write_seam_stats(config.policy, config.seeds, config.episode_seconds, args.convmap_seam_stats,
                                          log=_log)
@@ -276,12 +295,14 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
             return 0
         if not resume and config.policy.convmap == "fit" and config.policy.kind.startswith("molmoact2"):
             config = dataclasses.replace(config, policy=convmap_cli.freeze_fit(
-                config.policy, args.convmap_seam_stats, declared=args.convmap_declare, log=_log))
+                config.policy, args.convmap_seam_stats, declared=args.convmap_declare,
+                tiebreak=args.convmap_fit_tiebreak == "on", log=_log))
         convmap_cli.print_resolved_map(config.policy, log=_log)
         if args.convmap_tripwires:
             _preflight_rendering(config)
             passed = convmap_cli.run_tripwires(config.policy, config.seeds, args.convmap_seam_stats, run_dir,
-                                               render_size=config.render_size, log=_log)
+                                               render_size=config.render_size,
+                                               anchor_deg=anchor, log=_log)
             return 0 if passed else 1
     except convmap_cli.ConvmapUsageError as exc:
         raise UsageError(str(exc)) from None

@@ -7,6 +7,9 @@
   overrides (so a resume or a worker restart never re-fits), the fit report beside it.
 - `--convmap-tripwires`: (a) coverage and (b) first action vs state on a few seeds at the reset
   pose, a per-joint table, JSON into the run directory, non-zero exit on failure.
+- Replaying a diagnosis: `--convmap-fit-tiebreak off` fits by the midpoint gate and the mirror
+  margin alone (no coverage tiebreak); `--convmap-anchor-deg A` (one value, or six per joint)
+  gives tripwire (b) an anchor, so its limit is max(2 x anchor, 5 deg) instead of 10 deg.
 """
 
 from __future__ import annotations
@@ -57,11 +60,28 @@ def write_seam_stats(spec: PolicySpec, seeds: list[int], episode_seconds: float,
     return stats
 
 
-def freeze_fit(spec: PolicySpec, seam_path: Path | None, *, declared: str | None = None, log=print) -> PolicySpec:
+def parse_anchor(text: str | None) -> list[float] | None:
+    """`--convmap-anchor-deg`: one value for every joint, or six comma-separated (JOINT_NAMES order)."""
+    if text is None:
+        return None
+    parts = [p for p in str(text).replace(" ", "").split(",") if p]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) not in (1, len(JOINT_NAMES)) or any(not np.isfinite(v) or v < 0 for v in values):
+        raise ConvmapUsageError(
+            f"--convmap-anchor-deg {text!r}: give one non-negative number of degrees (every joint) or "
+            f"{len(JOINT_NAMES)} comma-separated ({', '.join(JOINT_NAMES)})")
+    return values * len(JOINT_NAMES) if len(values) == 1 else values
+
+
+def freeze_fit(spec: PolicySpec, seam_path: Path | None, *, declared: str | None = None, tiebreak: bool = True,
+               log=print) -> PolicySpec:
     """Fit the map and return a spec that carries it as explicit overrides (plus the report)."""
     from engine.policies.convmap import PRESETS, ConvMapError, apply_overrides, format_convmap
     from engine.policies.convmap_fit import fit_from_files
-    from engine.policies.molmoact2.checkpoint import CheckpointError, resolve_checkpoint
+    from engine.policies.molmoact2.checkpoint import CheckpointError, hub_revision, resolve_checkpoint
 
     if seam_path is None or not Path(seam_path).exists():
         raise ConvmapUsageError(
@@ -70,9 +90,9 @@ def freeze_fit(spec: PolicySpec, seam_path: Path | None, *, declared: str | None
     if not spec.checkpoint:
         raise ConvmapUsageError("--convmap fit needs a MolmoAct2 checkpoint (its norm_stats.json is the release table)")
     try:
-        ckpt = resolve_checkpoint(spec.checkpoint)
+        ckpt = resolve_checkpoint(spec.checkpoint, revision=hub_revision(spec.revision))
         report = fit_from_files(seam_path, ckpt.path, spec.norm_tag,
-                                declared=PRESETS[declared] if declared else None)
+                                declared=PRESETS[declared] if declared else None, coverage_tiebreak=tiebreak)
         fitted = apply_overrides(report.convmap, list(spec.convmap_overrides))
     except (CheckpointError, ConvMapError, ValueError, OSError) as exc:
         raise ConvmapUsageError(str(exc)) from None
@@ -103,12 +123,12 @@ def print_resolved_map(spec: PolicySpec, log=print) -> None:
 
 
 def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, run_dir: Path, *,
-                  render_size: int = 224, log=print) -> bool:
+                  render_size: int = 224, anchor_deg: list[float] | None = None, log=print) -> bool:
     """Both tripwires against the policy and the scene; JSON into the run directory."""
     from engine.policies.convmap_fit import load_release_stats, load_seam_stats, seam_box
     from engine.policies.convmap_tripwires import format_tripwires, run_convmap_tripwires, tripwires_passed, write_tripwires_json
     from engine.policies.factory import make_policy, resolve_spec_convmap
-    from engine.policies.molmoact2.checkpoint import CheckpointError, resolve_checkpoint
+    from engine.policies.molmoact2.checkpoint import CheckpointError, hub_revision, resolve_checkpoint
     from engine.sim.env import BoatEnv
 
     if not spec.kind.startswith("molmoact2"):
@@ -117,7 +137,7 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
         raise ConvmapUsageError("--convmap-tripwires needs the rig table: write it with "
                                 "`fontaine-eval --policy scripted --convmap-seam-stats PATH` and pass --convmap-seam-stats PATH")
     try:
-        ckpt = resolve_checkpoint(spec.checkpoint)
+        ckpt = resolve_checkpoint(spec.checkpoint, revision=hub_revision(spec.revision))
         rel_q01, rel_q99 = load_release_stats(ckpt.path, spec.norm_tag)
     except (CheckpointError, ValueError, OSError) as exc:
         raise ConvmapUsageError(str(exc)) from None
@@ -132,7 +152,7 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
         return Observation(seed=seed, tick=0, replan_index=0, state_rad=env.state_rad(), task=spec.task, images=images)
 
     reports = run_convmap_tripwires(cmap, rig_q01, rig_q99, rel_q01, rel_q99, policy=policy,
-                                    make_observation=make_observation, seeds=tuple(seeds[:3]))
+                                    make_observation=make_observation, seeds=tuple(seeds[:3]), anchor_deg=anchor_deg)
     log(format_tripwires(reports))
     run_dir.mkdir(parents=True, exist_ok=True)
     write_tripwires_json(reports, run_dir / "convmap_tripwires.json")

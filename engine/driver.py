@@ -57,6 +57,7 @@ class RunConfig:
     render_size: int = 224
     prereg: dict | None = None  # {id, sha256, path} when launched from a frozen document
     ray: dict | None = None  # {address, shards, gpus_per_shard, dashboard}: run the seeds on a Ray cluster
+    record_predicts: bool = False  # predicts.jsonl: one line per served observation (engine/predict_trail.py)
 
     def as_dict(self) -> dict:
         d = asdict(self)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from prereg import rundir as rd
 from engine.policies.factory import make_policy
+from engine.predict_trail import PredictTrail
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TOGETHER_S = 60.0
@@ -42,6 +43,7 @@ class LocalPool:
         self._first_obs_at = 0.0
         self._start_by = time.monotonic() + START_TOGETHER_S
         self._started = False
+        self.trail = PredictTrail.for_run(self.run_dir) if getattr(cfg, "record_predicts", False) else None
         for wid in range(max(0, n_workers)):
             self._spawn_worker(wid)
 
@@ -124,6 +126,8 @@ class LocalPool:
             w.proc.join(timeout=max(0.0, deadline - time.monotonic()))
         for w in self.workers.values():
             w.kill()
+        if self.trail is not None:
+            self.trail.close()
 
     def stats(self) -> dict:
         return {"predict_rounds": self.predict_rounds, "predicted_obs": self.predicted_obs,
@@ -180,6 +184,8 @@ class LocalPool:
             return
         self.predict_rounds += 1
         self.predicted_obs += len(observations)
+        if self.trail is not None:
+            self.trail.record(observations, chunks)
         for (w, _), chunk in zip(obs_waiting, chunks):
             chunk.batch_size = len(observations)
             w.send(("chunk", chunk))

@@ -53,7 +53,7 @@ ARM_KEYS = (
     "name", "policy", "checkpoint", "revision", "decode", "convmap", "convmap_overrides",
     "norm_tag", "dtype", "workers", "flow_steps", "task", "notes",
 )
-PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw")
+PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts")
 GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction")
 READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator")
 VALIDITY_KEYS = ("reset_strikes_max", "zero_fallback_rate_max", "error_rows_max")
@@ -97,6 +97,7 @@ class Protocol:
     episode_seconds: float
     workers: int = 1
     video_draw: int | str = 0
+    record_predicts: bool = False  # write predicts.jsonl (engine/predict_trail.py)
 
 
 @dataclass(frozen=True)
@@ -589,6 +590,12 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
     if flow_steps is not None and decode != "flow":
         err("flow_steps", "only the flow decode has flow steps", "remove it or use decode: flow")
     revision = a.get("revision")
+    if model and checkpoint is not None and not sec.sealed:
+        # A frozen plan names an immutable checkpoint; a section frozen before this rule keeps its
+        # text (it is sealed) and is refused at launch instead, when what loaded differs.
+        pin_problem = revision_pin_problem(checkpoint, None if revision is None else str(revision))
+        if pin_problem:
+            err("revision", *pin_problem)
     norm_tag = _opt_str(a, "norm_tag", err)
     task = _opt_str(a, "task", err)
     if bad:
@@ -600,6 +607,33 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
         convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
         norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,
         flow_steps=flow_steps, task=task,
+    )
+
+
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+SHA256_PIN_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+TINY_PINS = ("local", "tiny")  # the tiny model is rebuilt from its recipe, not downloaded
+
+
+def revision_pin_problem(checkpoint: str, revision: str | None) -> tuple[str, str] | None:
+    """(message, hint) when `revision` does not pin `checkpoint` immutably, else None.
+
+    A Hugging Face id is pinned by a 40-hex commit; a local directory by `sha256:` of its weight
+    files (what the manifest records as `weights_sha256`); `tiny` by `local`.
+    """
+    if checkpoint == "tiny":
+        if revision is None or revision in TINY_PINS or SHA256_PIN_RE.match(revision):
+            return None
+        return f"{revision!r} does not pin the tiny model", "use `revision: local`"
+    if revision is None:
+        return "missing: a frozen plan names one immutable checkpoint", (
+            "a 40-hex commit for a Hugging Face id, or sha256:<weights_sha256> for a local directory"
+        )
+    if COMMIT_RE.match(revision) or SHA256_PIN_RE.match(revision):
+        return None
+    return f"{revision!r} is not immutable (a branch or tag can move)", (
+        "a 40-hex commit for a Hugging Face id (`fontaine-eval --molmoact2 ID` prints the commit it loaded), "
+        "or sha256:<weights_sha256> for a local directory"
     )
 
 
@@ -710,6 +744,13 @@ def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
                     "0 films the first episode of each worker")
         else:
             out["video_draw"] = v
+    if "record_predicts" in raw:
+        v = raw["record_predicts"]
+        if not isinstance(v, bool):
+            ctx.err(("protocol", "record_predicts"), f"must be true or false, got {v!r}",
+                    "true writes predicts.jsonl: every predict's tokens, chunk and fallback")
+        else:
+            out["record_predicts"] = v
     return out
 
 

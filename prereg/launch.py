@@ -38,6 +38,7 @@ class LaunchSpec:
     video_draw: int | str
     gates: GateSpec
     section: str = "base"  # base | amendment-N
+    record_predicts: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -91,6 +92,7 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
         video_draw=proto.video_draw,
         gates=sm.gates,
         section=sec.name,
+        record_predicts=bool(proto.record_predicts),
     )
 
 

@@ -13,7 +13,7 @@ arms:
   - name: arm-a
     policy: molmoact2-discrete       # scripted | molmoact2 (flow) | molmoact2-discrete
     checkpoint: allenai/MolmoAct2-SO100_101   # a path, a Hugging Face id, or tiny
-    revision: main                   # pin it: a commit hash or tag
+    revision: PIN-ME                 # a 40-hex commit (fontaine-eval prints the one it loaded); sha256:<weights_sha256> for a local dir
     decode: reference                # flow | reference | grammar-masked
     convmap: official                # official | identity | fit
     convmap_overrides: []            # e.g. [shoulder_lift=-1,90, wrist_roll=-90]
@@ -27,6 +27,7 @@ protocol:
   episode_seconds: 30                # the budget in seconds (30 s = 900 ticks)
   workers: 8
   video_draw: 0                      # 0 films the first episode of each worker; none | all
+  # record_predicts: true            # predicts.jsonl: every predict's tokens, chunk and fallback
 reads:
   primary: successes                 # successes / n with a 95% interval
   interval: both                     # wilson | clopper-pearson | both

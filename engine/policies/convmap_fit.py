@@ -23,7 +23,8 @@ The rule, per joint (every number below lands in the `FitReport`):
    best-covering candidate wins when it leaves at least COVERAGE_MARGIN less of the rig range
    uncovered. This is how a real mirror the margin rule rejected still wins (the seed's
    shoulder_lift: 7.5% vs 27.9% uncovered, a 20.4 pt coverage win that the margin rule
-   ignored); the report says which rule decided and why.
+   ignored); the report says which rule decided and why. `coverage_tiebreak=False`
+   (`--convmap-fit-tiebreak off`) skips this step: the margin-only fit the lab note started from.
 6. Declared override: a declared map (external documentation, e.g. the `official` preset) wins
    per joint when given; the report records it and whether the fit agreed.
 """
@@ -258,7 +259,7 @@ class FitReport:
         p = self.params
         rows = [
             f"convmap fit (MIRROR_MARGIN={p.get('mirror_margin')}, pad_frac={p.get('pad_frac')}, "
-            f"coverage_margin={p.get('coverage_margin')}); uncovered = share of the mapped rig range "
+            f"coverage_margin={p.get('coverage_margin')}{'' if p.get('coverage_tiebreak', True) else ', coverage tiebreak OFF'}); uncovered = share of the mapped rig range "
             "outside the release box",
             f"  {'joint':<14} {'chosen':<11} {'uncov':>6} {'disp':>6}  {'runner-up':<11} {'uncov':>6}  {'rule':<13} reason",
         ]
@@ -279,7 +280,8 @@ def _pt(x: float) -> str:
     return f"{100 * x:.1f} pt"
 
 
-def _fit_joint(joint, rig_lo, rig_hi, rel_lo, rel_hi, mirror_margin, pad_frac, coverage_margin) -> JointFit:
+def _fit_joint(joint, rig_lo, rig_hi, rel_lo, rel_hi, mirror_margin, pad_frac, coverage_margin,
+               coverage_tiebreak: bool = True) -> JointFit:
     cands = [
         score_candidate(s, o, rig_lo, rig_hi, rel_lo, rel_hi, pad_frac)
         for s in CANDIDATE_SIGNS
@@ -299,7 +301,7 @@ def _fit_joint(joint, rig_lo, rig_hi, rel_lo, rel_hi, mirror_margin, pad_frac, c
     near = [c for c in cands if c.displacement_deg <= pick.displacement_deg + pad_frac * span]
     # Equal coverage keeps the pick's sign: a mirror needs a reason (the margin, or better coverage).
     best_cov = min(near, key=lambda c: (round(c.uncovered, 9), c.sign != pick.sign, c.gate_key()))
-    if pick.uncovered - best_cov.uncovered >= coverage_margin:
+    if coverage_tiebreak and pick.uncovered - best_cov.uncovered >= coverage_margin:
         chosen, rule = best_cov, "coverage"
         better = f"covers {_pt(pick.uncovered - best_cov.uncovered)} better ({_pct(best_cov.uncovered)} vs {_pct(pick.uncovered)} uncovered)"
         if best_cov.sign < 0 <= pick.sign:
@@ -323,6 +325,7 @@ def fit_convention_map(
     mirror_margin: float = MIRROR_MARGIN,
     pad_frac: float = PAD_FRAC,
     coverage_margin: float = COVERAGE_MARGIN,
+    coverage_tiebreak: bool = True,
     declared: ConvMap | None = None,
     declared_joints: Sequence[str] | None = None,
 ) -> FitReport:
@@ -345,7 +348,8 @@ def fit_convention_map(
             raise ConvMapError(f"declared_joints {unknown} unknown; valid joints: {', '.join(JOINT_NAMES)}")
     fits = []
     for i, joint in enumerate(JOINT_NAMES):
-        jf = _fit_joint(joint, rig_lo[i], rig_hi[i], rel_lo[i], rel_hi[i], mirror_margin, pad_frac, coverage_margin)
+        jf = _fit_joint(joint, rig_lo[i], rig_hi[i], rel_lo[i], rel_hi[i], mirror_margin, pad_frac, coverage_margin,
+                        coverage_tiebreak)
         if declared is not None and (declared_joints is None or joint in declared_joints):
             d = score_candidate(declared.signs[i], declared.offsets_deg[i], rig_lo[i], rig_hi[i], rel_lo[i], rel_hi[i], pad_frac)
             agree = (d.sign, d.offset_deg) == (jf.chosen.sign, jf.chosen.offset_deg)
@@ -367,6 +371,7 @@ def fit_convention_map(
         "mirror_margin": mirror_margin,
         "pad_frac": pad_frac,
         "coverage_margin": coverage_margin,
+        "coverage_tiebreak": bool(coverage_tiebreak),
         "declared": declared.name if declared is not None else None,
         "declared_joints": list(declared_joints) if declared_joints is not None else None,
         "rig_q01": rig_lo.tolist(),

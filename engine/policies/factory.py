@@ -19,6 +19,8 @@ class PolicyError(Exception):
 class PolicySpec:
     kind: str = "scripted"
     checkpoint: str | None = None
+    revision: str | None = None  # a Hugging Face commit/branch/tag to download; with pinned, what must load
+    pinned: bool = False  # a pre-registration's revision: a launch whose checkpoint differs is refused
     decode: str | None = None  # flow | reference | grammar-masked
     dtype: str = "bf16"
     device: str | None = None  # None = cuda when available, else cpu
@@ -88,7 +90,7 @@ def _make_molmoact2(spec: PolicySpec):
     if pathway == "discrete" and decode not in ("reference", "grammar-masked"):
         raise PolicyError(f"the discrete pathway decodes with 'reference' or 'grammar-masked', not {decode!r}")
     if not spec.checkpoint:
-        raise PolicyError(f"--{spec.kind} needs a checkpoint (a local directory, a cached Hugging Face id, or 'tiny')")
+        raise PolicyError(f"--{spec.kind} needs a checkpoint (a local directory, a Hugging Face id, or 'tiny')")
     try:
         return load_policy(
             spec.checkpoint,
@@ -100,6 +102,8 @@ def _make_molmoact2(spec: PolicySpec):
             norm_tag=spec.norm_tag,
             flow_steps=spec.flow_steps,
             task=spec.task,
+            revision=spec.revision,
+            pinned=spec.pinned,
         )
     except CheckpointError as exc:
         raise PolicyError(str(exc)) from None

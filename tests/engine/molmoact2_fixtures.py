@@ -65,3 +65,36 @@ def make_obs(seed: int, replan_index: int = 0, *, state_rad=None, task: str | No
     if task is not None:
         obs.task = task
     return obs
+
+
+WIDE_SCALE = 100
+WIDE_HORIZON = 10  # a shorter horizon keeps the wide tokenizer's tables and property runs quick
+
+
+def wide_training_chunks():
+    from engine.policies.molmoact2.tiny import synthetic_chunks
+
+    return synthetic_chunks(200, seed=77, horizon=WIDE_HORIZON)
+
+
+@pytest.fixture(scope="session")
+def wide_fast_dir(tmp_path_factory):
+    """A FAST tokenizer with a wide coefficient range (scale 100: characters up to ~1100, two UTF-8
+    bytes, token boundaries inside characters, alphabet tokens that are lone UTF-8 bytes)."""
+    import json
+
+    from lerobot.policies.molmoact2.molmoact2_hf_model.action_tokenizer import UniversalActionProcessor
+    from scipy.fft import dct
+
+    from engine.policies.molmoact2.tiny import ACTION_DIM
+
+    chunks = wide_training_chunks()
+    processor = UniversalActionProcessor.fit(
+        chunks, scale=WIDE_SCALE, vocab_size=2048, time_horizon=WIDE_HORIZON, action_dim=ACTION_DIM
+    )
+    coeffs = np.around(np.concatenate([dct(c, axis=0, norm="ortho").ravel() for c in chunks]) * WIDE_SCALE)
+    out = tmp_path_factory.mktemp("wide-fast")
+    processor.tokenizer.save_pretrained(str(out))
+    config = {"scale": WIDE_SCALE, "vocab_size": 2048, "min_token": int(processor.min_token), "max_token": int(coeffs.max())}
+    (out / "processor_config.json").write_text(json.dumps(config))
+    return out

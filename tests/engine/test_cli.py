@@ -38,6 +38,7 @@ from tests.helpers import REPO, run_eval
         # abbreviations would slip past the document's check
         (["--policy", "scripted", "--work", "2"], "unrecognized arguments: --work"),
         (["--seeds", "1,2", "--num-seeds", "3"], "--seeds lists the seeds"),
+        (["--policy", "hold", "--record-predicts", "--ray", "local"], "not supported with --ray"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):

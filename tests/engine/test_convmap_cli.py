@@ -23,6 +23,24 @@ def test_fit_without_a_rig_table_says_how_to_make_one(tmp_path):
     assert "--convmap-seam-stats" in out.stderr and "--policy scripted" in out.stderr
 
 
+def test_anchor_values_parse_or_name_the_flag():
+    from engine.convmap_cli import ConvmapUsageError, parse_anchor
+
+    assert parse_anchor(None) is None
+    assert parse_anchor("6.31") == [6.31] * 6
+    assert parse_anchor("2,3,13.2,2,1,5") == [2.0, 3.0, 13.2, 2.0, 1.0, 5.0]
+    for bad in ("abc", "1,2", "-1", "nan"):
+        with pytest.raises(ConvmapUsageError, match="--convmap-anchor-deg"):
+            parse_anchor(bad)
+
+
+def test_replay_switches_need_their_instrument(tmp_path):
+    out = run_eval("--molmoact2", "tiny", "--convmap-anchor-deg", "6.31", "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 2 and "--convmap-tripwires" in out.stderr and "Traceback" not in out.stderr
+    out = run_eval("--molmoact2", "tiny", "--convmap-fit-tiebreak", "off", "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == 2 and "--convmap fit" in out.stderr
+
+
 @pytest.mark.slow
 def test_seam_stats_fit_and_tripwires_end_to_end(tmp_path):
     seam = tmp_path / "seam.json"
@@ -41,3 +59,14 @@ def test_seam_stats_fit_and_tripwires_end_to_end(tmp_path):
     report = json.loads((run_dir / "convmap_tripwires.json").read_text())
     assert report  # the per-joint tables travel with the run
     assert not (run_dir / "manifest.json").exists()  # a failed tripwire launches nothing
+
+    # The lab note's replay: the margin-only fit, and tripwire (b) against an explicit anchor.
+    run_dir = tmp_path / "replay"
+    out = run_eval("--molmoact2", "tiny", "--dtype", "fp32", "--convmap", "fit", "--convmap-fit-tiebreak", "off",
+                   "--convmap-seam-stats", str(seam), "--convmap-tripwires", "--convmap-anchor-deg", "6.31",
+                   "--seeds", "0", "--run-dir", str(run_dir))
+    assert out.returncode in (0, 1), out.stderr
+    assert "coverage tiebreak OFF" in out.stdout
+    report = json.loads((run_dir / "convmap_tripwires.json").read_text())
+    first = report["tripwires"]["first_action"]
+    assert all(j["anchor_deg"] == 6.31 and j["limit_deg"] == pytest.approx(12.62) for j in first["joints"])

@@ -90,6 +90,10 @@ def test_seed_lift_margin_rejects_a_mirror_that_covers_20_4_pt_better():
     margin_only = fit_convention_map(rig01, rig99, REL_Q01, REL_Q99, coverage_margin=1.01)
     assert sc(margin_only.joint("shoulder_lift")) == (1, 90.0)
     assert margin_only.joint("shoulder_lift").rule == "midpoint"
+    switched_off = fit_convention_map(rig01, rig99, REL_Q01, REL_Q99, coverage_tiebreak=False)
+    assert sc(switched_off.joint("shoulder_lift")) == (1, 90.0) and switched_off.joint("shoulder_lift").rule == "midpoint"
+    assert switched_off.params["coverage_tiebreak"] is False and "coverage tiebreak OFF" in switched_off.format_table()
+    assert rep.params["coverage_tiebreak"] is True and "OFF" not in rep.format_table()
 
 
 def test_mirror_that_clears_the_margin_wins_by_margin():

@@ -7,8 +7,6 @@ characters, and alphabet tokens whose bytes are lone UTF-8 lead or continuation 
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,11 +15,9 @@ from hypothesis import strategies as st
 from engine.policies.molmoact2.fast import load_fast
 from engine.policies.molmoact2.grammar import GrammarMask
 from engine.policies.molmoact2.tiny import ACTION_DIM, CHUNK_HORIZON, synthetic_chunks
+from tests.engine.molmoact2_fixtures import WIDE_HORIZON, wide_training_chunks
 
 pytest_plugins = ("tests.engine.molmoact2_fixtures",)
-
-WIDE_SCALE = 100
-WIDE_HORIZON = 10  # a shorter horizon keeps the wide table and the property runs quick
 
 
 @pytest.fixture(scope="module")
@@ -31,26 +27,14 @@ def narrow(tiny_dir):
 
 
 @pytest.fixture(scope="module")
-def wide(tmp_path_factory):
-    from lerobot.policies.molmoact2.molmoact2_hf_model.action_tokenizer import UniversalActionProcessor
-    from scipy.fft import dct
-
-    chunks = training_chunks()
-    processor = UniversalActionProcessor.fit(
-        chunks, scale=WIDE_SCALE, vocab_size=2048, time_horizon=WIDE_HORIZON, action_dim=ACTION_DIM
-    )
-    coeffs = np.around(np.concatenate([dct(c, axis=0, norm="ortho").ravel() for c in chunks]) * WIDE_SCALE)
-    out = tmp_path_factory.mktemp("wide-fast")
-    processor.tokenizer.save_pretrained(str(out))
-    config = {"scale": WIDE_SCALE, "vocab_size": 2048, "min_token": int(processor.min_token), "max_token": int(coeffs.max())}
-    (out / "processor_config.json").write_text(json.dumps(config))
-    codec = load_fast(out, horizon=WIDE_HORIZON, action_dim=ACTION_DIM)
+def wide(wide_fast_dir):
+    codec = load_fast(wide_fast_dir, horizon=WIDE_HORIZON, action_dim=ACTION_DIM)
     assert codec.max_code > 255  # really wide: multi-byte characters
     return codec, GrammarMask(codec)
 
 
 def training_chunks():
-    return synthetic_chunks(200, seed=77, horizon=WIDE_HORIZON)
+    return wide_training_chunks()
 
 
 def masked_greedy(mask: GrammarMask, logits_for_step) -> tuple[list[int], int]:

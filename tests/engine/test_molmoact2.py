@@ -169,30 +169,28 @@ def test_actions_come_back_through_the_shim_and_are_clamped(flow_policy):
 
 
 def test_missing_checkpoint_names_what_was_searched(tmp_path, monkeypatch):
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # never reach the real hub from a test
     with pytest.raises(CheckpointError) as err:
         load_policy("allenai/MolmoAct2-SO100_101", pathway="flow", decode="flow")
     msg = str(err.value)
-    assert "allenai/MolmoAct2-SO100_101" in msg and str(tmp_path / "hub") in msg and "cannot be downloaded" in msg
+    assert "allenai/MolmoAct2-SO100_101" in msg and str(tmp_path / "home" / "hub") in msg and "HF_HUB_OFFLINE" in msg
     with pytest.raises(CheckpointError, match="not found"):
         load_policy(str(tmp_path / "nowhere"), pathway="flow", decode="flow")
 
 
-def test_hugging_face_id_resolves_from_the_local_cache_only(tmp_path, monkeypatch, tiny_dir):
-    from huggingface_hub import constants
-
+def test_hugging_face_id_resolves_from_the_local_cache_offline(tmp_path, monkeypatch, tiny_dir):
     hub = tmp_path / "hub"
     snapshot = hub / "models--someone--tiny-molmoact2" / "snapshots" / ("a" * 40)
     shutil.copytree(tiny_dir, snapshot)
     (hub / "models--someone--tiny-molmoact2" / "refs").mkdir()
     (hub / "models--someone--tiny-molmoact2" / "refs" / "main").write_text("a" * 40)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     policy = load_policy("someone/tiny-molmoact2", pathway="flow", decode="flow", dtype="fp32", device="cpu")
     d = policy.describe()
-    assert d["checkpoint_source"] == "hf-cache" and d["revision"] == "a" * 40
+    assert d["checkpoint_source"] == "hub" and d["revision"] == "a" * 40 and d["pin"] == "a" * 40
 
 
 def test_missing_norm_stats_and_unknown_tag_are_clear(tmp_path, tiny_dir):

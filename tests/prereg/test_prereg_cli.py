@@ -27,6 +27,9 @@ def test_new_validate_freeze_verify_show(tmp_path, capsys):
     assert rc == 0 and p.exists()
     rc, _, err = run(capsys, "new", str(p))
     assert rc == 2 and "already exists" in err
+    rc, _, err = run(capsys, "validate", str(p))
+    assert rc == 2 and "revision" in err and "'PIN-ME' is not immutable" in err  # a frozen plan pins its checkpoint
+    p.write_text(p.read_text().replace("revision: PIN-ME", "revision: " + "3f" * 20))
     rc, out, _ = run(capsys, "validate", str(p))
     assert rc == 0 and "valid" in out
     rc, out, err = run(capsys, "verify", str(p))

@@ -68,6 +68,38 @@ def test_missing_arm_field_names_field_and_line():
     assert "missing" in pr.message
 
 
+@pytest.mark.parametrize(
+    "checkpoint, revision, ok",
+    [
+        ("allenai/MolmoAct2-SO100_101", "main", False),  # a branch moves
+        ("allenai/MolmoAct2-SO100_101", "v1.0", False),
+        ("allenai/MolmoAct2-SO100_101", None, False),
+        ("allenai/MolmoAct2-SO100_101", "0123456789abcdef0123456789abcdef01234567", True),
+        ("/data/ckpt", "sha256:" + "ab" * 32, True),
+        ("/data/ckpt", "sha256:short", False),
+        ("tiny", "local", True),
+        ("tiny", None, True),
+    ],
+)
+def test_a_model_arm_pins_an_immutable_revision(checkpoint, revision, ok):
+    text = GOOD.replace("    checkpoint: tiny\n", f"    checkpoint: {checkpoint}\n"
+                        + (f"    revision: '{revision}'\n" if revision is not None else ""))
+    found = problems_of(text)
+    if ok:
+        assert found == []
+    else:
+        (pr,) = found
+        assert pr.field == "arms[0].revision" and ("immutable" in pr.message or "missing" in pr.message)
+
+
+def test_record_predicts_is_a_protocol_switch():
+    doc = parse(GOOD.replace("  workers: 2\n", "  workers: 2\n  record_predicts: true\n", 1))
+    assert doc.problems == [] and doc.find_arm("a")[1].protocol.record_predicts is True
+    assert parse(GOOD).find_arm("a")[1].protocol.record_predicts is False
+    (pr,) = problems_of(GOOD.replace("  workers: 2\n", "  workers: 2\n  record_predicts: yes-please\n", 1))
+    assert pr.field == "protocol.record_predicts" and "true or false" in pr.message
+
+
 def test_empty_seed_list():
     text = GOOD.replace("seeds: 0-9", "seeds: []")
     (pr,) = problems_of(text)

@@ -38,11 +38,15 @@ def load_policy(
     flow_steps: int = 10,
     task: str = DEFAULT_TASK,
     cache_dir: str | os.PathLike | None = None,
+    revision: str | None = None,
+    pinned: bool = False,
 ):
     """Resolve, check and load a checkpoint; every failure a person can fix is a CheckpointError.
 
-    `checkpoint`: a local directory, a Hugging Face id already in the local cache (never
-    downloaded), or `tiny`. `device` None means CUDA when available, else CPU. `task` is the
+    `checkpoint`: a local directory, a Hugging Face id (downloaded into the Hugging Face cache at
+    `revision`, default main, unless cached; HF_HUB_OFFLINE / HF_ENDPOINT / HF_TOKEN honoured), or
+    `tiny`. With `pinned`, `revision` is a pre-registration's pin (a commit, sha256:<weights> for
+    a local directory, `local` for tiny) and a checkpoint that loads as anything else is refused. `device` None means CUDA when available, else CPU. `task` is the
     instruction the model reads (the pre-registration's); with `task=None` each observation's
     own `task` is used. `cache_dir` holds the tiny model (default `$FONTAINE_CACHE` or
     `~/.cache/fontaine`).
@@ -67,7 +71,7 @@ def load_policy(
         raise CheckpointError(f"device {device!r} asked for, but CUDA is not available here; use --device cpu")
     if device == "cpu":
         _limit_cpu_threads(torch)
-    resolved = ckptmod.resolve_checkpoint(checkpoint, cache_dir=cache_dir)
+    resolved = ckptmod.resolve_checkpoint(checkpoint, cache_dir=cache_dir, revision=ckptmod.hub_revision(revision))
     payload, metadata = ckptmod.read_norm_metadata(resolved.path, norm_tag)
 
     from lerobot.policies.molmoact2.molmoact2_hf_model.modeling_molmoact2 import _RobotStats
@@ -82,11 +86,25 @@ def load_policy(
     horizon = stats.get_action_horizon(norm_tag) or int(config.max_action_horizon)
     ckptmod.check_servable(config, pathway=pathway, state_dim=state_dim, action_dim=action_dim, horizon=horizon)
     chunk_horizon = min(stats.get_n_action_steps(norm_tag) or horizon, horizon)
+    n_obs_steps = int(getattr(config, "n_obs_steps", 1) or 1)
+    if n_obs_steps - 1 + chunk_horizon > horizon:
+        raise CheckpointError(
+            f"n_obs_steps {n_obs_steps} with n_action_steps {chunk_horizon} reaches past the action horizon "
+            f"{horizon} (lerobot keeps steps n_obs_steps-1 .. n_obs_steps-2+n_action_steps and would raise)"
+        )
     fingerprint = ckptmod.weights_fingerprint(resolved)
+    pin = ckptmod.checkpoint_pin(resolved, fingerprint)
+    tiny_ok = resolved.source == "tiny" and revision in (None, "local", "tiny")
+    if pinned and revision != pin and not tiny_ok:
+        raise CheckpointError(
+            f"refused: the pre-registration pins {checkpoint} at revision {revision!r}, but what loaded is {pin} "
+            "(pin that, by amendment, or restore the checkpoint the plan named)"
+        )
     processor = ckptmod.load_processor(resolved.path)
     codec = None
     if pathway == "discrete":
-        codec = load_fast(ckptmod.fast_tokenizer_dir(resolved.path), horizon=horizon, action_dim=action_dim)
+        fast_dir = ckptmod.fast_tokenizer_dir(resolved.path)
+        codec = load_fast(fast_dir, horizon=horizon, action_dim=action_dim)
         if codec.n_bpe > int(config.num_action_tokens):
             raise CheckpointError(
                 f"the FAST tokenizer has {codec.n_bpe} tokens but the model only {config.num_action_tokens} action tokens"
@@ -101,6 +119,7 @@ def load_policy(
         "checkpoint_path": str(resolved.path),
         "checkpoint_source": resolved.source,
         "revision": resolved.revision,
+        "pin": pin,
         **fingerprint,
         "pathway": pathway,
         "decode": decode,
@@ -112,6 +131,7 @@ def load_policy(
         "convmap": convmap.as_dict(),
         "flow_steps": int(flow_steps) if pathway == "flow" else None,
         "chunk_horizon": chunk_horizon,
+        "n_obs_steps": n_obs_steps,
         "action_horizon": horizon,
         "task": task,
         "parameters": int(model.num_parameters()),
@@ -119,7 +139,8 @@ def load_policy(
         "torch_threads": torch.get_num_threads() if device == "cpu" else None,
     }
     if codec is not None:
-        description["fast"] = {"bpe_vocab": codec.n_bpe, "min_token": codec.min_token, "max_code": codec.max_code}
+        description["fast"] = {"bpe_vocab": codec.n_bpe, "min_token": codec.min_token, "max_code": codec.max_code,
+                               "path": str(fast_dir)}  # a hub snapshot's directory is named by its commit
     policy = MolmoAct2Policy(
         model=model,
         processor=processor,
@@ -135,6 +156,7 @@ def load_policy(
         action_dim=action_dim,
         codec=codec,
         description=description,
+        action_horizon=horizon,
     )
     if policy.grammar is not None and not policy.grammar.satisfiable:
         raise CheckpointError("the grammar mask admits no complete emission for this FAST tokenizer and horizon")

@@ -1,4 +1,9 @@
-"""Finding, checking and loading a MolmoAct2 checkpoint, offline, before any episode starts.
+"""Finding, downloading, checking and loading a MolmoAct2 checkpoint before any episode starts.
+
+A Hugging Face id is downloaded with `huggingface_hub.snapshot_download` into the standard
+cache (progress on stderr, so in driver.log), honouring HF_HUB_OFFLINE, HF_ENDPOINT, HF_TOKEN,
+HF_HOME and HF_HUB_CACHE as they are when the checkpoint is resolved; the commit it resolved to
+is what the manifest records. A local directory is pinned by the sha256 of its weight files.
 
 Everything a run cannot survive (no weights, no norm stats, an unknown norm tag, a config the
 engine cannot serve) is raised here as one `CheckpointError` whose message says what was wrong
@@ -27,15 +32,22 @@ class CheckpointError(Exception):
 class ResolvedCheckpoint:
     requested: str  # what the user typed: a path, a Hugging Face id, or "tiny"
     path: Path  # the local directory holding config.json and the weights
-    source: str  # "local" | "hf-cache" | "tiny"
-    revision: str | None  # the Hugging Face commit of a cached snapshot, when known
+    source: str  # "local" | "hub" | "tiny"
+    revision: str | None  # the Hugging Face commit of the snapshot (hub ids only)
 
 
-def resolve_checkpoint(checkpoint: str, *, cache_dir: str | os.PathLike | None = None) -> ResolvedCheckpoint:
-    """A local directory, a Hugging Face id found in the local cache, or `tiny` (built on demand)."""
+def resolve_checkpoint(
+    checkpoint: str,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    revision: str | None = None,
+    log=None,
+) -> ResolvedCheckpoint:
+    """A local directory, a Hugging Face id (downloaded, or found in the cache), or `tiny` (built
+    on demand). `revision` (a commit, branch or tag) applies to a Hugging Face id."""
     requested = str(checkpoint or "").strip()
     if not requested:
-        raise CheckpointError("no MolmoAct2 checkpoint given: pass a local directory, a cached Hugging Face id, or 'tiny'")
+        raise CheckpointError("no MolmoAct2 checkpoint given: pass a local directory, a Hugging Face id, or 'tiny'")
     if requested == "tiny":
         from engine.policies.molmoact2.tiny import build_tiny, default_cache_dir
 
@@ -45,18 +57,22 @@ def resolve_checkpoint(checkpoint: str, *, cache_dir: str | os.PathLike | None =
     local = Path(requested).expanduser()
     if local.is_dir():
         return ResolvedCheckpoint(requested, local.resolve(), "local", None)
-    searched = [str(local.resolve())]
-    if _looks_like_repo_id(requested):
-        snapshot, hub_cache = _find_in_hf_cache(requested)
-        searched.append(f"Hugging Face cache {hub_cache}")
-        if snapshot is not None:
-            return ResolvedCheckpoint(requested, snapshot, "hf-cache", snapshot.name)
-    raise CheckpointError(
-        f"MolmoAct2 checkpoint {requested!r} not found. Searched: {'; '.join(searched)}. "
-        "Weights cannot be downloaded on this machine: copy the checkpoint directory here, or "
-        "download it elsewhere into a Hugging Face cache and point HF_HOME/HF_HUB_CACHE at it "
-        "(use 'tiny' for the small random model)."
-    )
+    if not _looks_like_repo_id(requested):
+        raise CheckpointError(
+            f"MolmoAct2 checkpoint {requested!r} not found: {local.resolve()} is not a directory, and it is not a "
+            "Hugging Face id (owner/name). Pass a checkpoint directory, a Hugging Face id, or 'tiny'."
+        )
+    path, commit = download_snapshot(requested, revision, log=log)
+    if not (path / "config.json").is_file():
+        raise CheckpointError(f"{requested}@{commit} has no config.json; it is not a MolmoAct2 checkpoint")
+    return ResolvedCheckpoint(requested, path, "hub", commit)
+
+
+def hub_revision(revision: str | None) -> str | None:
+    """The part of a revision the hub understands: a pin for a local directory or tiny is not one."""
+    if revision is None or revision in ("local", "tiny") or str(revision).startswith("sha256:"):
+        return None
+    return str(revision)
 
 
 def _looks_like_repo_id(name: str) -> bool:
@@ -64,17 +80,112 @@ def _looks_like_repo_id(name: str) -> bool:
     return len(parts) == 2 and all(parts) and not name.startswith((".", "/", "~"))
 
 
-def _find_in_hf_cache(repo_id: str) -> tuple[Path | None, str]:
-    """The newest cached snapshot of `repo_id` holding a config.json, without any network call."""
-    from huggingface_hub import constants, snapshot_download
+@dataclass(frozen=True)
+class HubSettings:
+    endpoint: str
+    cache: str
+    offline: bool
+    token: str | None  # never printed
 
-    hub_cache = constants.HF_HUB_CACHE
+
+def hub_settings() -> HubSettings:
+    """The Hugging Face environment as it is now (huggingface_hub reads it once, at import)."""
+    from huggingface_hub import constants
+
+    env = os.environ
+    endpoint = (env.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+    if env.get("HF_HUB_CACHE"):
+        cache = env["HF_HUB_CACHE"]
+    elif env.get("HF_HOME"):
+        cache = os.path.join(env["HF_HOME"], "hub")
+    else:
+        cache = constants.HF_HUB_CACHE
+    offline_env = env.get("HF_HUB_OFFLINE") or env.get("TRANSFORMERS_OFFLINE")
+    offline = constants._is_true(offline_env) if offline_env is not None else bool(constants.HF_HUB_OFFLINE)
+    return HubSettings(endpoint, os.path.expanduser(os.path.expandvars(cache)), offline, env.get("HF_TOKEN") or None)
+
+
+def download_snapshot(repo_id: str, revision: str | None = None, *, log=None) -> tuple[Path, str]:
+    """(snapshot directory, commit) of `repo_id` at `revision`, downloading what the cache lacks.
+
+    Every failure is one CheckpointError line: offline and not cached, unknown repo or revision,
+    refused token, unreachable endpoint, a transfer cut mid-file (run again: it resumes).
+    """
+    import huggingface_hub
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    say = log or _stderr
+    hub = hub_settings()
+    where = f"{repo_id}@{revision or 'main'}"
+    if hub.offline:
+        say(f"molmoact2: looking up {where} in the Hugging Face cache {hub.cache} (HF_HUB_OFFLINE is set)")
+    else:
+        say(f"molmoact2: fetching {where} from {hub.endpoint} into {hub.cache}")
     try:
-        path = snapshot_download(repo_id=repo_id, repo_type="model", local_files_only=True)
-    except Exception:  # noqa: BLE001 - any miss (not cached, partial, bad id) means "not here"
-        return None, hub_cache
+        path = huggingface_hub.snapshot_download(
+            repo_id=repo_id,
+            repo_type="model",
+            revision=revision,
+            cache_dir=hub.cache,
+            endpoint=hub.endpoint,
+            token=hub.token,
+            local_files_only=hub.offline,
+        )
+    except RevisionNotFoundError:
+        raise CheckpointError(
+            f"revision {revision!r} of {repo_id} does not exist on {hub.endpoint}: pin a commit the repo has"
+        ) from None
+    except GatedRepoError:
+        raise CheckpointError(
+            f"{repo_id} on {hub.endpoint} is gated: accept its terms on the hub and set HF_TOKEN to a token that may read it"
+        ) from None
+    except RepositoryNotFoundError:
+        token = "HF_TOKEN is set but was refused" if hub.token else "a private repo needs HF_TOKEN"
+        raise CheckpointError(f"Hugging Face repo {repo_id} not found on {hub.endpoint} ({token})") from None
+    except LocalEntryNotFoundError as exc:
+        if hub.offline:
+            raise CheckpointError(
+                f"{where} is not in the Hugging Face cache {hub.cache} and HF_HUB_OFFLINE is set: unset it to "
+                "download, or copy the snapshot into that cache (HF_HOME / HF_HUB_CACHE)"
+            ) from None
+        raise CheckpointError(
+            f"cannot download {where} from {hub.endpoint} and it is not in the cache {hub.cache}: {_one_line(exc.__cause__ or exc)}"
+        ) from None
+    except Exception as exc:  # noqa: BLE001 - a cut transfer, a full disk, a refused connection: one line
+        raise CheckpointError(
+            f"download of {where} from {hub.endpoint} failed ({type(exc).__name__}: {_one_line(exc)}); "
+            f"run again to resume (the partial download stays in {hub.cache})"
+        ) from None
     path = Path(path)
-    return (path if (path / "config.json").is_file() else None), hub_cache
+    commit = path.name
+    say(f"molmoact2: {where} is commit {commit} ({path})")
+    return path, commit
+
+
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _stderr(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr, flush=True)
+
+
+def checkpoint_pin(ckpt: ResolvedCheckpoint, fingerprint: dict[str, str]) -> str:
+    """What a pre-registration's `revision` must say for this checkpoint: the hub commit, or
+    sha256:<weights_sha256> for a local directory, or `local` for the tiny model."""
+    if ckpt.source == "hub" and ckpt.revision:
+        return ckpt.revision
+    if ckpt.source == "tiny":
+        return "local"
+    return f"sha256:{fingerprint['weights_sha256']}"
 
 
 def read_norm_metadata(ckpt: Path, norm_tag: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -169,26 +280,20 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def fast_tokenizer_dir(ckpt: Path) -> Path:
-    """The FAST tokenizer: ours beside the weights, else the release's in the Hugging Face cache."""
+def fast_tokenizer_dir(ckpt: Path, *, log=None) -> Path:
+    """The FAST tokenizer: ours beside the weights, else the release's, downloaded like a checkpoint."""
     local = ckpt / FAST_TOKENIZER_SUBDIR
     if (local / "tokenizer.json").is_file():
         return local
-    snapshot, hub_cache = _find_in_hf_cache(RELEASE_FAST_TOKENIZER)
-    if snapshot is None:
-        try:
-            from huggingface_hub import snapshot_download
-
-            snapshot = Path(snapshot_download(repo_id=RELEASE_FAST_TOKENIZER, local_files_only=True))
-        except Exception:  # noqa: BLE001
-            snapshot = None
-    if snapshot is not None and (snapshot / "tokenizer.json").is_file():
-        return snapshot
-    raise CheckpointError(
-        f"the discrete pathway needs a FAST action tokenizer: none at {local} and "
-        f"{RELEASE_FAST_TOKENIZER!r} is not in the Hugging Face cache {hub_cache}. "
-        "Copy the tokenizer directory into the checkpoint as action_tokenizer/ (it cannot be downloaded here)."
-    )
+    try:
+        snapshot, _ = download_snapshot(RELEASE_FAST_TOKENIZER, None, log=log)
+    except CheckpointError as exc:
+        raise CheckpointError(
+            f"the discrete pathway needs a FAST action tokenizer: none at {local}, and {exc}"
+        ) from None
+    if not (snapshot / "tokenizer.json").is_file():
+        raise CheckpointError(f"{RELEASE_FAST_TOKENIZER} ({snapshot}) has no tokenizer.json")
+    return snapshot
 
 
 def load_config(ckpt: Path):

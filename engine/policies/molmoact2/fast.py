@@ -1,33 +1,50 @@
-"""FAST action tokens: what an emission decodes to, and, when it does not, why.
+"""FAST action tokens: what an emission decodes to under lerobot's semantics, and why not.
 
-lerobot's `UniversalActionProcessor.decode` concatenates the BPE tokens' bytes, decodes them
-lossily as UTF-8, maps each character to a DCT coefficient (`ord + min_token`) and inverts the
-DCT; any exception becomes an all-zero chunk with only a logged warning, and there is no range
-check. A chunk that decodes to garbage (replacement characters or out-of-range characters
-whose count happens to be right) would then be executed silently. The reference decode here
-checks every way an emission can fail first, names the reason, and only hands clean spans to
-lerobot's decoder.
+The reference decode is lerobot's, emission by emission (`reference_decode`): its loop stops at
+the first end-of-sequence token; its `_extract_discrete_token_bins` takes the tokens after the
+first `<action_start>` (or from the beginning when there is none) up to the next `<action_end>`
+(or the end of the emission when there is none) and silently drops every id that is not an
+action token; its FAST `UniversalActionProcessor.decode` concatenates the BPE tokens' bytes,
+decodes them lossily as UTF-8 (U+FFFD for an invalid sequence; the tokenizers library drops
+ids beyond the BPE vocabulary), maps each character to a DCT coefficient (`ord + min_token`,
+no range check) and inverts the DCT, returning an all-zero chunk when the character count is
+not H*D. So a zero-fallback is recorded exactly where lerobot gives one:
+
+- `no_eos`: no end-of-sequence token within H*16 steps (lerobot raises RuntimeError);
+- `empty_span`: no action token left in the span (lerobot raises RuntimeError);
+- `wrong_length` / `decode_error:...`: the FAST decode failed and lerobot's decoder returned
+  its own zero chunk.
+
+Everything else lerobot executes, garbage included; such emissions are not fallbacks but carry
+`notes` (no start or end marker, non-action tokens dropped, ids beyond the BPE vocabulary,
+invalid UTF-8, an out-of-range coefficient), so a trail can show what was executed and why.
+`FastCodec.decode_bins` keeps the strict check (every way a span can be malformed) that the
+grammar mask's tests use as their validity oracle.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-# Reasons an emission does not decode (counted as zero-fallback chunks).
-NO_EOS = "no_eos"  # no end-of-sequence token within H*16 steps
+# Zero-fallback reasons: where lerobot raises or its FAST decode returns its own zero chunk.
+NO_EOS = "no_eos"  # no end-of-sequence token within H*16 steps (lerobot: RuntimeError)
+EMPTY_SPAN = "empty_span"  # no action token between the markers (lerobot: RuntimeError)
+WRONG_LENGTH = "wrong_length"  # the span decodes to a character count other than H*D (lerobot: zeros)
+DECODE_ERROR = "decode_error"  # the BPE decode itself raised (lerobot: zeros); suffixed with the type
+FALLBACK_REASONS = (NO_EOS, EMPTY_SPAN, WRONG_LENGTH, DECODE_ERROR)
+
+# Notes on emissions lerobot decodes anyway (and, for the strict `decode_bins`, failure reasons).
 NO_START = "no_action_start"
 NO_END = "no_action_end"
-EMPTY_SPAN = "empty_span"
 NON_ACTION_TOKEN = "non_action_token_in_span"
 BEYOND_BPE_VOCAB = "id_beyond_bpe_vocab"
 INVALID_UTF8 = "invalid_utf8"
 OUT_OF_RANGE = "code_point_out_of_range"
-WRONG_LENGTH = "wrong_length"
 
 
 @dataclass(frozen=True)
@@ -126,32 +143,72 @@ def byte_level_alphabet() -> list[str]:
     return [table[b] for b in range(256)]
 
 
-def extract_action_bins(
+@dataclass(frozen=True)
+class ReferenceDecode:
+    """What lerobot's decode makes of one emission."""
+
+    chunk: np.ndarray  # (horizon, action_dim) normalised; zeros on a fallback (what lerobot executes)
+    fallback: str | None  # None, or why lerobot raised / fell back to zeros
+    bins: list[int] = field(default_factory=list)  # the BPE ids lerobot's span extraction kept
+    notes: tuple[str, ...] = ()  # anomalies lerobot decoded through (see the module docstring)
+
+
+def reference_decode(
     generated: Sequence[int],
     *,
+    codec: FastCodec,
     start_id: int,
     end_id: int,
     eos_id: int,
-    action_token_start: int,
-    num_action_tokens: int,
-) -> tuple[list[int] | None, str | None]:
-    """Reference span extraction: the tokens between the first `<action_start>` and the next
-    `<action_end>`, in an emission that reached EOS. Junk before the start or after the end is
-    ignored (as lerobot does); anything but action tokens inside the span is malformed."""
-    generated = list(generated)
+    token_id_to_bin: Mapping[int, int],
+) -> ReferenceDecode:
+    """lerobot's discrete decode of a greedy emission, with its fallbacks named.
+
+    `generated` is the emission as the decode loop produced it (it stops at the first EOS; a
+    stream without one hit the step cap). Span extraction is lerobot's own
+    `_extract_discrete_token_bins`, the chunk lerobot's own `UniversalActionProcessor.decode`.
+    """
+    from lerobot.policies.molmoact2.modeling_molmoact2 import _extract_discrete_token_bins
+
+    zeros = np.zeros((codec.horizon, codec.action_dim))
+    generated = [int(t) for t in generated]
     if eos_id not in generated:
-        return None, NO_EOS
-    generated = generated[: generated.index(eos_id)]
-    if start_id not in generated:
-        return None, NO_START
-    start = generated.index(start_id)
+        return ReferenceDecode(zeros, NO_EOS)
+    generated = generated[: generated.index(eos_id) + 1]  # lerobot's loop stops at the first EOS
+    bins = _extract_discrete_token_bins(generated, int(start_id), int(end_id), dict(token_id_to_bin))
+    notes = _span_notes(generated, start_id, end_id, token_id_to_bin, codec, bins)
+    if not bins:
+        return ReferenceDecode(zeros, EMPTY_SPAN, [], notes)
     try:
-        end = generated.index(end_id, start + 1)
-    except ValueError:
-        return None, NO_END
-    span = generated[start + 1 : end]
-    if not span:
-        return None, EMPTY_SPAN
-    if any(not (action_token_start <= t < action_token_start + num_action_tokens) for t in span):
-        return None, NON_ACTION_TOKEN
-    return [t - action_token_start for t in span], None
+        text = codec.processor.bpe_tokenizer.decode(bins)
+    except Exception as exc:  # noqa: BLE001 - lerobot's decoder catches everything and returns zeros
+        return ReferenceDecode(zeros, f"{DECODE_ERROR}:{type(exc).__name__}", bins, notes)
+    if "\ufffd" in text:
+        notes += (INVALID_UTF8,)
+    if any(ord(ch) > codec.max_code for ch in text if ch != "\ufffd"):
+        notes += (OUT_OF_RANGE,)
+    if len(text) != codec.n_chars:
+        return ReferenceDecode(zeros, WRONG_LENGTH, bins, notes)
+    decoded = codec.processor.decode([bins], time_horizon=codec.horizon, action_dim=codec.action_dim)
+    return ReferenceDecode(np.asarray(decoded[0], dtype=np.float64), None, bins, notes)
+
+
+def _span_notes(generated, start_id, end_id, token_id_to_bin, codec: FastCodec, bins) -> tuple[str, ...]:
+    notes = []
+    if start_id not in generated:
+        notes.append(NO_START)
+        span = generated
+    else:
+        first = generated.index(start_id)
+        try:
+            span = generated[first + 1 : generated.index(end_id, first + 1)]
+        except ValueError:
+            notes.append(NO_END)
+            span = generated[first + 1 :]
+    eos_dropped = span[-1:] == generated[-1:] and generated[-1] not in token_id_to_bin
+    kept = sum(1 for t in span if t in token_id_to_bin)
+    if len(span) - kept - int(eos_dropped) > 0:
+        notes.append(NON_ACTION_TOKEN)
+    if any(b >= codec.n_bpe for b in bins):
+        notes.append(BEYOND_BPE_VOCAB)
+    return tuple(notes)

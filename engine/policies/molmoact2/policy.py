@@ -73,6 +73,7 @@ class MolmoAct2Policy:
         action_dim: int,
         codec: FastCodec | None,
         description: dict[str, Any],
+        action_horizon: int | None = None,
     ):
         self.model = model
         self.processor = processor
@@ -102,7 +103,12 @@ class MolmoAct2Policy:
             if pathway == "discrete"
             else None
         )
-        self.max_decode_steps = self.chunk_horizon * 16
+        # lerobot generates the tag's whole action_horizon (the noise, the FAST decode, the H*16
+        # step cap), then keeps n_action_steps of it starting at n_obs_steps - 1.
+        self.action_horizon = int(action_horizon or chunk_horizon)
+        self.chunk_start = int(getattr(cfg, "n_obs_steps", 1) or 1) - 1
+        self.max_decode_steps = self.action_horizon * 16
+        self.token_id_to_bin = dict(model._action_token_id_to_bin()) if pathway == "discrete" else {}
         self._description = description
 
     # ------------------------------------------------------------------ protocol
@@ -124,7 +130,13 @@ class MolmoAct2Policy:
         wall = time.perf_counter() - started
         chunks = []
         for i, obs in enumerate(observations):
-            info: dict[str, Any] = {"predict_wall_s": wall, "first_action_delta_deg": self._first_delta(obs, targets[i])}
+            info: dict[str, Any] = {
+                "predict_wall_s": wall,
+                "first_action_delta_deg": self._first_delta(obs, targets[i]),
+                "pathway": self.pathway,
+                "decode": self.decode,
+                "chunk_normalized": normalised[i].astype(np.float32),  # model convention, before unnormalising
+            }
             zero, violations = False, 0
             if per_row is not None:
                 zero = per_row[i]["fallback_reason"] is not None
@@ -197,14 +209,15 @@ class MolmoAct2Policy:
             steps=self.flow_steps,
             action_dim=self.action_dim,
         )
-        return trajectory[:, : self.chunk_horizon, : self.action_dim].float().cpu().numpy()
+        return self.slice_chunk(trajectory[:, :, : self.action_dim].float().cpu().numpy())
 
     def flow_noise(self, obs: Observation) -> torch.Tensor:
-        """(1, H_max, 32) Gaussian noise from this episode's own stream at this replan."""
+        """(1, H, 32) Gaussian noise from this episode's own stream at this replan; H is the tag's
+        action_horizon, the shape lerobot's `generate_actions_from_inputs` draws."""
         cfg = self.model.config
         gen = episode_generator(obs.seed, obs.replan_index)
         dtype = self.model.model.action_expert.action_embed.weight.dtype
-        return torch.randn((1, int(cfg.max_action_horizon), int(cfg.max_action_dim)), generator=gen, dtype=dtype)
+        return torch.randn((1, self.action_horizon, int(cfg.max_action_dim)), generator=gen, dtype=dtype)
 
     # ------------------------------------------------------------------ discrete
 
@@ -247,13 +260,22 @@ class MolmoAct2Policy:
         normalised = np.zeros((len(rows), self.chunk_horizon, self.action_dim))
         per_row = []
         for i, row in enumerate(rows):
-            chunk, reason = self.decode_emission(row.tokens)
-            if chunk is not None:
-                normalised[i] = chunk[: self.chunk_horizon]
+            decoded = self.decode_emission(row.tokens)
+            normalised[i] = self.slice_chunk(decoded.chunk)
             per_row.append(
-                {"fallback_reason": reason, "violations": row.violations, "decode_steps": len(row.tokens)}
+                {
+                    "fallback_reason": decoded.fallback,
+                    "decode_notes": list(decoded.notes),
+                    "violations": row.violations,
+                    "decode_steps": len(row.tokens),
+                    "tokens": list(row.tokens),
+                }
             )
         return normalised, per_row
+
+    def slice_chunk(self, actions: np.ndarray) -> np.ndarray:
+        """lerobot's `_slice_action_chunk`: the executed steps start at n_obs_steps - 1."""
+        return actions[..., self.chunk_start : self.chunk_start + self.chunk_horizon, :]
 
     def _masked_choice(self, row: "_DecodeRow", action_logits: torch.Tensor) -> int:
         """The scaffold: <action_start>, masked action tokens up to the budget, <action_end>, EOS."""
@@ -270,25 +292,19 @@ class MolmoAct2Policy:
         row.state = grammar.advance(row.state, bpe_id)
         return ids.action0 + bpe_id
 
-    def decode_emission(self, tokens: list[int]) -> tuple[np.ndarray | None, str | None]:
-        """Reference semantics: span between the markers of an emission that reached EOS, FAST
-        decode, and the reason when it does not decode (the caller then runs a zero chunk)."""
+    def decode_emission(self, tokens: list[int]) -> fastmod.ReferenceDecode:
+        """lerobot's decode of one emission (see `fast.reference_decode`): the normalised chunk it
+        executes, the zero-fallback reason where it raises or its FAST decode returns zeros, and
+        notes on anomalies it decodes through."""
         ids = self.token_ids
-        bins, reason = fastmod.extract_action_bins(
+        return fastmod.reference_decode(
             tokens,
+            codec=self.codec,
             start_id=ids.start,
             end_id=ids.end,
             eos_id=ids.eos,
-            action_token_start=ids.action0,
-            num_action_tokens=ids.num_action,
+            token_id_to_bin=self.token_id_to_bin,
         )
-        if reason is not None:
-            return None, reason
-        try:
-            return self.codec.decode_bins(bins)
-        except Exception as exc:  # noqa: BLE001 - a bad emission must cost a zero chunk, not the episode
-            logger.warning("FAST decode of %d action tokens failed: %r", len(bins), exc)
-            return None, f"decode_error:{type(exc).__name__}"
 
     # ------------------------------------------------------------------ actions out
 
