@@ -152,6 +152,7 @@ class Notifier:
         self._failures = 0
         self._gone_tries = 0
         self._gone = False
+        self._gone_noted: set[Path] = set()  # runs whose ledger says the webhook is gone (this time)
         self._sending: _Item | None = None  # the item whose request is on the wire
         self._url_version = 0
         self.test_results: dict[str, dict] = {}  # test id -> {state: sent|dropped, at, message_id|reason}
@@ -223,6 +224,9 @@ class Notifier:
             with self._lock:
                 self._queue.extend(_Item(run_dir, p) for p in posts)
                 self._changed.notify_all()
+                owed = [i.post.key for i in self._queue if i.run_dir == run_dir] if self._gone and posts else []
+            if owed:
+                self._note_gone(run_dir, owed)
         if posts:
             self._kick()
         return [p.key for p in posts]
@@ -253,6 +257,7 @@ class Notifier:
         with self._lock:
             self._url, self.masked_url = url, (mask_webhook_url(url) if url else None)
             self._gone, self._gone_tries, self._failures = False, 0, 0
+            self._gone_noted.clear()
             self._state, self._last_error = (UNKNOWN if url else OFF), None
             self._url_version += 1
             self._changed.notify_all()
@@ -529,21 +534,29 @@ class Notifier:
         text = f"{WEBHOOK_GONE}: Discord answered {status} {tries} times; posting stopped until the webhook URL changes"
         with self._lock:
             self._gone = True
+            self._gone_status = status
             self._state, self._last_error = FAILING, text
             owed: dict[Path, list[str]] = {}
             for item in self._queue:
                 if item.run_dir is not None:
                     owed.setdefault(item.run_dir, []).append(item.post.key)
+            self._changed.notify_all()
         log.error("Discord: %s", text)
         for run_dir, keys in owed.items():
-            try:
-                rd.append_line(run_dir / LEDGER, {"event": "webhook_gone", "status": status, "tries": tries,
-                                                  "webhook": self.masked_url, "owed": keys,
-                                                  "at": rd.utc_now("milliseconds")})
-            except OSError as exc:
-                log.error("cannot write %s: %s", run_dir / LEDGER, exc)
-        self._set_state(FAILING, text)
+            self._note_gone(run_dir, keys)
         self._drop_tests(text)
+
+    def _note_gone(self, run_dir: Path, keys: list[str]) -> None:
+        """One line in the run's ledger: these posts are owed and the webhook is gone."""
+        if run_dir in self._gone_noted:
+            return
+        self._gone_noted.add(run_dir)
+        try:
+            rd.append_line(run_dir / LEDGER, {"event": "webhook_gone", "status": getattr(self, "_gone_status", None),
+                                              "tries": self._gone_tries, "webhook": self.masked_url, "owed": keys,
+                                              "at": rd.utc_now("milliseconds")})
+        except OSError as exc:
+            log.error("cannot write %s: %s", run_dir / LEDGER, exc)
 
     def _pop(self, item: _Item) -> None:
         with self._lock:
