@@ -1,28 +1,33 @@
-"""Posts a run's progress to a Discord channel through a webhook, without ever blocking the console.
+"""Posts a run's progress to a Discord channel through a webhook: the queue, the sender, the ledger.
 
-The console calls `Notifier.poll_run(run_dir)` from a worker thread every few seconds; it reads
-the run directory, works out which posts are owed (`console/discord_messages.py`) and queues
-them. One background thread runs an asyncio loop that sends the queue in order with the real
-discord.py webhook client. A post that fails stays at the head of the queue and is retried with
-capped exponential backoff (discord.py itself waits out rate limits), so an outage delays posts
-and loses none.
+It runs inside the detached notifier process (`console/notifier.py`, one per runs folder), which
+calls `Notifier.poll_run(run_dir)` every couple of seconds; the console never posts itself. It
+reads the run directory, works out which posts are owed (`console/discord_messages.py`) and
+queues them. One background thread runs an asyncio loop that sends the queue in order with the
+real discord.py webhook client. A post that fails stays at the head of the queue and is retried
+with capped exponential backoff (discord.py itself waits out rate limits), so an outage delays
+posts and loses none.
+
+States: off (no webhook) | unknown (until Discord first answers; with `validate`, a GET of the
+webhook at start answers at once) | ok | retrying | failing. A 401/403/404 is tried at most
+`gone_after` (3) times, then posting stops with `failing: webhook gone…` in the state and a
+`webhook_gone` line in each owed run's ledger, until `set_url` gives a new URL.
 
 The ledger, RUN_DIR/posts.jsonl, gets one line per post only after Discord confirmed it (with
-the message id), flushed and fsynced, and a restarted console rebuilds what is owed from the
-run directory and the ledger: nothing is posted twice and missed posts are caught up.
+the message id, and `covers` for the missed milestones a catch-up listed), flushed and fsynced,
+and a restarted notifier rebuilds what is owed from the run directory and the ledger: nothing
+is posted twice and missed posts are caught up.
 
-Crash window. Between Discord's confirmation and the ledger line there are a few milliseconds
-in which a crash would leave a post delivered but unrecorded. We prefer a rare repeat to a lost
-post: before each send, RUN_DIR/posts.inflight.json names the post being sent; it is removed
-once the ledger line is on disk. A restarted console that finds it for a post not in the ledger
-sends that post again, marked as a possible repeat.
+Crash window. discord.py's Webhook.send takes no nonce (only channel sends have
+`enforce_nonce`), so Discord cannot deduplicate a re-sent webhook message. `close()` waits for
+a send already on the wire up to the HTTP timeout, so a stopped notifier records its answer.
+Only a process killed outright between Discord's answer and the ledger line leaves a post
+delivered but unrecorded: before each send, RUN_DIR/posts.inflight.json names the post being
+sent; it is removed once the ledger line is on disk. A notifier that finds it for a post not in
+the ledger sends that post again, marked as a possible repeat (a rare repeat beats a lost post).
 
-Use. `notifier = Notifier.from_env()` at start; from the console's poller thread, every few
-seconds, `notifier.poll_run(run_dir)` for every run directory listed, finished ones included (a
-finished run that has not changed costs a few stat calls; a run that ended more than six hours
-ago and was never posted about gets nothing, so old runs never flood the channel);
-`notifier.state.line()` for the status bar; `notifier.send_test()` on the test-post key;
-`notifier.close()` on exit.
+Test posts: `send_test(test_id)`; the outcome (sent with the message id, or dropped with the
+reason: posts off, webhook gone, the notifier stopped first) lands in `test_results`.
 
 Secrets. The webhook URL carries its token: it is never printed, logged or written. Only the
 masked form (`mask_webhook_url`) is shown, every error text is scrubbed of it, and discord.py's
