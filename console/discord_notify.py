@@ -452,7 +452,11 @@ class Notifier:
         # discord.py's Webhook.send has no nonce (only channel sends do, via enforce_nonce), so
         # Discord cannot deduplicate a re-sent webhook message: we rely on the marker above and on
         # waiting for this answer at shutdown (close), and keep the message id wait=True returns.
-        self._sending = item
+        with self._lock:  # a test post dropped meanwhile (close, webhook gone) is not sent after all
+            if item.test_id is not None and item.test_id in self.test_results:
+                self._pop_locked(item)
+                return 0.0
+            self._sending = item
         try:
             message = await hook.send(**self._render(item, discord), wait=True,
                                       allowed_mentions=discord.AllowedMentions.none())
@@ -565,9 +569,12 @@ class Notifier:
 
     def _pop(self, item: _Item) -> None:
         with self._lock:
-            if self._queue and self._queue[0] is item:
-                self._queue.popleft()
-            self._changed.notify_all()
+            self._pop_locked(item)
+
+    def _pop_locked(self, item: _Item) -> None:
+        if self._queue and self._queue[0] is item:
+            self._queue.popleft()
+        self._changed.notify_all()
 
     def _set_state(self, state: str, error: str | None) -> None:
         with self._lock:

@@ -21,7 +21,7 @@ import pytest
 
 from conftest import make_app, plain, wait_for
 from console.discord_notify import read_ledger
-from console.notifier import NotifierLink, home, read_status, start_detached
+from console.notifier import NotifierLink, fingerprint, home, read_status, start_detached
 from fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
 
 REPO = Path(__file__).resolve().parents[2]
@@ -214,3 +214,17 @@ async def test_a_test_post_from_the_console_is_sent_by_the_notifier_and_reported
         _started.extend(link._popens)
     assert not list((home(runs) / "requests").glob("*.json"))
     assert json.loads((home(runs) / "status.json").read_text())["tests"]
+
+
+def test_a_console_with_another_webhook_url_restarts_the_notifier_on_it(fake, runs):
+    spawn(fake, runs)
+    wait_until(lambda: read_status(runs).running and read_status(runs).doc.get("state") == "ok", what="the first notifier")
+    first = read_status(runs).doc["pid"]
+    assert read_status(runs).doc["fingerprint"] == fingerprint(FAKE_WEBHOOK_URL)
+    link = NotifierLink(runs, argv=argv(fake, runs), environ=env(FONTAINE_DISCORD_WEBHOOK_URL=OTHER_URL))
+    link.tick(live=True)  # what the console's watcher thread does every 2 s
+    _started.extend(link._popens)
+    wait_until(lambda: read_status(runs).running and read_status(runs).doc["pid"] != first
+               and read_status(runs).doc.get("state") == "ok", what="the restarted notifier")
+    assert read_status(runs).doc["fingerprint"] == fingerprint(OTHER_URL)
+    assert not psutil.pid_exists(first) or psutil.Process(first).status() == psutil.STATUS_ZOMBIE
