@@ -35,10 +35,10 @@ from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, Res
 from console.widgets.panels import Panel, RecentRows, TripwireBanner
 from console.widgets.runs_table import RunsTable
 
-try:  # the Discord notifier is its own module; the console works without it
-    from console.discord_notify import Notifier
+try:  # the Discord notifier is its own (detached) process; the console works without it
+    from console.notifier import NotifierLink
 except ImportError:
-    Notifier = None
+    NotifierLink = None
 
 FROM_ENV = "from-env"
 _NEVER = object()
@@ -194,9 +194,7 @@ class FontaineApp(App):
         self.watcher.stop()
         if self.notifier is not None:
             try:
-                self.notifier.close(timeout=2.0)  # what is left is owed by the run dirs: the next console sends it
-            except TypeError:
-                self.notifier.close()
+                self.notifier.close()  # the detached notifier keeps posting after the console is gone
             except Exception:
                 pass
 
@@ -331,6 +329,12 @@ class FontaineApp(App):
         self._show_discord()
 
     def _show_discord(self) -> None:
+        outcomes = getattr(self.notifier, "test_outcomes", None)
+        for _rid, outcome in (outcomes() if outcomes else []):
+            if outcome.get("state") == "sent":
+                self.notify("Discord test post sent")
+            else:
+                self.notify(f"Discord test post dropped: {outcome.get('reason')}", severity="warning", timeout=15)
         screen = self._main_screen()
         if screen is not None and screen.query("#discord"):
             line = discord_line(self.notifier)
@@ -462,7 +466,7 @@ class FontaineApp(App):
                 hint = getattr(self.notifier, "setup_hint", None) or f"{discord_line(self.notifier).plain}: no post sent"
                 self.call_from_thread(self.notify, hint, severity="warning", timeout=20)
             else:
-                self.call_from_thread(self.notify, "Discord test post queued")
+                self.call_from_thread(self.notify, "Discord test post asked of the notifier")
         except Exception as exc:
             self.call_from_thread(self.notify, f"Discord test post failed: {exc}", severity="error")
         self.call_from_thread(self._show_discord)
@@ -495,11 +499,11 @@ class FontaineApp(App):
 def discord_line(notifier) -> Text:
     """One line on the Discord notifier's state (off / ok / retrying / failing + last error)."""
     if notifier is None:
-        why = "console/discord_notify.py not installed" if Notifier is None else "no notifier"
+        why = "console/notifier.py not installed" if NotifierLink is None else "no notifier"
         return Text(f"Discord: off ({why})", style="grey50")
     state = getattr(notifier, "state", None)
     name = str(getattr(state, "name", state)).lower()
-    style = {"ok": "green", "retrying": "yellow", "failing": "bold red"}.get(name, "grey50")
+    style = {"ok": "green", "retrying": "yellow", "failing": "bold red", "not running": "yellow"}.get(name, "grey50")
     if hasattr(state, "line"):
         t = Text(state.line(), style=style)
         if name == "off" and getattr(notifier, "setup_hint", None):
@@ -535,10 +539,12 @@ def shown_path(path: Path) -> str:
 
 
 def _make_notifier(runs_dir: Path):
-    if Notifier is None:
+    """The console's link to the folder's detached notifier (console/notifier.py), which it
+    starts when a webhook is configured; the console itself never posts."""
+    if NotifierLink is None:
         return None
     try:
-        return Notifier.from_env()
+        return NotifierLink(runs_dir)
     except Exception:
         return None
 

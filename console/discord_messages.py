@@ -5,15 +5,24 @@ an alert when a tripwire or a stall trips, a post when the run stops or fails, a
 post, and the frozen reads with the per-seed chart. Each post has a key that is stable for the
 run, so whoever sends them can keep a ledger and never send one twice:
 
-    launch            the run is live (prereg, arm, seeds, episode budget, gates)
-    update:N          N = the latest multiple of every_episodes done (only the latest if several
-                      were missed, with a note; never at N >= total: the end posts say it)
+    launch            the run is live: prereg, arm, policy kind, checkpoint + revision, decode,
+                      dtype, convmap, seeds, episode budget, workers, gates (from the manifest
+                      the driver writes: `policy` nested, `policy_resolved` for the revision)
+    update:N          N = the latest multiple of every_episodes done; never at N >= total (the
+                      end posts say it). Milestones missed while no notifier ran are not posted
+                      one by one: update:N carries an explicit catch-up listing each missed
+                      milestone with its figures (counted from the first M rows), and `covers`
+                      names their keys so the ledger records them as posted
     tripwire:GATE     GATE = gpu_hours | pace | stall | gate; a live gate reading that tripped,
                       or the stop reason naming it
     stall:N           the heartbeat is stale while live, at N episodes done
     stopped:N, failed:N   the run ended early, with the reason and the counts
     done              completed, frozen reads not written yet (counts from the rows)
     results           results.md exists: the frozen reads, shortened, and chart.png attached
+
+Phone-first: a post's one-line content (what a lock screen shows) leads with the arm and k/n;
+the run id comes last. No absolute local path reaches a post (`no_local_paths`): the plan's id
+and the run's name are enough.
 
 Nothing here touches the network or writes a file; the notifier (`console/discord_notify.py`)
 decides when to call `due_posts` and delivers what it returns.
@@ -23,7 +32,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prereg import rundir as rd
@@ -65,12 +74,11 @@ class Post:
     colour: int
     run_id: str | None = None
     image: bytes | None = field(default=None, repr=False)  # chart.png, shown via attachment://chart.png
+    covers: tuple[str, ...] = ()  # keys of missed milestones this post lists (a catch-up)
 
     def with_note(self, note: str) -> "Post":
         """The same post with a line of context added (a catch-up, a possible repeat)."""
-        desc = _clip(f"{self.description}\n*{note}*", DESCRIPTION_MAX)
-        return Post(self.kind, self.key, self.episodes, self.content, self.title, desc,
-                    self.footer, self.colour, self.run_id, self.image)
+        return replace(self, description=_clip(f"{self.description}\n*{note}*", DESCRIPTION_MAX))
 
     def as_text(self) -> str:
         """Plain-text fallback, for a post Discord rejected as malformed."""
@@ -183,28 +191,75 @@ def due_posts(
 
 
 def launch_post(snap: RunSnapshot) -> Post:
+    """The launch, from the manifest as engine/driver.py writes it (the policy nested)."""
     m = snap.manifest
     lines = []
     prereg_id, sha = _prereg(m)
     if prereg_id or sha:
         lines.append(f"prereg **{_esc(prereg_id or '?')}**" + (f" (sha256 `{sha[:12]}`)" if sha else ""))
-    settings = _settings(m)
-    arm_bits = [f"arm **{_esc(str(m.get('arm') or '?'))}**"]
-    for name in ("policy", "decode", "convmap", "checkpoint", "dtype"):
-        if settings.get(name) not in (None, ""):
-            arm_bits.append(f"{name} {_esc(_short(settings[name], 60))}")
+    pol = policy_facts(m)
+    arm_bits = [f"arm **{_esc(str(m.get('arm') or '?'))}**", f"policy **{_esc(pol['kind'])}**"]
     lines.append(" · ".join(arm_bits))
+    if pol.get("checkpoint"):
+        ck = f"checkpoint `{_code(pol['checkpoint'])}`"
+        ck += f" @ `{_code(pol['revision'])}`" if pol.get("revision") else " (revision: none recorded)"
+        if pol.get("weights_sha256"):
+            ck += f" · weights `{pol['weights_sha256'][:12]}`"
+        lines.append(ck)
+    bits = [f"{name} {_esc(_short(pol[name], 60))}" for name in ("decode", "dtype", "convmap") if pol.get(name)]
+    if bits:
+        lines.append(" · ".join(bits))
     seeds = m.get("seeds") if isinstance(m.get("seeds"), list) else []
     proto = [f"{len(seeds) or snap.total} seeds" + (f" ({seed_span(seeds)})" if seeds else "")]
-    if _num(m.get("episode_seconds")) is not None:
-        proto.append(f"{_num(m.get('episode_seconds')):g} s episodes")
-    workers = settings.get("workers", m.get("workers"))
+    secs = _num(m.get("episode_seconds"))
+    if secs is not None:
+        proto.append(f"{secs:g} s episodes")
+    workers = m.get("workers")
     if workers:
         proto.append(f"{workers} workers")
     lines.append(" · ".join(proto))
+    budget = f"budget: {snap.total} episodes"
+    if secs is not None:
+        budget += f" × {secs:g} s simulated"
+    lines.append(budget)
     lines.append("gates: " + describe_gates(snap.gate_spec()))
-    return _post(snap, LAUNCH, LAUNCH, f"launched: arm {m.get('arm') or '?'}, {snap.total} episodes",
-                 f"Launch · {snap.run_id}", "\n".join(lines))
+    what = f"launched · {pol['kind']}" + (f" {pol['decode']}" if pol.get("decode") else "")
+    return _post(snap, LAUNCH, LAUNCH, what, f"Launch · {snap.run_id}", "\n".join(lines))
+
+
+def policy_facts(m: dict) -> dict:
+    """kind, checkpoint, revision, decode, dtype, convmap (+ weights_sha256) from a manifest:
+    `policy` as the driver writes it (a dict), `policy_resolved` for what it resolved to; the
+    flat keys of older manifests are read too. A checkpoint given as a local path shows only its
+    last component."""
+    pol = m.get("policy")
+    res = m.get("policy_resolved") if isinstance(m.get("policy_resolved"), dict) else {}
+    flat = _settings(m)
+    if not isinstance(pol, dict):
+        pol = {"kind": pol, **{k: flat.get(k) for k in ("checkpoint", "decode", "dtype", "convmap", "revision")}}
+    extra = pol.get("extra") if isinstance(pol.get("extra"), dict) else {}
+
+    def first(*vals):
+        return next((v for v in vals if v not in (None, "", {}, [])), None)
+
+    convmap = first(pol.get("convmap"), res.get("convmap"))
+    if isinstance(convmap, dict):
+        convmap = convmap.get("name")
+    out = {
+        "kind": str(first(pol.get("kind"), res.get("policy")) or "?"),
+        "checkpoint": first(pol.get("checkpoint"), res.get("checkpoint")),
+        "revision": first(res.get("revision"), pol.get("revision"), extra.get("revision")),
+        "decode": first(res.get("decode"), pol.get("decode")),
+        "dtype": first(res.get("dtype"), pol.get("dtype")),
+        "convmap": convmap,
+        "weights_sha256": first(res.get("weights_sha256")),
+    }
+    for k, v in list(out.items()):
+        if v is not None and k != "kind":
+            out[k] = str(v)
+    if out["checkpoint"] and (out["checkpoint"].startswith(("/", "~")) or "\\" in out["checkpoint"]):
+        out["checkpoint"] = "…/" + out["checkpoint"].rstrip("/").rsplit("/", 1)[-1]
+    return out
 
 
 def update_post(snap: RunSnapshot, milestone: int) -> Post:
@@ -213,7 +268,7 @@ def update_post(snap: RunSnapshot, milestone: int) -> Post:
     lines.extend(f"warning: {w}" for w in warn)
     t = tally(snap.rows)
     return _post(snap, UPDATE, f"{UPDATE}:{milestone}",
-                 f"{snap.done}/{snap.total} · {t.successes} successes · {t.knock_aways} knock-aways",
+                 f"{t.successes} successes · {t.knock_aways} knock-aways",
                  f"Update · {snap.run_id} · {snap.done}/{snap.total}", "\n".join(lines))
 
 
@@ -376,8 +431,23 @@ def _due_update(snap: RunSnapshot, posted: set[str], every: int) -> Post | None:
     post = update_post(snap, milestone)
     missed = list(range(last + every, milestone, every))
     if missed:
-        post = post.with_note(f"caught up: the updates at {', '.join(map(str, missed))} episodes were not posted")
+        post = catch_up(post, snap, missed)
     return post
+
+
+def catch_up(post: Post, snap: RunSnapshot, missed: list[int]) -> Post:
+    """The update with an explicit list of the milestones no notifier posted, each with its
+    figures as they stood then (the first M rows, in the order the driver wrote them)."""
+    lines = []
+    for m in missed:
+        t = tally(snap.rows[:m])
+        lines.append(f"at {m}/{snap.total}: successes {t.successes} · knock-aways {t.knock_aways} · engaged {t.engaged}")
+    if len(lines) > 20:  # a long absence: the first and last ten, and how many in between
+        lines = [*lines[:10], f"… {len(lines) - 20} more …", *lines[-10:]]
+    text = (f"{post.description}\n\n**caught up**: {len(missed)} earlier update(s) not posted when due "
+            f"(no notifier was running or Discord was unreachable):\n" + "\n".join(lines))
+    return replace(post, description=_clip(text, DESCRIPTION_MAX),
+                   covers=tuple(f"{UPDATE}:{m}" for m in missed))
 
 
 def _readings(snap: RunSnapshot):
@@ -445,12 +515,30 @@ def _post(snap: RunSnapshot, kind: str, key: str, content: str, title: str, desc
     if prereg_id:
         foot.append(str(prereg_id))
     foot.append(key)
+    arm = str(snap.manifest.get("arm") or snap.status.get("arm") or "?")
+    lead = f"{_esc(arm)} {snap.done}/{snap.total}"  # what a phone's lock screen shows first
     return Post(
         kind=kind, key=key, episodes=snap.done,
-        content=_clip(f"`{_code(snap.run_id)}` {content}", CONTENT_MAX),
-        title=_clip(title, TITLE_MAX), description=_clip(description, DESCRIPTION_MAX),
+        content=_clip(no_local_paths(f"{lead} · {content} · `{_code(snap.run_id)}`"), CONTENT_MAX),
+        title=_clip(no_local_paths(title), TITLE_MAX),
+        description=_clip(no_local_paths(description), DESCRIPTION_MAX),
         footer=_clip(" · ".join(foot), FOOTER_MAX), colour=COLOURS[kind], run_id=snap.run_id, image=image,
     )
+
+
+_ABS_PATH = re.compile(r"(?<![\w.:/~\\-])(?:\\?~/|/)(?:[\w.@+\\-]+/)*[\w.@+\\-]+/?")  # \ : markdown escapes
+
+
+def no_local_paths(text: str) -> str:
+    """Absolute local paths (`/home/…/x`, `~/…/x`) replaced by their last component: a post
+    never tells the channel how this machine's disk is laid out. URLs are left alone."""
+    def short(m: re.Match) -> str:
+        path = m.group(0)
+        if path.count("/") < 2 and not path.startswith("~"):
+            return path  # '/s', '1/2' and the like are not paths
+        return "…/" + path.rstrip("/").rsplit("/", 1)[-1]
+
+    return _ABS_PATH.sub(short, text)
 
 
 def _reason(snap: RunSnapshot) -> str:

@@ -1,28 +1,33 @@
-"""Posts a run's progress to a Discord channel through a webhook, without ever blocking the console.
+"""Posts a run's progress to a Discord channel through a webhook: the queue, the sender, the ledger.
 
-The console calls `Notifier.poll_run(run_dir)` from a worker thread every few seconds; it reads
-the run directory, works out which posts are owed (`console/discord_messages.py`) and queues
-them. One background thread runs an asyncio loop that sends the queue in order with the real
-discord.py webhook client. A post that fails stays at the head of the queue and is retried with
-capped exponential backoff (discord.py itself waits out rate limits), so an outage delays posts
-and loses none.
+It runs inside the detached notifier process (`console/notifier.py`, one per runs folder), which
+calls `Notifier.poll_run(run_dir)` every couple of seconds; the console never posts itself. It
+reads the run directory, works out which posts are owed (`console/discord_messages.py`) and
+queues them. One background thread runs an asyncio loop that sends the queue in order with the
+real discord.py webhook client. A post that fails stays at the head of the queue and is retried
+with capped exponential backoff (discord.py itself waits out rate limits), so an outage delays
+posts and loses none.
+
+States: off (no webhook) | unknown (until Discord first answers; with `validate`, a GET of the
+webhook at start answers at once) | ok | retrying | failing. A 401/403/404 is tried at most
+`gone_after` (3) times, then posting stops with `failing: webhook gone…` in the state and a
+`webhook_gone` line in each owed run's ledger, until `set_url` gives a new URL.
 
 The ledger, RUN_DIR/posts.jsonl, gets one line per post only after Discord confirmed it (with
-the message id), flushed and fsynced, and a restarted console rebuilds what is owed from the
-run directory and the ledger: nothing is posted twice and missed posts are caught up.
+the message id, and `covers` for the missed milestones a catch-up listed), flushed and fsynced,
+and a restarted notifier rebuilds what is owed from the run directory and the ledger: nothing
+is posted twice and missed posts are caught up.
 
-Crash window. Between Discord's confirmation and the ledger line there are a few milliseconds
-in which a crash would leave a post delivered but unrecorded. We prefer a rare repeat to a lost
-post: before each send, RUN_DIR/posts.inflight.json names the post being sent; it is removed
-once the ledger line is on disk. A restarted console that finds it for a post not in the ledger
-sends that post again, marked as a possible repeat.
+Crash window. discord.py's Webhook.send takes no nonce (only channel sends have
+`enforce_nonce`), so Discord cannot deduplicate a re-sent webhook message. `close()` waits for
+a send already on the wire up to the HTTP timeout, so a stopped notifier records its answer.
+Only a process killed outright between Discord's answer and the ledger line leaves a post
+delivered but unrecorded: before each send, RUN_DIR/posts.inflight.json names the post being
+sent; it is removed once the ledger line is on disk. A notifier that finds it for a post not in
+the ledger sends that post again, marked as a possible repeat (a rare repeat beats a lost post).
 
-Use. `notifier = Notifier.from_env()` at start; from the console's poller thread, every few
-seconds, `notifier.poll_run(run_dir)` for every run directory listed, finished ones included (a
-finished run that has not changed costs a few stat calls; a run that ended more than six hours
-ago and was never posted about gets nothing, so old runs never flood the channel);
-`notifier.state.line()` for the status bar; `notifier.send_test()` on the test-post key;
-`notifier.close()` on exit.
+Test posts: `send_test(test_id)`; the outcome (sent with the message id, or dropped with the
+reason: posts off, webhook gone, the notifier stopped first) lands in `test_results`.
 
 Secrets. The webhook URL carries its token: it is never printed, logged or written. Only the
 masked form (`mask_webhook_url`) is shown, every error text is scrubbed of it, and discord.py's
@@ -56,7 +61,8 @@ ENV_FILE = "FONTAINE_DISCORD_WEBHOOK_FILE"
 LEDGER = rd.POSTS
 INFLIGHT = "posts.inflight.json"
 
-OFF, OK, RETRYING, FAILING = "off", "ok", "retrying", "failing"
+OFF, UNKNOWN, OK, RETRYING, FAILING = "off", "unknown", "ok", "retrying", "failing"
+WEBHOOK_GONE = "webhook gone"  # how the state's error starts once 401/403/404 made us stop posting
 
 SETUP_HINT = (
     "Discord posts are off. To turn them on: in Discord, Channel settings > Integrations > "
@@ -77,7 +83,7 @@ class WebhookConfigError(ValueError):
 
 
 class NotifierState(str):
-    """The state as a plain string (off | ok | retrying | failing) that also carries the details
+    """The state as a plain string (off | unknown | ok | retrying | failing) that also carries the details
     the console shows next to it: a consistent copy, safe to read from the UI thread."""
 
     last_error: str | None  # masked
@@ -104,6 +110,8 @@ class NotifierState(str):
         text = f"Discord: {self.name}"
         if self.pending:
             text += f" · {self.pending} queued"
+        if self == FAILING and (self.last_error or "").startswith(WEBHOOK_GONE):
+            return f"Discord: failing: {self.last_error}" + (f" · {self.pending} queued" if self.pending else "")
         if self in (RETRYING, FAILING) and self.last_error:
             text += f" · {self.last_error}"
         return text
@@ -122,6 +130,8 @@ class Notifier:
         failing_after: int = 3,
         catch_up_s: float = 6 * 3600.0,
         request_timeout_s: float = 30.0,
+        gone_after: int = 3,
+        validate: bool = False,
         config_error: str | None = None,
     ):
         quiet_discord_logging(url)
@@ -132,6 +142,8 @@ class Notifier:
         self.failing_after = failing_after
         self.catch_up_s = catch_up_s
         self.request_timeout_s = request_timeout_s
+        self.gone_after = gone_after  # 401/403/404 this many times in a row: stop posting until the URL changes
+        self.validate = validate  # a GET of the webhook when the sender starts: ok/gone before any post
         self.masked_url = mask_webhook_url(url) if url else None
 
         self._lock = threading.Lock()  # the queue and the state; never held during file I/O
@@ -139,10 +151,16 @@ class Notifier:
         self._changed = threading.Condition(self._lock)  # notified when the queue or state changes
         self._queue: deque[_Item] = deque()
         self._runs: dict[Path, _RunBook] = {}
-        self._state = OK if url else OFF
+        self._state = UNKNOWN if url else OFF  # unknown until Discord first answers
         self._last_error = config_error
         self._sent = 0
         self._failures = 0
+        self._gone_tries = 0
+        self._gone = False
+        self._gone_noted: set[Path] = set()  # runs whose ledger says the webhook is gone (this time)
+        self._sending: _Item | None = None  # the item whose request is on the wire
+        self._url_version = 0
+        self.test_results: dict[str, dict] = {}  # test id -> {state: sent|dropped, at, message_id|reason}
         self._closing = False
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -211,20 +229,54 @@ class Notifier:
             with self._lock:
                 self._queue.extend(_Item(run_dir, p) for p in posts)
                 self._changed.notify_all()
+                owed = [i.post.key for i in self._queue if i.run_dir == run_dir] if self._gone and posts else []
+            if owed:
+                self._note_gone(run_dir, owed)
         if posts:
             self._kick()
         return [p.key for p in posts]
 
-    def send_test(self) -> bool:
-        """Queue a test post (also retries a failing queue now). False when posts are off."""
-        if self._url is None or self._closing:
+    def send_test(self, test_id: str | None = None, host: str | None = None) -> bool:
+        """Queue a test post (also retries a failing queue now). False when posts are off or the
+        webhook is gone (then `test_results[test_id]` says dropped, and why). Its outcome, sent
+        or dropped, lands in `test_results[test_id]`."""
+        test_id = test_id or rd.utc_now("milliseconds")
+        why = ("Discord posts are off" if self._url is None else "the notifier is stopping" if self._closing
+               else self._last_error if self._gone else None)
+        if why:
+            self.test_results[test_id] = {"state": "dropped", "reason": why, "at": rd.utc_now()}
             return False
         at = rd.utc_now()
         with self._lock:
-            self._queue.append(_Item(None, msgs.make_test_post(socket.gethostname(), at)))
+            self._queue.append(_Item(None, msgs.make_test_post(host or socket.gethostname(), at), test_id=test_id))
+            self._failures = 0  # a test post is a request to try now
             self._changed.notify_all()
         self._kick()
         return True
+
+    def set_url(self, url: str | None) -> None:
+        """A new webhook URL (the old one is gone, or the user changed it): posting resumes."""
+        if url == self._url:
+            return
+        quiet_discord_logging(url)
+        with self._lock:
+            self._url, self.masked_url = url, (mask_webhook_url(url) if url else None)
+            self._gone, self._gone_tries, self._failures = False, 0, 0
+            self._gone_noted.clear()
+            self._state, self._last_error = (UNKNOWN if url else OFF), None
+            self._url_version += 1
+            self._changed.notify_all()
+        self._kick()
+
+    def start(self) -> None:
+        """Start the sender now (it otherwise starts with the first post): with `validate`, the
+        state turns ok or failing from a GET of the webhook before anything is owed."""
+        if self._url is not None:
+            self._kick()
+
+    @property
+    def gone(self) -> bool:
+        return self._gone
 
     def wait_idle(self, timeout: float) -> bool:
         """Wait until the queue is empty; True if it emptied in time."""
@@ -239,26 +291,45 @@ class Notifier:
 
     def close(self, timeout: float = 5.0) -> bool:
         """Flush the queue for up to `timeout` (not at all while Discord is failing: quitting must
-        not hang), then stop the sender. True if nothing was left. Whatever was left is owed by
-        the run directories and is sent by the next console."""
+        not hang), then stop the sender. A send already on the wire is waited for up to the HTTP
+        timeout, so that its answer is in the ledger and the next notifier does not send it
+        again. True if nothing was left. Posts left are owed by the run directories and sent by
+        the next notifier; test posts left are reported dropped in `test_results`."""
         if self._closing or self._thread is None:
             self._closing = True
+            self._drop_tests("the notifier stopped before it was sent")
             return not self._queue
         deadline = time.monotonic() + timeout
         with self._lock:
-            while self._queue and self._state == OK and time.monotonic() < deadline:
+            while self._queue and self._state in (OK, UNKNOWN) and not self._gone and time.monotonic() < deadline:
                 self._changed.wait(deadline - time.monotonic())
             flushed = not self._queue
         self._closing = True
         if self._loop is not None and self._thread is not None:
             self._kick()
-            self._thread.join(timeout=max(1.0, timeout))
+            wait = max(1.0, timeout)
+            if self._sending is not None:
+                wait = max(wait, self.request_timeout_s + 1.0)
+                log.info("Discord: waiting up to %.0f s for the post on the wire (%s)", wait, self._sending.post.key)
+            self._thread.join(timeout=wait)
+            if self._thread.is_alive() and self._sending is not None:
+                log.error("Discord: no answer for %s within %.0f s; %s names it for the next notifier",
+                          self._sending.post.key, wait, INFLIGHT)
+        self._drop_tests("the notifier stopped before it was sent")
         return flushed
+
+    def _drop_tests(self, reason: str) -> None:
+        with self._lock:
+            for item in [i for i in self._queue if i.test_id is not None]:
+                if item is not self._sending:
+                    self._queue.remove(item)
+                    self.test_results[item.test_id] = {"state": "dropped", "reason": reason, "at": rd.utc_now()}
+            self._changed.notify_all()
 
     # --- ledger ----------------------------------------------------------------------------
 
     def _load_ledger(self, book: _RunBook) -> None:
-        book.keys |= read_ledger_keys(book.run_dir)
+        book.keys |= read_ledger_keys(book.run_dir)  # a catch-up's `covers` included
         marker = msgs.read_json_object(book.run_dir / INFLIGHT)
         key = marker.get("key")
         if key and key in book.keys:
@@ -316,8 +387,20 @@ class Notifier:
 
         timeout = aiohttp.ClientTimeout(total=self.request_timeout_s)
         async with aiohttp.ClientSession(timeout=timeout) as session:
-            hook = discord.Webhook.from_url(self._url, session=session)
+            hook, version, checked = None, -1, False
             while not self._closing:
+                if version != self._url_version:  # the first pass, or a new URL
+                    version, checked = self._url_version, not self.validate
+                    hook = discord.Webhook.from_url(self._url, session=session) if self._url else None
+                if hook is None or self._gone:
+                    await self._sleep(None)  # until the URL changes (or close)
+                    continue
+                if not checked:
+                    delay = await self._check(hook, discord)
+                    checked = delay == 0.0
+                    if delay:
+                        await self._sleep(delay)
+                    continue
                 with self._lock:
                     item = self._queue[0] if self._queue else None
                 if item is None:
@@ -326,6 +409,20 @@ class Notifier:
                 delay = await self._attempt(hook, item, discord)
                 if delay:
                     await self._sleep(delay)
+
+    async def _check(self, hook, discord) -> float:
+        """GET the webhook (cheap; posts nothing): the state is ok or failing before any post."""
+        try:
+            await hook.fetch()
+        except Exception as exc:  # noqa: BLE001 - classified like a failed post
+            return self._failed(None, exc, discord)
+        self._answered_ok()
+        return 0.0
+
+    def _answered_ok(self) -> None:
+        with self._lock:
+            self._failures = self._gone_tries = 0
+        self._set_state(OK, None)
 
     async def _sleep(self, seconds: float | None) -> None:
         """Wait for news (or `seconds`): a new post, a test post, close()."""
@@ -352,17 +449,28 @@ class Notifier:
                 rd.write_json_atomic(run_dir / INFLIGHT, {"key": post.key, "kind": post.kind, "at": rd.utc_now("milliseconds")})
             except OSError as exc:
                 return self._failed(item, exc, discord, f"cannot write {INFLIGHT} in {run_dir}")
+        # discord.py's Webhook.send has no nonce (only channel sends do, via enforce_nonce), so
+        # Discord cannot deduplicate a re-sent webhook message: we rely on the marker above and on
+        # waiting for this answer at shutdown (close), and keep the message id wait=True returns.
+        with self._lock:  # a test post dropped meanwhile (close, webhook gone) is not sent after all
+            if item.test_id is not None and item.test_id in self.test_results:
+                self._pop_locked(item)
+                return 0.0
+            self._sending = item
         try:
             message = await hook.send(**self._render(item, discord), wait=True,
                                       allowed_mentions=discord.AllowedMentions.none())
         except Exception as exc:  # noqa: BLE001 - HTTP errors, connection errors (OSError), timeouts, bugs: retried, never dropped
+            self._sending = None
             return self._failed(item, exc, discord)
         if run_dir is not None:
             self._record(run_dir, post, message.id)
+        self._sending = None
+        if item.test_id is not None:
+            self.test_results[item.test_id] = {"state": "sent", "message_id": str(message.id), "at": rd.utc_now()}
         with self._lock:
             self._sent += 1
-            self._failures = 0
-        self._set_state(OK, None)
+        self._answered_ok()
         self._pop(item)
         log.info("Discord: posted %s for %s", post.key, post.run_id or "test")
         return 0.0
@@ -371,10 +479,11 @@ class Notifier:
         """The ledger line, then the in-flight marker goes. If the ledger cannot be written the
         marker stays, so a restarted console re-sends this post marked as a possible repeat."""
         try:
-            append_ledger(run_dir, {
-                "kind": post.kind, "key": post.key, "episodes": post.episodes,
-                "message_id": str(message_id), "at": rd.utc_now("milliseconds"),
-            })
+            entry = {"kind": post.kind, "key": post.key, "episodes": post.episodes,
+                     "message_id": str(message_id), "at": rd.utc_now("milliseconds")}
+            if post.covers:
+                entry["covers"] = list(post.covers)  # missed milestones this catch-up listed
+            append_ledger(run_dir, entry)
         except OSError as exc:
             log.error("Discord post %s delivered but not recorded in %s: %s", post.key, run_dir / LEDGER, exc)
             return
@@ -392,7 +501,8 @@ class Notifier:
             kw["file"] = discord.File(io.BytesIO(post.image), filename=msgs.CHART_NAME)
         return kw
 
-    def _failed(self, item: _Item, exc: BaseException, discord, what: str | None = None) -> float:
+    def _failed(self, item: _Item | None, exc: BaseException, discord, what: str | None = None) -> float:
+        """`item` None: the webhook check at start failed."""
         status = getattr(exc, "status", None)
         with self._lock:
             self._failures += 1
@@ -400,13 +510,20 @@ class Notifier:
         delay = min(self.backoff_max_s, self.backoff_s * 2 ** (failures - 1))
         if isinstance(exc, discord.HTTPException):
             text = f"Discord answered {status}: {exc.text or exc.response.reason}"
-            if status == 400 and not item.plain:
+            if status == 400 and item is not None and not item.plain:
                 item.plain = True  # one bad embed must not block the queue: retry as plain text now
                 delay = 0.0
             elif status == 429:
                 delay = max(delay, _retry_after(exc))
             elif status in (401, 403, 404):
-                text = f"Discord answered {status}: the webhook was deleted or the URL is wrong; set a new one"
+                with self._lock:
+                    self._gone_tries += 1
+                    tries = self._gone_tries
+                if tries >= self.gone_after:
+                    self._give_up(status, tries)
+                    return 0.0
+                text = (f"Discord answered {status}: the webhook was deleted or the URL is wrong; set a new one "
+                        f"(try {tries} of {self.gone_after})")
                 failures = max(failures, self.failing_after)
         elif what:
             text = f"{what}: {exc}"
@@ -415,15 +532,49 @@ class Notifier:
         text = self._scrub(text)[:300]
         state = FAILING if failures >= self.failing_after else RETRYING
         if state != self._state or text != self._last_error:
-            log.warning("Discord post %s not delivered (%s); retrying in %.1f s", item.post.key, text, delay)
+            log.warning("Discord %s not delivered (%s); retrying in %.1f s",
+                        f"post {item.post.key}" if item else "webhook check", text, delay)
         self._set_state(state, text)
         return delay
 
+    def _give_up(self, status: int, tries: int) -> None:
+        """The webhook is gone (401/403/404 `tries` times in a row): stop posting until the URL
+        changes, say so in the state, in every owed run's ledger, and to each queued test post."""
+        text = f"{WEBHOOK_GONE}: Discord answered {status} {tries} times; posting stopped until the webhook URL changes"
+        with self._lock:
+            self._gone = True
+            self._gone_status = status
+            self._state, self._last_error = FAILING, text
+            owed: dict[Path, list[str]] = {}
+            for item in self._queue:
+                if item.run_dir is not None:
+                    owed.setdefault(item.run_dir, []).append(item.post.key)
+            self._changed.notify_all()
+        log.error("Discord: %s", text)
+        for run_dir, keys in owed.items():
+            self._note_gone(run_dir, keys)
+        self._drop_tests(text)
+
+    def _note_gone(self, run_dir: Path, keys: list[str]) -> None:
+        """One line in the run's ledger: these posts are owed and the webhook is gone."""
+        if run_dir in self._gone_noted:
+            return
+        self._gone_noted.add(run_dir)
+        try:
+            rd.append_line(run_dir / LEDGER, {"event": "webhook_gone", "status": getattr(self, "_gone_status", None),
+                                              "tries": self._gone_tries, "webhook": self.masked_url, "owed": keys,
+                                              "at": rd.utc_now("milliseconds")})
+        except OSError as exc:
+            log.error("cannot write %s: %s", run_dir / LEDGER, exc)
+
     def _pop(self, item: _Item) -> None:
         with self._lock:
-            if self._queue and self._queue[0] is item:
-                self._queue.popleft()
-            self._changed.notify_all()
+            self._pop_locked(item)
+
+    def _pop_locked(self, item: _Item) -> None:
+        if self._queue and self._queue[0] is item:
+            self._queue.popleft()
+        self._changed.notify_all()
 
     def _set_state(self, state: str, error: str | None) -> None:
         with self._lock:
@@ -511,6 +662,8 @@ def read_ledger_keys(run_dir: Path) -> set[str]:
             continue
         if isinstance(obj, dict) and obj.get("key"):
             keys.add(str(obj["key"]))
+            if isinstance(obj.get("covers"), list):  # a catch-up listed these missed milestones
+                keys.update(str(k) for k in obj["covers"])
     return keys
 
 
@@ -560,6 +713,7 @@ class _Item:
     run_dir: Path | None  # None for a test post: no ledger
     post: msgs.Post
     plain: bool = False  # Discord rejected the embed as malformed: send it as plain text
+    test_id: str | None = None  # a test post: its outcome goes to Notifier.test_results
 
 
 class _RunBook:

@@ -211,8 +211,16 @@ def launch_detached(argv: list[str], run_dir: str | Path, cwd: str | Path | None
     with open(run_dir / rd.LOG, "ab") as log:
         return subprocess.Popen(
             argv, start_new_session=True, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, close_fds=True, cwd=cwd,
+            stderr=subprocess.STDOUT, close_fds=True, cwd=cwd, env=run_env(),
         )
+
+
+def run_env(environ=None) -> dict:
+    """The console's environment minus the Discord webhook: a run never posts (the detached
+    notifier does), so the secret stays out of the driver, its workers and its Ray shards.
+    Tokens a run may need (HF_TOKEN for a checkpoint, RAY_AUTH_TOKEN for a cluster) stay."""
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in environ.items() if "WEBHOOK" not in k.upper()}
 
 
 def request_stop(run_dir: str | Path, who: str, detail: str, now: float | None = None) -> Path:

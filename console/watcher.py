@@ -28,7 +28,7 @@ RESCAN_EVERY_S = 2.0
 FIRST_BYTES = 1024 * 1024  # the first read of the selected run: its panels appear at once
 SELECTED_BYTES = 4 * 1024 * 1024  # then per poll: a big file shows progress as it loads
 BACKGROUND_BYTES = 2 * 1024 * 1024  # per poll, for runs other than the selected one
-NOTIFY_EVERY_S = 2.0  # how often the Discord notifier gets its turn
+NOTIFY_EVERY_S = 2.0  # how often the Discord notifier link gets its turn (start it, read its status)
 LOADING_UPDATE_S = 0.5  # while a big file loads, the UI gets at most this often a new snapshot
 LOADING_PAUSE_S = 0.5  # the longest a paced watcher waits for the UI to draw, between chunks of a big file
 
@@ -344,13 +344,10 @@ class Watcher:
             self.notify_once()
 
     def notify_once(self) -> None:
-        """Give the Discord notifier its turn on every run, finished ones included (it skips
-        unchanged finished runs cheaply and never posts about old ones). Off the UI thread,
-        and off the polling thread."""
-        with self._lock:
-            paths = [w.path for w in self.watches.values()]
-        for path in paths:
-            try:
-                self.notifier.poll_run(path)
-            except Exception:  # the notifier reports its own failures in its state
-                pass
+        """Give the Discord notifier link its turn: it starts the folder's detached notifier when
+        a run is live and none is running, and refreshes the status the UI shows. The console
+        never posts itself. Off the UI thread, and off the polling thread."""
+        try:
+            self.notifier.tick(bool(self.live_runs()))
+        except Exception:  # the link reports its own failures in its state
+            pass

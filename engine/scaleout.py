@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -64,6 +65,22 @@ START_TOGETHER_S = 60.0  # longest the shards that are up wait for the others be
 ABORT_WAIT_S = 5.0
 CLOSE_WAIT_S = 30.0
 FORWARDED_ENV_PREFIXES = ("FONTAINE_", "MUJOCO_GL", "PYOPENGL_PLATFORM")
+# Secrets never travel to the shards: the Discord webhook (FONTAINE_DISCORD_WEBHOOK_URL/_FILE,
+# which the console's notifier needs and no shard does), tokens, passwords, keys. Ray's own auth
+# token reaches a node through the node's environment (`ray start`), never through us.
+SECRET_ENV = re.compile(r"WEBHOOK|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|_KEY_", re.IGNORECASE)
+
+
+def shard_env(environ=None) -> dict:
+    """The variables a shard gets from the driver: FONTAINE_* and the GL settings, minus secrets."""
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in environ.items() if k.startswith(FORWARDED_ENV_PREFIXES) and not SECRET_ENV.search(k)}
+
+
+def secret_env_names(environ=None) -> list[str]:
+    """Names (never values) of the variables here that look like secrets: a shard reports them."""
+    environ = os.environ if environ is None else environ
+    return sorted(k for k in environ if SECRET_ENV.search(k))
 INSTALL_HINT = "pip install '.[ray]'"
 
 
@@ -119,6 +136,7 @@ class _Shard:
                 "pid": os.getpid(), "python": sys.version.split()[0], "ray": ray.__version__,
                 "git_commit": tool_git_commit(), "versions": package_versions(),
                 "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                "env_secrets": secret_env_names(),  # names only: what a shard's node could leak
                 "policy": self.policy_description, "video_scratch": str(self.scratch)}
 
     def step(self, seeds: list[int], known_free: int, respawn: bool, wait_s: float) -> dict:
@@ -354,7 +372,7 @@ class RayPool:
                       for n in self._nodes],
             "per_shard": [{"shard": s.index, "node_id": s.node_id, "node_ip": s.node_ip, **{
                 k: s.info.get(k) for k in ("host", "pid", "python", "ray", "git_commit", "cuda_visible_devices",
-                                           "policy")}} for s in self.shards],
+                                           "env_secrets", "policy")}} for s in self.shards],
             "usage_stats": os.environ.get("RAY_USAGE_STATS_ENABLED"),
             "auth_mode": os.environ.get("RAY_AUTH_MODE", "unset (Ray's default)"),
             "dashboard": bool(self.settings.get("dashboard")),
@@ -381,6 +399,9 @@ class RayPool:
             kwargs.update(address="local", include_dashboard=bool(self.settings.get("dashboard")),
                           num_cpus=max(os.cpu_count() or 1, shards * self.workers_per_shard))
             _ephemeral_token_for_a_private_cluster()
+            # the private cluster's raylet, and so every shard, inherits this process's environment
+            for name in [k for k in os.environ if re.search("WEBHOOK", k, re.IGNORECASE)]:
+                os.environ.pop(name)  # the driver never posts: the webhook is the notifier's alone
         else:
             kwargs["address"] = self.address
             if self.settings.get("dashboard"):
@@ -443,7 +464,7 @@ class RayPool:
             raise DriverError(f"the Ray cluster could place only {len(ready)} of {n_shards} shards of {bundles} "
                               f"within {PLACE_TIMEOUT_S:.0f} s; nodes: {_node_summary(self._nodes)}; "
                               f"use fewer --ray-shards or --workers")
-        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
+        env = shard_env()
         actor_cls = ray.remote(_Shard)
         for s in self.shards:
             s.actor = actor_cls.options(

@@ -5,7 +5,11 @@ end) in its own thread, records every request, and answers like Discord: a messa
 a fresh id, `Content-Type: application/json` exactly (discord.py does not parse
 `application/json; charset=utf-8` as JSON). Failures are scripted: `fail_next(429,
 retry_after=..)` (with the `Via` header discord.py needs to retry a 429 itself, or without it),
-`fail_next(500)`, and `stop()` for an outage (connection refused) until `start()`.
+`fail_next(500)`, `stop()` for an outage (connection refused) until `start()`, and
+`delay_next(s)`: the message is created when the request arrives (as Discord does) but the
+answer comes `s` seconds later (a slow send that a shutdown can catch on the wire). A GET of
+the webhook (discord.py's `Webhook.fetch`, a cheap validity check) answers the webhook object
+or the scripted failure.
 
 Point discord.py at it with `discord.http.Route.BASE = fake.base` (each request builds a new
 Route, so the patch takes effect). Its access log is off: its paths carry the token.
@@ -46,6 +50,7 @@ class FakeDiscord:
         self.requests: list[Request] = []
         self.messages: list[Request] = []  # accepted posts, in the order they arrived
         self._failures: list[Failure] = []
+        self._delays: list[float] = []
         self._ids = count(1_300_000_000_000_000_001)
         self._cond = threading.Condition()
         self.port = _free_port()
@@ -73,6 +78,10 @@ class FakeDiscord:
     def fail_next(self, status: int, *, retry_after: float = 0.0, via: bool = True, times: int = 1) -> None:
         with self._cond:
             self._failures.extend(Failure(status, retry_after, via) for _ in range(times))
+
+    def delay_next(self, seconds: float, *, times: int = 1) -> None:
+        with self._cond:
+            self._delays.extend([seconds] * times)
 
     def wait_for(self, predicate, timeout: float = 10.0) -> bool:
         """Wait until predicate(self) holds (checked on every request)."""
@@ -118,11 +127,18 @@ class FakeDiscord:
             failure = self._failures.pop(0) if self._failures else None
         if failure is not None:
             return self._record(request, payload, files, failure.status, _failure_response(failure))
+        if request.method == "GET":
+            return self._record(request, payload, files, 200, _json(200, _webhook(request.match_info)))
         if request.method != "POST":
             return self._record(request, payload, files, 405, _json(405, {"message": "405: Method Not Allowed", "code": 0}))
         msg_id = str(next(self._ids))
         body = _message(msg_id, request.match_info["webhook_id"], payload or {}, files)
-        return self._record(request, payload, files, 200, _json(200, body), accepted=True)
+        with self._cond:
+            delay = self._delays.pop(0) if self._delays else 0.0
+        response = self._record(request, payload, files, 200, _json(200, body), accepted=True)
+        if delay:
+            await asyncio.sleep(delay)  # created already; only the answer is late
+        return response
 
     def _record(self, request, payload, files, status, response, accepted=False):
         rec = Request(request.method, request.path, dict(request.query), status, payload, files)
@@ -162,6 +178,12 @@ def _failure_response(f: Failure) -> web.Response:
 def _json(status: int, obj: dict, headers: dict | None = None) -> web.Response:
     return web.Response(status=status, body=json.dumps(obj).encode(),
                         headers={"Content-Type": "application/json", **(headers or {})})
+
+
+def _webhook(match: dict) -> dict:
+    """The webhook object a GET /webhooks/{id}/{token} answers."""
+    return {"id": match["webhook_id"], "type": 1, "name": "Fontaine", "avatar": None, "token": match["token"],
+            "channel_id": "1200000000000000002", "guild_id": "1200000000000000001", "application_id": None}
 
 
 def _message(msg_id: str, webhook_id: str, payload: dict, files: list[tuple[str, bytes]]) -> dict:

@@ -6,8 +6,15 @@ import json
 import os
 import time
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 from console.discord_messages import (
-    DESCRIPTION_MAX, Post, due_posts, gate_spec_from, read_snapshot, seed_span, shorten_markdown,
+    DESCRIPTION_MAX, Post, due_posts, gate_spec_from, launch_post, no_local_paths, read_snapshot, seed_span,
+    shorten_markdown,
 )
 from fake_discord import HandMadeRun
 from prereg.rundir import StopReason
@@ -26,7 +33,7 @@ def age(path, seconds):
     os.utime(path, (t, t))
 
 
-def test_a_live_run_is_owed_its_launch_then_the_latest_update_only(tmp_path):
+def test_a_live_run_is_owed_its_launch_then_the_latest_update_with_an_explicit_catch_up(tmp_path):
     run = HandMadeRun(tmp_path, total=100)
     assert keys(owed(run)) == ["launch"]
     run.episodes(9)
@@ -34,7 +41,10 @@ def test_a_live_run_is_owed_its_launch_then_the_latest_update_only(tmp_path):
     run.episodes(34)
     posts = owed(run, ["launch", "update:10"])
     assert keys(posts) == ["update:30"]
-    assert "caught up: the updates at 20 episodes were not posted" in posts[0].description
+    text = posts[0].description
+    assert "**caught up**: 1 earlier update(s) not posted" in text
+    assert "at 20/100: successes 4 · knock-aways 5 · engaged 10" in text  # the figures as they stood at 20
+    assert posts[0].covers == ("update:20",)  # the ledger records update:20 as posted by this one
     assert keys(owed(run, ["launch", "update:30"])) == []
     assert keys(owed(run, ["launch", "update:30"], every_episodes=5)) == []  # 30 is still the latest
     run.episodes(36)
@@ -142,6 +152,64 @@ def test_seed_spans():
     assert seed_span(list(range(100))) == "0–99"
     assert seed_span([42, 47, 55]) == "42, 47, 55"
     assert seed_span(list(range(0, 40, 2))).endswith(", …")
+
+
+def test_previews_lead_with_the_arm_and_k_of_n_and_the_run_id_comes_last(tmp_path):
+    run = HandMadeRun(tmp_path, total=100).episodes(20)
+    launch, update = owed(run)
+    assert update.content.startswith("A 20/100 · 4 successes")
+    assert launch.content.startswith("A 20/100 · launched · molmoact2 flow")
+    assert update.content.endswith("`flow-a-20261130-080000`")
+
+
+def test_no_absolute_local_path_reaches_a_post(tmp_path):
+    run = HandMadeRun(tmp_path, total=10).episodes(3)
+    run.status("failed", reason=f"could not read {tmp_path}/ckpt/model.safetensors; see ~/logs/x.log")
+    run.results(f"## Results\n\nrows: {run.dir}/rows.jsonl\nhttps://example.org/a/b stays\n")
+    posts = owed(run, ["launch"])
+    assert keys(posts) == ["failed:3", "results"]
+    for p in posts:
+        for text in (p.content, p.title, p.description, p.footer):
+            assert str(tmp_path) not in text and "~/logs" not in text
+    assert "…/model.safetensors" in posts[0].description and "…/rows.jsonl" in posts[1].description
+    assert "https://example.org/a/b" in posts[1].description
+    assert no_local_paths("10/25 · 1/2 of /x") == "10/25 · 1/2 of /x"
+
+
+def _driver_manifest(tmp_path, *policy_args) -> dict:
+    """Run the real driver (fontaine-eval) for one 1 s episode and read the manifest it wrote."""
+    run_dir = tmp_path / "run"
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-m", "engine.cli", *policy_args, "--seed", "0", "--num-seeds", "1",
+         "--episode-seconds", "1", "--video-draw", "none", "--run-dir", str(run_dir)],
+        cwd=repo, env={**os.environ, "PYTHONPATH": str(repo), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")},
+        capture_output=True, text=True, timeout=600,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return run_dir
+
+
+def test_the_launch_post_reads_the_manifest_the_real_driver_writes(tmp_path):
+    run_dir = _driver_manifest(tmp_path, "--policy", "scripted")
+    p = launch_post(read_snapshot(run_dir))
+    d = p.description
+    assert "policy **scripted**" in d and "{" not in d and "None" not in d  # no raw Python
+    assert "dtype bf16" in d and "convmap official" in d
+    assert "1 seeds (0)" in d and "1 s episodes" in d and "1 workers" in d and "budget: 1 episodes" in d
+    assert "gates: " in d
+    assert p.content.startswith("scripted ")
+
+
+@pytest.mark.slow
+def test_the_launch_post_of_a_tiny_molmoact2_run_shows_checkpoint_revision_and_decode(tmp_path):
+    run_dir = _driver_manifest(tmp_path, "--molmoact2-discrete", "tiny")
+    p = launch_post(read_snapshot(run_dir))
+    d = p.description
+    assert "policy **molmoact2-discrete**" in d
+    assert "checkpoint `tiny`" in d and "revision" in d and "decode reference" in d
+    assert "weights `" in d and "/root" not in d and "/home" not in d and ".cache" not in d
+    assert "{" not in d and "None" not in d
 
 
 def assert_fits_discord(p: Post) -> None:

@@ -15,7 +15,7 @@ import discord
 import pytest
 
 from console.discord_notify import (
-    ENV_FILE, ENV_URL, FAILING, INFLIGHT, LEDGER, OFF, OK, RETRYING, SETUP_HINT, Notifier,
+    ENV_FILE, ENV_URL, FAILING, INFLIGHT, LEDGER, OFF, OK, RETRYING, SETUP_HINT, UNKNOWN, Notifier,
     mask_webhook_url, read_ledger,
 )
 from fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
@@ -145,7 +145,8 @@ def test_a_restarted_console_catches_up_without_repeating_a_post(fake, make_noti
 
     assert keys_posted(fake) == ["launch", "update:10", "update:40", "update:50", "results"]
     catch_up = fake.messages[2].payload["embeds"][0]["description"]
-    assert "caught up" in catch_up and "20, 30" in catch_up
+    assert "caught up" in catch_up and "at 20/100: successes 4" in catch_up and "at 30/100: successes 6" in catch_up
+    assert read_ledger(run.dir)[2]["covers"] == ["update:20", "update:30"]
     third = make_notifier()  # and a third console, after the end, owes nothing
     assert third.poll_run(run.dir) == []
 
@@ -274,7 +275,7 @@ def test_without_a_webhook_the_notifier_is_off_says_how_to_set_one_up_and_writes
 
 def test_the_webhook_comes_from_the_environment():
     n = Notifier.from_env(every_episodes=5, environ={ENV_URL: FAKE_WEBHOOK_URL})
-    assert n.state == OK and n.every_episodes == 5 and n.setup_hint is None
+    assert n.state == UNKNOWN and n.every_episodes == 5 and n.setup_hint is None
 
 
 def test_a_webhook_file_must_be_readable_only_by_its_owner(tmp_path):
@@ -285,7 +286,7 @@ def test_a_webhook_file_must_be_readable_only_by_its_owner(tmp_path):
     assert n.state == OFF and "chmod 600" in n.last_error and str(f) in n.last_error
     assert TOKEN not in n.last_error
     os.chmod(f, 0o600)
-    assert Notifier.from_env(environ={ENV_FILE: str(f)}).state == OK
+    assert Notifier.from_env(environ={ENV_FILE: str(f)}).state == UNKNOWN  # until Discord answers
 
 
 def test_a_malformed_webhook_is_refused_without_echoing_it():
@@ -294,3 +295,67 @@ def test_a_malformed_webhook_is_refused_without_echoing_it():
     assert n.state == OFF and "not a Discord webhook URL" in n.last_error and "secret-ish" not in n.last_error
     missing = Notifier.from_env(environ={ENV_FILE: "/nonexistent/webhook"})
     assert missing.state == OFF and "cannot read" in missing.last_error
+
+
+# --- a dead webhook, the check at start, a send on the wire at shutdown ----------------------
+
+OTHER_URL = FAKE_WEBHOOK_URL.replace("123456789012345678", "223456789012345678").replace("Zq3v", "Aa1b")
+
+
+def test_a_dead_webhook_is_tried_at_most_3_times_then_reads_webhook_gone_and_resumes_on_a_new_url(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=100).episodes(10)
+    fake.fail_next(404, times=50)
+    n = make_notifier()
+    n.poll_run(run.dir)
+    assert wait_until(lambda: n.gone)
+    assert len(fake.requests) == 3 and {r.status for r in fake.requests} == {404}
+    line = n.state.line()
+    assert line.startswith("Discord: failing: webhook gone") and "2 queued" in line and TOKEN not in line
+    gone = [e for e in read_ledger(run.dir) if e.get("event") == "webhook_gone"]
+    assert len(gone) == 1 and gone[0]["owed"] == ["launch", "update:10"] and gone[0]["status"] == 404
+    assert n.send_test("t1") is False and n.test_results["t1"]["state"] == "dropped"
+    assert "webhook gone" in n.test_results["t1"]["reason"]
+    n.poll_run(run.episodes(20).dir)  # more owed, still nothing tried
+    assert not fake.wait_for(lambda f: len(f.requests) > 3, timeout=0.5)
+
+    fake._failures.clear()
+    n.set_url(OTHER_URL)  # the owner pasted a new webhook: the queue goes out, in order
+    assert n.wait_idle(10) and n.state == OK
+    assert keys_posted(fake) == ["launch", "update:10", "update:20"]
+    assert [r.status for r in fake.requests[3:]] == [200, 200, 200]
+
+
+def test_the_webhook_is_checked_at_start_unknown_until_discord_answers(fake, make_notifier):
+    n = make_notifier(validate=True)
+    assert n.state == UNKNOWN and n.state.line() == "Discord: unknown"
+    n.start()
+    assert wait_until(lambda: n.state == OK)
+    assert [r.method for r in fake.requests] == ["GET"] and fake.messages == []
+
+    fake.fail_next(401, times=5)
+    bad = make_notifier(validate=True)
+    bad.start()
+    assert wait_until(lambda: bad.gone)
+    assert [r.status for r in fake.requests[1:]] == [401, 401, 401]
+
+
+def test_a_send_on_the_wire_at_shutdown_is_waited_for_and_recorded_so_it_is_never_sent_twice(fake, make_notifier, tmp_path):
+    run = HandMadeRun(tmp_path, total=100)
+    fake.delay_next(2.0)  # Discord has created the message; its answer is late
+    first = make_notifier(request_timeout_s=10)
+    first.poll_run(run.dir)
+    assert fake.wait_messages(1)
+    first.close(timeout=0.1)  # quitting: the send on the wire is waited for, not abandoned
+    assert [e["key"] for e in read_ledger(run.dir)] == ["launch"] and not (run.dir / INFLIGHT).exists()
+    second = make_notifier()
+    assert second.poll_run(run.dir) == []
+    assert len(fake.messages) == 1
+
+
+def test_a_test_post_still_queued_at_close_is_reported_dropped(fake, make_notifier):
+    fake.stop()
+    n = make_notifier()
+    assert n.send_test("t9") is True
+    assert wait_until(lambda: n.state in (RETRYING, FAILING))
+    n.close(timeout=0.2)
+    assert n.test_results["t9"]["state"] == "dropped" and "stopped" in n.test_results["t9"]["reason"]

@@ -117,3 +117,17 @@ def test_launch_refuses_a_run_directory_another_driver_writes(tmp_path):
     finally:
         lock.release()
     runs.launch_detached([sys.executable, "-c", "pass"], d).wait(timeout=30)
+
+
+def test_a_launched_run_does_not_get_the_discord_webhook(tmp_path, monkeypatch):
+    url = "https://discord.com/api/webhooks/123456789012345678/" + "Zq3vN8kLp0Xw_Tg5-Hs2Yd7Rb4Mc9Fj1Ua6Ke3Wn0Qx8Lv5Ps2Dy7Bh4Gt9Cr1Jm6Ez0"
+    monkeypatch.setenv("FONTAINE_DISCORD_WEBHOOK_URL", url)
+    monkeypatch.setenv("FONTAINE_DISCORD_WEBHOOK_FILE", "/somewhere/webhook")
+    monkeypatch.setenv("HF_TOKEN", "needed-for-checkpoints")
+    run_dir = tmp_path / "r"
+    code = "import json, os; print(json.dumps(dict(os.environ)))"
+    p = runs.launch_detached([sys.executable, "-c", code], run_dir)
+    assert p.wait(timeout=30) == 0
+    env = json.loads((run_dir / "driver.log").read_text())
+    assert not [k for k in env if "WEBHOOK" in k] and url not in json.dumps(env)
+    assert env["HF_TOKEN"] == "needed-for-checkpoints"  # a run may need it to fetch a checkpoint

@@ -185,6 +185,36 @@ def test_gpu_shards_go_where_the_gpus_are_and_count_in_gpu_hours(cluster, tmp_pa
     assert c["per_shard"][0]["node_id"] == next(n["node_id"] for n in c["nodes"] if n["gpus"] == 1)
 
 
+FAKE_WEBHOOK = ("https://discord.com/api/webhooks/123456789012345678/"
+                "Zq3vN8kLp0Xw_Tg5-Hs2Yd7Rb4Mc9Fj1Ua6Ke3Wn0Qx8Lv5Ps2Dy7Bh4Gt9Cr1Jm6Ez0")
+
+
+def test_the_shard_environment_carries_no_secret():
+    from engine.scaleout import shard_env
+
+    env = {"FONTAINE_DISCORD_WEBHOOK_URL": FAKE_WEBHOOK, "FONTAINE_DISCORD_WEBHOOK_FILE": "/x",
+           "FONTAINE_SOME_TOKEN": "t", "FONTAINE_API_KEY": "k", "FONTAINE_RAY_START_TIMEOUT_S": "9",
+           "MUJOCO_GL": "egl", "HF_TOKEN": "h", "HOME": "/root"}
+    assert shard_env(env) == {"FONTAINE_RAY_START_TIMEOUT_S": "9", "MUJOCO_GL": "egl"}
+
+
+@pytest.mark.slow
+def test_a_shard_on_the_cluster_gets_no_webhook_from_a_driver_that_has_one(cluster, tmp_path):
+    run_dir = tmp_path / "run"
+    env = {**cluster.client_env, "FONTAINE_DISCORD_WEBHOOK_URL": FAKE_WEBHOOK, "FONTAINE_CI_TOKEN": "x" * 20}
+    out = run_eval(*SCRIPTED, "--episode-seconds", "1", "--seeds", "0", "--workers", "1", "--ray", cluster.address,
+                   "--run-dir", str(run_dir), env=env)
+    assert out.returncode == 0, out.stderr + out.stdout
+    shards = json.loads((run_dir / "manifest.json").read_text())["cluster"]["per_shard"]
+    assert shards
+    for s in shards:  # the names of the secret-looking variables the shard process itself saw
+        assert "RAY_AUTH_TOKEN" in s["env_secrets"]  # the node's own (its `ray start` env): the check sees
+        assert not [n for n in s["env_secrets"] if "WEBHOOK" in n or n.startswith("FONTAINE_")], s["env_secrets"]
+    for path in run_dir.rglob("*"):
+        if path.is_file():
+            assert FAKE_WEBHOOK.encode() not in path.read_bytes(), path
+
+
 @pytest.mark.slow
 def test_a_client_without_the_clusters_token_gets_one_clear_error(cluster, tmp_path):
     run_dir = tmp_path / "run"
