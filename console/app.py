@@ -35,10 +35,7 @@ from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, Res
 from console.widgets.panels import Panel, RecentRows, TripwireBanner
 from console.widgets.runs_table import RunsTable
 
-try:  # the Discord notifier is its own (detached) process; the console works without it
-    from console.notifier import NotifierLink
-except ImportError:
-    NotifierLink = None
+from console.notifier import ConsoleNotifier, NotifierLink
 
 FROM_ENV = "from-env"
 _NEVER = object()
@@ -329,8 +326,7 @@ class FontaineApp(App):
         self._show_discord()
 
     def _show_discord(self) -> None:
-        outcomes = getattr(self.notifier, "test_outcomes", None)
-        for _rid, outcome in (outcomes() if outcomes else []):
+        for _rid, outcome in (self.notifier.test_outcomes() if self.notifier is not None else []):
             if outcome.get("state") == "sent":
                 self.notify("Discord test post sent")
             else:
@@ -463,7 +459,7 @@ class FontaineApp(App):
         try:
             queued = self.notifier.send_test()
             if queued is False:
-                hint = getattr(self.notifier, "setup_hint", None) or f"{discord_line(self.notifier).plain}: no post sent"
+                hint = self.notifier.setup_hint or f"{discord_line(self.notifier).plain}: no post sent"
                 self.call_from_thread(self.notify, hint, severity="warning", timeout=20)
             else:
                 self.call_from_thread(self.notify, "Discord test post asked of the notifier")
@@ -496,23 +492,16 @@ class FontaineApp(App):
         yield SystemCommand("Keys and states", "The help screen (?)", self.action_help)
 
 
-def discord_line(notifier) -> Text:
+def discord_line(notifier: ConsoleNotifier | None) -> Text:
     """One line on the Discord notifier's state (off / ok / retrying / failing + last error)."""
     if notifier is None:
-        why = "console/notifier.py not installed" if NotifierLink is None else "no notifier"
-        return Text(f"Discord: off ({why})", style="grey50")
-    state = getattr(notifier, "state", None)
-    name = str(getattr(state, "name", state)).lower()
+        return Text("Discord: off (no notifier)", style="grey50")
+    state = notifier.state
+    name = state.name.lower()
     style = {"ok": "green", "retrying": "yellow", "failing": "bold red", "not running": "yellow"}.get(name, "grey50")
-    if hasattr(state, "line"):
-        t = Text(state.line(), style=style)
-        if name == "off" and getattr(notifier, "setup_hint", None):
-            t.append(" (t: how to turn on)", style="grey50")
-        return t
-    t = Text(f"Discord: {name}", style=style)
-    error = getattr(state, "last_error", None)
-    if error:
-        t.append(f" ({error})", style="red")
+    t = Text(state.line(), style=style)
+    if name == "off" and notifier.setup_hint:
+        t.append(" (t: how to turn on)", style="grey50")
     return t
 
 
@@ -538,15 +527,10 @@ def shown_path(path: Path) -> str:
         return str(path)
 
 
-def _make_notifier(runs_dir: Path):
+def _make_notifier(runs_dir: Path) -> ConsoleNotifier:
     """The console's link to the folder's detached notifier (console/notifier.py), which it
     starts when a webhook is configured; the console itself never posts."""
-    if NotifierLink is None:
-        return None
-    try:
-        return NotifierLink(runs_dir)
-    except Exception:
-        return None
+    return NotifierLink(runs_dir)
 
 
 def _user() -> str:

@@ -44,6 +44,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import psutil
 
@@ -407,6 +408,19 @@ class LinkState:
 
     def line(self) -> str:
         return self.text
+
+
+class ConsoleNotifier(Protocol):
+    """What the console needs of the Discord side: NotifierLink here, a test's fake elsewhere."""
+
+    setup_hint: str | None  # how to turn posts on, when they are off for want of a webhook
+
+    @property
+    def state(self) -> LinkState: ...
+    def tick(self, live: bool) -> object: ...  # from the watcher's thread: start the notifier if needed
+    def send_test(self) -> bool: ...  # False when posts are off
+    def test_outcomes(self) -> list[tuple[str, dict]]: ...  # (request id, {state: sent|dropped, reason})
+    def close(self, timeout: float = 0.0) -> bool: ...
 
 
 class NotifierLink:

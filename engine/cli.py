@@ -309,6 +309,10 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     except PolicyError as exc:
         raise UsageError(str(exc)) from None
     _preflight_rendering(config)
+    try:
+        executor = make_executor(config)  # no Ray where --ray asks for it: one line, nothing written
+    except DriverError as exc:
+        raise UsageError(str(exc)) from None
     lock = _claim_run_dir(run_dir)  # held until the run ends: one writer per run directory
     try:
         if not resume and (run_dir / rd.MANIFEST).exists():
@@ -318,7 +322,8 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
               f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else "") + ")",
               flush=True)
         try:
-            result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log, lock=lock)
+            result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log, lock=lock,
+                         executor=executor)
         except (DriverError, PolicyError) as exc:
             raise UsageError(str(exc)) from None
         except RunFailed as exc:
@@ -334,6 +339,23 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     if result.state == rd.FAILED:
         print(f"fontaine-eval: failed: {result.reason}", file=sys.stderr, flush=True)
     return {rd.DONE: rd.EXIT_DONE, rd.STOPPED: rd.EXIT_STOPPED}.get(result.state, rd.EXIT_FAILED)
+
+
+def make_executor(cfg):
+    """What runs the episodes: a Ray cluster when the config names one, else this machine.
+    Checks now, before anything is written, that Ray can be used (DriverError if not)."""
+    from engine.executor import local_executor
+
+    if cfg.ray is None:
+        return local_executor
+    from engine.scaleout import RayPool, require_ray
+
+    require_ray()
+
+    def ray_executor(cfg, run_dir: Path, policy, n_seeds: int, log):
+        return RayPool(cfg, run_dir, log=log, n_seeds=n_seeds)
+
+    return ray_executor
 
 
 def _log(msg: str) -> None:

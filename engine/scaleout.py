@@ -56,6 +56,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.executor import DriverError
 from prereg import rundir as rd
 
 STEP_WAIT_S = 1.0  # longest a step call waits on its shard before it reports back anyway
@@ -90,8 +91,6 @@ def require_ray():
     try:
         import ray
     except ImportError as exc:
-        from engine.driver import DriverError
-
         raise DriverError(f"--ray needs the optional Ray extra, which is not installed here ({exc}); "
                           f"install it with: {INSTALL_HINT}  (Ray 2.60.0)") from None
     return ray
@@ -129,7 +128,7 @@ class _Shard:
 
         import ray
 
-        from engine.driver import package_versions, tool_git_commit
+        from engine.provenance import package_versions, tool_git_commit
 
         ctx = ray.get_runtime_context()
         return {"shard": self.index, "host": socket.gethostname(), "node_id": ctx.get_node_id(),
@@ -415,8 +414,6 @@ class RayPool:
         try:
             ray.init(**{k: v for k, v in kwargs.items() if v is not None})
         except Exception as exc:
-            from engine.driver import DriverError
-
             text = f"{type(exc).__name__}: {_first_line(exc)}"
             chain, e = [], exc
             while e is not None and len(chain) < 5:
@@ -441,7 +438,7 @@ class RayPool:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from engine.driver import DriverError, tool_git_commit
+        from engine.provenance import tool_git_commit
 
         ray, g, w = self.ray, self.gpus_per_shard, self.workers_per_shard
         self._nodes = [n for n in ray.nodes() if n.get("Alive")]

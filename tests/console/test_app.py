@@ -247,13 +247,20 @@ async def test_results_without_prereg_and_with_one(runs_dir):
 
 
 async def test_help_and_discord_test_post(runs_dir):
-    class FakeNotifier:
-        state = "ok"
+    from console.notifier import ConsoleNotifier, LinkState
+
+    class FakeNotifier(ConsoleNotifier):  # the console's whole view of the Discord side
+        state = LinkState("ok", "Discord: ok")
+        setup_hint = None
         sent = 0
         polled = []
 
         def send_test(self):
             FakeNotifier.sent += 1
+            return True
+
+        def test_outcomes(self):
+            return [("t1", {"state": "sent"})] if FakeNotifier.sent else []
 
         def tick(self, live):  # the link to the detached notifier: start it if needed, read its status
             FakeNotifier.polled.append(live)

@@ -1,0 +1,44 @@
+"""The seam between the driver and what runs its episodes.
+
+The driver hands seeds to an `Executor` and records the rows it returns. Two implement it:
+`engine.pool.LocalPool` (worker processes on this machine, batched predicts) and
+`engine.scaleout.RayPool` (one LocalPool per shard on a Ray cluster). The command line chooses
+one (`engine.cli.make_executor`); the driver knows only this protocol, so it never imports the
+cluster code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Protocol
+
+
+class DriverError(Exception):
+    """A run that cannot start (bad run directory, policy that cannot load, no cluster): one clear message."""
+
+
+class Executor(Protocol):
+    respawn: bool  # replace a worker that dies (off once no seed is left to run)
+    gpus_held: int | None  # GPUs the executor was granted (None: the driver decides)
+
+    def free_slots(self) -> int: ...
+    def submit(self, seed: int) -> None: ...
+    def in_flight(self) -> list[int]: ...
+    def alive(self) -> bool: ...
+    def poll(self, timeout: float) -> list[dict]: ...  # partial rows of the episodes that finished
+    def take_requeued(self) -> list[int]: ...  # seeds of a lost shard, to hand out again
+    def abort(self) -> list[int]: ...  # kill everything now; the seeds that were in flight
+    def close(self) -> None: ...
+    def stats(self) -> dict: ...
+    def describe(self) -> dict | None: ...  # what the manifest records of it (None: nothing to add)
+
+
+# (config, run_dir, the policy served in the driver or None, seeds to run, log) -> an Executor
+ExecutorFactory = Callable[..., Executor]
+
+
+def local_executor(cfg, run_dir: Path, policy, n_seeds: int, log) -> Executor:
+    from engine.pool import LocalPool
+
+    n_workers = max(1, min(cfg.workers, n_seeds)) if n_seeds else 0
+    return LocalPool(cfg, run_dir, policy, n_workers, log=log)
