@@ -178,6 +178,10 @@ def test_missing_checkpoint_names_what_was_searched(tmp_path, monkeypatch):
     assert "allenai/MolmoAct2-SO100_101" in msg and str(tmp_path / "home" / "hub") in msg and "HF_HUB_OFFLINE" in msg
     with pytest.raises(CheckpointError, match="not found"):
         load_policy(str(tmp_path / "nowhere"), pathway="flow", decode="flow")
+    a_file = tmp_path / "model.safetensors"
+    a_file.write_bytes(b"")
+    with pytest.raises(CheckpointError, match="is a file, not a checkpoint directory"):
+        load_policy(str(a_file), pathway="flow", decode="flow")
 
 
 def test_hugging_face_id_resolves_from_the_local_cache_offline(tmp_path, monkeypatch, tiny_dir):

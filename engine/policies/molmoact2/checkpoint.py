@@ -57,6 +57,9 @@ def resolve_checkpoint(
     local = Path(requested).expanduser()
     if local.is_dir():
         return ResolvedCheckpoint(requested, local.resolve(), "local", None)
+    if local.exists():
+        raise CheckpointError(f"MolmoAct2 checkpoint {requested!r}: {local.resolve()} is a file, not a checkpoint "
+                              "directory (pass the folder that holds config.json and the safetensors)")
     if not _looks_like_repo_id(requested):
         raise CheckpointError(
             f"MolmoAct2 checkpoint {requested!r} not found: {local.resolve()} is not a directory, and it is not a "
