@@ -54,7 +54,8 @@ ARM_KEYS = (
     "norm_tag", "dtype", "workers", "flow_steps", "task", "notes",
 )
 PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw")
-GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction")
+GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided")
+DECIDED_VALUES = ("stop", "record")  # gates.decided: stop when the rules are settled, or only record it
 READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator")
 VALIDITY_KEYS = ("reset_strikes_max", "zero_fallback_rate_max", "error_rows_max")
 RULE_KEYS = ("if", "then", "arm")
@@ -773,6 +774,13 @@ def _check_gates(raw, ctx: _Ctx, required: bool) -> dict:
             ctx.err(("gates", "warn_fraction"), f"must be a fraction in (0, 1], got {v!r}")
         else:
             out["warn_fraction"] = float(v)
+    if "decided" in raw:
+        v = raw["decided"]
+        if v not in DECIDED_VALUES:
+            ctx.err(("gates", "decided"), f"must be one of {', '.join(DECIDED_VALUES)}, got {v!r}",
+                    "decided: stop ends the run once no remaining seed can change a decision rule's verdict")
+        else:
+            out["decided"] = v
     return out
 
 

@@ -20,6 +20,7 @@ class GateSpec:
     stall_factor: float = 4.0  # heartbeat age beyond this many median episode walls is a stall
     stall_min_s: float = 60.0  # ... and never below this many seconds
     warn_fraction: float = 0.8  # warn at this fraction of a limit
+    decided: str | None = None  # "stop": stop once every decision rule on the arm is settled (prereg/curtail.py)
 
 
 @dataclass(frozen=True)
