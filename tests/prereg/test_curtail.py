@@ -169,3 +169,61 @@ def test_the_decided_gate_is_validated(bad, demo):
     ok = parse(demo.read_text().replace("gates:\n", "gates:\n  decided: stop\n", 1), demo)
     assert not [p for p in ok.problems if p.field.startswith("gates")]
     assert ok.sections[0].gates.decided == "stop"
+
+
+# ---------------------------------------------------------------- the pace projection
+
+
+def lockstep_inputs(startup_s, episode_s, lanes, done, total):
+    """A pool of `lanes` workers finishing in lock-step: the inputs the driver gives at row `done`."""
+    from prereg.gates import PaceInputs
+
+    waves = -(-done // lanes)  # the wave the row belongs to has ended
+    in_flight = min(waves * lanes, total) - done  # the rest of that wave is about to land
+    return PaceInputs(startup_s=startup_s, rollout_s=waves * episode_s, done=done, in_flight=in_flight,
+                      total=total, episode_wall_s=episode_s, lanes=lanes)
+
+
+def test_the_naive_projection_over_projects_a_slow_start_and_the_fair_one_does_not():
+    from prereg.gates import fair_projected_wall_s, projected_wall_s
+
+    # the lab note's figures: 100 seeds, 8 workers, a checkpoint that takes minutes to load
+    startup, episode, lanes, total = 240.0, 240.0, 8, 100
+    true_wall = startup + -(-total // lanes) * episode  # 13 waves
+    p = lockstep_inputs(startup, episode, lanes, 10, total)
+    naive = projected_wall_s(p.startup_s + p.rollout_s, 10, total)
+    fair = fair_projected_wall_s(p)
+    assert naive / true_wall > 1.5  # a spurious stop of a healthy run under a tight limit
+    assert abs(fair / true_wall - 1) < 0.05
+    for done in (1, 8, 9, 16, 50, 99):
+        f = fair_projected_wall_s(lockstep_inputs(startup, episode, lanes, done, total))
+        assert abs(f / true_wall - 1) < 0.05, (done, f, true_wall)
+
+
+def test_a_staggered_pool_is_projected_from_its_episode_walls():
+    from prereg.gates import PaceInputs, fair_projected_wall_s
+
+    # 4 lanes, 100 s episodes, staggered by 25 s: at a row, 3 episodes are in flight, on average half done
+    p = PaceInputs(startup_s=50, rollout_s=275, done=8, in_flight=3, total=40, episode_wall_s=100, lanes=4)
+    true_wall = 50 + 75 + 40 / 4 * 100  # the last lane starts 75 s late
+    assert abs(fair_projected_wall_s(p) / true_wall - 1) < 0.1
+
+
+def test_the_fair_projection_uses_the_throughput_when_episodes_cost_more_than_their_clocks():
+    from prereg.gates import PaceInputs, fair_projected_wall_s
+
+    # episodes say 1 s each, but the rollout spent 10 s on 2 (resets outside the episode clock)
+    p = PaceInputs(startup_s=0.0, rollout_s=10.0, done=2, in_flight=0, total=10, episode_wall_s=1.0, lanes=1)
+    assert fair_projected_wall_s(p) == pytest.approx(50.0)
+
+
+def test_the_pace_gate_trips_on_the_fair_projection_only_after_the_registered_episodes():
+    from prereg.gates import GateSpec, PaceInputs, evaluate_gates
+
+    spec = GateSpec(pace_limit_hours=1.0, pace_after_episodes=5, gpu_hours=2.0)
+    slow = PaceInputs(startup_s=60, rollout_s=3000, done=4, in_flight=0, total=10, episode_wall_s=750, lanes=1)
+    early = evaluate_gates(spec, elapsed_s=3060, done=4, total=10, gpu_hours=0.9, pace=slow, gpus=1)
+    assert [r.state for r in early] == ["warn", "warn"]  # projected spend past the budget: a warning
+    assert "start-up 60 s" in early[1].message
+    late = PaceInputs(startup_s=60, rollout_s=3750, done=5, in_flight=0, total=10, episode_wall_s=750, lanes=1)
+    assert evaluate_gates(spec, elapsed_s=3810, done=5, total=10, gpu_hours=1.0, pace=late, gpus=1)[1].state == "tripped"
