@@ -51,7 +51,7 @@ UNBOUNDED_READS = ("zero_fallbacks", "predicts", "reset_strikes", "mask_violatio
 SUCCESS_READS = ("success_rate", "success_ci_low", "success_ci_high")  # monotone in final successes
 PLANNED_READS = ("n", "n_planned")
 # reads a simulated success rate drives (the savings table at validate/freeze time)
-SIMULABLE_READS = ("successes", "quiet", "engaged") + SUCCESS_READS + PLANNED_READS
+SIMULABLE_READS = ("successes",) + SUCCESS_READS + PLANNED_READS
 CURTAILABLE_READS = STEP_READS + UNBOUNDED_READS + SUCCESS_READS + PLANNED_READS + ("zero_fallback_rate",)
 INF = math.inf
 
@@ -400,8 +400,10 @@ def savings_note(status: dict | None, reads) -> str | None:
     gpu = status.get("gpu_hours")
     wall = status.get("elapsed_s")
     saved = ""
-    if isinstance(gpu, (int, float)) and n:
+    if isinstance(gpu, (int, float)) and gpu > 0 and n:
         saved = f", ~{gpu / n * left:.3f} GPU-hours saved at the {gpu / n:.4f} GPU-hours per episode measured"
+    elif isinstance(gpu, (int, float)) and n:
+        saved = ", no GPU-hours at stake (no GPU held)"
     if isinstance(wall, (int, float)) and n:
         saved += f" (~{wall / n * left / 60:.1f} min of wall)"
     return (f"decided at {settled.get('at')}/{settled.get('total')} by a registered curtailment "
@@ -415,8 +417,8 @@ def simulate_expected_episodes(rules: list[Rule], arm: str, planned: int, p: flo
                                sims: int = 400, seed: int = 20260813) -> float:
     """Mean number of episodes run before every rule settles, each episode a success with chance p.
 
-    The model of an episode: a success (and engaged) with probability p, else quiet; nothing
-    else happens (the reads a success rate does not drive stay at 0). numpy, seeded."""
+    The model of an episode: a success with probability p, independently (numpy, seeded);
+    only rules over successes, their rate and its bounds are simulated (`SIMULABLE_READS`)."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -442,7 +444,7 @@ def simulate_expected_episodes(rules: list[Rule], arm: str, planned: int, p: flo
     return float(np.mean(stops))
 
 
-SAVINGS_RATES = (0.01, 0.09, 0.3)
+SAVINGS_RATES = (0.01, 0.09, 0.3, 0.9)
 
 
 def savings_table(doc) -> list[str]:
@@ -464,10 +466,11 @@ def savings_table(doc) -> list[str]:
             if len(sim) < len(rules):
                 others = [r.condition for r in rules if r not in sim]
                 out.append(f"{head} rules {others} cannot be simulated from a success rate "
-                           "(other arms, or events a success rate does not drive); all must settle to stop")
+                           "(they read other arms, or events a success rate does not drive); the run stops only "
+                           "when they settle too")
                 if not sim:
                     continue
-                head = "   "
+                head = "    at least:"
             exp = [f"p={p:g}: {simulate_expected_episodes(sim, a.name, planned, p, interval=sm.reads.interval):.1f}"
                    for p in SAVINGS_RATES]
             out.append(f"{head} expected episodes until {'its rules settle' if len(sim) == len(rules) else 'those rules settle'}"

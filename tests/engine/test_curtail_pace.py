@@ -76,7 +76,18 @@ def test_a_registered_curtailment_stops_as_soon_as_k_successes_are_in(tmp_path):
     assert "decided at 2/6 by a registered curtailment" in rep.stdout
     assert "validity  VALID" in rep.stdout  # the plan allowed the early stop
     results = (run_dir / "results.md").read_text()
-    assert "4 of 6 episodes not run" in results and "GPU-hours saved" in results
+    assert "4 of 6 episodes not run" in results and "no GPU-hours at stake" in results
+
+
+def test_the_shipped_curtailment_example_stops_at_5_of_20_in_under_a_minute(tmp_path):
+    doc = tmp_path / "curtailment.md"
+    doc.write_text((REPO / "prereg" / "examples" / "curtailment.md").read_text())
+    run_dir = tmp_path / "runs" / "oracle"
+    status = launch(doc, run_dir)
+    assert status["stop"]["detail"] == ("rules settled at 5/20: [HOLDS] successes >= 5; "
+                                        "[does not hold] successes == 0")
+    assert 5 <= len(read_rows(run_dir)) <= 6  # 2 workers: the episode in flight at the stop finishes
+    assert status["elapsed_s"] < 60
 
 
 def test_a_rule_that_cannot_hold_stops_at_the_episode_that_makes_it_impossible(tmp_path):

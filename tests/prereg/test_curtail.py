@@ -227,3 +227,17 @@ def test_the_pace_gate_trips_on_the_fair_projection_only_after_the_registered_ep
     assert "start-up 60 s" in early[1].message
     late = PaceInputs(startup_s=60, rollout_s=3750, done=5, in_flight=0, total=10, episode_wall_s=750, lanes=1)
     assert evaluate_gates(spec, elapsed_s=3810, done=5, total=10, gpu_hours=1.0, pace=late, gpus=1)[1].state == "tripped"
+
+
+def test_validate_prints_what_curtailment_buys(examples_dir):
+    import subprocess
+    import sys
+
+    from tests.helpers import REPO
+
+    out = subprocess.run([sys.executable, "-m", "prereg.cli", "validate", str(examples_dir / "discrete_ar_100.md")],
+                         cwd=REPO, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "arm ar-reference (100 seeds, curtailment NOT registered" in out.stdout
+    assert "p=0.01: 63.6, p=0.09: 11.9, p=0.3: 3.2" in out.stdout  # seeded: the same on every machine
+    assert "ar-masked.delta_ci_low > 0" in out.stdout  # never settled early: named, not simulated
