@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import rundir as rd
-from prereg.gates import TRIPPED, WARN, GateSpec, evaluate_gates, projected_wall_s
+from prereg.curtail import settled_text
+from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
 from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, read_rows
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, STOPPED, FAILED, DONE, RESULTS, TEST = (
@@ -251,6 +252,9 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
         if source:
             line += f" ({_esc(str(source))})"
         lines.append(line)
+    settled = settled_text(snap.status)
+    if settled:
+        lines.append(_esc(settled))
     return lines
 
 
@@ -388,6 +392,7 @@ def _readings(snap: RunSnapshot):
     return evaluate_gates(
         snap.gate_spec(), elapsed_s=elapsed, done=snap.done, total=snap.total, gpu_hours=snap.gpu_hours,
         heartbeat_age_s=snap.heartbeat_age_s, episode_walls_s=walls, live=snap.live,
+        pace=PaceInputs.from_dict(snap.status.get("pace")), gpus=_num(snap.status.get("gpus")),
     )
 
 

@@ -476,3 +476,31 @@ def savings_table(doc) -> list[str]:
             out.append(f"{head} expected episodes until {'its rules settle' if len(sim) == len(rules) else 'those rules settle'}"
                        f" of {planned}: " + ", ".join(exp))
     return out
+
+
+def settled_text(status: dict | None) -> str | None:
+    """One line for the console and Discord: 'settled at 63/100: [HOLDS] ...', or how many rules are settled."""
+    s = (status or {}).get("settled")
+    if not isinstance(s, dict) or not isinstance(s.get("rules"), list) or not s["rules"]:
+        return None
+    rules = s["rules"]
+    if s.get("all"):
+        return f"settled at {s.get('at')}/{s.get('total')}: " + "; ".join(
+            f"[{r.get('verdict')}] {r.get('condition')}" for r in rules)
+    done = [r for r in rules if r.get("settled")]
+    return f"{len(done)} of {len(rules)} rules settled at {s.get('at')}/{s.get('total')}"
+
+
+def pace_text(status: dict | None) -> str | None:
+    """The fair projection's inputs in one line, with the naive projection beside it."""
+    p = (status or {}).get("pace")
+    if not isinstance(p, dict) or p.get("startup_s") is None:
+        return None
+    from prereg.gates import PaceInputs, per_episode_wall_s
+
+    inputs = PaceInputs.from_dict(p)
+    w = per_episode_wall_s(inputs) if inputs else None
+    naive = p.get("naive_projected_wall_s")
+    return (f"start-up {p['startup_s']:.0f} s + {p.get('total', 0) - p.get('done', 0)} left x "
+            f"{'?' if w is None else f'{w:.1f}'} s / {p.get('lanes')} lanes, {p.get('in_flight')} in flight"
+            + ("" if naive is None else f"; naive {naive / 60:.1f} min"))
