@@ -315,7 +315,7 @@ def gate_spec_from(gates: object) -> GateSpec:
     for k, v in gates.items():
         name = aliases.get(k, k)
         if name in known and v is not None:
-            kw[name] = int(v) if name == "pace_after_episodes" else float(v)
+            kw[name] = int(v) if name == "pace_after_episodes" else (str(v) if name == "decided" else float(v))
     try:
         return GateSpec(**kw)
     except (TypeError, ValueError):
@@ -328,6 +328,8 @@ def describe_gates(spec: GateSpec) -> str:
         bits.append(f"GPU-hours ≤ {spec.gpu_hours:g}")
     if spec.pace_limit_hours is not None:
         bits.append(f"projected wall ≤ {spec.pace_limit_hours:g} h (judged after {spec.pace_after_episodes} episodes)")
+    if getattr(spec, "decided", None) == "stop":
+        bits.append("stops once its decision rules are settled")
     return " · ".join(bits) or "none"
 
 

@@ -160,3 +160,10 @@ def test_updates_say_when_the_decision_was_settled(tmp_path):
                          "rules": [{"condition": "successes >= 20", "settled": True, "verdict": "does not hold"}]}
     rd.write_json_atomic(d / rd.STATUS, status)
     assert any("settled at 63/100" in line for line in progress_lines(read_snapshot(d)))
+
+
+def test_a_registered_curtailment_is_read_and_described():
+    from console.discord_messages import describe_gates, gate_spec_from
+
+    spec = gate_spec_from({"gpu_hours": 0.05, "decided": "stop"})
+    assert spec.decided == "stop" and "stops once its decision rules are settled" in describe_gates(spec)
