@@ -348,7 +348,8 @@ class _Driver:
         walls = [r["wall_s"] for r in self.rows[len(self.rows) - self.session_done:] if r.get("wall_s")]
         return PaceInputs(startup_s=self._first_submit_at - self.t0, rollout_s=time.monotonic() - self._first_submit_at,
                           done=self.session_done, in_flight=len(self.pool.in_flight()) if self.pool is not None else 0,
-                          total=self.session_done + self._remaining(), lanes=max(1, min(self.cfg.workers, len(self.cfg.seeds))),
+                          total=self.session_done + self._remaining(),
+                          lanes=max(1, min(self.cfg.workers, len(self.cfg.seeds))),
                           episode_wall_s=statistics.fmean(walls) if walls else None, prior_s=self.prior_elapsed_s)
 
     def _remaining(self) -> int:
@@ -395,6 +396,7 @@ class _Driver:
         proj = projected_wall_s(session_elapsed, self.session_done, session_total)
         pace = self._pace_inputs()
         fair = fair_projected_wall_s(pace) if pace is not None else None
+        naive = None if proj is None else round(self.prior_elapsed_s + proj, 1)
         status = {
             "schema": rd.STATUS_SCHEMA,
             "state": state,
@@ -406,10 +408,11 @@ class _Driver:
             "errors": sum(1 for r in self.rows if r.get("status") != "ok"),
             "successes": sum(1 for r in self.rows if r.get("success")),
             "elapsed_s": round(self.elapsed_s, 2),
-            "projected_wall_s": round(fair, 1) if fair is not None else (None if proj is None else round(self.prior_elapsed_s + proj, 1)),
-            "eta_s": round(max(0.0, fair - self.elapsed_s), 1) if fair is not None else (None if proj is None else round(max(0.0, proj - session_elapsed), 1)),
+            "projected_wall_s": round(fair, 1) if fair is not None else naive,
+            "eta_s": round(max(0.0, fair - self.elapsed_s), 1) if fair is not None else (
+                None if proj is None else round(max(0.0, proj - session_elapsed), 1)),
             "pace": {**(pace.as_dict() if pace else {}), "projected_wall_s": None if fair is None else round(fair, 1),
-                     "naive_projected_wall_s": None if proj is None else round(self.prior_elapsed_s + proj, 1)},
+                     "naive_projected_wall_s": naive},
             "settled": self.settled,
             "gpu_hours": round(self.gpu_hours, 5),
             "gpu_hours_source": f"allocated (wall x {self.gpus} GPU{'s' if self.gpus != 1 else ''} held)",

@@ -462,7 +462,8 @@ def savings_table(doc) -> list[str]:
             ok = [r for r in rules if curtailable(r, a.name)]
             sim = [r for r in ok if all(not isinstance(o, tuple) or o[1] in SIMULABLE_READS
                                         for c in r.clauses for o in (c.left, c.right))]
-            head = f"  arm {a.name} ({planned} seeds, curtailment {'registered' if stop else 'NOT registered: information only'}):"
+            registered = "registered" if stop else "NOT registered: information only"
+            head = f"  arm {a.name} ({planned} seeds, curtailment {registered}):"
             if len(sim) < len(rules):
                 others = [r.condition for r in rules if r not in sim]
                 out.append(f"{head} rules {others} cannot be simulated from a success rate "
@@ -473,8 +474,8 @@ def savings_table(doc) -> list[str]:
                 head = "    at least:"
             exp = [f"p={p:g}: {simulate_expected_episodes(sim, a.name, planned, p, interval=sm.reads.interval):.1f}"
                    for p in SAVINGS_RATES]
-            out.append(f"{head} expected episodes until {'its rules settle' if len(sim) == len(rules) else 'those rules settle'}"
-                       f" of {planned}: " + ", ".join(exp))
+            which = "its rules settle" if len(sim) == len(rules) else "those rules settle"
+            out.append(f"{head} expected episodes until {which} of {planned}: " + ", ".join(exp))
     return out
 
 
