@@ -315,7 +315,7 @@ def gate_spec_from(gates: object) -> GateSpec:
     for k, v in gates.items():
         name = aliases.get(k, k)
         if name in known and v is not None:
-            kw[name] = int(v) if name == "pace_after_episodes" else (str(v) if name == "decided" else float(v))
+            kw[name] = int(v) if name == "pace_after_episodes" else (v if name in ("decided", "sequential") else float(v))
     try:
         return GateSpec(**kw)
     except (TypeError, ValueError):

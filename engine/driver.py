@@ -111,6 +111,7 @@ class _Driver:
         self._last_hb = self._last_status = 0.0
         self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
         self.settled: dict | None = None  # curtailment (prereg/curtail.py): which frozen rules are settled
+        self.sequential: dict | None = None  # the registered sequential test's decision (prereg/sequential.py)
         if cfg.ray is not None:  # scale-out hook (engine/scaleout.py): no Ray -> one clear error, run dir untouched
             from engine.scaleout import require_ray
             require_ray()
@@ -304,17 +305,23 @@ class _Driver:
     def _check_decided(self) -> None:
         """After a row: are the frozen decision rules on this arm settled? With `gates: {decided:
         stop}` a settled plan stops the run (reason `decided`); without it status.json says so."""
-        if self.cfg.prereg is None or (self.settled or {}).get("all"):
+        if self.cfg.prereg is None:
             return
         from prereg.curtail import check_run, decided_detail
+        from prereg.sequential import check_rows
 
-        try:
-            self.settled = check_run(self.cfg.prereg, self.cfg.arm, self.rows, self.run_dir)
-        except Exception as exc:  # noqa: BLE001 - information must never end a run
-            self.log(f"curtailment check failed ({type(exc).__name__}: {exc}); the run goes on")
-            self.settled = None
+        if not (self.settled or {}).get("all"):
+            try:
+                self.settled = check_run(self.cfg.prereg, self.cfg.arm, self.rows, self.run_dir)
+            except Exception as exc:  # noqa: BLE001 - information must never end a run
+                self.log(f"curtailment check failed ({type(exc).__name__}: {exc}); the run goes on")
+                self.settled = None
         if self.settled and self.settled["all"] and self.cfg.gates.decided == "stop":
             self._request_stop(rd.StopReason(rd.BY_DECIDED, decided_detail(self.settled)))
+        if self.sequential is None and self.stop is None:
+            self.sequential = check_rows(self.cfg.gates.sequential, self.rows, self.cfg.seeds)
+            if self.sequential is not None:
+                self._request_stop(rd.StopReason(rd.BY_DECIDED, "(sequential) " + self.sequential["text"]))
 
     def _check_stop_file(self) -> None:
         if self.stop is None:
@@ -414,6 +421,7 @@ class _Driver:
             "pace": {**(pace.as_dict() if pace else {}), "projected_wall_s": None if fair is None else round(fair, 1),
                      "naive_projected_wall_s": naive},
             "settled": self.settled,
+            "sequential": self.sequential,
             "gpu_hours": round(self.gpu_hours, 5),
             "gpu_hours_source": f"allocated (wall x {self.gpus} GPU{'s' if self.gpus != 1 else ''} held)",
             "gpu_busy_hours": self._busy_hours(),

@@ -365,11 +365,15 @@ def decided_verdicts(verdicts: list, run_dirs: dict[str, Path]) -> list:
     from prereg.reads import Verdict
 
     decided: dict[str, tuple[dict, dict]] = {}
+    cut_short: dict[str, str] = {}  # arm -> why, for runs a decided stop ended before every rule settled
     for arm, d in run_dirs.items():
         status = rd.read_json(Path(d) / rd.STATUS) or {}
         stop = rd.status_stop(status)
         settled = status.get("settled")
-        if stop is None or stop.by != rd.BY_DECIDED or not isinstance(settled, dict):
+        if stop is None or stop.by != rd.BY_DECIDED:
+            continue
+        cut_short[arm] = stop.detail
+        if not isinstance(settled, dict):
             continue
         for r in settled.get("rules") or []:
             if r.get("settled"):
@@ -377,6 +381,12 @@ def decided_verdicts(verdicts: list, run_dirs: dict[str, Path]) -> list:
     out = []
     for v in verdicts:
         hit = decided.get(v.rule.condition)
+        short = sorted(a for a in v.rule.arms() if a in cut_short)
+        if hit is None and short:  # e.g. a sequential stop: this rule's verdict at completion is unknown
+            out.append(Verdict(v.rule, UNDETERMINED,
+                               f"not settled when the registered stop ended arm {', '.join(short)} "
+                               f"({cut_short[short[0]][:160]}); on the rows read: {v.detail}"))
+            continue
         if hit is None:
             out.append(v)
             continue
@@ -393,9 +403,14 @@ def savings_note(status: dict | None, reads) -> str | None:
 
     stop = rd.status_stop(status)
     settled = (status or {}).get("settled")
-    if stop is None or stop.by != rd.BY_DECIDED or not isinstance(settled, dict):
+    seq = (status or {}).get("sequential")
+    if stop is None or stop.by != rd.BY_DECIDED or not isinstance(settled or seq, dict):
         return None
-    n, planned = reads.n, reads.n_planned or settled.get("total") or reads.n
+    if isinstance(seq, dict) and seq.get("text"):
+        how, at, total = f"the registered sequential test ({seq['text']})", seq.get("at"), seq.get("total")
+    else:
+        how, at, total = "a registered curtailment (gates: decided: stop)", settled.get("at"), settled.get("total")
+    n, planned = reads.n, reads.n_planned or total or reads.n
     left = max(0, planned - n)
     gpu = status.get("gpu_hours")
     wall = status.get("elapsed_s")
@@ -406,8 +421,7 @@ def savings_note(status: dict | None, reads) -> str | None:
         saved = ", no GPU-hours at stake (no GPU held)"
     if isinstance(wall, (int, float)) and n:
         saved += f" (~{wall / n * left / 60:.1f} min of wall)"
-    return (f"decided at {settled.get('at')}/{settled.get('total')} by a registered curtailment "
-            f"(gates: decided: stop): {left} of {planned} episodes not run{saved}")
+    return f"decided at {at}/{total} by {how}: {left} of {planned} episodes not run{saved}"
 
 
 # ---------------------------------------------------------------- savings before spending
@@ -455,6 +469,10 @@ def savings_table(doc) -> list[str]:
             continue
         planned = len(sm.protocol.seeds)
         stop = sm.gates.decided == "stop"
+        if sm.gates.sequential and sm.arms:
+            from prereg.sequential import Sprt, oc_lines
+
+            out += oc_lines(Sprt.from_dict(sm.gates.sequential), planned)
         for a in sm.arms:
             rules = [r for r in doc.rules() if a.name in r.arms()]
             if not rules:

@@ -21,6 +21,7 @@ class GateSpec:
     stall_min_s: float = 60.0  # ... and never below this many seconds
     warn_fraction: float = 0.8  # warn at this fraction of a limit
     decided: str | None = None  # "stop": stop once every decision rule on the arm is settled (prereg/curtail.py)
+    sequential: dict | None = None  # {p0, p1, alpha, beta}: a registered SPRT of the success rate (prereg/sequential.py)
 
 
 @dataclass(frozen=True)

@@ -142,3 +142,20 @@ def test_a_genuinely_slow_run_still_trips_the_pace_gate(tmp_path):
     assert status["pace"]["projected_wall_s"] > 30
     assert "start-up" in status["reason"] and "left at" in status["reason"]  # the numbers that tripped it
     assert json.loads((run_dir / "STOP").read_text())["gate"] == "pace"
+
+
+def test_a_registered_sequential_test_stops_and_the_unsettled_rules_are_not_read_as_final(tmp_path):
+    doc = tmp_path / "plan.md"
+    doc.write_text(PLAN.format(rule="successes >= 5", gate="record", last=19).replace(
+        "  decided: record\n", "  decided: record\n  sequential: {p0: 0.05, p1: 0.2, alpha: 0.05, beta: 0.1}\n"))
+    freeze(doc)
+    run_dir = tmp_path / "runs" / "oracle"
+    status = launch(doc, run_dir)
+    assert len(read_rows(run_dir)) == 3  # 3 successes: LLR 3 log 4 = 4.16 >= log(0.9 / 0.05) = 2.89
+    assert status["stop"]["by"] == "decided" and status["stop"]["detail"].startswith("(sequential) ")
+    assert status["sequential"]["decision"] == "H1" and status["sequential"]["at"] == 3
+    rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"oracle={run_dir}"],
+                         cwd=REPO, capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    assert "[undetermined] if successes >= 5" in rep.stdout  # 3 of 5 in, 17 seeds not run: not settled
+    assert "by the registered sequential test" in (run_dir / "results.md").read_text()
