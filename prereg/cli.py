@@ -130,7 +130,8 @@ def _print_savings(doc) -> None:
 
     lines = savings_table(doc)
     if lines:
-        print("curtailment (stop once no remaining seed can change a decision rule; simulated, 400 runs, seeded):")
+        print("stopping early: curtailment (once no remaining seed can change a decision rule; simulated, "
+              "400 runs, seeded) and any registered sequential test (exact):")
         print("\n".join(lines))
 
 
