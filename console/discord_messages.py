@@ -36,7 +36,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prereg import rundir as rd
-from prereg.gates import TRIPPED, WARN, GateSpec, evaluate_gates, projected_wall_s
+from prereg.curtail import settled_text
+from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
 from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, read_rows
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, STOPPED, FAILED, DONE, RESULTS, TEST = (
@@ -306,6 +307,9 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
         if source:
             line += f" ({_esc(str(source))})"
         lines.append(line)
+    settled = settled_text(snap.status)
+    if settled:
+        lines.append(_esc(settled))
     return lines
 
 
@@ -366,7 +370,7 @@ def gate_spec_from(gates: object) -> GateSpec:
     for k, v in gates.items():
         name = aliases.get(k, k)
         if name in known and v is not None:
-            kw[name] = int(v) if name == "pace_after_episodes" else float(v)
+            kw[name] = int(v) if name == "pace_after_episodes" else (v if name in ("decided", "sequential") else float(v))
     try:
         return GateSpec(**kw)
     except (TypeError, ValueError):
@@ -379,6 +383,8 @@ def describe_gates(spec: GateSpec) -> str:
         bits.append(f"GPU-hours ≤ {spec.gpu_hours:g}")
     if spec.pace_limit_hours is not None:
         bits.append(f"projected wall ≤ {spec.pace_limit_hours:g} h (judged after {spec.pace_after_episodes} episodes)")
+    if getattr(spec, "decided", None) == "stop":
+        bits.append("stops once its decision rules are settled")
     return " · ".join(bits) or "none"
 
 
@@ -458,6 +464,7 @@ def _readings(snap: RunSnapshot):
     return evaluate_gates(
         snap.gate_spec(), elapsed_s=elapsed, done=snap.done, total=snap.total, gpu_hours=snap.gpu_hours,
         heartbeat_age_s=snap.heartbeat_age_s, episode_walls_s=walls, live=snap.live,
+        pace=PaceInputs.from_dict(snap.status.get("pace")), gpus=_num(snap.status.get("gpus")),
     )
 
 

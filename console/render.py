@@ -13,7 +13,8 @@ from rich.text import Text
 from console.aggregate import ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, AggregateView
 from console.runs import FINAL_STATES, RunInfo
 from prereg import rundir as rd
-from prereg.gates import OK, PENDING, TRIPPED, WARN, GateReading, GateSpec, evaluate_gates
+from prereg.curtail import pace_text, settled_text
+from prereg.gates import OK, PENDING, TRIPPED, WARN, GateReading, GateSpec, PaceInputs, evaluate_gates
 
 OUTCOME_STYLE = {
     SUCCESS: "bold green",
@@ -74,6 +75,8 @@ def gate_readings(info: RunInfo, view: AggregateView, now: float) -> list[GateRe
         heartbeat_age_s=info.heartbeat_age(now),
         episode_walls_s=walls,
         live=info.live,
+        pace=PaceInputs.from_dict(status.get("pace")),
+        gpus=status.get("gpus"),
     )
 
 
@@ -154,6 +157,8 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
         proj_text.append(f"  vs limit {pace.limit:g} h  ")
         proj_text.append(pace.state, style=GATE_STYLE[pace.state])
     t.add_row("projected", proj_text)
+    if pace_text(status):
+        t.add_row("", Text(_clip(pace_text(status), 72), style="grey50"))
     eta = (projected - elapsed) if isinstance(projected, (int, float)) and isinstance(elapsed, (int, float)) else None
     t.add_row("ETA", fmt_duration(eta) if info.recorded_state not in FINAL_STATES else "ended")
     gpu = by_name.get("gpu_hours")
@@ -176,6 +181,8 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
     wall = "—" if view.median_wall_s is None else f"{view.median_wall_s:.1f} s"
     batch = "" if view.mean_batch is None else f", mean batch {view.mean_batch:.1f}"
     t.add_row("episode wall", f"{wall} median{batch}")
+    if settled_text(status):
+        t.add_row("decision", Text(_clip(settled_text(status), 72)))
     return t
 
 

@@ -2,8 +2,9 @@
 
 The driver hands seeds to an executor (engine/executor.py) and records the rows it returns:
 the local pool of worker processes with batched predicts (engine/pool.py), or shards on a Ray
-cluster (engine/scaleout.py), whichever the command line chose. For policies served in the driver (MolmoAct2, the hold baseline) the
-model is loaded here, once, before any episode starts, so a bad checkpoint fails early.
+cluster (engine/scaleout.py), whichever the command line chose. For policies served in the
+driver (MolmoAct2, the hold baseline) the model is loaded here, once, before any episode
+starts, so a bad checkpoint fails early.
 
 Stop protocol: a STOP file, SIGTERM or SIGINT -> no new episode starts, in-flight episodes
 finish and their rows are written, state `stopped`. A second signal aborts: workers are killed
@@ -34,7 +35,7 @@ from engine.executor import DriverError, Executor, ExecutorFactory, local_execut
 from engine.policies.factory import PolicySpec, make_policy
 from engine.provenance import package_versions, tool_git_commit
 from prereg import rundir as rd
-from prereg.gates import GateSpec, evaluate_gates, first_tripped, projected_wall_s
+from prereg.gates import GateSpec, PaceInputs, evaluate_gates, fair_projected_wall_s, first_tripped, projected_wall_s
 from prereg.rows import complete_row
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -159,6 +160,8 @@ class _Driver:
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
         self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
+        self.settled: dict | None = None  # curtailment (prereg/curtail.py): which frozen rules are settled
+        self.sequential: dict | None = None  # the registered sequential test's decision (prereg/sequential.py)
 
     # -- lifecycle
 
@@ -367,8 +370,30 @@ class _Driver:
         self.session_done += 1
         self.log(_progress_line(row, len({r["seed"] for r in self.rows}), len(self.cfg.seeds),
                                 self._eta_s()))
+        self._check_decided()
         self._write_status(rd.STOPPING if self.stop else rd.RUNNING)
         self._enforce_gates()
+
+    def _check_decided(self) -> None:
+        """After a row: are the frozen decision rules on this arm settled? With `gates: {decided:
+        stop}` a settled plan stops the run (reason `decided`); without it status.json says so."""
+        if self.cfg.prereg is None:
+            return
+        from prereg.curtail import check_run, decided_detail
+        from prereg.sequential import check_rows
+
+        if not (self.settled or {}).get("all"):
+            try:
+                self.settled = check_run(self.cfg.prereg, self.cfg.arm, self.rows, self.run_dir)
+            except Exception as exc:  # noqa: BLE001 - information must never end a run
+                self.log(f"curtailment check failed ({type(exc).__name__}: {exc}); the run goes on")
+                self.settled = None
+        if self.settled and self.settled["all"] and self.cfg.gates.decided == "stop":
+            self._request_stop(rd.StopReason(rd.BY_DECIDED, decided_detail(self.settled)))
+        if self.sequential is None and self.stop is None:
+            self.sequential = check_rows(self.cfg.gates.sequential, self.rows, self.cfg.seeds)
+            if self.sequential is not None:
+                self._request_stop(rd.StopReason(rd.BY_DECIDED, "(sequential) " + self.sequential["text"]))
 
     def _check_stop_file(self) -> None:
         if self.stop is None:
@@ -392,7 +417,19 @@ class _Driver:
 
     def _gate_readings(self):
         return evaluate_gates(self.cfg.gates, elapsed_s=self.elapsed_s, done=self.session_done,
-                              total=self.session_done + self._remaining(), gpu_hours=self.gpu_hours, live=False)
+                              total=self.session_done + self._remaining(), gpu_hours=self.gpu_hours, live=False,
+                              pace=self._pace_inputs(), gpus=self.gpus)
+
+    def _pace_inputs(self) -> PaceInputs | None:
+        """The fair pace projection's inputs (prereg/gates.py does the arithmetic)."""
+        if self._first_submit_at is None:
+            return None
+        walls = [r["wall_s"] for r in self.rows[len(self.rows) - self.session_done:] if r.get("wall_s")]
+        return PaceInputs(startup_s=self._first_submit_at - self.t0, rollout_s=time.monotonic() - self._first_submit_at,
+                          done=self.session_done, in_flight=len(self.pool.in_flight()) if self.pool is not None else 0,
+                          total=self.session_done + self._remaining(),
+                          lanes=max(1, min(self.cfg.workers, len(self.cfg.seeds))),
+                          episode_wall_s=statistics.fmean(walls) if walls else None, prior_s=self.prior_elapsed_s)
 
     def _remaining(self) -> int:
         done = {r["seed"] for r in self.rows}
@@ -436,6 +473,9 @@ class _Driver:
         session_total = self.session_done + self._remaining()
         session_elapsed = time.monotonic() - self.t0
         proj = projected_wall_s(session_elapsed, self.session_done, session_total)
+        pace = self._pace_inputs()
+        fair = fair_projected_wall_s(pace) if pace is not None else None
+        naive = None if proj is None else round(self.prior_elapsed_s + proj, 1)
         status = {
             "schema": rd.STATUS_SCHEMA,
             "state": state,
@@ -447,8 +487,13 @@ class _Driver:
             "errors": sum(1 for r in self.rows if r.get("status") != "ok"),
             "successes": sum(1 for r in self.rows if r.get("success")),
             "elapsed_s": round(self.elapsed_s, 2),
-            "projected_wall_s": None if proj is None else round(self.prior_elapsed_s + proj, 1),
-            "eta_s": None if proj is None else round(max(0.0, proj - session_elapsed), 1),
+            "projected_wall_s": round(fair, 1) if fair is not None else naive,
+            "eta_s": round(max(0.0, fair - self.elapsed_s), 1) if fair is not None else (
+                None if proj is None else round(max(0.0, proj - session_elapsed), 1)),
+            "pace": {**(pace.as_dict() if pace else {}), "projected_wall_s": None if fair is None else round(fair, 1),
+                     "naive_projected_wall_s": naive},
+            "settled": self.settled,
+            "sequential": self.sequential,
             "gpu_hours": round(self.gpu_hours, 5),
             "gpu_hours_source": f"allocated (wall x {self.gpus} GPU{'s' if self.gpus != 1 else ''} held)",
             "gpu_busy_hours": self._busy_hours(),

@@ -120,7 +120,19 @@ def cmd_validate(args) -> int:
         return EXIT_BAD_INPUT
     arms = ", ".join(a.name for a in doc.arms())
     print(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
+    _print_savings(doc)
     return EXIT_OK
+
+
+def _print_savings(doc) -> None:
+    """What curtailment buys: expected episodes per arm at a few success rates (prereg/curtail.py)."""
+    from prereg.curtail import savings_table
+
+    lines = savings_table(doc)
+    if lines:
+        print("stopping early: curtailment (once no remaining seed can change a decision rule; simulated, "
+              "400 runs, seeded) and any registered sequential test (exact):")
+        print("\n".join(lines))
 
 
 def cmd_freeze(args) -> int:
@@ -133,6 +145,9 @@ def cmd_freeze(args) -> int:
         return EXIT_OK
     print(f"{args.file}: froze {res.section} at {res.frozen_at}\n  sha256 {res.sha256}\n"
           f"  tool commit {res.tool_commit}\n  seal on line {res.seal_line}")
+    from prereg.document import load
+
+    _print_savings(load(args.file))
     return EXIT_OK
 
 
@@ -203,6 +218,8 @@ def cmd_show(args) -> int:
         gates = [f"gpu_hours {g.gpu_hours:g}" if g.gpu_hours is not None else "no GPU-hour gate"]
         if g.pace_limit_hours is not None:
             gates.append(f"pace {g.pace_limit_hours:g} h after {g.pace_after_episodes} episodes")
+        if g.decided:
+            gates.append(f"decided: {g.decided}")
         print(f"  gates: {', '.join(gates)}")
         for a in sm.arms:
             bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in

@@ -54,7 +54,8 @@ ARM_KEYS = (
     "norm_tag", "dtype", "workers", "flow_steps", "task", "notes",
 )
 PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts")
-GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction")
+GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided", "sequential")
+DECIDED_VALUES = ("stop", "record")  # gates.decided: stop when the rules are settled, or only record it
 READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator")
 VALIDITY_KEYS = ("reset_strikes_max", "zero_fallback_rate_max", "error_rows_max")
 RULE_KEYS = ("if", "then", "arm")
@@ -814,6 +815,22 @@ def _check_gates(raw, ctx: _Ctx, required: bool) -> dict:
             ctx.err(("gates", "warn_fraction"), f"must be a fraction in (0, 1], got {v!r}")
         else:
             out["warn_fraction"] = float(v)
+    if "decided" in raw:
+        v = raw["decided"]
+        if v not in DECIDED_VALUES:
+            ctx.err(("gates", "decided"), f"must be one of {', '.join(DECIDED_VALUES)}, got {v!r}",
+                    "decided: stop ends the run once no remaining seed can change a decision rule's verdict")
+        else:
+            out["decided"] = v
+    if "sequential" in raw:
+        from prereg.sequential import problems as sequential_problems
+
+        bad = sequential_problems(raw["sequential"])
+        for k, msg in bad:
+            ctx.err(("gates", "sequential") + ((k,) if k else ()), msg,
+                    "a registered SPRT of the success rate: {p0: 0.05, p1: 0.2, alpha: 0.05, beta: 0.1}")
+        if not bad:
+            out["sequential"] = {k: float(raw["sequential"][k]) for k in ("p0", "p1", "alpha", "beta")}
     return out
 
 

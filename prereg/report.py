@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prereg import curtail
 from prereg.chart import per_seed_chart
 from prereg.document import RESULTS_END, Comparator, Document, load_valid, parse
 from prereg.errors import PreregError
@@ -126,7 +127,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
         reports[arm] = _arm_report(doc, arm, Path(run_dir))
     for arm, rep in reports.items():
         rep.comparators = [_comparator_read(doc, rep, c, reports) for c in doc.comparators_for(arm)]
-    verdicts = _verdicts(doc, reports)
+    verdicts = curtail.decided_verdicts(_verdicts(doc, reports), {a: r.run_dir for a, r in reports.items()})
     for arm, rep in reports.items():
         comp = next((c.reads for c in rep.comparators if c.reads is not None), None)
         series = [rep.reads] + ([comp] if comp else [])
@@ -174,6 +175,9 @@ def _arm_report(doc: Document, arm: str, run_dir: Path) -> ArmReport:
                       interval=sm.reads.interval, run_state=status, bad_lines=bad)
     sha = sm.section.seal.sha256
     _manifest_checks(reads, manifest, sha, arm)
+    decided = curtail.savings_note(status, reads)
+    if decided:
+        reads.notes.append(decided)
     if not (run_dir / rd.ROWS).exists():
         reads.notes.append("the run directory has no rows.jsonl")
     return ArmReport(reads, run_dir, sm.section.name, sha)

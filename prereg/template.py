@@ -42,6 +42,7 @@ gates:
   pace:
     after_episodes: 10
     limit_hours: 2.5
+  # decided: stop   # curtailment: stop once no remaining seed can change any decision rule (docs/prereg.md)
 decision_rules:
   - if: successes >= 1
     then: WHAT HAPPENS IF THIS HOLDS

@@ -215,3 +215,23 @@ def test_the_launch_post_of_a_tiny_molmoact2_run_shows_checkpoint_revision_and_d
 def assert_fits_discord(p: Post) -> None:
     assert len(p.content) <= 2000 and len(p.title) <= 256 and len(p.description) <= 4096
     assert len(p.title) + len(p.description) + len(p.footer) <= 6000
+
+
+def test_updates_say_when_the_decision_was_settled(tmp_path):
+    from console.discord_messages import progress_lines, read_snapshot
+    from console.fixtures import make_run_dir
+    from prereg import rundir as rd
+
+    d = make_run_dir(tmp_path, "settled", state="running", done=70, total=100)
+    status = rd.read_json(d / rd.STATUS)
+    status["settled"] = {"at": 63, "total": 100, "all": True,
+                         "rules": [{"condition": "successes >= 20", "settled": True, "verdict": "does not hold"}]}
+    rd.write_json_atomic(d / rd.STATUS, status)
+    assert any("settled at 63/100" in line for line in progress_lines(read_snapshot(d)))
+
+
+def test_a_registered_curtailment_is_read_and_described():
+    from console.discord_messages import describe_gates, gate_spec_from
+
+    spec = gate_spec_from({"gpu_hours": 0.05, "decided": "stop"})
+    assert spec.decided == "stop" and "stops once its decision rules are settled" in describe_gates(spec)

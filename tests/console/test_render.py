@@ -71,3 +71,24 @@ def test_seed_grid_draws_a_bounded_number_of_cells():
 
 def test_histogram_without_rows():
     assert histogram_text(view_of([])).plain == "no rows yet"
+
+
+def test_the_pace_panel_says_when_the_decision_was_settled_and_what_the_projection_is_made_of(tmp_path):
+    from console.render import pace_table
+    from prereg import rundir as rd
+    from rich.console import Console
+
+    d = make_run_dir(tmp_path, "settled", state="running", done=70, total=100, elapsed_s=600, pid=live_pid())
+    status = rd.read_json(d / rd.STATUS)
+    status["settled"] = {"at": 63, "total": 100, "all": True,
+                         "rules": [{"condition": "successes >= 20", "settled": True, "verdict": "does not hold"}]}
+    status["pace"] = {"startup_s": 240.0, "rollout_s": 360.0, "done": 70, "in_flight": 4, "total": 100,
+                      "episode_wall_s": 20.0, "lanes": 4, "naive_projected_wall_s": 857.1}
+    rd.write_json_atomic(d / rd.STATUS, status)
+    info = read_run(d)
+    view = view_of([make_row(s) for s in range(70)])
+    console = Console(width=100, record=True)
+    console.print(pace_table(info, view, gate_readings(info, view, FIXED_TIME + 5), FIXED_TIME + 5))
+    text = console.export_text()
+    assert "settled at 63/100: [does not hold] successes >= 20" in text
+    assert "start-up 240 s + 30 left x 20.0 s / 4 lanes, 4 in flight; naive 14.3 min" in text
