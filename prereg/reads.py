@@ -26,6 +26,7 @@ BOOTSTRAP_RESAMPLES = 9999
 BOOTSTRAP_METHOD = "BCa"
 BOOTSTRAP_SEED = 20260813  # fixed: the same rows give the same CI on every machine
 TIE_CM = 1e-9
+MIN_PAIRED_SEEDS = 5  # fewer shared seeds than this: no paired CI is computed (the mean and counts are shown)
 
 
 # ---------------------------------------------------------------- per-arm reads
@@ -74,6 +75,7 @@ class ArmReads:
     knock_seeds: list[int] = field(default_factory=list)
     # values a read needed and a row did not give (null, NaN, infinite), by field: counted, never hidden
     dropped: dict[str, int] = field(default_factory=dict)
+    dropped_seeds: list[int] = field(default_factory=list)  # ok rows without a finite progress_final_cm
     # the reads the seeds' lab notes made, all from rows (and the spend from status.json)
     tipped: int = 0
     worst_knock_cm: float | None = None
@@ -194,6 +196,7 @@ def arm_reads(
         return {s: v for s, v in got.items() if v is not None}
 
     pf = values_of("progress_final_cm")
+    pf_dropped = [s for s in ok_seeds if s not in pf]
     knock_seeds = sorted(s for s in ok_seeds if cls[s][1])
     fad = []
     for s in ok_seeds:
@@ -223,7 +226,7 @@ def arm_reads(
         progress_final_median=statistics.median(pf.values()) if pf else None,
         success_seeds=succ_seeds, first_action_delta_deg=statistics.fmean(fad) if fad else None,
         missing_seeds=missing, extra_seeds=extra, duplicate_seeds=sorted(set(dups)), bad_lines=list(bad_lines),
-        progress_by_seed=pf, knock_seeds=knock_seeds, dropped=dropped,
+        progress_by_seed=pf, knock_seeds=knock_seeds, dropped=dropped, dropped_seeds=pf_dropped,
         tipped=counts.tipped,
         worst_knock_cm=worst[0] if worst else None, worst_knock_seed=worst[1] if worst else None,
         success_tick_median=float(statistics.median(ticks)) if ticks else None,
@@ -324,6 +327,10 @@ class Paired:
     success_only_comparator: list[int]
     arm_successes: int = 0
     comparator_successes: int = 0
+    deltas: dict[int, float] = field(default_factory=dict)  # seed -> arm - comparator
+    tie_cm: float = TIE_CM
+    # seeds with a row on both sides where either side has no finite progress_final_cm: not paired, counted
+    dropped_unpaired: int = 0
 
     def values(self) -> dict[str, float | None]:
         return {
@@ -335,7 +342,9 @@ class Paired:
         }
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["deltas"] = {str(k): v for k, v in self.deltas.items()}
+        return d
 
 
 def paired_reads(a: ArmReads, b: ArmReads, comparator_name: str | None = None) -> Paired:
@@ -344,7 +353,13 @@ def paired_reads(a: ArmReads, b: ArmReads, comparator_name: str | None = None) -
     x = np.array([a.progress_by_seed[s] for s in shared], dtype=float)
     y = np.array([b.progress_by_seed[s] for s in shared], dtype=float)
     d = x - y
-    ci, method = paired_bootstrap_ci(x, y)
+    if len(shared) >= MIN_PAIRED_SEEDS:
+        ci, method = paired_bootstrap_ci(x, y)
+    else:
+        ci, method = None, (f"not computed: {len(shared)} shared seeds, fewer than the minimum of {MIN_PAIRED_SEEDS}")
+    rows_a = set(a.progress_by_seed) | set(a.dropped_seeds)
+    rows_b = set(b.progress_by_seed) | set(b.dropped_seeds)
+    dropped_unpaired = len((rows_a & rows_b) - set(shared))
     sa, sb = set(a.success_seeds), set(b.success_seeds)
     return Paired(
         arm=a.arm, comparator=comparator_name or b.arm, shared_seeds=len(shared),
@@ -354,6 +369,7 @@ def paired_reads(a: ArmReads, b: ArmReads, comparator_name: str | None = None) -
         better=int((d > TIE_CM).sum()), tied=int((np.abs(d) <= TIE_CM).sum()), worse=int((d < -TIE_CM).sum()),
         success_overlap=sorted(sa & sb), success_only_arm=sorted(sa - sb), success_only_comparator=sorted(sb - sa),
         arm_successes=a.successes, comparator_successes=b.successes,
+        deltas={s: float(v) for s, v in zip(shared, d)}, dropped_unpaired=dropped_unpaired,
     )
 
 
@@ -389,34 +405,61 @@ def paired_bootstrap_ci(x, y) -> tuple[tuple[float, float] | None, str]:
 # ---------------------------------------------------------------- decision rules
 
 OPS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt}
-HOLDS, NOT_HOLDS, UNDETERMINED = "HOLDS", "does not hold", "undetermined"
+HOLDS, NOT_HOLDS, UNDETERMINED, PROVISIONAL = "HOLDS", "does not hold", "undetermined", "provisional"
 
 
 @dataclass
 class Verdict:
     rule: Rule
-    verdict: str  # HOLDS | does not hold | undetermined
+    verdict: str  # HOLDS | does not hold | undetermined | provisional (never a bare HOLDS on an incomplete run)
     detail: str  # the values the condition was judged on, or what was missing
+    why: str = ""  # undetermined: why; provisional: "at 60/100" and what it reads so far
+
+    @property
+    def label(self) -> str:
+        """How every report shows it: 'HOLDS', 'undetermined (why)', 'provisional at 60/100 (HOLDS so far)'."""
+        if self.verdict in (UNDETERMINED, PROVISIONAL):
+            return f"{self.verdict} ({self.why})" if self.verdict == UNDETERMINED else f"provisional {self.why}"
+        return self.verdict
 
     def as_dict(self) -> dict:
         return {"condition": self.rule.condition, "action": self.rule.action, "section": self.rule.section,
-                "verdict": self.verdict, "detail": self.detail}
+                "verdict": self.verdict, "label": self.label, "why": self.why, "detail": self.detail}
 
 
-def evaluate_rule(rule: Rule, values: dict[str, dict[str, float | None]]) -> Verdict:
-    """Judge a rule on {arm: {read: value}}; a read that is missing makes it undetermined."""
+def evaluate_rule(rule: Rule, values: dict[str, dict[str, float | None]], *,
+                  blocked: dict[str, str] | None = None, partial: dict[str, str] | None = None) -> Verdict:
+    """Judge a rule on {arm: {read: value}}.
+
+    `blocked` {arm: why} makes any rule naming that arm undetermined (an INVALID arm, a run
+    still going, no run); `partial` {arm: "at 60/100"} makes a judged rule provisional (the
+    run ended before every registered seed had a row). A read that is missing makes it
+    undetermined too.
+    """
+    arms = sorted(rule.arms())
+    why = [f"{a}: {blocked[a]}" for a in arms if blocked and a in blocked]
+    if why:
+        return Verdict(rule, UNDETERMINED, "", "; ".join(why))
     parts, results = [], []
     for c in rule.clauses:
         left, lt = _value(c.left, values)
         right, rt = _value(c.right, values)
         if left is None or right is None:
             missing = lt if left is None else rt
-            return Verdict(rule, UNDETERMINED, f"{missing} is not available in this report")
+            return Verdict(rule, UNDETERMINED, "", f"{missing} is not available in this report")
+        if isinstance(left, float) and math.isnan(left) or isinstance(right, float) and math.isnan(right):
+            return Verdict(rule, UNDETERMINED, "", f"{lt if math.isnan(left) else rt} is not a number")
         ok = OPS[c.op](left, right)
         results.append(ok)
-        parts.append(f"{lt} = {_fmt(left)} {c.op} {_fmt(right) if isinstance(c.right, float) else f'{rt} = {_fmt(right)}'}"
+        ls, rs = _fmt_pair(left, right)
+        parts.append(f"{lt} = {ls} {c.op} {rs if isinstance(c.right, float) else f'{rt} = {rs}'}"
                      f" ({'true' if ok else 'false'})")
-    return Verdict(rule, HOLDS if all(results) else NOT_HOLDS, "; ".join(parts))
+    verdict = HOLDS if all(results) else NOT_HOLDS
+    detail = "; ".join(parts)
+    part = [f"{partial[a]} for {a}" if len(arms) > 1 else partial[a] for a in arms if partial and a in partial]
+    if part:
+        return Verdict(rule, PROVISIONAL, detail, f"{', '.join(part)} ({verdict} so far)")
+    return Verdict(rule, verdict, detail)
 
 
 def _value(op, values) -> tuple[float | None, str]:
@@ -432,6 +475,18 @@ def _fmt(v: float) -> str:
     if float(v).is_integer():
         return str(int(v))
     return f"{v:.4g}"
+
+
+def _fmt_pair(a: float, b: float) -> tuple[str, str]:
+    """Both sides with enough significant digits that different values never read the same
+    (0.16231 vs 0.16234 is shown as such, not as '0.1623 < 0.1623')."""
+    if a == b or float(a).is_integer() and float(b).is_integer():
+        return _fmt(a), _fmt(b)
+    for digits in range(4, 18):
+        sa, sb = (_fmt(v) if float(v).is_integer() else f"{v:.{digits}g}" for v in (a, b))
+        if sa != sb:
+            return sa, sb
+    return repr(a), repr(b)
 
 
 def clause_text(c: Clause) -> str:

@@ -88,7 +88,8 @@ def test_amend_from_arm_and_freeze(tmp_path, capsys):
 
 
 def test_report_cli(demo, run_dir, capsys):
-    d = run_dir("s", [make_row(s, success=True, progress_final_cm=8.0) for s in range(6)], status={"state": "done"})
+    d = run_dir("s", [make_row(s, success=True, progress_final_cm=8.0) for s in range(6)], status={"state": "done"},
+                launched=(demo, "scripted"))
     rc, out, _ = run(capsys, "report", str(demo), "--run", f"scripted={d}")
     assert rc == 0 and "successes 6 / 6" in out and "[HOLDS] if scripted.successes >= 1" in out
     assert (d / "chart.png").exists() and (d / "results.md").exists()

@@ -153,4 +153,4 @@ def test_rules_verdicts():
     v = evaluate_rule(rule, {"a": {"successes": 0, "knock_aways": 3}, "b": {"knock_aways": 2}})
     assert v.verdict == NOT_HOLDS
     v = evaluate_rule(rule, {"a": {"successes": 1, "knock_aways": 3}})
-    assert v.verdict == UNDETERMINED and "b.knock_aways" in v.detail
+    assert v.verdict == UNDETERMINED and "b.knock_aways" in v.label
