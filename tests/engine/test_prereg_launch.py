@@ -51,6 +51,8 @@ def test_the_demo_launches_from_its_frozen_document_and_reports(tmp_path):
     assert rep.returncode == 0, rep.stderr
     assert (run_dir / "results.md").exists() and (run_dir / "chart.png").stat().st_size > 1000
     assert "HOLDS" in rep.stdout  # the oracle's successes make the harness rule hold
+    assert "validity  VALID" in rep.stdout  # the engine's own manifest establishes the provenance
+    assert (run_dir.parent / "demo-tiny-engine.results.md").exists()  # the registration's results file
     assert "fontaine:results" in doc.read_text()  # appended to the copy, the frozen parts untouched
     verify = subprocess.run([sys.executable, "-m", "prereg.cli", "verify", str(doc)], cwd=REPO, capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout + verify.stderr
