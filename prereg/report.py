@@ -372,7 +372,7 @@ def _section_markdown(doc: Document, reports: dict[str, ArmReport], verdicts: li
     return out
 
 
-def _arm_markdown(rep: ArmReport, chart_rel: str | None) -> list[str]:
+def _arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool = False) -> list[str]:
     a = rep.reads
     out = [f"### {a.arm}", "",
            f"Run `{rep.run_dir}`; registered in {rep.section} (sha256 `{rep.sha256[:12]}`).", "",
@@ -397,8 +397,8 @@ def _arm_markdown(rep: ArmReport, chart_rel: str | None) -> list[str]:
     if a.bad_lines:
         out.append(f"- Unreadable rows ({len(a.bad_lines)}): " + "; ".join(a.bad_lines[:5])
                    + ("; ..." if len(a.bad_lines) > 5 else ""))
-    if a.dist_by_second_mean:
-        out.append(f"- Boat-to-disk distance by second: see the table in the registration's results file")
+    if a.dist_by_second_mean and not in_registration:
+        out.append("- Boat-to-disk distance by second: the table in the registration's results file")
     if chart_rel:
         out.append(f"- Chart: `{chart_rel}`")
     return out
@@ -480,7 +480,7 @@ def _registration_markdown(doc: Document, reports: dict[str, ArmReport], verdict
                        f"{_cm(r.progress_final_mean)} | {r.completion} |")
     out.append("")
     for name, rep in shown.items():
-        out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None) + [""]
+        out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None, in_registration=True) + [""]
     out += _pairings_markdown(reports, charts, folder)
     out += _distance_table(shown)
     out += _rules_markdown(verdicts)
