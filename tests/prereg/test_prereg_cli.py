@@ -97,6 +97,16 @@ def test_report_cli(demo, run_dir, capsys):
     assert rc == 0 and '"successes": 6' in out
 
 
+def test_report_cli_unregistered(demo, run_dir, capsys):
+    d = run_dir("plain", [make_row(s, success=True) for s in range(6)], status={"state": "done"})
+    rc, out, _ = run(capsys, "report", str(demo), "--run", f"scripted={d}", "--no-append")
+    assert rc == 0 and "INVALID" in out and "no manifest.json" in out
+    assert "[undetermined (scripted: INVALID" in out
+    rc, out, _ = run(capsys, "report", str(demo), "--run", f"scripted={d}", "--unregistered")
+    assert rc == 0 and out.splitlines()[0].startswith("UNREGISTERED REPORT")
+    assert "fontaine:results" not in demo.read_text()
+
+
 def test_console_script_runs_as_a_subprocess(demo):
     exe = Path(sys.executable).with_name("fontaine-prereg")
     argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "prereg.cli"]
