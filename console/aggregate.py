@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
 
-from prereg.rows import ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, BadLine, RowCounts, row_outcome  # noqa: F401
+from prereg.rows import (  # noqa: F401  (the outcome names are re-exported for the panels)
+    ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, BadLine, RowCounts, number, row_outcome,
+)
 
 RECENT_ROWS = 30
 RECENT_BAD = 20
@@ -132,14 +134,14 @@ class RunAggregate:
             if outcome == ERROR:
                 self.error_messages.append(f"seed {seed}: {get('error') or get('status') or 'error (no message)'}")
                 continue
-            pf = _num(get("progress_final_cm"))
+            pf = number(get("progress_final_cm"))
             if pf is not None:
                 pf_counts[round(pf, 2)] += 1
                 pf_sum += pf
-            wall = _num(get("wall_s"))
+            wall = number(get("wall_s"))
             if wall is not None:
                 wall_counts[round(wall, 1)] += 1
-            mb = _num(get("mean_batch"))
+            mb = number(get("mean_batch"))
             if mb is not None:
                 batch_sum += mb
                 batch_n += 1
@@ -224,16 +226,6 @@ class RunAggregate:
         labels += [f"{HIST_MIN_CM + i * HIST_BIN_CM:+g}" for i in range(nbins)]
         labels += [f">= {HIST_MAX_CM:g}"]
         return tuple(zip(labels, counts))
-
-
-def _num(value) -> float | None:
-    """A finite-or-inf number as float; None for null, bools, strings and NaN."""
-    t = type(value)
-    if t is float:
-        return None if value != value else value
-    if t is int:
-        return float(value)
-    return None
 
 
 def _counter_median(counter: Counter) -> float | None:
