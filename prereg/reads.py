@@ -17,7 +17,7 @@ import numpy as np
 from scipy import stats
 
 from prereg.document import Clause, Rule, Validity
-from prereg.rows import SUCCESS, RowCounts, number
+from prereg.rows import ERROR, SUCCESS, RowCounts, number
 from prereg.rundir import status_reason_text
 
 CONFIDENCE = 0.95
@@ -184,8 +184,8 @@ def arm_reads(
             ci = proportion_ci(k, n, m)
             if ci:
                 intervals[name] = ci
-    errors = [s for s in seeds if cls[s][0] == "error"]
-    ok_seeds = [s for s in seeds if cls[s][0] != "error"]
+    errors = [s for s in seeds if cls[s][0] == ERROR]
+    ok_seeds = [s for s in seeds if cls[s][0] != ERROR]
     dropped: dict[str, int] = {}
 
     def values_of(key: str, seeds_=ok_seeds) -> dict[int, float]:

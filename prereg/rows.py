@@ -204,29 +204,9 @@ def number(value) -> float | None:
     return None
 
 
-def count(value) -> int:
-    """A count field (reset strikes, predicts, ...) as an int; 0 when null (a validated row has no other)."""
-    return value if type(value) is int else 0
-
-
 def is_error(row: dict) -> bool:
+    """Any status other than "ok" (null included) is an error row."""
     return row.get("status") != OK
-
-
-def is_knock_away(row: dict) -> bool:
-    """progress_final_cm <= -1 cm; the row's own flag only when the distance is unknown. Never on an error row."""
-    if row.get("status") != OK:
-        return False
-    pf = number(row.get("progress_final_cm"))
-    return pf <= KNOCK_AWAY_CM if pf is not None else row.get("knock_away") is True
-
-
-def is_engaged(row: dict) -> bool:
-    """progress_cm > 1 cm; the row's own flag only when the distance is unknown. Never on an error row."""
-    if row.get("status") != OK:
-        return False
-    p = number(row.get("progress_cm"))
-    return p > ENGAGED_CM if p is not None else row.get("engaged") is True
 
 
 def classify(row: dict) -> tuple[str, bool, bool]:
