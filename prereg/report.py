@@ -165,9 +165,8 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
         title = f"{doc.prereg_id}: " + " vs ".join(a.arm for a in series)
         paired = cr.paired if cr and cr.paired and cr.paired.shared_seeds else None
         rep.chart = per_seed_chart(series, rep.run_dir / rd.CHART, title, colors=colors, paired=paired)
-        mine = [v for v in verdicts if arm in v.rule.arms()]
         md = head + [f"# Results: {arm}", "", f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
-        md += _arm_markdown(rep, chart_rel=rd.CHART) + [""] + _rules_markdown(mine)
+        md += _arm_markdown(rep, chart_rel=rd.CHART) + [""] + _rules_markdown(verdicts)  # every registered rule
         rep.results_md = rep.run_dir / rd.RESULTS
         rd.write_text_atomic(rep.results_md, "\n".join(md).rstrip("\n") + "\n")
     folder = _runs_folder([r.run_dir for r in reports.values()])

@@ -320,3 +320,13 @@ def test_registration_results_file_and_the_paired_delta_chart(demo, run_dir):
     (chart,) = rep.paired_charts
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({chart.name})" in text
     assert str(reg) in demo.read_text()  # the appended section points at it
+
+
+def test_every_report_carries_every_registered_rule(demo, run_dir):
+    from prereg.document import load as load_doc
+
+    runs = demo_runs(run_dir, demo)
+    build_report(demo, {"scripted": runs["scripted"]}, now=NOW)
+    conditions = [r.condition for r in load_doc(demo).rules()]
+    for text in ((runs["scripted"] / "results.md").read_text(), demo.read_text()):
+        assert all(c in text for c in conditions)
