@@ -19,13 +19,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
 
-from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, BadLine
+from prereg.rows import (  # noqa: F401  (the outcome names are re-exported for the panels)
+    ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, BadLine, RowCounts, number, row_outcome,
+)
 
 RECENT_ROWS = 30
 RECENT_BAD = 20
-
-# Outcome of one seed, in the order that decides a row's single colour.
-ERROR, SUCCESS, KNOCK_AWAY, ENGAGED, QUIET = "error", "success", "knock_away", "engaged", "quiet"
 
 HIST_MIN_CM, HIST_MAX_CM, HIST_BIN_CM = -10.0, 10.0, 1.0
 
@@ -52,30 +51,6 @@ def _wilson(k: int, n: int, confidence: float) -> tuple[float, float]:
     lo = 0.0 if k == 0 else center - delta
     hi = 1.0 if k == n else center + delta
     return (lo, hi)
-
-
-def row_outcome(row: dict) -> str:
-    """One word per row, for the per-seed grid: error > success > knock-away > engaged > quiet."""
-    return _classify(row)[0]
-
-
-def _classify(row: dict) -> tuple[str, bool, bool]:
-    """(outcome, knock-away, engaged); the flags fall back to the distances when null."""
-    get = row.get
-    if get("status") == "error":
-        return ERROR, False, False
-    knock = get("knock_away")
-    if knock is None:
-        pf = _num(get("progress_final_cm"))
-        knock = pf is not None and pf <= KNOCK_AWAY_CM
-    engaged = get("engaged")
-    if engaged is None:
-        p = _num(get("progress_cm"))
-        engaged = p is not None and p > ENGAGED_CM
-    knock, engaged = knock is True, engaged is True
-    if get("success") is True:
-        return SUCCESS, knock, engaged
-    return (KNOCK_AWAY if knock else ENGAGED if engaged else QUIET), knock, engaged
 
 
 @dataclass(frozen=True)
@@ -116,18 +91,7 @@ class AggregateView:
 class RunAggregate:
     """Fold rows in with `add`; `snapshot()` for the UI; `reset()` when the file restarts."""
 
-    rows: int = 0
-    ok_rows: int = 0
-    successes: int = 0
-    knock_aways: int = 0
-    engaged: int = 0
-    tipped: int = 0
-    predicts: int = 0
-    zero_fallbacks: int = 0
-    mask_violations: int = 0
-    reset_strikes: int = 0
-    rows_with_reset_strikes: int = 0
-    errors: int = 0
+    counts: RowCounts = field(default_factory=RowCounts)  # prereg.rows: the counts every consumer shows
     duplicate_seeds: int = 0
     corrupt: int = 0
     restarts: int = 0
@@ -146,69 +110,55 @@ class RunAggregate:
         self.add_many((row,))
 
     def add_many(self, rows) -> None:
-        """Fold rows in. One loop with the counters in locals: a 100k-row file is folded in well
-        under a second (see benchmarks/bench_console.py)."""
-        n = self.rows
-        ok = successes = knocks = engaged_n = tipped = predicts = zero_fb = masks = 0
-        strikes_sum = strike_rows = errors = dups = 0
+        """Fold rows in: the counts through `prereg.rows.RowCounts` (the one classifier), then the
+        distributions in one loop with locals: a 100k-row file is folded in well under a second
+        (see benchmarks/bench_console.py)."""
+        rows = rows if isinstance(rows, (list, tuple)) else list(rows)
+        if not rows:
+            return
+        classes: list = []
+        self.counts.add_many(rows, classes)
+        n = self.counts.rows - len(rows)
+        dups = 0
         pf_sum, batch_sum, batch_n = 0.0, 0.0, 0
         outcomes, recent = self.seed_outcomes, self.recent
         pf_counts, wall_counts = self._progress_final, self._walls
-        for row in rows:
+        for row, (outcome, _, _) in zip(rows, classes):
             get = row.get
             n += 1
             recent.append((n, row))
-            outcome, knock, engaged = _classify(row)
             seed = get("seed")
             if seed in outcomes:
                 dups += 1
             outcomes[seed] = outcome
-            strikes = _int(get("reset_strikes"))
-            if strikes > 0:
-                strikes_sum += strikes
-                strike_rows += 1
             if outcome == ERROR:
-                errors += 1
-                self.error_messages.append(f"seed {seed}: {get('error') or 'error (no message)'}")
+                self.error_messages.append(f"seed {seed}: {get('error') or get('status') or 'error (no message)'}")
                 continue
-            ok += 1
-            successes += outcome == SUCCESS
-            knocks += knock
-            engaged_n += engaged
-            tipped += get("tipped") is True
-            predicts += _int(get("predicts"))
-            zero_fb += _int(get("zero_fallbacks"))
-            masks += _int(get("mask_violations"))
-            pf = _num(get("progress_final_cm"))
+            pf = number(get("progress_final_cm"))
             if pf is not None:
                 pf_counts[round(pf, 2)] += 1
                 pf_sum += pf
-            wall = _num(get("wall_s"))
+            wall = number(get("wall_s"))
             if wall is not None:
                 wall_counts[round(wall, 1)] += 1
-            mb = _num(get("mean_batch"))
+            mb = number(get("mean_batch"))
             if mb is not None:
                 batch_sum += mb
                 batch_n += 1
-        if n == self.rows:
-            return
         self.version += 1
-        self.rows = n
-        self.ok_rows += ok
-        self.successes += successes
-        self.knock_aways += knocks
-        self.engaged += engaged_n
-        self.tipped += tipped
-        self.predicts += predicts
-        self.zero_fallbacks += zero_fb
-        self.mask_violations += masks
-        self.reset_strikes += strikes_sum
-        self.rows_with_reset_strikes += strike_rows
-        self.errors += errors
         self.duplicate_seeds += dups
         self._pf_sum += pf_sum
         self._batch_sum += batch_sum
         self._batch_n += batch_n
+
+    # what the runs table and the tests read, straight from the counts (one source)
+    rows = property(lambda self: self.counts.rows)
+    ok_rows = property(lambda self: self.counts.ok)
+    successes = property(lambda self: self.counts.successes)
+    errors = property(lambda self: self.counts.errors)
+    knock_aways = property(lambda self: self.counts.knock_aways)
+    engaged = property(lambda self: self.counts.engaged)
+    reset_strikes = property(lambda self: self.counts.reset_strikes)
 
     def add_bad(self, bad: BadLine) -> None:
         self.corrupt += 1
@@ -222,22 +172,23 @@ class RunAggregate:
         self.restarts, self.version = restarts, version
 
     def snapshot(self) -> AggregateView:
+        c = self.counts
         return AggregateView(
-            rows=self.rows,
-            ok_rows=self.ok_rows,
-            successes=self.successes,
-            success_ci=wilson_interval(self.successes, self.ok_rows),
-            knock_aways=self.knock_aways,
-            engaged=self.engaged,
-            quiet=self.ok_rows - self.engaged,
-            tipped=self.tipped,
-            predicts=self.predicts,
-            zero_fallbacks=self.zero_fallbacks,
-            zero_fallback_rate=(self.zero_fallbacks / self.predicts) if self.predicts else None,
-            mask_violations=self.mask_violations,
-            reset_strikes=self.reset_strikes,
-            rows_with_reset_strikes=self.rows_with_reset_strikes,
-            errors=self.errors,
+            rows=c.rows,
+            ok_rows=c.ok,
+            successes=c.successes,
+            success_ci=wilson_interval(c.successes, c.rows),  # errored episodes count as non-successes, as in the report
+            knock_aways=c.knock_aways,
+            engaged=c.engaged,
+            quiet=c.quiet,
+            tipped=c.tipped,
+            predicts=c.predicts,
+            zero_fallbacks=c.zero_fallbacks,
+            zero_fallback_rate=c.zero_fallback_rate,
+            mask_violations=c.mask_violations,
+            reset_strikes=c.reset_strikes,
+            rows_with_reset_strikes=c.rows_with_reset_strikes,
+            errors=c.errors,
             error_messages=tuple(self.error_messages),
             duplicate_seeds=self.duplicate_seeds,
             seed_outcomes=dict(self.seed_outcomes),
@@ -275,25 +226,6 @@ class RunAggregate:
         labels += [f"{HIST_MIN_CM + i * HIST_BIN_CM:+g}" for i in range(nbins)]
         labels += [f">= {HIST_MAX_CM:g}"]
         return tuple(zip(labels, counts))
-
-
-def _num(value) -> float | None:
-    """A finite-or-inf number as float; None for null, bools, strings and NaN."""
-    t = type(value)
-    if t is float:
-        return None if value != value else value
-    if t is int:
-        return float(value)
-    return None
-
-
-def _int(value) -> int:
-    t = type(value)
-    if t is int:
-        return value
-    if t is float and value == value and value not in (math.inf, -math.inf):
-        return int(value)
-    return 0
 
 
 def _counter_median(counter: Counter) -> float | None:

@@ -38,7 +38,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.curtail import settled_text
 from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
-from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, read_rows
+from prereg.rows import count_rows, read_rows
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, STOPPED, FAILED, DONE, RESULTS, TEST = (
     "launch", "update", "tripwire", "stall", "stopped", "failed", "done", "results", "test",
@@ -340,24 +340,9 @@ class Tally:
 
 
 def tally(rows: list[dict]) -> Tally:
-    """Counts over rows; derives knock-away/engaged from distances when the flags are null."""
-    s = k = e = zf = pr = rs = err = 0
-    for r in rows:
-        if r.get("status") == "error":
-            err += 1
-        s += r.get("success") is True
-        ka = r.get("knock_away")
-        if ka is None and _num(r.get("progress_final_cm")) is not None:
-            ka = _num(r.get("progress_final_cm")) <= KNOCK_AWAY_CM
-        k += bool(ka)
-        en = r.get("engaged")
-        if en is None and _num(r.get("progress_cm")) is not None:
-            en = _num(r.get("progress_cm")) > ENGAGED_CM
-        e += bool(en)
-        zf += int(_num(r.get("zero_fallbacks")) or 0)
-        pr += int(_num(r.get("predicts")) or 0)
-        rs += int(_num(r.get("reset_strikes")) or 0)
-    return Tally(s, k, e, zf, pr, rs, err)
+    """Counts over rows, by `prereg.rows.RowCounts`: the same counts as the console and the report."""
+    c = count_rows(rows)
+    return Tally(c.successes, c.knock_aways, c.engaged, c.zero_fallbacks, c.predicts, c.reset_strikes, c.errors)
 
 
 def gate_spec_from(gates: object) -> GateSpec:

@@ -116,7 +116,7 @@ def counts_table(view: AggregateView) -> Table:
     t.add_column(style="grey70")
     t.add_column(justify="right")
     t.add_column()
-    n = view.ok_rows
+    n = view.rows  # every episode with a row: an error row is a non-success (as in the report)
     pct = f"{100 * view.successes / n:.1f}%" if n else ""
     ci = view.success_ci
     ci_text = f"CI95 [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]%" if ci else ""

@@ -563,21 +563,29 @@ class _Driver:
 
 
 def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:
-    ok = [r for r in rows if r.get("status") == "ok"]
-    finals = [r["progress_final_cm"] for r in ok if r.get("progress_final_cm") is not None]
+    """The run's counts by `prereg.rows` (the one classifier: any status but "ok" is an error row,
+    never a success; knock-away/engaged from the distances), so the driver's summary, the
+    console, the Discord post and the report agree."""
+    from prereg.rows import count_rows, is_error, number
+
+    c = count_rows(rows)
+    ok = [r for r in rows if not is_error(r)]
+    finals = [v for v in (number(r.get("progress_final_cm")) for r in ok) if v is not None]
     return {
-        "episodes": len(rows),
-        "ok": len(ok),
-        "errors": len(rows) - len(ok),
+        "episodes": c.rows,
+        "ok": c.ok,
+        "errors": c.errors,
         "total_seeds": len(cfg.seeds) if cfg else None,
-        "successes": sum(1 for r in ok if r.get("success")),
-        "success_seeds": sorted(r["seed"] for r in ok if r.get("success")),
-        "knock_aways": sum(1 for r in ok if r.get("knock_away")),
-        "engaged": sum(1 for r in ok if r.get("engaged")),
-        "reset_strikes": sum(int(r.get("reset_strikes") or 0) for r in ok),
-        "predicts": sum(int(r.get("predicts") or 0) for r in ok),
-        "zero_fallbacks": sum(int(r.get("zero_fallbacks") or 0) for r in ok),
-        "mask_violations": sum(int(r.get("mask_violations") or 0) for r in ok),
+        "successes": c.successes,
+        "success_seeds": sorted(r["seed"] for r in ok if r.get("success") is True),
+        "knock_aways": c.knock_aways,
+        "engaged": c.engaged,
+        "quiet": c.quiet,
+        "tipped": c.tipped,
+        "reset_strikes": c.reset_strikes,
+        "predicts": c.predicts,
+        "zero_fallbacks": c.zero_fallbacks,
+        "mask_violations": c.mask_violations,
         "mean_progress_final_cm": round(statistics.fmean(finals), 3) if finals else None,
         "median_progress_final_cm": round(statistics.median(finals), 3) if finals else None,
     }

@@ -86,6 +86,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--run", dest="runs", action="append", default=[], metavar="ARM=RUN_DIR", required=True,
                    help="the run directory of an arm (repeatable; give the comparator arm's run too)")
     s.add_argument("--no-append", action="store_true", help="write results.md and chart.png only")
+    s.add_argument("--unregistered", action="store_true",
+                   help="read runs that were not launched from this registration (rows from elsewhere): every "
+                        "output is labelled UNREGISTERED in its first line and nothing is appended to the document")
     s.add_argument("--json", action="store_true", help="print the reads as JSON")
     s.set_defaults(func=cmd_report)
     return p
@@ -258,7 +261,7 @@ def cmd_report(args) -> int:
     from prereg.report import build_report, parse_run_args
 
     runs = parse_run_args(args.runs)
-    rep = build_report(args.file, runs, append=not args.no_append)
+    rep = build_report(args.file, runs, append=not args.no_append, unregistered=args.unregistered)
     if args.json:
         print(json.dumps(rep.as_dict(), indent=2, default=str))
     else:

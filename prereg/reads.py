@@ -17,7 +17,8 @@ import numpy as np
 from scipy import stats
 
 from prereg.document import Clause, Rule, Validity
-from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM
+from prereg.rows import ERROR, SUCCESS, RowCounts, number
+from prereg.rundir import status_reason_text
 
 CONFIDENCE = 0.95
 WILSON, CLOPPER_PEARSON = "wilson", "exact"  # scipy's method names (Clopper-Pearson is "exact")
@@ -25,6 +26,7 @@ BOOTSTRAP_RESAMPLES = 9999
 BOOTSTRAP_METHOD = "BCa"
 BOOTSTRAP_SEED = 20260813  # fixed: the same rows give the same CI on every machine
 TIE_CM = 1e-9
+MIN_PAIRED_SEEDS = 5  # fewer shared seeds than this: no paired CI is computed (the mean and counts are shown)
 
 
 # ---------------------------------------------------------------- per-arm reads
@@ -71,6 +73,23 @@ class ArmReads:
     notes: list[str] = field(default_factory=list)
     progress_by_seed: dict[int, float] = field(default_factory=dict)
     knock_seeds: list[int] = field(default_factory=list)
+    # values a read needed and a row did not give (null, NaN, infinite), by field: counted, never hidden
+    dropped: dict[str, int] = field(default_factory=dict)
+    dropped_seeds: list[int] = field(default_factory=list)  # ok rows without a finite progress_final_cm
+    # the reads the seeds' lab notes made, all from rows (and the spend from status.json)
+    tipped: int = 0
+    worst_knock_cm: float | None = None
+    worst_knock_seed: int | None = None
+    success_tick_median: float | None = None
+    success_tick_range: tuple[int, int] | None = None
+    wall_s_episodes: float | None = None  # sum of the episodes' wall_s
+    elapsed_s: float | None = None  # the run's wall (status.json)
+    gpu_hours: float | None = None  # status.json
+    mean_batch: float | None = None  # predict-weighted mean of the rows' mean_batch
+    mask_per_predict: float | None = None
+    dist_by_second_mean: list[float | None] = field(default_factory=list)  # mean boat-to-disk cm at t = i s
+    dist_by_second_n: list[int] = field(default_factory=list)  # rows that reached second i
+    run_state: str | None = None  # status.json's state (running runs are never judged)
 
     @property
     def stopped_early(self) -> bool:
@@ -96,6 +115,9 @@ class ArmReads:
             "error_rows": self.error_rows, "mask_violations": self.mask_violations,
             "engaged": self.engaged, "knock_aways": self.knock_aways, "quiet": self.quiet,
             "progress_final_mean": self.progress_final_mean, "progress_final_median": self.progress_final_median,
+            "tipped": self.tipped, "worst_knock_cm": self.worst_knock_cm,
+            "success_tick_median": self.success_tick_median, "mask_per_predict": self.mask_per_predict,
+            "gpu_hours": self.gpu_hours, "mean_batch": self.mean_batch,
         }
 
     def _ci(self, i: int) -> float | None:
@@ -133,8 +155,8 @@ def arm_reads(
     by_seed: dict[int, dict] = {}
     dups = []
     for r in rows:
-        seed = _int(r.get("seed"))
-        if seed is None:
+        seed = r.get("seed")
+        if type(seed) is not int:  # prereg.rows.read_rows sets such rows aside; a hand-made list may not
             continue
         if seed in by_seed:
             dups.append(seed)
@@ -148,8 +170,12 @@ def arm_reads(
         missing = sorted(plan - set(by_seed))
     seeds = sorted(by_seed)
     rs = [by_seed[s] for s in seeds]
+    classes: list = []
+    counts = RowCounts()
+    counts.add_many(rs, classes)
+    cls = dict(zip(seeds, classes))
     n = len(rs)
-    succ_seeds = [s for s in seeds if by_seed[s].get("success") is True]
+    succ_seeds = [s for s in seeds if cls[s][0] == SUCCESS]
     k = len(succ_seeds)
     intervals = {}
     methods = {"wilson": WILSON, "clopper-pearson": CLOPPER_PEARSON}
@@ -158,34 +184,62 @@ def arm_reads(
             ci = proportion_ci(k, n, m)
             if ci:
                 intervals[name] = ci
-    errors = [s for s in seeds if by_seed[s].get("status") == "error"]
-    strikes = [(s, _int(by_seed[s].get("reset_strikes"))) for s in seeds]
-    strike_total = sum(v for _, v in strikes if v)
-    zf = sum(_int(r.get("zero_fallbacks")) or 0 for r in rs)
-    predicts = sum(_int(r.get("predicts")) or 0 for r in rs)
-    pf = {s: float(by_seed[s]["progress_final_cm"]) for s in seeds if _num(by_seed[s].get("progress_final_cm"))}
-    engaged_seeds = {s for s in seeds if _engaged(by_seed[s])}
-    knock_seeds = {s for s in seeds if _knock(by_seed[s])}
-    quiet = [s for s in seeds if s not in errors and s not in succ_seeds
-             and s not in engaged_seeds and s not in knock_seeds]
-    fad = [float(r["first_action_delta_deg"]) for r in rs if _num(r.get("first_action_delta_deg"))]
+    errors = [s for s in seeds if cls[s][0] == ERROR]
+    ok_seeds = [s for s in seeds if cls[s][0] != ERROR]
+    dropped: dict[str, int] = {}
+
+    def values_of(key: str, seeds_=ok_seeds) -> dict[int, float]:
+        got = {s: number(by_seed[s].get(key)) for s in seeds_}
+        lost = sum(v is None for v in got.values())
+        if lost:
+            dropped[key] = lost
+        return {s: v for s, v in got.items() if v is not None}
+
+    pf = values_of("progress_final_cm")
+    pf_dropped = [s for s in ok_seeds if s not in pf]
+    knock_seeds = sorted(s for s in ok_seeds if cls[s][1])
+    fad = []
+    for s in ok_seeds:
+        v = by_seed[s].get("first_action_delta_deg")
+        v = statistics.fmean(v) if type(v) is list and v and all(map(math.isfinite, v)) else number(v)
+        if v is not None:
+            fad.append(v)
+    worst = min(((pf[s], s) for s in knock_seeds if s in pf), default=None)
+    ticks = sorted(by_seed[s]["success_tick"] for s in succ_seeds if type(by_seed[s].get("success_tick")) is int)
+    walls = values_of("wall_s", seeds)
+    batch_w = [(number(by_seed[s].get("mean_batch")), by_seed[s].get("predicts")) for s in seeds]
+    batch_w = [(b, p) for b, p in batch_w if b is not None and type(p) is int and p > 0]
+    state = run_state or {}
+    by_second = _by_second([by_seed[s].get("dist_by_second_cm") for s in ok_seeds])
     reads = ArmReads(
         arm=arm, n_planned=len(planned_seeds) if planned_seeds is not None else None, n=n, successes=k,
         success_rate=k / n if n else None, intervals=intervals,
         completion=_completion(n, planned_seeds, run_state),
-        reset_strikes=strike_total, reset_strike_episodes=[s for s, v in strikes if v],
-        zero_fallbacks=zf, predicts=predicts, zero_fallback_rate=zf / predicts if predicts else None,
-        mask_violations=sum(_int(r.get("mask_violations")) or 0 for r in rs),
-        error_rows=len(errors), error_seeds=errors,
-        engaged=len(engaged_seeds), knock_aways=len(knock_seeds), quiet=len(quiet),
+        reset_strikes=counts.reset_strikes,
+        reset_strike_episodes=[s for s in seeds if type(by_seed[s].get("reset_strikes")) is int
+                               and by_seed[s]["reset_strikes"] > 0],
+        zero_fallbacks=counts.zero_fallbacks, predicts=counts.predicts, zero_fallback_rate=counts.zero_fallback_rate,
+        mask_violations=counts.mask_violations,
+        error_rows=counts.errors, error_seeds=errors,
+        engaged=counts.engaged, knock_aways=counts.knock_aways, quiet=counts.quiet,
         progress_final_mean=statistics.fmean(pf.values()) if pf else None,
         progress_final_median=statistics.median(pf.values()) if pf else None,
         success_seeds=succ_seeds, first_action_delta_deg=statistics.fmean(fad) if fad else None,
         missing_seeds=missing, extra_seeds=extra, duplicate_seeds=sorted(set(dups)), bad_lines=list(bad_lines),
-        progress_by_seed=pf, knock_seeds=sorted(knock_seeds),
+        progress_by_seed=pf, knock_seeds=knock_seeds, dropped=dropped, dropped_seeds=pf_dropped,
+        tipped=counts.tipped,
+        worst_knock_cm=worst[0] if worst else None, worst_knock_seed=worst[1] if worst else None,
+        success_tick_median=float(statistics.median(ticks)) if ticks else None,
+        success_tick_range=(ticks[0], ticks[-1]) if ticks else None,
+        wall_s_episodes=round(sum(walls.values()), 3) if walls else None,
+        elapsed_s=number(state.get("elapsed_s")), gpu_hours=number(state.get("gpu_hours")),
+        mean_batch=(sum(b * p for b, p in batch_w) / sum(p for _, p in batch_w)) if batch_w else None,
+        mask_per_predict=counts.mask_violations / counts.predicts if counts.predicts else None,
+        dist_by_second_mean=by_second[0], dist_by_second_n=by_second[1],
+        run_state=state.get("state") if isinstance(state.get("state"), str) else None,
     )
     reads.checks = _validity_checks(reads, validity)
-    unknown = sum(1 for _, v in strikes if v is None)
+    unknown = sum(1 for r in rs if r.get("reset_strikes") is None)
     if unknown:
         reads.notes.append(f"{unknown} row(s) do not say their reset strikes (null)")
     if extra:
@@ -194,14 +248,35 @@ def arm_reads(
         reads.notes.append(f"seeds with more than one row (the last was read): {sorted(set(dups))[:20]}")
     if bad_lines:
         reads.notes.append(f"{len(bad_lines)} line(s) of rows.jsonl could not be read and were set aside")
+    if "progress_final_cm" in dropped:
+        reads.notes.append(f"{dropped['progress_final_cm']} ok row(s) have no finite progress_final_cm: left out "
+                           "of its mean, median and the pairing")
     return reads
+
+
+def _by_second(lists: list) -> tuple[list[float | None], list[int]]:
+    """Mean of the rows' boat-to-disk distance at t = 0, 1, 2, ... s (rows that reached that second)."""
+    sums: list[float] = []
+    ns: list[int] = []
+    for v in lists:
+        if type(v) is not list:
+            continue
+        for i, d in enumerate(v):
+            if i >= len(sums):
+                sums.append(0.0)
+                ns.append(0)
+            d = number(d)
+            if d is not None:
+                sums[i] += d
+                ns[i] += 1
+    return [s / n if n else None for s, n in zip(sums, ns)], ns
 
 
 def _completion(n: int, planned, run_state: dict | None) -> str:
     if planned is None or n >= len(planned):
         return "complete"
     state = (run_state or {}).get("state")
-    reason = (run_state or {}).get("reason") or (run_state or {}).get("stop_reason")
+    reason = status_reason_text(run_state)
     why = f": {reason}" if reason else ""
     if state == "stopped":
         return f"stopped early{why}"
@@ -231,29 +306,6 @@ def _validity_checks(r: ArmReads, v: Validity) -> list[Check]:
     return out
 
 
-def _engaged(row: dict) -> bool:
-    v = row.get("progress_cm")
-    return float(v) > ENGAGED_CM if _num(v) else bool(row.get("engaged"))
-
-
-def _knock(row: dict) -> bool:
-    v = row.get("progress_final_cm")
-    return float(v) <= KNOCK_AWAY_CM if _num(v) else bool(row.get("knock_away"))
-
-
-def _num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _int(v) -> int | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        return int(v)
-    except (TypeError, ValueError):
-        return None
-
-
 # ---------------------------------------------------------------- the paired comparator
 
 
@@ -275,6 +327,10 @@ class Paired:
     success_only_comparator: list[int]
     arm_successes: int = 0
     comparator_successes: int = 0
+    deltas: dict[int, float] = field(default_factory=dict)  # seed -> arm - comparator
+    tie_cm: float = TIE_CM
+    # seeds with a row on both sides where either side has no finite progress_final_cm: not paired, counted
+    dropped_unpaired: int = 0
 
     def values(self) -> dict[str, float | None]:
         return {
@@ -286,7 +342,9 @@ class Paired:
         }
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        d["deltas"] = {str(k): v for k, v in self.deltas.items()}
+        return d
 
 
 def paired_reads(a: ArmReads, b: ArmReads, comparator_name: str | None = None) -> Paired:
@@ -295,7 +353,13 @@ def paired_reads(a: ArmReads, b: ArmReads, comparator_name: str | None = None) -
     x = np.array([a.progress_by_seed[s] for s in shared], dtype=float)
     y = np.array([b.progress_by_seed[s] for s in shared], dtype=float)
     d = x - y
-    ci, method = paired_bootstrap_ci(x, y)
+    if len(shared) >= MIN_PAIRED_SEEDS:
+        ci, method = paired_bootstrap_ci(x, y)
+    else:
+        ci, method = None, (f"not computed: {len(shared)} shared seeds, fewer than the minimum of {MIN_PAIRED_SEEDS}")
+    rows_a = set(a.progress_by_seed) | set(a.dropped_seeds)
+    rows_b = set(b.progress_by_seed) | set(b.dropped_seeds)
+    dropped_unpaired = len((rows_a & rows_b) - set(shared))
     sa, sb = set(a.success_seeds), set(b.success_seeds)
     return Paired(
         arm=a.arm, comparator=comparator_name or b.arm, shared_seeds=len(shared),
@@ -305,6 +369,7 @@ def paired_reads(a: ArmReads, b: ArmReads, comparator_name: str | None = None) -
         better=int((d > TIE_CM).sum()), tied=int((np.abs(d) <= TIE_CM).sum()), worse=int((d < -TIE_CM).sum()),
         success_overlap=sorted(sa & sb), success_only_arm=sorted(sa - sb), success_only_comparator=sorted(sb - sa),
         arm_successes=a.successes, comparator_successes=b.successes,
+        deltas={s: float(v) for s, v in zip(shared, d)}, dropped_unpaired=dropped_unpaired,
     )
 
 
@@ -340,34 +405,61 @@ def paired_bootstrap_ci(x, y) -> tuple[tuple[float, float] | None, str]:
 # ---------------------------------------------------------------- decision rules
 
 OPS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt}
-HOLDS, NOT_HOLDS, UNDETERMINED = "HOLDS", "does not hold", "undetermined"
+HOLDS, NOT_HOLDS, UNDETERMINED, PROVISIONAL = "HOLDS", "does not hold", "undetermined", "provisional"
 
 
 @dataclass
 class Verdict:
     rule: Rule
-    verdict: str  # HOLDS | does not hold | undetermined
+    verdict: str  # HOLDS | does not hold | undetermined | provisional (never a bare HOLDS on an incomplete run)
     detail: str  # the values the condition was judged on, or what was missing
+    why: str = ""  # undetermined: why; provisional: "at 60/100" and what it reads so far
+
+    @property
+    def label(self) -> str:
+        """How every report shows it: 'HOLDS', 'undetermined (why)', 'provisional at 60/100 (HOLDS so far)'."""
+        if self.verdict in (UNDETERMINED, PROVISIONAL):
+            return f"{self.verdict} ({self.why})" if self.verdict == UNDETERMINED else f"provisional {self.why}"
+        return self.verdict
 
     def as_dict(self) -> dict:
         return {"condition": self.rule.condition, "action": self.rule.action, "section": self.rule.section,
-                "verdict": self.verdict, "detail": self.detail}
+                "verdict": self.verdict, "label": self.label, "why": self.why, "detail": self.detail}
 
 
-def evaluate_rule(rule: Rule, values: dict[str, dict[str, float | None]]) -> Verdict:
-    """Judge a rule on {arm: {read: value}}; a read that is missing makes it undetermined."""
+def evaluate_rule(rule: Rule, values: dict[str, dict[str, float | None]], *,
+                  blocked: dict[str, str] | None = None, partial: dict[str, str] | None = None) -> Verdict:
+    """Judge a rule on {arm: {read: value}}.
+
+    `blocked` {arm: why} makes any rule naming that arm undetermined (an INVALID arm, a run
+    still going, no run); `partial` {arm: "at 60/100"} makes a judged rule provisional (the
+    run ended before every registered seed had a row). A read that is missing makes it
+    undetermined too.
+    """
+    arms = sorted(rule.arms())
+    why = [f"{a}: {blocked[a]}" for a in arms if blocked and a in blocked]
+    if why:
+        return Verdict(rule, UNDETERMINED, "", "; ".join(why))
     parts, results = [], []
     for c in rule.clauses:
         left, lt = _value(c.left, values)
         right, rt = _value(c.right, values)
         if left is None or right is None:
             missing = lt if left is None else rt
-            return Verdict(rule, UNDETERMINED, f"{missing} is not available in this report")
+            return Verdict(rule, UNDETERMINED, "", f"{missing} is not available in this report")
+        if isinstance(left, float) and math.isnan(left) or isinstance(right, float) and math.isnan(right):
+            return Verdict(rule, UNDETERMINED, "", f"{lt if math.isnan(left) else rt} is not a number")
         ok = OPS[c.op](left, right)
         results.append(ok)
-        parts.append(f"{lt} = {_fmt(left)} {c.op} {_fmt(right) if isinstance(c.right, float) else f'{rt} = {_fmt(right)}'}"
+        ls, rs = _fmt_pair(left, right)
+        parts.append(f"{lt} = {ls} {c.op} {rs if isinstance(c.right, float) else f'{rt} = {rs}'}"
                      f" ({'true' if ok else 'false'})")
-    return Verdict(rule, HOLDS if all(results) else NOT_HOLDS, "; ".join(parts))
+    verdict = HOLDS if all(results) else NOT_HOLDS
+    detail = "; ".join(parts)
+    part = [f"{partial[a]} for {a}" if len(arms) > 1 else partial[a] for a in arms if partial and a in partial]
+    if part:
+        return Verdict(rule, PROVISIONAL, detail, f"{', '.join(part)} ({verdict} so far)")
+    return Verdict(rule, verdict, detail)
 
 
 def _value(op, values) -> tuple[float | None, str]:
@@ -383,6 +475,18 @@ def _fmt(v: float) -> str:
     if float(v).is_integer():
         return str(int(v))
     return f"{v:.4g}"
+
+
+def _fmt_pair(a: float, b: float) -> tuple[str, str]:
+    """Both sides with enough significant digits that different values never read the same
+    (0.16231 vs 0.16234 is shown as such, not as '0.1623 < 0.1623')."""
+    if a == b or float(a).is_integer() and float(b).is_integer():
+        return _fmt(a), _fmt(b)
+    for digits in range(4, 18):
+        sa, sb = (_fmt(v) if float(v).is_integer() else f"{v:.{digits}g}" for v in (a, b))
+        if sa != sb:
+            return sa, sb
+    return repr(a), repr(b)
 
 
 def clause_text(c: Clause) -> str:

@@ -1,9 +1,18 @@
 """`fontaine-prereg report`: the frozen reads of finished (or stopped) runs, written down.
 
 For each `ARM=RUN_DIR`: reads from RUN_DIR/rows.jsonl (through prereg.rows), RUN_DIR/results.md
-and RUN_DIR/chart.png; then one dated results section appended to the pre-registration, owned
-by the tool: re-reporting the same arms replaces that section and nothing else. The document
-must verify first: results are only ever computed against an unmodified registration.
+and RUN_DIR/chart.png (with the paired-delta panel when the arm has a comparator); the
+registration's results file beside the runs (`<prereg-id>.results.md`: every registered arm,
+every rule, every pairing, with one paired-delta chart per pairing); and one dated results
+section appended to the pre-registration, owned by the tool: re-reporting the same arms
+replaces that section and nothing else. The document must verify first: results are only
+ever computed against an unmodified registration.
+
+An arm is VALID only with provenance (prereg.provenance: its manifest names this frozen
+section's hash, the arm and the registered settings) and rows that pass the registered
+validity checks. Rows from elsewhere are read only with `unregistered=True`
+(`--unregistered`), which labels every output unregistered in its first line and never
+appends to the pre-registration.
 """
 
 from __future__ import annotations
@@ -12,14 +21,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import curtail
-from prereg.chart import per_seed_chart
+from prereg.chart import arm_colors, paired_delta_chart, per_seed_chart
 from prereg.document import RESULTS_END, Comparator, Document, load_valid, parse
 from prereg.errors import PreregError
-from prereg.reads import ArmReads, Check, Paired, Verdict, arm_reads, evaluate_rule, paired_reads
+from prereg.launch import resolve_launch
+from prereg.provenance import manifest_problems
+from prereg.reads import (
+    MIN_PAIRED_SEEDS, ArmReads, Check, Paired, Verdict, arm_reads, evaluate_rule, paired_reads,
+)
 from prereg.rows import read_rows
 from prereg import rundir as rd
 from prereg.rundir import utc_now
 from prereg.seal import require_intact, verify_layout, write_lines
+
+UNREGISTERED_LINE = ("**UNREGISTERED REPORT**: rows read with --unregistered; runs not launched from this "
+                     "registration are not registered results")
 
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 
@@ -30,6 +46,7 @@ class ComparatorRead:
     paired: Paired | None
     reads: ArmReads | None  # the comparator's own reads, for the chart
     note: str = ""
+    report: "ArmReport | None" = None  # the comparator arm's own report (its validity), when it is an arm
 
 
 @dataclass
@@ -41,6 +58,7 @@ class ArmReport:
     comparators: list[ComparatorRead] = field(default_factory=list)
     chart: Path | None = None
     results_md: Path | None = None
+    provenance: list[str] = field(default_factory=list)  # why this run is not a run of this arm ([] = it is)
 
 
 @dataclass
@@ -53,6 +71,9 @@ class Report:
     section_markdown: str
     appended: bool
     not_appended_because: str = ""
+    unregistered: bool = False
+    registration_md: Path | None = None
+    paired_charts: list[Path] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -69,15 +90,19 @@ class Report:
             },
             "decision_rules": [v.as_dict() for v in self.verdicts],
             "appended": self.appended,
+            "unregistered": self.unregistered,
+            "registration_results": str(self.registration_md) if self.registration_md else None,
         }
 
     def summary_text(self) -> str:
-        out = [f"{self.prereg_id} ({self.prereg_path}), report {self.generated_at}"]
+        out = [UNREGISTERED_LINE.replace("**", "")] if self.unregistered else []
+        out.append(f"{self.prereg_id} ({self.prereg_path}), report {self.generated_at}")
         for name, r in self.arms.items():
             a = r.reads
             out.append(f"\n{name}  [{r.run_dir}]")
             out.append(f"  primary   {_primary_line(a).replace('**', '')}")
-            out.append(f"  validity  {'VALID' if a.valid else 'INVALID'}: " + "; ".join(c.text for c in a.checks))
+            out.append(f"  validity  {_validity_head(a)}")
+            out += [f"    - {t}" for t in _validity_lines(a)]
             out.append(f"  secondary engaged {a.engaged}, knock-aways {a.knock_aways}, quiet {a.quiet}, "
                        f"progress_final mean {_cm(a.progress_final_mean)} median {_cm(a.progress_final_median)}, "
                        f"success seeds {a.success_seeds}")
@@ -87,7 +112,10 @@ class Report:
         if self.verdicts:
             out.append("\ndecision rules")
             for v in self.verdicts:
-                out.append(f"  [{v.verdict}] if {v.rule.condition} -> {v.rule.action}\n      ({v.detail})")
+                out.append(f"  [{v.label}] if {v.rule.condition} -> {v.rule.action}"
+                           + (f"\n      ({v.detail})" if v.detail else ""))
+        if self.registration_md:
+            out.append(f"\nregistration results: {self.registration_md}")
         if self.appended:
             out.append(f"\nappended the results section to {self.prereg_path}")
         else:
@@ -110,8 +138,9 @@ def parse_run_args(items: list[str]) -> dict[str, Path]:
 
 
 def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append: bool = True,
-                 now: str | None = None) -> Report:
-    """Compute the reads of each arm's run, write results.md + chart.png, append the results section."""
+                 now: str | None = None, unregistered: bool = False) -> Report:
+    """Compute the reads of each arm's run, write results.md + chart.png per run, the registration's
+    results file beside the runs, and append the results section (never with `unregistered`)."""
     doc = load_valid(prereg_path)
     p = str(doc.path)
     require_intact(doc.layout, p,
@@ -122,30 +151,54 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     if not runs:
         raise PreregError("no runs given: pass --run ARM=RUN_DIR for each arm to report")
     now = now or utc_now()
+    colors = arm_colors([a.name for a in doc.arms()]
+                        + [c.name for sm in doc.sections for c in sm.reads.comparators if not c.arm])
     reports: dict[str, ArmReport] = {}
     for arm, run_dir in runs.items():
-        reports[arm] = _arm_report(doc, arm, Path(run_dir))
+        reports[arm] = _arm_report(doc, arm, Path(run_dir), unregistered)
     for arm, rep in reports.items():
-        rep.comparators = [_comparator_read(doc, rep, c, reports) for c in doc.comparators_for(arm)]
+        rep.comparators = [_comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
     verdicts = curtail.decided_verdicts(_verdicts(doc, reports), {a: r.run_dir for a, r in reports.items()})
+    head = [UNREGISTERED_LINE, ""] if unregistered else []
     for arm, rep in reports.items():
-        comp = next((c.reads for c in rep.comparators if c.reads is not None), None)
-        series = [rep.reads] + ([comp] if comp else [])
+        cr = next((c for c in rep.comparators if c.reads is not None), None)
+        series = [rep.reads] + ([cr.reads] if cr else [])
         title = f"{doc.prereg_id}: " + " vs ".join(a.arm for a in series)
-        rep.chart = per_seed_chart(series, rep.run_dir / rd.CHART, title)
-        mine = [v for v in verdicts if arm in v.rule.arms()]
-        md = [f"# Results: {arm}", "", f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
-        md += _arm_markdown(rep, chart_rel=rd.CHART) + [""] + _rules_markdown(mine)
+        paired = cr.paired if cr and cr.paired and cr.paired.shared_seeds else None
+        rep.chart = per_seed_chart(series, rep.run_dir / rd.CHART, title, colors=colors, paired=paired)
+        md = head + [f"# Results: {arm}", "", f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
+        md += _arm_markdown(rep, chart_rel=rd.CHART) + [""] + _rules_markdown(verdicts)  # every registered rule
         rep.results_md = rep.run_dir / rd.RESULTS
         rd.write_text_atomic(rep.results_md, "\n".join(md).rstrip("\n") + "\n")
-    section = _section_markdown(doc, reports, verdicts, now)
+    folder = _runs_folder([r.run_dir for r in reports.values()])
+    charts = _paired_charts(doc, reports, folder, colors)
+    reg_md = folder / f"{_safe(doc.prereg_id or doc.path.stem)}.results.md"
+    reg_lines = _registration_markdown(doc, reports, verdicts, now, charts, folder, unregistered)
+    rd.write_text_atomic(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
+    section = _section_markdown(doc, reports, verdicts, now, reg_md)
     skipped = ""
+    if append and unregistered:
+        append, skipped = False, "an unregistered report is never appended to the pre-registration"
     if append and _is_shipped_example(doc.path):
         append, skipped = False, (f"{doc.path} is a shipped example and stays as shipped; to keep results in the "
                                   "document, report against a copy (same frozen hash) in your own folder")
     if append:
         _append_section(doc, sorted(reports), section)
-    return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped)
+    return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped,
+                  unregistered, reg_md, charts)
+
+
+def _runs_folder(dirs: list[Path]) -> Path:
+    """Where the registration's results go: the folder that holds the runs (their common parent)."""
+    parents = {d.resolve().parent for d in dirs}
+    if len(parents) == 1:
+        return parents.pop()
+    import os
+    return Path(os.path.commonpath([str(p) for p in parents]))
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "prereg"
 
 
 def _is_shipped_example(path: Path) -> bool:
@@ -155,7 +208,7 @@ def _is_shipped_example(path: Path) -> bool:
 # ---------------------------------------------------------------- reading runs
 
 
-def _arm_report(doc: Document, arm: str, run_dir: Path) -> ArmReport:
+def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = False) -> ArmReport:
     p = str(doc.path)
     found = doc.find_arm(arm)
     if found is None:
@@ -169,45 +222,37 @@ def _arm_report(doc: Document, arm: str, run_dir: Path) -> ArmReport:
         raise PreregError(f"{run_dir}: no such run directory (for arm {arm!r}); pass --run {arm}=RUN_DIR")
     got = read_rows(run_dir / rd.ROWS)
     status = rd.read_json(run_dir / rd.STATUS)
-    manifest = rd.read_json(run_dir / rd.MANIFEST)
     bad = [f"line {b.line_no}: {b.reason}" for b in got.bad]
     reads = arm_reads(arm, got.rows, planned_seeds=list(sm.protocol.seeds), validity=sm.reads.validity,
                       interval=sm.reads.interval, run_state=status, bad_lines=bad)
     sha = sm.section.seal.sha256
-    _manifest_checks(reads, manifest, sha, arm)
+    notes: list[str] = []
+    problems = manifest_problems(run_dir, resolve_launch(doc.path, arm), notes)
+    reads.notes += notes
+    if not problems:
+        reads.checks.insert(0, Check("provenance", None, None, True,
+                                     f"launched from this registration ({sm.section.name}, sha256 {sha[:12]}), "
+                                     "arm and settings as registered"))
+    elif unregistered:
+        reads.notes += [f"unregistered (read with --unregistered): {why}" for why in problems]
+    else:
+        reads.checks[:0] = [Check("provenance", None, None, False, why) for why in problems]
+    if got.bad:
+        reads.checks.append(Check("bad_lines", len(got.bad), 0, False,
+                                  f"{len(got.bad)} line(s) of rows.jsonl are not valid rows (listed below)"))
     decided = curtail.savings_note(status, reads)
     if decided:
         reads.notes.append(decided)
     if not (run_dir / rd.ROWS).exists():
         reads.notes.append("the run directory has no rows.jsonl")
-    return ArmReport(reads, run_dir, sm.section.name, sha)
+    return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems)
 
 
-def _manifest_checks(reads: ArmReads, manifest: dict | None, sha: str, arm: str) -> None:
-    if manifest is None:
-        reads.notes.append("no readable manifest.json: the run's pre-registration hash cannot be checked")
-        return
-    pre = manifest.get("prereg") if isinstance(manifest.get("prereg"), dict) else {}
-    recorded = pre.get("sha256") or manifest.get("prereg_sha256")
-    if not recorded:
-        reads.notes.append("the manifest records no pre-registration hash (launched without --prereg?)")
-    else:
-        ok = recorded == sha
-        reads.checks.append(Check("prereg_sha256", None, None, ok,
-                                  f"launched from this registration (sha256 {sha[:12]})" if ok else
-                                  f"launched from a different registration text (manifest {str(recorded)[:12]}, "
-                                  f"document {sha[:12]})"))
-    m_arm = manifest.get("arm")
-    if isinstance(m_arm, dict):
-        m_arm = m_arm.get("name")
-    if m_arm and m_arm != arm:
-        reads.notes.append(f"the manifest names arm {m_arm!r}, reported as {arm!r}")
-
-
-def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[str, ArmReport]) -> ComparatorRead:
+def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[str, ArmReport],
+                     unregistered: bool = False) -> ComparatorRead:
     found_note = ""
     if c.arm:
-        other = reports.get(c.arm) or _sibling_run(doc, c.arm, rep.run_dir.parent)
+        other = reports.get(c.arm) or _sibling_run(doc, c.arm, rep.run_dir.parent, unregistered)
         if other is None:
             return ComparatorRead(c, None, None, f"not paired: give the comparator's run too (--run {c.arm}=RUN_DIR; "
                                                  f"none launched from this registration was found in {rep.run_dir.parent})")
@@ -225,10 +270,13 @@ def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict
     note = found_note
     if paired.shared_seeds == 0:
         note = "no shared seeds with a progress_final_cm value: nothing to pair"
-    return ComparatorRead(c, paired, creads, note)
+    if paired.dropped_unpaired:
+        note = (note + "; " if note else "") + (f"{paired.dropped_unpaired} seed(s) with rows on both sides were not "
+                                                "paired: no finite progress_final_cm on one side")
+    return ComparatorRead(c, paired, creads, note, other if c.arm else None)
 
 
-def _sibling_run(doc: Document, arm: str, runs_dir: Path) -> ArmReport | None:
+def _sibling_run(doc: Document, arm: str, runs_dir: Path, unregistered: bool = False) -> ArmReport | None:
     """The newest run of `arm` in `runs_dir` launched from this registration's frozen section, if any.
 
     The console reports one run at a time; this pairs it with its registered comparator arm
@@ -249,36 +297,76 @@ def _sibling_run(doc: Document, arm: str, runs_dir: Path) -> ArmReport | None:
         key = (done, str(man.get("started_at") or ""), d.name)
         if best is None or key > best[0]:
             best = (key, d)
-    return _arm_report(doc, arm, best[1]) if best else None
+    return _arm_report(doc, arm, best[1], unregistered) if best else None
 
 
 def _verdicts(doc: Document, reports: dict[str, ArmReport]) -> list[Verdict]:
-    values: dict[str, dict] = {}
+    """Every registered rule, judged only on arms that can bear a verdict.
+
+    An arm with no run in the report, an INVALID arm, a run still going, or no episodes makes a
+    rule undetermined (why); an arm whose run ended with fewer rows than registered seeds makes
+    it provisional at n/N.
+    """
+    arms: dict[str, ArmReport] = {}
     for rep in reports.values():  # comparator arms found beside a reported run count too
         for c in rep.comparators:
-            if c.comparator.arm and c.reads is not None and c.comparator.arm not in reports:
-                values[c.comparator.arm] = dict(c.reads.values())
-    for arm, rep in reports.items():
-        if rep.reads.n == 0:
-            values[arm] = {}  # no episodes: every rule on this arm is undetermined, never vacuously true
-            continue
-        v = dict(rep.reads.values())
+            if c.report is not None and c.comparator.arm not in reports:
+                arms.setdefault(c.comparator.arm, c.report)
+    arms.update(reports)
+    values: dict[str, dict] = {}
+    blocked: dict[str, str] = {}
+    partial: dict[str, str] = {}
+    for arm, rep in arms.items():
+        r = rep.reads
+        v = dict(r.values())
         first = next((c.paired for c in rep.comparators if c.paired and c.paired.shared_seeds), None)
         if first:
             v.update(first.values())
         values[arm] = v
-    return [evaluate_rule(r, values) for r in doc.rules() if r.arms() & set(reports)]
+        if r.run_state in rd.LIVE_STATES:
+            blocked[arm] = f"the run is still {r.run_state} ({r.n}/{r.n_planned} episodes)"
+        elif not r.valid:
+            failed = [c.text for c in r.checks if not c.ok]
+            blocked[arm] = f"INVALID ({failed[0]}" + (f"; {len(failed) - 1} more" if len(failed) > 1 else "") + ")"
+        elif r.n == 0:
+            blocked[arm] = "no episodes"  # never vacuously true on nothing
+        elif r.stopped_early:
+            partial[arm] = f"at {r.n}/{r.n_planned}"
+    for a in doc.arms():
+        if a.name not in arms:
+            blocked[a.name] = "no run of this arm in this report"
+    return [evaluate_rule(r, values, blocked=blocked, partial=partial) for r in registered_rules(doc)]
+
+
+def registered_rules(doc: Document):
+    """The decision rules of the frozen sections, in order (a draft amendment registers nothing yet)."""
+    return [r for sm in doc.sections if sm.section.sealed for r in sm.rules]
+
+
+def _paired_charts(doc: Document, reports: dict[str, ArmReport], folder: Path, colors: dict[str, str]) -> list[Path]:
+    out = []
+    for arm, rep in reports.items():
+        for c in rep.comparators:
+            if c.paired is None or not c.paired.shared_seeds:
+                continue
+            path = folder / f"{_safe(doc.prereg_id or doc.path.stem)}.paired.{_safe(arm)}-vs-{_safe(c.comparator.name)}.png"
+            out.append(paired_delta_chart(c.paired, path, colors=colors,
+                                          title=f"{doc.prereg_id}: {arm} - {c.comparator.name}"))
+    return out
 
 
 # ---------------------------------------------------------------- writing
 
 
-def _section_markdown(doc: Document, reports: dict[str, ArmReport], verdicts: list[Verdict], now: str) -> list[str]:
+def _section_markdown(doc: Document, reports: dict[str, ArmReport], verdicts: list[Verdict], now: str,
+                      reg_md: Path | None = None) -> list[str]:
     arms = sorted(reports)
     out = [f"<!-- fontaine:results begin arms={','.join(arms)} -->",
            f"## Results: {', '.join(arms)} ({now[:16].replace('T', ' ')}Z, fontaine-prereg report)", "",
            "_Written by `fontaine-prereg report`; reporting these arms again replaces this section. "
            "Write interpretation outside it._", ""]
+    if reg_md is not None:
+        out += [f"The registration's results file: `{reg_md}`.", ""]
     for arm in arms:
         rep = reports[arm]
         out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None) + [""]
@@ -287,28 +375,74 @@ def _section_markdown(doc: Document, reports: dict[str, ArmReport], verdicts: li
     return out
 
 
-def _arm_markdown(rep: ArmReport, chart_rel: str | None) -> list[str]:
+def _arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool = False) -> list[str]:
     a = rep.reads
     out = [f"### {a.arm}", "",
            f"Run `{rep.run_dir}`; registered in {rep.section} (sha256 `{rep.sha256[:12]}`).", "",
            f"- **Primary**: {_primary_line(a)}",
-           f"- **Validity**: {'VALID' if a.valid else '**INVALID**'}: " + "; ".join(c.text for c in a.checks),
-           f"- **Secondary** (record-only): engaged (progress_cm > 1) {a.engaged}; knock-aways "
-           f"(progress_final_cm <= -1) {a.knock_aways}"
-           + (f" at seeds {a.knock_seeds[:30]}" if a.knock_seeds and len(a.knock_seeds) <= 30 else "")
-           + f"; quiet {a.quiet}; progress_final_cm mean {_cm(a.progress_final_mean)}, median "
-           f"{_cm(a.progress_final_median)}; success seeds {a.success_seeds}; mask violations {a.mask_violations}"
-           + (f"; first-action delta {a.first_action_delta_deg:.2f} deg" if a.first_action_delta_deg is not None else "")]
+           f"- **Validity**: {_validity_head(a, md=True)}"]
+    out += [f"  - {t}" for t in _validity_lines(a)]
+    out.append(f"- **Secondary** (record-only): engaged (progress_cm > 1) {a.engaged}; knock-aways "
+               f"(progress_final_cm <= -1) {a.knock_aways}"
+               + (f" at seeds {a.knock_seeds[:30]}" if a.knock_seeds and len(a.knock_seeds) <= 30 else "")
+               + f"; quiet {a.quiet}; progress_final_cm mean {_cm(a.progress_final_mean)}, median "
+               f"{_cm(a.progress_final_median)}; success seeds {a.success_seeds}; mask violations {a.mask_violations}"
+               + (f"; first-action delta {a.first_action_delta_deg:.2f} deg" if a.first_action_delta_deg is not None else ""))
+    out.append(f"- **Reads as the lab notes made them**: {_seed_reads_line(a)}")
     for c in rep.comparators:
         out.append(f"- **Paired vs {c.comparator.name}**: " + (_paired_line(c.paired) if c.paired else c.note)
                    + (f" ({c.note})" if c.paired and c.note else ""))
+    if a.dropped:
+        out.append("- **Dropped values** (null or not finite, left out of the reads that need them): "
+                   + ", ".join(f"{k} {v}" for k, v in sorted(a.dropped.items())))
     for n in a.notes:
         out.append(f"- Note: {n}")
     if a.bad_lines:
-        out.append("- Unreadable rows: " + "; ".join(a.bad_lines[:5]))
+        out.append(f"- Unreadable rows ({len(a.bad_lines)}): " + "; ".join(a.bad_lines[:5])
+                   + ("; ..." if len(a.bad_lines) > 5 else ""))
+    if a.dist_by_second_mean and not in_registration:
+        out.append("- Boat-to-disk distance by second: the table in the registration's results file")
     if chart_rel:
         out.append(f"- Chart: `{chart_rel}`")
     return out
+
+
+def _validity_head(a: ArmReads, md: bool = False) -> str:
+    if a.valid:
+        return "VALID"
+    failed = sum(not c.ok for c in a.checks)
+    return ("**INVALID**" if md else "INVALID") + f" ({failed} reason{'s' if failed != 1 else ''})"
+
+
+def _validity_lines(a: ArmReads) -> list[str]:
+    """One line per check: the failing ones first, each a reason on its own line."""
+    return [("FAIL " if not c.ok else "ok   ") + c.text for c in sorted(a.checks, key=lambda c: c.ok)]
+
+
+def _seed_reads_line(a: ArmReads) -> str:
+    bits = []
+    if a.worst_knock_cm is not None:
+        bits.append(f"worst knock-away {a.worst_knock_cm:+.2f} cm at seed {a.worst_knock_seed}")
+    else:
+        bits.append("no knock-away")
+    if a.success_tick_median is not None:
+        lo, hi = a.success_tick_range
+        bits.append(f"success ticks median {a.success_tick_median:g} (range {lo}-{hi})")
+    bits.append(f"tipped {a.tipped}")
+    spend = []
+    if a.elapsed_s is not None:
+        spend.append(f"wall {a.elapsed_s / 60:.1f} min")
+    if a.wall_s_episodes is not None:
+        spend.append(f"episode walls {a.wall_s_episodes / 60:.1f} min summed")
+    if a.gpu_hours is not None:
+        spend.append(f"{a.gpu_hours:.3f} GPU-h")
+    if a.mean_batch is not None:
+        spend.append(f"mean batch {a.mean_batch:.2f}")
+    spend.append(f"{a.predicts:,} predicts")
+    bits.append("spend " + ", ".join(spend))
+    if a.mask_per_predict is not None:
+        bits.append(f"mask interventions {a.mask_violations} ({a.mask_per_predict:.3f} per predict)")
+    return "; ".join(bits)
 
 
 def _rules_markdown(verdicts: list[Verdict]) -> list[str]:
@@ -316,8 +450,83 @@ def _rules_markdown(verdicts: list[Verdict]) -> list[str]:
         return []
     out = ["### Decision rules", ""]
     for i, v in enumerate(verdicts, 1):
-        out.append(f"{i}. **{v.verdict}**: if `{v.rule.condition}` ({v.rule.section}) then \u201c{v.rule.action}\u201d. "
-                   f"Judged on: {v.detail}.")
+        out.append(f"{i}. **{v.label}**: if `{v.rule.condition}` ({v.rule.section}) then \u201c{v.rule.action}\u201d."
+                   + (f" Judged on: {v.detail}." if v.detail else ""))
+    out.append("")
+    return out
+
+
+def _registration_markdown(doc: Document, reports: dict[str, ArmReport], verdicts: list[Verdict], now: str,
+                           charts: list[Path], folder: Path, unregistered: bool) -> list[str]:
+    """The whole registration in one file: every arm, every rule, every pairing, the distance table."""
+    out = [UNREGISTERED_LINE, ""] if unregistered else []
+    out += [f"# Results: {doc.prereg_id or doc.path.stem}", "",
+            f"Pre-registration `{doc.path}`, report {now} (`fontaine-prereg report`). This file is rewritten "
+            "by every report of this registration from the runs given to it.", "",
+            "## Arms", "",
+            "| arm | section | run | validity | successes | engaged | knock-aways | quiet | error rows | "
+            "progress_final mean | completion |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    found = {c.comparator.arm: c.report for r in reports.values() for c in r.comparators if c.report is not None}
+    shown: dict[str, ArmReport] = {**found, **reports}
+    for a in doc.arms():
+        sec = doc.find_arm(a.name)[1].section
+        rep = shown.get(a.name)
+        if not sec.sealed:
+            out.append(f"| {a.name} | {sec.name} | | not frozen: no registered reads | | | | | | | |")
+        elif rep is None:
+            out.append(f"| {a.name} | {sec.name} | no run in this report | | | | | | | | |")
+        else:
+            r = rep.reads
+            out.append(f"| {a.name} | {rep.section} | `{rep.run_dir.name}` | {_validity_head(r)} | "
+                       f"{r.successes}/{r.n} | {r.engaged} | {r.knock_aways} | {r.quiet} | {r.error_rows} | "
+                       f"{_cm(r.progress_final_mean)} | {r.completion} |")
+    out.append("")
+    for name, rep in shown.items():
+        out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None, in_registration=True) + [""]
+    out += _pairings_markdown(reports, charts, folder)
+    out += _distance_table(shown)
+    out += _rules_markdown(verdicts)
+    return out
+
+
+def _pairings_markdown(reports: dict[str, ArmReport], charts: list[Path], folder: Path) -> list[str]:
+    rows = [(arm, c) for arm, rep in reports.items() for c in rep.comparators]
+    if not rows:
+        return []
+    out = ["## Paired comparisons", "",
+           f"Per-seed delta of progress_final_cm on the seeds both have; paired bootstrap CI95 "
+           f"(computed from {MIN_PAIRED_SEEDS} or more shared seeds only).", ""]
+    for arm, c in rows:
+        out.append(f"- **{arm} - {c.comparator.name}**: " + (_paired_line(c.paired) if c.paired else c.note)
+                   + (f" ({c.note})" if c.paired and c.note else ""))
+    out.append("")
+    for ch in charts:
+        rel = ch.relative_to(folder) if ch.is_relative_to(folder) else ch
+        out.append(f"![{ch.stem}]({rel})")
+    out.append("")
+    return out
+
+
+def _distance_table(shown: dict[str, ArmReport]) -> list[str]:
+    """Mean boat-to-disk distance (cm) at 1 s intervals, per arm, as the seeds' amendment read it."""
+    arms = [(name, rep.reads) for name, rep in shown.items() if rep.reads.dist_by_second_mean]
+    if not arms:
+        return ["## Boat-to-disk distance by second", "",
+                "No row of these runs carries `dist_by_second_cm` (runs before the engine wrote it).", ""]
+    seconds = max(len(r.dist_by_second_mean) for _, r in arms)
+    out = ["## Boat-to-disk distance by second", "",
+           "Mean XY distance from the boat to the disk centre (cm) at t = 0, 1, 2, ... s over the ok rows that "
+           "reached that second (n in brackets; an episode that ends on success stops contributing).", "",
+           "| t (s) | " + " | ".join(n for n, _ in arms) + " |",
+           "| --- | " + " | ".join("---" for _ in arms) + " |"]
+    for i in range(seconds):
+        cells = []
+        for _, r in arms:
+            m = r.dist_by_second_mean[i] if i < len(r.dist_by_second_mean) else None
+            n = r.dist_by_second_n[i] if i < len(r.dist_by_second_n) else 0
+            cells.append("" if m is None else f"{m:.2f} ({n})")
+        out.append(f"| {i} | " + " | ".join(cells) + " |")
     out.append("")
     return out
 

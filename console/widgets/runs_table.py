@@ -44,7 +44,7 @@ class RunsTable(DataTable):
     def _cells_for(run: RunSummary, now: float) -> tuple:
         total = "?" if run.total is None else str(run.total)
         done = run.done if run.done is not None else run.rows
-        succ = "…" if run.loading else f"{run.successes}/{run.ok_rows}"
+        succ = "…" if run.loading else f"{run.successes}/{run.rows}"
         age = fmt_age(None if run.heartbeat_mtime is None else max(0.0, now - run.heartbeat_mtime)) if run.live else ""
         return (Text(run.run_id, overflow="ellipsis", no_wrap=True), state_text(run.state), run.arm,
                 f"{done}/{total}", succ, age)

@@ -21,6 +21,7 @@ HEIGHT_TOLERANCE_M = 0.0015  # |base z - disk top|
 UPRIGHT_COS = 0.95  # cos of the tilt between the boat's up axis and world up
 STILL_SPEED_M_S = 0.01
 SUCCESS_HOLD_TICKS = 15  # 0.5 s at 30 Hz
+TICKS_PER_SECOND = 30  # the control rate: `dist_by_second_cm` samples the distance every this many ticks
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class EpisodeMetrics:
         self.dist_initial_m = self._dist(initial)
         self.dist_min_m = self.dist_initial_m
         self.last = initial
+        self.dist_by_second_m = [self.dist_initial_m]  # at t = 0 s, then after every TICKS_PER_SECOND ticks
 
     @property
     def success(self) -> bool:
@@ -67,7 +69,10 @@ class EpisodeMetrics:
         """Record one executed tick."""
         self.ticks += 1
         self.last = reading
-        self.dist_min_m = min(self.dist_min_m, self._dist(reading))
+        dist = self._dist(reading)
+        self.dist_min_m = min(self.dist_min_m, dist)
+        if self.ticks % TICKS_PER_SECOND == 0:
+            self.dist_by_second_m.append(dist)
         self.streak = self.streak + 1 if rests_on_disk(reading, self.disk_pos, self.disk_top_z) else 0
         if self.success_tick is None and self.streak >= SUCCESS_HOLD_TICKS:
             self.success_tick = self.ticks
@@ -87,6 +92,7 @@ class EpisodeMetrics:
             "dist_min_cm": _cm(self.dist_min_m),
             "progress_cm": round(progress_cm, 3),
             "progress_final_cm": round(progress_final_cm, 3),
+            "dist_by_second_cm": [_cm(d) for d in self.dist_by_second_m],
             "knock_away": bool(progress_final_cm <= KNOCK_AWAY_CM),
             "engaged": bool(progress_cm > ENGAGED_CM),
             "upright_final": round(upright, 4),

@@ -21,7 +21,9 @@ def test_counts_match_the_rows():
     assert v.successes == sum(r["success"] for r in rows) == 20
     assert v.knock_aways == sum(r["knock_away"] for r in rows) == 20
     assert v.engaged == sum(r["engaged"] for r in rows)
-    assert v.quiet == 100 - v.engaged
+    # quiet: ok rows that are neither a success, a knock-away nor engaged (prereg.rows.classify)
+    assert v.quiet == sum(row_outcome(r) == QUIET for r in rows) == sum(
+        not (r["success"] or r["knock_away"] or r["engaged"]) for r in rows)
     assert v.zero_fallbacks == 10 and v.predicts == 3000
     assert abs(v.zero_fallback_rate - 10 / 3000) < 1e-12
     assert v.reset_strikes == 0 and v.errors == 0 and v.corrupt == 0

@@ -11,7 +11,7 @@ from engine.sim.env import BoatEnv
 from engine.sim.render import RenderUnavailable
 from prereg.rows import ROW_FIELDS
 
-DRIVER_FIELDS = {"schema", "run_id", "arm", "worker", "video", "status", "error", "note"}
+DRIVER_FIELDS = {"schema", "run_id", "arm", "worker", "video", "note", "status", "error"}  # note: "video not written: <why>"
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,33 @@ def test_the_demo_launches_from_its_frozen_document_and_reports(tmp_path):
     assert rep.returncode == 0, rep.stderr
     assert (run_dir / "results.md").exists() and (run_dir / "chart.png").stat().st_size > 1000
     assert "HOLDS" in rep.stdout  # the oracle's successes make the harness rule hold
+    assert "validity  VALID" in rep.stdout  # the engine's own manifest establishes the provenance
+    assert (run_dir.parent / "demo-tiny-engine.results.md").exists()  # the registration's results file
     assert "fontaine:results" in doc.read_text()  # appended to the copy, the frozen parts untouched
     verify = subprocess.run([sys.executable, "-m", "prereg.cli", "verify", str(doc)], cwd=REPO, capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+@pytest.mark.slow
+def test_the_demo_model_arms_report_valid_with_the_paired_delta_chart(tmp_path):
+    """tiny-masked and its comparator tiny-reference, launched by the real engine, report VALID from
+    their own manifests, and the report draws the paired-delta chart (minutes on a CPU)."""
+    from matplotlib.image import imread
+
+    doc = tmp_path / "demo.md"
+    shutil.copyfile(DEMO, doc)
+    runs = tmp_path / "runs"
+    for arm in ("tiny-reference", "tiny-masked"):
+        out = run_eval("--prereg", str(doc), "--arm", arm, "--run-dir", str(runs / arm), timeout=900)
+        assert out.returncode == 0, out.stderr
+    rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run",
+                          f"tiny-masked={runs / 'tiny-masked'}"], cwd=REPO, capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout.count("validity  VALID") == 1 and "vs tiny-reference: progress_final_cm delta" in rep.stdout
+    paired = runs / "demo-tiny-engine.paired.tiny-masked-vs-tiny-reference.png"
+    assert paired.stat().st_size > 1000
+    results = (runs / "demo-tiny-engine.results.md").read_text()
+    assert f"]({paired.name})" in results and "| tiny-reference | base | `tiny-reference` | VALID |" in results
+    assert "## Boat-to-disk distance by second" in results and "| 20 |" in results  # 20 s episodes: t = 0..20
+    chart = imread(runs / "tiny-masked" / "chart.png")
+    assert chart.shape[0] > chart.shape[1]  # the per-seed panel and the paired-delta panel below it

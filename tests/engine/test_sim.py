@@ -7,7 +7,8 @@ import pytest
 
 from engine.sim import scene
 from engine.sim.env import HOME_RAD, BoatEnv, draw_spawn, yaw_quat
-from engine.sim.metrics import SUCCESS_HOLD_TICKS, BoatReading, EpisodeMetrics, rests_on_disk
+from engine.sim.metrics import SUCCESS_HOLD_TICKS, TICKS_PER_SECOND, BoatReading, EpisodeMetrics, rests_on_disk
+from prereg.rows import complete_row, row_problem
 from engine.sim.render import FrameRenderer, RenderUnavailable
 
 DISK_XY = np.array([0.20, -0.10])
@@ -240,6 +241,15 @@ def test_progress_knock_away_and_engagement():
     assert row["dist_initial_cm"] == 10.0 and row["dist_min_cm"] == 8.0 and row["dist_final_cm"] == 11.5
     assert row["progress_cm"] == 2.0 and row["progress_final_cm"] == -1.5
     assert row["knock_away"] and row["engaged"] and row["ticks"] == 2
+
+
+def test_distance_is_sampled_once_a_second():
+    m = EpisodeMetrics(np.zeros(3), 0.002, reading(x=0.10, z=0.0))
+    for t in range(1, 2 * TICKS_PER_SECOND + 10):  # 2 s and a third: the partial second is not sampled
+        m.update(reading(x=0.10 - 0.0005 * t, z=0.0))
+    row = m.row()
+    assert row["dist_by_second_cm"] == [10.0, 8.5, 7.0]
+    assert row_problem(complete_row({"seed": 0, **row})) is None
 
 
 # -- rendering -------------------------------------------------------------------------------

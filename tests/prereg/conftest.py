@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from prereg.launch import resolve_launch
 from prereg.rows import complete_row
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "prereg" / "examples"
@@ -40,18 +41,42 @@ def make_row(seed: int, **kw) -> dict:
     return complete_row(base)
 
 
+def launched_manifest(doc: Path, arm: str, **over) -> dict:
+    """The manifest `fontaine-eval --prereg DOC --arm ARM` writes (engine/cli.py `_resolve_prereg` and
+    engine/driver.py `_write_manifest`), the fields provenance reads; `over` replaces top-level ones."""
+    spec = resolve_launch(doc, arm)
+    model = spec.policy != "scripted"
+    manifest = {
+        "run_id": f"{spec.prereg_id}-{arm}", "arm": spec.arm,
+        "prereg": {"id": spec.prereg_id, "sha256": spec.prereg_sha256, "path": spec.prereg_path},
+        "policy": {"kind": spec.policy, "checkpoint": spec.checkpoint, "decode": spec.decode, "dtype": spec.dtype,
+                   "device": None, "convmap": spec.convmap or "official",
+                   "convmap_overrides": list(spec.convmap_overrides), "norm_tag": spec.norm_tag or "so100_so101_molmoact2",
+                   "flow_steps": spec.flow_steps or 10, "task": "put the boat on the disk", "inject_latency_ms": 0.0,
+                   "extra": {}},
+        "policy_resolved": {"policy": spec.policy, "revision": spec.revision if model else None},
+        "seeds": list(spec.seeds), "episode_seconds": spec.episode_seconds, "workers": spec.workers,
+    }
+    manifest.update(over)
+    return manifest
+
+
 @pytest.fixture
 def run_dir(tmp_path):
-    """run_dir(name, rows, status=None, manifest=None, tail='') -> a run directory with rows.jsonl."""
+    """run_dir(name, rows, status=None, manifest=None, tail='', launched=(DOC, ARM)) -> a run directory.
+
+    `launched` writes the manifest a launch of that arm from that document writes."""
 
     def make(name: str, rows: list[dict], status: dict | None = None, manifest: dict | None = None,
-             tail: str = "") -> Path:
+             tail: str = "", launched: tuple[Path, str] | None = None) -> Path:
         d = tmp_path / "runs" / name
         d.mkdir(parents=True)
         text = "".join(json.dumps(r) + "\n" for r in rows) + tail
         (d / "rows.jsonl").write_text(text)
         if status is not None:
             (d / "status.json").write_text(json.dumps(status))
+        if launched is not None:
+            manifest = {**launched_manifest(*launched), **(manifest or {})}
         if manifest is not None:
             (d / "manifest.json").write_text(json.dumps(manifest))
         return d

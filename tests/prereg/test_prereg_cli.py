@@ -91,12 +91,23 @@ def test_amend_from_arm_and_freeze(tmp_path, capsys):
 
 
 def test_report_cli(demo, run_dir, capsys):
-    d = run_dir("s", [make_row(s, success=True, progress_final_cm=8.0) for s in range(6)], status={"state": "done"})
+    d = run_dir("s", [make_row(s, success=True, progress_final_cm=8.0) for s in range(6)], status={"state": "done"},
+                launched=(demo, "scripted"))
     rc, out, _ = run(capsys, "report", str(demo), "--run", f"scripted={d}")
     assert rc == 0 and "successes 6 / 6" in out and "[HOLDS] if scripted.successes >= 1" in out
     assert (d / "chart.png").exists() and (d / "results.md").exists()
     rc, out, _ = run(capsys, "report", str(demo), "--run", f"scripted={d}", "--json", "--no-append")
     assert rc == 0 and '"successes": 6' in out
+
+
+def test_report_cli_unregistered(demo, run_dir, capsys):
+    d = run_dir("plain", [make_row(s, success=True) for s in range(6)], status={"state": "done"})
+    rc, out, _ = run(capsys, "report", str(demo), "--run", f"scripted={d}", "--no-append")
+    assert rc == 0 and "INVALID" in out and "no manifest.json" in out
+    assert "[undetermined (scripted: INVALID" in out
+    rc, out, _ = run(capsys, "report", str(demo), "--run", f"scripted={d}", "--unregistered")
+    assert rc == 0 and out.splitlines()[0].startswith("UNREGISTERED REPORT")
+    assert "fontaine:results" not in demo.read_text()
 
 
 def test_console_script_runs_as_a_subprocess(demo):

@@ -153,4 +153,30 @@ def test_rules_verdicts():
     v = evaluate_rule(rule, {"a": {"successes": 0, "knock_aways": 3}, "b": {"knock_aways": 2}})
     assert v.verdict == NOT_HOLDS
     v = evaluate_rule(rule, {"a": {"successes": 1, "knock_aways": 3}})
-    assert v.verdict == UNDETERMINED and "b.knock_aways" in v.detail
+    assert v.verdict == UNDETERMINED and "b.knock_aways" in v.label
+
+
+def test_the_reads_the_lab_notes_made():
+    """Worst knock-away and its seed, success ticks, tipped, spend, mask interventions per predict,
+    and the mean boat-to-disk distance by second, all from rows (and the spend from status.json)."""
+    rows = [
+        make_row(0, progress_final_cm=-11.8, tipped=True, predicts=30, mean_batch=8.0, mask_violations=3,
+                 wall_s=60.0, dist_by_second_cm=[10.0, 12.0, 21.8]),
+        make_row(1, progress_final_cm=-2.0, predicts=10, mean_batch=4.0, wall_s=60.0,
+                 dist_by_second_cm=[10.0, 11.0, 12.0]),
+        make_row(2, success=True, success_tick=622, progress_final_cm=7.0, predicts=20, mean_batch=6.0,
+                 wall_s=30.0, dist_by_second_cm=[10.0, 3.0]),  # ended on success: stops contributing
+        make_row(3, success=True, success_tick=480, progress_final_cm=8.0, predicts=20, wall_s=30.0,
+                 dist_by_second_cm=[8.0, 2.0]),
+        make_row(4, success=True, success_tick=886, progress_final_cm=6.0, predicts=20, wall_s=30.0),
+        make_row(5, status="error", error="boom", tipped=True, dist_by_second_cm=[99.0, 99.0, 99.0]),
+    ]
+    r = arm_reads("a", rows, run_state={"state": "done", "elapsed_s": 4146.0, "gpu_hours": 1.15})
+    assert (r.worst_knock_cm, r.worst_knock_seed) == (-11.8, 0)
+    assert r.success_tick_median == 622 and r.success_tick_range == (480, 886)
+    assert r.tipped == 1  # the error row's tipped is not a read
+    assert r.elapsed_s == 4146.0 and r.gpu_hours == 1.15 and r.wall_s_episodes == 210.0
+    assert r.mean_batch == pytest.approx((8 * 30 + 4 * 10 + 6 * 20) / 60)  # weighted by predicts; null rows out
+    assert r.predicts == 110 and r.mask_per_predict == pytest.approx(3 / 110)  # an error row's predicts were spent
+    assert r.dist_by_second_mean == pytest.approx([9.5, 7.0, 16.9])  # error rows are not read
+    assert r.dist_by_second_n == [4, 4, 2]

@@ -16,15 +16,13 @@ NOW = "2026-11-30T09:00:00Z"
 
 
 def demo_runs(run_dir, demo):
-    sha = resolve_launch(demo, "tiny-masked").prereg_sha256
-    man = lambda arm: {"arm": arm, "prereg": {"id": "demo-tiny-engine", "sha256": sha}}  # noqa: E731
     ref = run_dir("ref", [make_row(s, progress_final_cm=-1.5 if s == 2 else 0.0, predicts=20,
                                    zero_fallbacks=2 if s < 2 else 0) for s in range(6)],
-                  status={"state": "done"}, manifest=man("tiny-reference"))
+                  status={"state": "done"}, launched=(demo, "tiny-reference"))
     masked = run_dir("masked", [make_row(s, progress_final_cm=0.5, predicts=20) for s in range(6)],
-                     status={"state": "done"}, manifest=man("tiny-masked"))
+                     status={"state": "done"}, launched=(demo, "tiny-masked"))
     scripted = run_dir("scripted", [make_row(s, success=s != 3, progress_cm=8.0, progress_final_cm=7.5)
-                                    for s in range(6)], status={"state": "done"}, manifest=man("scripted"))
+                                    for s in range(6)], status={"state": "done"}, launched=(demo, "scripted"))
     return {"tiny-reference": ref, "tiny-masked": masked, "scripted": scripted}
 
 
@@ -82,14 +80,17 @@ def test_comparator_arm_without_its_run_is_said(demo, run_dir):
 
 
 def test_manifest_from_another_registration_is_invalid(demo, run_dir):
-    d = run_dir("x", [make_row(0)], status={"state": "done"}, manifest={"prereg": {"sha256": "0" * 64}})
+    d = run_dir("x", [make_row(0)], status={"state": "done"}, manifest={"prereg": {"sha256": "0" * 64}},
+                launched=(demo, "scripted"))
     rep = build_report(demo, {"scripted": d}, append=False, now=NOW)
     r = rep.arms["scripted"].reads
-    assert not r.valid and any(c.name == "prereg_sha256" and not c.ok for c in r.checks)
+    assert not r.valid and any(c.name == "provenance" and not c.ok and "different registration" in c.text
+                               for c in r.checks)
 
 
 def test_stopped_early_run(demo, run_dir):
-    d = run_dir("s", [make_row(0, success=True), make_row(1)], status={"state": "stopped", "reason": "STOP by console"})
+    d = run_dir("s", [make_row(0, success=True), make_row(1)], status={"state": "stopped", "reason": "STOP by console"},
+                launched=(demo, "scripted"))
     rep = build_report(demo, {"scripted": d}, append=False, now=NOW)
     r = rep.arms["scripted"].reads
     assert r.stopped_early and "1 / 2 achieved (of 6 planned; stopped early: STOP by console)" in r.primary_text()
@@ -116,7 +117,7 @@ def test_comparator_run_dir_relative_to_the_document(discrete, run_dir, tmp_path
                                                                       progress_final_cm=0.0)) + "\n"
                                                  for s in range(100)))
     ar = run_dir("ar", [make_row(s, success=s == 73, progress_final_cm=-1.0 if s < 27 else 0.0)
-                        for s in range(100)], status={"state": "done"})
+                        for s in range(100)], status={"state": "done"}, launched=(discrete, "ar-reference"))
     rep = build_report(discrete, {"ar-reference": ar}, now=NOW)
     (c,) = rep.arms["ar-reference"].comparators
     assert c.paired.shared_seeds == 100 and c.paired.success_overlap == [73]
@@ -136,8 +137,8 @@ def test_report_after_an_amendment(tmp_path, run_dir):
                    "reads": {"comparator": {"arm": "b", "for": ["c"]}},
                    "decision_rules": [{"if": "c.delta_ci_low > 0", "then": "c beats b"}]})
     freeze(p)
-    b = run_dir("b", [make_row(s, progress_final_cm=0.0) for s in range(10)])
-    c = run_dir("c", [make_row(s, progress_final_cm=1.0 + 0.1 * s) for s in range(10)])
+    b = run_dir("b", [make_row(s, progress_final_cm=0.0) for s in range(10)], launched=(p, "b"))
+    c = run_dir("c", [make_row(s, progress_final_cm=1.0 + 0.1 * s) for s in range(10)], launched=(p, "c"))
     rep = build_report(p, {"b": b, "c": c}, now=NOW)
     v = {x.rule.condition: x for x in rep.verdicts}
     assert v["c.delta_ci_low > 0"].verdict == "HOLDS"
@@ -160,14 +161,172 @@ def test_comparator_run_found_beside_the_reported_run(demo, run_dir):
 def test_shipped_examples_are_never_written(examples_dir, run_dir):
     demo = examples_dir / "demo.md"
     before = demo.read_bytes()
-    d = run_dir("s", [make_row(s, success=True) for s in range(6)], status={"state": "done"})
+    d = run_dir("s", [make_row(s, success=True) for s in range(6)], status={"state": "done"},
+                launched=(demo, "scripted"))
     rep = build_report(demo, {"scripted": d}, now=NOW)
     assert not rep.appended and "shipped example" in rep.not_appended_because
     assert demo.read_bytes() == before and (d / "results.md").exists()
 
 
 def test_no_episodes_leaves_rules_undetermined(demo, run_dir):
-    d = run_dir("empty", [], status={"state": "stopped", "reason": "STOP"})
+    d = run_dir("empty", [], status={"state": "stopped", "reason": "STOP"}, launched=(demo, "scripted"))
     rep = build_report(demo, {"scripted": d}, append=False, now=NOW)
     assert rep.arms["scripted"].reads.n == 0
     assert {v.verdict for v in rep.verdicts} == {"undetermined"}  # not "successes == 0 HOLDS" on nothing
+
+
+# ---------------------------------------------------------------- provenance and verdicts on solid ground
+
+
+def test_a_folder_with_only_rows_is_invalid_and_its_rules_undetermined(demo, run_dir):
+    d = run_dir("rows-only", [make_row(s, success=True) for s in range(6)], status={"state": "done"})
+    rep = build_report(demo, {"scripted": d}, append=False, now=NOW)
+    r = rep.arms["scripted"].reads
+    assert not r.valid
+    assert any("no manifest.json" in c.text for c in r.checks if not c.ok)
+    v = {x.rule.condition: x for x in rep.verdicts}
+    assert v["scripted.successes >= 1"].verdict == "undetermined"
+    assert "scripted: INVALID" in v["scripted.successes >= 1"].label
+    assert "INVALID" in (d / "results.md").read_text()
+
+
+def test_unregistered_flag_labels_every_output_in_its_first_line_and_never_appends(demo, run_dir):
+    d = run_dir("elsewhere", [make_row(s, success=True) for s in range(6)], status={"state": "done"})
+    before = demo.read_text()
+    rep = build_report(demo, {"scripted": d}, now=NOW, unregistered=True)
+    assert rep.summary_text().splitlines()[0].startswith("UNREGISTERED REPORT")
+    assert (d / "results.md").read_text().splitlines()[0].startswith("**UNREGISTERED REPORT**")
+    assert rep.registration_md.read_text().splitlines()[0].startswith("**UNREGISTERED REPORT**")
+    assert not rep.appended and demo.read_text() == before
+    assert any("unregistered" in n and "no manifest.json" in n for n in rep.arms["scripted"].reads.notes)
+
+
+@pytest.mark.parametrize("what, manifest, reason", [
+    ("truncated", None, "does not parse"),
+    ("another arm", {"arm": "tiny-masked"}, "names arm 'tiny-masked', not 'scripted'"),
+    ("other seeds", {"seeds": [0, 1, 2]}, "recorded seeds [0, 1, 2] is not the registered [0, 1, 2, 3, 4, 5]"),
+    ("other budget", {"episode_seconds": 30.0}, "recorded episode_seconds 30.0 is not the registered 20.0"),
+    ("other policy", {"policy": {"kind": "molmoact2", "checkpoint": "tiny"}}, "recorded policy 'molmoact2'"),
+    ("no hash", {"prereg": None}, "no pre-registration hash"),
+])
+def test_a_manifest_that_is_not_this_arm_of_this_registration_is_invalid(demo, run_dir, what, manifest, reason):
+    d = run_dir(what.replace(" ", "-"), [make_row(s, success=True) for s in range(6)], status={"state": "done"},
+                launched=(demo, "scripted"), manifest=manifest)
+    if manifest is None:
+        (d / "manifest.json").write_text((d / "manifest.json").read_text()[:40])
+    rep = build_report(demo, {"scripted": d}, append=False, now=NOW)
+    failed = [c.text for c in rep.arms["scripted"].reads.checks if not c.ok]
+    assert any(reason in t for t in failed), failed
+    assert "undetermined" in {v.verdict for v in rep.verdicts}
+
+
+def test_model_arm_settings_are_compared(demo, run_dir):
+    d = run_dir("masked", [make_row(s) for s in range(6)], status={"state": "done"},
+                launched=(demo, "tiny-masked"))
+    assert build_report(demo, {"tiny-masked": d}, append=False, now=NOW).arms["tiny-masked"].reads.valid
+    import json
+    m = json.loads((d / "manifest.json").read_text())
+    m["policy"]["decode"] = "reference"
+    m["policy"]["convmap"] = "identity"
+    (d / "manifest.json").write_text(json.dumps(m))
+    failed = [c.text for c in build_report(demo, {"tiny-masked": d}, append=False, now=NOW)
+              .arms["tiny-masked"].reads.checks if not c.ok]
+    assert any("recorded decode 'reference' is not the registered 'grammar-masked'" in t for t in failed)
+    assert any("recorded convmap 'identity'" in t for t in failed)
+
+
+def test_error_rows_are_not_successes_in_the_report(demo, run_dir):
+    rows = [make_row(s, success=True, status="error" if s < 2 else "ok") for s in range(5)]
+    rows.append(make_row(5, success=True, status="timeout"))
+    d = run_dir("errs", rows, status={"state": "done"}, launched=(demo, "scripted"))
+    r = build_report(demo, {"scripted": d}, append=False, now=NOW).arms["scripted"].reads
+    assert r.successes == 3 and r.error_rows == 3 and r.n == 6 and not r.valid
+
+
+def test_running_runs_are_undetermined_and_stopped_ones_provisional(demo, run_dir):
+    rows = [make_row(s, success=True) for s in range(2)]
+    live = run_dir("live", rows, status={"state": "running"}, launched=(demo, "scripted"))
+    v = {x.rule.condition: x for x in build_report(demo, {"scripted": live}, append=False, now=NOW).verdicts}
+    assert v["scripted.successes >= 1"].label.startswith("undetermined (scripted: the run is still running")
+    stopped = run_dir("stopped", rows, status={"state": "stopped"}, launched=(demo, "scripted"))
+    rep = build_report(demo, {"scripted": stopped}, append=False, now=NOW)
+    v = {x.rule.condition: x for x in rep.verdicts}
+    assert v["scripted.successes >= 1"].verdict == "provisional"
+    assert v["scripted.successes >= 1"].label == "provisional at 2/6 (HOLDS so far)"
+    assert "provisional at 2/6" in rep.summary_text() and "[HOLDS]" not in rep.summary_text()
+
+
+def test_every_registered_rule_appears_even_without_its_arms(demo, run_dir):
+    runs = demo_runs(run_dir, demo)
+    (runs["tiny-reference"] / "manifest.json").unlink()
+    rep = build_report(demo, {"scripted": runs["scripted"]}, append=False, now=NOW)
+    from prereg.document import load as load_doc
+    assert [v.rule.condition for v in rep.verdicts] == [r.condition for r in load_doc(demo).rules()]
+    v = {x.rule.condition: x for x in rep.verdicts}
+    assert "no run of this arm" in v["tiny-masked.zero_fallbacks == 0 and tiny-reference.zero_fallbacks > 0"].label
+    text = rep.registration_md.read_text()
+    for r in load_doc(demo).rules():
+        assert r.condition in text
+    for arm in ("scripted", "tiny-reference", "tiny-masked", "tiny-flow"):
+        assert f"| {arm} |" in text
+
+
+def test_a_paired_ci_needs_the_minimum_of_shared_seeds(demo, run_dir):
+    from prereg.reads import MIN_PAIRED_SEEDS
+
+    few = MIN_PAIRED_SEEDS - 1
+    ref = run_dir("ref", [make_row(s, progress_final_cm=0.0) for s in range(few)], status={"state": "done"},
+                  launched=(demo, "tiny-reference"))
+    masked = run_dir("masked", [make_row(s, progress_final_cm=1.0 + s) for s in range(6)], status={"state": "done"},
+                     launched=(demo, "tiny-masked"))
+    rep = build_report(demo, {"tiny-masked": masked, "tiny-reference": ref}, append=False, now=NOW)
+    (c,) = rep.arms["tiny-masked"].comparators
+    assert c.paired.shared_seeds == few and c.paired.delta_ci is None
+    assert f"fewer than the minimum of {MIN_PAIRED_SEEDS}" in c.paired.ci_method
+
+
+def test_dropped_values_are_counted(demo, run_dir):
+    rows = [make_row(s, progress_final_cm=float("nan") if s == 0 else (None if s == 1 else 1.0)) for s in range(6)]
+    d = run_dir("nan", rows, status={"state": "done"}, launched=(demo, "tiny-masked"))
+    ref = run_dir("ref", [make_row(s, progress_final_cm=0.0) for s in range(6)], status={"state": "done"},
+                  launched=(demo, "tiny-reference"))
+    rep = build_report(demo, {"tiny-masked": d, "tiny-reference": ref}, append=False, now=NOW)
+    r = rep.arms["tiny-masked"].reads
+    assert r.dropped["progress_final_cm"] == 2 and r.progress_final_mean == 1.0
+    (c,) = rep.arms["tiny-masked"].comparators
+    assert c.paired.shared_seeds == 4 and c.paired.dropped_unpaired == 2
+    md = (d / "results.md").read_text()
+    assert "Dropped values" in md and "progress_final_cm 2" in md and "2 seed(s) with rows on both sides" in md
+
+
+def test_verdict_numbers_have_the_digits_that_tell_them_apart():
+    from prereg.document import parse
+    from prereg.reads import evaluate_rule
+    from test_prereg_document import GOOD
+
+    doc = parse(GOOD.replace("a.successes >= 1", "a.progress_final_mean < b.progress_final_mean"), "t.md")
+    (rule,) = doc.rules()
+    v = evaluate_rule(rule, {"a": {"progress_final_mean": 0.162301}, "b": {"progress_final_mean": 0.162349}})
+    assert v.verdict == "HOLDS" and "= 0.1623 < b.progress_final_mean = 0.16235" in v.detail
+
+
+def test_registration_results_file_and_the_paired_delta_chart(demo, run_dir):
+    runs = demo_runs(run_dir, demo)
+    rep = build_report(demo, runs, now=NOW)
+    reg = rep.registration_md
+    assert reg.parent == runs["scripted"].parent and reg.name == "demo-tiny-engine.results.md"
+    text = reg.read_text()
+    assert "## Paired comparisons" in text and "tiny-masked - tiny-reference" in text
+    (chart,) = rep.paired_charts
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({chart.name})" in text
+    assert str(reg) in demo.read_text()  # the appended section points at it
+
+
+def test_every_report_carries_every_registered_rule(demo, run_dir):
+    from prereg.document import load as load_doc
+
+    runs = demo_runs(run_dir, demo)
+    build_report(demo, {"scripted": runs["scripted"]}, now=NOW)
+    conditions = [r.condition for r in load_doc(demo).rules()]
+    for text in ((runs["scripted"] / "results.md").read_text(), demo.read_text()):
+        assert all(c in text for c in conditions)

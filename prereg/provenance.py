@@ -1,0 +1,117 @@
+"""Provenance: is this run directory a run of this arm of this frozen registration?
+
+An arm's reads are VALID only when its run says where it came from and what it ran, and
+that equals what the registration froze: `manifest.json` exists and parses, carries the
+frozen section's hash, names the arm, and records the registered settings (policy,
+checkpoint, revision, decode, seeds, episode budget, convmap). `problems` lists every
+difference, one line each; an empty list is provenance established.
+
+The manifest is what `fontaine-eval --prereg FILE --arm NAME` writes (engine/driver.py
+`_write_manifest`: `prereg`, `arm`, `policy` = the PolicySpec, `policy_resolved` = what
+the policy loaded, `seeds`, `episode_seconds`); the registered settings are `resolve_launch`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from prereg.launch import LaunchSpec
+
+# the engine's defaults for a setting the registration leaves out (engine/cli.py `_resolve_prereg`)
+LAUNCH_DEFAULTS = {"convmap": "official"}
+
+
+def registered_settings(spec: LaunchSpec) -> dict[str, object]:
+    """The settings a run of this arm must record, by name (None: not registered, not compared)."""
+    model = spec.policy != "scripted"
+    return {
+        "policy": spec.policy,
+        "checkpoint": spec.checkpoint,
+        "revision": spec.revision,
+        "decode": spec.decode,
+        "seeds": list(spec.seeds),
+        "episode_seconds": float(spec.episode_seconds),
+        "convmap": (spec.convmap or LAUNCH_DEFAULTS["convmap"]) if model else None,
+        "convmap_overrides": list(spec.convmap_overrides) if model else None,
+    }
+
+
+def recorded_settings(manifest: dict) -> dict[str, object]:
+    """The same settings as the manifest records them (absent ones as None)."""
+    pol = manifest.get("policy") if isinstance(manifest.get("policy"), dict) else {}
+    resolved = manifest.get("policy_resolved") if isinstance(manifest.get("policy_resolved"), dict) else {}
+    revision = resolved.get("revision", pol.get("revision", (pol.get("extra") or {}).get("revision")
+                                                if isinstance(pol.get("extra"), dict) else None))
+    es = manifest.get("episode_seconds")
+    return {
+        "policy": pol.get("kind"),
+        "checkpoint": pol.get("checkpoint"),
+        "revision": revision,
+        "decode": pol.get("decode"),
+        "seeds": manifest.get("seeds"),
+        "episode_seconds": float(es) if isinstance(es, (int, float)) and not isinstance(es, bool) else es,
+        "convmap": pol.get("convmap"),
+        "convmap_overrides": list(pol.get("convmap_overrides") or []) if "convmap_overrides" in pol else None,
+    }
+
+
+def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None = None) -> list[str]:
+    """Why this run is not a run of `spec`'s arm of this registration; [] when it is.
+
+    A registered revision is compared with the Hugging Face snapshot the engine resolved; a
+    local or built checkpoint has none to record, which goes to `notes`, not to the problems.
+    """
+    path = Path(run_dir) / "manifest.json"
+    if not path.exists():
+        return ["no manifest.json: nothing says this run was launched from this registration "
+                "(rows alone are reported only with --unregistered)"]
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"manifest.json cannot be read ({exc})"]
+    except ValueError as exc:
+        return [f"manifest.json does not parse ({exc}): the run's provenance cannot be checked"]
+    if not isinstance(manifest, dict):
+        return ["manifest.json is not a JSON object: the run's provenance cannot be checked"]
+    out = []
+    pre = manifest.get("prereg") if isinstance(manifest.get("prereg"), dict) else {}
+    recorded = pre.get("sha256") or manifest.get("prereg_sha256")
+    if not recorded:
+        out.append("the manifest records no pre-registration hash (launched without --prereg)")
+    elif recorded != spec.prereg_sha256:
+        out.append(f"launched from a different registration text: manifest sha256 {str(recorded)[:12]}, "
+                   f"the frozen {spec.section} {spec.prereg_sha256[:12]}")
+    m_arm = manifest.get("arm")
+    if isinstance(m_arm, dict):
+        m_arm = m_arm.get("name")
+    if m_arm != spec.arm:
+        out.append(f"the manifest names arm {m_arm!r}, not {spec.arm!r}" if m_arm else
+                   f"the manifest names no arm (reported as {spec.arm!r})")
+    got = recorded_settings(manifest)
+    for key, want in registered_settings(spec).items():
+        if want is None:
+            continue
+        have = got.get(key)
+        if key == "revision" and have is None:
+            if notes is not None:
+                notes.append(f"registered revision {want!r}: the engine resolved a checkpoint without a Hugging Face "
+                             "revision to record (a local or built checkpoint), so it is not compared")
+            continue
+        if not _same(have, want):
+            out.append(f"recorded {key} {_show(have)} is not the registered {_show(want)}")
+    return out
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=0, abs_tol=1e-9)
+    return a == b
+
+
+def _show(v) -> str:
+    if isinstance(v, list) and len(v) > 8 and all(isinstance(x, int) for x in v):
+        contiguous = v == list(range(v[0], v[0] + len(v)))
+        return f"[{v[0]}..{v[-1]}] ({len(v)} seeds)" if contiguous else f"{v[:6]}... ({len(v)} seeds)"
+    return "none" if v is None else repr(v)

@@ -1,0 +1,116 @@
+"""The row contract: wrong types are bad lines (never coerced), and one classifier decides every count."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from console.aggregate import RunAggregate
+from console.discord_messages import tally
+from console.fixtures import make_row
+from console.tailer import RowsTailer
+from prereg.reads import arm_reads
+from prereg.rows import (
+    ERROR, FIELD_TYPES, KNOCK_AWAY, QUIET, ROW_FIELDS, SUCCESS, classify, count_rows, read_rows, row_problem,
+)
+
+
+@pytest.mark.parametrize("field, value", [
+    ("seed", True), ("seed", 1.0), ("seed", "3"), ("seed", None),
+    ("status", 5), ("status", True), ("success", "yes"), ("success", 1), ("success", 0),
+    ("reset_strikes", 1.5), ("reset_strikes", False), ("predicts", "10"),
+    ("progress_final_cm", "1.0"), ("progress_final_cm", True), ("tipped", "no"),
+    ("dist_by_second_cm", [1.0, "x"]), ("dist_by_second_cm", 3.0), ("note", 7), ("error", {"why": "x"}),
+])
+def test_a_wrong_typed_field_makes_a_bad_line_with_its_line_and_why(tmp_path, field, value):
+    p = tmp_path / "rows.jsonl"
+    bad = make_row(1)
+    bad[field] = value
+    p.write_text(json.dumps(make_row(0)) + "\n" + json.dumps(bad) + "\n")
+    got = read_rows(p)
+    assert [r["seed"] for r in got.rows] == [0]
+    assert len(got.bad) == 1 and got.bad[0].line_no == 2
+    assert repr(field) in got.bad[0].reason and "expected" in got.bad[0].reason
+
+
+def test_the_tailer_sets_wrong_typed_rows_aside_too(tmp_path):
+    p = tmp_path / "rows.jsonl"
+    lines = [make_row(0), make_row(1), make_row(2, status=5), make_row(3, success="yes"), make_row(4)]
+    lines[1]["seed"] = True
+    p.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    b = RowsTailer(p).poll()
+    assert [r["seed"] for r in b.rows] == [0, 4]
+    assert [x.line_no for x in b.bad] == [2, 3, 4]
+    assert "'seed' is true" in b.bad[0].reason and "'status' is 5" in b.bad[1].reason
+
+
+def test_valid_rows_pass_and_extra_fields_are_allowed():
+    assert row_problem(make_row(3)) is None
+    assert row_problem(make_row(3, dist_by_second_cm=[10.0, 9, 8.5], note="video not written: no GL")) is None
+    assert row_problem({"seed": 1, "future_field": {"a": 1}}) is None
+    assert row_problem([1]) == "not a JSON object" and row_problem({"x": 1}) == "no 'seed' field"
+    assert set(FIELD_TYPES) == set(ROW_FIELDS)
+
+
+def test_error_rows_are_never_successes_and_any_status_but_ok_is_an_error():
+    for status in ("error", "timeout", None, "OK"):
+        row = make_row(0, status=status, success=True, knock_away=True, engaged=True)
+        assert classify(row) == (ERROR, False, False)
+    c = count_rows([make_row(0, status="error", success=True, reset_strikes=2), make_row(9), make_row(4)])
+    assert (c.rows, c.ok, c.errors, c.successes) == (3, 2, 1, 1)
+    assert c.reset_strikes == 2  # a failed reset happened before the episode, whatever the episode did
+
+
+def test_the_distances_decide_and_the_flags_stand_in_only_when_a_distance_is_null():
+    assert classify(make_row(4, progress_final_cm=-3.0, knock_away=False))[0] == KNOCK_AWAY
+    assert classify(make_row(1, progress_final_cm=0.0, knock_away=True, progress_cm=0.0))[0] == QUIET
+    assert classify(make_row(4, progress_final_cm=None, knock_away=True))[0] == KNOCK_AWAY
+    assert classify(make_row(0))[0] == SUCCESS
+
+
+# ---------------------------------------------------------------- property: nothing raises
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(ROW_FIELDS), JSON), min_size=1, max_size=6))
+def test_arbitrary_json_in_any_field_never_raises_and_wrong_types_become_bad_rows(tmp_path_factory, edits):
+    d = tmp_path_factory.mktemp("rows")
+    rows = []
+    for i, (field, value) in enumerate(edits):
+        row = make_row(i)
+        row[field] = value
+        rows.append(row)
+    text = "".join(json.dumps(r) + "\n" for r in rows)  # NaN/Infinity written as Python's json does
+    (d / "rows.jsonl").write_text(text)
+    batch = RowsTailer(d / "rows.jsonl").poll()
+    expected_bad = [i + 1 for i, r in enumerate(rows) if row_problem(json.loads(json.dumps(r))) is not None]
+    assert [b.line_no for b in batch.bad] == expected_bad
+    assert len(batch.rows) + len(batch.bad) == len(rows)
+    for r in batch.rows:  # what got through has the schema's types
+        for k, v in r.items():
+            assert k not in FIELD_TYPES or type(v) in FIELD_TYPES[k]
+    agg = RunAggregate()
+    agg.add_many(batch.rows)
+    for b in batch.bad:
+        agg.add_bad(b)
+    view = agg.snapshot()
+    t = tally(batch.rows)
+    reads = arm_reads("a", batch.rows)
+    assert view.rows == len(batch.rows) and view.corrupt == len(batch.bad)
+    assert (view.successes, view.knock_aways, view.engaged, view.errors, view.reset_strikes) == \
+        (t.successes, t.knock_aways, t.engaged, t.errors, t.reset_strikes)
+    assert (reads.successes, reads.error_rows) == (t.successes, t.errors) or len({r["seed"] for r in batch.rows}) < len(batch.rows)
+    for v in (reads.progress_final_mean, view.progress_final_mean):
+        assert v is None or math.isfinite(v)
+    assert read_rows(d / "rows.jsonl").rows == batch.rows
