@@ -36,7 +36,7 @@ from engine.policies.factory import PolicySpec, make_policy
 from engine.provenance import package_versions, tool_git_commit
 from prereg import rundir as rd
 from prereg.gates import GateSpec, PaceInputs, evaluate_gates, fair_projected_wall_s, first_tripped, projected_wall_s
-from prereg.rows import complete_row
+from prereg.rows import ERROR, SUCCESS, RowCounts, classify, complete_row, count_rows, is_error, number
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -155,6 +155,7 @@ class _Driver:
         self.lost_seeds: list[int] = []
         self.aborted_note: str | None = None
         self.summary: dict = {}
+        self.counts = RowCounts()  # of self.rows, kept as rows arrive (status.json every 2 s never recounts)
         self._pool_closed = False
         self.policy = None
         self.gpus = 0
@@ -223,6 +224,7 @@ class _Driver:
             for b in bad:
                 self.log(f"resume: line {b.line_no} of rows.jsonl set aside ({b.reason}) -> {rd.SET_ASIDE}")
             self.rows = [r for r in read.rows if r.get("seed") in set(self.cfg.seeds)]
+            self.counts.add_many(self.rows)
             prior = rd.read_json(self.run_dir / rd.STATUS) or {}
             self.prior_elapsed_s = float(prior.get("elapsed_s") or 0.0)
             stop = self.run_dir / rd.STOP
@@ -367,6 +369,7 @@ class _Driver:
         self.writer.append(row)
         self._last_row_at = time.monotonic()
         self.rows.append(row)
+        self.counts.add(row)
         self.session_done += 1
         self.log(_progress_line(row, len({r["seed"] for r in self.rows}), len(self.cfg.seeds),
                                 self._eta_s()))
@@ -476,6 +479,7 @@ class _Driver:
         pace = self._pace_inputs()
         fair = fair_projected_wall_s(pace) if pace is not None else None
         naive = None if proj is None else round(self.prior_elapsed_s + proj, 1)
+        counts = self.counts
         status = {
             "schema": rd.STATUS_SCHEMA,
             "state": state,
@@ -483,9 +487,9 @@ class _Driver:
             "arm": self.cfg.arm,
             "done": done,
             "total": total,
-            "ok": sum(1 for r in self.rows if r.get("status") == "ok"),
-            "errors": sum(1 for r in self.rows if r.get("status") != "ok"),
-            "successes": sum(1 for r in self.rows if r.get("success")),
+            "ok": counts.ok,
+            "errors": counts.errors,
+            "successes": counts.successes,
             "elapsed_s": round(self.elapsed_s, 2),
             "projected_wall_s": round(fair, 1) if fair is not None else naive,
             "eta_s": round(max(0.0, fair - self.elapsed_s), 1) if fair is not None else (
@@ -566,8 +570,6 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:
     """The run's counts by `prereg.rows` (the one classifier: any status but "ok" is an error row,
     never a success; knock-away/engaged from the distances), so the driver's summary, the
     console, the Discord post and the report agree."""
-    from prereg.rows import count_rows, is_error, number
-
     c = count_rows(rows)
     ok = [r for r in rows if not is_error(r)]
     finals = [v for v in (number(r.get("progress_final_cm")) for r in ok) if v is not None]
@@ -593,7 +595,7 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:
 
 def format_summary(result: RunResult, run_dir: Path) -> str:
     s = result.summary
-    n = s["ok"]
+    n = s["episodes"]  # every row counts, error rows included (as in the console and the report)
     lines = [
         f"run {run_dir}  state {result.state}" + (f"  ({result.reason})" if result.reason else ""),
         f"  episodes      {s['episodes']} of {s['total_seeds']}  ({s['errors']} error rows)",
@@ -623,10 +625,10 @@ def _seed_note(success_seeds: list[int], n: int) -> str:
 def _progress_line(row: dict, done: int, total: int, eta_s: float | None) -> str:
     head = f"[{done}/{total}] seed {row['seed']:>4}"
     eta = "" if eta_s is None else f"  ETA {eta_s / 60:.1f} min"
-    if row.get("status") != "ok":
+    kind, _, _ = classify(row)
+    if kind == ERROR:
         return f"{head}  ERROR  {row.get('error')}{eta}"
-    outcome = f"success@{row['success_tick']}" if row.get("success") else (
-        "knock-away" if row.get("knock_away") else ("engaged" if row.get("engaged") else "quiet"))
+    outcome = f"success@{row['success_tick']}" if kind == SUCCESS else kind.replace("_", "-")
     return (f"{head}  {outcome:<16} progress_final {_fmt(row.get('progress_final_cm'))} cm  "
             f"wall {row.get('wall_s') or 0:.1f} s{eta}")
 

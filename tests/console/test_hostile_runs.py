@@ -47,6 +47,11 @@ def test_the_watcher_polls_hostile_runs_without_raising(runs_dir):
     states = {s.run_id: s.state for s in updates[-1].runs}
     assert states["c-bad-status"] == "unreadable"
     assert states["d-nul-bytes"] == "unreadable"
+    wrong = w.watches[hostile[0].resolve()]
+    view = wrong.agg.snapshot()
+    assert not wrong.info.problems and view.rows == 3 and view.corrupt == 5  # 2 good + the 10 MB line; 5 bad
+    bad = {b.line_no: b.reason for b in view.recent_bad}
+    assert sorted(bad) == [3, 4, 5, 6, 7] and "seed" in bad[3] and "seed" in bad[4], bad  # each with its line and why
     rows_dir = w.watches[hostile[1].resolve()]
     assert any("rows.jsonl: not a regular file" in p for p in rows_dir.info.problems)
     w.stop()
