@@ -385,7 +385,8 @@ def decided_verdicts(verdicts: list, run_dirs: dict[str, Path]) -> list:
         if hit is None and short:  # e.g. a sequential stop: this rule's verdict at completion is unknown
             out.append(Verdict(v.rule, UNDETERMINED,
                                f"not settled when the registered stop ended arm {', '.join(short)} "
-                               f"({cut_short[short[0]][:160]}); on the rows read: {v.detail}"))
+                               f"({cut_short[short[0]][:160]}); on the rows read: {v.detail}",
+                               why=f"a registered stop ended arm {', '.join(short)} before this rule was settled"))
             continue
         if hit is None:
             out.append(v)

@@ -159,5 +159,6 @@ def test_a_registered_sequential_test_stops_and_the_unsettled_rules_are_not_read
     rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"oracle={run_dir}"],
                          cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
-    assert "[undetermined] if successes >= 5" in rep.stdout  # 3 of 5 in, 17 seeds not run: not settled
+    assert "[undetermined (a registered stop ended arm oracle before this rule was settled)] if successes >= 5" \
+        in rep.stdout  # 3 of 5 in, 17 seeds not run: not settled
     assert "by the registered sequential test" in (run_dir / "results.md").read_text()
