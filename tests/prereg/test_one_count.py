@@ -11,7 +11,7 @@ from engine.driver import summarize
 from prereg.report import build_report
 from prereg.rows import read_rows
 
-from conftest import make_row
+from tests.prereg.conftest import make_row
 
 NOW = "2026-11-30T09:00:00Z"
 

@@ -10,8 +10,8 @@ import pytest
 
 from prereg.cli import main
 
-from conftest import make_row
-from test_prereg_document import GOOD
+from tests.prereg.conftest import make_row
+from tests.prereg.test_prereg_document import GOOD
 
 
 def run(capsys, *argv):

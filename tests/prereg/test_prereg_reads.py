@@ -15,8 +15,8 @@ from prereg.reads import (
 )
 from prereg.rows import read_rows
 
-from conftest import make_row
-from test_prereg_document import GOOD
+from tests.prereg.conftest import make_row
+from tests.prereg.test_prereg_document import GOOD
 
 
 def scipy_ci(k, n, method):

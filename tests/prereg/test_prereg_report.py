@@ -10,7 +10,7 @@ from prereg.launch import resolve_launch
 from prereg.report import build_report
 from prereg.seal import amend, freeze, verify
 
-from conftest import make_row
+from tests.prereg.conftest import make_row
 
 NOW = "2026-11-30T09:00:00Z"
 
@@ -128,7 +128,7 @@ def test_comparator_run_dir_relative_to_the_document(discrete, run_dir, tmp_path
 
 
 def test_report_after_an_amendment(tmp_path, run_dir):
-    from test_prereg_document import GOOD
+    from tests.prereg.test_prereg_document import GOOD
 
     p = tmp_path / "t.md"
     p.write_text(GOOD)
@@ -302,7 +302,7 @@ def test_dropped_values_are_counted(demo, run_dir):
 def test_verdict_numbers_have_the_digits_that_tell_them_apart():
     from prereg.document import parse
     from prereg.reads import evaluate_rule
-    from test_prereg_document import GOOD
+    from tests.prereg.test_prereg_document import GOOD
 
     doc = parse(GOOD.replace("a.successes >= 1", "a.progress_final_mean < b.progress_final_mean"), "t.md")
     (rule,) = doc.rules()

@@ -11,7 +11,7 @@ from prereg.errors import PreregError
 from prereg.launch import resolve_launch
 from prereg.seal import CHAIN, CHANGED, INTACT, OPEN, amend, freeze, verify
 
-from test_prereg_document import GOOD
+from tests.prereg.test_prereg_document import GOOD
 
 
 def edit(path, old, new, count=1):
