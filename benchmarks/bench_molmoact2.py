@@ -63,7 +63,7 @@ def main() -> int:
         wall, n = statistics.median(walls), statistics.median(steps)
         print(f"{decode:>14}: {wall * 1e3:8.1f} ms per predict, {n:.0f} steps ({wall / n * 1e3:.2f} ms/step), "
               f"zero fallbacks {fallbacks}/{args.repeats}, mask interventions {violations}")
-        batched = _median_wall(lambda: policy.predict_batch(batch), max(1, args.repeats // 2)) / len(batch)
+        batched = _median_wall(lambda p=policy, b=batch: p.predict_batch(b), max(1, args.repeats // 2)) / len(batch)
         print(f"{'':>14}  batch {len(batch)}: {batched * 1e3:8.1f} ms per observation "
               f"(per-observation ratio batch 1 / batch {len(batch)}: {wall / batched:.2f}x)")
         if policy.grammar is not None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import time
 
-import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
 import mujoco
 
+import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
 from engine.episode import run_episode
 from engine.policies.base import CONTROL_HZ
 from engine.policies.scripted import ScriptedOracle

@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 import torch
-
 from bench_molmoact2 import _obs  # the same random observations as the CPU benchmark (this folder is on sys.path)
+
 from engine.policies.molmoact2.tiny import ModelDims
 
 MID = ModelDims(
@@ -74,7 +74,7 @@ def main() -> int:
     print(f"{'batch':>5} {'ms/call':>9} {'ms/obs':>8} {'obs/s':>8} {'speed-up/obs':>13}")
     for batch in batches:
         policy.predict_batch(observations[:batch])
-        wall = _median_wall(lambda: policy.predict_batch(observations[:batch]), args.repeats, on_gpu)
+        wall = _median_wall(lambda b=batch: policy.predict_batch(observations[:b]), args.repeats, on_gpu)
         per_obs = wall / batch
         base = base or per_obs
         print(f"{batch:5d} {wall * 1e3:9.1f} {per_obs * 1e3:8.1f} {1 / per_obs:8.1f} {base / per_obs:12.2f}x")

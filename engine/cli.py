@@ -89,9 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fontaine-eval", description="Run a policy evaluation on the embedded SO-101 boat scene.",
                 allow_abbrev=False)  # an abbreviated flag would slip past the pre-registration's check
     pol = p.add_argument_group("policy")
-    pol.add_argument("--policy", choices=["scripted", "hold"], help="a built-in policy: the scripted oracle or the state-copy baseline")
-    pol.add_argument("--molmoact2", metavar="CKPT", help="MolmoAct2 flow pathway: a local directory, a Hugging Face id (downloaded), or 'tiny'")
-    pol.add_argument("--revision", help="the Hugging Face commit, branch or tag to download (default main); the manifest records the commit")
+    pol.add_argument("--policy", choices=["scripted", "hold"],
+                     help="a built-in policy: the scripted oracle or the state-copy baseline")
+    pol.add_argument("--molmoact2", metavar="CKPT",
+                     help="MolmoAct2 flow pathway: a local directory, a Hugging Face id (downloaded), or 'tiny'")
+    pol.add_argument("--revision",
+                     help="the Hugging Face commit, branch or tag to download (default main); the manifest records the commit")
     pol.add_argument("--molmoact2-discrete", metavar="CKPT", help="MolmoAct2 discrete (token) pathway")
     pol.add_argument("--molmoact2-grammar-masked", action="store_true", help="discrete pathway with the grammar-masked decode")
     pol.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
@@ -123,7 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     proto.add_argument("--workers", type=_bounded_int(1, MAX_WORKERS), default=1,
                        help="worker processes (at most one per seed is started)")
     proto.add_argument("--video-draw", default="0", help="'0' = first episode of each worker, 'none', 'all', or 'seeds:6,28'")
-    proto.add_argument("--batch-wait-ms", type=_nonneg_float, default=20.0, help="shortest wait to fill a batch (it adapts to the workers' chunk time)")
+    proto.add_argument("--batch-wait-ms", type=_nonneg_float, default=20.0,
+                       help="shortest wait to fill a batch (it adapts to the workers' chunk time)")
     proto.add_argument("--batch-wait-max-ms", type=_nonneg_float, default=1000.0, help="longest wait to fill a batch")
     proto.add_argument("--render-size", type=_bounded_int(16, 1024), default=224)
 
@@ -144,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     ray = p.add_argument_group("scale-out (Ray; pip install '.[ray]')")
     ray.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: 'auto', 'host:port', or 'local' (a private one)")
     ray.add_argument("--ray-shards", type=_positive_int, default=None, help="shards (one per GPU node); default: one per node")
-    ray.add_argument("--ray-gpus-per-shard", type=_nonneg_int, default=None, help="GPUs each shard holds (default 1 for MolmoAct2, 0 otherwise)")
+    ray.add_argument("--ray-gpus-per-shard", type=_nonneg_int, default=None,
+                     help="GPUs each shard holds (default 1 for MolmoAct2, 0 otherwise)")
     ray.add_argument("--ray-dashboard", action="store_true", help="start Ray's dashboard (off by default)")
 
     gates = p.add_argument_group("gates and tripwires")
@@ -187,7 +192,8 @@ def resolve(args):
     gates = GateSpec(gpu_hours=args.gpu_hours_gate, pace_limit_hours=args.pace_limit_hours,
                      pace_after_episodes=args.pace_after_episodes)
     config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
-                       workers=_clip_workers(args.workers, len(seeds)), video_draw=args.video_draw, batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
+                       workers=_clip_workers(args.workers, len(seeds)), video_draw=args.video_draw,
+                       batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
                        gates=gates, gpus=args.gpus, render_size=args.render_size, ray=_ray_settings(args, spec),
                        record_predicts=args.record_predicts)
     _check_video_draw(config.video_draw)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+
 def tool_git_commit() -> str:
     import subprocess
 

@@ -108,8 +108,8 @@ class _Shard:
 
     def __init__(self, cfg, shard_index: int, n_workers: int, env: dict):
         os.environ.update(env)  # before the pool spawns its workers, which inherit it
-        from engine.pool import LocalPool
         from engine.policies.factory import make_policy
+        from engine.pool import LocalPool
 
         self.index = shard_index
         self.scratch = Path(tempfile.mkdtemp(prefix=f"fontaine-{cfg.run_id}-shard{shard_index}-"))

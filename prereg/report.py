@@ -21,16 +21,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import curtail
+from prereg import rundir as rd
 from prereg.chart import arm_colors, paired_delta_chart, per_seed_chart
 from prereg.document import RESULTS_END, Comparator, Document, load_valid, parse
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
 from prereg.provenance import manifest_problems
 from prereg.reads import (
-    MIN_PAIRED_SEEDS, ArmReads, Check, Paired, Verdict, arm_reads, evaluate_rule, paired_reads,
+    MIN_PAIRED_SEEDS,
+    ArmReads,
+    Check,
+    Paired,
+    Verdict,
+    arm_reads,
+    evaluate_rule,
+    paired_reads,
 )
 from prereg.rows import read_rows
-from prereg import rundir as rd
 from prereg.rundir import utc_now
 from prereg.seal import require_intact, verify_layout, write_lines
 
@@ -482,7 +489,7 @@ def _registration_markdown(doc: Document, reports: dict[str, ArmReport], verdict
                        f"{r.successes}/{r.n} | {r.engaged} | {r.knock_aways} | {r.quiet} | {r.error_rows} | "
                        f"{_cm(r.progress_final_mean)} | {r.completion} |")
     out.append("")
-    for name, rep in shown.items():
+    for rep in shown.values():
         out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None, in_registration=True) + [""]
     out += _pairings_markdown(reports, charts, folder)
     out += _distance_table(shown)

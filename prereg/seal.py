@@ -21,8 +21,8 @@ import yaml
 
 from prereg import rundir as rd
 from prereg.document import Layout, Section, load
-from prereg.rundir import utc_now
 from prereg.errors import PreregError
+from prereg.rundir import utc_now
 
 SEAL_FORMAT = "fontaine-seal/1"
 TOP_KEY_RE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:")

@@ -259,7 +259,8 @@ class FitReport:
         p = self.params
         rows = [
             f"convmap fit (MIRROR_MARGIN={p.get('mirror_margin')}, pad_frac={p.get('pad_frac')}, "
-            f"coverage_margin={p.get('coverage_margin')}{'' if p.get('coverage_tiebreak', True) else ', coverage tiebreak OFF'}); uncovered = share of the mapped rig range "
+            f"coverage_margin={p.get('coverage_margin')}"
+            f"{'' if p.get('coverage_tiebreak', True) else ', coverage tiebreak OFF'}); uncovered = share of the mapped rig range "
             "outside the release box",
             f"  {'joint':<14} {'chosen':<11} {'uncov':>6} {'disp':>6}  {'runner-up':<11} {'uncov':>6}  {'rule':<13} reason",
         ]
@@ -303,7 +304,8 @@ def _fit_joint(joint, rig_lo, rig_hi, rel_lo, rel_hi, mirror_margin, pad_frac, c
     best_cov = min(near, key=lambda c: (round(c.uncovered, 9), c.sign != pick.sign, c.gate_key()))
     if coverage_tiebreak and pick.uncovered - best_cov.uncovered >= coverage_margin:
         chosen, rule = best_cov, "coverage"
-        better = f"covers {_pt(pick.uncovered - best_cov.uncovered)} better ({_pct(best_cov.uncovered)} vs {_pct(pick.uncovered)} uncovered)"
+        better = (f"covers {_pt(pick.uncovered - best_cov.uncovered)} better "
+                  f"({_pct(best_cov.uncovered)} vs {_pct(pick.uncovered)} uncovered)")
         if best_cov.sign < 0 <= pick.sign:
             reason = (
                 f"MIRROR_MARGIN rejected mirror {best_cov.label} (gain {_pt(gain)} < {_pt(mirror_margin)} of span) "

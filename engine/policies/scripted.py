@@ -19,11 +19,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import mujoco
 import numpy as np
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
-import mujoco
-
 from engine.policies.base import Chunk, Observation
 from engine.sim.env import HOME_RAD
 from engine.sim.scene import (

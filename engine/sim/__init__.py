@@ -9,7 +9,7 @@ import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from engine.sim.render import RenderUnavailable  # noqa: E402
 from engine.sim.env import BoatEnv  # noqa: E402
+from engine.sim.render import RenderUnavailable  # noqa: E402
 
 __all__ = ["BoatEnv", "RenderUnavailable"]

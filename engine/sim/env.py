@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import math
 
+import mujoco
 import numpy as np
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
-import mujoco
-
 from engine.sim.metrics import BoatReading, EpisodeMetrics
 from engine.sim.render import FrameRenderer
 from engine.sim.scene import (

@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 import weakref
 
-import numpy as np
-
 import mujoco
+import numpy as np
 
 INSTALL_HINT = (
     "install an offscreen GL: `apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri` with "

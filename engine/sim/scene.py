@@ -17,9 +17,8 @@ import importlib.resources
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 import mujoco
+import numpy as np
 
 from engine.policies.base import JOINT_NAMES
 

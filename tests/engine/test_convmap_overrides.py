@@ -147,7 +147,7 @@ def test_round_trip_state_in_action_out_is_identity(preset, overrides, state):
     np.testing.assert_allclose(cmap.to_rig(cmap.to_model(rig)), rig, atol=1e-9)
     model = rig  # and the other way round
     np.testing.assert_allclose(cmap.to_model(cmap.to_rig(model)), model, atol=1e-9)
-    for i, tok in enumerate(overrides):  # each override landed where it said
+    for tok in overrides:  # each override landed where it said
         joint, sign, offset = parse_override(tok)
         j = JOINT_NAMES.index(joint)
         assert (cmap.signs[j], cmap.offsets_deg[j]) == (sign, offset)

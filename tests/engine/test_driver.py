@@ -27,10 +27,11 @@ def _final(run_dir):
 def test_detached_run_survives_its_parent_and_writes_the_contract(tmp_path):
     run_dir = tmp_path / "run"
     # A parent that launches the run detached and exits at once, as the console does on quit.
+    argv = eval_argv(*SCRIPTED, '--seeds', '0,1', '--workers', '2', '--video-draw', '0', '--run-dir', str(run_dir))
     parent = (
         "import subprocess, sys\n"
         f"log = open({str(run_dir / 'driver.log')!r}, 'ab')\n"
-        f"p = subprocess.Popen({eval_argv(*SCRIPTED, '--seeds', '0,1', '--workers', '2', '--video-draw', '0', '--run-dir', str(run_dir))!r},"
+        f"p = subprocess.Popen({argv!r},"
         " start_new_session=True, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, close_fds=True)\n"
         "print(p.pid)\n"
     )

@@ -93,7 +93,7 @@ def test_mask_changes_nothing_on_a_legal_greedy_stream(narrow, wide, which):
     assert len(legal) >= 30
     for tokens in legal:
         forced = [np.eye(codec.n_bpe)[t] * 10.0 for t in tokens]
-        chosen, violations = masked_greedy(mask, lambda step: forced[step])
+        chosen, violations = masked_greedy(mask, lambda step, f=forced: f[step])
         assert chosen == tokens and violations == 0
 
 

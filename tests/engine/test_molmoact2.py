@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from engine.policies.base import DEFAULT_TASK, Policy
-from engine.policies.convmap import PRESETS, GRIPPER_RANGE_RAD, sim_rad_to_rig_deg
+from engine.policies.convmap import GRIPPER_RANGE_RAD, PRESETS, sim_rad_to_rig_deg
 from engine.policies.molmoact2 import CheckpointError, load_policy
 from engine.policies.molmoact2.checkpoint import check_servable
 from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD, episode_generator, integrate_flow

@@ -54,7 +54,7 @@ def test_each_served_observation_is_one_line(masked_policy, reference_policy, fl
     lines = read_trail(tmp_path)
     assert len(lines) == 6 and all(set(line) == FIELDS for line in lines)
     masked, reference, flow = lines[0:2], lines[2:4], lines[4:6]
-    assert [(l["seed"], l["replan"], l["tick"]) for l in masked] == [(1, 0, 0), (2, 3, 90)]
+    assert [(t["seed"], t["replan"], t["tick"]) for t in masked] == [(1, 0, 0), (2, 3, 90)]
     for line in masked:
         assert (line["pathway"], line["decode"], line["fallback"]) == ("discrete", "grammar-masked", None)
         assert line["mask_interventions"] > 0 and line["tokens"][-1] == masked_policy.token_ids.eos
@@ -84,8 +84,9 @@ def test_record_predicts_end_to_end(tmp_path, tiny_cache, masked_policy):
     lines = read_trail(run_dir)
     rows = [json.loads(r) for r in (run_dir / "rows.jsonl").read_text().splitlines()]
     assert len(lines) == sum(r["predicts"] for r in rows) > 0
-    assert sorted({l["seed"] for l in lines}) == [0, 1]
+    assert sorted({t["seed"] for t in lines}) == [0, 1]
     for seed in (0, 1):
-        assert [l["replan"] for l in lines if l["seed"] == seed] == list(range(len([l for l in lines if l["seed"] == seed])))
+        replans = [t["replan"] for t in lines if t["seed"] == seed]
+        assert replans == list(range(len(replans)))
     for line in lines:
         check_line_against_lerobot(masked_policy, line)

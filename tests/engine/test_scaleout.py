@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, launch_detached, read_rows, read_status, run_eval, stable, wait_until
+from tests.helpers import launch_detached, read_rows, read_status, run_eval, stable, wait_until
 
 ray = pytest.importorskip("ray", reason="the Ray extra is not installed (pip install '.[ray]')")
 

@@ -8,8 +8,8 @@ import pytest
 from engine.sim import scene
 from engine.sim.env import HOME_RAD, BoatEnv, draw_spawn, yaw_quat
 from engine.sim.metrics import SUCCESS_HOLD_TICKS, TICKS_PER_SECOND, BoatReading, EpisodeMetrics, rests_on_disk
-from prereg.rows import complete_row, row_problem
 from engine.sim.render import FrameRenderer, RenderUnavailable
+from prereg.rows import complete_row, row_problem
 
 DISK_XY = np.array([0.20, -0.10])
 

@@ -10,7 +10,6 @@ from console.watcher import RunWatch
 from engine.driver import summarize
 from prereg.report import build_report
 from prereg.rows import read_rows
-
 from tests.prereg.conftest import make_row
 
 NOW = "2026-11-30T09:00:00Z"

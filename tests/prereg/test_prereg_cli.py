@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from prereg.cli import main
-
 from tests.prereg.conftest import make_row
 from tests.prereg.test_prereg_document import GOOD
 

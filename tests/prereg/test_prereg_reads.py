@@ -10,11 +10,18 @@ from scipy import stats
 
 from prereg.document import Validity, parse
 from prereg.reads import (
-    BOOTSTRAP_METHOD, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, HOLDS, NOT_HOLDS, UNDETERMINED,
-    arm_reads, evaluate_rule, paired_bootstrap_ci, paired_reads,
+    BOOTSTRAP_METHOD,
+    BOOTSTRAP_RESAMPLES,
+    BOOTSTRAP_SEED,
+    HOLDS,
+    NOT_HOLDS,
+    UNDETERMINED,
+    arm_reads,
+    evaluate_rule,
+    paired_bootstrap_ci,
+    paired_reads,
 )
 from prereg.rows import read_rows
-
 from tests.prereg.conftest import make_row
 from tests.prereg.test_prereg_document import GOOD
 

@@ -9,7 +9,6 @@ from prereg.errors import PreregError
 from prereg.launch import resolve_launch
 from prereg.report import build_report
 from prereg.seal import amend, freeze, verify
-
 from tests.prereg.conftest import make_row
 
 NOW = "2026-11-30T09:00:00Z"

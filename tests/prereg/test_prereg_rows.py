@@ -15,7 +15,16 @@ from console.fixtures import make_row
 from console.tailer import RowsTailer
 from prereg.reads import arm_reads
 from prereg.rows import (
-    ERROR, FIELD_TYPES, KNOCK_AWAY, QUIET, ROW_FIELDS, SUCCESS, classify, count_rows, read_rows, row_problem,
+    ERROR,
+    FIELD_TYPES,
+    KNOCK_AWAY,
+    QUIET,
+    ROW_FIELDS,
+    SUCCESS,
+    classify,
+    count_rows,
+    read_rows,
+    row_problem,
 )
 
 

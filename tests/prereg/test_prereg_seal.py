@@ -10,7 +10,6 @@ from prereg.document import load
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
 from prereg.seal import CHAIN, CHANGED, INTACT, OPEN, amend, freeze, verify
-
 from tests.prereg.test_prereg_document import GOOD
 
 

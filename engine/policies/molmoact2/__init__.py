@@ -15,9 +15,9 @@ import warnings
 # theirs to fix and would otherwise open every driver.log of a MolmoAct2 run.
 warnings.filterwarnings("ignore", message=r"`rope_config_validation` is deprecated", category=FutureWarning)
 
-from engine.policies.base import DEFAULT_TASK
-from engine.policies.convmap import PRESETS, ConvMap
-from engine.policies.molmoact2.checkpoint import CheckpointError
+from engine.policies.base import DEFAULT_TASK  # noqa: E402 - after the filter: importing these imports lerobot
+from engine.policies.convmap import PRESETS, ConvMap  # noqa: E402
+from engine.policies.molmoact2.checkpoint import CheckpointError  # noqa: E402
 
 PATHWAYS = ("flow", "discrete")
 DECODES = {"flow": ("flow",), "discrete": ("reference", "grammar-masked")}
@@ -46,7 +46,8 @@ def load_policy(
     `checkpoint`: a local directory, a Hugging Face id (downloaded into the Hugging Face cache at
     `revision`, default main, unless cached; HF_HUB_OFFLINE / HF_ENDPOINT / HF_TOKEN honoured), or
     `tiny`. With `pinned`, `revision` is a pre-registration's pin (a commit, sha256:<weights> for
-    a local directory, `local` for tiny) and a checkpoint that loads as anything else is refused. `device` None means CUDA when available, else CPU. `task` is the
+    a local directory, `local` for tiny) and a checkpoint that loads as anything else is refused.
+    `device` None means CUDA when available, else CPU. `task` is the
     instruction the model reads (the pre-registration's); with `task=None` each observation's
     own `task` is used. `cache_dir` holds the tiny model (default `$FONTAINE_CACHE` or
     `~/.cache/fontaine`).

@@ -288,7 +288,6 @@ def _build_text_tokenizer():
     """
     from lerobot.policies.molmoact2.molmoact2_hf_model.processing_molmoact2 import IMAGE_TOKENS
     from tokenizers import AddedToken
-
     from transformers.models.qwen2.tokenization_qwen2 import Qwen2Tokenizer
 
     vocab, merges = _prompt_bpe()
