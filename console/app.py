@@ -129,7 +129,7 @@ class FontaineApp(App):
     Panel { border: round $primary 50%; padding: 0 1; height: auto; }
     #top-panels { height: auto; }
     #counts, #pace { width: 1fr; }
-    #pace { height: 8; }  /* fixed: its once-a-second redraw (the heartbeat age) needs no layout */
+    #pace { height: 9; }  /* fixed: its once-a-second redraw (the heartbeat age) needs no layout */
     #bottom { height: 1fr; }
     #left-col { width: 52; height: auto; }
     #recent { width: 1fr; height: 1fr; border: round $primary 50%; }
@@ -311,7 +311,9 @@ class FontaineApp(App):
         n_seeds = len(seeds) if isinstance(seeds, list) else None
         self._update_if(grid, (version, grid.size.width, n_seeds), lambda w: w.update(
             seed_grid_text(d.view, seeds if isinstance(seeds, list) else None, w.size.width or 60)))
-        self._update_if(screen.query_one("#hist", Panel), version, lambda w: w.update(histogram_text(d.view)))
+        hist = screen.query_one("#hist", Panel)
+        self._update_if(hist, (version, hist.size.width), lambda w: w.update(
+            histogram_text(d.view, width=(w.size.width or 52) - 2)))
         self._update_if(screen.query_one(RecentRows), version, lambda w: w.show_rows(d.info.path, d.view))
 
     def _update_if(self, widget, key, draw: Callable) -> None:
@@ -366,7 +368,7 @@ class FontaineApp(App):
             self.notify(f"could not start {' '.join(argv)}: {exc}", severity="error", timeout=15)
             return None
         self.launched.append(run_dir)
-        self.watcher.adopt(run_dir, popen)
+        self.watcher.adopt(run_dir, popen, arm)
         self._select(run_dir)
         self.notify(f"launched {run_id} (pid {popen.pid}); output in {shown_path(run_dir / 'driver.log')}")
         return run_dir
@@ -414,10 +416,13 @@ class FontaineApp(App):
         pgid = (info.pid or {}).get("pgid")
         first = (
             f"Send SIGTERM to the process group {pgid} of {info.run_id} (the driver and its workers). "
-            "Prefer `s` (stop at an episode boundary): a signal loses the episodes in flight.\n"
-            "If the group is still alive after 10 s, it gets SIGKILL."
+            "The driver treats SIGTERM as a stop: it finishes the episodes in flight at their boundary, "
+            "writes their rows, and ends `stopped` (as `s` does, without the STOP file).\n"
+            "Only if the group is still alive after 10 s does it get SIGKILL: that loses the episodes in "
+            "flight and the run shows as died."
         )
-        second = "Really kill it? This cannot be undone; the run ends without a final status and shows as died."
+        second = ("Really signal it? SIGTERM now; SIGKILL after 10 s if it has not ended. "
+                  "A second signal or SIGKILL loses the in-flight episodes.")
 
         def confirmed_twice(yes: bool | None) -> None:
             if yes:
@@ -471,10 +476,10 @@ class FontaineApp(App):
         self.push_screen(HelpScreen())
 
     async def action_quit(self) -> None:
-        live = self.watcher.live_runs()
+        live = self.watcher.alive_runs()
         if live:
             names = ", ".join(r.run_id for r in live)
-            message = (f"{len(live)} run(s) keep running, detached: {names}\n"
+            message = (f"{len(live)} run(s) keep running, detached (their process is alive): {names}\n"
                        f"Reopen fontaine-console --runs-dir {self.runs_dir} to reattach.")
         else:
             message = "No run is live."

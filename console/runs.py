@@ -45,6 +45,7 @@ class RunInfo:
     missing: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # unreadable files, with why
     liveness: str = UNKNOWN
+    launched_arm: str | None = None  # the arm this console launched, until manifest.json names it
 
     @property
     def recorded_state(self) -> str | None:
@@ -76,7 +77,9 @@ class RunInfo:
     @property
     def arm(self) -> str:
         arm = (self.manifest or {}).get("arm")
-        return arm if isinstance(arm, str) and arm else "?"
+        if isinstance(arm, str) and arm:
+            return arm
+        return self.launched_arm or "?"
 
     @property
     def done(self) -> int | None:

@@ -83,6 +83,7 @@ class RunWatch:
         self.agg = RunAggregate()
         self.info: RunInfo = read_run(path)
         self.popen: subprocess.Popen | None = None  # when this console launched it
+        self.launched_arm: str | None = None  # the arm it was launched with (shown before manifest.json exists)
         self.loading = True
         self.restart_reason = ""
         self.info_version = 0
@@ -117,6 +118,7 @@ class RunWatch:
             before = self.info.liveness
             self.info.liveness = liveness(self.info.pid)
             changed |= before != self.info.liveness
+        self.info.launched_arm = self.launched_arm
         changed |= self._apply_popen()
         changed |= self._tail(max_bytes)
         if self.error is not None:  # it reads again: the problem is history
@@ -154,6 +156,7 @@ class RunWatch:
         elif code is not None:
             self.popen = None
             self.info = read_run(self.path)  # the driver's last words
+            self.info.launched_arm = self.launched_arm
             self.info.liveness = GONE
         return before != self.info.liveness
 
@@ -235,10 +238,10 @@ class Watcher:
         self.selected = None if path is None else Path(path).resolve()
         self.poke()
 
-    def adopt(self, run_dir: Path, popen: subprocess.Popen) -> None:
+    def adopt(self, run_dir: Path, popen: subprocess.Popen, arm: str | None = None) -> None:
         """A run this console launched: reap it, and count it alive before its pid.json exists."""
         with self._lock:
-            self._pending_popens[Path(run_dir).resolve()] = popen
+            self._pending_popens[Path(run_dir).resolve()] = (popen, arm)
         self.poke()
 
     def ui_caught_up(self) -> None:
@@ -252,6 +255,22 @@ class Watcher:
     def live_runs(self) -> list[RunSummary]:
         with self._lock:
             return [w.summary() for w in self.watches.values() if w.info.live or w.popen is not None]
+
+    def alive_runs(self) -> list[RunSummary]:
+        """The runs whose process is alive now, checked afresh (for the quit message): a run that
+        ended since the last poll, or wrote its final state and is exiting, is not listed."""
+        with self._lock:
+            candidates = [(w, w.popen) for w in self.watches.values() if w.info.live or w.popen is not None]
+        out = []
+        for w, popen in candidates:
+            if popen is not None and popen.poll() is not None:
+                continue
+            info = read_run(w.path)
+            if info.recorded_state in FINAL_STATES:
+                continue
+            if popen is not None or info.liveness == ALIVE:
+                out.append(w.summary())
+        return out
 
     # -- the thread -----------------------------------------------------------------
 
@@ -319,10 +338,11 @@ class Watcher:
         for key in [k for k in self.watches if k not in found]:
             self.watches.pop(key).close()
             changed = True
-        for p, popen in list(self._pending_popens.items()):
+        for p, (popen, arm) in list(self._pending_popens.items()):
             w = self.watches.get(p)
             if w is not None:
-                w.popen = popen
+                w.popen, w.launched_arm = popen, arm
+                w.info.launched_arm = arm
                 self._pending_popens.pop(p)
         return changed
 

@@ -18,7 +18,7 @@ from console.preregs import PreregEntry, appends_to, report_argv, run_report, va
 class ConfirmScreen(ModalScreen[bool]):
     """Says what will happen and asks yes or no; Escape is no."""
 
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No (esc)")]
 
     def __init__(self, title: str, body: str, yes_label: str = "Yes", danger: bool = False):
         super().__init__()
@@ -46,7 +46,7 @@ class ConfirmScreen(ModalScreen[bool]):
 class LaunchScreen(ModalScreen[tuple | None]):
     """Pick a pre-registration and an arm; validation errors are shown here, in place."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel (esc)")]
 
     def __init__(self, entries: list[PreregEntry]):
         super().__init__()
@@ -127,7 +127,8 @@ class ResultsScreen(ModalScreen[None]):
     pre-registration, so the comparator reads (paired deltas) have their runs.
     """
 
-    BINDINGS = [Binding("escape,q,r", "close", "Close")]
+    # Esc closes (the report goes on in its thread and still writes its files); `q` does nothing here.
+    BINDINGS = [Binding("escape", "close", "Close")]
 
     def __init__(self, prereg_file: str, run_dir: Path, arm_runs: list[tuple[str, Path]]):
         super().__init__()
@@ -152,6 +153,8 @@ class ResultsScreen(ModalScreen[None]):
         self.app.call_from_thread(self.show_output, code, output)
 
     def show_output(self, code: int, output: str) -> None:
+        if not self.is_attached:  # closed while the report ran
+            return
         chart = self.run_dir / "chart.png"
         status = Text()
         if code == 0:
@@ -204,7 +207,7 @@ HELP = """\
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS = [Binding("escape,question_mark", "close", "Close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
