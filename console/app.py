@@ -32,7 +32,8 @@ from console.render import (
 )
 from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
-from console.widgets.panels import Panel, RecentRows, TripwireBanner
+from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
+from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
 from console.widgets.runs_table import RunsTable
 
 from console.notifier import ConsoleNotifier, NotifierLink
@@ -85,6 +86,7 @@ class MainScreen(Screen):
         Binding("K", "app.escalate", "Kill (SIGTERM)"),
         Binding("r", "app.results", "Results"),
         Binding("t", "app.discord_test", "Discord test"),
+        Binding("g", "focus_grid", "Seeds"),
         Binding("question_mark", "app.help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -92,6 +94,14 @@ class MainScreen(Screen):
     def on_mount(self) -> None:
         self.ready = True
         self.app.call_after_refresh(self.app.redraw)
+
+    def action_focus_grid(self) -> None:
+        """`g`: to the per-seed grid (arrows pick a seed, enter opens it); `g` again back to the runs."""
+        grid = self.query_one(SeedGrid)
+        if grid.has_focus:
+            self.query_one(RunsTable).focus()
+        else:
+            grid.focus()
 
     def compose(self) -> ComposeResult:
         yield TripwireBanner("", id="banner")
@@ -106,7 +116,7 @@ class MainScreen(Screen):
             yield Panel("pace · gates · heartbeat", id="pace")
         with Horizontal(id="bottom"):
             with Vertical(id="left-col"):
-                grid = Panel("per-seed outcomes", id="grid")
+                grid = SeedGrid("per-seed outcomes (g, enter: open a seed)", id="grid")
                 grid.border_subtitle = grid_legend().markup
                 yield grid
                 yield Panel("progress_final_cm", id="hist")
@@ -132,6 +142,7 @@ class FontaineApp(App):
     #pace { height: 9; }  /* fixed: its once-a-second redraw (the heartbeat age) needs no layout */
     #bottom { height: 1fr; }
     #left-col { width: 52; height: auto; }
+    SeedGrid:focus { border: round $accent; }
     #recent { width: 1fr; height: 1fr; border: round $primary 50%; }
     ConfirmScreen, LaunchScreen, ResultsScreen, HelpScreen { align: center middle; }
     #dialog { width: 80; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
@@ -307,10 +318,10 @@ class FontaineApp(App):
         self._update_if(screen.query_one("#pace", Panel), (id(d), age_s, tuple(r.state for r in readings)),
                         lambda w: w.update(pace_table(d.info, d.view, readings, now), layout=False))
         seeds = (d.info.manifest or {}).get("seeds")
-        grid = screen.query_one("#grid", Panel)
+        grid = screen.query_one("#grid", SeedGrid)
         n_seeds = len(seeds) if isinstance(seeds, list) else None
-        self._update_if(grid, (version, grid.size.width, n_seeds), lambda w: w.update(
-            seed_grid_text(d.view, seeds if isinstance(seeds, list) else None, w.size.width or 60)))
+        self._update_if(grid, (version, grid.size.width, n_seeds), lambda w: w.show(
+            d.view, seeds if isinstance(seeds, list) else None))
         hist = screen.query_one("#hist", Panel)
         self._update_if(hist, (version, hist.size.width), lambda w: w.update(
             histogram_text(d.view, width=(w.size.width or 52) - 2)))
@@ -339,6 +350,12 @@ class FontaineApp(App):
             self._update_if(screen.query_one("#discord", Static), line.markup, lambda w: w.update(line))
 
     # -- actions ---------------------------------------------------------------------
+
+    @on(SeedGrid.Open)
+    def _open_seed(self, message: SeedGrid.Open) -> None:
+        if self.detail is None:
+            return
+        self.push_screen(SeedScreen(self.detail.info.path, self.detail.info.run_id, message.seed))
 
     def action_launch(self) -> None:
         entries = preregs.list_preregs(self.prereg_dirs)
@@ -493,6 +510,8 @@ class FontaineApp(App):
         yield SystemCommand("Stop the selected run", "At an episode boundary, after a confirmation (s)", self.action_stop_run)
         yield SystemCommand("Escalate: kill the selected run", "SIGTERM then SIGKILL, two confirmations (K)", self.action_escalate)
         yield SystemCommand("Results of the selected run", "Run the pre-registration report (r)", self.action_results)
+        yield SystemCommand("Open a seed", "The per-seed grid: arrows pick, enter opens its row, trail and video (g)",
+                            lambda: self.screen.action_focus_grid() if isinstance(self.screen, MainScreen) else None)
         yield SystemCommand("Discord test post", "Send a test message to the webhook (t)", self.action_discord_test)
         yield SystemCommand("Keys and states", "The help screen (?)", self.action_help)
 

@@ -197,17 +197,32 @@ def banner_text(readings: list[GateReading], info: RunInfo) -> tuple[Text | None
     return None, ""
 
 
-def seed_grid_text(view: AggregateView, seeds: list | None, width: int) -> Text:
-    """One coloured cell per seed, in seed order; seeds without a row yet are dots.
-
-    Only the first GRID_MAX_SEEDS are drawn; set operations keep a 100k-seed run cheap to redraw.
-    """
+def grid_order(view: AggregateView, seeds: list | None) -> tuple[list, int]:
+    """The seeds the grid draws, in order (the manifest's, then seeds seen only in rows), and how
+    many are left out. Only the first GRID_MAX_SEEDS are drawn; set operations keep a 100k-seed
+    run cheap to redraw."""
     order = list(seeds[:GRID_MAX_SEEDS]) if seeds else []
     extra = view.seed_outcomes.keys() - set(seeds) if seeds else set(view.seed_outcomes)
     if len(order) < GRID_MAX_SEEDS and extra:
         order += sorted(extra, key=_seed_key)[: GRID_MAX_SEEDS - len(order)]
     hidden = (len(seeds) if seeds else 0) + len(extra) - len(order)
-    per_line = max(10, (max(width, 16) - 8) // 2 // 10 * 10)
+    return order, hidden
+
+
+GRID_LABEL_W = 6  # "12345 " before each line of cells; each cell is 2 columns
+
+
+def grid_per_line(width: int) -> int:
+    return max(10, (max(width, 16) - 8) // 2 // 10 * 10)
+
+
+def seed_grid_text(view: AggregateView, seeds: list | None, width: int, cursor: int | None = None,
+                   order: list | None = None, hidden: int | None = None) -> Text:
+    """One coloured cell per seed, in seed order; seeds without a row yet are dots. The cell at
+    `cursor` (an index into grid_order) is drawn reversed."""
+    if order is None or hidden is None:
+        order, hidden = grid_order(view, seeds)
+    per_line = grid_per_line(width)
     t = Text()
     for i, seed in enumerate(order):
         if i % per_line == 0:
@@ -215,7 +230,9 @@ def seed_grid_text(view: AggregateView, seeds: list | None, width: int) -> Text:
                 t.append("\n")
             t.append(f"{str(seed):>5} ", style="grey50")
         outcome = view.seed_outcomes.get(seed)
-        t.append(OUTCOME_GLYPH[outcome] + " ", style=OUTCOME_STYLE[outcome])
+        style = OUTCOME_STYLE[outcome] + (" reverse" if i == cursor else "")
+        t.append(OUTCOME_GLYPH[outcome], style=style)
+        t.append(" ")
     if hidden > 0:
         t.append(f"\n… {hidden} more seeds (counted in the totals)", style="grey50")
     return t

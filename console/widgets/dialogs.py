@@ -185,10 +185,19 @@ HELP = """\
   K        escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)
   r        results: run the pre-registration report for the selected run
   t        send a Discord test post
+  g        to the per-seed grid and back: arrows pick a seed, enter (or a click) opens it
   up/down  select a run
   ctrl+p   command palette
   ?        this help
   q        quit: runs keep running, detached; reopen the console to reattach
+
+[b]A seed's view[/b] (enter on a grid cell, or a click)
+  The video, played in the terminal (Kitty/Sixel where the terminal has them, colour
+  half-blocks elsewhere, plain tmux included), first and last frames beside it; the row,
+  every field in words; the predict trail (predicts.jsonl, when the run recorded one).
+  space     play/pause                 left/right (or , .)  step one frame
+  [ ]       ten frames back/on         home/end             first/last frame
+  v w p     video, row, predicts       esc                  back to the run
 
 [b]States[/b]
   starting, running       the driver is at work (process checked by pid and create time)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from console.aggregate import AggregateView
-from console.render import recent_row_cells
+from console.render import GRID_LABEL_W, grid_order, grid_per_line, recent_row_cells, seed_grid_text
 
 RECENT_SHOWN = 12
 
@@ -61,3 +64,89 @@ class RecentRows(DataTable):
         self.clear()
         self._shown = []
         self._source = None
+
+
+class SeedGrid(Panel):
+    """The per-seed grid, with a cursor: arrows move it, enter (or a click on a cell) opens the seed."""
+
+    can_focus = True
+    BINDINGS = [
+        Binding("left", "move(-1)", "Prev seed", show=False),
+        Binding("right", "move(1)", "Next seed", show=False),
+        Binding("up", "move_line(-1)", show=False),
+        Binding("down", "move_line(1)", show=False),
+        Binding("home", "move(-1000000)", show=False),
+        Binding("end", "move(1000000)", show=False),
+        Binding("enter", "open", "Open seed"),
+    ]
+
+    class Open(Message):
+        """A seed of the grid was chosen (enter or a click)."""
+
+        def __init__(self, seed) -> None:
+            super().__init__()
+            self.seed = seed
+
+    def __init__(self, title: str, **kwargs):
+        super().__init__(title, **kwargs)
+        self.cursor = 0
+        self._view: AggregateView | None = None
+        self._seeds: list | None = None
+        self._order: list = []
+        self._hidden = 0
+
+    def show(self, view: AggregateView, seeds: list | None) -> None:
+        self._view, self._seeds = view, seeds
+        self._order, self._hidden = grid_order(view, seeds)
+        self.cursor = min(self.cursor, max(0, len(self._order) - 1))
+        self._render_grid()
+
+    def _render_grid(self) -> None:
+        if self._view is None:
+            return
+        cursor = self.cursor if (self.has_focus and self._order) else None
+        self.update(seed_grid_text(self._view, self._seeds, self._width(), cursor, self._order, self._hidden))
+
+    def _width(self) -> int:
+        return self.size.width or 60
+
+    @property
+    def selected_seed(self):
+        return self._order[self.cursor] if self._order else None
+
+    def on_focus(self) -> None:
+        self._render_grid()
+
+    def on_blur(self) -> None:
+        self._render_grid()
+
+    def action_move(self, step: int) -> None:
+        if self._order:
+            self.cursor = max(0, min(len(self._order) - 1, self.cursor + step))
+            self._render_grid()
+
+    def action_move_line(self, lines: int) -> None:
+        self.action_move(lines * grid_per_line(self._width()))
+
+    def action_open(self) -> None:
+        if self._order:
+            self.post_message(self.Open(self._order[self.cursor]))
+
+    def index_at(self, x: int, y: int) -> int | None:
+        """The cell under content offset (x, y), or None (the seed labels, the gaps past the end)."""
+        if x < GRID_LABEL_W:
+            return None
+        index = y * grid_per_line(self._width()) + (x - GRID_LABEL_W) // 2
+        return index if 0 <= index < len(self._order) and (x - GRID_LABEL_W) // 2 < grid_per_line(self._width()) else None
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        index = self.index_at(offset.x, offset.y)
+        if index is None:
+            return
+        self.cursor = index
+        self.focus()
+        self._render_grid()
+        self.post_message(self.Open(self._order[index]))
