@@ -154,6 +154,7 @@ class FontaineApp(App):
     #launch-error { margin-top: 1; }
     #results { width: 100; height: 80%; border: thick $primary; background: $surface; padding: 1 2; }
     #results VerticalScroll { height: 1fr; }
+    #results-chart { width: auto; height: 22; margin-bottom: 1; }
     #help { width: 96; height: 90%; border: thick $primary; background: $surface; padding: 1 2; }
     """
 

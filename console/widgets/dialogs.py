@@ -13,6 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from console.preregs import PreregEntry, appends_to, report_argv, run_report, validate_launch
+from console.widgets.images import Image
+from prereg import rundir as rd
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -141,10 +143,12 @@ class ResultsScreen(ModalScreen[None]):
             yield Static(Text("running: fontaine-prereg " + " ".join(argv[3:]) + " …", style="grey62"),
                          id="results-status")
             with VerticalScroll():
+                yield Image(None, id="results-chart")
                 yield Static("", id="results-output")
             yield Button("Close (esc)", id="close")
 
     def on_mount(self) -> None:
+        self.query_one("#results-chart").display = False
         self.run_report_worker()
 
     @work(thread=True, exclusive=True, group="report")
@@ -155,7 +159,7 @@ class ResultsScreen(ModalScreen[None]):
     def show_output(self, code: int, output: str) -> None:
         if not self.is_attached:  # closed while the report ran
             return
-        chart = self.run_dir / "chart.png"
+        chart = self.run_dir / rd.CHART
         status = Text()
         if code == 0:
             status.append("report written", style="bold green")
@@ -169,6 +173,21 @@ class ResultsScreen(ModalScreen[None]):
             status.append(f"\nreads: {results_md}")
         self.query_one("#results-status", Static).update(status)
         self.query_one("#results-output", Static).update(Text(output or "(no output)"))
+        self.show_chart(chart)
+
+    def show_chart(self, chart: Path) -> None:
+        """The chart itself, inline (textual-image: graphics or half-blocks), above the report's words."""
+        widget = self.query_one("#results-chart", Image)
+        try:
+            from PIL import Image as PILImage
+
+            with PILImage.open(chart) as img:
+                img.load()
+                widget.image = img.convert("RGB")
+        except (OSError, ValueError):  # no chart, or one that does not decode: the path above says so
+            widget.display = False
+            return
+        widget.display = True
 
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:
@@ -185,7 +204,7 @@ HELP = """\
   K        escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)
   r        results: run the pre-registration report for the selected run
   t        send a Discord test post
-  g        to the per-seed grid and back: arrows pick a seed, enter (or a click) opens it
+  g        the per-seed grid and back: arrows pick a seed, enter or a click opens it
   up/down  select a run
   ctrl+p   command palette
   ?        this help

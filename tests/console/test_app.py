@@ -299,6 +299,8 @@ async def test_results_key_runs_the_report_and_shows_the_chart_path(runs_dir, pr
         output = plain(app.screen.query_one("#results-output"))
         assert str(d / "chart.png") in text
         assert "report written" in text, output
+        chart = app.screen.query_one("#results-chart")
+        assert chart.display and chart.image is not None and chart.image.size[0] > 100  # the picture, inline
         assert (d / "chart.png").exists()
         assert doc.read_text() != before, "the report appends its results to the document"
         await pilot.press("escape")
