@@ -21,6 +21,7 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
@@ -83,13 +84,25 @@ class MainScreen(Screen):
         Binding("l", "app.launch", "Launch"),
         Binding("d", "app.demo", "Demo"),
         Binding("s", "app.stop_run", "Stop"),
-        Binding("K", "app.escalate", "Kill (SIGTERM)"),
+        Binding("K", "app.escalate", "Kill"),
         Binding("r", "app.results", "Results"),
-        Binding("t", "app.discord_test", "Discord test"),
+        Binding("t", "app.discord_test", "Discord"),
         Binding("g", "focus_grid", "Seeds"),
+        Binding("p", "next_page", "Panels"),  # only in a small terminal, where one panel shows at a time
+        Binding("1", "page('counts')", show=False),
+        Binding("2", "page('pace')", show=False),
+        Binding("3", "page('seeds')", show=False),
+        Binding("4", "page('rows')", show=False),
         Binding("question_mark", "app.help", "Help", key_display="?"),
         Binding("q", "app.quit", "Quit"),
     ]
+
+    # Below these sizes the detail panels show one at a time (p cycles, 1-4 pick); the runs list
+    # is sized to the terminal either way.
+    COMPACT_WIDTH, COMPACT_HEIGHT = 110, 34
+    PAGES = ("counts", "pace", "seeds", "rows")
+    page = "counts"
+    compact = False
 
     def on_mount(self) -> None:
         self.ready = True
@@ -101,7 +114,44 @@ class MainScreen(Screen):
         if grid.has_focus:
             self.query_one(RunsTable).focus()
         else:
+            if self.compact:
+                self.action_page("seeds")
             grid.focus()
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in ("next_page", "page") and not self.compact:
+            return False  # every panel is on screen: nothing to page through (and no footer entry)
+        return True
+
+    def action_next_page(self) -> None:
+        self.action_page(self.PAGES[(self.PAGES.index(self.page) + 1) % len(self.PAGES)])
+
+    def action_page(self, page: str) -> None:
+        self.page = page
+        self.layout_for(self.size.width, self.size.height)
+
+    def on_resize(self, event) -> None:
+        self.layout_for(event.size.width, event.size.height)
+
+    def layout_for(self, width: int, height: int) -> None:
+        """Fit the terminal: the runs list gets up to a quarter of the rows (at least 3 runs), and
+        below COMPACT_* the detail panels show one at a time, full width."""
+        if not width or not height:
+            return
+        compact = width < self.COMPACT_WIDTH or height < self.COMPACT_HEIGHT
+        if compact != self.compact:
+            self.compact = compact
+            self.refresh_bindings()
+        self.set_class(compact, "compact")
+        for page in self.PAGES:
+            self.set_class(compact and self.page == page, f"page-{page}")
+        runs = self.query_one(RunsTable)
+        n = max(1, runs.row_count)
+        runs.styles.height = max(5, min(n + 3, height // 4 if compact else height // 3))
+        titles = {"counts": "1 counts", "pace": "2 pace", "seeds": "3 seeds", "rows": "4 rows"}
+        bar = "  ".join(f"[reverse]{t}[/]" if p == self.page else t for p, t in titles.items())
+        self.query_one("#pages", Static).update(f"[grey62]panels (p):[/] {bar}")
+        self.app.call_after_refresh(self.app.redraw)
 
     def compose(self) -> ComposeResult:
         yield TripwireBanner("", id="banner")
@@ -111,6 +161,7 @@ class MainScreen(Screen):
         with Horizontal(id="header-row"):
             yield Static(Text("No run selected. Press l to launch, d for the demo.", style="grey62"), id="run-header")
             yield Static("", id="discord")
+        yield Static("", id="pages")
         with Horizontal(id="top-panels"):
             yield Panel("counts", id="counts")
             yield Panel("pace · gates · heartbeat", id="pace")
@@ -123,7 +174,7 @@ class MainScreen(Screen):
             recent = RecentRows(id="recent")
             recent.border_title = "latest rows"
             yield recent
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it (see ?)
 
 
 class FontaineApp(App):
@@ -133,6 +184,18 @@ class FontaineApp(App):
     #banner.tripped { background: $error; color: $text; text-style: bold; }
     #banner.warn { background: $warning 40%; }
     #runs { height: 8; border: round $primary 50%; }
+    #pages { display: none; height: 1; padding: 0 1; }
+    MainScreen.compact #pages { display: block; }
+    MainScreen.compact #discord { display: none; }
+    MainScreen.compact #run-header { max-height: 3; }
+    MainScreen.compact #counts, MainScreen.compact #pace, MainScreen.compact #grid, MainScreen.compact #hist,
+    MainScreen.compact #recent, MainScreen.compact #top-panels, MainScreen.compact #left-col { display: none; }
+    MainScreen.compact #left-col { width: 1fr; }
+    MainScreen.compact #bottom { height: 1fr; }
+    MainScreen.page-counts #top-panels, MainScreen.page-counts #counts { display: block; }
+    MainScreen.page-pace #top-panels, MainScreen.page-pace #pace { display: block; }
+    MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #hist { display: block; }
+    MainScreen.page-rows #recent { display: block; }
     #header-row { height: auto; }
     #run-header { width: 1fr; height: auto; padding: 0 1; }
     #discord { width: auto; height: 1; padding: 0 1; }
@@ -145,17 +208,18 @@ class FontaineApp(App):
     SeedGrid:focus { border: round $accent; }
     #recent { width: 1fr; height: 1fr; border: round $primary 50%; }
     ConfirmScreen, LaunchScreen, ResultsScreen, HelpScreen { align: center middle; }
-    #dialog { width: 80; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    #dialog { width: 80; max-width: 100%; height: auto; max-height: 100%; overflow-y: auto;
+              border: thick $warning; background: $surface; padding: 1 2; }
     #dialog.danger { border: thick $error; }
     #dialog-title { margin-bottom: 1; }
     #dialog-buttons { height: auto; margin-top: 1; }
     #dialog-buttons Button { margin-right: 2; }
     #dialog Select, #dialog Input { margin-bottom: 1; }
     #launch-error { margin-top: 1; }
-    #results { width: 100; height: 80%; border: thick $primary; background: $surface; padding: 1 2; }
+    #results { width: 100; max-width: 100%; height: 80%; min-height: 20; max-height: 100%; border: thick $primary; background: $surface; padding: 1 2; }
     #results VerticalScroll { height: 1fr; }
     #results-chart { width: auto; height: 22; margin-bottom: 1; }
-    #help { width: 96; height: 90%; border: thick $primary; background: $surface; padding: 1 2; }
+    #help { width: 96; max-width: 100%; height: 90%; min-height: 20; max-height: 100%; border: thick $primary; background: $surface; padding: 1 2; }
     """
 
     def __init__(
@@ -247,6 +311,11 @@ class FontaineApp(App):
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None or event.cursor_row != event.data_table.cursor_row:
             return  # no row, or a stale event from a cursor move that has since been superseded
+        try:  # stale too when the rows were re-sorted under the cursor since the event was sent
+            if event.data_table.coordinate_to_cell_key(Coordinate(event.cursor_row, 0)).row_key != event.row_key:
+                return
+        except Exception:
+            return
         path = Path(event.row_key.value)
         if self.selected is None or path.resolve() != self.selected.resolve():
             self._select(path)
@@ -288,7 +357,10 @@ class FontaineApp(App):
         now = self.clock()
         table = screen.query_one(RunsTable)
         order = [row.key for row in table.ordered_rows]
-        table.sync(self.runs, now)
+        rows_before = table.row_count
+        table.sync(self.runs, now, id_width=table.id_width_for(screen.size.width))
+        if table.row_count != rows_before:
+            screen.layout_for(screen.size.width, screen.size.height)
         # Follow the selection only when the rows moved under it. Otherwise the cursor is the
         # user's: a move whose highlight event is still queued must not be undone by a redraw.
         moved = [row.key for row in table.ordered_rows] != order
@@ -349,6 +421,8 @@ class FontaineApp(App):
         if screen is not None and screen.query("#discord"):
             line = discord_line(self.notifier)
             self._update_if(screen.query_one("#discord", Static), line.markup, lambda w: w.update(line))
+            # small terminals: the Discord line rides on the runs list's border instead of its own column
+            screen.query_one(RunsTable).border_subtitle = line.markup if screen.compact else None
 
     # -- actions ---------------------------------------------------------------------
 

@@ -107,6 +107,17 @@ def _count(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
+_STAMP = __import__("re").compile(r"(\d{8}-\d{6})$")
+
+
+def run_sort_key(run_id: str) -> tuple[str, str]:
+    """Run ids end in their UTC launch time (new_run_id): sort on it, then the id, so the order is
+    launch order whatever the pre-registration's name, the same after every restart. Ids without
+    a timestamp sort as the oldest."""
+    m = _STAMP.search(run_id)
+    return (m.group(1) if m else "", run_id)
+
+
 def discover_runs(runs_dir: str | Path) -> list[Path]:
     """Run directories under runs_dir, newest name last (run ids end in a UTC timestamp)."""
     root = Path(runs_dir)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from console.aggregate import AggregateView, RunAggregate
-from console.runs import ALIVE, FINAL_STATES, GONE, RunInfo, discover_runs, liveness, read_run
+from console.runs import ALIVE, FINAL_STATES, GONE, RunInfo, discover_runs, liveness, read_run, run_sort_key
 from console.tailer import RowsTailer
 from prereg import rundir as rd
 
@@ -71,7 +71,7 @@ def default_selection(watches) -> Path:
     """The run to show first: the newest live one, else the newest."""
     watches = list(watches)
     live = [w for w in watches if w.info.live or w.popen is not None]
-    return max(live or watches, key=lambda w: w.path.name).path
+    return max(live or watches, key=lambda w: run_sort_key(w.path.name)).path
 
 
 class RunWatch:

@@ -167,10 +167,10 @@ class ResultsScreen(ModalScreen[None]):
                           else " (a shipped example: results.md and chart.png only, the document is left as is)")
         else:
             status.append(f"the report command exited with {code}", style="bold red")
-        status.append(f"\nchart: {chart}" + ("" if chart.exists() else " (not written)"))
-        results_md = self.run_dir / "results.md"
+        status.append(f"\nchart: {_shown(chart)}" + ("" if chart.exists() else " (not written)"))
+        results_md = self.run_dir / rd.RESULTS
         if results_md.exists():
-            status.append(f"\nreads: {results_md}")
+            status.append(f"\nreads: {_shown(results_md)}")
         self.query_one("#results-status", Static).update(status)
         self.query_one("#results-output", Static).update(Text(output or "(no output)"))
         self.show_chart(chart)
@@ -184,6 +184,7 @@ class ResultsScreen(ModalScreen[None]):
             with PILImage.open(chart) as img:
                 img.load()
                 widget.image = img.convert("RGB")
+            widget.styles.height = max(8, min(22, (self.app.size.height - 12) // 1))
         except (OSError, ValueError):  # no chart, or one that does not decode: the path above says so
             widget.display = False
             return
@@ -192,6 +193,14 @@ class ResultsScreen(ModalScreen[None]):
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def _shown(path: Path) -> str:
+    """Relative to the working directory when under it (as console.app.shown_path)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 HELP = """\
@@ -214,7 +223,7 @@ HELP = """\
   The video, played in the terminal (Kitty/Sixel where the terminal has them, colour
   half-blocks elsewhere, plain tmux included), first and last frames beside it; the row,
   every field in words; the predict trail (predicts.jsonl, when the run recorded one).
-  space     play/pause                 left/right (or , .)  step one frame
+  space     play/pause                 left/right (or , .)  step one frame (or click the bar)
   [ ]       ten frames back/on         home/end             first/last frame
   v w p     video, row, predicts       esc                  back to the run
 

@@ -65,6 +65,19 @@ def scrub_bar(index: int, count: int, width: int) -> Text:
     return t
 
 
+class ScrubBar(Static):
+    """The position bar; drawn at its own width whenever it lays out (no size guessed)."""
+
+    index, count = 0, 0
+
+    def render(self):
+        return scrub_bar(self.index, self.count, self.size.width) if self.count else ""
+
+    def show(self, index: int, count: int) -> None:
+        self.index, self.count = index, count
+        self.refresh()
+
+
 class SeedScreen(Screen):
     """A full screen (every row of the terminal for the frames); Esc goes back to the run."""
 
@@ -120,7 +133,7 @@ class SeedScreen(Screen):
                     with Vertical(id="player"):
                         yield Image(None, id="frame")
                         yield Static("", id="frame-info")
-                        yield Static("", id="scrub")
+                        yield ScrubBar(id="scrub")
                     with Vertical(id="thumbs"):
                         yield Static(Text("first frame", style="grey62"))
                         yield Image(None, id="thumb-first")
@@ -131,7 +144,7 @@ class SeedScreen(Screen):
             with TabPane("predicts (p)", id="tab-predicts"):
                 yield Static("", id="predicts-note")
                 yield DataTable(id="predicts", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.query_one(Tabs).can_focus = False  # left/right step the video, not the tabs
@@ -232,10 +245,8 @@ class SeedScreen(Screen):
         fps = self.frames.fps or 10.0
         info = Text(f"frame {self.index + 1}/{n}  ·  {self.index / fps:.1f} s of {(n - 1) / fps:.1f} s  ·  ")
         info.append("playing" if self.playing else "paused", style="bold green" if self.playing else "yellow")
-        info.append("  (click the bar to jump)", style="grey50")
         self.query_one("#frame-info", Static).update(info)
-        scrub = self.query_one("#scrub", Static)
-        scrub.update(scrub_bar(self.index, n, (scrub.size.width or 60)))
+        self.query_one("#scrub", ScrubBar).show(self.index, n)
 
     def _tick(self) -> None:
         if not self.frames or not self.frames.images:

@@ -314,12 +314,12 @@ async def test_arrow_keys_select_another_run(runs_dir):
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.screen.query_one("#runs")
         await wait_for(pilot, lambda: app.detail is not None and app.detail.info.run_id.startswith("b-")
-                       and table.row_count == 2 and table.cursor_row == 1)
+                       and table.row_count == 2 and table.cursor_row == 0)  # newest first
         table.focus()
-        await pilot.press("up")
+        await pilot.press("down")
         await wait_for(pilot, lambda: app.detail.info.run_id.startswith("a-") and "4/20" in counts_text(app),
                        state=lambda: (app.detail.info.run_id, counts_text(app)[:80]))
-        await pilot.press("down")
+        await pilot.press("up")
         await wait_for(pilot, lambda: app.detail.info.run_id.startswith("b-") and "2/10" in counts_text(app))
 
 
@@ -422,3 +422,42 @@ async def test_q_does_not_close_the_results_dialog_while_the_report_runs(runs_di
         await wait_for(pilot, lambda: "report output" in plain(app.screen.query_one("#results-output")))
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, ResultsScreen))
+
+
+async def test_runs_newest_first_whatever_their_names_and_the_selected_run_stays_in_view_at_80x24(runs_dir):
+    for i in range(12):  # names in the reverse order of their launch times
+        make_run_dir(runs_dir, f"{chr(ord('z') - i)}-scripted-20260101-{i:02d}0000", done=5, total=5)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.query_one("#runs")
+        await wait_for(pilot, lambda: table.row_count == 12 and app.detail is not None)
+        order = [row.key.value.rsplit("/", 1)[-1] for row in table.ordered_rows]
+        assert order == sorted(order, key=lambda n: n[-15:], reverse=True), order
+        assert table.size.height < 12  # sized to the terminal, so the selection must scroll
+        table.focus()
+        for _ in range(11):
+            await pilot.press("down")
+        await wait_for(pilot, lambda: app.detail.info.run_id.startswith("z-"))
+        row_y = table.cursor_row - table.scroll_offset.y + 1  # the header row
+        assert 0 < row_y < table.size.height, (table.cursor_row, table.scroll_offset, table.size)
+
+
+async def test_a_small_terminal_shows_one_panel_at_a_time(runs_dir):
+    make_run_dir(runs_dir, "a-scripted-20260101-000000", done=20)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and "4/20" in counts_text(app))
+        screen = app.screen
+        assert screen.compact and screen.query_one("#counts").display and not screen.query_one("#recent").display
+        await pilot.press("p")
+        assert screen.page == "pace" and screen.query_one("#pace").display and not screen.query_one("#counts").display
+        await pilot.press("4")
+        assert screen.query_one("#recent").display
+        await pilot.press("g")  # the seed grid comes forward with its page
+        assert screen.page == "seeds" and screen.query_one("#grid").has_focus
+    app2 = make_app(runs_dir)
+    async with app2.run_test(size=(200, 60)) as pilot:
+        await wait_for(pilot, lambda: app2.detail is not None)
+        screen = app2.screen
+        assert not screen.compact
+        assert all(screen.query_one(w).display for w in ("#counts", "#pace", "#grid", "#hist", "#recent"))
