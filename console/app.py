@@ -25,9 +25,10 @@ from textual.coordinate import Coordinate
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Input, Static
 
 from console import preregs, runs
+from prereg import rundir as rd
 from console.render import (
     banner_text, counts_table, gate_readings, grid_legend, header_text, histogram_text, pace_table, seed_grid_text,
 )
@@ -81,20 +82,24 @@ class MainScreen(Screen):
 
     # On the main screen only: a key pressed in a dialog never starts another action.
     BINDINGS = [
+        Binding("q", "app.quit", "Quit"),
+        Binding("question_mark", "app.help", "Help", key_display="?"),
         Binding("l", "app.launch", "Launch"),
         Binding("d", "app.demo", "Demo"),
         Binding("s", "app.stop_run", "Stop"),
         Binding("K", "app.escalate", "Kill"),
         Binding("r", "app.results", "Results"),
-        Binding("t", "app.discord_test", "Discord"),
         Binding("g", "focus_grid", "Seeds"),
         Binding("p", "next_page", "Panels"),  # only in a small terminal, where one panel shows at a time
+        Binding("R", "app.resume", "Resume"),
+        Binding("a", "app.archive", "Archive"),
+        Binding("slash", "app.filter", "Filter", key_display="/"),
+        Binding("t", "app.discord_test", "Discord"),
         Binding("1", "page('counts')", show=False),
         Binding("2", "page('pace')", show=False),
         Binding("3", "page('seeds')", show=False),
         Binding("4", "page('rows')", show=False),
-        Binding("question_mark", "app.help", "Help", key_display="?"),
-        Binding("q", "app.quit", "Quit"),
+        Binding("escape", "escape", show=False),
     ]
 
     # Below these sizes the detail panels show one at a time (p cycles, 1-4 pick); the runs list
@@ -117,6 +122,13 @@ class MainScreen(Screen):
             if self.compact:
                 self.action_page("seeds")
             grid.focus()
+
+    def action_escape(self) -> None:
+        """Esc: out of the filter box (clearing it), or from the seed grid back to the runs."""
+        if self.query_one("#filter", Input).has_focus:
+            self.app._close_filter(clear=True)
+        elif self.query_one(SeedGrid).has_focus:
+            self.query_one(RunsTable).focus()
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in ("next_page", "page") and not self.compact:
@@ -155,6 +167,8 @@ class MainScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield TripwireBanner("", id="banner")
+        yield Input(placeholder="filter runs: words in the id, arm or state (enter keeps it, esc clears)", id="filter",
+                    disabled=True)  # never focused (and never typed into) while hidden
         runs_table = RunsTable(id="runs")
         runs_table.border_title = "runs"
         yield runs_table
@@ -185,6 +199,8 @@ class FontaineApp(App):
     #banner.warn { background: $warning 40%; }
     #runs { height: 8; border: round $primary 50%; }
     #pages { display: none; height: 1; padding: 0 1; }
+    #filter { display: none; height: 3; }
+    #filter.shown { display: block; }
     MainScreen.compact #pages { display: block; }
     MainScreen.compact #discord { display: none; }
     MainScreen.compact #run-header { max-height: 3; }
@@ -232,6 +248,7 @@ class FontaineApp(App):
         notifier=FROM_ENV,
         age_refresh_s: float = 1.0,
         launch_argv: Callable[[Path, str, Path], list[str]] = runs.prereg_launch_argv,
+        resume_argv: Callable[[Path], list[str]] = runs.resume_argv,
         min_draw_s: float = 1.0,
     ):
         super().__init__()
@@ -241,6 +258,8 @@ class FontaineApp(App):
         self.poll_s = poll_s
         self.age_refresh_s = age_refresh_s
         self.launch_argv = launch_argv  # tests substitute a fake driver here
+        self.resume_argv = resume_argv
+        self.run_filter = ""
         self.notifier = _make_notifier(self.runs_dir) if notifier == FROM_ENV else notifier
         self.watcher = Watcher(self.runs_dir, self._from_watcher, on_error=self._watcher_error, interval=poll_s,
                                notifier=self.notifier, paced=True)
@@ -358,7 +377,13 @@ class FontaineApp(App):
         table = screen.query_one(RunsTable)
         order = [row.key for row in table.ordered_rows]
         rows_before = table.row_count
-        table.sync(self.runs, now, id_width=table.id_width_for(screen.size.width))
+        shown = filter_runs(self.runs, self.run_filter)
+        table.border_title = f"runs · filter “{self.run_filter}”: {len(shown)} of {len(self.runs)} (/ to change)" \
+            if self.run_filter else "runs"
+        table.sync(shown, now, id_width=table.id_width_for(screen.size.width))
+        if self.run_filter and shown and self.selected is not None and \
+                self.selected.resolve() not in {r.path.resolve() for r in shown}:
+            self._select(shown[0].path)  # the filter hid the selected run: show the first that matches
         if table.row_count != rows_before:
             screen.layout_for(screen.size.width, screen.size.height)
         # Follow the selection only when the rows moved under it. Otherwise the cursor is the
@@ -438,9 +463,25 @@ class FontaineApp(App):
         def launched(choice: tuple | None) -> None:
             if choice:
                 path, prereg_id, arm = choice
+                self.remember_launch(Path(path), arm)
                 self.launch(Path(path), prereg_id, arm)
 
-        self.push_screen(LaunchScreen(entries), launched)
+        self.push_screen(LaunchScreen(entries, last=self.last_launch()), launched)
+
+    @property
+    def _last_launch_file(self) -> Path:
+        return self.runs_dir / ".console" / "last-launch.json"
+
+    def last_launch(self) -> dict:
+        """The launch dialog's previous choice (kept beside the runs, so every console on this folder shares it)."""
+        return rd.read_json(self._last_launch_file) or {}
+
+    def remember_launch(self, path: Path, arm: str) -> None:
+        try:
+            self._last_launch_file.parent.mkdir(parents=True, exist_ok=True)
+            rd.write_json_atomic(self._last_launch_file, {"prereg": str(path), "arm": arm})
+        except OSError:
+            pass  # a read-only runs folder: the dialog simply starts blank next time
 
     def action_demo(self) -> None:
         path = preregs.DEMO_PREREG
@@ -567,6 +608,104 @@ class FontaineApp(App):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    def action_resume(self) -> None:
+        """`R`: resume a stopped, failed or died run (`fontaine-eval --resume DIR`), after saying what will run."""
+        info = self.selected_info()
+        if info is None:
+            return
+        if info.live:
+            self.notify(f"{info.run_id} is still running; nothing to resume", severity="warning")
+            return
+        if info.state not in (rd.STOPPED, rd.FAILED, rd.DIED):
+            self.notify(f"{info.run_id} is {info.state}: only a stopped, failed or died run is resumed", severity="warning")
+            return
+        holder = rd.lock_holder(info.path)
+        if holder is not None:
+            self.notify(f"{info.run_id} is being written by process {holder.get('pid', '?')}: not resumed",
+                        severity="error", timeout=10)
+            return
+        argv = self.resume_argv(info.path)
+        left = "" if info.total is None else f" ({max(0, info.total - (info.done or 0))} of {info.total} seeds left)"
+        body = (f"Runs, detached (its own session, output appended to {shown_path(info.path / rd.LOG)}):\n\n"
+                f"  {' '.join(argv)}\n\n"
+                f"Seeds with an ok row are skipped; the rest run{left}, into the same run directory.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.start_in(info.path, argv, info.arm, f"resumed {info.run_id}")
+
+        self.push_screen(ConfirmScreen(f"Resume {info.run_id}?", body, "Resume"), answered)
+
+    def start_in(self, run_dir: Path, argv: list[str], arm: str | None, what: str) -> bool:
+        try:
+            popen = runs.launch_detached(argv, run_dir)
+        except OSError as exc:  # RunBusy included: another driver holds the run's lock
+            self.notify(f"could not start {' '.join(argv)}: {exc}", severity="error", timeout=15)
+            return False
+        self.watcher.adopt(run_dir, popen, arm)
+        self._select(run_dir)
+        self.notify(f"{what} (pid {popen.pid}); output in {shown_path(run_dir / rd.LOG)}")
+        return True
+
+    def action_archive(self) -> None:
+        """`a`: move an ended run to RUNS/.archive/ (out of the list; nothing is deleted)."""
+        info = self.selected_info()
+        if info is None:
+            return
+        if info.live or info.state not in rd.FINAL_STATES + (rd.DIED,):
+            self.notify(f"{info.run_id} is {info.state}: only an ended run is archived", severity="warning")
+            return
+        dest = self.runs_dir / runs.ARCHIVE / info.path.name
+        body = (f"Move {shown_path(info.path)} to {shown_path(dest)}?\n"
+                "It leaves the runs list; nothing is deleted (move it back to see it again).")
+
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            try:
+                moved = runs.archive_run(info.path)
+            except OSError as exc:
+                self.notify(f"not archived: {exc}", severity="error", timeout=10)
+                return
+            self.selected = None
+            self.detail = None
+            self.watcher.select(None)
+            self.watcher.rescan()
+            self.notify(f"archived {info.run_id} to {shown_path(moved)}")
+
+        self.push_screen(ConfirmScreen(f"Archive {info.run_id}?", body, "Archive"), answered)
+
+    def action_filter(self) -> None:
+        screen = self._main_screen()
+        if screen is None:
+            return
+        box = screen.query_one("#filter", Input)
+        box.disabled = False
+        box.add_class("shown")
+        box.value = self.run_filter
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.run_filter = event.value.strip()
+        self._draw()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self._close_filter()
+
+    def _close_filter(self, clear: bool = False) -> None:
+        screen = self._main_screen()
+        if screen is None:
+            return
+        if clear:
+            self.run_filter = ""
+        box = screen.query_one("#filter", Input)
+        box.remove_class("shown")
+        box.disabled = True
+        screen.query_one(RunsTable).focus()
+        self._draw()
+
     async def action_quit(self) -> None:
         live = self.watcher.alive_runs()
         if live:
@@ -585,10 +724,21 @@ class FontaineApp(App):
         yield SystemCommand("Stop the selected run", "At an episode boundary, after a confirmation (s)", self.action_stop_run)
         yield SystemCommand("Escalate: kill the selected run", "SIGTERM then SIGKILL, two confirmations (K)", self.action_escalate)
         yield SystemCommand("Results of the selected run", "Run the pre-registration report (r)", self.action_results)
+        yield SystemCommand("Resume the selected run", "fontaine-eval --resume, after a confirmation (R)", self.action_resume)
+        yield SystemCommand("Archive the selected run", "Move an ended run to RUNS/.archive/ (a)", self.action_archive)
+        yield SystemCommand("Filter the runs", "Words in the id, arm or state (/)", self.action_filter)
         yield SystemCommand("Open a seed", "The per-seed grid: arrows pick, enter opens its row, trail and video (g)",
                             lambda: self.screen.action_focus_grid() if isinstance(self.screen, MainScreen) else None)
         yield SystemCommand("Discord test post", "Send a test message to the webhook (t)", self.action_discord_test)
         yield SystemCommand("Keys and states", "The help screen (?)", self.action_help)
+
+
+def filter_runs(all_runs, text: str) -> tuple:
+    """The runs whose id, arm or state contain every word of `text` (case-insensitive)."""
+    words = text.lower().split()
+    if not words:
+        return tuple(all_runs)
+    return tuple(r for r in all_runs if all(w in f"{r.run_id} {r.arm} {r.state}".lower() for w in words))
 
 
 def discord_line(notifier: ConsoleNotifier | None) -> Text:

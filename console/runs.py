@@ -200,6 +200,32 @@ def prereg_launch_argv(prereg_file: str | Path, arm: str, run_dir: str | Path) -
     return [sys.executable, "-m", "engine.cli", "--prereg", str(prereg_file), "--arm", arm, "--run-dir", str(run_dir)]
 
 
+def resume_argv(run_dir: str | Path) -> list[str]:
+    """`fontaine-eval --resume DIR`: skip seeds with an ok row, run the rest (the manifest decides the rest)."""
+    return [sys.executable, "-m", "engine.cli", "--resume", str(run_dir)]
+
+
+ARCHIVE = ".archive"  # RUNS/.archive/<run_id>: out of the list (dot folders are not runs), never deleted
+
+
+def archive_run(run_dir: str | Path) -> Path:
+    """Move a run directory into RUNS/.archive/ (a rename on the same file system). Refuses a
+    directory whose lock is held (a driver writes it); the caller checks the run has ended."""
+    run_dir = Path(run_dir)
+    holder = rd.lock_holder(run_dir)
+    if holder is not None:
+        raise RunBusy(f"{run_dir} is being written by process {holder.get('pid', '?')}: not archived")
+    dest_root = run_dir.parent / ARCHIVE
+    dest_root.mkdir(exist_ok=True)
+    dest = dest_root / run_dir.name
+    n = 1
+    while dest.exists():  # an earlier run archived under the same name: keep both
+        n += 1
+        dest = dest_root / f"{run_dir.name}.{n}"
+    os.rename(run_dir, dest)
+    return dest
+
+
 def scripted_launch_argv(run_dir: str | Path, *, num_seeds: int, episode_seconds: float, workers: int, seed: int = 0) -> list[str]:
     return [sys.executable, "-m", "engine.cli", "--policy", "scripted", "--seed", str(seed),
             "--num-seeds", str(num_seeds), "--episode-seconds", f"{episode_seconds:g}",

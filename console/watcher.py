@@ -248,6 +248,11 @@ class Watcher:
         """The UI has drawn the last update: a big file's next chunk may be read."""
         self._ui_drew.set()
 
+    def rescan(self) -> None:
+        """Look at the runs folder again at the next poll (a run was archived or added)."""
+        self._last_scan = 0.0
+        self.poke()
+
     def poke(self) -> None:
         """Poll now rather than at the next tick (after a key press)."""
         self._wake.set()

@@ -12,7 +12,9 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from console.preregs import PreregEntry, appends_to, report_argv, run_report, validate_launch
+from console.preregs import (
+    PreregEntry, appends_to, freeze_hint, launch_settings, report_argv, run_report, validate_launch,
+)
 from console.widgets.images import Image
 from prereg import rundir as rd
 
@@ -50,9 +52,10 @@ class LaunchScreen(ModalScreen[tuple | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel (esc)")]
 
-    def __init__(self, entries: list[PreregEntry]):
+    def __init__(self, entries: list[PreregEntry], last: dict | None = None):
         super().__init__()
         self.entries = {str(e.path): e for e in entries}
+        self.last = last or {}  # the previous launch's {"prereg": path, "arm": name}, chosen again
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -60,11 +63,13 @@ class LaunchScreen(ModalScreen[tuple | None]):
             if not self.entries:
                 yield Static("No pre-registrations found (*.md in the --prereg-dir folders).", id="launch-empty")
             yield Select(
-                [(f"{e.prereg_id}  ({e.path})", str(e.path)) for e in self.entries.values()],
+                [(f"{e.prereg_id}  ({e.path})" + ("  [not frozen]" if e.frozen is False else ""), str(e.path))
+                 for e in self.entries.values()],
                 prompt="pre-registration", id="prereg",
             )
             yield Select([], prompt="arm", id="arm")
             yield Input(placeholder="arm name (not listed in the front matter)", id="arm-input")
+            yield Static("", id="launch-settings")
             yield Static(Text("Starts fontaine-eval detached (its own session, output to runs/<run_id>/driver.log): "
                               "quitting the console leaves it running.", style="grey62"), id="launch-note")
             yield Static("", id="launch-error")
@@ -75,6 +80,10 @@ class LaunchScreen(ModalScreen[tuple | None]):
     def on_mount(self) -> None:
         self.query_one("#arm-input").display = False
         self.query_one("#launch-error").display = False
+        self.query_one("#launch-settings").display = False
+        last = str(self.last.get("prereg") or "")
+        if last in self.entries:
+            self.query_one("#prereg", Select).value = last
 
     @on(Select.Changed, "#prereg")
     def _prereg_changed(self, event: Select.Changed) -> None:
@@ -83,11 +92,38 @@ class LaunchScreen(ModalScreen[tuple | None]):
         arms = entry.arms if entry else []
         arm_select.set_options([(a, a) for a in arms])
         if arms:
-            arm_select.value = arms[0]
+            last_arm = self.last.get("arm") if str(self.last.get("prereg") or "") == str(event.value) else None
+            arm_select.value = last_arm if last_arm in arms else arms[0]
         arm_select.display = bool(arms) or entry is None
         self.query_one("#arm-input").display = entry is not None and not arms
+        self.query_one("#launch-error").display = False
         if entry is not None and entry.problem:
             self.show_error(entry.problem)
+        self.show_settings()
+
+    @on(Select.Changed, "#arm")
+    def _arm_changed(self) -> None:
+        self.show_settings()
+
+    def show_settings(self) -> None:
+        """The chosen arm's frozen settings and the plan's gates; or why it cannot launch (an
+        unfrozen document says how to freeze it)."""
+        entry, arm = self.chosen()
+        box = self.query_one("#launch-settings", Static)
+        if entry is None or not arm:
+            box.display = False
+            return
+        t = Text()
+        if entry.frozen is False:
+            t.append(freeze_hint(entry.path) + "\n", style="bold yellow")
+        lines, problem = launch_settings(entry.path, arm)
+        for label, value in lines:
+            t.append(f"{label:<8}", style="grey62")
+            t.append(value + "\n")
+        if problem and entry.frozen is not False:
+            t.append(problem, style="yellow")
+        box.update(t)
+        box.display = True
 
     def chosen(self) -> tuple[PreregEntry | None, str]:
         value = self.query_one("#prereg", Select).value
@@ -213,7 +249,11 @@ HELP = """\
   K        escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)
   r        results: run the pre-registration report for the selected run
   t        send a Discord test post
+  R        resume a stopped, failed or died run (fontaine-eval --resume; asks first)
+  a        archive an ended run: move it to RUNS/.archive/ (asks first; nothing deleted)
+  /        filter the runs list (words in the id, arm or state); esc clears it
   g        the per-seed grid and back: arrows pick a seed, enter or a click opens it
+  p, 1-4   in a small terminal: the detail panel shown (counts, pace, seeds, rows)
   up/down  select a run
   ctrl+p   command palette
   ?        this help
