@@ -35,6 +35,7 @@ from console.render import (
 from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
 from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
+from console.widgets.compare_screen import CompareScreen
 from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
 from console.widgets.runs_table import RunsTable
 
@@ -91,6 +92,7 @@ class MainScreen(Screen):
         Binding("r", "app.results", "Results"),
         Binding("g", "focus_grid", "Seeds"),
         Binding("p", "next_page", "Panels"),  # only in a small terminal, where one panel shows at a time
+        Binding("c", "app.compare", "Compare"),
         Binding("R", "app.resume", "Resume"),
         Binding("a", "app.archive", "Archive"),
         Binding("slash", "app.filter", "Filter", key_display="/"),
@@ -608,6 +610,17 @@ class FontaineApp(App):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    def action_compare(self) -> None:
+        """`c`: the arms of the selected run's pre-registration side by side, live."""
+        info = self.selected_info()
+        if info is None:
+            return
+        prereg = (info.manifest or {}).get("prereg")
+        if not isinstance(prereg, dict) or not prereg.get("id"):
+            self.notify(f"{info.run_id} has no pre-registration: no arms to compare", severity="warning")
+            return
+        self.push_screen(CompareScreen(str(prereg["id"])))
+
     def action_resume(self) -> None:
         """`R`: resume a stopped, failed or died run (`fontaine-eval --resume DIR`), after saying what will run."""
         info = self.selected_info()
@@ -724,6 +737,8 @@ class FontaineApp(App):
         yield SystemCommand("Stop the selected run", "At an episode boundary, after a confirmation (s)", self.action_stop_run)
         yield SystemCommand("Escalate: kill the selected run", "SIGTERM then SIGKILL, two confirmations (K)", self.action_escalate)
         yield SystemCommand("Results of the selected run", "Run the pre-registration report (r)", self.action_results)
+        yield SystemCommand("Compare the arms", "The selected run's pre-registration, arm by arm, live (c)",
+                            self.action_compare)
         yield SystemCommand("Resume the selected run", "fontaine-eval --resume, after a confirmation (R)", self.action_resume)
         yield SystemCommand("Archive the selected run", "Move an ended run to RUNS/.archive/ (a)", self.action_archive)
         yield SystemCommand("Filter the runs", "Words in the id, arm or state (/)", self.action_filter)

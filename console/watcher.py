@@ -261,6 +261,22 @@ class Watcher:
         with self._lock:
             return [w.summary() for w in self.watches.values() if w.info.live or w.popen is not None]
 
+    def arm_lines(self, prereg_id: str) -> list:
+        """The newest run of each arm of a pre-registration, with its aggregates (the compare view)."""
+        from console.compare import ArmLine
+
+        with self._lock:
+            newest: dict[str, RunWatch] = {}
+            for w in self.watches.values():
+                prereg = (w.info.manifest or {}).get("prereg")
+                if not isinstance(prereg, dict) or prereg.get("id") != prereg_id:
+                    continue
+                held = newest.get(w.info.arm)
+                if held is None or run_sort_key(w.path.name) > run_sort_key(held.path.name):
+                    newest[w.info.arm] = w
+            return [ArmLine(arm, w.info.run_id, w.info.state, w.info.done, w.info.total, w.agg.snapshot())
+                    for arm, w in sorted(newest.items())]
+
     def alive_runs(self) -> list[RunSummary]:
         """The runs whose process is alive now, checked afresh (for the quit message): a run that
         ended since the last poll, or wrote its final state and is exiting, is not listed."""

@@ -249,6 +249,7 @@ HELP = """\
   K        escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)
   r        results: run the pre-registration report for the selected run
   t        send a Discord test post
+  c        compare the arms of the selected run's pre-registration (paired deltas), live
   R        resume a stopped, failed or died run (fontaine-eval --resume; asks first)
   a        archive an ended run: move it to RUNS/.archive/ (asks first; nothing deleted)
   /        filter the runs list (words in the id, arm or state); esc clears it

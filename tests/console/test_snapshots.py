@@ -218,3 +218,24 @@ def test_results_with_the_chart_inline_sizes(snap_compare, here, size, monkeypat
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=ids)
+def test_compare_view_sizes(snap_compare, here, size):
+    from console.widgets.compare_screen import CompareScreen
+
+    prereg = {"id": "flow-vs-discrete", "sha256": "abc", "path": "x.md"}
+    make_run_dir(Path("runs"), "flow-vs-discrete-flow-20260101-000000", arm="flow", total=20, done=20, prereg=prereg,
+                 rows=[make_row(s, arm="flow") for s in range(20)])
+    make_run_dir(Path("runs"), "flow-vs-discrete-discrete-20260101-010000", arm="discrete", total=20, done=12,
+                 state="stopped", prereg=prereg,
+                 rows=[make_row(s, arm="discrete", success=s % 3 == 0) for s in range(12)])
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.query_one("#paired").row_count == 1)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
