@@ -30,7 +30,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from console import preregs, runs
 from prereg import rundir as rd
 from console.render import (
-    banner_text, counts_table, gate_readings, grid_legend, header_text, histogram_text, pace_table, seed_grid_text,
+    age_step, banner_text, counts_table, gate_readings, grid_legend, header_text, histogram_text, pace_table,
 )
 from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
@@ -380,8 +380,8 @@ class FontaineApp(App):
         order = [row.key for row in table.ordered_rows]
         rows_before = table.row_count
         shown = filter_runs(self.runs, self.run_filter)
-        table.border_title = f"runs · filter “{self.run_filter}”: {len(shown)} of {len(self.runs)} (/ to change)" \
-            if self.run_filter else "runs"
+        set_border(table, "border_title", f"runs · filter “{self.run_filter}”: {len(shown)} of {len(self.runs)} "
+                   "(/ to change)" if self.run_filter else "runs")
         table.sync(shown, now, id_width=table.id_width_for(screen.size.width))
         if self.run_filter and shown and self.selected is not None and \
                 self.selected.resolve() not in {r.path.resolve() for r in shown}:
@@ -407,7 +407,7 @@ class FontaineApp(App):
             return
         version = (d.info.path, d.view.version)
         age = d.info.heartbeat_age(now)
-        age_s = None if age is None else int(age)
+        age_s = age_step(age)  # what the panel shows changes every AGE_STEP_S, not every second
         readings = gate_readings(d.info, d.view, now)
         text, level = banner_text(readings, d.info)
         self._update_if(screen.query_one(TripwireBanner), (text.plain if text else None, level),
@@ -415,7 +415,9 @@ class FontaineApp(App):
         header = header_text(d.info, d.loading, d.restart_reason)
         self._update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
         self._update_if(screen.query_one("#counts", Panel), version, lambda w: w.update(counts_table(d.view)))
-        self._update_if(screen.query_one("#pace", Panel), (id(d), age_s, tuple(r.state for r in readings)),
+        pace_key = (d.info.path, d.view.version, d.view.median_wall_s, d.info.status, d.info.live, d.info.total, age_s,
+                    tuple((r.state, r.limit) for r in readings))  # what the table shows, not the snapshot's identity
+        self._update_if(screen.query_one("#pace", Panel), pace_key,
                         lambda w: w.update(pace_table(d.info, d.view, readings, now), layout=False))
         seeds = (d.info.manifest or {}).get("seeds")
         grid = screen.query_one("#grid", SeedGrid)
@@ -449,7 +451,7 @@ class FontaineApp(App):
             line = discord_line(self.notifier)
             self._update_if(screen.query_one("#discord", Static), line.markup, lambda w: w.update(line))
             # small terminals: the Discord line rides on the runs list's border instead of its own column
-            screen.query_one(RunsTable).border_subtitle = line.markup if screen.compact else None
+            set_border(screen.query_one(RunsTable), "border_subtitle", line.markup if screen.compact else None)
 
     # -- actions ---------------------------------------------------------------------
 
@@ -746,6 +748,15 @@ class FontaineApp(App):
                             lambda: self.screen.action_focus_grid() if isinstance(self.screen, MainScreen) else None)
         yield SystemCommand("Discord test post", "Send a test message to the webhook (t)", self.action_discord_test)
         yield SystemCommand("Keys and states", "The help screen (?)", self.action_help)
+
+
+def set_border(widget, which: str, value: str | None) -> None:
+    """Set a border title only when it changes: Textual repaints the widget on every assignment,
+    and an idle console must not repaint the runs list every second."""
+    key = f"_shown_{which}"
+    if getattr(widget, key, _NEVER) != value:
+        setattr(widget, key, value)
+        setattr(widget, which, value)
 
 
 def filter_runs(all_runs, text: str) -> tuple:

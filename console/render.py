@@ -42,8 +42,20 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
+AGE_STEP_S = 5  # heartbeat ages are shown in 5 s steps: a fresh heartbeat reads "<5s ago" and the
+# panels are not redrawn every second (the stall gate is a minute or more; this hides nothing)
+
+
+def age_step(age: float | None) -> int | None:
+    """The age as shown: whole AGE_STEP_S steps (0 = fresher than one step)."""
+    return None if age is None else int(max(0.0, age) // AGE_STEP_S) * AGE_STEP_S
+
+
 def fmt_age(age: float | None) -> str:
-    return "—" if age is None else f"{fmt_duration(age)} ago"
+    step = age_step(age)
+    if step is None:
+        return "—"
+    return f"<{AGE_STEP_S}s ago" if step == 0 else f"{fmt_duration(step)} ago"
 
 
 def state_text(state: str) -> Text:

@@ -25,6 +25,7 @@ from prereg import rundir as rd
 
 WATCHED_FILES = (rd.MANIFEST, rd.STATUS, rd.PID, rd.STOP, rd.HEARTBEAT)
 RESCAN_EVERY_S = 2.0
+LIVENESS_EVERY_S = 2.0  # how often a run that has not ended is checked in the process table
 FIRST_BYTES = 1024 * 1024  # the first read of the selected run: its panels appear at once
 SELECTED_BYTES = 4 * 1024 * 1024  # then per poll: a big file shows progress as it loads
 BACKGROUND_BYTES = 2 * 1024 * 1024  # per poll, for runs other than the selected one
@@ -88,6 +89,7 @@ class RunWatch:
         self.restart_reason = ""
         self.info_version = 0
         self._mtimes = self._stat_all()
+        self._liveness_at = time.monotonic()
         self._torn_added = False
         self.error: str | None = None  # why the last poll of this run failed, shown as a problem
 
@@ -110,11 +112,20 @@ class RunWatch:
     def _refresh(self, max_bytes: int | None) -> bool:
         changed = False
         mtimes = self._stat_all()
-        if mtimes != self._mtimes:
+        now = time.monotonic()
+        if mtimes != self._mtimes and mtimes[:-1] == self._mtimes[:-1] and mtimes[-1] is not None \
+                and self.info.heartbeat_mtime is not None:
+            # only the heartbeat was touched (every few seconds of a live run): its age is all that moved
+            self._mtimes = mtimes
+            self.info.heartbeat_mtime = mtimes[-1] / 1e9
+            changed = True
+        elif mtimes != self._mtimes:
             self._mtimes = mtimes
             self.info = read_run(self.path)
+            self._liveness_at = now
             changed = True
-        elif self.info.recorded_state not in FINAL_STATES:
+        if self.info.recorded_state not in FINAL_STATES and now - self._liveness_at >= LIVENESS_EVERY_S:
+            self._liveness_at = now  # the process table, at most every LIVENESS_EVERY_S (psutil reads /proc)
             before = self.info.liveness
             self.info.liveness = liveness(self.info.pid)
             changed |= before != self.info.liveness

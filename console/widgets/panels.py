@@ -14,7 +14,32 @@ from console.render import GRID_LABEL_W, grid_order, grid_per_line, recent_row_c
 RECENT_SHOWN = 12
 
 
-class Panel(Static):
+class SteadyStatic(Static):
+    """A Static whose `update` asks Textual for a new layout only when its height changes: a
+    layout pass re-renders every widget on the screen (the tables included), which was most of
+    what following a live run cost, while a panel redrawn at the same height only repaints itself."""
+
+    _lines: int | None = None
+
+    def update(self, content="", *, layout: bool | None = None) -> None:
+        lines = self._count_lines(content)
+        if layout is None:
+            layout = lines is None or lines != self._lines
+        self._lines = lines
+        super().update(content, layout=layout)
+
+    def _count_lines(self, content) -> int | None:
+        width = self.content_region.width
+        if not width or not self.is_attached or not self.display:
+            return None
+        try:
+            console = self.app.console
+            return len(console.render_lines(content, console.options.update(width=width, height=None), pad=False))
+        except Exception:  # noqa: BLE001 - when in doubt, lay out
+            return None
+
+
+class Panel(SteadyStatic):
     """A bordered Static with a title."""
 
     def __init__(self, title: str, **kwargs):
@@ -22,7 +47,7 @@ class Panel(Static):
         self.border_title = title
 
 
-class TripwireBanner(Static):
+class TripwireBanner(SteadyStatic):
     """Hidden when every gate is fine; amber for a warning; red, full width, when a gate tripped."""
 
     def show_banner(self, text: Text | None, level: str) -> None:

@@ -106,10 +106,11 @@ async def test_a_click_on_a_cell_opens_that_seed_and_a_seed_without_video_says_s
         await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 10)
         grid = app.screen.query_one("#grid")
         await wait_for(pilot, lambda: "■" in plain(grid) and grid.content_region.height >= 1, what="the grid drawn")
-        for _ in range(200):  # the panels above may still be growing: click again until it lands on the grid
-            if await pilot.click("#grid", offset=(1 + 1 + 6 + 2 * 5, 1)):  # border, padding, label, 5 cells of 2
-                break
+        for _ in range(200):  # the panels above may still be moving: click again until the cell opens
+            await pilot.click("#grid", offset=(1 + 1 + 6 + 2 * 5, 1))  # border, padding, label, 5 cells of 2
             await pilot.pause(0.05)
+            if isinstance(app.screen, SeedScreen):
+                break
         await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen), what="the seed screen after a click",
                        state=lambda: (app.focused, grid.content_region, plain(grid)[:40]))
         screen = app.screen
