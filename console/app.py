@@ -316,6 +316,8 @@ class FontaineApp(App):
         if same_run and wait > 0:
             if self._draw_timer is None:
                 self._draw_timer = self.set_timer(wait, self._deferred_draw)
+            # the snapshot is taken (drawn at the timer): the watcher need not wait for that draw
+            self.call_after_refresh(self.watcher.ui_caught_up)
         else:
             self._draw_now()
 

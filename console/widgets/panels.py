@@ -22,10 +22,10 @@ class SteadyStatic(Static):
     _lines: int | None = None
 
     def update(self, content="", *, layout: bool | None = None) -> None:
-        lines = self._count_lines(content)
-        if layout is None:
+        if layout is None:  # a caller that knows its height passes layout itself
+            lines = self._count_lines(content)
             layout = lines is None or lines != self._lines
-        self._lines = lines
+            self._lines = lines
         super().update(content, layout=layout)
 
     def _count_lines(self, content) -> int | None:
@@ -130,7 +130,12 @@ class SeedGrid(Panel):
         if self._view is None:
             return
         cursor = self.cursor if (self.has_focus and self._order) else None
-        self.update(seed_grid_text(self._view, self._seeds, self._width(), cursor, self._order, self._hidden))
+        per_line = grid_per_line(self._width())
+        lines = -(-len(self._order) // per_line) + (1 if self._hidden > 0 else 0)  # known without rendering 600 cells
+        layout = lines != self._lines
+        self._lines = lines
+        self.update(seed_grid_text(self._view, self._seeds, self._width(), cursor, self._order, self._hidden),
+                    layout=layout)
 
     def _width(self) -> int:
         return self.size.width or 60
