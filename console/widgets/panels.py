@@ -57,37 +57,53 @@ class TripwireBanner(SteadyStatic):
         self.update(text or "")
 
 
+RECENT_COLUMNS = ("seed", "outcome", "prog_final", "zf/predicts", "wall_s", "worker", "note")
+
+
 class RecentRows(DataTable):
-    """The latest rows, newest at the bottom like a log, added and removed by key."""
+    """The latest rows, newest at the bottom like a log. Rows are fixed slots whose cells are
+    updated in place: removing a DataTable row forces a layout pass of the whole screen, which
+    was most of what following a live run cost."""
 
     def __init__(self, **kwargs):
         super().__init__(cursor_type="none", **kwargs)
-        self._shown: list[str] = []
+        self._shown: list = []  # the row numbers shown, slot by slot
+        self._cells: list[tuple] = []
         self._source: object = None
 
     def on_mount(self) -> None:
-        for label in ("seed", "outcome", "prog_final", "zf/predicts", "wall_s", "worker", "note"):
+        for label in RECENT_COLUMNS:
             self.add_column(label, key=label)
 
     def show_rows(self, source: object, view: AggregateView) -> None:
         if source != self._source:
-            self.clear()
-            self._shown = []
+            self.clear_rows()
             self._source = source
-        wanted = [(str(i), row) for i, row in view.recent[-RECENT_SHOWN:]]
-        wanted_keys = {k for k, _ in wanted}
-        for key in [k for k in self._shown if k not in wanted_keys]:
-            self.remove_row(key)
-            self._shown.remove(key)
-        for key, row in wanted:
-            if key not in self._shown:
-                self.add_row(*recent_row_cells(row), key=key)
-                self._shown.append(key)
+        latest = view.recent[-RECENT_SHOWN:]
+        numbers = [n for n, _ in latest]
+        if numbers == self._shown:
+            return
+        while len(self._cells) > len(latest):  # fewer rows than before (the file restarted)
+            self.remove_row(str(len(self._cells) - 1))
+            self._cells.pop()
+        for slot, (_, row) in enumerate(latest):
+            cells = recent_row_cells(row)
+            if slot == len(self._cells):
+                self.add_row(*cells, key=str(slot))
+                self._cells.append(cells)
+                continue
+            old = self._cells[slot]
+            for col, new_cell, old_cell in zip(RECENT_COLUMNS, cells, old):
+                if str(new_cell) != str(old_cell) or getattr(new_cell, "style", None) != getattr(old_cell, "style", None):
+                    self.update_cell(str(slot), col, new_cell, update_width=True)
+            self._cells[slot] = cells
+        self._shown = numbers
         self.scroll_end(animate=False)
 
     def clear_rows(self) -> None:
         self.clear()
         self._shown = []
+        self._cells = []
         self._source = None
 
 
