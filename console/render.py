@@ -236,15 +236,33 @@ def seed_grid_text(view: AggregateView, seeds: list | None, width: int, cursor: 
         order, hidden = grid_order(view, seeds)
     per_line = grid_per_line(width)
     t = Text()
+    outcomes = view.seed_outcomes
+    run: list[str] = []  # cells of one style in a row become one span: a 600-cell grid is cheap to paint
+    run_style = None
     for i, seed in enumerate(order):
         if i % per_line == 0:
+            if run:
+                t.append("".join(run), style=run_style)
+                run = []
             if i:
                 t.append("\n")
             t.append(f"{str(seed):>5} ", style="grey50")
-        outcome = view.seed_outcomes.get(seed)
-        style = OUTCOME_STYLE[outcome] + (" reverse" if i == cursor else "")
-        t.append(OUTCOME_GLYPH[outcome], style=style)
-        t.append(" ")
+        outcome = outcomes.get(seed)
+        if i == cursor:
+            if run:
+                t.append("".join(run), style=run_style)
+                run = []
+            t.append(OUTCOME_GLYPH[outcome], style=OUTCOME_STYLE[outcome] + " reverse")
+            t.append(" ")
+            continue
+        style = OUTCOME_STYLE[outcome]
+        if style != run_style and run:
+            t.append("".join(run), style=run_style)
+            run = []
+        run_style = style
+        run.append(OUTCOME_GLYPH[outcome] + " ")
+    if run:
+        t.append("".join(run), style=run_style)
     if hidden > 0:
         t.append(f"\n… {hidden} more seeds (counted in the totals)", style="grey50")
     return t
