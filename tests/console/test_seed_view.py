@@ -119,3 +119,28 @@ async def test_a_click_on_a_cell_opens_that_seed_and_a_seed_without_video_says_s
                        state=lambda: plain(screen.query_one("#video-note")))
         await wait_for(pilot, lambda: "No predict trail" not in plain(screen.query_one("#predicts-note")))
         assert screen.query_one("#predicts").row_count == 0
+
+
+async def test_the_half_block_fallback_draws_a_picture():
+    """Where textual-image's terminal probe fails at import, frames are drawn by HalfBlockImage."""
+    from PIL import Image as PILImage
+    from textual.app import App
+
+    from console.widgets.images import HalfBlockImage
+
+    img = PILImage.new("RGB", (40, 20), (255, 0, 0))
+    img.paste((0, 0, 255), (0, 10, 40, 20))  # red above blue
+
+    class One(App):
+        def compose(self):
+            yield HalfBlockImage(img, id="pic")
+
+    app = One()
+    async with app.run_test(size=(40, 12)) as pilot:
+        pic = app.query_one("#pic")
+        await wait_for(pilot, lambda: pic.content_size.width > 0 and pic.content_size.height > 0)
+        strip = pic.render_line(0)
+        seg = list(strip)[0]
+        assert seg.text == "▀" and seg.style.color.triplet == (255, 0, 0)
+        last = list(pic.render_line(pic.content_size.height - 1))[0]
+        assert last.style.bgcolor.triplet == (0, 0, 255)
