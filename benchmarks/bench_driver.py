@@ -4,8 +4,11 @@ Prints three ratios (this machine is shared and noisy: compare ratios, not secon
   1. episodes/s with --workers 2 over --workers 1 (scripted oracle; goal >= 1.7 on 2 cores)
   2. the whole rollout's wall per simulated second over a bare mj_step loop on the same model
   3. mean batch / workers for a served policy with a fixed per-call cost (goal >= 0.9)
+  4. the cost of filming an episode (front and wrist side by side, encoded to mp4): seconds of
+     wall per episode and the fraction of an unfilmed episode's wall (--video-draw auto films
+     every seed of runs up to engine.pool.VIDEO_ALL_UP_TO seeds on the strength of this figure)
 
-Usage: .venv/bin/python benchmarks/bench_driver.py [--seeds N] [--episode-seconds S]
+Usage: .venv/bin/python benchmarks/bench_driver.py [--seeds N] [--episode-seconds S] [--only video]
 """
 
 from __future__ import annotations
@@ -30,8 +33,12 @@ def main() -> None:
     ap.add_argument("--episode-seconds", type=float, default=15.0)
     ap.add_argument("--batch-workers", type=int, default=4)
     ap.add_argument("--latency-ms", type=float, default=40.0)
+    ap.add_argument("--only", choices=("video",), default=None, help="run one measurement")
     args = ap.parse_args()
     seeds = list(range(args.seeds))
+    if args.only == "video":
+        video_cost(seeds, args.episode_seconds)
+        return
 
     print(f"scripted oracle, {len(seeds)} seeds x {args.episode_seconds:g} s, video off")
     walls, ticks = {}, {}
@@ -54,15 +61,41 @@ def main() -> None:
     print(f"served policy with a fixed {args.latency_ms:g} ms per call, --workers {n}: mean batch "
           f"{summary['mean_batch']:.2f} over {summary['predict_rounds']} rounds -> mean batch / workers "
           f"{summary['mean_batch'] / n:.2f}  (goal >= 0.9)")
+    video_cost(seeds, args.episode_seconds)
 
 
-def _timed_run(spec: PolicySpec, seeds, episode_seconds, workers):
+def video_cost(seeds, episode_seconds) -> None:
+    """Each episode filmed vs none, one worker, same seeds: the added wall per episode."""
+    from engine.pool import VIDEO_ALL_UP_TO
+
+    print(f"video cost, scripted oracle, {len(seeds)} seeds x {episode_seconds:g} s, --workers 1:")
+    base = None
+    for draw, size in (("none", None), ("all", None), ("all", 320)):
+        _, rows, summary, sizes = _timed_run(PolicySpec(kind="scripted"), seeds, episode_seconds, 1,
+                                             video_draw=draw, video_size=size, keep_sizes=True)
+        per_episode = summary["rollout_s"] / len(rows)
+        if base is None:
+            base = per_episode
+            print(f"  not filmed: {per_episode:.2f} s wall per episode")
+            continue
+        extra = per_episode - base
+        mb = sum(sizes) / max(1, len(sizes)) / 1e6
+        print(f"  filmed (front | wrist, {size or 224} px a side): {per_episode:.2f} s per episode, "
+              f"+{extra:.2f} s = +{100 * extra / base:.0f}% per episode; {mb:.2f} MB per video ({len(sizes)} videos)")
+    print(f"  --video-draw auto films every seed of runs up to {VIDEO_ALL_UP_TO} seeds")
+
+
+def _timed_run(spec: PolicySpec, seeds, episode_seconds, workers, video_draw="none", video_size=None,
+               keep_sizes=False):
     with tempfile.TemporaryDirectory() as tmp:
         cfg = RunConfig(run_id="bench", arm=spec.kind, policy=spec, seeds=seeds, episode_seconds=episode_seconds,
-                        workers=workers, video_draw="none")
+                        workers=workers, video_draw=video_draw, video_size=video_size)
         t0 = time.perf_counter()
         result = run(cfg, Path(tmp) / "run", log=lambda _m: None)
         wall = time.perf_counter() - t0
+        sizes = [p.stat().st_size for p in (Path(tmp) / "run" / "videos").glob("*.mp4")] if keep_sizes else []
+    if keep_sizes:
+        return wall, result.rows, result.summary, sizes
     return wall, result.rows, result.summary
 
 

@@ -76,6 +76,7 @@ class AggregateView:
     duplicate_seeds: int
     seed_outcomes: dict
     progress_final_hist: tuple[tuple[str, int], ...]
+    progress_final_counts: tuple[tuple[float, int], ...]  # (value rounded to 0.01 cm, count), ascending
     progress_final_mean: float | None
     progress_final_median: float | None
     median_wall_s: float | None
@@ -193,6 +194,7 @@ class RunAggregate:
             duplicate_seeds=self.duplicate_seeds,
             seed_outcomes=dict(self.seed_outcomes),
             progress_final_hist=self.progress_final_histogram(),
+            progress_final_counts=tuple(sorted(self._progress_final.items())),
             progress_final_mean=self._progress_final_mean(),
             progress_final_median=_counter_median(self._progress_final),
             median_wall_s=self.median_wall_s(),

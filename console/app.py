@@ -21,18 +21,22 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.coordinate import Coordinate
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Input, Static
 
 from console import preregs, runs
+from prereg import rundir as rd
 from console.render import (
-    banner_text, counts_table, gate_readings, grid_legend, header_text, histogram_text, pace_table, seed_grid_text,
+    age_step, banner_text, counts_table, gate_readings, grid_legend, header_text, histogram_text, pace_table,
 )
 from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
-from console.widgets.panels import Panel, RecentRows, TripwireBanner
+from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
+from console.widgets.compare_screen import CompareScreen
+from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
 from console.widgets.runs_table import RunsTable
 
 from console.notifier import ConsoleNotifier, NotifierLink
@@ -79,41 +83,114 @@ class MainScreen(Screen):
 
     # On the main screen only: a key pressed in a dialog never starts another action.
     BINDINGS = [
+        Binding("q", "app.quit", "Quit"),
+        Binding("question_mark", "app.help", "Help", key_display="?"),
         Binding("l", "app.launch", "Launch"),
         Binding("d", "app.demo", "Demo"),
         Binding("s", "app.stop_run", "Stop"),
-        Binding("K", "app.escalate", "Kill (SIGTERM)"),
+        Binding("K", "app.escalate", "Kill"),
         Binding("r", "app.results", "Results"),
-        Binding("t", "app.discord_test", "Discord test"),
-        Binding("question_mark", "app.help", "Help", key_display="?"),
-        Binding("q", "app.quit", "Quit"),
+        Binding("g", "focus_grid", "Seeds"),
+        Binding("p", "next_page", "Panels"),  # only in a small terminal, where one panel shows at a time
+        Binding("c", "app.compare", "Compare"),
+        Binding("R", "app.resume", "Resume"),
+        Binding("a", "app.archive", "Archive"),
+        Binding("slash", "app.filter", "Filter", key_display="/"),
+        Binding("t", "app.discord_test", "Discord"),
+        Binding("1", "page('counts')", show=False),
+        Binding("2", "page('pace')", show=False),
+        Binding("3", "page('seeds')", show=False),
+        Binding("4", "page('rows')", show=False),
+        Binding("escape", "escape", show=False),
     ]
+
+    # Below these sizes the detail panels show one at a time (p cycles, 1-4 pick); the runs list
+    # is sized to the terminal either way.
+    COMPACT_WIDTH, COMPACT_HEIGHT = 110, 34
+    PAGES = ("counts", "pace", "seeds", "rows")
+    page = "counts"
+    compact = False
 
     def on_mount(self) -> None:
         self.ready = True
         self.app.call_after_refresh(self.app.redraw)
 
+    def action_focus_grid(self) -> None:
+        """`g`: to the per-seed grid (arrows pick a seed, enter opens it); `g` again back to the runs."""
+        grid = self.query_one(SeedGrid)
+        if grid.has_focus:
+            self.query_one(RunsTable).focus()
+        else:
+            if self.compact:
+                self.action_page("seeds")
+            grid.focus()
+
+    def action_escape(self) -> None:
+        """Esc: out of the filter box (clearing it), or from the seed grid back to the runs."""
+        if self.query_one("#filter", Input).has_focus:
+            self.app._close_filter(clear=True)
+        elif self.query_one(SeedGrid).has_focus:
+            self.query_one(RunsTable).focus()
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in ("next_page", "page") and not self.compact:
+            return False  # every panel is on screen: nothing to page through (and no footer entry)
+        return True
+
+    def action_next_page(self) -> None:
+        self.action_page(self.PAGES[(self.PAGES.index(self.page) + 1) % len(self.PAGES)])
+
+    def action_page(self, page: str) -> None:
+        self.page = page
+        self.layout_for(self.size.width, self.size.height)
+
+    def on_resize(self, event) -> None:
+        self.layout_for(event.size.width, event.size.height)
+
+    def layout_for(self, width: int, height: int) -> None:
+        """Fit the terminal: the runs list gets up to a quarter of the rows (at least 3 runs), and
+        below COMPACT_* the detail panels show one at a time, full width."""
+        if not width or not height:
+            return
+        compact = width < self.COMPACT_WIDTH or height < self.COMPACT_HEIGHT
+        if compact != self.compact:
+            self.compact = compact
+            self.refresh_bindings()
+        self.set_class(compact, "compact")
+        for page in self.PAGES:
+            self.set_class(compact and self.page == page, f"page-{page}")
+        runs = self.query_one(RunsTable)
+        n = max(1, runs.row_count)
+        runs.styles.height = max(5, min(n + 3, height // 4 if compact else height // 3))
+        titles = {"counts": "1 counts", "pace": "2 pace", "seeds": "3 seeds", "rows": "4 rows"}
+        bar = "  ".join(f"[reverse]{t}[/]" if p == self.page else t for p, t in titles.items())
+        self.query_one("#pages", Static).update(f"[grey62]panels (p):[/] {bar}")
+        self.app.call_after_refresh(self.app.redraw)
+
     def compose(self) -> ComposeResult:
         yield TripwireBanner("", id="banner")
+        yield Input(placeholder="filter runs: words in the id, arm or state (enter keeps it, esc clears)", id="filter",
+                    disabled=True)  # never focused (and never typed into) while hidden
         runs_table = RunsTable(id="runs")
         runs_table.border_title = "runs"
         yield runs_table
         with Horizontal(id="header-row"):
             yield Static(Text("No run selected. Press l to launch, d for the demo.", style="grey62"), id="run-header")
             yield Static("", id="discord")
+        yield Static("", id="pages")
         with Horizontal(id="top-panels"):
             yield Panel("counts", id="counts")
             yield Panel("pace · gates · heartbeat", id="pace")
         with Horizontal(id="bottom"):
             with Vertical(id="left-col"):
-                grid = Panel("per-seed outcomes", id="grid")
+                grid = SeedGrid("per-seed outcomes (g, enter: open a seed)", id="grid")
                 grid.border_subtitle = grid_legend().markup
                 yield grid
                 yield Panel("progress_final_cm", id="hist")
             recent = RecentRows(id="recent")
             recent.border_title = "latest rows"
             yield recent
-        yield Footer()
+        yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it (see ?)
 
 
 class FontaineApp(App):
@@ -123,27 +200,44 @@ class FontaineApp(App):
     #banner.tripped { background: $error; color: $text; text-style: bold; }
     #banner.warn { background: $warning 40%; }
     #runs { height: 8; border: round $primary 50%; }
+    #pages { display: none; height: 1; padding: 0 1; }
+    #filter { display: none; height: 3; }
+    #filter.shown { display: block; }
+    MainScreen.compact #pages { display: block; }
+    MainScreen.compact #discord { display: none; }
+    MainScreen.compact #run-header { max-height: 3; }
+    MainScreen.compact #counts, MainScreen.compact #pace, MainScreen.compact #grid, MainScreen.compact #hist,
+    MainScreen.compact #recent, MainScreen.compact #top-panels, MainScreen.compact #left-col { display: none; }
+    MainScreen.compact #left-col { width: 1fr; }
+    MainScreen.compact #bottom { height: 1fr; }
+    MainScreen.page-counts #top-panels, MainScreen.page-counts #counts { display: block; }
+    MainScreen.page-pace #top-panels, MainScreen.page-pace #pace { display: block; }
+    MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #hist { display: block; }
+    MainScreen.page-rows #recent { display: block; }
     #header-row { height: auto; }
     #run-header { width: 1fr; height: auto; padding: 0 1; }
     #discord { width: auto; height: 1; padding: 0 1; }
     Panel { border: round $primary 50%; padding: 0 1; height: auto; }
     #top-panels { height: auto; }
     #counts, #pace { width: 1fr; }
-    #pace { height: 8; }  /* fixed: its once-a-second redraw (the heartbeat age) needs no layout */
+    #pace { height: 9; }  /* fixed: its once-a-second redraw (the heartbeat age) needs no layout */
     #bottom { height: 1fr; }
     #left-col { width: 52; height: auto; }
+    SeedGrid:focus { border: round $accent; }
     #recent { width: 1fr; height: 1fr; border: round $primary 50%; }
     ConfirmScreen, LaunchScreen, ResultsScreen, HelpScreen { align: center middle; }
-    #dialog { width: 80; height: auto; border: thick $warning; background: $surface; padding: 1 2; }
+    #dialog { width: 80; max-width: 100%; height: auto; max-height: 100%; overflow-y: auto;
+              border: thick $warning; background: $surface; padding: 1 2; }
     #dialog.danger { border: thick $error; }
     #dialog-title { margin-bottom: 1; }
     #dialog-buttons { height: auto; margin-top: 1; }
     #dialog-buttons Button { margin-right: 2; }
     #dialog Select, #dialog Input { margin-bottom: 1; }
     #launch-error { margin-top: 1; }
-    #results { width: 100; height: 80%; border: thick $primary; background: $surface; padding: 1 2; }
+    #results { width: 100; max-width: 100%; height: 80%; min-height: 20; max-height: 100%; border: thick $primary; background: $surface; padding: 1 2; }
     #results VerticalScroll { height: 1fr; }
-    #help { width: 96; height: 90%; border: thick $primary; background: $surface; padding: 1 2; }
+    #results-chart { width: auto; height: 22; margin-bottom: 1; }
+    #help { width: 96; max-width: 100%; height: 90%; min-height: 20; max-height: 100%; border: thick $primary; background: $surface; padding: 1 2; }
     """
 
     def __init__(
@@ -156,6 +250,7 @@ class FontaineApp(App):
         notifier=FROM_ENV,
         age_refresh_s: float = 1.0,
         launch_argv: Callable[[Path, str, Path], list[str]] = runs.prereg_launch_argv,
+        resume_argv: Callable[[Path], list[str]] = runs.resume_argv,
         min_draw_s: float = 1.0,
     ):
         super().__init__()
@@ -165,6 +260,8 @@ class FontaineApp(App):
         self.poll_s = poll_s
         self.age_refresh_s = age_refresh_s
         self.launch_argv = launch_argv  # tests substitute a fake driver here
+        self.resume_argv = resume_argv
+        self.run_filter = ""
         self.notifier = _make_notifier(self.runs_dir) if notifier == FROM_ENV else notifier
         self.watcher = Watcher(self.runs_dir, self._from_watcher, on_error=self._watcher_error, interval=poll_s,
                                notifier=self.notifier, paced=True)
@@ -219,6 +316,8 @@ class FontaineApp(App):
         if same_run and wait > 0:
             if self._draw_timer is None:
                 self._draw_timer = self.set_timer(wait, self._deferred_draw)
+            # the snapshot is taken (drawn at the timer): the watcher need not wait for that draw
+            self.call_after_refresh(self.watcher.ui_caught_up)
         else:
             self._draw_now()
 
@@ -235,6 +334,11 @@ class FontaineApp(App):
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None or event.cursor_row != event.data_table.cursor_row:
             return  # no row, or a stale event from a cursor move that has since been superseded
+        try:  # stale too when the rows were re-sorted under the cursor since the event was sent
+            if event.data_table.coordinate_to_cell_key(Coordinate(event.cursor_row, 0)).row_key != event.row_key:
+                return
+        except Exception:
+            return
         path = Path(event.row_key.value)
         if self.selected is None or path.resolve() != self.selected.resolve():
             self._select(path)
@@ -276,7 +380,16 @@ class FontaineApp(App):
         now = self.clock()
         table = screen.query_one(RunsTable)
         order = [row.key for row in table.ordered_rows]
-        table.sync(self.runs, now)
+        rows_before = table.row_count
+        shown = filter_runs(self.runs, self.run_filter)
+        set_border(table, "border_title", f"runs · filter “{self.run_filter}”: {len(shown)} of {len(self.runs)} "
+                   "(/ to change)" if self.run_filter else "runs")
+        table.sync(shown, now, id_width=table.id_width_for(screen.size.width))
+        if self.run_filter and shown and self.selected is not None and \
+                self.selected.resolve() not in {r.path.resolve() for r in shown}:
+            self._select(shown[0].path)  # the filter hid the selected run: show the first that matches
+        if table.row_count != rows_before:
+            screen.layout_for(screen.size.width, screen.size.height)
         # Follow the selection only when the rows moved under it. Otherwise the cursor is the
         # user's: a move whose highlight event is still queued must not be undone by a redraw.
         moved = [row.key for row in table.ordered_rows] != order
@@ -296,7 +409,7 @@ class FontaineApp(App):
             return
         version = (d.info.path, d.view.version)
         age = d.info.heartbeat_age(now)
-        age_s = None if age is None else int(age)
+        age_s = age_step(age)  # what the panel shows changes every AGE_STEP_S, not every second
         readings = gate_readings(d.info, d.view, now)
         text, level = banner_text(readings, d.info)
         self._update_if(screen.query_one(TripwireBanner), (text.plain if text else None, level),
@@ -304,14 +417,18 @@ class FontaineApp(App):
         header = header_text(d.info, d.loading, d.restart_reason)
         self._update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
         self._update_if(screen.query_one("#counts", Panel), version, lambda w: w.update(counts_table(d.view)))
-        self._update_if(screen.query_one("#pace", Panel), (id(d), age_s, tuple(r.state for r in readings)),
+        pace_key = (d.info.path, d.view.version, d.view.median_wall_s, d.info.status, d.info.live, d.info.total, age_s,
+                    tuple((r.state, r.limit) for r in readings))  # what the table shows, not the snapshot's identity
+        self._update_if(screen.query_one("#pace", Panel), pace_key,
                         lambda w: w.update(pace_table(d.info, d.view, readings, now), layout=False))
         seeds = (d.info.manifest or {}).get("seeds")
-        grid = screen.query_one("#grid", Panel)
+        grid = screen.query_one("#grid", SeedGrid)
         n_seeds = len(seeds) if isinstance(seeds, list) else None
-        self._update_if(grid, (version, grid.size.width, n_seeds), lambda w: w.update(
-            seed_grid_text(d.view, seeds if isinstance(seeds, list) else None, w.size.width or 60)))
-        self._update_if(screen.query_one("#hist", Panel), version, lambda w: w.update(histogram_text(d.view)))
+        self._update_if(grid, (version, grid.size.width, n_seeds), lambda w: w.show(
+            d.view, seeds if isinstance(seeds, list) else None))
+        hist = screen.query_one("#hist", Panel)
+        self._update_if(hist, (version, hist.size.width), lambda w: w.update(
+            histogram_text(d.view, width=(w.size.width or 52) - 2)))
         self._update_if(screen.query_one(RecentRows), version, lambda w: w.show_rows(d.info.path, d.view))
 
     def _update_if(self, widget, key, draw: Callable) -> None:
@@ -335,8 +452,16 @@ class FontaineApp(App):
         if screen is not None and screen.query("#discord"):
             line = discord_line(self.notifier)
             self._update_if(screen.query_one("#discord", Static), line.markup, lambda w: w.update(line))
+            # small terminals: the Discord line rides on the runs list's border instead of its own column
+            set_border(screen.query_one(RunsTable), "border_subtitle", line.markup if screen.compact else None)
 
     # -- actions ---------------------------------------------------------------------
+
+    @on(SeedGrid.Open)
+    def _open_seed(self, message: SeedGrid.Open) -> None:
+        if self.detail is None:
+            return
+        self.push_screen(SeedScreen(self.detail.info.path, self.detail.info.run_id, message.seed))
 
     def action_launch(self) -> None:
         entries = preregs.list_preregs(self.prereg_dirs)
@@ -344,9 +469,25 @@ class FontaineApp(App):
         def launched(choice: tuple | None) -> None:
             if choice:
                 path, prereg_id, arm = choice
+                self.remember_launch(Path(path), arm)
                 self.launch(Path(path), prereg_id, arm)
 
-        self.push_screen(LaunchScreen(entries), launched)
+        self.push_screen(LaunchScreen(entries, last=self.last_launch()), launched)
+
+    @property
+    def _last_launch_file(self) -> Path:
+        return self.runs_dir / ".console" / "last-launch.json"
+
+    def last_launch(self) -> dict:
+        """The launch dialog's previous choice (kept beside the runs, so every console on this folder shares it)."""
+        return rd.read_json(self._last_launch_file) or {}
+
+    def remember_launch(self, path: Path, arm: str) -> None:
+        try:
+            self._last_launch_file.parent.mkdir(parents=True, exist_ok=True)
+            rd.write_json_atomic(self._last_launch_file, {"prereg": str(path), "arm": arm})
+        except OSError:
+            pass  # a read-only runs folder: the dialog simply starts blank next time
 
     def action_demo(self) -> None:
         path = preregs.DEMO_PREREG
@@ -366,7 +507,7 @@ class FontaineApp(App):
             self.notify(f"could not start {' '.join(argv)}: {exc}", severity="error", timeout=15)
             return None
         self.launched.append(run_dir)
-        self.watcher.adopt(run_dir, popen)
+        self.watcher.adopt(run_dir, popen, arm)
         self._select(run_dir)
         self.notify(f"launched {run_id} (pid {popen.pid}); output in {shown_path(run_dir / 'driver.log')}")
         return run_dir
@@ -414,10 +555,13 @@ class FontaineApp(App):
         pgid = (info.pid or {}).get("pgid")
         first = (
             f"Send SIGTERM to the process group {pgid} of {info.run_id} (the driver and its workers). "
-            "Prefer `s` (stop at an episode boundary): a signal loses the episodes in flight.\n"
-            "If the group is still alive after 10 s, it gets SIGKILL."
+            "The driver treats SIGTERM as a stop: it finishes the episodes in flight at their boundary, "
+            "writes their rows, and ends `stopped` (as `s` does, without the STOP file).\n"
+            "Only if the group is still alive after 10 s does it get SIGKILL: that loses the episodes in "
+            "flight and the run shows as died."
         )
-        second = "Really kill it? This cannot be undone; the run ends without a final status and shows as died."
+        second = ("Really signal it? SIGTERM now; SIGKILL after 10 s if it has not ended. "
+                  "A second signal or SIGKILL loses the in-flight episodes.")
 
         def confirmed_twice(yes: bool | None) -> None:
             if yes:
@@ -470,11 +614,120 @@ class FontaineApp(App):
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
 
+    def action_compare(self) -> None:
+        """`c`: the arms of the selected run's pre-registration side by side, live."""
+        info = self.selected_info()
+        if info is None:
+            return
+        prereg = (info.manifest or {}).get("prereg")
+        if not isinstance(prereg, dict) or not prereg.get("id"):
+            self.notify(f"{info.run_id} has no pre-registration: no arms to compare", severity="warning")
+            return
+        self.push_screen(CompareScreen(str(prereg["id"])))
+
+    def action_resume(self) -> None:
+        """`R`: resume a stopped, failed or died run (`fontaine-eval --resume DIR`), after saying what will run."""
+        info = self.selected_info()
+        if info is None:
+            return
+        if info.live:
+            self.notify(f"{info.run_id} is still running; nothing to resume", severity="warning")
+            return
+        if info.state not in (rd.STOPPED, rd.FAILED, rd.DIED):
+            self.notify(f"{info.run_id} is {info.state}: only a stopped, failed or died run is resumed", severity="warning")
+            return
+        holder = rd.lock_holder(info.path)
+        if holder is not None:
+            self.notify(f"{info.run_id} is being written by process {holder.get('pid', '?')}: not resumed",
+                        severity="error", timeout=10)
+            return
+        argv = self.resume_argv(info.path)
+        left = "" if info.total is None else f" ({max(0, info.total - (info.done or 0))} of {info.total} seeds left)"
+        body = (f"Runs, detached (its own session, output appended to {shown_path(info.path / rd.LOG)}):\n\n"
+                f"  {' '.join(argv)}\n\n"
+                f"Seeds with an ok row are skipped; the rest run{left}, into the same run directory.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.start_in(info.path, argv, info.arm, f"resumed {info.run_id}")
+
+        self.push_screen(ConfirmScreen(f"Resume {info.run_id}?", body, "Resume"), answered)
+
+    def start_in(self, run_dir: Path, argv: list[str], arm: str | None, what: str) -> bool:
+        try:
+            popen = runs.launch_detached(argv, run_dir)
+        except OSError as exc:  # RunBusy included: another driver holds the run's lock
+            self.notify(f"could not start {' '.join(argv)}: {exc}", severity="error", timeout=15)
+            return False
+        self.watcher.adopt(run_dir, popen, arm)
+        self._select(run_dir)
+        self.notify(f"{what} (pid {popen.pid}); output in {shown_path(run_dir / rd.LOG)}")
+        return True
+
+    def action_archive(self) -> None:
+        """`a`: move an ended run to RUNS/.archive/ (out of the list; nothing is deleted)."""
+        info = self.selected_info()
+        if info is None:
+            return
+        if info.live or info.state not in rd.FINAL_STATES + (rd.DIED,):
+            self.notify(f"{info.run_id} is {info.state}: only an ended run is archived", severity="warning")
+            return
+        dest = self.runs_dir / runs.ARCHIVE / info.path.name
+        body = (f"Move {shown_path(info.path)} to {shown_path(dest)}?\n"
+                "It leaves the runs list; nothing is deleted (move it back to see it again).")
+
+        def answered(yes: bool | None) -> None:
+            if not yes:
+                return
+            try:
+                moved = runs.archive_run(info.path)
+            except OSError as exc:
+                self.notify(f"not archived: {exc}", severity="error", timeout=10)
+                return
+            self.selected = None
+            self.detail = None
+            self.watcher.select(None)
+            self.watcher.rescan()
+            self.notify(f"archived {info.run_id} to {shown_path(moved)}")
+
+        self.push_screen(ConfirmScreen(f"Archive {info.run_id}?", body, "Archive"), answered)
+
+    def action_filter(self) -> None:
+        screen = self._main_screen()
+        if screen is None:
+            return
+        box = screen.query_one("#filter", Input)
+        box.disabled = False
+        box.add_class("shown")
+        box.value = self.run_filter
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.run_filter = event.value.strip()
+        self._draw()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self, event: Input.Submitted) -> None:
+        self._close_filter()
+
+    def _close_filter(self, clear: bool = False) -> None:
+        screen = self._main_screen()
+        if screen is None:
+            return
+        if clear:
+            self.run_filter = ""
+        box = screen.query_one("#filter", Input)
+        box.remove_class("shown")
+        box.disabled = True
+        screen.query_one(RunsTable).focus()
+        self._draw()
+
     async def action_quit(self) -> None:
-        live = self.watcher.live_runs()
+        live = self.watcher.alive_runs()
         if live:
             names = ", ".join(r.run_id for r in live)
-            message = (f"{len(live)} run(s) keep running, detached: {names}\n"
+            message = (f"{len(live)} run(s) keep running, detached (their process is alive): {names}\n"
                        f"Reopen fontaine-console --runs-dir {self.runs_dir} to reattach.")
         else:
             message = "No run is live."
@@ -488,8 +741,32 @@ class FontaineApp(App):
         yield SystemCommand("Stop the selected run", "At an episode boundary, after a confirmation (s)", self.action_stop_run)
         yield SystemCommand("Escalate: kill the selected run", "SIGTERM then SIGKILL, two confirmations (K)", self.action_escalate)
         yield SystemCommand("Results of the selected run", "Run the pre-registration report (r)", self.action_results)
+        yield SystemCommand("Compare the arms", "The selected run's pre-registration, arm by arm, live (c)",
+                            self.action_compare)
+        yield SystemCommand("Resume the selected run", "fontaine-eval --resume, after a confirmation (R)", self.action_resume)
+        yield SystemCommand("Archive the selected run", "Move an ended run to RUNS/.archive/ (a)", self.action_archive)
+        yield SystemCommand("Filter the runs", "Words in the id, arm or state (/)", self.action_filter)
+        yield SystemCommand("Open a seed", "The per-seed grid: arrows pick, enter opens its row, trail and video (g)",
+                            lambda: self.screen.action_focus_grid() if isinstance(self.screen, MainScreen) else None)
         yield SystemCommand("Discord test post", "Send a test message to the webhook (t)", self.action_discord_test)
         yield SystemCommand("Keys and states", "The help screen (?)", self.action_help)
+
+
+def set_border(widget, which: str, value: str | None) -> None:
+    """Set a border title only when it changes: Textual repaints the widget on every assignment,
+    and an idle console must not repaint the runs list every second."""
+    key = f"_shown_{which}"
+    if getattr(widget, key, _NEVER) != value:
+        setattr(widget, key, value)
+        setattr(widget, which, value)
+
+
+def filter_runs(all_runs, text: str) -> tuple:
+    """The runs whose id, arm or state contain every word of `text` (case-insensitive)."""
+    words = text.lower().split()
+    if not words:
+        return tuple(all_runs)
+    return tuple(r for r in all_runs if all(w in f"{r.run_id} {r.arm} {r.state}".lower() for w in words))
 
 
 def discord_line(notifier: ConsoleNotifier | None) -> Text:

@@ -28,6 +28,7 @@ class PreregEntry:
     title: str = ""
     arms: list[str] = field(default_factory=list)
     problem: str = ""  # why its front matter could not be read (shown, not raised)
+    frozen: bool | None = None  # None: could not tell (the prereg package is older, or the file unreadable)
 
 
 def prereg_dirs(explicit: list[str] | None) -> list[Path]:
@@ -61,6 +62,7 @@ def read_entry(path: Path) -> PreregEntry:
         return entry
     entry.prereg_id = str(meta.get("id") or meta.get("prereg_id") or path.stem)
     entry.title = str(meta.get("title") or "")
+    entry.frozen = is_frozen(path)
     arms = meta.get("arms")
     if isinstance(arms, dict):
         entry.arms = [str(k) for k in arms]
@@ -90,6 +92,54 @@ def validate_launch(path: Path, arm: str) -> str | None:
     except PreregError as exc:
         return str(exc)
     return None
+
+
+def is_frozen(path: Path) -> bool | None:
+    """Whether the document's base section is sealed (`fontaine-prereg freeze`)."""
+    try:
+        from prereg.seal import verify
+
+        return bool(verify(path).frozen)
+    except Exception:  # noqa: BLE001 - an unreadable document is said by validate_launch, not here
+        return None
+
+
+def freeze_hint(path: Path) -> str:
+    return (f"not frozen: freeze it with `fontaine-prereg freeze {path}` (it seals the plan: "
+            "edits after that are refused; changes go in amendments)")
+
+
+def launch_settings(path: Path, arm: str) -> tuple[list[tuple[str, str]], str | None]:
+    """What a launch of `arm` would run, as (label, value) lines, or the reason it cannot launch."""
+    problem = validate_launch(path, arm)
+    if problem:
+        return [], problem
+    try:
+        from prereg.launch import resolve_launch
+
+        spec = resolve_launch(path, arm)
+    except Exception as exc:  # noqa: BLE001 - validate_launch passed: an older prereg package
+        return [], str(exc)
+    seeds = spec.seeds
+    seed_text = f"{len(seeds)} seeds" + (f" ({seeds[0]}..{seeds[-1]})" if seeds else "")
+    checkpoint = spec.checkpoint or "—"
+    if spec.revision:
+        checkpoint += f" @ {spec.revision[:12]}"
+    g = spec.gates
+    gates = [f"GPU-hours ≤ {g.gpu_hours:g}" if g.gpu_hours is not None else "no GPU-hours budget",
+             f"projected wall ≤ {g.pace_limit_hours:g} h after {g.pace_after_episodes} episodes"
+             if g.pace_limit_hours is not None else "no pace limit",
+             f"stall beyond {g.stall_factor:g}x median episode (≥ {g.stall_min_s:g} s)"]
+    decode = " · ".join(x for x in (spec.decode and f"decode {spec.decode}", spec.convmap and f"convmap {spec.convmap}",
+                                    spec.dtype, spec.flow_steps and f"{spec.flow_steps} flow steps") if x)
+    return [
+        ("policy", f"{spec.policy}   checkpoint {checkpoint}"),
+        ("decode", decode or "—"),
+        ("seeds", f"{seed_text} · {spec.episode_seconds:g} s episodes · {spec.workers} workers"),
+        ("video", f"draw {spec.video_draw}" + (" · predict trail recorded" if spec.record_predicts else "")),
+        ("gates", "; ".join(gates)),
+        ("frozen", f"{spec.section} · sha256 {str(getattr(spec, 'prereg_sha256', '') or '')[:12]}"),
+    ], None
 
 
 def report_argv(prereg_file: str | Path, arm_runs: list[tuple[str, Path]], append: bool = True) -> list[str]:

@@ -43,8 +43,20 @@ def fmt_duration(seconds: float | None) -> str:
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
+AGE_STEP_S = 5  # heartbeat ages are shown in 5 s steps: a fresh heartbeat reads "<5s ago" and the
+# panels are not redrawn every second (the stall gate is a minute or more; this hides nothing)
+
+
+def age_step(age: float | None) -> int | None:
+    """The age as shown: whole AGE_STEP_S steps (0 = fresher than one step)."""
+    return None if age is None else int(max(0.0, age) // AGE_STEP_S) * AGE_STEP_S
+
+
 def fmt_age(age: float | None) -> str:
-    return "—" if age is None else f"{fmt_duration(age)} ago"
+    step = age_step(age)
+    if step is None:
+        return "—"
+    return f"<{AGE_STEP_S}s ago" if step == 0 else f"{fmt_duration(step)} ago"
 
 
 def state_text(state: str) -> Text:
@@ -100,7 +112,9 @@ def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
     if info.state == "died":
         t.append("\nThe run's process is gone without a final status: it died. Its rows so far are below;"
                  " driver.log says why. Resume with fontaine-eval --resume.", style="bold red")
-    if info.missing:
+    if info.missing and info.state == rd.STARTING and info.live:
+        t.append(f"\nstarting: the driver has not written {', '.join(info.missing)} yet", style="grey62")
+    elif info.missing:
         t.append(f"\nmissing: {', '.join(info.missing)}", style="yellow")
     for problem in info.problems:
         t.append(f"\nunreadable: {problem}", style="red")
@@ -133,8 +147,8 @@ def counts_table(view: AggregateView) -> Table:
     bad = view.recent_bad[-1] if view.recent_bad else None
     t.add_row("corrupt lines", Text(str(view.corrupt), style="bold red" if view.corrupt else ""),
               _clip(f"line {bad.line_no}: {bad.reason}", 44) if bad else "")
-    med = "—" if view.progress_final_median is None else f"{view.progress_final_median:+.2f}"
-    mean = "—" if view.progress_final_mean is None else f"{view.progress_final_mean:+.2f}"
+    med = "—" if view.progress_final_median is None else fmt_signed(view.progress_final_median)
+    mean = "—" if view.progress_final_mean is None else fmt_signed(view.progress_final_mean)
     t.add_row("progress_final", f"{med} cm", f"median, mean {mean}; {view.tipped} tipped")
     if view.duplicate_seeds:
         t.add_row("duplicate seeds", Text(str(view.duplicate_seeds), style="yellow"), "rows for a seed seen before")
@@ -167,9 +181,9 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
     if gpu is not None:
         gpu_text.append(f" of {gpu.limit:g}  ")
         gpu_text.append(gpu.state, style=GATE_STYLE[gpu.state])
-    if status.get("gpu_hours_source"):
-        gpu_text.append(f"  ({_clip(str(status['gpu_hours_source']), 24)})", style="grey50")
     t.add_row("GPU-hours", gpu_text)
+    if status.get("gpu_hours_source"):  # its own line, wrapped rather than cut: it says what the number is
+        t.add_row("  source", Text(str(status["gpu_hours_source"])[:120], style="grey50"))
     hb = Text(fmt_age(info.heartbeat_age(now)))
     stall = by_name.get("stall")
     if stall is not None:
@@ -202,25 +216,60 @@ def banner_text(readings: list[GateReading], info: RunInfo) -> tuple[Text | None
     return None, ""
 
 
-def seed_grid_text(view: AggregateView, seeds: list | None, width: int) -> Text:
-    """One coloured cell per seed, in seed order; seeds without a row yet are dots.
-
-    Only the first GRID_MAX_SEEDS are drawn; set operations keep a 100k-seed run cheap to redraw.
-    """
+def grid_order(view: AggregateView, seeds: list | None) -> tuple[list, int]:
+    """The seeds the grid draws, in order (the manifest's, then seeds seen only in rows), and how
+    many are left out. Only the first GRID_MAX_SEEDS are drawn; set operations keep a 100k-seed
+    run cheap to redraw."""
     order = list(seeds[:GRID_MAX_SEEDS]) if seeds else []
     extra = view.seed_outcomes.keys() - set(seeds) if seeds else set(view.seed_outcomes)
     if len(order) < GRID_MAX_SEEDS and extra:
         order += sorted(extra, key=_seed_key)[: GRID_MAX_SEEDS - len(order)]
     hidden = (len(seeds) if seeds else 0) + len(extra) - len(order)
-    per_line = max(10, (max(width, 16) - 8) // 2 // 10 * 10)
+    return order, hidden
+
+
+GRID_LABEL_W = 6  # "12345 " before each line of cells; each cell is 2 columns
+
+
+def grid_per_line(width: int) -> int:
+    return max(10, (max(width, 16) - 8) // 2 // 10 * 10)
+
+
+def seed_grid_text(view: AggregateView, seeds: list | None, width: int, cursor: int | None = None,
+                   order: list | None = None, hidden: int | None = None) -> Text:
+    """One coloured cell per seed, in seed order; seeds without a row yet are dots. The cell at
+    `cursor` (an index into grid_order) is drawn reversed."""
+    if order is None or hidden is None:
+        order, hidden = grid_order(view, seeds)
+    per_line = grid_per_line(width)
     t = Text()
+    outcomes = view.seed_outcomes
+    run: list[str] = []  # cells of one style in a row become one span: a 600-cell grid is cheap to paint
+    run_style = None
     for i, seed in enumerate(order):
         if i % per_line == 0:
+            if run:
+                t.append("".join(run), style=run_style)
+                run = []
             if i:
                 t.append("\n")
             t.append(f"{str(seed):>5} ", style="grey50")
-        outcome = view.seed_outcomes.get(seed)
-        t.append(OUTCOME_GLYPH[outcome] + " ", style=OUTCOME_STYLE[outcome])
+        outcome = outcomes.get(seed)
+        if i == cursor:
+            if run:
+                t.append("".join(run), style=run_style)
+                run = []
+            t.append(OUTCOME_GLYPH[outcome], style=OUTCOME_STYLE[outcome] + " reverse")
+            t.append(" ")
+            continue
+        style = OUTCOME_STYLE[outcome]
+        if style != run_style and run:
+            t.append("".join(run), style=run_style)
+            run = []
+        run_style = style
+        run.append(OUTCOME_GLYPH[outcome] + " ")
+    if run:
+        t.append("".join(run), style=run_style)
     if hidden > 0:
         t.append(f"\n… {hidden} more seeds (counted in the totals)", style="grey50")
     return t
@@ -235,30 +284,109 @@ def grid_legend() -> Text:
     return t
 
 
-def histogram_text(view: AggregateView, height: int = 4) -> Text:
-    """Vertical bars of progress_final_cm counts, 1 cm bins, with under/overflow at the ends."""
-    bins = view.progress_final_hist
-    peak = max((c for _, c in bins), default=0)
-    t = Text()
-    if not peak:
+HIST_BIN_WIDTHS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+HIST_MAX_BIN_CM = 5.0  # wider bins than this would hide the shape: clip to the bulk and mark the tails
+
+
+def fmt_signed(value: float, digits: int = 2) -> str:
+    """`+1.25`, `-0.40`, and `0.00` for anything that rounds to zero (never `-0.00`)."""
+    text = f"{value:+.{digits}f}"
+    return f"{0.0:.{digits}f}" if float(text) == 0 else text
+
+
+def _quantile(counts, q: float) -> float:
+    total = sum(c for _, c in counts)
+    rank, seen = q * (total - 1), 0
+    for value, c in counts:
+        seen += c
+        if seen > rank:
+            return value
+    return counts[-1][0]
+
+
+def histogram_plan(counts: tuple[tuple[float, int], ...], max_bins: int) -> dict:
+    """Bins from the data: the range of the values, cut at multiples of a round bin width so 0 is
+    an edge. When even 5 cm bins cannot hold the whole range, the bulk (1st..99th percentile) is
+    binned and the tails go to marked underflow/overflow bins that carry their counts and extremes."""
+    import math
+
+    lo, hi = counts[0][0], counts[-1][0]
+    max_bins = max(4, max_bins)
+
+    def edges(a: float, b: float, w: float) -> tuple[float, float, int]:
+        start, stop = math.floor(a / w) * w + 0.0, (math.floor(b / w) + 1) * w + 0.0  # + 0.0: never -0
+        return start, stop, int(round((stop - start) / w))
+
+    for w in HIST_BIN_WIDTHS:
+        start, stop, n = edges(lo, hi, w)
+        if n <= max_bins:
+            return {"start": start, "width": w, "n": n, "under": 0, "over": 0, "min": lo, "max": hi}
+    a, b = _quantile(counts, 0.01), _quantile(counts, 0.99)
+    for w in HIST_BIN_WIDTHS:
+        start, stop, n = edges(a, b, w)
+        if n <= max_bins - 2 or w == HIST_BIN_WIDTHS[-1]:
+            break
+    n = min(n, max_bins - 2)
+    stop = start + n * w
+    under = sum(c for v, c in counts if v < start)
+    over = sum(c for v, c in counts if v >= stop)
+    return {"start": start, "width": w, "n": n, "under": under, "over": over, "min": lo, "max": hi}
+
+
+def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Text:
+    """Vertical bars of progress_final_cm counts over the range of the data (see histogram_plan)."""
+    counts = view.progress_final_counts
+    if not counts:
         return Text("no rows yet", style="grey50")
+    plan = histogram_plan(counts, (width - 8) // 2)
+    start, w, n = plan["start"], plan["width"], plan["n"]
+    bins = [0] * n
+    for value, c in counts:
+        i = int((value - start) // w)
+        if 0 <= i < n:
+            bins[i] += c
+    cols: list[tuple[int, str]] = []
+    if plan["under"]:
+        cols.append((plan["under"], "bold magenta"))
+    for i, c in enumerate(bins):
+        left = start + i * w
+        style = "grey62" if left <= 0 < left + w else ("red" if left < 0 else "cyan")
+        cols.append((c, style))
+    if plan["over"]:
+        cols.append((plan["over"], "bold magenta"))
+    peak = max(c for c, _ in cols)
+    t = Text()
     for level in range(height, 0, -1):
-        for label, count in bins:
-            eighths = round(8 * height * count / peak) - 8 * (level - 1)
-            glyph = BAR_BLOCKS[max(0, min(8, eighths))]
-            style = "red" if label.startswith("<") or (label[0] == "-") else ("green" if label.startswith(">") else "cyan")
-            if label == "+0":
-                style = "grey62"
-            t.append(glyph * 2, style=style)
+        for count, style in cols:
+            eighths = round(8 * height * count / peak) - 8 * (level - 1) if count else 0
+            if count and level == 1:
+                eighths = max(eighths, 1)  # a bin with any row shows
+            t.append(BAR_BLOCKS[max(0, min(8, eighths))] * 2, style=style)
         if level == height:
             t.append(f" {peak}", style="grey50")
         t.append("\n")
-    axis = [" "] * (2 * len(bins) + 1)
-    for label, pos in (("-10", 0), ("-5", 12), ("0", 22), ("+5", 32), ("+10", 42)):
+    axis = [" "] * (2 * len(cols) + 8)
+    first = 2 if plan["under"] else 0
+    marks = [(first, f"{start:g}"), (first + 2 * n, f"{start + n * w:+g}")]
+    if start < 0 < start + n * w:
+        marks.insert(1, (first + int(round(2 * (0 - start) / w)), "0"))
+    taken = -1
+    for pos, label in marks:
+        pos = max(pos, taken + 1)
+        if pos + len(label) > len(axis):
+            continue
         for j, ch in enumerate(label):
-            if pos + j < len(axis):
-                axis[pos + j] = ch
-    t.append("".join(axis) + " cm", style="grey50")
+            axis[pos + j] = ch
+        taken = pos + len(label)
+    t.append("".join(axis).rstrip() + " cm", style="grey50")
+    t.append(f"\n{w:g} cm bins · min {fmt_signed(plan['min'])} · max {fmt_signed(plan['max'])}", style="grey50")
+    if plan["under"] or plan["over"]:
+        tails = []
+        if plan["under"]:
+            tails.append(f"{plan['under']} below {start:g} (left bar)")
+        if plan["over"]:
+            tails.append(f"{plan['over']} at/above {start + n * w:+g} (right bar)")
+        t.append("\n" + "; ".join(tails), style="magenta")
     return t
 
 
@@ -273,7 +401,7 @@ def recent_row_cells(row: dict) -> tuple:
     return (
         str(row.get("seed")),
         Text(outcome.replace("_", "-"), style=OUTCOME_STYLE[outcome]),
-        "—" if not isinstance(pf, (int, float)) else f"{pf:+.2f}",
+        "—" if not isinstance(pf, (int, float)) or pf != pf else fmt_signed(pf),
         "—" if zf is None else f"{zf}/{pr if pr is not None else '?'}",
         "—" if not isinstance(wall, (int, float)) else f"{wall:.1f}",
         str(row.get("worker", "")),

@@ -45,6 +45,7 @@ class RunInfo:
     missing: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # unreadable files, with why
     liveness: str = UNKNOWN
+    launched_arm: str | None = None  # the arm this console launched, until manifest.json names it
 
     @property
     def recorded_state(self) -> str | None:
@@ -76,7 +77,9 @@ class RunInfo:
     @property
     def arm(self) -> str:
         arm = (self.manifest or {}).get("arm")
-        return arm if isinstance(arm, str) and arm else "?"
+        if isinstance(arm, str) and arm:
+            return arm
+        return self.launched_arm or "?"
 
     @property
     def done(self) -> int | None:
@@ -102,6 +105,17 @@ class RunInfo:
 def _count(v: object) -> int | None:
     """A count from a file someone else wrote: a non-negative int, or None (never a bool or a list)."""
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+_STAMP = __import__("re").compile(r"(\d{8}-\d{6})$")
+
+
+def run_sort_key(run_id: str) -> tuple[str, str]:
+    """Run ids end in their UTC launch time (new_run_id): sort on it, then the id, so the order is
+    launch order whatever the pre-registration's name, the same after every restart. Ids without
+    a timestamp sort as the oldest."""
+    m = _STAMP.search(run_id)
+    return (m.group(1) if m else "", run_id)
 
 
 def discover_runs(runs_dir: str | Path) -> list[Path]:
@@ -184,6 +198,32 @@ def new_run_id(prereg_id: str, arm: str, now: float | None = None) -> str:
 
 def prereg_launch_argv(prereg_file: str | Path, arm: str, run_dir: str | Path) -> list[str]:
     return [sys.executable, "-m", "engine.cli", "--prereg", str(prereg_file), "--arm", arm, "--run-dir", str(run_dir)]
+
+
+def resume_argv(run_dir: str | Path) -> list[str]:
+    """`fontaine-eval --resume DIR`: skip seeds with an ok row, run the rest (the manifest decides the rest)."""
+    return [sys.executable, "-m", "engine.cli", "--resume", str(run_dir)]
+
+
+ARCHIVE = ".archive"  # RUNS/.archive/<run_id>: out of the list (dot folders are not runs), never deleted
+
+
+def archive_run(run_dir: str | Path) -> Path:
+    """Move a run directory into RUNS/.archive/ (a rename on the same file system). Refuses a
+    directory whose lock is held (a driver writes it); the caller checks the run has ended."""
+    run_dir = Path(run_dir)
+    holder = rd.lock_holder(run_dir)
+    if holder is not None:
+        raise RunBusy(f"{run_dir} is being written by process {holder.get('pid', '?')}: not archived")
+    dest_root = run_dir.parent / ARCHIVE
+    dest_root.mkdir(exist_ok=True)
+    dest = dest_root / run_dir.name
+    n = 1
+    while dest.exists():  # an earlier run archived under the same name: keep both
+        n += 1
+        dest = dest_root / f"{run_dir.name}.{n}"
+    os.rename(run_dir, dest)
+    return dest
 
 
 def scripted_launch_argv(run_dir: str | Path, *, num_seeds: int, episode_seconds: float, workers: int, seed: int = 0) -> list[str]:

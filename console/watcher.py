@@ -19,14 +19,15 @@ from pathlib import Path
 from typing import Callable
 
 from console.aggregate import AggregateView, RunAggregate
-from console.runs import ALIVE, FINAL_STATES, GONE, RunInfo, discover_runs, liveness, read_run
+from console.runs import ALIVE, FINAL_STATES, GONE, RunInfo, discover_runs, liveness, read_run, run_sort_key
 from console.tailer import RowsTailer
 from prereg import rundir as rd
 
 WATCHED_FILES = (rd.MANIFEST, rd.STATUS, rd.PID, rd.STOP, rd.HEARTBEAT)
 RESCAN_EVERY_S = 2.0
+LIVENESS_EVERY_S = 2.0  # how often a run that has not ended is checked in the process table
 FIRST_BYTES = 1024 * 1024  # the first read of the selected run: its panels appear at once
-SELECTED_BYTES = 4 * 1024 * 1024  # then per poll: a big file shows progress as it loads
+SELECTED_BYTES = 16 * 1024 * 1024  # then per poll: a big file shows progress as it loads
 BACKGROUND_BYTES = 2 * 1024 * 1024  # per poll, for runs other than the selected one
 NOTIFY_EVERY_S = 2.0  # how often the Discord notifier link gets its turn (start it, read its status)
 LOADING_UPDATE_S = 0.5  # while a big file loads, the UI gets at most this often a new snapshot
@@ -71,7 +72,7 @@ def default_selection(watches) -> Path:
     """The run to show first: the newest live one, else the newest."""
     watches = list(watches)
     live = [w for w in watches if w.info.live or w.popen is not None]
-    return max(live or watches, key=lambda w: w.path.name).path
+    return max(live or watches, key=lambda w: run_sort_key(w.path.name)).path
 
 
 class RunWatch:
@@ -83,10 +84,12 @@ class RunWatch:
         self.agg = RunAggregate()
         self.info: RunInfo = read_run(path)
         self.popen: subprocess.Popen | None = None  # when this console launched it
+        self.launched_arm: str | None = None  # the arm it was launched with (shown before manifest.json exists)
         self.loading = True
         self.restart_reason = ""
         self.info_version = 0
         self._mtimes = self._stat_all()
+        self._liveness_at = time.monotonic()
         self._torn_added = False
         self.error: str | None = None  # why the last poll of this run failed, shown as a problem
 
@@ -109,14 +112,24 @@ class RunWatch:
     def _refresh(self, max_bytes: int | None) -> bool:
         changed = False
         mtimes = self._stat_all()
-        if mtimes != self._mtimes:
+        now = time.monotonic()
+        if mtimes != self._mtimes and mtimes[:-1] == self._mtimes[:-1] and mtimes[-1] is not None \
+                and self.info.heartbeat_mtime is not None:
+            # only the heartbeat was touched (every few seconds of a live run): its age is all that moved
+            self._mtimes = mtimes
+            self.info.heartbeat_mtime = mtimes[-1] / 1e9
+            changed = True
+        elif mtimes != self._mtimes:
             self._mtimes = mtimes
             self.info = read_run(self.path)
+            self._liveness_at = now
             changed = True
-        elif self.info.recorded_state not in FINAL_STATES:
+        if self.info.recorded_state not in FINAL_STATES and now - self._liveness_at >= LIVENESS_EVERY_S:
+            self._liveness_at = now  # the process table, at most every LIVENESS_EVERY_S (psutil reads /proc)
             before = self.info.liveness
             self.info.liveness = liveness(self.info.pid)
             changed |= before != self.info.liveness
+        self.info.launched_arm = self.launched_arm
         changed |= self._apply_popen()
         changed |= self._tail(max_bytes)
         if self.error is not None:  # it reads again: the problem is history
@@ -154,6 +167,7 @@ class RunWatch:
         elif code is not None:
             self.popen = None
             self.info = read_run(self.path)  # the driver's last words
+            self.info.launched_arm = self.launched_arm
             self.info.liveness = GONE
         return before != self.info.liveness
 
@@ -235,15 +249,20 @@ class Watcher:
         self.selected = None if path is None else Path(path).resolve()
         self.poke()
 
-    def adopt(self, run_dir: Path, popen: subprocess.Popen) -> None:
+    def adopt(self, run_dir: Path, popen: subprocess.Popen, arm: str | None = None) -> None:
         """A run this console launched: reap it, and count it alive before its pid.json exists."""
         with self._lock:
-            self._pending_popens[Path(run_dir).resolve()] = popen
+            self._pending_popens[Path(run_dir).resolve()] = (popen, arm)
         self.poke()
 
     def ui_caught_up(self) -> None:
         """The UI has drawn the last update: a big file's next chunk may be read."""
         self._ui_drew.set()
+
+    def rescan(self) -> None:
+        """Look at the runs folder again at the next poll (a run was archived or added)."""
+        self._last_scan = 0.0
+        self.poke()
 
     def poke(self) -> None:
         """Poll now rather than at the next tick (after a key press)."""
@@ -252,6 +271,38 @@ class Watcher:
     def live_runs(self) -> list[RunSummary]:
         with self._lock:
             return [w.summary() for w in self.watches.values() if w.info.live or w.popen is not None]
+
+    def arm_lines(self, prereg_id: str) -> list:
+        """The newest run of each arm of a pre-registration, with its aggregates (the compare view)."""
+        from console.compare import ArmLine
+
+        with self._lock:
+            newest: dict[str, RunWatch] = {}
+            for w in self.watches.values():
+                prereg = (w.info.manifest or {}).get("prereg")
+                if not isinstance(prereg, dict) or prereg.get("id") != prereg_id:
+                    continue
+                held = newest.get(w.info.arm)
+                if held is None or run_sort_key(w.path.name) > run_sort_key(held.path.name):
+                    newest[w.info.arm] = w
+            return [ArmLine(arm, w.info.run_id, w.info.state, w.info.done, w.info.total, w.agg.snapshot())
+                    for arm, w in sorted(newest.items())]
+
+    def alive_runs(self) -> list[RunSummary]:
+        """The runs whose process is alive now, checked afresh (for the quit message): a run that
+        ended since the last poll, or wrote its final state and is exiting, is not listed."""
+        with self._lock:
+            candidates = [(w, w.popen) for w in self.watches.values() if w.info.live or w.popen is not None]
+        out = []
+        for w, popen in candidates:
+            if popen is not None and popen.poll() is not None:
+                continue
+            info = read_run(w.path)
+            if info.recorded_state in FINAL_STATES:
+                continue
+            if popen is not None or info.liveness == ALIVE:
+                out.append(w.summary())
+        return out
 
     # -- the thread -----------------------------------------------------------------
 
@@ -319,10 +370,11 @@ class Watcher:
         for key in [k for k in self.watches if k not in found]:
             self.watches.pop(key).close()
             changed = True
-        for p, popen in list(self._pending_popens.items()):
+        for p, (popen, arm) in list(self._pending_popens.items()):
             w = self.watches.get(p)
             if w is not None:
-                w.popen = popen
+                w.popen, w.launched_arm = popen, arm
+                w.info.launched_arm = arm
                 self._pending_popens.pop(p)
         return changed
 

@@ -37,7 +37,7 @@ DECIDED_BY_DOCUMENT = (
     "convmap_fit_tiebreak",
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
-    "prereg", "arm", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size", "gpus", "device",
+    "prereg", "arm", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size", "video_size", "gpus", "device",
     "ray", "ray_shards", "ray_gpus_per_shard", "ray_dashboard",
 )
 
@@ -125,11 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"episode budget in seconds (30 Hz ticks; at most {MAX_EPISODE_SECONDS:g})")
     proto.add_argument("--workers", type=_bounded_int(1, MAX_WORKERS), default=1,
                        help="worker processes (at most one per seed is started)")
-    proto.add_argument("--video-draw", default="0", help="'0' = first episode of each worker, 'none', 'all', or 'seeds:6,28'")
+    proto.add_argument("--video-draw", default="auto",
+                       help="'auto' (default) = every seed of a run of up to 100 seeds, else the first episode of "
+                            "each worker; '0' = first episode of each worker; 'none', 'all', or 'seeds:6,28'. "
+                            "A video shows the front and wrist views side by side")
     proto.add_argument("--batch-wait-ms", type=_nonneg_float, default=20.0,
                        help="shortest wait to fill a batch (it adapts to the workers' chunk time)")
     proto.add_argument("--batch-wait-max-ms", type=_nonneg_float, default=1000.0, help="longest wait to fill a batch")
     proto.add_argument("--render-size", type=_bounded_int(16, 1024), default=224)
+    proto.add_argument("--video-size", type=_bounded_int(16, 1024), default=None,
+                       help="pixels a side of each filmed view (default: --render-size, the policy's image size)")
 
     out = p.add_argument_group("run directory")
     out.add_argument("--run-dir", type=Path, help="the run directory (default runs/<run id>)")
@@ -194,7 +199,8 @@ def resolve(args):
     config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
                        workers=_clip_workers(args.workers, len(seeds)), video_draw=args.video_draw,
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
-                       gates=gates, gpus=args.gpus, render_size=args.render_size, ray=_ray_settings(args, spec),
+                       gates=gates, gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
+                       ray=_ray_settings(args, spec),
                        record_predicts=args.record_predicts)
     _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
@@ -252,7 +258,7 @@ def _resolve_prereg(args):
                        episode_seconds=launch.episode_seconds, workers=_clip_workers(launch.workers or 1, len(launch.seeds)),
                        video_draw=str(launch.video_draw if launch.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
-                       render_size=args.render_size, ray=_ray_settings(args, spec),
+                       render_size=args.render_size, video_size=args.video_size, ray=_ray_settings(args, spec),
                        record_predicts=bool(launch.record_predicts or args.record_predicts),
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
                                "path": str(Path(launch.prereg_path).resolve())})
@@ -447,11 +453,11 @@ def _ray_settings(args, spec) -> dict | None:
 
 def _check_video_draw(draw: str) -> None:
     d = draw.strip().lower()
-    if d in ("0", "none", "off", "all"):
+    if d in ("auto", "0", "none", "off", "all"):
         return
     if d.startswith("seeds:") and all(s.strip().isdigit() for s in d[6:].split(",") if s.strip()):
         return
-    raise UsageError(f"--video-draw {draw!r} is not one of '0', 'none', 'all', 'seeds:6,28'")
+    raise UsageError(f"--video-draw {draw!r} is not one of 'auto', '0', 'none', 'all', 'seeds:6,28'")
 
 
 def _stamp() -> str:

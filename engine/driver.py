@@ -52,12 +52,13 @@ class RunConfig:
     seeds: list[int]
     episode_seconds: float = 30.0
     workers: int = 1
-    video_draw: str = "0"  # "0" first episode of each worker | "none" | "all" | "seeds:1,5"
+    video_draw: str = "0"  # "auto" | "0" first episode of each worker | "none" | "all" | "seeds:1,5"
     batch_wait_ms: float = 20.0  # the shortest wait to fill a batch ...
     batch_wait_max_ms: float = 1000.0  # ... and the longest, however slow the workers' chunks are
     gates: GateSpec = field(default_factory=GateSpec)
     gpus: int | None = None  # GPUs held; None = 1 when the policy runs on CUDA, else 0
     render_size: int = 224
+    video_size: int | None = None  # pixels a side of each filmed view (front | wrist); None = render_size
     prereg: dict | None = None  # {id, sha256, path} when launched from a frozen document
     ray: dict | None = None  # {address, shards, gpus_per_shard, dashboard}: run the seeds on a Ray cluster
     record_predicts: bool = False  # predicts.jsonl: one line per served observation (engine/predict_trail.py)
@@ -291,6 +292,7 @@ class _Driver:
                 "workers": self.cfg.workers,
                 "batch_wait_ms": [self.cfg.batch_wait_ms, self.cfg.batch_wait_max_ms],
                 "video_draw": self.cfg.video_draw,
+                "video_size": self.cfg.video_size or self.cfg.render_size,
                 "gates": asdict(self.cfg.gates),
                 "gpus": self.gpus,
                 "config": self.cfg.as_dict(),

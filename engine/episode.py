@@ -16,7 +16,7 @@ from engine.policies.base import CONTROL_HZ, DEFAULT_TASK, Chunk, Observation
 from engine.policies.convmap import sim_rad_to_rig_deg
 from prereg.rundir import utc_now
 
-VIDEO_FPS = 10  # front-camera frames handed to frame_sink
+VIDEO_FPS = 10  # video frames (front and wrist views side by side, BoatEnv.film) handed to frame_sink
 
 
 def run_episode(
@@ -31,6 +31,7 @@ def run_episode(
     task: str = DEFAULT_TASK,
     frame_sink: Callable[[np.ndarray], Any] | None = None,
     stop_on_success: bool = True,
+    video_size: int | None = None,
 ) -> dict:
     """Run one seeded episode in `env` (a BoatEnv) and return its partial row.
 
@@ -47,7 +48,7 @@ def run_episode(
     stats = _PredictStats()
     replan_index = 0
     if frame_sink is not None:
-        frame_sink(env.render("front"))
+        frame_sink(_video_frame(env, video_size))
 
     while env.tick < budget_ticks and not (stop_on_success and env.success):
         state = env.state_rad()
@@ -71,7 +72,7 @@ def run_episode(
         for target in targets:
             env.step_tick(target)
             if frame_sink is not None and env.tick % frame_every == 0:
-                frame_sink(env.render("front"))
+                frame_sink(_video_frame(env, video_size))
             if env.tick >= budget_ticks or (stop_on_success and env.success):
                 break
 
@@ -85,6 +86,12 @@ def run_episode(
         finished_at=utc_now(),
     )
     return row
+
+
+def _video_frame(env, size: int | None) -> np.ndarray:
+    """Front and wrist side by side (BoatEnv.film); an env without film() gives its front view."""
+    film = getattr(env, "film", None)
+    return film(size) if film is not None else env.render("front")
 
 
 class _PredictStats:

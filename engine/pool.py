@@ -26,6 +26,12 @@ from engine.predict_trail import PredictTrail
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TOGETHER_S = 60.0
+# --video-draw auto films every seed of a run of up to this many seeds (else the first episode of
+# each worker). Measured by benchmarks/bench_driver.py --only video (2-core box, software GL,
+# front | wrist at 224 px): +2.5 s of wall and 0.3 MB per 10-s episode, about 10x a scripted
+# episode's 0.25 s but a small part of a served policy's episode. At 100 seeds of 30-s episodes
+# that is about 12 minutes of worker time and 100 MB: worth a video of every seed.
+VIDEO_ALL_UP_TO = 100
 
 
 # -- the messages between the pool and its workers (pickled over a pipe) -----------------
@@ -198,12 +204,15 @@ class LocalPool:
         self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served)
 
     def _film(self, w: "_Worker", seed: int) -> bool:
-        """Which episodes are filmed: draw 0 = the first episode each worker runs."""
+        """Which episodes are filmed: draw 0 = the first episode each worker runs; auto = every
+        seed of a run of up to VIDEO_ALL_UP_TO seeds, else draw 0 (cost: benchmarks/bench_driver.py)."""
         draw = self.cfg.video_draw.strip().lower()
         if draw in ("none", "off", ""):
             return False
-        if draw == "all":
+        if draw == "all" or (draw == "auto" and len(self.cfg.seeds) <= VIDEO_ALL_UP_TO):
             return True
+        if draw == "auto":
+            return w.episodes_started == 0
         if draw.startswith("seeds:"):
             return seed in {int(s) for s in draw[6:].split(",") if s.strip()}
         return w.episodes_started == 0 and int(draw or 0) == 0
@@ -353,7 +362,8 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
                 writer = _VideoWriter(run_dir / video_rel)
             partial = run_episode(env, seed, cfg.episode_seconds, predict, chunk_horizon=horizon,
                                   needs_images=needs_images, needs_privileged=needs_priv,
-                                  task=spec.task, frame_sink=writer.add if writer else None)
+                                  task=spec.task, frame_sink=writer.add if writer else None,
+                                  video_size=getattr(cfg, "video_size", None))
             if writer is not None:
                 writer.close()
                 if writer.error:
@@ -426,7 +436,8 @@ class _LocalPredict:
 
 
 class _VideoWriter:
-    """mp4 of the front camera, encoded on a background thread so the rollout never waits on it."""
+    """mp4 of the front and wrist views side by side, encoded on a background thread so the
+    rollout never waits on it."""
 
     def __init__(self, path: Path, fps: int = 10):
         import queue

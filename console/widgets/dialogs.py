@@ -12,13 +12,17 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from console.preregs import PreregEntry, appends_to, report_argv, run_report, validate_launch
+from console.preregs import (
+    PreregEntry, appends_to, freeze_hint, launch_settings, report_argv, run_report, validate_launch,
+)
+from console.widgets.images import Image
+from prereg import rundir as rd
 
 
 class ConfirmScreen(ModalScreen[bool]):
     """Says what will happen and asks yes or no; Escape is no."""
 
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No (esc)")]
 
     def __init__(self, title: str, body: str, yes_label: str = "Yes", danger: bool = False):
         super().__init__()
@@ -46,11 +50,12 @@ class ConfirmScreen(ModalScreen[bool]):
 class LaunchScreen(ModalScreen[tuple | None]):
     """Pick a pre-registration and an arm; validation errors are shown here, in place."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = [Binding("escape", "cancel", "Cancel (esc)")]
 
-    def __init__(self, entries: list[PreregEntry]):
+    def __init__(self, entries: list[PreregEntry], last: dict | None = None):
         super().__init__()
         self.entries = {str(e.path): e for e in entries}
+        self.last = last or {}  # the previous launch's {"prereg": path, "arm": name}, chosen again
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -58,11 +63,13 @@ class LaunchScreen(ModalScreen[tuple | None]):
             if not self.entries:
                 yield Static("No pre-registrations found (*.md in the --prereg-dir folders).", id="launch-empty")
             yield Select(
-                [(f"{e.prereg_id}  ({e.path})", str(e.path)) for e in self.entries.values()],
+                [(f"{e.prereg_id}  ({e.path})" + ("  [not frozen]" if e.frozen is False else ""), str(e.path))
+                 for e in self.entries.values()],
                 prompt="pre-registration", id="prereg",
             )
             yield Select([], prompt="arm", id="arm")
             yield Input(placeholder="arm name (not listed in the front matter)", id="arm-input")
+            yield Static("", id="launch-settings")
             yield Static(Text("Starts fontaine-eval detached (its own session, output to runs/<run_id>/driver.log): "
                               "quitting the console leaves it running.", style="grey62"), id="launch-note")
             yield Static("", id="launch-error")
@@ -73,6 +80,10 @@ class LaunchScreen(ModalScreen[tuple | None]):
     def on_mount(self) -> None:
         self.query_one("#arm-input").display = False
         self.query_one("#launch-error").display = False
+        self.query_one("#launch-settings").display = False
+        last = str(self.last.get("prereg") or "")
+        if last in self.entries:
+            self.query_one("#prereg", Select).value = last
 
     @on(Select.Changed, "#prereg")
     def _prereg_changed(self, event: Select.Changed) -> None:
@@ -81,11 +92,38 @@ class LaunchScreen(ModalScreen[tuple | None]):
         arms = entry.arms if entry else []
         arm_select.set_options([(a, a) for a in arms])
         if arms:
-            arm_select.value = arms[0]
+            last_arm = self.last.get("arm") if str(self.last.get("prereg") or "") == str(event.value) else None
+            arm_select.value = last_arm if last_arm in arms else arms[0]
         arm_select.display = bool(arms) or entry is None
         self.query_one("#arm-input").display = entry is not None and not arms
+        self.query_one("#launch-error").display = False
         if entry is not None and entry.problem:
             self.show_error(entry.problem)
+        self.show_settings()
+
+    @on(Select.Changed, "#arm")
+    def _arm_changed(self) -> None:
+        self.show_settings()
+
+    def show_settings(self) -> None:
+        """The chosen arm's frozen settings and the plan's gates; or why it cannot launch (an
+        unfrozen document says how to freeze it)."""
+        entry, arm = self.chosen()
+        box = self.query_one("#launch-settings", Static)
+        if entry is None or not arm:
+            box.display = False
+            return
+        t = Text()
+        if entry.frozen is False:
+            t.append(freeze_hint(entry.path) + "\n", style="bold yellow")
+        lines, problem = launch_settings(entry.path, arm)
+        for label, value in lines:
+            t.append(f"{label:<8}", style="grey62")
+            t.append(value + "\n")
+        if problem and entry.frozen is not False:
+            t.append(problem, style="yellow")
+        box.update(t)
+        box.display = True
 
     def chosen(self) -> tuple[PreregEntry | None, str]:
         value = self.query_one("#prereg", Select).value
@@ -127,7 +165,8 @@ class ResultsScreen(ModalScreen[None]):
     pre-registration, so the comparator reads (paired deltas) have their runs.
     """
 
-    BINDINGS = [Binding("escape,q,r", "close", "Close")]
+    # Esc closes (the report goes on in its thread and still writes its files); `q` does nothing here.
+    BINDINGS = [Binding("escape", "close", "Close")]
 
     def __init__(self, prereg_file: str, run_dir: Path, arm_runs: list[tuple[str, Path]]):
         super().__init__()
@@ -140,10 +179,12 @@ class ResultsScreen(ModalScreen[None]):
             yield Static(Text("running: fontaine-prereg " + " ".join(argv[3:]) + " …", style="grey62"),
                          id="results-status")
             with VerticalScroll():
+                yield Image(None, id="results-chart")
                 yield Static("", id="results-output")
             yield Button("Close (esc)", id="close")
 
     def on_mount(self) -> None:
+        self.query_one("#results-chart").display = False
         self.run_report_worker()
 
     @work(thread=True, exclusive=True, group="report")
@@ -152,7 +193,9 @@ class ResultsScreen(ModalScreen[None]):
         self.app.call_from_thread(self.show_output, code, output)
 
     def show_output(self, code: int, output: str) -> None:
-        chart = self.run_dir / "chart.png"
+        if not self.is_attached:  # closed while the report ran
+            return
+        chart = self.run_dir / rd.CHART
         status = Text()
         if code == 0:
             status.append("report written", style="bold green")
@@ -160,16 +203,40 @@ class ResultsScreen(ModalScreen[None]):
                           else " (a shipped example: results.md and chart.png only, the document is left as is)")
         else:
             status.append(f"the report command exited with {code}", style="bold red")
-        status.append(f"\nchart: {chart}" + ("" if chart.exists() else " (not written)"))
-        results_md = self.run_dir / "results.md"
+        status.append(f"\nchart: {_shown(chart)}" + ("" if chart.exists() else " (not written)"))
+        results_md = self.run_dir / rd.RESULTS
         if results_md.exists():
-            status.append(f"\nreads: {results_md}")
+            status.append(f"\nreads: {_shown(results_md)}")
         self.query_one("#results-status", Static).update(status)
         self.query_one("#results-output", Static).update(Text(output or "(no output)"))
+        self.show_chart(chart)
+
+    def show_chart(self, chart: Path) -> None:
+        """The chart itself, inline (textual-image: graphics or half-blocks), above the report's words."""
+        widget = self.query_one("#results-chart", Image)
+        try:
+            from PIL import Image as PILImage
+
+            with PILImage.open(chart) as img:
+                img.load()
+                widget.image = img.convert("RGB")
+            widget.styles.height = max(8, min(22, (self.app.size.height - 12) // 1))
+        except (OSError, ValueError):  # no chart, or one that does not decode: the path above says so
+            widget.display = False
+            return
+        widget.display = True
 
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def _shown(path: Path) -> str:
+    """Relative to the working directory when under it (as console.app.shown_path)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 HELP = """\
@@ -182,10 +249,24 @@ HELP = """\
   K        escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)
   r        results: run the pre-registration report for the selected run
   t        send a Discord test post
+  c        compare the arms of the selected run's pre-registration (paired deltas), live
+  R        resume a stopped, failed or died run (fontaine-eval --resume; asks first)
+  a        archive an ended run: move it to RUNS/.archive/ (asks first; nothing deleted)
+  /        filter the runs list (words in the id, arm or state); esc clears it
+  g        the per-seed grid and back: arrows pick a seed, enter or a click opens it
+  p, 1-4   in a small terminal: the detail panel shown (counts, pace, seeds, rows)
   up/down  select a run
   ctrl+p   command palette
   ?        this help
   q        quit: runs keep running, detached; reopen the console to reattach
+
+[b]A seed's view[/b] (enter on a grid cell, or a click)
+  The video, played in the terminal (Kitty/Sixel where the terminal has them, colour
+  half-blocks elsewhere, plain tmux included), first and last frames beside it; the row,
+  every field in words; the predict trail (predicts.jsonl, when the run recorded one).
+  space     play/pause                 left/right (or , .)  step one frame (or click the bar)
+  [ ]       ten frames back/on         home/end             first/last frame
+  v w p     video, row, predicts       esc                  back to the run
 
 [b]States[/b]
   starting, running       the driver is at work (process checked by pid and create time)
@@ -204,7 +285,7 @@ HELP = """\
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS = [Binding("escape,question_mark", "close", "Close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):

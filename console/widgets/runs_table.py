@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from console.render import fmt_age, state_text
+from console.runs import run_sort_key
 from console.watcher import RunSummary
 
 COLUMNS = (("run", "run"), ("state", "state"), ("arm", "arm"), ("done", "done"), ("succ", "successes"), ("heartbeat", "heartbeat"))
@@ -17,34 +18,68 @@ class RunsTable(DataTable):
     def __init__(self, **kwargs):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._cells: dict[str, tuple] = {}
+        self._id_width: int | None = None
+
+    @staticmethod
+    def id_width_for(screen_width: int) -> int:
+        """Room for the run id so every column fits: the other five columns, their padding and
+        the border take about 52 columns (arms are clipped to 10)."""
+        return max(14, (screen_width or 120) - 52)
 
     def on_mount(self) -> None:
         for label, key in COLUMNS:
             self.add_column(label, key=key)
 
-    def sync(self, runs: tuple[RunSummary, ...], now: float) -> None:
+    def sync(self, runs: tuple[RunSummary, ...], now: float, id_width: int = 60) -> None:
+        if id_width != self._id_width:  # the terminal changed size: columns are rebuilt to fit
+            self._id_width = id_width
+            if self._cells:
+                self.clear()
+                self._cells = {}
         seen = set()
         for run in runs:
             key = str(run.path)
             seen.add(key)
-            cells = self._cells_for(run, now)
+            cells = self._cells_for(run, now, id_width)
             old = self._cells.get(key)
             if old is None:
                 self.add_row(*cells, key=key)
             else:
+                kept = []
                 for (_, col), new_cell, old_cell in zip(COLUMNS, cells, old):
                     if str(new_cell) != str(old_cell) or getattr(new_cell, "style", None) != getattr(old_cell, "style", None):
                         self.update_cell(key, col, new_cell, update_width=True)
+                        kept.append(new_cell)
+                    else:
+                        kept.append(old_cell)  # the object the table holds (the sort finds rows by it)
+                cells = tuple(kept)
             self._cells[key] = cells
         for key in [k for k in self._cells if k not in seen]:
             self.remove_row(key)
             del self._cells[key]
+        self._sort_newest_first(runs)
+
+    def _sort_newest_first(self, runs: tuple[RunSummary, ...]) -> None:
+        """Newest launch at the top (run_sort_key), stable across restarts; sorted only when needed."""
+        wanted = [str(r.path) for r in sorted(runs, key=lambda r: run_sort_key(r.path.name), reverse=True)]
+        if [row.key.value for row in self.ordered_rows] == wanted:
+            return
+        rank = {id(self._cells[k][0]): i for i, k in enumerate(wanted)}
+        self.sort("run", key=lambda cell: rank.get(id(cell), len(rank)))
 
     @staticmethod
-    def _cells_for(run: RunSummary, now: float) -> tuple:
+    def _cells_for(run: RunSummary, now: float, id_width: int = 60) -> tuple:
         total = "?" if run.total is None else str(run.total)
         done = run.done if run.done is not None else run.rows
         succ = "…" if run.loading else f"{run.successes}/{run.rows}"
         age = fmt_age(None if run.heartbeat_mtime is None else max(0.0, now - run.heartbeat_mtime)) if run.live else ""
-        return (Text(run.run_id, overflow="ellipsis", no_wrap=True), state_text(run.state), run.arm,
+        return (Text(middle_clip(run.run_id, id_width), no_wrap=True), state_text(run.state), middle_clip(run.arm, 10),
                 f"{done}/{total}", succ, age)
+
+
+def middle_clip(text: str, width: int) -> str:
+    """`flow-officia…60101-000000`: the start names the plan and arm, the end is the timestamp."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + "…" + text[len(text) - (width - 1 - head):]

@@ -122,8 +122,20 @@ class BoatEnv:
             raise ValueError(f"unknown camera {camera!r}; expected one of {CAMERAS}")
         return self._renderer.render(self.data, camera)
 
+    def film(self, size: int | None = None) -> np.ndarray:
+        """A video frame: the front and the wrist (policy) views side by side, H x 2H x 3 uint8,
+        at `size` pixels a side (default render_size; another size gets its own renderer)."""
+        renderer = self._renderer
+        if size and int(size) != self.render_size:
+            if getattr(self, "_film_renderer", None) is None or self._film_renderer.size != int(size):
+                self._film_renderer = FrameRenderer(self.model, int(size))
+            renderer = self._film_renderer
+        return np.concatenate([renderer.render(self.data, "front"), renderer.render(self.data, "wrist")], axis=1)
+
     def close(self) -> None:
         self._renderer.close()
+        if getattr(self, "_film_renderer", None) is not None:
+            self._film_renderer.close()
 
     # -- poses and readings ----------------------------------------------------------------
 

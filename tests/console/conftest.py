@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
 
-from console.app import FontaineApp
-from console.fixtures import FIXED_TIME, make_row, make_run_dir
+os.environ.setdefault("FONTAINE_IMAGES", "halfcell")  # frames in colour half-blocks, as in plain tmux (not a tty here)
+
+from console.app import FontaineApp  # noqa: E402
+from console.fixtures import FIXED_TIME, make_row, make_run_dir  # noqa: E402
 
 
 async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "condition", state=None):

@@ -27,9 +27,14 @@ def main() -> None:
     p.add_argument("--total", type=int, default=10)
     p.add_argument("--row-every", type=float, default=0.1)
     p.add_argument("--linger", type=float, default=600.0, help="seconds to stay alive with no more rows")
+    p.add_argument("--wait-for", default=None, help="write nothing until this file appears in the run directory")
     args = p.parse_args()
     d = args.run_dir
     d.mkdir(parents=True, exist_ok=True)
+    if args.wait_for:  # a driver still importing its libraries: alive, nothing written yet
+        deadline = time.time() + args.linger
+        while not (d / args.wait_for).exists() and time.time() < deadline:
+            time.sleep(0.02)
     me = psutil.Process()
     write_json(d / rd.PID, {"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time(),
                                 "launched_at": "2026-01-01T00:00:00Z"})

@@ -299,6 +299,8 @@ async def test_results_key_runs_the_report_and_shows_the_chart_path(runs_dir, pr
         output = plain(app.screen.query_one("#results-output"))
         assert str(d / "chart.png") in text
         assert "report written" in text, output
+        chart = app.screen.query_one("#results-chart")
+        assert chart.display and chart.image is not None and chart.image.size[0] > 100  # the picture, inline
         assert (d / "chart.png").exists()
         assert doc.read_text() != before, "the report appends its results to the document"
         await pilot.press("escape")
@@ -312,12 +314,12 @@ async def test_arrow_keys_select_another_run(runs_dir):
     async with app.run_test(size=(120, 40)) as pilot:
         table = app.screen.query_one("#runs")
         await wait_for(pilot, lambda: app.detail is not None and app.detail.info.run_id.startswith("b-")
-                       and table.row_count == 2 and table.cursor_row == 1)
+                       and table.row_count == 2 and table.cursor_row == 0)  # newest first
         table.focus()
-        await pilot.press("up")
+        await pilot.press("down")
         await wait_for(pilot, lambda: app.detail.info.run_id.startswith("a-") and "4/20" in counts_text(app),
                        state=lambda: (app.detail.info.run_id, counts_text(app)[:80]))
-        await pilot.press("down")
+        await pilot.press("up")
         await wait_for(pilot, lambda: app.detail.info.run_id.startswith("b-") and "2/10" in counts_text(app))
 
 
@@ -344,3 +346,118 @@ def test_main_parses_its_options(monkeypatch, tmp_path):
     monkeypatch.setattr(app_module.FontaineApp, "run", fake_run)
     assert app_module.main(["--runs-dir", str(tmp_path), "--prereg-dir", "a", "--prereg-dir", "b", "--poll", "1"]) == 0
     assert seen["runs_dir"] == tmp_path and [str(p) for p in seen["prereg_dirs"]] == ["a", "b"] and seen["poll"] == 1.0
+
+
+async def test_a_starting_run_shows_starting_and_its_arm_and_quit_lists_only_live_processes(runs_dir, prereg_dir):
+    path = frozen_demo(prereg_dir)
+
+    def slow_start(prereg_file, arm, run_dir):
+        return [sys.executable, os.path.join(os.path.dirname(__file__), "fake_driver.py"), str(run_dir),
+                "--rows", "2", "--total", "2", "--row-every", "0.05", "--wait-for", "go"]
+
+    app = make_app(runs_dir, prereg_dir, launch_argv=slow_start, clock=__import__("time").time)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_launch(pilot, app, path)
+        await pilot.click("#launch")
+        await wait_for(pilot, lambda: app.launched and app.detail is not None
+                       and app.detail.info.path.resolve() == app.launched[0].resolve(), what="the launched run shown")
+        run_dir = app.launched[0]
+        await wait_for(pilot, lambda: app.detail.info.state == "starting", state=lambda: app.detail.info.state)
+        await wait_for(pilot, lambda: "starting" in header_text(app) and "arm scripted" in header_text(app),
+                       state=lambda: header_text(app))
+        assert "missing:" not in header_text(app) and "arm ?" not in header_text(app)
+        table = app.screen.query_one("#runs")
+        assert [str(c) for c in table.get_row(str(run_dir))][1:3] == ["starting", "scripted"]
+        (run_dir / "go").touch()
+        await wait_for(pilot, lambda: app.detail.info.state == "done", timeout=20, what="the run to end")
+        popen = next(w.popen for w in app.watcher.watches.values() if w.path.resolve() == run_dir.resolve())
+        if popen is not None:
+            popen.wait(timeout=10)  # ended seconds ago, possibly not reaped by the console yet
+        await pilot.press("q")
+    assert app.quit_notice == "No run is live.", app.quit_notice
+
+
+async def test_escalate_dialog_says_sigterm_is_a_clean_stop(runs_dir, procs):
+    d = runs_dir / "live-scripted-20260101-000000"
+    procs(d)
+    wait_file(d / "pid.json")
+    app = make_app(runs_dir, clock=__import__("time").time)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.live)
+        await pilot.press("K")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        body = plain(app.screen.query_one("#dialog-body"))
+        assert "ends `stopped`" in body and "loses the episodes in flight" not in body.split("SIGKILL")[0]
+        await pilot.press("q")  # q never quits from a dialog
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, ConfirmScreen) and app.is_running
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+
+
+async def test_q_does_not_close_the_results_dialog_while_the_report_runs(runs_dir, prereg_dir, monkeypatch):
+    import threading
+
+    from console.widgets import dialogs
+
+    release = threading.Event()
+
+    def slow_report(prereg_file, arm_runs):
+        release.wait(20)
+        return 0, "report output"
+
+    monkeypatch.setattr(dialogs, "run_report", slow_report)
+    doc = frozen_demo(prereg_dir)
+    make_run_dir(runs_dir, "demo-tiny-engine-scripted-20260101-000000", total=6, done=6,
+                 prereg={"id": "demo-tiny-engine", "sha256": "x", "path": str(doc)})
+    app = make_app(runs_dir, prereg_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        await pilot.press("q")
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, ResultsScreen) and app.is_running
+        release.set()
+        await wait_for(pilot, lambda: "report output" in plain(app.screen.query_one("#results-output")))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ResultsScreen))
+
+
+async def test_runs_newest_first_whatever_their_names_and_the_selected_run_stays_in_view_at_80x24(runs_dir):
+    for i in range(12):  # names in the reverse order of their launch times
+        make_run_dir(runs_dir, f"{chr(ord('z') - i)}-scripted-20260101-{i:02d}0000", done=5, total=5)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.query_one("#runs")
+        await wait_for(pilot, lambda: table.row_count == 12 and app.detail is not None)
+        order = [row.key.value.rsplit("/", 1)[-1] for row in table.ordered_rows]
+        assert order == sorted(order, key=lambda n: n[-15:], reverse=True), order
+        assert table.size.height < 12  # sized to the terminal, so the selection must scroll
+        table.focus()
+        for _ in range(11):
+            await pilot.press("down")
+        await wait_for(pilot, lambda: app.detail.info.run_id.startswith("z-"))
+        row_y = table.cursor_row - table.scroll_offset.y + 1  # the header row
+        assert 0 < row_y < table.size.height, (table.cursor_row, table.scroll_offset, table.size)
+
+
+async def test_a_small_terminal_shows_one_panel_at_a_time(runs_dir):
+    make_run_dir(runs_dir, "a-scripted-20260101-000000", done=20)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and "4/20" in counts_text(app))
+        screen = app.screen
+        assert screen.compact and screen.query_one("#counts").display and not screen.query_one("#recent").display
+        await pilot.press("p")
+        assert screen.page == "pace" and screen.query_one("#pace").display and not screen.query_one("#counts").display
+        await pilot.press("4")
+        assert screen.query_one("#recent").display
+        await pilot.press("g")  # the seed grid comes forward with its page
+        assert screen.page == "seeds" and screen.query_one("#grid").has_focus
+    app2 = make_app(runs_dir)
+    async with app2.run_test(size=(200, 60)) as pilot:
+        await wait_for(pilot, lambda: app2.detail is not None)
+        screen = app2.screen
+        assert not screen.compact
+        assert all(screen.query_one(w).display for w in ("#counts", "#pace", "#grid", "#hist", "#recent"))

@@ -92,3 +92,53 @@ def test_the_pace_panel_says_when_the_decision_was_settled_and_what_the_projecti
     text = console.export_text()
     assert "settled at 63/100: [does not hold] successes >= 20" in text
     assert "start-up 240 s + 30 left x 20.0 s / 4 lanes, 4 in flight; naive 14.3 min" in text
+
+
+def test_histogram_range_comes_from_the_data():
+    """The oracle's +13..+29 cm results get their own bars, not one unmarked overflow bin."""
+    from console.render import fmt_signed
+
+    rows = [make_row(s, progress_final_cm=13.0 + (s % 17)) for s in range(40)] + [make_row(100 + s) for s in range(10)]
+    text = histogram_text(view_of(rows), width=60).plain
+    assert "max +29.00" in text and "min -6.10" in text
+    assert "+30 cm" in text  # the axis reaches the data's top edge
+    assert "below" not in text and "above" not in text
+    assert fmt_signed(-0.001) == "0.00" and fmt_signed(-0.004) == "0.00" and fmt_signed(-0.02) == "-0.02"
+
+
+def test_histogram_marks_far_tails_with_their_counts_and_extremes():
+    rows = [make_row(s) for s in range(200)] + [make_row(900, progress_final_cm=-250.0),
+                                                make_row(901, progress_final_cm=880.5)]
+    text = histogram_text(view_of(rows), width=50).plain
+    assert "1 below" in text and "1 at/above" in text
+    assert "min -250.00" in text and "max +880.50" in text
+
+
+def test_no_minus_zero_anywhere_in_the_counts():
+    from rich.console import Console
+
+    from console.render import counts_table, recent_row_cells
+
+    rows = [make_row(s, progress_final_cm=-0.001) for s in range(3)]
+    console = Console(width=120, record=True, file=open(os.devnull, "w"))
+    console.print(counts_table(view_of(rows)))
+    assert "-0.00" not in console.export_text()
+    assert recent_row_cells(rows[0])[2] == "0.00"
+
+
+def test_gpu_hours_source_is_whole_on_its_own_line(tmp_path):
+    from rich.console import Console
+
+    from console.render import pace_table
+
+    d = make_run_dir(tmp_path, "r", state="running", done=5, total=10)
+    status = __import__("json").loads((d / "status.json").read_text())
+    status["gpu_hours_source"] = "allocated (wall x 2 GPUs held)"
+    (d / "status.json").write_text(__import__("json").dumps(status))
+    info = read_run(d)
+    view = view_of([make_row(s) for s in range(5)])
+    for width in (38, 60, 100):
+        console = Console(width=width, record=True, file=open(os.devnull, "w"))
+        console.print(pace_table(info, view, gate_readings(info, view, FIXED_TIME + 5), FIXED_TIME + 5))
+        text = " ".join(console.export_text().split())
+        assert "allocated (wall x 2 GPUs held)" in text, (width, text)

@@ -134,3 +134,108 @@ def test_help_screen(snap_compare, here):
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+# -- every screen at 80x24, 120x40 and 200x60 (issue 16.5) --------------------------------
+
+SIZES = [(80, 24), (120, 40), (200, 60)]
+ids = [f"{w}x{h}" for w, h in SIZES]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_main_screen_sizes(snap_compare, here, size):
+    finished_runs(Path("runs"))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app, "flow-officialmap-b-20260101-010000")
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_live_run_sizes(snap_compare, here, size):
+    live_tripped_run(Path("runs"))
+    finished_runs(Path("runs"))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app, "discrete-ar-100-discrete-20260101-020000")
+        await wait_for(pilot, lambda: app.screen.query_one("#banner").display)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=ids)
+def test_seed_drill_down_sizes(snap_compare, here, size):
+    from test_seed_view import predicts_line, write_video
+
+    from console.widgets.seed_screen import SeedScreen
+
+    rows = [make_row(s, video="videos/rollout_seed003.mp4" if s == 3 else None) for s in range(10)]
+    d = make_run_dir(Path("runs"), "film-scripted-20260101-000000", total=10, done=10, rows=rows)
+    write_video(d / "videos" / "rollout_seed003.mp4", size=(320, 120))
+    (d / "predicts.jsonl").write_text("".join(__import__("json").dumps(predicts_line(3, r)) + "\n" for r in range(3)))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app)
+        await pilot.press("g", "right", "right", "right", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.frames_shown >= 1)
+        await pilot.press("right", "right", "right")
+        await wait_for(pilot, lambda: app.screen.index == 3)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=ids)
+def test_results_with_the_chart_inline_sizes(snap_compare, here, size, monkeypatch):
+    from PIL import Image, ImageDraw
+
+    from console.widgets import dialogs
+    from console.widgets.dialogs import ResultsScreen
+
+    d = make_run_dir(Path("runs"), "demo-tiny-engine-scripted-20260101-000000", total=6, done=6,
+                     prereg={"id": "demo-tiny-engine", "sha256": "x", "path": "preregs/demo.md"})
+
+    def fake_report(prereg_file, arm_runs):  # a fixed chart and fixed words: the dialog is what is checked
+        img = Image.new("RGB", (400, 200), (250, 250, 250))
+        draw = ImageDraw.Draw(img)
+        for i, h in enumerate((60, 120, 90, 170, 30, 140)):
+            draw.rectangle((20 + 60 * i, 190 - h, 60 + 60 * i, 190), fill=(40, 110, 200) if i % 2 else (220, 90, 40))
+        img.save(d / "chart.png")
+        return 0, "successes 2/6 (33.3%), Wilson 95% [9.7, 70.0]%\nknock-aways 1/6"
+
+    monkeypatch.setattr(dialogs, "run_report", fake_report)
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
+        await wait_for(pilot, lambda: app.screen.query_one("#results-chart").display)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=ids)
+def test_compare_view_sizes(snap_compare, here, size):
+    from console.widgets.compare_screen import CompareScreen
+
+    prereg = {"id": "flow-vs-discrete", "sha256": "abc", "path": "x.md"}
+    make_run_dir(Path("runs"), "flow-vs-discrete-flow-20260101-000000", arm="flow", total=20, done=20, prereg=prereg,
+                 rows=[make_row(s, arm="flow") for s in range(20)])
+    make_run_dir(Path("runs"), "flow-vs-discrete-discrete-20260101-010000", arm="discrete", total=20, done=12,
+                 state="stopped", prereg=prereg,
+                 rows=[make_row(s, arm="discrete", success=s % 3 == 0) for s in range(12)])
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.query_one("#paired").row_count == 1)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

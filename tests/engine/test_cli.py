@@ -27,6 +27,7 @@ from tests.helpers import REPO, run_eval
         (["--seed", "2147483647", "--num-seeds", "2"], "goes past the largest seed, 2147483647"),
         (["--episode-seconds", "1e9"], "--episode-seconds: must be more than 0 and at most 3600"),
         (["--workers", "100000"], "--workers: must be an integer from 1 to 256"),
+        (["--video-size", "8"], "--video-size: must be an integer from 16 to 1,024"),
         # overrides are parsed whatever the policy
         (["--policy", "scripted", "--convmap-override", "wrist_rol=5"], "unknown joint 'wrist_rol'"),
         (["--policy", "scripted", "--convmap-override", "shoulder_pan=x"], "not a number"),

@@ -98,3 +98,15 @@ def test_images_for_policies_that_need_them_and_video_frames_at_10_fps(env):
         assert set(obs.images) == {"front", "wrist"}
         assert all(img.shape == (224, 224, 3) and img.dtype == np.uint8 for img in obs.images.values())
     assert len(frames) == 11  # tick 0, then every third tick of 30
+
+
+def test_video_frames_show_front_and_wrist_side_by_side_at_the_video_size(env):
+    frames = []
+    try:
+        run(env, Hold(15), seconds=0.5, horizon=15, frame_sink=frames.append, video_size=64)
+    except RenderUnavailable as exc:
+        pytest.skip(f"no offscreen GL on this machine: {exc}")
+    assert frames and all(f.shape == (64, 128, 3) and f.dtype == np.uint8 for f in frames)
+    front, wrist = frames[0][:, :64], frames[0][:, 64:]
+    assert not np.array_equal(front, wrist)  # two cameras, not one twice
+    assert env.film().shape == (224, 448, 3)  # default: the policy's render size

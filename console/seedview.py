@@ -1,0 +1,229 @@
+"""One seed of a run, as the drill-down shows it: its row in words, its predict trail, its video.
+
+Pure reading, no Textual: the seed screen calls these from a thread worker. Files are the run
+directory's (prereg/rundir.py names them); the engine is never imported. Every reader is
+tolerant: a torn line, a missing file or an mp4 that does not decode is said in words, never raised.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prereg import rundir as rd
+from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM
+
+PREDICTS_SHOWN = 2000  # lines of one seed's trail kept for the table (a long episode has ~100)
+MAX_FRAMES = 1200  # frames decoded from one video (2 minutes at 10 fps)
+FRAME_MAX_PX = (640, 240)  # frames are shrunk to at most this (width, height) before display
+
+# What each field of a row means, in words (the row contract is prereg/rows.py).
+FIELD_WORDS: dict[str, str] = {
+    "schema": "row schema version",
+    "run_id": "the run this row belongs to",
+    "arm": "the arm (policy configuration) of the run",
+    "seed": "the episode's seed: boat and arm start positions",
+    "worker": "the worker process that ran the episode",
+    "success": "the boat reached the goal",
+    "success_tick": "simulation tick at which it succeeded",
+    "ticks": "simulation ticks run",
+    "episode_seconds": "episode length, simulated seconds",
+    "dist_initial_cm": "boat-to-goal distance at the start",
+    "dist_final_cm": "boat-to-goal distance at the end",
+    "dist_min_cm": "closest the boat came to the goal",
+    "progress_cm": "best progress toward the goal (initial - min distance)",
+    "progress_final_cm": "progress kept at the end (initial - final distance)",
+    "knock_away": f"pushed away: progress_final <= {KNOCK_AWAY_CM:g} cm",
+    "engaged": f"moved the boat: progress > {ENGAGED_CM:g} cm",
+    "upright_final": "boat uprightness at the end (1 = upright)",
+    "boat_z_mm": "boat height at the end",
+    "tipped": "the boat tipped over",
+    "reset_strikes": "resets that failed their check (must be 0)",
+    "predicts": "policy calls in the episode",
+    "zero_fallbacks": "predicts answered with a zero chunk (a decode failure)",
+    "mask_violations": "tokens the grammar mask changed",
+    "mean_batch": "mean batch size the predicts were served in",
+    "first_action_delta_deg": "first action's jump from the current pose",
+    "wall_s": "wall-clock seconds the episode took",
+    "started_at": "when it started (UTC)",
+    "finished_at": "when it finished (UTC)",
+    "video": "the filmed episode, relative to the run directory",
+    "status": "ok, or error (the episode did not finish)",
+    "error": "why the episode failed",
+    "note": "a remark from the driver (e.g. a video that could not be written)",
+}
+UNITS = {"dist_initial_cm": "cm", "dist_final_cm": "cm", "dist_min_cm": "cm", "progress_cm": "cm",
+         "progress_final_cm": "cm", "boat_z_mm": "mm", "first_action_delta_deg": "°", "wall_s": "s",
+         "episode_seconds": "s"}
+
+
+def find_row(run_dir: str | Path, seed) -> tuple[dict | None, str]:
+    """The last row of `seed` in rows.jsonl (a resumed seed's latest), and a problem in words."""
+    path = Path(run_dir) / rd.ROWS
+    needle = f'"seed": {json.dumps(seed)}'
+    found = None
+    try:
+        with open(path, "rb") as f:
+            for raw in f:
+                line = raw.decode("utf-8", "replace")
+                if '"seed"' not in line:
+                    continue
+                if needle not in line and f'"seed":{json.dumps(seed)}' not in line:
+                    continue
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(obj, dict) and obj.get("seed") == seed:
+                    found = obj
+    except FileNotFoundError:
+        return None, f"{rd.ROWS} is missing"
+    except OSError as exc:
+        return None, f"{rd.ROWS}: {exc.strerror or exc}"
+    return found, "" if found is not None else f"no row for seed {seed} yet"
+
+
+def fmt_value(key: str, value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        text = f"{value:.3f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.4g}"
+        if text in ("-0", "-0.0"):
+            text = "0"
+    else:
+        text = str(value)
+    unit = UNITS.get(key)
+    return f"{text} {unit}" if unit else text
+
+
+def row_in_words(row: dict) -> list[tuple[str, str, str]]:
+    """(field, value, what it means) for every field of the row, contract fields first."""
+    out = []
+    for key in list(FIELD_WORDS) + [k for k in row if k not in FIELD_WORDS]:
+        if key in row:
+            value = row[key]
+            if isinstance(value, (dict, list)):
+                value = json.dumps(value)[:200]
+            out.append((key, fmt_value(key, value), FIELD_WORDS.get(key, "(not in the row contract)")))
+    return out
+
+
+@dataclass
+class PredictTrail:
+    lines: list[dict] = field(default_factory=list)
+    recorded: bool = False  # predicts.jsonl exists in the run directory
+    more: int = 0  # lines of this seed beyond PREDICTS_SHOWN
+    bad: int = 0  # lines that did not parse
+
+
+def read_predicts(run_dir: str | Path, seed) -> PredictTrail:
+    """This seed's lines of predicts.jsonl (absent unless the run recorded them)."""
+    path = Path(run_dir) / rd.PREDICTS
+    trail = PredictTrail()
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return trail
+    trail.recorded = True
+    with f:
+        for raw in f:
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                trail.bad += 1
+                continue
+            if isinstance(obj, dict) and obj.get("seed") == seed:
+                if len(trail.lines) < PREDICTS_SHOWN:
+                    trail.lines.append(obj)
+                else:
+                    trail.more += 1
+    return trail
+
+
+def predict_cells(line: dict) -> tuple[str, ...]:
+    """replan, tick, pathway, decode, tokens, chunk, fallback, mask, first action: one table row."""
+    tokens = line.get("tokens")
+    chunk = line.get("chunk_normalized")
+    first = line.get("first_action_deg")
+    chunk_text = "—"
+    if isinstance(chunk, list) and chunk:
+        flat = [v for step in chunk if isinstance(step, list) for v in step if isinstance(v, (int, float))]
+        if flat:
+            peak = max(abs(v) for v in flat)
+            chunk_text = f"{len(chunk)}x{len(chunk[0]) if isinstance(chunk[0], list) else '?'} |max| {peak:.2f}"
+            if peak == 0:
+                chunk_text += " (zeros)"
+    first_text = "—"
+    if isinstance(first, list):
+        first_text = " ".join(f"{v:.0f}" if isinstance(v, (int, float)) and math.isfinite(v) else "?" for v in first)
+    return (
+        str(line.get("replan", "—")), str(line.get("tick", "—")), str(line.get("pathway") or "—"),
+        str(line.get("decode") or "—"), "—" if not isinstance(tokens, list) else str(len(tokens)),
+        chunk_text, str(line.get("fallback") or ""), str(line.get("mask_interventions", "—")), first_text,
+    )
+
+
+@dataclass
+class Frames:
+    """A decoded video: frames as PIL images (shrunk), its frame rate, and a problem in words."""
+
+    images: list = field(default_factory=list)
+    fps: float = 10.0
+    problem: str = ""
+    truncated: bool = False
+
+
+def video_path(run_dir: str | Path, row: dict | None) -> Path | None:
+    rel = (row or {}).get("video")
+    if not isinstance(rel, str) or not rel:
+        return None
+    p = (Path(run_dir) / rel)
+    try:
+        p.resolve().relative_to(Path(run_dir).resolve())
+    except ValueError:  # a row naming a file outside its run directory is not followed
+        return None
+    return p
+
+
+def decode_frames(path: Path, max_frames: int = MAX_FRAMES, max_px: tuple[int, int] = FRAME_MAX_PX,
+                  cancelled=lambda: False) -> Frames:
+    """Every frame of an mp4 (imageio with its bundled ffmpeg), shrunk to fit max_px."""
+    from PIL import Image
+
+    out = Frames()
+    try:
+        import imageio.v2 as imageio
+
+        reader = imageio.get_reader(str(path), format="ffmpeg")
+    except Exception as exc:  # noqa: BLE001 - a video that does not open is said, not raised
+        out.problem = f"{path.name} does not open: {type(exc).__name__}: {str(exc)[:120]}"
+        return out
+    try:
+        fps = reader.get_meta_data().get("fps")
+        if isinstance(fps, (int, float)) and fps > 0:
+            out.fps = float(fps)
+        for i, frame in enumerate(reader):
+            if cancelled():
+                break
+            if i >= max_frames:
+                out.truncated = True
+                break
+            img = Image.fromarray(frame)
+            img.thumbnail(max_px)
+            out.images.append(img)
+    except Exception as exc:  # noqa: BLE001
+        out.problem = f"{path.name}: decoding stopped after {len(out.images)} frames ({type(exc).__name__})"
+    finally:
+        try:
+            reader.close()
+        except Exception:  # noqa: BLE001
+            pass
+    if not out.images and not out.problem:
+        out.problem = f"{path.name} holds no frames"
+    return out

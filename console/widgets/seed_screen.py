@@ -1,0 +1,299 @@
+"""The seed drill-down: one seed's video (played in the terminal), its row in words, its predict trail.
+
+Frames are drawn by textual-image, which picks the terminal's best: Kitty graphics or Sixel where
+the terminal has them, Unicode half-blocks elsewhere (plain tmux included). Everything is read
+in a thread worker (console/seedview.py); the screen only shows it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import events, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, Tabs
+from textual.worker import get_current_worker
+
+from console import seedview
+from console.aggregate import row_outcome
+from console.render import OUTCOME_STYLE, fmt_signed
+from console.widgets.images import Image
+
+PREDICT_COLUMNS = ("replan", "tick", "pathway", "decode", "tokens", "chunk (normalised)", "fallback", "mask", "first action °")
+
+
+def seed_title(run_id: str, seed, row: dict | None, problem: str = "") -> Text:
+    t = Text()
+    t.append(f"seed {seed}", style="bold")
+    t.append(f"  ·  {run_id}", style="grey62")
+    if row is None:
+        t.append(f"\n{problem or 'reading…'}", style="yellow" if problem else "italic grey62")
+        return t
+    outcome = row_outcome(row)
+    t.append("  ·  ")
+    t.append(outcome.replace("_", "-"), style=OUTCOME_STYLE[outcome])
+    pf = row.get("progress_final_cm")
+    bits = []
+    if isinstance(pf, (int, float)):
+        bits.append(f"progress_final {fmt_signed(pf)} cm")
+    if isinstance(row.get("wall_s"), (int, float)):
+        bits.append(f"wall {row['wall_s']:.1f} s")
+    if row.get("predicts") is not None:
+        bits.append(f"zero-fallbacks {row.get('zero_fallbacks')}/{row.get('predicts')}")
+    if row.get("error"):
+        bits.append(f"error: {str(row['error'])[:80]}")
+    if row.get("note"):
+        bits.append(f"note: {str(row['note'])[:80]}")
+    if bits:
+        t.append("\n" + "  ·  ".join(bits), style="grey70")
+    return t
+
+
+def scrub_bar(index: int, count: int, width: int) -> Text:
+    """━━━━●──── : where the shown frame sits in the video (click it to jump)."""
+    width = max(4, width)
+    if count <= 1:
+        return Text("●" + "─" * (width - 1), style="cyan")
+    pos = round(index * (width - 1) / (count - 1))
+    t = Text("━" * pos, style="cyan")
+    t.append("●", style="bold cyan")
+    t.append("─" * (width - 1 - pos), style="grey42")
+    return t
+
+
+class ScrubBar(Static):
+    """The position bar; drawn at its own width whenever it lays out (no size guessed)."""
+
+    index, count = 0, 0
+
+    def render(self):
+        return scrub_bar(self.index, self.count, self.size.width) if self.count else ""
+
+    def show(self, index: int, count: int) -> None:
+        self.index, self.count = index, count
+        self.refresh()
+
+
+class SeedScreen(Screen):
+    """A full screen (every row of the terminal for the frames); Esc goes back to the run."""
+
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("space", "play_pause", "Play/pause", priority=True),
+        Binding("left,comma", "step(-1)", "Step", priority=True),
+        Binding("right,full_stop", "step(1)", "Step", show=False, priority=True),
+        Binding("left_square_bracket", "step(-10)", "-10", key_display="[", priority=True),
+        Binding("right_square_bracket", "step(10)", "+10", key_display="]", priority=True),
+        Binding("home", "seek(0)", "First", show=False, priority=True),
+        Binding("end", "seek(-1)", "Last", show=False, priority=True),
+        Binding("v", "tab('tab-video')", "Video"),
+        Binding("w", "tab('tab-row')", "Row"),
+        Binding("p", "tab('tab-predicts')", "Predicts"),
+    ]
+
+    AUTO_FOCUS = None  # focusing a table would switch to its tab: the video tab comes first
+
+    DEFAULT_CSS = """
+    SeedScreen { layout: vertical; }
+    #seed-title { height: auto; padding: 0 1; }
+    SeedScreen TabbedContent { height: 1fr; }
+    SeedScreen TabPane { height: 1fr; padding: 0; }
+    #player-row { height: 1fr; }
+    #player { width: 1fr; height: 1fr; }
+    #frame { width: auto; height: 1fr; }
+    #frame-info, #scrub { height: 1; padding: 0 1; }
+    #thumbs { width: 26; height: 1fr; padding: 0 1; }
+    #thumbs Static { height: 1; }
+    #thumb-first, #thumb-last { width: auto; height: 1fr; }
+    #video-note { height: auto; padding: 0 1; }
+    #row-fields, #predicts { height: 1fr; }
+    #predicts-note { height: auto; padding: 0 1; }
+    """
+
+    def __init__(self, run_dir: Path, run_id: str, seed):
+        super().__init__()
+        self.run_dir, self.run_id, self.seed = Path(run_dir), run_id, seed
+        self.row: dict | None = None
+        self.frames: seedview.Frames | None = None
+        self.index = 0
+        self.playing = False
+        self.frames_shown = 0  # how many frames the player has drawn (tests wait on it)
+        self._timer = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(seed_title(self.run_id, self.seed, None), id="seed-title")
+        with TabbedContent(initial="tab-video"):
+            with TabPane("video (v)", id="tab-video"):
+                yield Static(Text("reading the row and the video…", style="italic grey62"), id="video-note")
+                with Horizontal(id="player-row"):
+                    with Vertical(id="player"):
+                        yield Image(None, id="frame")
+                        yield Static("", id="frame-info")
+                        yield ScrubBar(id="scrub")
+                    with Vertical(id="thumbs"):
+                        yield Static(Text("first frame", style="grey62"))
+                        yield Image(None, id="thumb-first")
+                        yield Static(Text("last frame", style="grey62"))
+                        yield Image(None, id="thumb-last")
+            with TabPane("row (w)", id="tab-row"):
+                yield DataTable(id="row-fields", cursor_type="row", zebra_stripes=True)
+            with TabPane("predicts (p)", id="tab-predicts"):
+                yield Static("", id="predicts-note")
+                yield DataTable(id="predicts", cursor_type="row", zebra_stripes=True)
+        yield Footer(compact=True, show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.query_one(Tabs).can_focus = False  # left/right step the video, not the tabs
+        fields = self.query_one("#row-fields", DataTable)
+        for label in ("field", "value", "what it means"):
+            fields.add_column(label, key=label)
+        predicts = self.query_one("#predicts", DataTable)
+        for label in PREDICT_COLUMNS:
+            predicts.add_column(label, key=label)
+        self.query_one("#player-row").display = False
+        self.load_worker()
+
+    @work(thread=True, exclusive=True, group="seed")
+    def load_worker(self) -> None:
+        worker = get_current_worker()
+        row, problem = seedview.find_row(self.run_dir, self.seed)
+        trail = seedview.read_predicts(self.run_dir, self.seed)
+        self.app.call_from_thread(self._show_row, row, problem, trail)
+        path = seedview.video_path(self.run_dir, row)
+        if path is None:
+            note = (row or {}).get("note") if row else None
+            why = "this episode was not filmed" if row is not None else (problem or "no row")
+            if note and "video" in str(note):
+                why = str(note)
+            self.app.call_from_thread(self._show_video_problem, f"No video: {why}.")
+            return
+        if not path.exists():
+            self.app.call_from_thread(self._show_video_problem, f"No video: {path} is missing.")
+            return
+        frames = seedview.decode_frames(path, cancelled=lambda: worker.is_cancelled)
+        if not worker.is_cancelled:
+            self.app.call_from_thread(self._show_frames, frames, path)
+
+    def _show_row(self, row: dict | None, problem: str, trail: seedview.PredictTrail) -> None:
+        if not self.is_attached:
+            return
+        self.row = row
+        self.query_one("#seed-title", Static).update(seed_title(self.run_id, self.seed, row, problem))
+        fields = self.query_one("#row-fields", DataTable)
+        fields.clear()
+        for key, value, words in seedview.row_in_words(row or {}):
+            fields.add_row(key, value, Text(words, style="grey62"), key=key)
+        note = self.query_one("#predicts-note", Static)
+        table = self.query_one("#predicts", DataTable)
+        table.clear()
+        if not trail.recorded:
+            note.update(Text("No predict trail: the run did not record one (fontaine-eval --record-predicts, "
+                             "or record_predicts: true in the pre-registration).", style="grey62"))
+            table.display = False
+            return
+        table.display = True
+        fallbacks = sum(1 for line in trail.lines if line.get("fallback"))
+        text = f"{len(trail.lines) + trail.more} predicts of seed {self.seed} in {seedview.rd.PREDICTS}"
+        text += f"; {fallbacks} zero-fallbacks" if fallbacks else "; no fallback"
+        if trail.more:
+            text += f" (first {len(trail.lines)} shown)"
+        if trail.bad:
+            text += f"; {trail.bad} unreadable lines in the file"
+        note.update(Text(text, style="grey70"))
+        for i, line in enumerate(trail.lines):
+            cells = seedview.predict_cells(line)
+            style = "bold yellow" if line.get("fallback") else ""
+            table.add_row(*(Text(c, style=style) for c in cells), key=str(i))
+
+    def _show_video_problem(self, text: str) -> None:
+        if self.is_attached:
+            self.query_one("#video-note", Static).update(Text(text, style="grey62"))
+
+    def _show_frames(self, frames: seedview.Frames, path: Path) -> None:
+        if not self.is_attached:
+            return
+        self.frames = frames
+        if not frames.images:
+            self._show_video_problem(f"No video: {frames.problem}")
+            return
+        note = f"{path.relative_to(self.run_dir) if path.is_relative_to(self.run_dir) else path}"
+        note += f" · {len(frames.images)} frames at {frames.fps:g} fps"
+        if frames.truncated:
+            note += f" (first {len(frames.images)} decoded)"
+        if frames.problem:
+            note += f" · {frames.problem}"
+        self.query_one("#video-note", Static).update(Text(note, style="grey62"))
+        self.query_one("#player-row").display = True
+        self.query_one("#thumb-first", Image).image = frames.images[0]
+        self.query_one("#thumb-last", Image).image = frames.images[-1]
+        self._timer = self.set_interval(1.0 / max(1.0, min(frames.fps, 30.0)), self._tick, pause=True)
+        self.show_frame(0)
+
+    # -- the player --------------------------------------------------------------------
+
+    def show_frame(self, index: int) -> None:
+        if not self.frames or not self.frames.images:
+            return
+        n = len(self.frames.images)
+        self.index = max(0, min(n - 1, index))
+        self.query_one("#frame", Image).image = self.frames.images[self.index]
+        self.frames_shown += 1
+        fps = self.frames.fps or 10.0
+        info = Text(f"frame {self.index + 1}/{n}  ·  {self.index / fps:.1f} s of {(n - 1) / fps:.1f} s  ·  ")
+        info.append("playing" if self.playing else "paused", style="bold green" if self.playing else "yellow")
+        self.query_one("#frame-info", Static).update(info)
+        self.query_one("#scrub", ScrubBar).show(self.index, n)
+
+    def _tick(self) -> None:
+        if not self.frames or not self.frames.images:
+            return
+        if self.index >= len(self.frames.images) - 1:
+            self.action_play_pause()  # stop at the end; space plays again from the start
+            return
+        self.show_frame(self.index + 1)
+
+    def action_play_pause(self) -> None:
+        if not self.frames or not self.frames.images or self._timer is None:
+            return
+        self.playing = not self.playing
+        if self.playing:
+            if self.index >= len(self.frames.images) - 1:
+                self.index = 0
+            self._timer.resume()
+        else:
+            self._timer.pause()
+        self.show_frame(self.index)
+
+    def action_step(self, frames: int) -> None:
+        if self.playing:
+            self.action_play_pause()
+        self.show_frame(self.index + frames)
+
+    def action_seek(self, index: int) -> None:
+        if self.frames and self.frames.images:
+            self.show_frame(len(self.frames.images) - 1 if index < 0 else index)
+
+    @on(events.Click, "#scrub")
+    def _scrub_click(self, event: events.Click) -> None:
+        if not self.frames or not self.frames.images:
+            return
+        scrub = self.query_one("#scrub", Static)
+        offset = event.get_content_offset(scrub)
+        if offset is None:
+            return
+        width = max(2, scrub.size.width)
+        self.show_frame(round(offset.x * (len(self.frames.images) - 1) / (width - 1)))
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        table = {"tab-row": "#row-fields", "tab-predicts": "#predicts"}.get(tab)
+        self.set_focus(self.query_one(table, DataTable) if table else None)
+
+    def action_back(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        self.app.pop_screen()

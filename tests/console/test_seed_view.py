@@ -1,0 +1,146 @@
+"""The seed drill-down: grid cell -> the seed's screen (row in words, predict trail, video frames that advance)."""
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import make_app, make_row, make_run_dir, plain, wait_for
+from console import seedview
+from console.widgets.seed_screen import SeedScreen
+
+
+def write_video(path, frames=60, size=(96, 48)):
+    """A real mp4 (imageio's bundled ffmpeg) whose frames differ: a bar that moves right."""
+    import imageio.v2 as imageio
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    w, h = size
+    with imageio.get_writer(str(path), fps=10, codec="libx264", macro_block_size=1, quality=7) as writer:
+        for i in range(frames):
+            img = np.zeros((h, w, 3), dtype=np.uint8)
+            img[:, : w // 2] = (40, 90, 200)
+            x = int(i * (w - 8) / max(1, frames - 1))
+            img[:, x:x + 8] = (250, 220, 30)
+            writer.append_data(img)
+
+
+def predicts_line(seed, replan, fallback=None):
+    return {"seed": seed, "replan": replan, "tick": replan * 30, "pathway": "discrete", "decode": "reference",
+            "tokens": [1, 2, 3], "chunk_normalized": [[0.0] * 6] * 3 if fallback else [[0.1, -0.5, 0.2, 0, 0, 0]] * 3,
+            "fallback": fallback, "mask_interventions": 0, "first_action_deg": [1.0, 2.0, 3.0, 4.0, 5.0, 50.0]}
+
+
+@pytest.fixture
+def filmed_run(runs_dir):
+    rows = [make_row(s, video="videos/rollout_seed003.mp4" if s == 3 else None) for s in range(10)]
+    d = make_run_dir(runs_dir, "film-scripted-20260101-000000", total=10, done=10, rows=rows)
+    write_video(d / "videos" / "rollout_seed003.mp4")
+    with open(d / "predicts.jsonl", "w") as f:
+        for r in range(4):
+            f.write(json.dumps(predicts_line(3, r, fallback="no action tokens" if r == 2 else None)) + "\n")
+        f.write(json.dumps(predicts_line(4, 0)) + "\n")
+        f.write("{torn\n")
+    return d
+
+
+def test_seed_readers(filmed_run):
+    row, problem = seedview.find_row(filmed_run, 3)
+    assert row["seed"] == 3 and problem == ""
+    assert seedview.find_row(filmed_run, 42) == (None, "no row for seed 42 yet")
+    words = dict((k, (v, m)) for k, v, m in seedview.row_in_words(row))
+    assert words["progress_final_cm"][0] == "1.7 cm" and "progress kept" in words["progress_final_cm"][1]
+    assert words["success"][0] == "no"
+    trail = seedview.read_predicts(filmed_run, 3)
+    assert trail.recorded and len(trail.lines) == 4 and trail.bad == 1
+    assert "(zeros)" in seedview.predict_cells(trail.lines[2])[5]
+    frames = seedview.decode_frames(seedview.video_path(filmed_run, row))
+    assert len(frames.images) == 60 and frames.fps == 10 and not frames.problem
+    assert seedview.video_path(filmed_run, {"video": "../../etc/passwd"}) is None
+
+
+async def test_grid_cell_opens_the_seed_and_its_frames_advance(runs_dir, filmed_run):
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 10)
+        await pilot.press("g")
+        grid = app.screen.query_one("#grid")
+        await wait_for(pilot, lambda: grid.has_focus)
+        await pilot.press("right", "right", "right")
+        assert grid.selected_seed == 3
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen), what="the seed screen")
+        screen = app.screen
+        await wait_for(pilot, lambda: screen.frames is not None and screen.frames_shown >= 1, what="the first frame")
+        assert "seed 3" in plain(screen.query_one("#seed-title")) and "engaged" in plain(screen.query_one("#seed-title"))
+        assert "frame 1/60" in plain(screen.query_one("#frame-info"))
+        assert screen.query_one("#thumb-first").image is screen.frames.images[0]
+        assert screen.query_one("#thumb-last").image is screen.frames.images[-1]
+        # play: frames advance on their own
+        await pilot.press("space")
+        await wait_for(pilot, lambda: screen.index >= 3, what="frames to advance while playing")
+        assert screen.playing  # 60 frames at 10 fps: still playing
+        await pilot.press("space")
+        assert not screen.playing
+        at = screen.index
+        await pilot.press("right")
+        assert screen.index == at + 1 and screen.query_one("#frame").image is screen.frames.images[at + 1]
+        await pilot.press("end")
+        assert screen.index == 59 and "frame 60/60" in plain(screen.query_one("#frame-info"))
+        await pilot.press("left_square_bracket")
+        assert screen.index == 49
+        # the row in words and the predict trail
+        await pilot.press("w")
+        fields = screen.query_one("#row-fields")
+        assert fields.row_count >= 30 and str(fields.get_row("progress_final_cm")[1]) == "1.7 cm"
+        await pilot.press("p")
+        assert screen.query_one("#predicts").row_count == 4
+        assert "1 zero-fallbacks" in plain(screen.query_one("#predicts-note"))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SeedScreen))
+
+
+async def test_a_click_on_a_cell_opens_that_seed_and_a_seed_without_video_says_so(runs_dir, filmed_run):
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 10)
+        grid = app.screen.query_one("#grid")
+        await wait_for(pilot, lambda: "■" in plain(grid) and grid.content_region.height >= 1, what="the grid drawn")
+        for _ in range(200):  # the panels above may still be moving: click again until the cell opens
+            await pilot.click("#grid", offset=(1 + 1 + 6 + 2 * 5, 1))  # border, padding, label, 5 cells of 2
+            await pilot.pause(0.05)
+            if isinstance(app.screen, SeedScreen):
+                break
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen), what="the seed screen after a click",
+                       state=lambda: (app.focused, grid.content_region, plain(grid)[:40]))
+        screen = app.screen
+        assert screen.seed == 5
+        await wait_for(pilot, lambda: "not filmed" in plain(screen.query_one("#video-note")), what="no video",
+                       state=lambda: plain(screen.query_one("#video-note")))
+        await wait_for(pilot, lambda: "No predict trail" not in plain(screen.query_one("#predicts-note")))
+        assert screen.query_one("#predicts").row_count == 0
+
+
+async def test_the_half_block_fallback_draws_a_picture():
+    """Where textual-image's terminal probe fails at import, frames are drawn by HalfBlockImage."""
+    from PIL import Image as PILImage
+    from textual.app import App
+
+    from console.widgets.images import HalfBlockImage
+
+    img = PILImage.new("RGB", (40, 20), (255, 0, 0))
+    img.paste((0, 0, 255), (0, 10, 40, 20))  # red above blue
+
+    class One(App):
+        def compose(self):
+            yield HalfBlockImage(img, id="pic")
+
+    app = One()
+    async with app.run_test(size=(40, 12)) as pilot:
+        pic = app.query_one("#pic")
+        await wait_for(pilot, lambda: pic.content_size.width > 0 and pic.content_size.height > 0)
+        strip = pic.render_line(0)
+        seg = list(strip)[0]
+        assert seg.text == "▀" and seg.style.color.triplet == (255, 0, 0)
+        last = list(pic.render_line(pic.content_size.height - 1))[0]
+        assert last.style.bgcolor.triplet == (0, 0, 255)
