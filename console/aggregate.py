@@ -20,7 +20,15 @@ from functools import lru_cache
 from statistics import NormalDist
 
 from prereg.rows import (  # noqa: F401  (the outcome names are re-exported for the panels)
-    ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, BadLine, RowCounts, number, row_outcome,
+    ENGAGED,
+    ERROR,
+    KNOCK_AWAY,
+    QUIET,
+    SUCCESS,
+    BadLine,
+    RowCounts,
+    number,
+    row_outcome,
 )
 
 RECENT_ROWS = 30

@@ -28,18 +28,24 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from console import preregs, runs
-from prereg import rundir as rd
+from console.notifier import ConsoleNotifier, NotifierLink
 from console.render import (
-    age_step, banner_text, counts_table, gate_readings, grid_legend, header_text, histogram_text, pace_table,
+    age_step,
+    banner_text,
+    counts_table,
+    gate_readings,
+    grid_legend,
+    header_text,
+    histogram_text,
+    pace_table,
 )
 from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
+from console.widgets.compare_screen import CompareScreen
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
 from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
-from console.widgets.compare_screen import CompareScreen
-from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
 from console.widgets.runs_table import RunsTable
-
-from console.notifier import ConsoleNotifier, NotifierLink
+from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
+from prereg import rundir as rd
 
 FROM_ENV = "from-env"
 _NEVER = object()
@@ -234,10 +240,12 @@ class FontaineApp(App):
     #dialog-buttons Button { margin-right: 2; }
     #dialog Select, #dialog Input { margin-bottom: 1; }
     #launch-error { margin-top: 1; }
-    #results { width: 100; max-width: 100%; height: 80%; min-height: 20; max-height: 100%; border: thick $primary; background: $surface; padding: 1 2; }
+    #results { width: 100; max-width: 100%; height: 80%; min-height: 20; max-height: 100%;
+               border: thick $primary; background: $surface; padding: 1 2; }
     #results VerticalScroll { height: 1fr; }
     #results-chart { width: auto; height: 22; margin-bottom: 1; }
-    #help { width: 96; max-width: 100%; height: 90%; min-height: 20; max-height: 100%; border: thick $primary; background: $surface; padding: 1 2; }
+    #help { width: 96; max-width: 100%; height: 90%; min-height: 20; max-height: 100%;
+            border: thick $primary; background: $surface; padding: 1 2; }
     """
 
     def __init__(

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 
-from prereg import rundir as rd
 from engine.policies.factory import make_policy
 from engine.predict_trail import PredictTrail
+from prereg import rundir as rd
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TOGETHER_S = 60.0

@@ -13,7 +13,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from console.preregs import (
-    PreregEntry, appends_to, freeze_hint, launch_settings, report_argv, run_report, validate_launch,
+    PreregEntry,
+    appends_to,
+    freeze_hint,
+    launch_settings,
+    report_argv,
+    run_report,
+    validate_launch,
 )
 from console.widgets.images import Image
 from prereg import rundir as rd

@@ -10,20 +10,28 @@ import pytest
 
 os.environ.setdefault("FONTAINE_IMAGES", "halfcell")  # frames in colour half-blocks, as in plain tmux (not a tty here)
 
+from textual.css.query import NoMatches  # noqa: E402
+
 from console.app import FontaineApp  # noqa: E402
 from console.fixtures import FIXED_TIME, make_row, make_run_dir  # noqa: E402
+from tests.helpers import wait_until  # noqa: E402
 
 
 async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "condition", state=None):
     """Let the app run until predicate() is true (never a fixed sleep)."""
     deadline = time.monotonic() + timeout
+    last_error: Exception | None = None
     while time.monotonic() < deadline:
         try:
             if predicate():
                 return
-        except Exception:
-            pass
+            last_error = None
+        except (NoMatches, AttributeError, LookupError) as exc:  # a widget or a detail not there yet
+            last_error = exc
         await pilot.pause(0.05)
+    if last_error is not None:  # the predicate never stopped raising: that error is the failure
+        raise AssertionError(f"timed out after {timeout} s waiting for {what}: the predicate raised "
+                             f"{type(last_error).__name__}: {last_error}") from last_error
     raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f"; state: {state()}" if state else ""))
 
 
@@ -103,9 +111,4 @@ def procs():
 
 
 def wait_file(path, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if path.exists():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"{path} never appeared")
+    wait_until(path.exists, timeout=timeout, interval=0.02, what=f"{path} to appear")

@@ -1,7 +1,15 @@
 """Running aggregates match a direct count, and stay bounded."""
 
 from console.aggregate import (
-    ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, RECENT_ROWS, RunAggregate, row_outcome, wilson_interval,
+    ENGAGED,
+    ERROR,
+    KNOCK_AWAY,
+    QUIET,
+    RECENT_ROWS,
+    SUCCESS,
+    RunAggregate,
+    row_outcome,
+    wilson_interval,
 )
 from console.fixtures import make_row
 from prereg.rows import BadLine

@@ -8,8 +8,8 @@ import sys
 import psutil
 from textual.widgets import Select
 
-from conftest import make_app, make_row, make_run_dir, plain, wait_for, wait_file
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
+from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_file, wait_for
 
 
 def counts_text(app):

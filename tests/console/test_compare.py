@@ -2,10 +2,10 @@
 
 import json
 
-from conftest import make_app, make_row, make_run_dir, wait_for
 from console.aggregate import RunAggregate
 from console.compare import ArmLine, paired
 from console.widgets.compare_screen import CompareScreen
+from tests.console.conftest import make_app, make_row, make_run_dir, wait_for
 
 PREREG = {"id": "flow-vs-discrete", "sha256": "abc", "path": "x.md"}
 

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 import os
-import time
-
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from console.discord_messages import (
-    DESCRIPTION_MAX, Post, due_posts, gate_spec_from, launch_post, no_local_paths, read_snapshot, seed_span,
+    DESCRIPTION_MAX,
+    Post,
+    due_posts,
+    gate_spec_from,
+    launch_post,
+    no_local_paths,
+    read_snapshot,
+    seed_span,
     shorten_markdown,
 )
-from fake_discord import HandMadeRun
 from prereg.rundir import StopReason
+from tests.console.fake_discord import HandMadeRun
 
 
 def owed(run, posted=(), *, now=None, **kw):

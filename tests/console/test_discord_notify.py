@@ -15,10 +15,21 @@ import discord
 import pytest
 
 from console.discord_notify import (
-    ENV_FILE, ENV_URL, FAILING, INFLIGHT, LEDGER, OFF, OK, RETRYING, SETUP_HINT, UNKNOWN, Notifier,
-    mask_webhook_url, read_ledger,
+    ENV_FILE,
+    ENV_URL,
+    FAILING,
+    INFLIGHT,
+    LEDGER,
+    OFF,
+    OK,
+    RETRYING,
+    SETUP_HINT,
+    UNKNOWN,
+    Notifier,
+    mask_webhook_url,
+    read_ledger,
 )
-from fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
+from tests.console.fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
 
 TOKEN = FAKE_WEBHOOK_URL.rsplit("/", 1)[1]
 WEBHOOK_ID = FAKE_WEBHOOK_URL.rsplit("/", 2)[1]

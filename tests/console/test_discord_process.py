@@ -19,10 +19,10 @@ import discord
 import psutil
 import pytest
 
-from conftest import make_app, plain, wait_for
 from console.discord_notify import read_ledger
 from console.notifier import NotifierLink, fingerprint, home, read_status, start_detached
-from fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
+from tests.console.conftest import make_app, plain, wait_for
+from tests.console.fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
 
 REPO = Path(__file__).resolve().parents[2]
 WRAPPER = Path(__file__).with_name("notifier_under_fake.py")
@@ -111,7 +111,7 @@ async def test_the_notifier_keeps_posting_updates_at_10_20_30_with_the_console_c
     wait_until(lambda: keys_posted(fake) == ["launch"], what="the launch post")
     for n in (10, 20, 30):
         run.episodes(n)
-        wait_until(lambda: keys_posted(fake)[-1:] == [f"update:{n}"], what=f"update:{n}")
+        wait_until(lambda n=n: keys_posted(fake)[-1:] == [f"update:{n}"], what=f"update:{n}")
     assert keys_posted(fake) == ["launch", "update:10", "update:20", "update:30"]
     assert [e["key"] for e in read_ledger(run.dir)] == ["launch", "update:10", "update:20", "update:30"]
     assert fake.messages[1].payload["content"].startswith("A 10/100 · ")

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from conftest import make_app, wait_for
 from console import runs
 from console.widgets.dialogs import ConfirmScreen
 from prereg.rows import ROW_FIELDS, read_rows
+from tests.console.conftest import make_app, wait_for
 
 pytestmark = [
     pytest.mark.slow,

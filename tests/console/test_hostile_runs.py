@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import make_app, make_row, make_run_dir, plain, wait_for
-
 from console.watcher import Watcher
 from prereg import rundir as rd
+from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_for
 
 
 def _hostile_runs(runs_dir):
@@ -68,7 +67,7 @@ async def test_a_hostile_run_never_stops_the_others_from_updating(runs_dir):
             with open(good / rd.ROWS, "a") as f:
                 for s in range(app.detail.view.rows, n):
                     f.write(json.dumps(make_row(s)) + "\n")
-            await wait_for(pilot, lambda: app.detail.view.rows == n, what=f"{n} rows of the good run shown")
+            await wait_for(pilot, lambda n=n: app.detail.view.rows == n, what=f"{n} rows of the good run shown")
         await wait_for(pilot, lambda: "1/7" in plain(app.screen.query_one("#counts")), what="the counts panel drawn")
         states = {s.run_id: s.state for s in app.runs}
         assert states["c-bad-status"] == "unreadable" and states["d-nul-bytes"] == "unreadable"

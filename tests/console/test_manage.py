@@ -8,9 +8,9 @@ import sys
 
 from textual.widgets import Select
 
-from conftest import make_app, make_row, make_run_dir, plain, wait_for
 from console.widgets.dialogs import ConfirmScreen, LaunchScreen
 from prereg import rundir as rd
+from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_for
 
 FAKE = os.path.join(os.path.dirname(__file__), "fake_driver.py")
 
@@ -53,7 +53,8 @@ async def test_launch_dialog_shows_settings_and_gates_marks_unfrozen_and_remembe
                        and "not frozen" not in plain(box) and "policy" in plain(box))
         await pilot.click("#launch")
         await wait_for(pilot, lambda: not isinstance(app.screen, LaunchScreen) and app.launched,
-                       state=lambda: (app.screen, plain(app.screen.query_one("#launch-error")) if isinstance(app.screen, LaunchScreen) else ""))
+                       state=lambda: (app.screen, plain(app.screen.query_one("#launch-error"))
+                                      if isinstance(app.screen, LaunchScreen) else ""))
         assert json.loads((runs_dir / ".console" / "last-launch.json").read_text()) == \
             {"prereg": str(frozen), "arm": "scripted"}
         await pilot.press("l")

@@ -4,12 +4,18 @@ import os
 
 import psutil
 
-from conftest import FIXED_TIME, make_row, make_run_dir
 from console.aggregate import RunAggregate
 from console.render import (
-    GRID_MAX_SEEDS, banner_text, fmt_duration, gate_readings, gate_spec, histogram_text, seed_grid_text,
+    GRID_MAX_SEEDS,
+    banner_text,
+    fmt_duration,
+    gate_readings,
+    gate_spec,
+    histogram_text,
+    seed_grid_text,
 )
 from console.runs import read_run
+from tests.console.conftest import FIXED_TIME, make_row, make_run_dir
 
 
 def view_of(rows):
@@ -74,9 +80,10 @@ def test_histogram_without_rows():
 
 
 def test_the_pace_panel_says_when_the_decision_was_settled_and_what_the_projection_is_made_of(tmp_path):
+    from rich.console import Console
+
     from console.render import pace_table
     from prereg import rundir as rd
-    from rich.console import Console
 
     d = make_run_dir(tmp_path, "settled", state="running", done=70, total=100, elapsed_s=600, pid=live_pid())
     status = rd.read_json(d / rd.STATUS)

@@ -8,9 +8,9 @@ import sys
 import psutil
 import pytest
 
-from conftest import FAKE_DRIVER, make_row, make_run_dir, wait_file
 from console import runs
 from console.watcher import Watcher
+from tests.console.conftest import FAKE_DRIVER, make_row, make_run_dir, wait_file
 
 
 def test_run_id_names_prereg_arm_and_utc_time():

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from conftest import make_app, make_row, make_run_dir, plain, wait_for
 from console import seedview
 from console.widgets.seed_screen import SeedScreen
+from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_for
 
 
 def write_video(path, frames=60, size=(96, 48)):

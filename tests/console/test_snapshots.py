@@ -10,8 +10,8 @@ import psutil
 import pytest
 from textual.widgets import Select
 
-from conftest import make_app, make_row, make_run_dir, plain, wait_for
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen
+from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_for
 
 SIZE = (120, 40)
 
@@ -168,9 +168,8 @@ def test_live_run_sizes(snap_compare, here, size):
 
 @pytest.mark.parametrize("size", SIZES, ids=ids)
 def test_seed_drill_down_sizes(snap_compare, here, size):
-    from test_seed_view import predicts_line, write_video
-
     from console.widgets.seed_screen import SeedScreen
+    from tests.console.test_seed_view import predicts_line, write_video
 
     rows = [make_row(s, video="videos/rollout_seed003.mp4" if s == 3 else None) for s in range(10)]
     d = make_run_dir(Path("runs"), "film-scripted-20260101-000000", total=10, done=10, rows=rows)

@@ -3,8 +3,8 @@
 import json
 import os
 
-from console.tailer import RowsTailer
 from console.fixtures import make_row
+from console.tailer import RowsTailer
 
 
 def line(seed, **kw):
