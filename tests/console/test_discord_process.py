@@ -23,6 +23,7 @@ from console.discord_notify import read_ledger
 from console.notifier import NotifierLink, fingerprint, home, read_status, start_detached
 from tests.console.conftest import make_app, plain, wait_for
 from tests.console.fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
+from tests.helpers import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 WRAPPER = Path(__file__).with_name("notifier_under_fake.py")
@@ -74,17 +75,6 @@ def spawn(fake, runs_dir, *extra, environ=None):
     p = start_detached(runs_dir, argv(fake, runs_dir, *extra), env=environ or env())
     _started.append(p)
     return p
-
-
-def wait_until(predicate, timeout=20.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 def keys_posted(fake) -> list[str]:
@@ -150,7 +140,9 @@ def test_a_notifier_stopped_during_an_outage_leaves_no_hole(fake, runs):
     wait_until(lambda: keys_posted(fake) == ["launch", "update:20"], what="the catch-up")
     text = fake.messages[1].payload["embeds"][0]["description"]
     assert "**caught up**" in text and "at 10/100: successes 2 · knock-aways 3 · engaged 5" in text
-    ledger = read_ledger(run.dir)
+    # the ledger line follows Discord's answer: wait for it rather than race it
+    ledger = wait_until(lambda: (lambda led: led if len(led) >= 2 else None)(read_ledger(run.dir)),
+                        what="the catch-up's ledger line")
     assert [e["key"] for e in ledger] == ["launch", "update:20"] and ledger[1]["covers"] == ["update:10"]
 
 

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO, read_rows, run_eval
+from tests.helpers import REPO, eval_argv, read_rows, run_eval
 
 DEMO = REPO / "prereg" / "examples" / "demo.md"
 
@@ -67,9 +67,12 @@ def test_the_demo_model_arms_report_valid_with_the_paired_delta_chart(tmp_path):
     doc = tmp_path / "demo.md"
     shutil.copyfile(DEMO, doc)
     runs = tmp_path / "runs"
-    for arm in ("tiny-reference", "tiny-masked"):
-        out = run_eval("--prereg", str(doc), "--arm", arm, "--run-dir", str(runs / arm), timeout=900)
-        assert out.returncode == 0, out.stderr
+    arms = ("tiny-reference", "tiny-masked")  # side by side: one core each
+    procs = [subprocess.Popen(eval_argv("--prereg", str(doc), "--arm", arm, "--run-dir", str(runs / arm)), cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for arm in arms]
+    for arm, p in zip(arms, procs):
+        _, err = p.communicate(timeout=900)
+        assert p.returncode == 0, (arm, err)
     rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run",
                           f"tiny-masked={runs / 'tiny-masked'}"], cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
