@@ -31,8 +31,6 @@ restarts the notifier when its own URL differs (the fingerprints differ).
 from __future__ import annotations
 
 import argparse
-import errno
-import fcntl
 import hashlib
 import logging
 import os
@@ -74,57 +72,19 @@ def fingerprint(url: str | None) -> str | None:
 # --- the lock: one notifier per runs folder ----------------------------------------------------
 
 
-class NotifierLocked(Exception):
-    pass
+NotifierLocked = rd.Locked
 
 
-class NotifierLock:
-    """An exclusive flock on DIR/.notifier/lock, held for the notifier's life (as rd.RunLock does
-    for a run directory); released by the kernel however the process ends."""
+class NotifierLock(rd.FileLock):
+    """An exclusive flock on DIR/.notifier/lock, held for the notifier's life (the same lock as a
+    run directory's); released by the kernel however the process ends."""
 
     def __init__(self, runs_dir: Path):
-        self.path = home(runs_dir) / LOCK
-        self._fd: int | None = None
-
-    def acquire(self) -> "NotifierLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise NotifierLocked(str(self.path)) from None
-            raise
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-        return self
-
-    def release(self) -> None:
-        if self._fd is not None:
-            try:
-                fcntl.flock(self._fd, fcntl.LOCK_UN)
-            finally:
-                os.close(self._fd)
-                self._fd = None
+        super().__init__(home(runs_dir) / LOCK)
 
 
 def lock_held(runs_dir: Path) -> bool:
-    path = home(runs_dir) / LOCK
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
+    return rd.lock_holder_at(home(runs_dir) / LOCK) is not None
 
 
 # --- the process ---------------------------------------------------------------------------------

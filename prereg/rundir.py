@@ -215,37 +215,33 @@ def heartbeat_age_s(run_dir: Path, now: float | None = None) -> float | None:
     return mtime_age_s(run_dir / HEARTBEAT, now)
 
 
-class RunLocked(Exception):
-    """Another live process holds the run directory's lock."""
+class Locked(Exception):
+    """Another live process holds the lock."""
 
-    def __init__(self, run_dir: Path, holder: dict | None):
-        self.run_dir, self.holder = run_dir, holder or {}
-        pid = self.holder.get("pid")
-        who = f"process {pid}" if pid else "another process"
-        super().__init__(f"{run_dir} is being written by {who} (it holds {run_dir / LOCK}); "
-                         "wait for it to end, or stop it (touch STOP), then try again")
+    def __init__(self, path: Path, holder: dict | None):
+        self.path, self.holder = Path(path), holder or {}
+        super().__init__(f"{path} is held by process {self.holder.get('pid', '?')}")
 
 
-class RunLock:
-    """One writer per run directory: an exclusive `flock` on run.lock for the holder's whole life.
+class FileLock:
+    """An exclusive `flock` on one file, held for the holder's whole life.
 
-    The kernel releases it when the process dies (however it dies), so a stale lock never
-    blocks a resume; the file's content (pid, create time) only names the holder in messages.
-    """
+    The kernel releases it when the process dies (however it dies), so a stale one never
+    blocks the next holder; the file's content (pid, time) only names the holder in messages."""
 
-    def __init__(self, run_dir: Path):
-        self.run_dir = Path(run_dir)
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
         self._fd: int | None = None
 
-    def acquire(self) -> "RunLock":
-        path = self.run_dir / LOCK
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    def acquire(self) -> "FileLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise RunLocked(self.run_dir, lock_holder(self.run_dir)) from None
+                raise Locked(self.path, lock_holder_at(self.path)) from None
             raise
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps({"pid": os.getpid(), "at": utc_now()}).encode())
@@ -261,9 +257,8 @@ class RunLock:
                 self._fd = None
 
 
-def lock_holder(run_dir: Path) -> dict | None:
-    """Who holds the run directory's lock now (pid, at), or None when nobody does."""
-    path = Path(run_dir) / LOCK
+def lock_holder_at(path: str | Path) -> dict | None:
+    """Who holds the lock on `path` now ({pid, at}), or None when nobody does."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
@@ -277,7 +272,7 @@ def lock_holder(run_dir: Path) -> dict | None:
                     holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
                 except ValueError:
                     holder = {}
-                if holder.get("pid"):
+                if isinstance(holder, dict) and holder.get("pid"):
                     return holder
                 time.sleep(0.01)
             return {}
@@ -285,6 +280,38 @@ def lock_holder(run_dir: Path) -> dict | None:
         return None
     finally:
         os.close(fd)
+
+
+class RunLocked(Locked):
+    """Another live process writes the run directory."""
+
+    def __init__(self, run_dir: Path, holder: dict | None):
+        super().__init__(Path(run_dir) / LOCK, holder)
+        self.run_dir = Path(run_dir)
+        pid = self.holder.get("pid")
+        who = f"process {pid}" if pid else "another process"
+        self.args = (f"{run_dir} is being written by {who} (it holds {run_dir / LOCK}); "
+                     "wait for it to end, or stop it (touch STOP), then try again",)
+
+
+class RunLock(FileLock):
+    """One writer per run directory: the driver holds run.lock for its whole life."""
+
+    def __init__(self, run_dir: Path):
+        super().__init__(Path(run_dir) / LOCK)
+        self.run_dir = Path(run_dir)
+
+    def acquire(self) -> "RunLock":
+        try:
+            super().acquire()
+        except Locked as exc:
+            raise RunLocked(self.run_dir, exc.holder) from None
+        return self
+
+
+def lock_holder(run_dir: Path) -> dict | None:
+    """Who holds the run directory's lock now (pid, at), or None when nobody does."""
+    return lock_holder_at(Path(run_dir) / LOCK)
 
 
 # -- stopping: the STOP request and the structured stop reason --------------------------

@@ -112,3 +112,16 @@ def procs():
 
 def wait_file(path, timeout=10.0):
     wait_until(path.exists, timeout=timeout, interval=0.02, what=f"{path} to appear")
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """The loopback fake of Discord's API (tests/console/fake_discord.py), discord.py pointed at it."""
+    import discord
+
+    from tests.console.fake_discord import FakeDiscord
+
+    server = FakeDiscord().start()
+    monkeypatch.setattr(discord.http.Route, "BASE", server.base)
+    yield server
+    server.close()

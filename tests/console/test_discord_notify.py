@@ -11,7 +11,6 @@ import os
 import threading
 import time
 
-import discord
 import pytest
 
 from console.discord_notify import (
@@ -33,14 +32,6 @@ from tests.console.fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRu
 
 TOKEN = FAKE_WEBHOOK_URL.rsplit("/", 1)[1]
 WEBHOOK_ID = FAKE_WEBHOOK_URL.rsplit("/", 2)[1]
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    server = FakeDiscord().start()
-    monkeypatch.setattr(discord.http.Route, "BASE", server.base)
-    yield server
-    server.close()
 
 
 @pytest.fixture

@@ -15,14 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-import discord
 import psutil
 import pytest
 
 from console.discord_notify import read_ledger
 from console.notifier import NotifierLink, fingerprint, home, read_status, start_detached
 from tests.console.conftest import make_app, plain, wait_for
-from tests.console.fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
+from tests.console.fake_discord import FAKE_WEBHOOK_URL, HandMadeRun
 from tests.helpers import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,14 +29,6 @@ WRAPPER = Path(__file__).with_name("notifier_under_fake.py")
 FAST = ["--poll", "0.1", "--grace", "5", "--backoff", "0.05", "--backoff-max", "0.3", "--http-timeout", "15"]
 OTHER_URL = FAKE_WEBHOOK_URL.replace("123456789012345678", "223456789012345678").replace("Zq3v", "Aa1b")
 TOKEN = FAKE_WEBHOOK_URL.rsplit("/", 1)[1]
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    server = FakeDiscord().start()
-    monkeypatch.setattr(discord.http.Route, "BASE", server.base)
-    yield server
-    server.close()
 
 
 @pytest.fixture
