@@ -89,6 +89,11 @@ async def test_stop_key_with_confirmation_writes_stop_and_shows_stopping(runs_di
         assert not (d / "STOP").exists()
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("escape")  # Esc closes a dialog as "no"
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert not (d / "STOP").exists()
+        await pilot.press("s")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
         await wait_for(pilot, lambda: (d / "STOP").exists(), what="the STOP file")
         stop = json.loads((d / "STOP").read_text())
@@ -169,8 +174,10 @@ async def test_escalate_needs_two_confirmations_then_kills_the_group(runs_dir, p
         await wait_for(pilot, lambda: app.detail is not None and app.detail.info.live)
         await pilot.press("K")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        assert "SIGTERM" in plain(app.screen.query_one("#dialog-body"))
-        await pilot.press("y")
+        body = plain(app.screen.query_one("#dialog-body"))
+        assert "SIGTERM" in body and "ends `stopped`" in body
+        assert "loses the episodes in flight" not in body.split("SIGKILL")[0]
+        await pilot.press("q", "y")  # q never quits from a dialog: the y that follows still answers it
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "Really" in plain(app.screen.query_one("#dialog-body")))
         assert proc.poll() is None
         await pilot.press("y")
@@ -375,24 +382,6 @@ async def test_a_starting_run_shows_starting_and_its_arm_and_quit_lists_only_liv
             popen.wait(timeout=10)  # ended seconds ago, possibly not reaped by the console yet
         await pilot.press("q")
     assert app.quit_notice == "No run is live.", app.quit_notice
-
-
-async def test_escalate_dialog_says_sigterm_is_a_clean_stop(runs_dir, procs):
-    d = runs_dir / "live-scripted-20260101-000000"
-    procs(d)
-    wait_file(d / "pid.json")
-    app = make_app(runs_dir, clock=__import__("time").time)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.live)
-        await pilot.press("K")
-        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        body = plain(app.screen.query_one("#dialog-body"))
-        assert "ends `stopped`" in body and "loses the episodes in flight" not in body.split("SIGKILL")[0]
-        await pilot.press("q")  # q never quits from a dialog
-        await pilot.pause(0.1)
-        assert isinstance(app.screen, ConfirmScreen) and app.is_running
-        await pilot.press("escape")
-        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
 
 
 async def test_q_does_not_close_the_results_dialog_while_the_report_runs(runs_dir, prereg_dir, monkeypatch):
