@@ -452,10 +452,23 @@ class _Driver:
     def _stat(self, name: str) -> int:
         return self.pool.stats().get(name, 0) if self.pool is not None else 0
 
+    def _projections(self) -> tuple[PaceInputs | None, float | None, float | None, float | None]:
+        """(pace inputs, fair projected wall, naive projected wall, ETA): the same numbers for
+        status.json and the log's progress lines. The ETA follows the fair projection
+        (prereg/gates.py) when it has its inputs, else the naive one."""
+        session_elapsed = time.monotonic() - self.t0
+        proj = projected_wall_s(session_elapsed, self.session_done, self.session_done + self._remaining())
+        pace = self._pace_inputs()
+        fair = fair_projected_wall_s(pace) if pace is not None else None
+        naive = None if proj is None else round(self.prior_elapsed_s + proj, 1)
+        if fair is not None:
+            eta = max(0.0, fair - self.elapsed_s)
+        else:
+            eta = None if proj is None else max(0.0, proj - session_elapsed)
+        return pace, fair, naive, eta
+
     def _eta_s(self) -> float | None:
-        if not self.session_done:
-            return None
-        return (time.monotonic() - self.t0) / self.session_done * self._remaining()
+        return self._projections()[3]
 
     @property
     def elapsed_s(self) -> float:
@@ -475,12 +488,7 @@ class _Driver:
         self._last_status = time.monotonic()
         done = len({r["seed"] for r in self.rows})
         total = len(self.cfg.seeds)
-        session_total = self.session_done + self._remaining()
-        session_elapsed = time.monotonic() - self.t0
-        proj = projected_wall_s(session_elapsed, self.session_done, session_total)
-        pace = self._pace_inputs()
-        fair = fair_projected_wall_s(pace) if pace is not None else None
-        naive = None if proj is None else round(self.prior_elapsed_s + proj, 1)
+        pace, fair, naive, eta = self._projections()
         counts = self.counts
         status = {
             "schema": rd.STATUS_SCHEMA,
@@ -494,8 +502,7 @@ class _Driver:
             "successes": counts.successes,
             "elapsed_s": round(self.elapsed_s, 2),
             "projected_wall_s": round(fair, 1) if fair is not None else naive,
-            "eta_s": round(max(0.0, fair - self.elapsed_s), 1) if fair is not None else (
-                None if proj is None else round(max(0.0, proj - session_elapsed), 1)),
+            "eta_s": None if eta is None else round(eta, 1),
             "pace": {**(pace.as_dict() if pace else {}), "projected_wall_s": None if fair is None else round(fair, 1),
                      "naive_projected_wall_s": naive},
             "settled": self.settled,
