@@ -536,12 +536,13 @@ class _Driver:
             return self._finish(rd.STOPPED, "; ".join(filter(None, [self.stop.text(), self.aborted_note])))
         if complete:
             return self._finish(rd.DONE, None)
-        errors = sum(1 for r in self.rows if r.get("status") != "ok")
+        errors = self.counts.errors
         return self._finish(rd.DONE, f"{errors} episode(s) ended in an error row" if errors else None)
 
     def _finish(self, state: str, reason: str | None) -> RunResult:
-        """Record the end: status.json first (what the console and a resume read), then rows.json.
-        Each write is tried on its own; what cannot be written is said in the log."""
+        """Record the end: rows.json, then the final state in status.json (a reader that sees the
+        final state finds the summary there too); a failure writes its status first. Each write
+        is tried on its own; what cannot be written is said in the log."""
         try:
             self.writer.close()
         except Exception:  # noqa: BLE001
@@ -552,9 +553,12 @@ class _Driver:
             pass
         if state == rd.FAILED:
             self.stop = rd.StopReason(rd.BY_ERROR, reason or "")
-        for what, write in (("status.json", lambda: self._write_status(state, reason)),
-                            ("rows.json", lambda: self._write_summary(state, reason)),
-                            ("heartbeat", lambda: rd.touch_heartbeat(self.run_dir))):
+        status = ("status.json", lambda: self._write_status(state, reason))
+        summary = ("rows.json", lambda: self._write_summary(state, reason))
+        # A final state in status.json means the rest is on disk: rows.json goes first. A failure
+        # is the exception: its reason is what matters most when the disk is full.
+        order = (status, summary) if state == rd.FAILED else (summary, status)
+        for what, write in (*order, ("heartbeat", lambda: rd.touch_heartbeat(self.run_dir))):
             try:
                 write()
             except Exception as exc:  # noqa: BLE001 - a failure being recorded must not hide the first one
