@@ -226,11 +226,10 @@ class FontaineApp(App):
     Panel { border: round $primary 50%; padding: 0 1; height: auto; }
     #top-panels { height: auto; }
     #counts, #pace { width: 1fr; }
-    #pace { height: 9; }  /* fixed: its once-a-second redraw (the heartbeat age) needs no layout */
     #bottom { height: 1fr; }
     #left-col { width: 52; height: auto; }
     SeedGrid:focus { border: round $accent; }
-    #recent { width: 1fr; height: 1fr; border: round $primary 50%; }
+    #recent { width: 1fr; height: 1fr; border: round $primary 50%; padding: 0 1; }
     ConfirmScreen, LaunchScreen, ResultsScreen, HelpScreen { align: center middle; }
     #dialog { width: 80; max-width: 100%; height: auto; max-height: 100%; overflow-y: auto;
               border: thick $warning; background: $surface; padding: 1 2; }
@@ -316,12 +315,14 @@ class FontaineApp(App):
         self.runs = update.runs
         if self.selected is None and update.detail is not None:  # the watcher chose the first run to show
             self.selected = update.detail.info.path
-        same_run = self.detail is not None
+        before = self.detail
         if update.detail is not None and update.detail.info.path.resolve() == (self.selected or Path()).resolve():
             self.detail = update.detail
-        # A run that keeps changing is redrawn at most every min_draw_s; a newly selected one at once.
+        # A run that keeps changing is redrawn at most every min_draw_s; a newly selected one at once,
+        # and so is the snapshot that ends a big file's first read (its complete panels are not held back).
+        finished_loading = before is not None and before.loading and self.detail is not None and not self.detail.loading
         wait = self._last_draw + self.min_draw_s - time.monotonic()
-        if same_run and wait > 0:
+        if before is not None and not finished_loading and wait > 0:
             if self._draw_timer is None:
                 self._draw_timer = self.set_timer(wait, self._deferred_draw)
             # the snapshot is taken (drawn at the timer): the watcher need not wait for that draw
@@ -428,7 +429,7 @@ class FontaineApp(App):
         pace_key = (d.info.path, d.view.version, d.view.median_wall_s, d.info.status, d.info.live, d.info.total, age_s,
                     tuple((r.state, r.limit) for r in readings))  # what the table shows, not the snapshot's identity
         self._update_if(screen.query_one("#pace", Panel), pace_key,
-                        lambda w: w.update(pace_table(d.info, d.view, readings, now), layout=False))
+                        lambda w: w.update(pace_table(d.info, d.view, readings, now)))
         seeds = (d.info.manifest or {}).get("seeds")
         grid = screen.query_one("#grid", SeedGrid)
         n_seeds = len(seeds) if isinstance(seeds, list) else None
@@ -445,8 +446,9 @@ class FontaineApp(App):
             draw(widget)
 
     def _refresh_ages(self) -> None:
-        """Heartbeat ages move with the clock even when no file changes."""
-        if self.runs:
+        """Heartbeat ages move with the clock even when no file changes. A snapshot waiting for its
+        turn (min_draw_s) is not drawn early here: that would draw a live run twice a second."""
+        if self.runs and self._draw_timer is None:
             self._draw()
         self._show_discord()
 

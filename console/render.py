@@ -409,6 +409,34 @@ def recent_row_cells(row: dict) -> tuple:
     )
 
 
+RECENT_COLUMNS = ("seed", "outcome", "prog_final", "zf/predicts", "wall_s", "worker", "note")
+RECENT_RIGHT = {"prog_final", "zf/predicts", "wall_s"}  # numbers line up on the right
+
+
+def recent_rows_text(rows: list[dict], width: int) -> Text:
+    """The latest rows as a log: a header, then one line per row, newest at the bottom, in columns
+    as wide as what they hold; each line is cut to `width` (the note, last, goes first)."""
+    cells = [recent_row_cells(row) for row in rows]
+    widths = [max([len(label)] + [len(str(c[i])) for c in cells]) for i, label in enumerate(RECENT_COLUMNS)]
+    lines = [Text(" ".join(_pad(label, widths[i], label in RECENT_RIGHT) for i, label in enumerate(RECENT_COLUMNS)),
+                  style="bold")]
+    for row_cells in cells:
+        line = Text()
+        for i, (label, cell) in enumerate(zip(RECENT_COLUMNS, row_cells)):
+            if i:
+                line.append(" ")
+            line.append(_pad(str(cell), widths[i], label in RECENT_RIGHT), style=cell.style if isinstance(cell, Text) else "")
+        lines.append(line)
+    for line in lines:
+        line.rstrip()
+        line.truncate(max(1, width), overflow="ellipsis")
+    return Text("\n").join(lines)
+
+
+def _pad(text: str, width: int, right: bool) -> str:
+    return text.rjust(width) if right else text.ljust(width)
+
+
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 

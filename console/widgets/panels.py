@@ -2,52 +2,95 @@
 
 from __future__ import annotations
 
+from rich.console import RenderableType
+from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import DataTable, Static
+from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.widget import Widget
 
-from console.aggregate import AggregateView
-from console.render import GRID_LABEL_W, grid_order, grid_per_line, recent_row_cells, seed_grid_text
-
-RECENT_SHOWN = 12
+from console.aggregate import RECENT_ROWS, AggregateView
+from console.render import GRID_LABEL_W, grid_order, grid_per_line, recent_rows_text, seed_grid_text
 
 
-class SteadyStatic(Static):
-    """A Static whose `update` asks Textual for a new layout only when its height changes: a
-    layout pass re-renders every widget on the screen (the tables included), which was most of
-    what following a live run cost, while a panel redrawn at the same height only repaints itself."""
 
-    _lines: int | None = None
+class LinePanel(Widget):
+    """Rich content drawn line by line (Textual's line API): an update repaints only the lines
+    that changed, and asks for a layout pass only when the number of lines changed.
 
-    def update(self, content="", *, layout: bool | None = None) -> None:
-        if layout is None:  # a caller that knows its height passes layout itself
-            lines = self._count_lines(content)
-            layout = lines is None or lines != self._lines
-            self._lines = lines
-        super().update(content, layout=layout)
+    Following a live run, a new row changes a few lines of each panel (a count, a grid cell, a
+    bar); a Static repainted all of them, through Textual's Content pipeline, every second, and
+    a change of height laid out the whole screen. Here the content is rendered once per update
+    at the panel's width into strips (tables and text alike), compared with what is on screen,
+    and only the lines that differ are marked dirty (benchmarks/bench_console.py measures it).
+    Lines wrap at the panel's width as a Static's would. `content` is what was last shown.
+    """
 
-    def _count_lines(self, content) -> int | None:
-        width = self.content_region.width
-        if not width or not self.is_attached or not self.display:
-            return None
+    DEFAULT_CSS = "LinePanel { height: auto; }"
+
+    def __init__(self, title: str = "", **kwargs):
+        super().__init__(**kwargs)
+        if title:
+            self.border_title = title
+        self.content: RenderableType = ""
+        self._strips: list[Strip] = []
+        self._strips_width: int | None = None
+
+    def update(self, content: RenderableType = "", *, layout: bool | None = None) -> None:
+        """Show `content` (a str is plain text, not markup). `layout` is decided here, by the line count."""
+        self.content = Text(content) if isinstance(content, str) else content
+        width = self.size.width
+        if not width or not self.is_attached:
+            self._strips_width = None  # laid out later (get_content_height renders it at the width given)
+            self.refresh(layout=True)
+            return
+        self._show(self._render_strips(width), width)
+
+    def _show(self, strips: list[Strip], width: int) -> None:
+        old, self._strips, self._strips_width = self._strips, strips, width
+        if len(strips) != len(old):
+            height = self.styles.height
+            self.refresh(layout=height is None or height.is_auto)  # a height set in CSS needs no layout
+            return
+        changed = [y for y, (a, b) in enumerate(zip(old, strips)) if a != b]
+        if len(changed) == len(strips):
+            self.refresh()
+        elif changed:
+            self.refresh(*(Region(0, y, width, 1) for y in changed))
+
+    def _render_strips(self, width: int) -> list[Strip]:
+        console = self.app.console
         try:
-            console = self.app.console
-            return len(console.render_lines(content, console.options.update(width=width, height=None), pad=False))
-        except Exception:  # noqa: BLE001 - when in doubt, lay out
-            return None
+            lines = console.render_lines(self.content, console.options.update(width=width, height=None), pad=False)
+        except Exception as exc:  # noqa: BLE001 - a panel that cannot render says so rather than crashing the app
+            lines = [[Segment(f"(cannot draw: {type(exc).__name__}: {exc})"[:width])]]
+        return [Strip(line) for line in lines]
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if width != self._strips_width:
+            self._strips, self._strips_width = self._render_strips(width), width
+        return len(self._strips)
+
+    def on_resize(self) -> None:
+        width = self.size.width
+        if width and width != self._strips_width:
+            self._show(self._render_strips(width), width)
+
+    def render_line(self, y: int) -> Strip:
+        width, style = self.size.width, self.rich_style
+        if y >= len(self._strips):
+            return Strip.blank(width, style)
+        return self._strips[y].apply_style(style).crop_extend(0, width, style)
 
 
-class Panel(SteadyStatic):
-    """A bordered Static with a title."""
-
-    def __init__(self, title: str, **kwargs):
-        super().__init__("", **kwargs)
-        self.border_title = title
+class Panel(LinePanel):
+    """A bordered panel with a title."""
 
 
-class TripwireBanner(SteadyStatic):
+class TripwireBanner(LinePanel):
     """Hidden when every gate is fine; amber for a warning; red, full width, when a gate tripped."""
 
     def show_banner(self, text: Text | None, level: str) -> None:
@@ -57,54 +100,41 @@ class TripwireBanner(SteadyStatic):
         self.update(text or "")
 
 
-RECENT_COLUMNS = ("seed", "outcome", "prog_final", "zf/predicts", "wall_s", "worker", "note")
+class RecentRows(LinePanel):
+    """The latest rows, newest at the bottom like a log, as many as the panel has lines for.
 
-
-class RecentRows(DataTable):
-    """The latest rows, newest at the bottom like a log. Rows are fixed slots whose cells are
-    updated in place: removing a DataTable row forces a layout pass of the whole screen, which
-    was most of what following a live run cost."""
+    One Text of fixed-width columns (console.render.recent_rows_text), redrawn without a layout
+    pass (the panel's height comes from the CSS, not from its rows). It was a DataTable: each new
+    row invalidated every cell's render cache and changed column widths, so every row re-rendered
+    the table cell by cell and laid out the whole screen; that was half of what following a live
+    run cost (benchmarks/bench_console.py)."""
 
     def __init__(self, **kwargs):
-        super().__init__(cursor_type="none", **kwargs)
-        self._shown: list = []  # the row numbers shown, slot by slot
-        self._cells: list[tuple] = []
-        self._source: object = None
-
-    def on_mount(self) -> None:
-        for label in RECENT_COLUMNS:
-            self.add_column(label, key=label)
+        super().__init__(**kwargs)
+        self._latest: tuple = ()  # (row number, row) of the newest rows the aggregate keeps
+        self._drawn: tuple | None = None
+        self.row_count = 0  # the rows on screen now
 
     def show_rows(self, source: object, view: AggregateView) -> None:
-        if source != self._source:
-            self.clear_rows()
-            self._source = source
-        latest = view.recent[-RECENT_SHOWN:]
-        numbers = [n for n, _ in latest]
-        if numbers == self._shown:
-            return
-        while len(self._cells) > len(latest):  # fewer rows than before (the file restarted)
-            self.remove_row(str(len(self._cells) - 1))
-            self._cells.pop()
-        for slot, (_, row) in enumerate(latest):
-            cells = recent_row_cells(row)
-            if slot == len(self._cells):
-                self.add_row(*cells, key=str(slot))
-                self._cells.append(cells)
-                continue
-            old = self._cells[slot]
-            for col, new_cell, old_cell in zip(RECENT_COLUMNS, cells, old):
-                if str(new_cell) != str(old_cell) or getattr(new_cell, "style", None) != getattr(old_cell, "style", None):
-                    self.update_cell(str(slot), col, new_cell, update_width=True)
-            self._cells[slot] = cells
-        self._shown = numbers
-        self.scroll_end(animate=False)
+        self._latest = view.recent[-RECENT_ROWS:]
+        self._render_rows()
 
     def clear_rows(self) -> None:
-        self.clear()
-        self._shown = []
-        self._cells = []
-        self._source = None
+        self._latest = ()
+        self._render_rows()
+
+    def on_resize(self) -> None:
+        self._render_rows()
+
+    def _render_rows(self) -> None:
+        height, width = self.content_region.height, self.content_region.width
+        latest = self._latest[-max(1, height - 1):] if height else self._latest  # the header takes a line
+        key = (tuple(n for n, _ in latest), width)
+        if key == self._drawn:
+            return
+        self._drawn = key
+        self.row_count = len(latest)
+        self.update(recent_rows_text([row for _, row in latest], width or 200))
 
 
 class SeedGrid(Panel):
@@ -146,12 +176,7 @@ class SeedGrid(Panel):
         if self._view is None:
             return
         cursor = self.cursor if (self.has_focus and self._order) else None
-        per_line = grid_per_line(self._width())
-        lines = -(-len(self._order) // per_line) + (1 if self._hidden > 0 else 0)  # known without rendering 600 cells
-        layout = lines != self._lines
-        self._lines = lines
-        self.update(seed_grid_text(self._view, self._seeds, self._width(), cursor, self._order, self._hidden),
-                    layout=layout)
+        self.update(seed_grid_text(self._view, self._seeds, self._width(), cursor, self._order, self._hidden))
 
     def _width(self) -> int:
         return self.size.width or 60
