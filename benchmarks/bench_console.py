@@ -158,7 +158,7 @@ def bench_open_app(runs_dir: Path, n: int) -> float:
         t0 = time.perf_counter()
         app = FontaineApp(runs_dir=runs_dir, prereg_dirs=[], notifier=None)
         first = None
-        async with app.run_test(size=(120, 40)) as pilot:
+        async with app.run_test(size=(120, 40)):
             def complete() -> bool:  # the counts panel drawn from the snapshot that holds every row
                 d = app.detail
                 return bool(d and d.view.rows == n and app._drawn.get("counts") == (d.info.path, d.view.version))

@@ -1,4 +1,4 @@
-"""The selected run's panels. Each is a Static fed by console.render; none reads files or clocks."""
+"""The selected run's panels: line-drawn widgets fed by console.render; none reads files or clocks."""
 
 from __future__ import annotations
 
@@ -7,14 +7,13 @@ from rich.segment import Segment
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
-from textual.message import Message
 from textual.geometry import Region, Size
+from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
 from console.aggregate import RECENT_ROWS, AggregateView
 from console.render import GRID_LABEL_W, grid_order, grid_per_line, recent_rows_text, seed_grid_text
-
 
 
 class LinePanel(Widget):
