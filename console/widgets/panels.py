@@ -37,6 +37,8 @@ class LinePanel(Widget):
         self.content: RenderableType = ""
         self._strips: list[Strip] = []
         self._strips_width: int | None = None
+        self._line_cache: dict = {}  # a Text's lines as drawn at _line_cache_width: (plain, spans, style) -> strips
+        self._line_cache_width: int | None = None
 
     def update(self, content: RenderableType = "", *, layout: bool | None = None) -> None:
         """Show `content` (a str is plain text, not markup). `layout` is decided here, by the line count."""
@@ -62,11 +64,26 @@ class LinePanel(Widget):
 
     def _render_strips(self, width: int) -> list[Strip]:
         console = self.app.console
+        options = console.options.update(width=width, height=None)
+        content = self.content
         try:
-            lines = console.render_lines(self.content, console.options.update(width=width, height=None), pad=False)
+            if not isinstance(content, Text):
+                return [Strip(line) for line in console.render_lines(content, options, pad=False)]
+            # Text, line by line: a line drawn before at this width (most of a grid or a log) is not rendered again
+            cache = self._line_cache if self._line_cache_width == width else {}
+            kept: dict = {}
+            strips: list[Strip] = []
+            for line in content.split("\n", allow_blank=True):
+                key = (line.plain, tuple(line.spans), str(line.style))
+                drawn = cache.get(key) or kept.get(key)
+                if drawn is None:
+                    drawn = [Strip(segments) for segments in console.render_lines(line, options, pad=False)]
+                kept[key] = drawn
+                strips.extend(drawn)
+            self._line_cache, self._line_cache_width = kept, width
+            return strips
         except Exception as exc:  # noqa: BLE001 - a panel that cannot render says so rather than crashing the app
-            lines = [[Segment(f"(cannot draw: {type(exc).__name__}: {exc})"[:width])]]
-        return [Strip(line) for line in lines]
+            return [Strip([Segment(f"(cannot draw: {type(exc).__name__}: {exc})"[:width])])]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         if width != self._strips_width:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
 
@@ -48,7 +49,9 @@ class RunsTable(DataTable):
                 kept = []
                 for (_, col), new_cell, old_cell in zip(COLUMNS, cells, old):
                     if str(new_cell) != str(old_cell) or getattr(new_cell, "style", None) != getattr(old_cell, "style", None):
-                        self.update_cell(key, col, new_cell, update_width=True)
+                        # a cell as wide as before cannot move its column's width: skip that work (and its
+                        # layout pass) for the counts that tick every second, "37/100" -> "38/100"
+                        self.update_cell(key, col, new_cell, update_width=cell_len(str(new_cell)) != cell_len(str(old_cell)))
                         kept.append(new_cell)
                     else:
                         kept.append(old_cell)  # the object the table holds (the sort finds rows by it)
