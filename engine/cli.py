@@ -20,6 +20,7 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from prereg import rundir as rd  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
+from prereg.video_draw import parse_video_draw  # noqa: E402
 
 EXIT_BAD_INPUT = rd.EXIT_USAGE
 MAX_SEEDS = 100_000  # seeds in one run
@@ -202,7 +203,7 @@ def resolve(args):
                        gates=gates, gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
                        ray=_ray_settings(args, spec),
                        record_predicts=args.record_predicts)
-    _check_video_draw(config.video_draw)
+    config.video_draw = _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
 
 
@@ -262,7 +263,7 @@ def _resolve_prereg(args):
                        record_predicts=bool(launch.record_predicts or args.record_predicts),
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
                                "path": str(Path(launch.prereg_path).resolve())})
-    _check_video_draw(config.video_draw)
+    config.video_draw = _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
 
 
@@ -451,13 +452,12 @@ def _ray_settings(args, spec) -> dict | None:
     return {"address": address, "shards": args.ray_shards, "gpus_per_shard": gpus, "dashboard": bool(args.ray_dashboard)}
 
 
-def _check_video_draw(draw: str) -> None:
-    d = draw.strip().lower()
-    if d in ("auto", "0", "none", "off", "all"):
-        return
-    if d.startswith("seeds:") and all(s.strip().isdigit() for s in d[6:].split(",") if s.strip()):
-        return
-    raise UsageError(f"--video-draw {draw!r} is not one of 'auto', '0', 'none', 'all', 'seeds:6,28'")
+def _check_video_draw(draw: str) -> str:
+    """The draw in its one written form (prereg.video_draw, the grammar a document's protocol uses too)."""
+    try:
+        return parse_video_draw(draw)
+    except ValueError as exc:
+        raise UsageError(f"--video-draw {exc}") from None
 
 
 def _stamp() -> str:

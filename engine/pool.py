@@ -23,15 +23,10 @@ from pathlib import Path
 from engine.policies.factory import make_policy
 from engine.predict_trail import PredictTrail
 from prereg import rundir as rd
+from prereg.video_draw import films
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TOGETHER_S = 60.0
-# --video-draw auto films every seed of a run of up to this many seeds (else the first episode of
-# each worker). Measured by benchmarks/bench_driver.py --only video (2-core box, software GL,
-# front | wrist at 224 px): +2.5 s of wall and 0.3 MB per 10-s episode, about 10x a scripted
-# episode's 0.25 s but a small part of a served policy's episode. At 100 seeds of 30-s episodes
-# that is about 12 minutes of worker time and 100 MB: worth a video of every seed.
-VIDEO_ALL_UP_TO = 100
 
 
 # -- the messages between the pool and its workers (pickled over a pipe) -----------------
@@ -204,18 +199,9 @@ class LocalPool:
         self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served)
 
     def _film(self, w: "_Worker", seed: int) -> bool:
-        """Which episodes are filmed: draw 0 = the first episode each worker runs; auto = every
-        seed of a run of up to VIDEO_ALL_UP_TO seeds, else draw 0 (cost: benchmarks/bench_driver.py)."""
-        draw = self.cfg.video_draw.strip().lower()
-        if draw in ("none", "off", ""):
-            return False
-        if draw == "all" or (draw == "auto" and len(self.cfg.seeds) <= VIDEO_ALL_UP_TO):
-            return True
-        if draw == "auto":
-            return w.episodes_started == 0
-        if draw.startswith("seeds:"):
-            return seed in {int(s) for s in draw[6:].split(",") if s.strip()}
-        return w.episodes_started == 0 and int(draw or 0) == 0
+        """Which episodes are filmed: prereg.video_draw's one rule (auto = every seed of a run of
+        up to VIDEO_ALL_UP_TO seeds, else the first episode of each worker)."""
+        return films(self.cfg.video_draw, seed, len(self.cfg.seeds), w.episodes_started)
 
     def _batch_wait_s(self) -> float:
         """How long a waiting observation may wait for the other busy workers' observations.

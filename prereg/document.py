@@ -18,6 +18,7 @@ from pathlib import Path
 
 from prereg.errors import PreregError, Problem
 from prereg.gates import GateSpec
+from prereg.video_draw import parse_video_draw
 from prereg.yamlpos import PosYAMLError, load_with_lines
 
 FORMAT = "fontaine-prereg/1"
@@ -97,7 +98,7 @@ class Protocol:
     seeds: tuple[int, ...]
     episode_seconds: float
     workers: int = 1
-    video_draw: int | str = 0
+    video_draw: str = "0"  # prereg.video_draw's written form; "0" when the protocol does not say
     record_predicts: bool = False  # write predicts.jsonl (engine/predict_trail.py)
 
 
@@ -739,12 +740,11 @@ def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
         else:
             out["workers"] = v
     if "video_draw" in raw:
-        v = raw["video_draw"]
-        if isinstance(v, bool) or not ((isinstance(v, int) and v >= 0) or v in ("none", "all")):
-            ctx.err(("protocol", "video_draw"), f"must be a draw number >= 0, 'none' or 'all', got {v!r}",
-                    "0 films the first episode of each worker")
-        else:
-            out["video_draw"] = v
+        try:
+            out["video_draw"] = parse_video_draw(raw["video_draw"])
+        except ValueError as exc:
+            ctx.err(("protocol", "video_draw"), str(exc),
+                    "auto films every seed of a run of up to 100 seeds; 0 the first episode of each worker")
     if "record_predicts" in raw:
         v = raw["record_predicts"]
         if not isinstance(v, bool):

@@ -35,7 +35,7 @@ class LaunchSpec:
     task: str | None
     seeds: list[int]
     episode_seconds: float
-    video_draw: int | str
+    video_draw: str
     gates: GateSpec
     section: str = "base"  # base | amendment-N
     record_predicts: bool = False

@@ -26,7 +26,7 @@ protocol:
   seeds: 0-99                        # a list [0, 1], a range 0-99, or {{start: 0, count: 100}}
   episode_seconds: 30                # the budget in seconds (30 s = 900 ticks)
   workers: 8
-  video_draw: 0                      # 0 films the first episode of each worker; none | all
+  video_draw: auto                   # every seed up to 100 seeds; 0 = first episode per worker; none | all | seeds:6,28
   # record_predicts: true            # predicts.jsonl: every predict's tokens, chunk and fallback
 reads:
   primary: successes                 # successes / n with a 95% interval

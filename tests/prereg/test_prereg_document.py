@@ -100,6 +100,22 @@ def test_record_predicts_is_a_protocol_switch():
     assert pr.field == "protocol.record_predicts" and "true or false" in pr.message
 
 
+@pytest.mark.parametrize("written, meant", [
+    (None, "0"), ("0", "0"), ("auto", "auto"), ("none", "none"), ("all", "all"), ("'seeds:3, 7'", "seeds:3,7"),
+])
+def test_video_draw_takes_the_flags_grammar(written, meant):
+    text = GOOD if written is None else GOOD.replace("  workers: 2\n", f"  workers: 2\n  video_draw: {written}\n", 1)
+    doc = parse(text)
+    assert doc.problems == [] and doc.find_arm("a")[1].protocol.video_draw == meant  # omitted: 0, as it always meant
+
+
+def test_a_video_draw_that_means_nothing_is_refused_where_it_is_written():
+    text = GOOD.replace("  workers: 2\n", "  workers: 2\n  video_draw: 3\n", 1)
+    (pr,) = problems_of(text)
+    assert pr.field == "protocol.video_draw" and "only 0 is a number" in pr.message
+    assert pr.line == line_of(text, "video_draw: 3")
+
+
 def test_empty_seed_list():
     text = GOOD.replace("seeds: 0-9", "seeds: []")
     (pr,) = problems_of(text)
