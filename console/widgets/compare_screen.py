@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -28,6 +29,7 @@ class CompareScreen(Screen):
         self.prereg_id, self.refresh_s = prereg_id, refresh_s
         self.lines: list = []
         self.updates = 0
+        self._paired_title = ""
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Arms of {self.prereg_id}: the newest run of each", style="bold"), id="compare-title")
@@ -60,9 +62,11 @@ class CompareScreen(Screen):
         _sync(self.query_one("#arms", DataTable), [(line.arm, arm_cells(line)) for line in lines], ARM_COLUMNS)
         pairs = [paired(lines[0], other) for other in lines[1:]] if lines else []
         ref = lines[0].arm if lines else "—"
-        self.query_one("#paired-title", Static).update(
-            Text(f"Paired per-seed deltas against {ref}" if len(lines) > 1 else
-                 "Paired deltas need a second arm of this pre-registration (launch one with l).", style="bold"))
+        title = (f"Paired per-seed deltas against {ref}" if len(lines) > 1 else
+                 "Paired deltas need a second arm of this pre-registration (launch one with l).")
+        if title != self._paired_title:  # refreshed every second: repaint only what changed
+            self._paired_title = title
+            self.query_one("#paired-title", Static).update(Text(title, style="bold"))
         _sync(self.query_one("#paired", DataTable), [(p.other, paired_cells(p)) for p in pairs], PAIRED_COLUMNS)
 
     def action_back(self) -> None:
@@ -80,5 +84,6 @@ def _sync(table: DataTable, rows: list[tuple[str, tuple]], columns: tuple) -> No
             table.add_row(*cells, key=key)
             continue
         for col, cell in zip(columns, cells):
-            if str(table.get_cell(key, col)) != str(cell):
-                table.update_cell(key, col, cell, update_width=True)
+            old = str(table.get_cell(key, col))
+            if old != str(cell):  # a cell as wide as before cannot move its column: no width pass
+                table.update_cell(key, col, cell, update_width=cell_len(old) != cell_len(str(cell)))
