@@ -40,15 +40,26 @@ class LinePanel(Widget):
         self._line_cache: dict = {}  # a Text's lines as drawn at _line_cache_width: (plain, spans, style) -> strips
         self._line_cache_width: int | None = None
 
-    def update(self, content: RenderableType = "", *, layout: bool | None = None) -> None:
-        """Show `content` (a str is plain text, not markup). `layout` is decided here, by the line count."""
+    def update(self, content: RenderableType = "") -> None:
+        """Show `content` (a str is plain text, not markup)."""
         self.content = Text(content) if isinstance(content, str) else content
         width = self.size.width
+        if self.is_attached and not self._shown():  # a page not on screen (a small terminal shows one at a time):
+            self._strips_width = None  # no work and no layout now; rendered when shown (by the layout or render_line)
+            return
         if not width or not self.is_attached:
             self._strips_width = None  # laid out later (get_content_height renders it at the width given)
             self.refresh(layout=True)
             return
         self._show(self._render_strips(width), width)
+
+    def _shown(self) -> bool:
+        node = self
+        while isinstance(node, Widget):
+            if not node.display:
+                return False
+            node = node.parent
+        return True
 
     def _show(self, strips: list[Strip], width: int) -> None:
         old, self._strips, self._strips_width = self._strips, strips, width
@@ -97,6 +108,8 @@ class LinePanel(Widget):
 
     def render_line(self, y: int) -> Strip:
         width, style = self.size.width, self.rich_style
+        if width != self._strips_width:  # updated while hidden, or resized before on_resize ran
+            self._strips, self._strips_width = self._render_strips(width), width
         if y >= len(self._strips):
             return Strip.blank(width, style)
         return self._strips[y].apply_style(style).crop_extend(0, width, style)

@@ -431,6 +431,34 @@ async def test_runs_newest_first_whatever_their_names_and_the_selected_run_stays
         assert 0 < row_y < table.size.height, (table.cursor_row, table.scroll_offset, table.size)
 
 
+async def test_a_page_not_on_screen_shows_the_newest_rows_when_it_comes_forward(runs_dir):
+    """In a small terminal the hidden pages are not drawn while rows arrive (no work, no layout),
+    and show what arrived meanwhile when they come forward."""
+    import json
+
+    d = make_run_dir(runs_dir, "live-scripted-20260101-000000", total=40, done=0, state="running", rows=[], mtime=None)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and "0/0" in counts_text(app))
+        screen = app.screen
+        assert screen.compact and screen.page == "counts"
+        with open(d / "rows.jsonl", "a") as f:
+            for s in range(30):
+                f.write(json.dumps(make_row(s)) + "\n")
+        await wait_for(pilot, lambda: "6/30" in counts_text(app), what="30 rows counted on the counts page")
+        await pilot.press("4")
+
+        def shown():
+            return [strip.text for strip in app.screen._compositor.render_strips()]
+
+        await wait_for(pilot, lambda: any(line.strip("│ ").startswith("29 ") for line in shown()),
+                       what="the newest row on the rows page")
+        await pilot.press("3")
+        await wait_for(pilot, lambda: sum(line.count("■") for line in shown() if "success" not in line) == 30,
+                       what="30 cells on the seeds page (the legend aside)",
+                       state=lambda: "\n".join(shown()))
+
+
 async def test_a_small_terminal_shows_one_panel_at_a_time(runs_dir):
     make_run_dir(runs_dir, "a-scripted-20260101-000000", done=20)
     app = make_app(runs_dir)
