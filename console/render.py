@@ -397,7 +397,8 @@ def recent_row_cells(row: dict) -> tuple:
     pf = row.get("progress_final_cm")
     zf, pr = row.get("zero_fallbacks"), row.get("predicts")
     wall = row.get("wall_s")
-    note = row.get("error") or ("tipped" if row.get("tipped") else "")
+    # the error first; else what the episode noted (a video not written, say), and whether the boat tipped
+    note = row.get("error") or "; ".join(n for n in ("tipped" if row.get("tipped") else "", row.get("note") or "") if n)
     return (
         str(row.get("seed")),
         Text(outcome.replace("_", "-"), style=OUTCOME_STYLE[outcome]),
@@ -405,7 +406,7 @@ def recent_row_cells(row: dict) -> tuple:
         "—" if zf is None else f"{zf}/{pr if pr is not None else '?'}",
         "—" if not isinstance(wall, (int, float)) else f"{wall:.1f}",
         str(row.get("worker", "")),
-        Text(str(note)[:40], style="magenta" if row.get("error") else "grey62"),
+        Text(str(note)[:200], style="magenta" if row.get("error") else "grey62"),
     )
 
 

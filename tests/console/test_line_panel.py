@@ -140,3 +140,10 @@ async def test_text_lines_drawn_before_are_not_rendered_again():
         app.console.render_lines = render_lines
         panel.update(Text("\n".join(f"line {i}" if i != 3 else "line three" for i in range(8))))
         assert rendered == ["line three"]
+
+
+def test_the_log_says_what_an_episode_noted():
+    row = make_row(5, note="video not written: ffmpeg exited 1")  # seed 5 tips in the fixture
+    line = recent_rows_text([row], 200).plain.split("\n")[1]
+    assert line.endswith("tipped; video not written: ffmpeg exited 1")
+    assert recent_rows_text([make_row(1, note=None)], 200).plain.split("\n")[1].split()[-1] == "1"  # no note: the worker ends it
