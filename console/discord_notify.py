@@ -539,20 +539,24 @@ class Notifier:
 
     def _give_up(self, status: int, tries: int) -> None:
         """The webhook is gone (401/403/404 `tries` times in a row): stop posting until the URL
-        changes, say so in the state, in every owed run's ledger, and to each queued test post."""
+        changes, say so in every owed run's ledger, in the state, and to each queued test post. The
+        ledger lines come first: whoever sees `gone` (the status file the console reads) finds them.
+        The poll lock keeps a poll from queuing a post between the owed list and `gone`."""
         text = f"{WEBHOOK_GONE}: Discord answered {status} {tries} times; posting stopped until the webhook URL changes"
-        with self._lock:
-            self._gone = True
-            self._gone_status = status
-            self._state, self._last_error = FAILING, text
-            owed: dict[Path, list[str]] = {}
-            for item in self._queue:
-                if item.run_dir is not None:
-                    owed.setdefault(item.run_dir, []).append(item.post.key)
-            self._changed.notify_all()
-        log.error("Discord: %s", text)
-        for run_dir, keys in owed.items():
-            self._note_gone(run_dir, keys)
+        with self._poll_lock:
+            with self._lock:
+                self._gone_status = status
+                owed: dict[Path, list[str]] = {}
+                for item in self._queue:
+                    if item.run_dir is not None:
+                        owed.setdefault(item.run_dir, []).append(item.post.key)
+            log.error("Discord: %s", text)
+            for run_dir, keys in owed.items():
+                self._note_gone(run_dir, keys)
+            with self._lock:
+                self._gone = True
+                self._state, self._last_error = FAILING, text
+                self._changed.notify_all()
         self._drop_tests(text)
 
     def _note_gone(self, run_dir: Path, keys: list[str]) -> None:

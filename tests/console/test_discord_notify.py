@@ -327,6 +327,24 @@ def test_a_dead_webhook_is_tried_at_most_3_times_then_reads_webhook_gone_and_res
     assert [r.status for r in fake.requests[3:]] == [200, 200, 200]
 
 
+def test_webhook_gone_is_published_only_once_the_ledger_says_so(fake, make_notifier, tmp_path, monkeypatch):
+    from prereg import rundir as rd
+
+    append_line = rd.append_line
+
+    def slow_disk(path, obj):  # a slow fsync: the ledger line lands well after the 404 is counted
+        time.sleep(0.3)
+        append_line(path, obj)
+
+    monkeypatch.setattr(rd, "append_line", slow_disk)
+    run = HandMadeRun(tmp_path, total=100).episodes(10)
+    fake.fail_next(404, times=3)
+    n = make_notifier()
+    n.poll_run(run.dir)
+    assert wait_until(lambda: n.gone or n.state.line().startswith("Discord: failing: webhook gone"))
+    assert [e["owed"] for e in read_ledger(run.dir) if e.get("event") == "webhook_gone"] == [["launch", "update:10"]]
+
+
 def test_the_webhook_is_checked_at_start_unknown_until_discord_answers(fake, make_notifier):
     n = make_notifier(validate=True)
     assert n.state == UNKNOWN and n.state.line() == "Discord: unknown"
