@@ -244,6 +244,7 @@ def test_polling_and_test_posts_return_at_once_while_discord_is_down(fake, make_
 
 def test_a_deleted_webhook_reads_failing_with_an_actionable_error_and_recovers(fake, make_notifier):
     fake.fail_next(404, times=2)
+    fake.delay_next(2.0)  # the post that recovers is answered late: `failing` lasts seconds, not one backoff
     n = make_notifier(failing_after=5)
     n.send_test()
     assert wait_until(lambda: n.state == FAILING)
