@@ -438,7 +438,7 @@ class FontaineApp(App):
         hist = screen.query_one("#hist", Panel)
         self._update_if(hist, (version, hist.size.width), lambda w: w.update(
             histogram_text(d.view, width=(w.size.width or 52) - 2)))
-        self._update_if(screen.query_one(RecentRows), version, lambda w: w.show_rows(d.info.path, d.view))
+        self._update_if(screen.query_one(RecentRows), version, lambda w: w.show_rows(d.view))
 
     def _update_if(self, widget, key, draw: Callable) -> None:
         if self._drawn.get(widget.id, _NEVER) != key:

@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from console.aggregate import RECENT_ROWS, AggregateView
+from console.aggregate import AggregateView
 from console.render import GRID_LABEL_W, grid_order, grid_per_line, recent_rows_text, seed_grid_text
 
 
@@ -141,27 +141,19 @@ class RecentRows(LinePanel):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._latest: tuple = ()  # (row number, row) of the newest rows the aggregate keeps
-        self._drawn: tuple | None = None
         self.row_count = 0  # the rows on screen now
 
-    def show_rows(self, source: object, view: AggregateView) -> None:
-        self._latest = view.recent[-RECENT_ROWS:]
-        self._render_rows()
-
-    def clear_rows(self) -> None:
-        self._latest = ()
+    def show_rows(self, view: AggregateView) -> None:
+        self._latest = view.recent
         self._render_rows()
 
     def on_resize(self) -> None:
         self._render_rows()
 
     def _render_rows(self) -> None:
+        """As many of the newest rows as fit under the header; LinePanel repaints only what changed."""
         height, width = self.content_region.height, self.content_region.width
-        latest = self._latest[-max(1, height - 1):] if height else self._latest  # the header takes a line
-        key = (tuple(n for n, _ in latest), width)
-        if key == self._drawn:
-            return
-        self._drawn = key
+        latest = self._latest[-max(1, height - 1):] if height else self._latest
         self.row_count = len(latest)
         self.update(recent_rows_text([row for _, row in latest], width or 200))
 

@@ -104,7 +104,7 @@ async def test_recent_rows_shows_the_newest_rows_that_fit():
     app = RowsApp()
     async with app.run_test(size=(100, 10)) as pilot:
         recent = app.query_one(RecentRows)
-        recent.show_rows("run", agg.snapshot())
+        recent.show_rows(agg.snapshot())
         await wait_for(pilot, lambda: recent.row_count == 4, what="four rows under the header")
         lines = screen_lines(app)
         assert lines[0].split()[:3] == ["seed", "outcome", "prog_final"]
@@ -147,3 +147,26 @@ def test_the_log_says_what_an_episode_noted():
     line = recent_rows_text([row], 200).plain.split("\n")[1]
     assert line.endswith("tipped; video not written: ffmpeg exited 1")
     assert recent_rows_text([make_row(1, note=None)], 200).plain.split("\n")[1].split()[-1] == "1"  # no note: the worker ends it
+
+
+async def test_recent_rows_of_another_run_with_as_many_rows_replace_the_first_runs():
+    """Row numbers alone do not say which rows are shown: two runs of five rows both number theirs 1-5."""
+    class RowsApp(App):
+        CSS = "RecentRows { height: 8; }"
+
+        def compose(self):
+            yield RecentRows(id="recent")
+
+    from console.aggregate import RunAggregate
+
+    first, second = RunAggregate(), RunAggregate()
+    first.add_many([make_row(s) for s in range(5)])
+    second.add_many([make_row(s) for s in range(100, 105)])
+    app = RowsApp()
+    async with app.run_test(size=(100, 10)) as pilot:
+        recent = app.query_one(RecentRows)
+        recent.show_rows(first.snapshot())
+        await wait_for(pilot, lambda: any(line.startswith("4 ") for line in screen_lines(app)), what="the first run's rows")
+        recent.show_rows(second.snapshot())
+        await wait_for(pilot, lambda: any(line.startswith("104 ") for line in screen_lines(app)),
+                       what="the second run's rows")
