@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import psutil
 
 from prereg import rundir as rd
 from prereg.rundir import FINAL_STATES
+from prereg.safe_read import kind_of, os_error_why
 
 CREATE_TIME_TOLERANCE_S = 1.0
 
@@ -150,14 +150,15 @@ def read_run(path: str | Path) -> RunInfo:
         info.problems.append(f"{rd.HEARTBEAT}: {exc.strerror or exc}")
     try:
         st = os.stat(path / rd.ROWS)
-        if not stat.S_ISREG(st.st_mode):
-            info.problems.append(f"{rd.ROWS}: not a regular file")
+        kind = kind_of(st.st_mode)
+        if kind is not None:
+            info.problems.append(f"{rd.ROWS}: is {kind}, not a regular file")
         else:
             info.rows_size = st.st_size
     except FileNotFoundError:
         info.missing.append(rd.ROWS)
     except OSError as exc:
-        info.problems.append(f"{rd.ROWS}: {exc.strerror or exc}")
+        info.problems.append(f"{rd.ROWS}: {os_error_why(exc)}")
     info.stop = rd.read_stop(path)
     info.liveness = liveness(info.pid)
     return info

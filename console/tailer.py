@@ -67,6 +67,11 @@ class RowsTailer:
                 self._restart(batch, "rows.jsonl disappeared")
             self.exists = False
             return batch
+        except OSError:  # a symlink loop, a permission: nothing to read (the run's info says why)
+            if self._fd is not None or self.offset:
+                self._restart(batch, "rows.jsonl can no longer be read")
+            self.exists = False
+            return batch
         if not stat.S_ISREG(st.st_mode):  # a directory or a device where the rows should be: nothing to read
             if self._fd is not None or self.offset:
                 self._restart(batch, "rows.jsonl is no longer a regular file")
@@ -83,12 +88,18 @@ class RowsTailer:
         elif self._fd is not None and self.offset and not self._same_mark():
             self._restart(batch, "rows.jsonl was rewritten in place")
         if self._fd is None:
-            try:
-                self._fd = os.open(self.path, os.O_RDONLY)
-            except FileNotFoundError:
+            try:  # O_NONBLOCK: swapped for a FIFO since the stat, it is refused below, never waited on
+                fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+            except OSError:  # gone, or a symlink loop, since the stat: nothing to read yet
                 self.exists = False
                 return batch
-            self._ino = (os.fstat(self._fd).st_dev, os.fstat(self._fd).st_ino)
+            fst = os.fstat(fd)
+            if not stat.S_ISREG(fst.st_mode):
+                os.close(fd)
+                self.exists = False
+                return batch
+            self._fd = fd
+            self._ino = (fst.st_dev, fst.st_ino)
         self._mtime_ns = st.st_mtime_ns
         if st.st_size > self.offset:
             self._read_new(batch, st.st_size)

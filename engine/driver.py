@@ -221,20 +221,29 @@ class _Driver:
             raise DriverError(f"run directory {self.run_dir} is not writable ({exc.strerror}); "
                               f"choose another --run-dir") from None
         if self.resume:
-            read, bad = rd.set_aside_bad_rows(self.run_dir)
+            try:
+                read, bad = rd.set_aside_bad_rows(self.run_dir)
+            except rd.Unreadable as exc:
+                raise DriverError(f"{self.run_dir / rd.ROWS} {exc.why}: the run's rows cannot be read; "
+                                  "move it aside (or restore the rows) and resume again") from None
             for b in bad:
                 self.log(f"resume: line {b.line_no} of rows.jsonl set aside ({b.reason}) -> {rd.SET_ASIDE}")
             self.rows = [r for r in read.rows if r.get("seed") in set(self.cfg.seeds)]
             self.counts.add_many(self.rows)
             prior = rd.read_json(self.run_dir / rd.STATUS) or {}
-            self.prior_elapsed_s = float(prior.get("elapsed_s") or 0.0)
+            elapsed = prior.get("elapsed_s")
+            self.prior_elapsed_s = float(elapsed) if type(elapsed) in (int, float) and 0 <= elapsed < 1e9 else 0.0
             stop = self.run_dir / rd.STOP
             if stop.exists():  # the stop that ended the last session is history, kept in the log
                 stop.rename(self.run_dir / f"STOP.{int(time.time())}.done")
         (self.run_dir / rd.VIDEOS).mkdir(exist_ok=True)
         rd.write_pid(self.run_dir)
         rd.touch_heartbeat(self.run_dir)
-        self.writer = rd.RowWriter(self.run_dir / rd.ROWS)
+        try:
+            self.writer = rd.RowWriter(self.run_dir / rd.ROWS)
+        except rd.Unreadable as exc:
+            raise DriverError(f"{self.run_dir / rd.ROWS} {exc.why}: rows cannot be written there; "
+                              "remove it, or choose another --run-dir") from None
         try:  # room to record a failure if the disk fills up (freed in _finish)
             with open(self.run_dir / rd.RESERVE, "wb") as f:
                 f.write(b"\0" * RESERVE_BYTES)

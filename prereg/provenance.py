@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 
 from prereg.launch import LaunchSpec
+from prereg.safe_read import JSON_MAX_BYTES, Unreadable, read_regular
 
 # the engine's defaults for a setting the registration leaves out (engine/cli.py `_resolve_prereg`)
 LAUNCH_DEFAULTS = {"convmap": "official"}
@@ -68,7 +69,9 @@ def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None =
         return ["no manifest.json: nothing says this run was launched from this registration "
                 "(rows alone are reported only with --unregistered)"]
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(read_regular(path, JSON_MAX_BYTES).decode("utf-8"))
+    except Unreadable as exc:
+        return [f"{exc}; the run's provenance cannot be checked"]
     except (OSError, UnicodeDecodeError) as exc:
         return [f"manifest.json cannot be read ({exc})"]
     except ValueError as exc:

@@ -17,6 +17,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prereg.safe_read import ROWS_MAX_BYTES, Unreadable, read_regular
+
 SCHEMA = 1
 
 ROW_FIELDS: tuple[str, ...] = (
@@ -136,6 +138,7 @@ class RowsRead:
     rows: list[dict] = field(default_factory=list)
     bad: list[BadLine] = field(default_factory=list)
     line_nos: list[int] = field(default_factory=list)  # the line of each row, in order
+    problem: str | None = None  # the file is there but cannot be read: why ('is a FIFO (named pipe), not a ...')
 
 
 def complete_row(partial: dict) -> dict:
@@ -162,13 +165,23 @@ def parse_line(text: str, line_no: int) -> tuple[dict | None, BadLine | None]:
     return obj, None
 
 
-def read_rows(path: str | Path) -> RowsRead:
-    """Read a whole rows.jsonl (missing file = no rows)."""
+def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
+    """Read a whole rows.jsonl (missing file = no rows).
+
+    A rows.jsonl that is there but cannot be read (a FIFO, a device, a directory, a symlink
+    loop, more than `max_bytes`) is never opened for a blocking read: `problem` says why, and
+    it is also one bad line (line 0), so every consumer that counts bad lines (the report's
+    validity, the console's corrupt count) sees that the run's rows could not be read rather
+    than a run with no rows."""
     out = RowsRead()
-    p = Path(path)
-    if not p.exists():
+    try:
+        data = read_regular(path, max_bytes)
+    except FileNotFoundError:
         return out
-    data = p.read_bytes()
+    except Unreadable as exc:
+        out.problem = exc.why
+        out.bad.append(BadLine(0, "", f"{exc} (no row of this run can be read)"))
+        return out
     lines = data.split(b"\n")
     torn_tail = data and not data.endswith(b"\n")
     for i, raw in enumerate(lines, start=1):

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from prereg.rows import BadLine, RowsRead, read_rows
+from prereg.safe_read import JSON_MAX_BYTES, STOP_MAX_BYTES, Unreadable, kind_of, os_error_why, read_regular
 
 # -- file names ------------------------------------------------------------------------
 
@@ -130,15 +131,19 @@ def append_line(path: str | Path, obj: object) -> None:
         os.fsync(f.fileno())
 
 
-def load_json_object(path: str | Path) -> tuple[dict | None, str | None]:
-    """(the JSON object, None), or (None, why not): 'missing', or a problem in words."""
+def load_json_object(path: str | Path, max_bytes: int = JSON_MAX_BYTES) -> tuple[dict | None, str | None]:
+    """(the JSON object, None), or (None, why not): 'missing', or a problem in words.
+
+    Never blocks and never reads without bound: a FIFO, a device, a directory, a symlink loop
+    or a file over `max_bytes` is a problem ('status.json: is a FIFO (named pipe), not a
+    regular file'), not a hang."""
     path = Path(path)
     try:
-        if path.is_dir():
-            return None, f"{path.name}: is a directory, not a file"
-        data = path.read_bytes()
+        data = read_regular(path, max_bytes)
     except FileNotFoundError:
         return None, "missing"
+    except Unreadable as exc:
+        return None, str(exc)
     except OSError as exc:
         return None, f"{path.name}: {exc.strerror or exc}"
     try:
@@ -169,8 +174,19 @@ class RowWriter:
     error is raised, so the rows already written stay intact and no torn line is left."""
 
     def __init__(self, path: Path):
-        self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.path = Path(path)
+        try:  # O_NONBLOCK: a FIFO put where the rows go is refused below, never waited on
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY, 0o644)
+        except OSError as exc:
+            if exc.errno in (errno.ENXIO, errno.EISDIR, errno.ELOOP):  # a FIFO with no reader, a directory, a loop
+                raise Unreadable(self.path, _not_regular_why(self.path, exc)) from None
+            raise
+        st = os.fstat(fd)
+        kind = kind_of(st.st_mode)
+        if kind is not None:
+            os.close(fd)
+            raise Unreadable(self.path, f"is {kind}, not a regular file")
+        self._fd = fd
 
     def append(self, row: dict) -> None:
         data = dumps_line(row).encode("utf-8")
@@ -191,6 +207,14 @@ class RowWriter:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def _not_regular_why(path: Path, exc: OSError) -> str:
+    try:
+        kind = kind_of(os.stat(path).st_mode)
+    except OSError as again:
+        return os_error_why(again)
+    return f"is {kind}, not a regular file" if kind else os_error_why(exc)
 
 
 # -- liveness: pid, heartbeat, the one-writer lock --------------------------------------
@@ -365,19 +389,24 @@ def write_stop(run_dir: str | Path, reason: StopReason, *, only_if_absent: bool 
 
 
 def read_stop(run_dir: str | Path) -> StopReason | None:
-    """The STOP request, if any. A STOP that is not our JSON (a person's `touch`) still stops."""
+    """The STOP request, if any. A STOP that is not our JSON (a person's `touch`) still stops,
+    and so does one that cannot be read (a FIFO, a directory, a symlink loop): it is never
+    opened for a blocking read, and the reason says what it is."""
     p = Path(run_dir) / STOP
     try:
-        text = p.read_text(encoding="utf-8", errors="replace").strip()
+        data = read_regular(p, STOP_MAX_BYTES)
     except FileNotFoundError:
         return None
-    except OSError:
-        return StopReason(BY_USER, "STOP present (unreadable)")
+    except Unreadable as exc:
+        return StopReason(BY_USER, f"STOP present (unreadable: {exc.why})")
+    except OSError as exc:
+        return StopReason(BY_USER, f"STOP present (unreadable: {exc.strerror or exc})")
+    text = data.decode("utf-8", errors="replace").strip()
     if not text:
         return StopReason(BY_USER, "STOP file present")
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return StopReason(BY_USER, text[:200])
     return StopReason.from_dict(obj) or StopReason(BY_USER, text[:200])
 
@@ -405,6 +434,8 @@ def set_aside_bad_rows(run_dir: Path) -> tuple[RowsRead, list[BadLine]]:
     resume re-runs) to rows.set-aside.jsonl, and rewrite rows.jsonl atomically without them."""
     path = run_dir / ROWS
     read = read_rows(path)
+    if read.problem is not None:  # a FIFO, a directory, a loop: nothing to keep, and nothing to replace blindly
+        raise Unreadable(path, read.problem)
     keep = [r for r in read.rows if r.get("status") == "ok"]
     dropped_rows = [r for r in read.rows if r.get("status") != "ok"]
     if not read.bad and not dropped_rows:

@@ -52,7 +52,7 @@ def test_the_watcher_polls_hostile_runs_without_raising(runs_dir):
     bad = {b.line_no: b.reason for b in view.recent_bad}
     assert sorted(bad) == [3, 4, 5, 6, 7] and "seed" in bad[3] and "seed" in bad[4], bad  # each with its line and why
     rows_dir = w.watches[hostile[1].resolve()]
-    assert any("rows.jsonl: not a regular file" in p for p in rows_dir.info.problems)
+    assert any("rows.jsonl: is a directory, not a regular file" in p for p in rows_dir.info.problems)
     w.stop()
 
 
@@ -72,3 +72,39 @@ async def test_a_hostile_run_never_stops_the_others_from_updating(runs_dir):
         states = {s.run_id: s.state for s in app.runs}
         assert states["c-bad-status"] == "unreadable" and states["d-nul-bytes"] == "unreadable"
         assert states["z-good"] == "running"
+
+
+def test_runs_whose_files_are_fifos_or_loops_are_listed_as_unreadable_with_why(runs_dir):
+    """A FIFO opened for a blocking read would hang the watcher's thread (and empty the runs list)."""
+    import os
+
+    fifo_status = make_run_dir(runs_dir, "e-fifo-status", total=4, done=1)
+    (fifo_status / rd.STATUS).unlink()
+    os.mkfifo(fifo_status / rd.STATUS)
+    fifo_manifest = make_run_dir(runs_dir, "f-fifo-manifest", total=4, done=1)
+    (fifo_manifest / rd.MANIFEST).unlink()
+    os.mkfifo(fifo_manifest / rd.MANIFEST)
+    os.mkfifo(fifo_manifest / rd.STOP)
+    loops = make_run_dir(runs_dir, "g-loops", total=4, done=1)
+    for name in (rd.STATUS, rd.ROWS):
+        (loops / name).unlink()
+        os.symlink(name, loops / name)
+    good = make_run_dir(runs_dir, "z-good", total=4, done=2)
+    updates = []
+    w = Watcher(runs_dir, updates.append, on_error=lambda text: updates.append(text))
+    for path in (fifo_status, fifo_manifest, loops, good):
+        w.select(path)
+        while w.poll_once():
+            pass
+    assert not [u for u in updates if isinstance(u, str)], "the watcher thread reported an unexpected error"
+    states = {s.run_id: s.state for s in updates[-1].runs}
+    assert set(states) >= {"e-fifo-status", "f-fifo-manifest", "g-loops", "z-good"}
+    assert states["e-fifo-status"] == "unreadable" and states["g-loops"] == "unreadable"
+    info = {p.name: w.watches[p.resolve()].info for p in (fifo_status, fifo_manifest, loops)}
+    assert any("status.json: is a FIFO" in p for p in info["e-fifo-status"].problems)
+    assert any("manifest.json: is a FIFO" in p for p in info["f-fifo-manifest"].problems)
+    assert "FIFO" in info["f-fifo-manifest"].stop.detail
+    assert any("status.json: a symbolic link loop" in p for p in info["g-loops"].problems)
+    assert any("rows.jsonl: a symbolic link loop" in p for p in info["g-loops"].problems)
+    assert states["z-good"] == "done"
+    w.stop()

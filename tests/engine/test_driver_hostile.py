@@ -1,0 +1,116 @@
+"""The driver against a hostile run directory (issue 22), in process and fast: a fake executor
+stands in for the workers, so each test is the driver's own logic, not a simulation."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from engine.driver import DriverError, RunConfig, run
+from engine.policies.factory import PolicySpec
+from prereg import rundir as rd
+from prereg.rows import complete_row
+
+
+class FakeExecutor:
+    """Finishes each submitted seed at the next poll; `on_poll(n)` runs before the n-th poll."""
+
+    def __init__(self, on_poll=None):
+        self.respawn, self.gpus_held = True, None
+        self._flight: list[int] = []
+        self.polls = 0
+        self.on_poll = on_poll
+
+    def __call__(self, cfg, run_dir, policy, n_seeds, log):
+        return self
+
+    def free_slots(self):
+        return 1 - len(self._flight)
+
+    def submit(self, seed):
+        self._flight.append(seed)
+
+    def in_flight(self):
+        return list(self._flight)
+
+    def alive(self):
+        return True
+
+    def poll(self, timeout):
+        self.polls += 1
+        if self.on_poll is not None:
+            self.on_poll(self.polls)
+        done, self._flight = self._flight, []
+        return [complete_row({"seed": s, "success": True, "status": "ok", "wall_s": 0.01}) for s in done]
+
+    def take_requeued(self):
+        return []
+
+    def abort(self):
+        lost, self._flight = self._flight, []
+        return lost
+
+    def close(self):
+        pass
+
+    def stats(self):
+        return {}
+
+    def describe(self):
+        return None
+
+
+@pytest.fixture(autouse=True)
+def guarded():
+    """The driver installs SIGTERM/SIGINT handlers: put them back; and fail, not hang, in 20 s."""
+    term, intr = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+
+    def on_alarm(_signum, _frame):
+        raise TimeoutError("the driver blocked")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+    signal.signal(signal.SIGTERM, term)
+    signal.signal(signal.SIGINT, intr)
+
+
+def _config(n=5) -> RunConfig:
+    return RunConfig(run_id="hostile", arm="scripted", policy=PolicySpec(kind="scripted"), seeds=list(range(n)),
+                     episode_seconds=1.0, workers=1, gpus=0)
+
+
+def test_a_fifo_named_stop_stops_the_run_and_says_what_it_is(tmp_path):
+    d = tmp_path / "run"
+    ex = FakeExecutor(on_poll=lambda n: n == 2 and os.mkfifo(d / rd.STOP))
+    result = run(_config(), d, argv=["test"], log=lambda _t: None, executor=ex)
+    assert result.state == rd.STOPPED and len(result.rows) < 5
+    status = json.loads((d / rd.STATUS).read_text())
+    assert status["state"] == rd.STOPPED and "STOP present (unreadable: is a FIFO" in status["reason"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "loop"])
+def test_a_resume_over_rows_that_are_not_a_file_is_refused_in_one_line(tmp_path, kind):
+    d = tmp_path / "run"
+    run(_config(2), d, argv=["test"], log=lambda _t: None, executor=FakeExecutor())
+    (d / rd.ROWS).unlink()
+    {"fifo": lambda p: os.mkfifo(p), "dir": lambda p: p.mkdir(), "loop": lambda p: os.symlink(p.name, p)}[kind](d / rd.ROWS)
+    with pytest.raises(DriverError) as got:
+        run(_config(2), d, argv=["test"], resume=True, log=lambda _t: None, executor=FakeExecutor())
+    msg = str(got.value)
+    assert "rows.jsonl" in msg and "cannot be read" in msg and "\n" not in msg
+
+
+def test_a_wrong_typed_elapsed_in_status_does_not_crash_a_resume(tmp_path):
+    d = tmp_path / "run"
+    run(_config(2), d, argv=["test"], log=lambda _t: None, executor=FakeExecutor())
+    status = json.loads((d / rd.STATUS).read_text())
+    (d / rd.STATUS).write_text(json.dumps({**status, "elapsed_s": "x"}))
+    (d / rd.ROWS).write_text("")
+    result = run(_config(2), d, argv=["test"], resume=True, log=lambda _t: None, executor=FakeExecutor())
+    assert result.state == rd.DONE

@@ -1,0 +1,148 @@
+"""Run-directory reads never hang and never read without bound (issue 22): a FIFO, a device, a
+directory or a symlink loop where a file should be is reported as unreadable, with why."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from prereg import rundir as rd
+from prereg.report import build_report
+from prereg.rows import read_rows
+from prereg.safe_read import Unreadable, read_regular
+from tests.prereg.conftest import make_row
+
+
+@pytest.fixture(autouse=True)
+def no_hang():
+    """A blocking open fails the test in 10 s instead of hanging the suite."""
+    def on_alarm(_signum, _frame):
+        raise TimeoutError("a read blocked (a FIFO opened for a blocking read?)")
+
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(10)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def _hostile(path, kind):
+    """Put `kind` where a file should be: 'fifo', 'dir', 'loop' (a symlink to itself), 'device'."""
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dir":
+        os.mkdir(path)
+    elif kind == "loop":
+        os.symlink(path.name, path)
+    elif kind == "device":
+        os.symlink("/dev/zero", path)
+    return path
+
+
+WHY = {"fifo": "is a FIFO (named pipe), not a regular file", "dir": "is a directory, not a regular file",
+       "loop": "symbolic link loop", "device": "is a character device, not a regular file"}
+KINDS = sorted(WHY)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_read_regular_refuses_what_is_not_a_regular_file_at_once(tmp_path, kind):
+    path = _hostile(tmp_path / "status.json", kind)
+    t0 = time.monotonic()
+    with pytest.raises(Unreadable) as got:
+        read_regular(path, 1024)
+    assert WHY[kind] in got.value.why and str(got.value).startswith("status.json: ")
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_read_regular_is_bounded_and_missing_is_missing(tmp_path):
+    path = tmp_path / "big"
+    path.write_bytes(b"x" * 2000)
+    assert read_regular(path, 2000) == b"x" * 2000
+    with pytest.raises(Unreadable, match="2,000 bytes, more than the 1,999"):
+        read_regular(path, 1999)
+    with pytest.raises(FileNotFoundError):
+        read_regular(tmp_path / "absent", 10)
+    os.symlink("absent", tmp_path / "dangling")
+    with pytest.raises(FileNotFoundError):
+        read_regular(tmp_path / "dangling", 10)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", [rd.STATUS, rd.MANIFEST, rd.PID])
+def test_json_files_that_are_not_files_are_problems_not_hangs(tmp_path, kind, name):
+    _hostile(tmp_path / name, kind)
+    obj, problem = rd.load_json_object(tmp_path / name)
+    assert obj is None and problem.startswith(f"{name}: ") and WHY[kind] in problem
+    assert rd.read_json(tmp_path / name) is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_stop_that_is_not_a_file_still_stops_and_says_what_it_is(tmp_path, kind):
+    _hostile(tmp_path / rd.STOP, kind)
+    stop = rd.read_stop(tmp_path)
+    assert stop is not None and stop.by == rd.BY_USER
+    assert stop.detail.startswith("STOP present (unreadable: ") and WHY[kind] in stop.detail
+
+
+def test_a_huge_stop_still_stops(tmp_path):
+    (tmp_path / rd.STOP).write_bytes(b"x" * (1 << 20))
+    stop = rd.read_stop(tmp_path)
+    assert stop.by == rd.BY_USER and "more than" in stop.detail
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_rows_that_cannot_be_read_are_a_problem_and_a_bad_line(tmp_path, kind):
+    _hostile(tmp_path / rd.ROWS, kind)
+    got = read_rows(tmp_path / rd.ROWS)
+    assert got.rows == [] and WHY[kind] in got.problem
+    (bad,) = got.bad
+    assert bad.line_no == 0 and bad.reason.startswith("rows.jsonl: ") and "no row of this run can be read" in bad.reason
+
+
+def test_rows_over_the_bound_are_unreadable(tmp_path):
+    (tmp_path / rd.ROWS).write_text(json.dumps(make_row(0)) + "\n")
+    assert read_rows(tmp_path / rd.ROWS).rows and read_rows(tmp_path / rd.ROWS).problem is None
+    got = read_rows(tmp_path / rd.ROWS, max_bytes=10)
+    assert not got.rows and "more than the 10 a reader takes" in got.problem
+
+
+@pytest.mark.parametrize("kind", ["fifo", "loop"])
+def test_a_resume_refuses_rows_it_cannot_read_rather_than_replacing_them(tmp_path, kind):
+    _hostile(tmp_path / rd.ROWS, kind)
+    with pytest.raises(Unreadable, match=re.escape(WHY[kind])):
+        rd.set_aside_bad_rows(tmp_path)
+    assert os.path.lexists(tmp_path / rd.ROWS) and not (tmp_path / rd.SET_ASIDE).exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "loop"])
+def test_the_row_writer_refuses_what_is_not_a_regular_file(tmp_path, kind):
+    _hostile(tmp_path / rd.ROWS, kind)
+    with pytest.raises(Unreadable, match=re.escape(WHY[kind])):
+        rd.RowWriter(tmp_path / rd.ROWS)
+
+
+@pytest.mark.parametrize("kind", ["loop", "fifo"])
+def test_the_report_of_unreadable_rows_is_invalid_with_the_reason(demo, run_dir, kind):
+    d = run_dir("scripted", [make_row(s, success=True) for s in range(6)], status={"state": "done"},
+                launched=(demo, "scripted"))
+    (d / rd.ROWS).unlink()
+    _hostile(d / rd.ROWS, kind)
+    rep = build_report(demo, {"scripted": d}, now="2026-11-30T09:00:00Z")
+    reads = rep.arms["scripted"].reads
+    assert not reads.valid
+    assert any(WHY[kind] in b for b in reads.bad_lines), reads.bad_lines
+    assert WHY[kind] in (d / rd.RESULTS).read_text()
+
+
+def test_the_report_with_a_fifo_manifest_says_so(demo, run_dir):
+    d = run_dir("scripted", [make_row(s, success=True) for s in range(6)], status={"state": "done"},
+                launched=(demo, "scripted"))
+    (d / rd.MANIFEST).unlink()
+    os.mkfifo(d / rd.MANIFEST)
+    rep = build_report(demo, {"scripted": d}, now="2026-11-30T09:00:00Z", unregistered=False)
+    assert any("manifest.json: is a FIFO" in p for p in rep.arms["scripted"].provenance)
