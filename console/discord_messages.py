@@ -38,7 +38,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.curtail import settled_text
 from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
-from prereg.rows import count_rows, read_rows
+from prereg.rows import count_rows, number, read_rows
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, STOPPED, FAILED, DONE, RESULTS, TEST = (
     "launch", "update", "tripwire", "stall", "stopped", "failed", "done", "results", "test",
@@ -346,20 +346,8 @@ def tally(rows: list[dict]) -> Tally:
 
 
 def gate_spec_from(gates: object) -> GateSpec:
-    """A GateSpec from the manifest's `gates` (also accepts the driver's flag names)."""
-    if not isinstance(gates, dict):
-        return GateSpec()
-    aliases = {"gpu_hours_gate": "gpu_hours", "pace_limit_h": "pace_limit_hours"}
-    known = set(GateSpec.__dataclass_fields__)
-    kw = {}
-    for k, v in gates.items():
-        name = aliases.get(k, k)
-        if name in known and v is not None:
-            kw[name] = int(v) if name == "pace_after_episodes" else (v if name in ("decided", "sequential") else float(v))
-    try:
-        return GateSpec(**kw)
-    except (TypeError, ValueError):
-        return GateSpec()
+    """A GateSpec from the manifest's `gates` (also accepts the driver's flag names; a wrong-typed value is ignored)."""
+    return GateSpec.from_dict(gates)
 
 
 def describe_gates(spec: GateSpec) -> str:
@@ -575,12 +563,8 @@ def _read_chart(path: Path) -> bytes | None:
 
 
 def _num(v: object) -> float | None:
-    if isinstance(v, bool) or v is None:
-        return None
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return None
+    """A finite number from a file someone else wrote; None (unknown) for a string, a bool, NaN or infinity."""
+    return number(v)
 
 
 def _hours(seconds: float) -> str:

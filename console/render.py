@@ -15,6 +15,7 @@ from console.runs import FINAL_STATES, RunInfo
 from prereg import rundir as rd
 from prereg.curtail import pace_text, settled_text
 from prereg.gates import OK, PENDING, TRIPPED, WARN, GateReading, GateSpec, PaceInputs, evaluate_gates
+from prereg.rows import number
 
 OUTCOME_STYLE = {
     SUCCESS: "bold green",
@@ -64,32 +65,48 @@ def state_text(state: str) -> Text:
 
 
 def gate_spec(info: RunInfo) -> GateSpec:
-    """The manifest's gates as the shared GateSpec (unknown keys ignored)."""
-    gates = (info.manifest or {}).get("gates") or {}
-    known = GateSpec.__dataclass_fields__
-    kwargs = {k: v for k, v in gates.items() if k in known and v is not None}
-    try:
-        return GateSpec(**kwargs)
-    except TypeError:
-        return GateSpec()
+    """The manifest's gates as the shared GateSpec (unknown keys and wrong-typed values ignored)."""
+    return GateSpec.from_dict((info.manifest or {}).get("gates"))
 
 
 def gate_readings(info: RunInfo, view: AggregateView, now: float) -> list[GateReading]:
-    """The same pure evaluation the driver enforces, fed from the run directory."""
+    """The same pure evaluation the driver enforces, fed from the run directory (a field of the
+    wrong type in status.json reads as unknown)."""
     status = info.status or {}
     walls = (view.median_wall_s,) if view.median_wall_s else ()
+    done = _count(status.get("done"))
     return evaluate_gates(
         gate_spec(info),
-        elapsed_s=float(status.get("elapsed_s") or 0.0),
-        done=int(status.get("done") or view.rows),
+        elapsed_s=_amount(status.get("elapsed_s")) or 0.0,
+        done=done if done is not None else view.rows,
         total=int(info.total or 0),
-        gpu_hours=status.get("gpu_hours"),
+        gpu_hours=_amount(status.get("gpu_hours")),
         heartbeat_age_s=info.heartbeat_age(now),
         episode_walls_s=walls,
         live=info.live,
         pace=PaceInputs.from_dict(status.get("pace")),
-        gpus=status.get("gpus"),
+        gpus=_amount(status.get("gpus")),
     )
+
+
+def _amount(v: object) -> float | None:
+    """A non-negative finite number from status.json, else None (unknown): never a string, a bool, NaN."""
+    x = number(v)
+    return x if x is not None and 0 <= x < 1e12 else None
+
+
+def _count(v: object) -> int | None:
+    return v if type(v) is int and v >= 0 else None
+
+
+def _guarded_text(fn, status: dict) -> str | None:
+    """A one-line text from status.json made elsewhere (prereg/curtail.py): None when a field of
+    the wrong type makes it fail, rather than the panel."""
+    try:
+        text = fn(status)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError, OverflowError):
+        return None
+    return text if isinstance(text, str) else None
 
 
 def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
@@ -160,9 +177,9 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
     t = Table.grid(padding=(0, 1))
     t.add_column(style="grey70")
     t.add_column()
-    elapsed = status.get("elapsed_s")
-    done, total = status.get("done"), info.total
-    projected = status.get("projected_wall_s")
+    elapsed = _amount(status.get("elapsed_s"))
+    done, total = _count(status.get("done")), info.total
+    projected = _amount(status.get("projected_wall_s"))
     t.add_row("elapsed", f"{fmt_duration(elapsed)}   done {done if done is not None else view.rows}/{total if total is not None else '?'}")
     by_name = {r.name: r for r in readings}
     pace = by_name.get("pace")
@@ -171,12 +188,13 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
         proj_text.append(f"  vs limit {pace.limit:g} h  ")
         proj_text.append(pace.state, style=GATE_STYLE[pace.state])
     t.add_row("projected", proj_text)
-    if pace_text(status):
-        t.add_row("", Text(_clip(pace_text(status), 72), style="grey50"))
-    eta = (projected - elapsed) if isinstance(projected, (int, float)) and isinstance(elapsed, (int, float)) else None
+    pace_line = _guarded_text(pace_text, status)
+    if pace_line:
+        t.add_row("", Text(_clip(pace_line, 72), style="grey50"))
+    eta = (projected - elapsed) if projected is not None and elapsed is not None else None
     t.add_row("ETA", fmt_duration(eta) if info.recorded_state not in FINAL_STATES else "ended")
     gpu = by_name.get("gpu_hours")
-    spent = status.get("gpu_hours")
+    spent = _amount(status.get("gpu_hours"))
     gpu_text = Text("—" if spent is None else f"{spent:.3f}")
     if gpu is not None:
         gpu_text.append(f" of {gpu.limit:g}  ")
@@ -195,8 +213,9 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
     wall = "—" if view.median_wall_s is None else f"{view.median_wall_s:.1f} s"
     batch = "" if view.mean_batch is None else f", mean batch {view.mean_batch:.1f}"
     t.add_row("episode wall", f"{wall} median{batch}")
-    if settled_text(status):
-        t.add_row("decision", Text(_clip(settled_text(status), 72)))
+    decision = _guarded_text(settled_text, status)
+    if decision:
+        t.add_row("decision", Text(_clip(decision, 72)))
     return t
 
 

@@ -6,6 +6,7 @@ the console (which shows: a warning before a gate trips, a banner when it does).
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass
 
@@ -22,6 +23,43 @@ class GateSpec:
     warn_fraction: float = 0.8  # warn at this fraction of a limit
     decided: str | None = None  # "stop": stop once every decision rule on the arm is settled (prereg/curtail.py)
     sequential: dict | None = None  # {p0, p1, alpha, beta}: a registered SPRT of the success rate (prereg/sequential.py)
+
+    @classmethod
+    def from_dict(cls, d: object) -> "GateSpec":
+        """A GateSpec from a file someone else wrote (a manifest's `gates`): a field of the wrong
+        type (a string, a bool, NaN, a list) is left at its default, never passed on to crash a reader.
+        The driver's flag names are accepted too."""
+        if not isinstance(d, dict):
+            return cls()
+        kw: dict = {}
+        for key, v in d.items():
+            name = _GATE_ALIASES.get(key, key)
+            if name in ("decided",):
+                if isinstance(v, str):
+                    kw[name] = v
+            elif name == "sequential":
+                if isinstance(v, dict):
+                    kw[name] = v
+            elif name == "pace_after_episodes":
+                if type(v) is int and v >= 0:
+                    kw[name] = v
+            elif name in cls.__dataclass_fields__:
+                x = _finite(v)
+                if x is not None and x >= 0:
+                    kw[name] = x
+        return cls(**kw)
+
+
+_GATE_ALIASES = {"gpu_hours_gate": "gpu_hours", "pace_limit_h": "pace_limit_hours"}
+
+
+def _finite(v: object) -> float | None:
+    """A finite number as float; None for anything else (null, bools, strings, NaN, infinities)."""
+    if type(v) is int:
+        return float(v)
+    if type(v) is float and math.isfinite(v):
+        return v
+    return None
 
 
 @dataclass(frozen=True)
@@ -65,11 +103,29 @@ class PaceInputs:
 
     @classmethod
     def from_dict(cls, d) -> "PaceInputs | None":
+        """The inputs status.json's `pace` holds; None when any is missing or of the wrong type
+        (a string, a bool, NaN): the projection is then unknown, never a crash."""
         if not isinstance(d, dict):
             return None
+        kw = {}
+        for k in cls.__dataclass_fields__:
+            if k not in d:
+                continue
+            v = d[k]
+            if k in ("done", "in_flight", "total", "lanes"):
+                if type(v) is not int or v < 0:
+                    return None
+                kw[k] = v
+            elif v is None and k == "episode_wall_s":
+                kw[k] = None
+            else:
+                x = _finite(v)
+                if x is None or x < 0:
+                    return None
+                kw[k] = x
         try:
-            return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
-        except TypeError:
+            return cls(**kw)
+        except TypeError:  # a required input missing
             return None
 
 

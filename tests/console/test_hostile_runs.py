@@ -108,3 +108,55 @@ def test_runs_whose_files_are_fifos_or_loops_are_listed_as_unreadable_with_why(r
     assert any("rows.jsonl: a symbolic link loop" in p for p in info["g-loops"].problems)
     assert states["z-good"] == "done"
     w.stop()
+
+
+WRONG_STATUS = [
+    {"elapsed_s": "x"}, {"done": "x", "total": [1]}, {"gpu_hours": "x", "gpus": "2"},
+    {"projected_wall_s": "inf", "eta_s": {}}, {"elapsed_s": float("nan"), "projected_wall_s": 1e308},
+    {"pace": {"startup_s": "x", "rollout_s": 1.0, "done": 1, "in_flight": 0, "total": 4, "episode_wall_s": 1.0,
+              "lanes": 1, "naive_projected_wall_s": "y"}},
+    {"pace": {"startup_s": 1.0, "rollout_s": 1.0, "done": True, "in_flight": 0, "total": "4", "episode_wall_s": None,
+              "lanes": 1, "naive_projected_wall_s": "y"}},
+    {"settled": {"rules": [1, "x"], "all": True}}, {"settled": {"rules": [{"settled": True}], "all": False, "at": []}},
+    {"reason": 7, "stop": {"by": 5, "detail": ["x"]}},
+]
+
+
+def test_wrong_typed_status_and_gates_are_shown_as_unknown_never_a_crash(runs_dir):
+    from rich.console import Console
+
+    from console.aggregate import RunAggregate
+    from console.render import gate_readings, gate_spec, header_text, pace_table
+    from console.runs import read_run
+    from prereg.gates import GateSpec
+
+    agg = RunAggregate()
+    agg.add_many([make_row(s) for s in range(2)])
+    view = agg.snapshot()
+    for i, fields in enumerate(WRONG_STATUS):
+        d = make_run_dir(runs_dir, f"w{i}", total=4, done=2, state="running",
+                         gates={"gpu_hours": "x", "pace_limit_hours": [1], "pace_after_episodes": "ten",
+                                "stall_min_s": float("nan"), "warn_fraction": True})
+        status = json.loads((d / rd.STATUS).read_text())
+        (d / rd.STATUS).write_text(json.dumps({**status, **fields}))
+        info = read_run(d)
+        assert gate_spec(info) == GateSpec()  # every wrong-typed gate left at its default
+        readings = gate_readings(info, view, 1e9)
+        console = Console(width=100, record=True)
+        console.print(pace_table(info, view, readings, 1e9))
+        console.print(header_text(info, False, ""))
+        text = console.export_text()
+        if "elapsed_s" in fields:
+            assert text.split()[:2] == ["elapsed", "—"], text
+
+
+async def test_the_app_shows_a_run_with_a_wrong_typed_status(runs_dir):
+    d = make_run_dir(runs_dir, "z-wrong-status", total=4, done=2, state="running")
+    status = json.loads((d / rd.STATUS).read_text())
+    (d / rd.STATUS).write_text(json.dumps({**status, "elapsed_s": "x", "gpu_hours": "x", "done": "x"}))
+    app = make_app(runs_dir)
+    async with app.run_test(size=(140, 44)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.path.name == "z-wrong-status",
+                       what="the run selected")
+        await wait_for(pilot, lambda: "elapsed" in plain(app.screen.query_one("#pace")), what="the pace panel drawn")
+        assert "—" in plain(app.screen.query_one("#pace"))
