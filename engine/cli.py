@@ -20,11 +20,10 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from prereg import rundir as rd  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
+from prereg.limits import MAX_SEED, MAX_SEEDS  # noqa: E402 - one bound for the flags and the documents
 from prereg.video_draw import parse_video_draw  # noqa: E402
 
 EXIT_BAD_INPUT = rd.EXIT_USAGE
-MAX_SEEDS = 100_000  # seeds in one run
-MAX_SEED = 2**31 - 1  # MuJoCo/numpy seed range
 MAX_EPISODE_SECONDS = 3600.0  # one hour of simulated time per episode
 MAX_WORKERS = 256
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

@@ -13,11 +13,13 @@ Every validation problem names the field and the 1-based line of the file.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg.errors import PreregError, Problem
 from prereg.gates import GateSpec
+from prereg.limits import MAX_SEED, MAX_SEEDS
 from prereg.video_draw import parse_video_draw
 from prereg.yamlpos import PosYAMLError, load_with_lines
 
@@ -660,41 +662,59 @@ def _opt_int(a: dict, key: str, err, minimum: int) -> int | None:
 
 
 def parse_seeds(v) -> list[int]:
-    """An explicit list, a range string ('0-99', '0-4,10'), an int, or {start, count}. Raises ValueError."""
+    """An explicit list, a range string ('0-99', '0-4,10'), an int, or {start, count}. Raises ValueError.
+
+    Bounded as `fontaine-eval --seeds` is (prereg/limits.py): at most MAX_SEEDS seeds, none past
+    MAX_SEED, checked before anything is expanded, so '0-10000000' is refused at once."""
+    out: list[int] = []
+    _add_seeds(v, out, top=True)
+    return out
+
+
+def _seed_bound(lo: int, hi: int, out: list[int], what: str) -> None:
+    if lo < 0:
+        raise ValueError("seeds are >= 0")
+    if hi > MAX_SEED:
+        raise ValueError(f"seed {hi} in {what} is past the largest seed, {MAX_SEED}")
+    if len(out) + (hi - lo + 1) > MAX_SEEDS:
+        raise ValueError(f"{what} names more than {MAX_SEEDS:,} seeds, the most one run takes")
+
+
+def _add_seeds(v, out: list[int], top: bool) -> None:
     if isinstance(v, bool):
         raise ValueError(f"{v!r} is not a seed")
     if isinstance(v, int):
-        out = [v]
+        _seed_bound(v, v, out, str(v))
+        out.append(v)
     elif isinstance(v, dict):
         if set(v) != {"start", "count"}:
             raise ValueError("a seed range mapping has exactly 'start' and 'count'")
         start, count = v["start"], v["count"]
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in (start, count)) or count < 1:
             raise ValueError("start and count must be whole numbers, count >= 1")
-        out = list(range(start, start + count))
-    elif isinstance(v, list):
-        out = []
+        _seed_bound(start, start + count - 1, out, f"{{start: {start}, count: {count}}}")
+        out.extend(range(start, start + count))
+    elif isinstance(v, list) and top:
         for x in v:
-            out.extend(parse_seeds(x) if not isinstance(x, list) else [])
             if isinstance(x, list):
                 raise ValueError("nested lists are not seeds")
+            _add_seeds(x, out, top=False)
     elif isinstance(v, str):
-        out = []
+        if len(v) > 100_000:
+            raise ValueError(f"a seed string of {len(v):,} characters is too long; use a range like 0-99")
         for part in v.replace(" ", "").split(","):
             if not part:
                 continue
-            m = re.match(r"^(\d+)(?:-(\d+))?$", part)
+            m = re.fullmatch(r"([0-9]{1,20})(?:-([0-9]{1,20}))?", part)
             if not m:
-                raise ValueError(f"{part!r} is not a seed or a range like 0-99")
+                raise ValueError(f"{part[:40]!r} is not a seed or a range like 0-99")
             lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
             if hi < lo:
                 raise ValueError(f"range {part!r} runs backwards")
+            _seed_bound(lo, hi, out, repr(part))
             out.extend(range(lo, hi + 1))
     else:
-        raise ValueError(f"{v!r} is not a seed list")
-    if any(s < 0 for s in out):
-        raise ValueError("seeds are >= 0")
-    return out
+        raise ValueError(f"{str(v)[:40]!r} is not a seed list")
 
 
 def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
@@ -715,7 +735,7 @@ def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
         except ValueError as exc:
             ctx.err(("protocol", "seeds"), str(exc), "a list [0, 1, 2], a range '0-99', or {start: 0, count: 100}")
         else:
-            dup = sorted({s for s in seeds if seeds.count(s) > 1})
+            dup = sorted(s for s, n in Counter(seeds).items() if n > 1)
             if not seeds:
                 ctx.err(("protocol", "seeds"), "the seed list is empty", "list at least one seed, e.g. 0-99")
             elif dup:

@@ -204,6 +204,50 @@ def test_bad_seed_forms(spec):
         parse_seeds(spec)
 
 
+@pytest.mark.parametrize("spec,why", [
+    ("0-10000000", "'0-10000000' names more than 100,000 seeds"),
+    ({"start": 0, "count": 10**6}, "names more than 100,000 seeds"),
+    ("0-99999,100000", "names more than 100,000 seeds"),
+    (["0-99999", 100000], "names more than 100,000 seeds"),
+    (2**32, "seed 4294967296 in 4294967296 is past the largest seed, 2147483647"),
+    (2**31, "is past the largest seed, 2147483647"),
+    ("2147483647-2147483648", "seed 2147483648 in '2147483647-2147483648' is past the largest seed"),
+    ({"start": 2**31 - 1, "count": 2}, "is past the largest seed"),
+    ("9" * 40, "is not a seed or a range"),
+    ({"start": -5, "count": 3}, "seeds are >= 0"),
+])
+def test_seed_bounds_are_the_clis_and_are_checked_before_anything_is_expanded(spec, why):
+    """`seeds: 0-10000000` hung validate and the launch; the CLI refuses the same plan at once."""
+    import time
+
+    t0 = time.monotonic()
+    with pytest.raises(ValueError) as got:
+        parse_seeds(spec)
+    assert why in str(got.value) and time.monotonic() - t0 < 0.5
+
+
+def test_the_seed_bounds_are_one_pair_of_constants_for_documents_and_flags():
+    from engine import cli
+    from prereg import limits
+
+    assert (cli.MAX_SEEDS, cli.MAX_SEED) == (limits.MAX_SEEDS, limits.MAX_SEED) == (100_000, 2**31 - 1)
+    assert parse_seeds(f"{limits.MAX_SEED}") == [limits.MAX_SEED]
+    assert len(parse_seeds(f"0-{limits.MAX_SEEDS - 1}")) == limits.MAX_SEEDS
+
+
+def test_a_document_with_too_many_seeds_is_refused_at_its_line_at_once():
+    import time
+
+    text = GOOD.replace("seeds: 0-9", "seeds: 0-10000000")
+    t0 = time.monotonic()
+    (pr,) = problems_of(text)
+    assert pr.field == "protocol.seeds" and "more than 100,000 seeds" in pr.message
+    assert pr.line == line_of(text, "seeds: 0-10000000") and time.monotonic() - t0 < 1.0
+    many = GOOD.replace("seeds: 0-9", "seeds: 0-99999")  # the most a run takes: validates, quickly
+    t0 = time.monotonic()
+    assert problems_of(many) == [] and time.monotonic() - t0 < 2.0
+
+
 def test_the_package_stays_pure():
     import subprocess
     import sys
