@@ -104,9 +104,18 @@ def state_from_reads(reads, interval: str = "both") -> ArmState:
 
 
 def state_from_rows(rows: list[dict], planned_seeds, interval: str = "both") -> ArmState:
+    """The counts of exactly these rows against the plan (the caller chooses which rows count:
+    the driver and the verdict engine pass the plan prefix, `prereg.verdict.plan_prefix`)."""
     from prereg.reads import arm_reads
 
     return state_from_reads(arm_reads("arm", rows, planned_seeds=list(planned_seeds), interval="none"), interval)
+
+
+def prefix_state_of(rows: list[dict], planned_seeds, interval: str = "both") -> ArmState:
+    """The counts of the plan prefix of `rows`: seed k counts once every seed before it in the plan has a row."""
+    from prereg.verdict import plan_prefix, rows_by_seed
+
+    return state_from_rows(plan_prefix(planned_seeds, rows_by_seed(rows, planned_seeds)), planned_seeds, interval)
 
 
 @lru_cache(maxsize=64)
@@ -272,25 +281,29 @@ class Plan:
     interval: str
     rules: list[Rule]
     other_arms: dict[str, tuple[str, tuple[int, ...], str]] = field(default_factory=dict)  # arm -> (sha, seeds, interval)
+    keys: list[str] = field(default_factory=list)  # each rule's identity (prereg.verdict.rule_key), as `rules`
 
 
 @lru_cache(maxsize=16)
 def _plan(path: str, arm: str, mtime: float) -> Plan | None:
     from prereg.document import load
+    from prereg.verdict import registered_rules
 
     doc = load(path)
     found = doc.find_arm(arm)
     if found is None or found[1].protocol is None or not found[1].section.sealed:
         return None
     _, sm = found
-    rules = [r for r in doc.rules() if arm in r.arms()]
+    keyed = [(k, r) for k, r in registered_rules(doc) if arm in r.arms()]
+    rules = [r for _, r in keyed]
     others = {}
     for r in rules:
         for a in r.arms() - {arm}:
             f = doc.find_arm(a)
             if f and f[1].section.sealed and f[1].protocol is not None:
                 others[a] = (f[1].section.seal.sha256, tuple(f[1].protocol.seeds), f[1].reads.interval)
-    return Plan(arm, sm.section.seal.sha256, tuple(sm.protocol.seeds), sm.reads.interval, rules, others)
+    return Plan(arm, sm.section.seal.sha256, tuple(sm.protocol.seeds), sm.reads.interval, rules, others,
+                [k for k, _ in keyed])
 
 
 def load_plan(prereg: dict | None, arm: str) -> Plan | None:
@@ -328,22 +341,25 @@ def sibling_states(plan: Plan, run_dir: Path) -> dict[str, ArmState]:
             best[a] = (key, d)
     for a, (_, d) in best.items():
         _, seeds, interval = plan.other_arms[a]
-        out[a] = state_from_rows(read_rows(d / rd.ROWS).rows, seeds, interval)
+        out[a] = prefix_state_of(read_rows(d / rd.ROWS).rows, seeds, interval)
     return out
 
 
 def check_run(prereg: dict | None, arm: str, rows: list[dict], run_dir: Path) -> dict | None:
     """For the driver, after each row: what status.json says under "settled", or None (no rules).
 
-    {"at": done, "total": planned, "all": every rule settled, "rules": [Settled.as_dict()...]}."""
+    Every arm is read on its plan prefix (seed k counts once the seeds before it in the plan
+    have rows), so neither the order in which episodes finish nor the number of workers can
+    move the decision. {"at": the prefix length, "total": planned, "all": every rule settled,
+    "rules": [{key, condition, settled, verdict, why}...]}."""
     plan = load_plan(prereg, arm)
     if plan is None or not plan.rules:
         return None
     states = sibling_states(plan, run_dir)
-    states[arm] = state_from_rows(rows, plan.seeds, plan.interval)
+    states[arm] = prefix_state_of(rows, plan.seeds, plan.interval)
     res = [settle_rule(r, states) for r in plan.rules]
     return {"at": states[arm].done, "total": len(plan.seeds), "all": all(s.settled for s in res),
-            "rules": [s.as_dict() for s in res]}
+            "rules": [{"key": k, **s.as_dict()} for k, s in zip(plan.keys, res)]}
 
 
 def decided_detail(settled: dict) -> str:
@@ -353,49 +369,6 @@ def decided_detail(settled: dict) -> str:
 
 
 # ---------------------------------------------------------------- the report
-
-
-def decided_verdicts(verdicts: list, run_dirs: dict[str, Path]) -> list:
-    """The report's verdicts, with those a registered curtailment decided shown as final.
-
-    A run stopped by `decided` carries the settled verdicts in status.json; they are the
-    verdicts at completion (the rows read may be fewer than planned), so they replace the
-    verdict computed on the rows read, and say so."""
-    from prereg import rundir as rd
-    from prereg.reads import Verdict
-
-    decided: dict[str, tuple[dict, dict]] = {}
-    cut_short: dict[str, str] = {}  # arm -> why, for runs a decided stop ended before every rule settled
-    for arm, d in run_dirs.items():
-        status = rd.read_json(Path(d) / rd.STATUS) or {}
-        stop = rd.status_stop(status)
-        settled = status.get("settled")
-        if stop is None or stop.by != rd.BY_DECIDED:
-            continue
-        cut_short[arm] = stop.detail
-        if not isinstance(settled, dict):
-            continue
-        for r in settled.get("rules") or []:
-            if r.get("settled"):
-                decided[r.get("condition")] = (r, settled)
-    out = []
-    for v in verdicts:
-        hit = decided.get(v.rule.condition)
-        short = sorted(a for a in v.rule.arms() if a in cut_short)
-        if hit is None and short:  # e.g. a sequential stop: this rule's verdict at completion is unknown
-            out.append(Verdict(v.rule, UNDETERMINED,
-                               f"not settled when the registered stop ended arm {', '.join(short)} "
-                               f"({cut_short[short[0]][:160]}); on the rows read: {v.detail}",
-                               why=f"a registered stop ended arm {', '.join(short)} before this rule was settled"))
-            continue
-        if hit is None:
-            out.append(v)
-            continue
-        r, s = hit
-        out.append(Verdict(v.rule, r["verdict"],
-                           f"final: decided at {s['at']}/{s['total']} by a registered curtailment "
-                           f"({r.get('why', '')}); on the rows read: {v.detail}"))
-    return out
 
 
 def savings_note(status: dict | None, reads) -> str | None:

@@ -414,17 +414,25 @@ class Verdict:
     verdict: str  # HOLDS | does not hold | undetermined | provisional (never a bare HOLDS on an incomplete run)
     detail: str  # the values the condition was judged on, or what was missing
     why: str = ""  # undetermined: why; provisional: "at 60/100" and what it reads so far
+    key: str = ""  # the rule's identity: "<section>#<n>" (prereg.verdict.rule_key), never its text
+    arms: tuple[str, ...] = ()  # every arm it read: those it names and their registered comparators
+    reasons: tuple[str, ...] = ()  # undetermined: every reason, one each
+    decided: str = ""  # "decided at 5/20 by curtailment" when no completion of the plan can change it
+    early: bool = False  # decided before every planned seed of an arm it reads had a row: final all the same
 
     @property
     def label(self) -> str:
-        """How every report shows it: 'HOLDS', 'undetermined (why)', 'provisional at 60/100 (HOLDS so far)'."""
+        """How every report shows it: 'HOLDS', 'undetermined (why)', 'provisional at 60/100 (HOLDS so far)',
+        'HOLDS (final: decided at 5/20 by curtailment)'."""
         if self.verdict in (UNDETERMINED, PROVISIONAL):
             return f"{self.verdict} ({self.why})" if self.verdict == UNDETERMINED else f"provisional {self.why}"
-        return self.verdict
+        return f"{self.verdict} (final: {self.decided})" if self.early and self.decided else self.verdict
 
     def as_dict(self) -> dict:
-        return {"condition": self.rule.condition, "action": self.rule.action, "section": self.rule.section,
-                "verdict": self.verdict, "label": self.label, "why": self.why, "detail": self.detail}
+        return {"key": self.key, "condition": self.rule.condition, "action": self.rule.action,
+                "section": self.rule.section, "arms": list(self.arms), "verdict": self.verdict, "label": self.label,
+                "why": self.why, "reasons": list(self.reasons), "decided": self.decided, "early": self.early,
+                "detail": self.detail}
 
 
 def evaluate_rule(rule: Rule, values: dict[str, dict[str, float | None]], *,

@@ -34,12 +34,12 @@ from prereg.reads import (
     Paired,
     Verdict,
     arm_reads,
-    evaluate_rule,
     paired_reads,
 )
 from prereg.rows import read_rows
 from prereg.rundir import utc_now
 from prereg.seal import require_intact, verify_layout, write_lines
+from prereg.verdict import ArmEvidence, Judgement, SequentialVerdict, evidence_from_reads, judge
 
 UNREGISTERED_LINE = ("**UNREGISTERED REPORT**: rows read with --unregistered; runs not launched from this "
                      "registration are not registered results")
@@ -54,6 +54,7 @@ class ComparatorRead:
     reads: ArmReads | None  # the comparator's own reads, for the chart
     note: str = ""
     report: "ArmReport | None" = None  # the comparator arm's own report (its validity), when it is an arm
+    evidence: ArmEvidence | None = None  # an external comparator run's evidence (a run named by path)
 
 
 @dataclass
@@ -66,6 +67,7 @@ class ArmReport:
     chart: Path | None = None
     results_md: Path | None = None
     provenance: list[str] = field(default_factory=list)  # why this run is not a run of this arm ([] = it is)
+    evidence: ArmEvidence | None = None  # what the verdict engine reads of this run (prereg/verdict.py)
 
 
 @dataclass
@@ -81,6 +83,7 @@ class Report:
     unregistered: bool = False
     registration_md: Path | None = None
     paired_charts: list[Path] = field(default_factory=list)
+    sequential: list[SequentialVerdict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -96,6 +99,7 @@ class Report:
                 } for name, r in self.arms.items()
             },
             "decision_rules": [v.as_dict() for v in self.verdicts],
+            "sequential_tests": [s.as_dict() for s in self.sequential],
             "appended": self.appended,
             "unregistered": self.unregistered,
             "registration_results": str(self.registration_md) if self.registration_md else None,
@@ -119,8 +123,11 @@ class Report:
         if self.verdicts:
             out.append("\ndecision rules")
             for v in self.verdicts:
-                out.append(f"  [{v.label}] if {v.rule.condition} -> {v.rule.action}"
+                out.append(f"  [{v.label}] if {v.rule.condition} -> {v.rule.action}  ({v.key})"
                            + (f"\n      ({v.detail})" if v.detail else ""))
+        for s in self.sequential:
+            out.append(f"  [{s.label}] sequential test of arm {s.arm} ({s.section})"
+                       + (f"\n      ({s.decision.text})" if s.decision else ""))
         if self.registration_md:
             out.append(f"\nregistration results: {self.registration_md}")
         if self.appended:
@@ -165,7 +172,8 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
         reports[arm] = _arm_report(doc, arm, Path(run_dir), unregistered)
     for arm, rep in reports.items():
         rep.comparators = [_comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
-    verdicts = curtail.decided_verdicts(_verdicts(doc, reports), {a: r.run_dir for a, r in reports.items()})
+    judgement = _judge(doc, reports)
+    verdicts = judgement.verdicts
     head = [UNREGISTERED_LINE, ""] if unregistered else []
     for arm, rep in reports.items():
         cr = next((c for c in rep.comparators if c.reads is not None), None)
@@ -174,15 +182,15 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
         paired = cr.paired if cr and cr.paired and cr.paired.shared_seeds else None
         rep.chart = per_seed_chart(series, rep.run_dir / rd.CHART, title, colors=colors, paired=paired)
         md = head + [f"# Results: {arm}", "", f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
-        md += _arm_markdown(rep, chart_rel=rd.CHART) + [""] + _rules_markdown(verdicts)  # every registered rule
+        md += _arm_markdown(rep, chart_rel=rd.CHART) + [""] + _rules_markdown(judgement)  # every registered rule
         rep.results_md = rep.run_dir / rd.RESULTS
         rd.write_text_atomic(rep.results_md, "\n".join(md).rstrip("\n") + "\n")
     folder = _runs_folder([r.run_dir for r in reports.values()])
     charts = _paired_charts(doc, reports, folder, colors)
     reg_md = folder / f"{_safe(doc.prereg_id or doc.path.stem)}.results.md"
-    reg_lines = _registration_markdown(doc, reports, verdicts, now, charts, folder, unregistered)
+    reg_lines = _registration_markdown(doc, reports, judgement, now, charts, folder, unregistered)
     rd.write_text_atomic(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
-    section = _section_markdown(doc, reports, verdicts, now, reg_md)
+    section = _section_markdown(doc, reports, judgement, now, reg_md)
     skipped = ""
     if append and unregistered:
         append, skipped = False, "an unregistered report is never appended to the pre-registration"
@@ -192,7 +200,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     if append:
         _append_section(doc, sorted(reports), section)
     return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped,
-                  unregistered, reg_md, charts)
+                  unregistered, reg_md, charts, judgement.sequential)
 
 
 def _runs_folder(dirs: list[Path]) -> Path:
@@ -252,7 +260,13 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
         reads.notes.append(decided)
     if not (run_dir / rd.ROWS).exists():
         reads.notes.append("the run directory has no rows.jsonl")
-    return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems)
+    manifest = rd.read_json(run_dir / rd.MANIFEST)
+    evidence = evidence_from_reads(reads, got.rows, planned=sm.protocol.seeds, interval=sm.reads.interval,
+                                   status=status, manifest=manifest, run_dir=run_dir)
+    if evidence.resumes:
+        reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
+                           "of every session are read together (a seed's last row wins)")
+    return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence)
 
 
 def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[str, ArmReport],
@@ -272,7 +286,11 @@ def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict
         if not run.is_dir():
             return ComparatorRead(c, None, None, f"not paired: the comparator run {run} is not on this machine")
         got = read_rows(run / rd.ROWS)
-        creads = arm_reads(c.name, got.rows, run_state=rd.read_json(run / rd.STATUS))
+        cstatus = rd.read_json(run / rd.STATUS)
+        creads = arm_reads(c.name, got.rows, run_state=cstatus)
+        bad = [f"{len(got.bad)} line(s) of its rows.jsonl are not valid rows"] if got.bad else []
+        ext = evidence_from_reads(creads, got.rows, status=cstatus, manifest=rd.read_json(run / rd.MANIFEST),
+                                  extra_problems=bad, external=True, run_dir=run)
     paired = paired_reads(rep.reads, creads, c.name)
     note = found_note
     if paired.shared_seeds == 0:
@@ -280,7 +298,7 @@ def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict
     if paired.dropped_unpaired:
         note = (note + "; " if note else "") + (f"{paired.dropped_unpaired} seed(s) with rows on both sides were not "
                                                 "paired: no finite progress_final_cm on one side")
-    return ComparatorRead(c, paired, creads, note, other if c.arm else None)
+    return ComparatorRead(c, paired, creads, note, other if c.arm else None, None if c.arm else ext)
 
 
 def _sibling_run(doc: Document, arm: str, runs_dir: Path, unregistered: bool = False) -> ArmReport | None:
@@ -307,47 +325,29 @@ def _sibling_run(doc: Document, arm: str, runs_dir: Path, unregistered: bool = F
     return _arm_report(doc, arm, best[1], unregistered) if best else None
 
 
-def _verdicts(doc: Document, reports: dict[str, ArmReport]) -> list[Verdict]:
-    """Every registered rule, judged only on arms that can bear a verdict.
+def _judge(doc: Document, reports: dict[str, ArmReport]) -> Judgement:
+    """Every registered rule and sequential test, through the one verdict engine (prereg/verdict.py).
 
-    An arm with no run in the report, an INVALID arm, a run still going, or no episodes makes a
-    rule undetermined (why); an arm whose run ended with fewer rows than registered seeds makes
-    it provisional at n/N.
-    """
-    arms: dict[str, ArmReport] = {}
-    for rep in reports.values():  # comparator arms found beside a reported run count too
+    The evidence is every reported arm, the comparator arms found beside them, and external
+    comparator runs; each arm carries its pairing with its registered comparator (the first
+    `reads.comparator` that applies to it), which is what its `delta_*` reads mean."""
+    evidence: dict[str, ArmEvidence] = {}
+    for rep in reports.values():
         for c in rep.comparators:
-            if c.report is not None and c.comparator.arm not in reports:
-                arms.setdefault(c.comparator.arm, c.report)
-    arms.update(reports)
-    values: dict[str, dict] = {}
-    blocked: dict[str, str] = {}
-    partial: dict[str, str] = {}
-    for arm, rep in arms.items():
-        r = rep.reads
-        v = dict(r.values())
-        first = next((c.paired for c in rep.comparators if c.paired and c.paired.shared_seeds), None)
-        if first:
-            v.update(first.values())
-        values[arm] = v
-        if r.run_state in rd.LIVE_STATES:
-            blocked[arm] = f"the run is still {r.run_state} ({r.n}/{r.n_planned} episodes)"
-        elif not r.valid:
-            failed = [c.text for c in r.checks if not c.ok]
-            blocked[arm] = f"INVALID ({failed[0]}" + (f"; {len(failed) - 1} more" if len(failed) > 1 else "") + ")"
-        elif r.n == 0:
-            blocked[arm] = "no episodes"  # never vacuously true on nothing
-        elif r.stopped_early:
-            partial[arm] = f"at {r.n}/{r.n_planned}"
-    for a in doc.arms():
-        if a.name not in arms:
-            blocked[a.name] = "no run of this arm in this report"
-    return [evaluate_rule(r, values, blocked=blocked, partial=partial) for r in registered_rules(doc)]
-
-
-def registered_rules(doc: Document):
-    """The decision rules of the frozen sections, in order (a draft amendment registers nothing yet)."""
-    return [r for sm in doc.sections if sm.section.sealed for r in sm.rules]
+            if c.report is not None and c.comparator.arm not in reports and c.report.evidence is not None:
+                evidence.setdefault(c.comparator.arm, c.report.evidence)
+            if c.evidence is not None:
+                evidence.setdefault(c.comparator.name, c.evidence)
+    evidence.update({a: r.evidence for a, r in reports.items() if r.evidence is not None})
+    for arm, ev in list(evidence.items()):
+        rep = reports.get(arm)
+        first = rep.comparators[0] if rep is not None and rep.comparators else None
+        if first is None and not ev.external:
+            comps = doc.comparators_for(arm)
+            ev.comparator = comps[0].name if comps else None
+        elif first is not None:
+            ev.comparator, ev.paired = first.comparator.name, first.paired
+    return judge(doc, evidence)
 
 
 def _paired_charts(doc: Document, reports: dict[str, ArmReport], folder: Path, colors: dict[str, str]) -> list[Path]:
@@ -365,7 +365,7 @@ def _paired_charts(doc: Document, reports: dict[str, ArmReport], folder: Path, c
 # ---------------------------------------------------------------- writing
 
 
-def _section_markdown(doc: Document, reports: dict[str, ArmReport], verdicts: list[Verdict], now: str,
+def _section_markdown(doc: Document, reports: dict[str, ArmReport], judgement: Judgement, now: str,
                       reg_md: Path | None = None) -> list[str]:
     arms = sorted(reports)
     out = [f"<!-- fontaine:results begin arms={','.join(arms)} -->",
@@ -377,7 +377,7 @@ def _section_markdown(doc: Document, reports: dict[str, ArmReport], verdicts: li
     for arm in arms:
         rep = reports[arm]
         out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None) + [""]
-    out += _rules_markdown(verdicts)
+    out += _rules_markdown(judgement)
     out.append(RESULTS_END)
     return out
 
@@ -452,18 +452,23 @@ def _seed_reads_line(a: ArmReads) -> str:
     return "; ".join(bits)
 
 
-def _rules_markdown(verdicts: list[Verdict]) -> list[str]:
-    if not verdicts:
+def _rules_markdown(judgement: Judgement) -> list[str]:
+    verdicts, seq = judgement.verdicts, judgement.sequential
+    if not verdicts and not seq:
         return []
     out = ["### Decision rules", ""]
     for i, v in enumerate(verdicts, 1):
-        out.append(f"{i}. **{v.label}**: if `{v.rule.condition}` ({v.rule.section}) then \u201c{v.rule.action}\u201d."
+        reads = f"; reads {', '.join(v.arms)}" if v.arms else ""
+        out.append(f"{i}. **{v.label}**: if `{v.rule.condition}` ({v.key}{reads}) then \u201c{v.rule.action}\u201d."
                    + (f" Judged on: {v.detail}." if v.detail else ""))
+    for s in seq:
+        out.append(f"- **{s.label}**: the registered sequential test of arm {s.arm} ({s.section})"
+                   + (f": {s.decision.text}." if s.decision else "."))
     out.append("")
     return out
 
 
-def _registration_markdown(doc: Document, reports: dict[str, ArmReport], verdicts: list[Verdict], now: str,
+def _registration_markdown(doc: Document, reports: dict[str, ArmReport], judgement: Judgement, now: str,
                            charts: list[Path], folder: Path, unregistered: bool) -> list[str]:
     """The whole registration in one file: every arm, every rule, every pairing, the distance table."""
     out = [UNREGISTERED_LINE, ""] if unregistered else []
@@ -493,7 +498,7 @@ def _registration_markdown(doc: Document, reports: dict[str, ArmReport], verdict
         out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None, in_registration=True) + [""]
     out += _pairings_markdown(reports, charts, folder)
     out += _distance_table(shown)
-    out += _rules_markdown(verdicts)
+    out += _rules_markdown(judgement)
     return out
 
 

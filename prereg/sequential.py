@@ -139,16 +139,16 @@ def oc_lines(s: Sprt, planned: int) -> list[str]:
 
 
 def check_rows(spec: dict | None, rows: list[dict], planned_seeds) -> dict | None:
-    """For the driver: {"decision", "text", ...} once the registered test decides, else None."""
+    """For the driver: {"decision", "at", "text", ...} once the registered test decides, else None.
+
+    Read on the plan prefix through the verdict engine (`prereg.verdict.sequential_decision`):
+    seed k counts once every seed before it in the plan has its row, and an error row is a
+    non-success. The order in which episodes finish cannot move the decision."""
+    from prereg.verdict import rows_by_seed, sequential_decision
+
     s = Sprt.from_dict(spec)
     if s is None:
         return None
-    plan = set(planned_seeds)
-    by_seed = {r.get("seed"): r for r in rows if r.get("seed") in plan}
-    n = len(by_seed)
-    k = sum(1 for r in by_seed.values() if r.get("success") is True)
-    d = s.decision(k, n) if n else None
-    if d is None:
-        return None
-    return {"decision": d, "at": n, "total": len(plan), "successes": k, "llr": round(s.llr(k, n), 4),
-            **s.as_dict(), "text": s.text(d, k, n, len(plan))}
+    seeds = list(planned_seeds)
+    d = sequential_decision(s, seeds, rows_by_seed(rows, seeds))
+    return None if d is None else {**d.as_dict(), **s.as_dict()}

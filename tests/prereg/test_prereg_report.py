@@ -247,12 +247,23 @@ def test_running_runs_are_undetermined_and_stopped_ones_provisional(demo, run_di
     live = run_dir("live", rows, status={"state": "running"}, launched=(demo, "scripted"))
     v = {x.rule.condition: x for x in build_report(demo, {"scripted": live}, append=False, now=NOW).verdicts}
     assert v["scripted.successes >= 1"].label.startswith("undetermined (scripted: the run is still running")
-    stopped = run_dir("stopped", rows, status={"state": "stopped"}, launched=(demo, "scripted"))
+    misses = [make_row(s, success=False) for s in range(2)]
+    stopped = run_dir("stopped", misses, status={"state": "stopped"}, launched=(demo, "scripted"))
     rep = build_report(demo, {"scripted": stopped}, append=False, now=NOW)
     v = {x.rule.condition: x for x in rep.verdicts}
     assert v["scripted.successes >= 1"].verdict == "provisional"
-    assert v["scripted.successes >= 1"].label == "provisional at 2/6 (HOLDS so far)"
-    assert "provisional at 2/6" in rep.summary_text() and "[HOLDS]" not in rep.summary_text()
+    assert v["scripted.successes >= 1"].label == "provisional at 2/6 (does not hold so far)"
+    assert "provisional at 2/6" in rep.summary_text() and "[does not hold]" not in rep.summary_text()
+
+
+def test_a_rule_no_completion_can_change_is_final_on_a_stopped_run_and_says_so(demo, run_dir):
+    rows = [make_row(s, success=True) for s in range(2)]
+    stopped = run_dir("stopped", rows, status={"state": "stopped"}, launched=(demo, "scripted"))
+    rep = build_report(demo, {"scripted": stopped}, append=False, now=NOW)
+    v = {x.rule.condition: x for x in rep.verdicts}["scripted.successes >= 1"]
+    assert v.verdict == "HOLDS" and v.early
+    assert v.label == "HOLDS (final: decided at 1/6 by curtailment)"  # never a bare HOLDS on 2/6
+    assert "[HOLDS (final: decided at 1/6 by curtailment)]" in rep.summary_text()
 
 
 def test_every_registered_rule_appears_even_without_its_arms(demo, run_dir):

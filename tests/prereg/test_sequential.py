@@ -60,14 +60,24 @@ def test_the_oc_probabilities_add_up_and_the_table_is_printed():
 
 def test_the_driver_check_decides_from_rows():
     s = SPECS[0]
-    rows = [{"seed": i, "success": True} for i in range(3)]
+    rows = [{"seed": i, "success": True, "status": "ok"} for i in range(3)]
     d = check_rows(s.as_dict(), rows, range(100))
     assert d["decision"] == H1 and d["at"] == 3  # 3 log(4) = 4.16 >= log(0.9 / 0.05) = 2.89
     assert check_rows(s.as_dict(), rows[:2], range(100)) is None
-    fails = [{"seed": i, "success": False} for i in range(60)]
+    fails = [{"seed": i, "success": False, "status": "ok"} for i in range(60)]
     d0 = check_rows(s.as_dict(), fails, range(100))
     assert d0 is not None and d0["decision"] == H0 and d0["at"] <= 60
     assert check_rows(None, rows, range(100)) is None
+
+
+def test_the_driver_check_counts_errors_as_failures_and_reads_the_plan_prefix():
+    s = SPECS[0]
+    errors = [{"seed": i, "success": True, "status": "error"} for i in range(3)]
+    assert check_rows(s.as_dict(), errors, range(100)) is None  # an error row is never a success
+    later = [{"seed": i, "success": True, "status": "ok"} for i in (1, 2, 3)]
+    assert check_rows(s.as_dict(), later, range(100)) is None  # seed 0 not in yet: nothing counts
+    d = check_rows(s.as_dict(), later + [{"seed": 0, "success": True, "status": "ok"}], range(100))
+    assert d["decision"] == H1 and d["at"] == 3  # the first crossing in plan order, not completion order
 
 
 def test_registration_is_validated():
