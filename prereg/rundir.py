@@ -362,12 +362,13 @@ class StopReason:
         if not isinstance(d, dict):
             return None
         by = d.get("by")
-        by = by if by in STOP_BY else BY_USER  # an older or hand-written STOP: a person asked
-        gate = d.get("gate") if isinstance(d.get("gate"), str) else None
+        by = by if isinstance(by, str) and by in STOP_BY else BY_USER  # an older or hand-written STOP: a person asked
+        gate = one_line(d["gate"], 40) if isinstance(d.get("gate"), str) else None
         detail = d.get("detail", d.get("reason", ""))
-        who = d.get("who") if isinstance(d.get("who"), str) else None
-        at = d.get("at") if isinstance(d.get("at"), str) else None
-        return cls(by=by, detail=str(detail if detail is not None else "")[:500], gate=gate, who=who, at=at)
+        detail = one_line(detail if isinstance(detail, str) else json.dumps(detail) if detail is not None else "")
+        who = one_line(d["who"], 80) if isinstance(d.get("who"), str) else None
+        at = one_line(d["at"], 40) if isinstance(d.get("at"), str) else None
+        return cls(by=by, detail=detail, gate=gate or None, who=who or None, at=at or None)
 
     def text(self) -> str:
         """One line for people: 'gate pace: projected wall 1.3 h > 1.0 h', 'user (ana): stop key'."""
@@ -375,6 +376,24 @@ class StopReason:
         if self.who and self.by != BY_GATE:
             head += f" ({self.who})"
         return f"{head}: {self.detail}" if self.detail else head
+
+
+STOP_DETAIL_MAX = 200  # characters of a stop reason's detail: it becomes status.json's one-line reason
+
+
+def one_line(text: str, limit: int = STOP_DETAIL_MAX) -> str:
+    """`text` as one printable line of at most `limit` characters: control, format and separator
+    characters (newlines, escapes, bidi overrides, NULs) become spaces or '?', runs of spaces one."""
+    out = []
+    for ch in text[: limit * 4]:
+        if ch.isprintable():
+            out.append(ch)
+        elif ch.isspace():
+            out.append(" ")
+        else:
+            out.append("?")
+    line = " ".join("".join(out).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def write_stop(run_dir: str | Path, reason: StopReason, *, only_if_absent: bool = True) -> Path:
@@ -402,13 +421,13 @@ def read_stop(run_dir: str | Path) -> StopReason | None:
     except OSError as exc:
         return StopReason(BY_USER, f"STOP present (unreadable: {exc.strerror or exc})")
     text = data.decode("utf-8", errors="replace").strip()
-    if not text:
+    if not one_line(text):
         return StopReason(BY_USER, "STOP file present")
     try:
         obj = json.loads(text)
     except (ValueError, RecursionError):
-        return StopReason(BY_USER, text[:200])
-    return StopReason.from_dict(obj) or StopReason(BY_USER, text[:200])
+        return StopReason(BY_USER, one_line(text))  # a person's words (or any bytes): one printable line
+    return StopReason.from_dict(obj) or StopReason(BY_USER, one_line(text))
 
 
 def status_stop(status: dict | None) -> StopReason | None:

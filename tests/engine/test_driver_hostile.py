@@ -114,3 +114,13 @@ def test_a_wrong_typed_elapsed_in_status_does_not_crash_a_resume(tmp_path):
     (d / rd.ROWS).write_text("")
     result = run(_config(2), d, argv=["test"], resume=True, log=lambda _t: None, executor=FakeExecutor())
     assert result.state == rd.DONE
+
+
+def test_random_bytes_in_stop_become_a_one_line_printable_reason(tmp_path):
+    d = tmp_path / "run"
+    junk = os.urandom(2048) + b"\n\x1b[2J\nsecond line"
+    ex = FakeExecutor(on_poll=lambda n: n == 2 and (d / rd.STOP).write_bytes(junk))
+    result = run(_config(), d, argv=["test"], log=lambda _t: None, executor=ex)
+    assert result.state == rd.STOPPED
+    reason = json.loads((d / rd.STATUS).read_text())["reason"]
+    assert reason.isprintable() and "\n" not in reason and len(reason) <= 300, repr(reason)

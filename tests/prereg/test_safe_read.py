@@ -146,3 +146,33 @@ def test_the_report_with_a_fifo_manifest_says_so(demo, run_dir):
     os.mkfifo(d / rd.MANIFEST)
     rep = build_report(demo, {"scripted": d}, now="2026-11-30T09:00:00Z", unregistered=False)
     assert any("manifest.json: is a FIFO" in p for p in rep.arms["scripted"].provenance)
+
+
+def _one_printable_line(text: str, limit: int = rd.STOP_DETAIL_MAX) -> bool:
+    return text.isprintable() and len(text) <= limit and text == " ".join(text.split())
+
+
+@pytest.mark.parametrize("data", [
+    os.urandom(4096), os.urandom(64), b"stop\nnow\r\n\x1b[2J\x1b]0;owned\x07 \x00\x00" + "\u202egnp.exe".encode(),
+    json.dumps({"by": "user", "detail": "line one\nline two\x1b[31m red " + "x" * 5000, "who": "ana\n\x00evil",
+                "gate": "pace\r\n", "at": "\x1b[0m"}).encode(),
+    json.dumps({"by": ["user"], "detail": {"nested": ["a\nb"]}}).encode(),
+])
+def test_stop_contents_become_one_printable_bounded_line(tmp_path, data):
+    (tmp_path / rd.STOP).write_bytes(data)
+    stop = rd.read_stop(tmp_path)
+    assert stop is not None and stop.by in rd.STOP_BY
+    assert _one_printable_line(stop.detail), repr(stop.detail)
+    for field in (stop.who, stop.gate, stop.at):
+        assert field is None or _one_printable_line(field), repr(field)
+    assert _one_printable_line(stop.text(), 400)
+    # and the same through status.json's stop (what the console and Discord show)
+    assert _one_printable_line(rd.status_reason_text({"stop": json.loads(json.dumps(stop.as_dict()))}), 400)
+
+
+def test_one_line_keeps_plain_words_and_marks_a_cut():
+    assert rd.one_line("gate pace: projected wall 1.3 h > 1.0 h") == "gate pace: projected wall 1.3 h > 1.0 h"
+    assert rd.one_line("  a\n\n b\tc  ") == "a b c"
+    assert rd.one_line("é ü 日本") == "é ü 日本"
+    cut = rd.one_line("x" * 1000)
+    assert len(cut) == rd.STOP_DETAIL_MAX and cut.endswith("…")
