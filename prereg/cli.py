@@ -124,6 +124,7 @@ def cmd_validate(args) -> int:
     arms = ", ".join(a.name for a in doc.arms())
     print(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
     _print_savings(doc)
+    _print_power(doc)
     return EXIT_OK
 
 
@@ -135,6 +136,15 @@ def _print_savings(doc) -> None:
     if lines:
         print("stopping early: curtailment (once no remaining seed can change a decision rule; simulated, "
               "400 runs, seeded) and any registered sequential test (exact):")
+        print("\n".join(lines))
+
+
+def _print_power(doc) -> None:
+    """What the planned seeds can detect, before any GPU-hour is spent (prereg/power.py, reads.power)."""
+    from prereg.power import power_lines
+
+    lines = power_lines(doc)
+    if lines:
         print("\n".join(lines))
 
 
@@ -150,7 +160,9 @@ def cmd_freeze(args) -> int:
           f"  tool commit {res.tool_commit}\n  seal on line {res.seal_line}")
     from prereg.document import load
 
-    _print_savings(load(args.file))
+    doc = load(args.file)
+    _print_savings(doc)
+    _print_power(doc)
     return EXIT_OK
 
 

@@ -59,7 +59,9 @@ ARM_KEYS = (
 PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts")
 GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided", "sequential")
 DECIDED_VALUES = ("stop", "record")  # gates.decided: stop when the rules are settled, or only record it
-READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator")
+READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator", "power")
+POWER_KEYS = ("assumed_rates", "minimum_effect", "delta_sd_cm", "pilot")  # reads.power: prereg/power.py
+EFFECT_KEYS = ("success_rate", "progress_cm")
 VALIDITY_KEYS = ("reset_strikes_max", "zero_fallback_rate_max", "error_rows_max")
 RULE_KEYS = ("if", "then", "arm")
 
@@ -127,12 +129,32 @@ class Comparator:
 
 
 @dataclass(frozen=True)
+class PowerPlan:
+    """`reads.power`: what the plan assumes, so validate/freeze can say what its seeds can detect (prereg/power.py).
+
+    Information only: nothing at run or report time reads it."""
+
+    arm_rates: tuple[tuple[str, float], ...] = ()  # assumed success rate per arm
+    default_rate: float | None = None  # one assumed rate for every arm
+    min_success_effect: float | None = None  # the rate difference worth detecting (absolute, e.g. 0.15)
+    min_progress_cm: float | None = None  # the paired progress_final_cm delta worth detecting, cm
+    delta_sd_cm: float | None = None  # SD of the per-seed paired progress_final_cm delta, cm
+    pilot: str | None = None  # or a pilot run directory to estimate it from, relative to the document
+    line: int | None = None
+
+    @property
+    def rates(self) -> dict[str, float]:
+        return dict(self.arm_rates)
+
+
+@dataclass(frozen=True)
 class Reads:
     primary: str = "successes"
     interval: str = "both"
     validity: Validity = Validity()
     secondary: tuple[str, ...] = ()
     comparators: tuple[Comparator, ...] = ()
+    power: PowerPlan | None = None  # optional; None: the plan assumes nothing (validate shows illustrative figures)
 
 
 @dataclass(frozen=True)
@@ -894,7 +916,86 @@ def _check_reads(raw, ctx: _Ctx, sec: Section, arms: list[Arm], known: set[str])
             out["secondary"] = tuple(names)
     if "comparator" in raw:
         out["comparators"] = _check_comparators(raw["comparator"], ctx, arms, known)
+    if "power" in raw:
+        plan = _check_power(raw["power"], ctx, known)
+        if plan is not None:
+            out["power"] = plan
     return out
+
+
+def _rate(v) -> bool:
+    return _nonneg(v) and 0 < v < 1
+
+
+def _check_power(raw, ctx: _Ctx, known: set[str]) -> PowerPlan | None:
+    """reads.power: assumed rates, the effect worth detecting, and the paired delta's SD (or a pilot run)."""
+    path = ("reads", "power")
+    hint = "{assumed_rates: {arm-a: 0.1}, minimum_effect: {success_rate: 0.15, progress_cm: 1.0}, delta_sd_cm: 2.5}"
+    if not isinstance(raw, dict):
+        ctx.err(path, "must be a mapping (" + ", ".join(POWER_KEYS) + ")", hint)
+        return None
+    bad = False
+
+    def err(sub: tuple, msg: str, why: str = "") -> None:
+        nonlocal bad
+        bad = True
+        ctx.err(path + sub, msg, why)
+
+    for k in raw:
+        if k not in POWER_KEYS:
+            err((k,), f"unknown power field '{k}'", "known: " + ", ".join(POWER_KEYS))
+    kw: dict = {"line": ctx.line(path)}
+    rates = raw.get("assumed_rates")
+    if rates is not None:
+        rate_hint = "a success rate strictly between 0 and 1, e.g. 0.1: your best guess before the run"
+        if isinstance(rates, dict):
+            pairs = []
+            for arm, v in rates.items():
+                if arm not in known:
+                    err(("assumed_rates", arm), f"unknown arm {arm!r}", "known arms: " + ", ".join(sorted(known)))
+                elif not _rate(v):
+                    err(("assumed_rates", arm), f"must be a rate in (0, 1), got {v!r}", rate_hint)
+                else:
+                    pairs.append((str(arm), float(v)))
+            kw["arm_rates"] = tuple(pairs)
+        elif _rate(rates):
+            kw["default_rate"] = float(rates)
+        else:
+            err(("assumed_rates",), f"must be a rate in (0, 1) or a mapping {{arm: rate}}, got {rates!r}", rate_hint)
+    effect = raw.get("minimum_effect")
+    if effect is not None:
+        if not isinstance(effect, dict):
+            err(("minimum_effect",), f"must be a mapping {{success_rate: 0.15, progress_cm: 1.0}}, got {effect!r}",
+                "the smallest effect worth detecting: a success-rate difference, and a paired progress delta in cm")
+        else:
+            for k, v in effect.items():
+                if k not in EFFECT_KEYS:
+                    err(("minimum_effect", k), f"unknown effect '{k}'", "known: " + ", ".join(EFFECT_KEYS))
+                elif k == "success_rate" and not _rate(v):
+                    err(("minimum_effect", k), f"must be a rate difference in (0, 1), got {v!r}",
+                        "absolute: 0.15 is 15 percentage points")
+                elif k == "progress_cm" and not (_nonneg(v) and v > 0):
+                    err(("minimum_effect", k), f"must be a distance in cm > 0, got {v!r}")
+                elif k == "success_rate":
+                    kw["min_success_effect"] = float(v)
+                elif k == "progress_cm":
+                    kw["min_progress_cm"] = float(v)
+    if raw.get("delta_sd_cm") is not None and raw.get("pilot") is not None:
+        err(("pilot",), "give delta_sd_cm or pilot, not both", "the paired delta's SD has one source")
+    sd = raw.get("delta_sd_cm")
+    if sd is not None:
+        if not (_nonneg(sd) and sd > 0):
+            err(("delta_sd_cm",), f"must be a distance in cm > 0, got {sd!r}",
+                "the SD of the per-seed paired progress_final_cm delta (arm minus comparator)")
+        else:
+            kw["delta_sd_cm"] = float(sd)
+    pilot = raw.get("pilot")
+    if pilot is not None:
+        if not isinstance(pilot, str) or not pilot.strip():
+            err(("pilot",), f"must be a run directory (a path), got {pilot!r}", "relative to this document")
+        else:
+            kw["pilot"] = pilot
+    return None if bad else PowerPlan(**kw)
 
 
 def _check_validity(v, ctx: _Ctx) -> Validity:

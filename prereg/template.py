@@ -37,6 +37,11 @@ reads:
     # zero_fallback_rate_max: 0.10   # per predict
   secondary: [engaged, knock_aways, quiet, progress_final_mean, progress_final_median, success_seeds, chart]
   # comparator: {{run: ../runs/flow_100ep_30s, label: flow pathway}}   # or {{arm: arm-a, for: [arm-b]}}
+  power:                             # information only: validate and freeze print what the planned seeds can detect
+    assumed_rates: {{arm-a: 0.1}}      # your best guess of each arm's success rate before the run (or one number for all)
+    minimum_effect: {{success_rate: 0.15, progress_cm: 1.0}}   # the smallest effect worth detecting: a rate difference, a paired cm delta
+    # delta_sd_cm: 2.5               # SD of the per-seed paired progress_final_cm delta (arm minus comparator), cm
+    # pilot: ../runs/pilot-run       # or estimate that SD from a pilot run's rows.jsonl (relative to this file)
 gates:
   gpu_hours: 1.5
   pace:
