@@ -194,11 +194,16 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     skipped = ""
     if append and unregistered:
         append, skipped = False, "an unregistered report is never appended to the pre-registration"
+    foreign = sorted(a for a, r in reports.items() if r.provenance)
+    if append and foreign and not unregistered:
+        append, skipped = False, (f"the run of {', '.join(foreign)} is not a run of this registration "
+                                  f"({reports[foreign[0]].provenance[0]}); only its own runs are appended. The "
+                                  "results files beside the runs say why")
     if append and _is_shipped_example(doc.path):
         append, skipped = False, (f"{doc.path} is a shipped example and stays as shipped; to keep results in the "
                                   "document, report against a copy (same frozen hash) in your own folder")
     if append:
-        _append_section(doc, sorted(reports), section)
+        _append_section(doc, sorted(reports), section, now)
     return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped,
                   unregistered, reg_md, charts, judgement.sequential)
 
@@ -543,13 +548,19 @@ def _distance_table(shown: dict[str, ArmReport]) -> list[str]:
     return out
 
 
-def _append_section(doc: Document, arms: list[str], section: list[str]) -> None:
-    """Replace this tool's section for the same arms, or append one; frozen text is never touched."""
+REPLACED_MARK = "<!-- fontaine:replaced -->"  # inside a results block: the reports it replaced, newest first
+
+
+def _append_section(doc: Document, arms: list[str], section: list[str], now: str) -> None:
+    """Replace this tool's section for the same arms, or append one; frozen text is never touched.
+
+    A replaced report that said something else is kept below the new one (folded), with the
+    sha256 of its text and when it was replaced; one reported again unchanged is not repeated."""
     key = f"arms={','.join(arms)}"
     lines = list(doc.layout.lines)
     block = next((b for b in doc.layout.results if b.key == key), None)
     if block is not None:
-        lines[block.start:block.end + 1] = section
+        lines[block.start:block.end + 1] = _with_history(section, lines[block.start:block.end + 1], now)
     else:
         while lines and not lines[-1].strip():
             lines.pop()
@@ -560,6 +571,33 @@ def _append_section(doc: Document, arms: list[str], section: list[str]) -> None:
         raise PreregError(f"{doc.path}: writing the results section here would touch a frozen part "
                           "(a results block inside a frozen section?); not written")
     write_lines(doc.path, lines)
+
+
+def _with_history(section: list[str], old: list[str], now: str) -> list[str]:
+    """The new section, then the report it replaces (if it differs) and the ones that one replaced."""
+    import hashlib
+
+    body = old[1:-1]  # without the begin and end markers
+    cut = body.index(REPLACED_MARK) if REPLACED_MARK in body else len(body)
+    old_current, history = body[:cut], body[cut + 1:]
+    while history and (not history[0].strip() or history[0].startswith("_Earlier reports")):
+        history = history[1:]
+    new_current = section[1:-1]
+    while old_current and not old_current[-1].strip():
+        old_current = old_current[:-1]
+    while new_current and not new_current[-1].strip():
+        new_current = new_current[:-1]
+    if [x.rstrip() for x in old_current] == [x.rstrip() for x in new_current]:
+        entries = history
+    else:
+        digest = hashlib.sha256("\n".join(old_current).encode()).hexdigest()
+        head = next((x.lstrip("# ").strip() for x in old_current if x.startswith("## ")), "an earlier report")
+        entries = [f"<details><summary>Replaced at {now[:16].replace('T', ' ')}Z: {head} "
+                   f"(sha256 {digest[:16]})</summary>", "", *old_current, "", "</details>", "", *history]
+    if not entries:
+        return section
+    return [section[0], *new_current, "", REPLACED_MARK,
+            "_Earlier reports of these arms, replaced by the one above (newest first):_", "", *entries, section[-1]]
 
 
 def _primary_line(a: ArmReads) -> str:

@@ -340,3 +340,34 @@ def test_every_report_carries_every_registered_rule(demo, run_dir):
     conditions = [r.condition for r in load_doc(demo).rules()]
     for text in ((runs["scripted"] / "results.md").read_text(), demo.read_text()):
         assert all(c in text for c in conditions)
+
+
+def test_a_run_not_of_this_registration_is_never_appended_and_a_new_report_replaces_the_old(demo, run_dir):
+    import json
+
+    good = [make_row(s, success=True, progress_cm=8.0, progress_final_cm=7.5) for s in range(6)]
+    tampered = run_dir("tampered", good, status={"state": "done"}, launched=(demo, "scripted"))
+    m = json.loads((tampered / "manifest.json").read_text())
+    m["prereg"]["sha256"] = "0" * 64  # a copied run, edited to look like another registration's
+    (tampered / "manifest.json").write_text(json.dumps(m))
+    before = demo.read_text()
+    rep = build_report(demo, {"scripted": tampered}, now=NOW)
+    assert not rep.appended and "not a run of this registration" in rep.not_appended_because
+    assert demo.read_text() == before and rep.registration_md.exists()  # the results file still says why
+    first = run_dir("first", [make_row(s, success=s < 3) for s in range(6)], status={"state": "done"},
+                    launched=(demo, "scripted"))
+    build_report(demo, {"scripted": first}, now=NOW)
+    once = demo.read_text()
+    assert once.count("fontaine:results begin") == 1 and "fontaine:replaced" not in once
+    ok = run_dir("ok", good, status={"state": "done"}, launched=(demo, "scripted"))
+    build_report(demo, {"scripted": ok}, now="2026-12-01T10:00:00Z")
+    text = demo.read_text()
+    assert text.count("fontaine:results begin") == 1  # one section per arm set, replaced
+    current, _, history = text.partition("<!-- fontaine:replaced -->")
+    assert "successes **6 / 6**" in current and "successes **3 / 6**" in history
+    assert "Replaced at 2026-12-01 10:00Z: Results: scripted (2026-11-30 09:00Z" in history and "sha256 " in history
+    build_report(demo, {"scripted": ok}, now="2026-12-01T10:00:00Z")
+    assert demo.read_text() == text  # the same report again: nothing new to keep
+    build_report(demo, {"scripted": first}, now="2026-12-01T11:00:00Z")
+    third = demo.read_text()
+    assert third.count("<details>") == 2 and third.count("_Earlier reports") == 1 and verify(demo).ok
