@@ -20,6 +20,7 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from prereg import rundir as rd  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
+from prereg.argcheck import ascii_float, ascii_int, repeated_option  # noqa: E402
 from prereg.limits import MAX_SEED, MAX_SEEDS  # noqa: E402 - one bound for the flags and the documents
 from prereg.video_draw import parse_video_draw  # noqa: E402
 
@@ -50,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
+        repeated = repeated_option(parser, argv)
+        if repeated:
+            raise UsageError(repeated)
         args = parser.parse_args(argv)
         args.explicit = explicit_flags(parser, argv)
         config, run_dir, resume = resolve(args)
@@ -443,7 +447,7 @@ def _ray_settings(args, spec) -> dict | None:
             raise UsageError("--ray-shards / --ray-gpus-per-shard / --ray-dashboard need --ray ADDRESS")
         return None
     address = args.ray.strip()
-    if address not in ("auto", "local") and not re.fullmatch(r"[\w.\-]+:\d{1,5}", address):
+    if address not in ("auto", "local") and not re.fullmatch(r"[\w.\-]+:[0-9]{1,5}", address, re.ASCII):
         raise UsageError(f"--ray {args.ray!r}: use 'auto', 'local' or host:port (e.g. 10.0.0.5:6379)")
     gpus = args.ray_gpus_per_shard
     if gpus is None:
@@ -467,8 +471,8 @@ def _number(parse, *, minimum: float, inclusive: bool, what: str, maximum: float
     """An argparse type: parse, require finite, and bound it with a message that states the bounds."""
 
     def convert(text: str):
-        try:
-            v = parse(text)
+        try:  # ASCII digits only: int() and float() also read '٣' and '３' (and '1_000')
+            v = (ascii_int if parse is int else ascii_float)(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {text!r}") from None
         if v != v or v in (float("inf"), float("-inf")):
@@ -498,7 +502,7 @@ def _seed_list(text: str) -> list[int]:
     seeds: list[int] = []
     for part in text.split(","):
         part = part.strip()
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        m = re.fullmatch(r"([0-9]{1,20})(?:-([0-9]{1,20}))?", part)  # ASCII digits only (\d reads '٣' too)
         if not m:
             raise argparse.ArgumentTypeError(f"bad seed {part!r} in {text!r} (use e.g. 0,3,10-19)")
         a, b = int(m.group(1)), int(m.group(2) or m.group(1))

@@ -21,6 +21,7 @@ import numpy as np
 
 from engine.policies.base import JOINT_NAMES, Chunk, Observation
 from engine.policies.factory import PolicySpec
+from prereg.argcheck import ascii_float
 
 
 class ConvmapUsageError(Exception):
@@ -66,7 +67,7 @@ def parse_anchor(text: str | None) -> list[float] | None:
         return None
     parts = [p for p in str(text).replace(" ", "").split(",") if p]
     try:
-        values = [float(p) for p in parts]
+        values = [ascii_float(p) for p in parts]  # ASCII digits only
     except ValueError:
         values = []
     if len(values) not in (1, len(JOINT_NAMES)) or any(not np.isfinite(v) or v < 0 for v in values):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from prereg.argcheck import repeated_option
 from prereg.errors import PreregError
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -21,6 +22,11 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    repeated = repeated_option(parser, argv)  # argparse would silently keep the last
+    if repeated:
+        print(f"fontaine-prereg: error: {repeated}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.policies.base import JOINT_NAMES
+from prereg.argcheck import ascii_float
 
 GRIPPER_RANGE_RAD = (-0.17453, 1.74533)  # so101_new_calib.xml, low = closed
 
@@ -102,7 +103,7 @@ def parse_override(token: str) -> tuple[str, int, float]:
     if len(parts) not in (1, 2) or any(p == "" for p in parts):
         raise _override_error(token, f"malformed value {value!r}")
     try:
-        numbers = [float(p) for p in parts]
+        numbers = [ascii_float(p) for p in parts]  # ASCII digits only (float() reads '٣' too)
     except ValueError:
         raise _override_error(token, f"malformed value {value!r} (not a number)") from None
     if not all(np.isfinite(numbers)):

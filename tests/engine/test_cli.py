@@ -40,6 +40,19 @@ from tests.helpers import REPO, run_eval
         (["--policy", "scripted", "--work", "2"], "unrecognized arguments: --work"),
         (["--seeds", "1,2", "--num-seeds", "3"], "--seeds lists the seeds"),
         (["--policy", "hold", "--record-predicts", "--ray", "local"], "not supported with --ray"),
+        # numbers are ASCII digits: int() and float() read these too
+        (["--num-seeds", "٣"], "--num-seeds: not an integer: '٣'"),
+        (["--num-seeds", "３"], "--num-seeds: not an integer: '３'"),
+        (["--num-seeds", "1_000"], "--num-seeds: not an integer: '1_000'"),
+        (["--seed", "१"], "--seed: not an integer"),
+        (["--episode-seconds", "٣٠"], "--episode-seconds: not a number"),
+        (["--seeds", "0-٣"], "bad seed '0-٣'"),
+        (["--policy", "scripted", "--convmap-override", "shoulder_pan=٣"], "not a number"),
+        # a repeated flag would silently take the last
+        (["--policy", "scripted", "--workers", "2", "--workers", "3"], "--workers is given twice (2, then 3); give it once"),
+        (["--policy", "scripted", "--workers=2", "--workers", "3"], "--workers is given twice (2, then 3)"),
+        (["--policy", "scripted", "--policy", "hold"], "--policy is given twice (scripted, then hold)"),
+        (["--policy", "scripted", "--record-predicts", "--record-predicts"], "--record-predicts is given twice; give it once"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
@@ -97,3 +110,14 @@ def test_missing_gl_library_is_a_clear_error(tmp_path):
     assert "offscreen rendering is unavailable" in out.stderr and "apt-get install" in out.stderr
     assert "Traceback" not in out.stderr
     assert not (tmp_path / "r").exists()  # nothing written before the check
+
+
+def test_flags_that_collect_may_repeat_and_ascii_numbers_pass():
+    from engine.cli import build_parser
+    from prereg.argcheck import ascii_float, ascii_int, repeated_option
+
+    argv = ["--policy", "scripted", "--convmap-override", "elbow_flex=2", "--convmap-override", "wrist_roll=-1,3"]
+    assert repeated_option(build_parser(), argv) is None
+    assert build_parser().parse_args(argv).convmap_override == ["elbow_flex=2", "wrist_roll=-1,3"]
+    assert [ascii_int(t) for t in ("3", "-3", "+7", "007")] == [3, -3, 7, 7]
+    assert [ascii_float(t) for t in ("1.5", ".5", "2.", "1e3", "-4E-1")] == [1.5, 0.5, 2.0, 1000.0, -0.4]

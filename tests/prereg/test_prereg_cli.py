@@ -127,3 +127,24 @@ def test_console_script_runs_as_a_subprocess(demo):
     res = subprocess.run(argv + ["verify", str(demo)], capture_output=True, text=True, timeout=60, check=False)
     assert res.returncode == 0, res.stderr
     assert "verified" in res.stdout
+
+
+@pytest.mark.parametrize("argv,why", [
+    (["new", "x.md", "--title", "a", "--title", "b"], "--title is given twice ('a', then 'b')"),
+    (["launch-spec", "x.md", "--arm", "a", "--arm=b"], "--arm is given twice"),
+    (["report", "x.md", "--run", "a=r", "--json", "--json"], "--json is given twice; give it once"),
+])
+def test_a_repeated_flag_is_refused_in_one_line(tmp_path, capsys, monkeypatch, argv, why):
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2 and why.replace("'", "") in err.replace("'", "") and err.count("\n") == 1 and not out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_flags_that_collect_may_repeat():
+    from prereg.argcheck import repeated_option
+    from prereg.cli import _parser
+
+    assert repeated_option(_parser(), ["report", "x.md", "--run", "a=r", "--run", "b=s"]) is None
+    assert repeated_option(_parser(), ["amend", "x.md", "--set", "a=1", "--set", "b=2"]) is None
+    assert repeated_option(_parser(), ["new", "--", "--title", "--title"]) is None
