@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--task", default=None, help="task text (default: 'put the boat on the disk')")
     pol.add_argument("--convmap", choices=["official", "identity", "fit"], default="official", help="joint-convention shim preset")
     pol.add_argument("--convmap-override", action="append", default=[], metavar="JOINT=[SIGN,]OFFSET")
-    pol.add_argument("--convmap-seam-stats", type=Path, metavar="PATH",
+    pol.add_argument("--convmap-seam-stats", type=_path, metavar="PATH",
                      help="with --policy scripted: write the rig table (per-joint q01/q99 of the sim's state) and exit; "
                           "with --convmap fit / --convmap-tripwires: read it")
     pol.add_argument("--convmap-declare", choices=["official"], help="external documentation: this preset wins in the fit")
@@ -141,17 +141,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="pixels a side of each filmed view (default: --render-size, the policy's image size)")
 
     out = p.add_argument_group("run directory")
-    out.add_argument("--run-dir", type=Path, help="the run directory (default runs/<run id>)")
-    out.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    out.add_argument("--run-dir", type=_path, help="the run directory (default runs/<run id>)")
+    out.add_argument("--runs-dir", type=_path, default=Path("runs"))
     out.add_argument("--run-id")
-    out.add_argument("--out-json", type=Path, help="also copy rows.json here at the end")
-    out.add_argument("--rows-jsonl", type=Path, help="also copy rows.jsonl here at the end")
-    out.add_argument("--resume", type=Path, metavar="DIR", help="resume a run: skip seeds with an ok row, run the rest")
+    out.add_argument("--out-json", type=_path, help="also copy rows.json here at the end")
+    out.add_argument("--rows-jsonl", type=_path, help="also copy rows.jsonl here at the end")
+    out.add_argument("--resume", type=_path, metavar="DIR", help="resume a run: skip seeds with an ok row, run the rest")
     out.add_argument("--record-predicts", action="store_true",
                      help="write predicts.jsonl: tokens, normalised chunk, fallback and first action of every predict")
 
     pre = p.add_argument_group("pre-registration")
-    pre.add_argument("--prereg", type=Path, metavar="FILE", help="a frozen pre-registration: everything comes from it")
+    pre.add_argument("--prereg", type=_path, metavar="FILE", help="a frozen pre-registration: everything comes from it")
     pre.add_argument("--arm", help="the arm of --prereg to run")
 
     ray = p.add_argument_group("scale-out (Ray; pip install '.[ray]')")
@@ -496,6 +496,14 @@ _positive_int = _number(int, minimum=0, inclusive=False, what="a positive intege
 _nonneg_int = _number(int, minimum=0, inclusive=True, what="zero or positive")
 _positive_float = _number(float, minimum=0, inclusive=False, what="positive")
 _nonneg_float = _number(float, minimum=0, inclusive=True, what="zero or positive")
+
+
+def _path(text: str) -> Path:
+    """A path flag: never empty (Path('') is the working directory: `--run-dir ''` wrote a run there)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path would mean the working directory; "
+                                         "give a folder or file name, e.g. runs/my-run")
+    return Path(text)
 
 
 def _seed_list(text: str) -> list[int]:

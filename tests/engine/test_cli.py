@@ -53,6 +53,12 @@ from tests.helpers import REPO, run_eval
         (["--policy", "scripted", "--workers=2", "--workers", "3"], "--workers is given twice (2, then 3)"),
         (["--policy", "scripted", "--policy", "hold"], "--policy is given twice (scripted, then hold)"),
         (["--policy", "scripted", "--record-predicts", "--record-predicts"], "--record-predicts is given twice; give it once"),
+        # an empty path is the working directory: a run would be written there
+        (["--policy", "scripted", "--run-dir", ""], "--run-dir: an empty path would mean the working directory"),
+        (["--policy", "scripted", "--run-dir="], "--run-dir: an empty path"),
+        (["--policy", "scripted", "--runs-dir", " "], "--runs-dir: an empty path"),
+        (["--resume", ""], "--resume: an empty path"),
+        (["--policy", "scripted", "--rows-jsonl", ""], "--rows-jsonl: an empty path"),
     ],
 )
 def test_bad_flags_are_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
