@@ -113,7 +113,7 @@ def state_from_rows(rows: list[dict], planned_seeds, interval: str = "both") -> 
 
 def prefix_state_of(rows: list[dict], planned_seeds, interval: str = "both") -> ArmState:
     """The counts of the plan prefix of `rows`: seed k counts once every seed before it in the plan has a row."""
-    from prereg.verdict import plan_prefix, rows_by_seed
+    from prereg.rows import plan_prefix, rows_by_seed
 
     return state_from_rows(plan_prefix(planned_seeds, rows_by_seed(rows, planned_seeds)), planned_seeds, interval)
 
@@ -287,14 +287,13 @@ class Plan:
 @lru_cache(maxsize=16)
 def _plan(path: str, arm: str, mtime: float) -> Plan | None:
     from prereg.document import load
-    from prereg.verdict import registered_rules
 
     doc = load(path)
     found = doc.find_arm(arm)
     if found is None or found[1].protocol is None or not found[1].section.sealed:
         return None
     _, sm = found
-    keyed = [(k, r) for k, r in registered_rules(doc) if arm in r.arms()]
+    keyed = [(k, r) for k, r in doc.registered_rules() if arm in r.arms()]
     rules = [r for _, r in keyed]
     others = {}
     for r in rules:

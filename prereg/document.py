@@ -276,6 +276,17 @@ class Document:
     def rules(self) -> list[Rule]:
         return [r for s in self.sections for r in s.rules]
 
+    def registered_rules(self) -> list[tuple[str, Rule]]:
+        """(key, rule) for the decision rules of the frozen sections, in order (a draft registers nothing).
+        The key (`rule_key`) is a rule's identity everywhere: its text may repeat across sections."""
+        return [(rule_key(sm.section.name, i), r) for sm in self.sections if sm.section.sealed
+                for i, r in enumerate(sm.rules)]
+
+
+def rule_key(section: str, index: int) -> str:
+    """A rule's identity: its section and its 1-based place among that section's rules ("base#1")."""
+    return f"{section}#{index + 1}"
+
 
 # ---------------------------------------------------------------- entry points
 

@@ -343,3 +343,29 @@ def count_rows(rows) -> RowCounts:
     c = RowCounts()
     c.add_many(rows)
     return c
+
+
+def rows_by_seed(rows, planned) -> dict[int, dict]:
+    """The last row of each planned seed (a resumed run may repeat one)."""
+    keep = set(planned)
+    out: dict[int, dict] = {}
+    for r in rows:
+        s = r.get("seed") if isinstance(r, dict) else None
+        if type(s) is int and s in keep:
+            out[s] = r
+    return out
+
+
+def plan_prefix(planned, by_seed) -> list[dict]:
+    """The rows of the registered seeds in plan order, up to the first seed with no row yet.
+
+    Seed k counts once every seed before it in the plan has its row: what a sequential or
+    curtailed decision may read (prereg/verdict.py), so that the order in which episodes
+    finish cannot move it."""
+    out = []
+    for s in planned:
+        r = by_seed.get(s)
+        if r is None:
+            break
+        out.append(r)
+    return out

@@ -138,13 +138,44 @@ def oc_lines(s: Sprt, planned: int) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class SequentialDecision:
+    decision: str  # H1 | H0
+    at: int  # episodes of the plan prefix read when the boundary was crossed
+    total: int
+    successes: int
+    llr: float
+    text: str
+
+    def as_dict(self) -> dict:
+        return {"decision": self.decision, "at": self.at, "total": self.total, "successes": self.successes,
+                "llr": round(self.llr, 4), "text": self.text}
+
+
+def sequential_decision(spec, planned, by_seed) -> SequentialDecision | None:
+    """The registered SPRT on the plan prefix (`prereg.rows.plan_prefix`): the first crossing of a
+    boundary, or None. An episode is a success only when `prereg.rows.classify` says so (an
+    error row is a non-success, whatever its `success` field says)."""
+    from prereg.rows import SUCCESS, classify, plan_prefix
+
+    s = spec if isinstance(spec, Sprt) else Sprt.from_dict(spec)
+    if s is None:
+        return None
+    k = 0
+    for n, row in enumerate(plan_prefix(planned, by_seed), 1):
+        k += classify(row)[0] == SUCCESS
+        d = s.decision(k, n)
+        if d is not None:
+            return SequentialDecision(d, n, len(planned), k, s.llr(k, n), s.text(d, k, n, len(planned)))
+    return None
+
+
 def check_rows(spec: dict | None, rows: list[dict], planned_seeds) -> dict | None:
     """For the driver: {"decision", "at", "text", ...} once the registered test decides, else None.
 
-    Read on the plan prefix through the verdict engine (`prereg.verdict.sequential_decision`):
-    seed k counts once every seed before it in the plan has its row, and an error row is a
-    non-success. The order in which episodes finish cannot move the decision."""
-    from prereg.verdict import rows_by_seed, sequential_decision
+    Read on the plan prefix: seed k counts once every seed before it in the plan has its row,
+    and an error row is a non-success. The order in which episodes finish cannot move it."""
+    from prereg.rows import rows_by_seed
 
     s = Sprt.from_dict(spec)
     if s is None:

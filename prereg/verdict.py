@@ -38,7 +38,7 @@ from typing import Iterable, Mapping, Sequence
 
 from prereg import curtail
 from prereg import rundir as rd
-from prereg.document import COMPARATOR_READS, Document, Rule
+from prereg.document import COMPARATOR_READS, Document, Rule, rule_key
 from prereg.reads import (
     HOLDS,
     NOT_HOLDS,
@@ -49,12 +49,13 @@ from prereg.reads import (
     Verdict,
     evaluate_rule,
 )
-from prereg.rows import SUCCESS, classify
+from prereg.rows import plan_prefix, rows_by_seed
+from prereg.sequential import SequentialDecision, Sprt, sequential_decision
 
 FINAL = "final"  # a decision reached early by a registered curtailment or sequential test
 
-__all__ = ["ArmEvidence", "Judgement", "SequentialVerdict", "judge", "plan_prefix", "prefix_state",
-           "sequential_decision", "rule_key", "registered_rules", "HOLDS", "NOT_HOLDS", "PROVISIONAL",
+__all__ = ["ArmEvidence", "Judgement", "SequentialDecision", "SequentialVerdict", "judge", "plan_prefix",
+           "prefix_state", "rows_by_seed", "sequential_decision", "rule_key", "HOLDS", "NOT_HOLDS", "PROVISIONAL",
            "UNDETERMINED"]
 
 
@@ -131,70 +132,12 @@ def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Seque
                        run_dir=run_dir)
 
 
-def plan_prefix(planned: Sequence[int], by_seed: Mapping[int, dict]) -> list[dict]:
-    """The rows of the registered seeds in plan order, up to the first seed with no row yet.
-
-    Seed k counts once every seed before it in the plan has its row: what a sequential or
-    curtailed decision may read, so that the order in which episodes finish cannot move it."""
-    out = []
-    for s in planned:
-        r = by_seed.get(s)
-        if r is None:
-            break
-        out.append(r)
-    return out
-
-
 def prefix_state(ev: ArmEvidence) -> curtail.ArmState:
     """The arm's counts on its plan prefix, for curtailment."""
     return curtail.state_from_rows(ev.prefix, ev.planned, ev.interval)
 
 
-def rows_by_seed(rows: Iterable[dict], planned: Sequence[int]) -> dict[int, dict]:
-    """The last row of each planned seed (a resumed run may repeat one)."""
-    keep = set(planned)
-    out: dict[int, dict] = {}
-    for r in rows:
-        s = r.get("seed") if isinstance(r, dict) else None
-        if type(s) is int and s in keep:
-            out[s] = r
-    return out
-
-
 # ---------------------------------------------------------------- the sequential test
-
-
-@dataclass(frozen=True)
-class SequentialDecision:
-    decision: str  # sequential.H1 | sequential.H0
-    at: int  # episodes of the plan prefix read when the boundary was crossed
-    total: int
-    successes: int
-    llr: float
-    text: str
-
-    def as_dict(self) -> dict:
-        return {"decision": self.decision, "at": self.at, "total": self.total, "successes": self.successes,
-                "llr": round(self.llr, 4), "text": self.text}
-
-
-def sequential_decision(spec, planned: Sequence[int], by_seed: Mapping[int, dict]) -> SequentialDecision | None:
-    """The registered SPRT on the plan prefix: the first crossing of a boundary, or None.
-
-    An episode is a success only when `prereg.rows.classify` says so (an error row is a
-    non-success, whatever its `success` field says)."""
-    from prereg.sequential import Sprt
-
-    s = spec if isinstance(spec, Sprt) else Sprt.from_dict(spec)
-    if s is None:
-        return None
-    k = 0
-    for n, row in enumerate(plan_prefix(planned, by_seed), 1):
-        k += classify(row)[0] == SUCCESS
-        d = s.decision(k, n)
-        if d is not None:
-            return SequentialDecision(d, n, len(planned), k, s.llr(k, n), s.text(d, k, n, len(planned)))
-    return None
 
 
 @dataclass
@@ -230,17 +173,6 @@ class Judgement:
         return {v.key: v for v in self.verdicts}
 
 
-def rule_key(section: str, index: int) -> str:
-    """A rule's identity: its section and its 1-based place among that section's rules."""
-    return f"{section}#{index + 1}"
-
-
-def registered_rules(doc: Document) -> list[tuple[str, Rule]]:
-    """(key, rule) for the decision rules of the frozen sections, in order (a draft registers nothing)."""
-    return [(rule_key(sm.section.name, i), r) for sm in doc.sections if sm.section.sealed
-            for i, r in enumerate(sm.rules)]
-
-
 def arms_read(rule: Rule, evidence: Mapping[str, ArmEvidence], doc: Document | None = None) -> list[str]:
     """The arms a rule reads: those it names and the registered comparator of each arm whose paired reads it names."""
     out = set(rule.arms())
@@ -265,7 +197,7 @@ def _comparator_name(arm: str, evidence: Mapping[str, ArmEvidence], doc: Documen
 
 def judge(doc: Document, evidence: Mapping[str, ArmEvidence]) -> Judgement:
     """Every registered rule and sequential test, judged on the evidence of every arm each reads."""
-    verdicts = [judge_rule(doc, key, rule, evidence) for key, rule in registered_rules(doc)]
+    verdicts = [judge_rule(doc, key, rule, evidence) for key, rule in doc.registered_rules()]
     return Judgement(verdicts, _sequential_verdicts(doc, evidence))
 
 
@@ -345,8 +277,6 @@ def _settled_at(rule: Rule, evidence: Mapping[str, ArmEvidence], states: dict) -
 
 
 def _sequential_verdicts(doc: Document, evidence: Mapping[str, ArmEvidence]) -> list[SequentialVerdict]:
-    from prereg.sequential import Sprt
-
     out = []
     for sm in doc.sections:
         spec = Sprt.from_dict(sm.gates.sequential) if sm.section.sealed else None
