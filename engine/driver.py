@@ -375,8 +375,20 @@ class _Driver:
         self.lost_seeds.extend(self.pool.abort())
         self.aborted_note = f"aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}"
 
+    def _check_rows_file(self, pending: dict | None = None) -> None:
+        """rows.jsonl must still be the file the writer appends to (rows written to a deleted or
+        replaced file would be read by nobody): else the run fails, its rows (`pending` too) kept
+        in rows.json."""
+        why = self.writer.replaced()
+        if why is not None:
+            if pending is not None:
+                self.rows.append(pending)
+            raise RunFailed(f"{rd.ROWS} was replaced or deleted ({why}); the {len(self.rows)} rows "
+                            f"recorded so far are in {rd.ROWS_SUMMARY}")
+
     def _record(self, partial: dict) -> None:
         row = complete_row({**partial, "run_id": self.cfg.run_id, "arm": self.cfg.arm})
+        self._check_rows_file(pending=row)
         self.writer.append(row)
         self._last_row_at = time.monotonic()
         self.rows.append(row)
@@ -452,6 +464,7 @@ class _Driver:
     def _tick(self) -> None:
         now = time.monotonic()
         if now - self._last_hb >= HEARTBEAT_EVERY_S:
+            self._check_rows_file()
             rd.touch_heartbeat(self.run_dir)
             self._last_hb = now
         if now - self._last_status >= STATUS_EVERY_S:
@@ -535,6 +548,7 @@ class _Driver:
         rd.write_json_atomic(self.run_dir / rd.STATUS, status)
 
     def _finish_normally(self) -> RunResult:
+        self._check_rows_file()  # a run whose rows file is gone is not done
         complete = {r["seed"] for r in self.rows if r.get("status") == "ok"} >= set(self.cfg.seeds)
         session = self.rows[len(self.rows) - self.session_done:] if self.session_done else []
         if session and not any(r.get("status") == "ok" for r in session):

@@ -187,6 +187,22 @@ class RowWriter:
             os.close(fd)
             raise Unreadable(self.path, f"is {kind}, not a regular file")
         self._fd = fd
+        self.identity = (st.st_dev, st.st_ino)  # the file this writer appends to; `replaced()` compares
+
+    def replaced(self) -> str | None:
+        """Why the path no longer names the file this writer appends to (deleted, replaced by
+        another file or a directory), or None while it does. Rows appended to a file nobody can
+        see would be lost, so the driver checks this at each row and heartbeat."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return "deleted"
+        except OSError as exc:
+            return os_error_why(exc)
+        if (st.st_dev, st.st_ino) == self.identity:
+            return None
+        kind = kind_of(st.st_mode)
+        return f"replaced by {kind}" if kind else "replaced by another file"
 
     def append(self, row: dict) -> None:
         data = dumps_line(row).encode("utf-8")

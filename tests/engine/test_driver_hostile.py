@@ -124,3 +124,51 @@ def test_random_bytes_in_stop_become_a_one_line_printable_reason(tmp_path):
     assert result.state == rd.STOPPED
     reason = json.loads((d / rd.STATUS).read_text())["reason"]
     assert reason.isprintable() and "\n" not in reason and len(reason) <= 300, repr(reason)
+
+
+def _swap_rows(d, how):
+    p = d / rd.ROWS
+    if how == "deleted":
+        p.unlink()
+    elif how == "a directory":
+        p.unlink()
+        p.mkdir()
+    elif how == "another file":
+        tmp = d / "other.jsonl"
+        tmp.write_text(p.read_text())
+        os.replace(tmp, p)
+
+
+@pytest.mark.parametrize("how", ["deleted", "a directory", "another file"])
+def test_rows_jsonl_replaced_or_deleted_mid_run_fails_the_run(tmp_path, how):
+    """Rows appended to a file nobody can see: the driver exited `done` and the report read 0/0."""
+    from engine.driver import RunFailed
+
+    d = tmp_path / "run"
+    ex = FakeExecutor(on_poll=lambda n: n == 3 and _swap_rows(d, how))
+    with pytest.raises(RunFailed) as got:
+        run(_config(), d, argv=["test"], log=lambda _t: None, executor=ex)
+    assert str(got.value).startswith("rows.jsonl was replaced or deleted")
+    status = json.loads((d / rd.STATUS).read_text())
+    assert status["state"] == rd.FAILED and status["reason"].startswith("rows.jsonl was replaced or deleted")
+    assert status["stop"]["by"] == rd.BY_ERROR
+    kept = json.loads((d / rd.ROWS_SUMMARY).read_text())["rows"]
+    assert [r["seed"] for r in kept] == [0, 1, 2]  # the two written and the one that found the file gone
+
+
+def test_rows_jsonl_deleted_while_no_row_arrives_fails_at_the_heartbeat(tmp_path, monkeypatch):
+    from engine import driver
+    from engine.driver import RunFailed
+
+    monkeypatch.setattr(driver, "HEARTBEAT_EVERY_S", 0.0)
+    d = tmp_path / "run"
+
+    class Slow(FakeExecutor):
+        def poll(self, timeout):  # the first episode never finishes: only the heartbeat can notice
+            self.polls += 1
+            if self.polls == 2:
+                (d / rd.ROWS).unlink()
+            return []
+
+    with pytest.raises(RunFailed, match="rows.jsonl was replaced or deleted"):
+        run(_config(), d, argv=["test"], log=lambda _t: None, executor=Slow())
