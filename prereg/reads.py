@@ -310,6 +310,55 @@ def _validity_checks(r: ArmReads, v: Validity) -> list[Check]:
 
 
 @dataclass
+class PairedSuccess:
+    """Successes on the seeds both arms have a row for (an error row is a non-success, as in the primary)."""
+
+    shared: int
+    both: int
+    only_arm: int
+    only_comparator: int
+    neither: int
+    delta: float | None  # arm - comparator success rate on the shared seeds
+    ci: tuple[float, float] | None
+    method: str = "Newcombe's paired score interval (1998, method 10), 95%"
+
+
+def seeds_with_rows(a: "ArmReads") -> set[int]:
+    """The planned seeds that have a row (ok or error)."""
+    return set(a.progress_by_seed) | set(a.dropped_seeds) | set(a.error_seeds)
+
+
+def paired_success(a: "ArmReads", b: "ArmReads") -> PairedSuccess:
+    shared = seeds_with_rows(a) & seeds_with_rows(b)
+    sa, sb = set(a.success_seeds) & shared, set(b.success_seeds) & shared
+    both, only_a, only_b = len(sa & sb), len(sa - sb), len(sb - sa)
+    neither = len(shared) - both - only_a - only_b
+    n = len(shared)
+    return PairedSuccess(n, both, only_a, only_b, neither, (only_a - only_b) / n if n else None,
+                         newcombe_paired_ci(both, only_a, only_b, neither))
+
+
+def newcombe_paired_ci(both: int, only_a: int, only_b: int, neither: int) -> tuple[float, float] | None:
+    """95% interval for p_a - p_b from paired outcomes: Newcombe's score method (Stat Med 1998, method 10).
+
+    Built from each margin's Wilson interval (scipy, `proportion_ci`) and the phi correlation
+    of the 2x2 table (0 when a margin is empty). Unlike the Wald form it never collapses: when
+    every pair disagrees one way it is [-1, -1 + w], not [-1, -1]."""
+    n = both + only_a + only_b + neither
+    if n <= 0:
+        return None
+    pa, pb = (both + only_a) / n, (both + only_b) / n
+    la, ua = proportion_ci(both + only_a, n, WILSON)
+    lb, ub = proportion_ci(both + only_b, n, WILSON)
+    den = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    phi = (both * neither - only_a * only_b) / math.sqrt(den) if den else 0.0
+    d = pa - pb
+    lo = d - math.sqrt(max(0.0, (pa - la) ** 2 - 2 * phi * (pa - la) * (ub - pb) + (ub - pb) ** 2))
+    hi = d + math.sqrt(max(0.0, (ua - pa) ** 2 - 2 * phi * (ua - pa) * (pb - lb) + (pb - lb) ** 2))
+    return max(-1.0, lo), min(1.0, hi)
+
+
+@dataclass
 class Paired:
     arm: str
     comparator: str
@@ -331,6 +380,7 @@ class Paired:
     tie_cm: float = TIE_CM
     # seeds with a row on both sides where either side has no finite progress_final_cm: not paired, counted
     dropped_unpaired: int = 0
+    success: PairedSuccess | None = None  # the paired success difference on the seeds both have a row for
 
     def values(self) -> dict[str, float | None]:
         return {
@@ -370,6 +420,7 @@ def paired_reads(a: ArmReads, b: ArmReads, comparator_name: str | None = None) -
         success_overlap=sorted(sa & sb), success_only_arm=sorted(sa - sb), success_only_comparator=sorted(sb - sa),
         arm_successes=a.successes, comparator_successes=b.successes,
         deltas={s: float(v) for s, v in zip(shared, d)}, dropped_unpaired=dropped_unpaired,
+        success=paired_success(a, b),
     )
 
 

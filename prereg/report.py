@@ -622,6 +622,10 @@ def _paired_line(p: Paired) -> str:
          f"only {p.arm} {p.success_only_arm}, only {p.comparator} {p.success_only_comparator}")
     if p.only_arm or p.only_comparator:
         s += f"; not shared: {len(p.only_arm)} seeds only {p.arm}, {len(p.only_comparator)} only {p.comparator}"
+    ps = p.success
+    if ps is not None and ps.shared and ps.ci is not None:
+        s += (f"; success difference {100 * ps.delta:+.1f} pp on {ps.shared} seeds, [{100 * ps.ci[0]:+.1f}, "
+              f"{100 * ps.ci[1]:+.1f}] ({ps.method})")
     return s
 
 
