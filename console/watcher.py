@@ -272,10 +272,8 @@ class Watcher:
         with self._lock:
             return [w.summary() for w in self.watches.values() if w.info.live or w.popen is not None]
 
-    def arm_lines(self, prereg_id: str) -> list:
-        """The newest run of each arm of a pre-registration, with its aggregates (the compare view)."""
-        from console.compare import ArmLine
-
+    def arm_runs(self, prereg_id: str) -> tuple[str | None, dict[str, Path]]:
+        """The newest run of each arm of a pre-registration, and where that document is (the compare view)."""
         with self._lock:
             newest: dict[str, RunWatch] = {}
             for w in self.watches.values():
@@ -285,8 +283,9 @@ class Watcher:
                 held = newest.get(w.info.arm)
                 if held is None or run_sort_key(w.path.name) > run_sort_key(held.path.name):
                     newest[w.info.arm] = w
-            return [ArmLine(arm, w.info.run_id, w.info.state, w.info.done, w.info.total, w.agg.snapshot())
-                    for arm, w in sorted(newest.items())]
+            path = next((w.info.prereg_path for w in sorted(newest.values(), key=lambda w: run_sort_key(w.path.name),
+                                                            reverse=True) if w.info.prereg_path), None)
+            return path, {arm: w.path for arm, w in sorted(newest.items())}
 
     def alive_runs(self) -> list[RunSummary]:
         """The runs whose process is alive now, checked afresh (for the quit message): a run that

@@ -155,25 +155,13 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
                  now: str | None = None, unregistered: bool = False) -> Report:
     """Compute the reads of each arm's run, write results.md + chart.png per run, the registration's
     results file beside the runs, and append the results section (never with `unregistered`)."""
-    doc = load_valid(prereg_path)
-    p = str(doc.path)
-    require_intact(doc.layout, p,
-                   not_frozen=f"and results are read only against a frozen pre-registration "
-                              f"(`fontaine-prereg freeze {p}` before the launch)",
-                   modified="Results are not computed against a modified registration: revert the change "
-                            "(e.g. `git diff`)")
     if not runs:
         raise PreregError("no runs given: pass --run ARM=RUN_DIR for each arm to report")
+    doc, reports, judgement = read_registration(prereg_path, runs, unregistered=unregistered)
+    verdicts = judgement.verdicts
     now = now or utc_now()
     colors = arm_colors([a.name for a in doc.arms()]
                         + [c.name for sm in doc.sections for c in sm.reads.comparators if not c.arm])
-    reports: dict[str, ArmReport] = {}
-    for arm, run_dir in runs.items():
-        reports[arm] = _arm_report(doc, arm, Path(run_dir), unregistered)
-    for arm, rep in reports.items():
-        rep.comparators = [_comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
-    judgement = _judge(doc, reports)
-    verdicts = judgement.verdicts
     head = [UNREGISTERED_LINE, ""] if unregistered else []
     for arm, rep in reports.items():
         cr = next((c for c in rep.comparators if c.reads is not None), None)
@@ -206,6 +194,26 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
         _append_section(doc, sorted(reports), section, now)
     return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped,
                   unregistered, reg_md, charts, judgement.sequential)
+
+
+def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
+                      unregistered: bool = False) -> tuple[Document, dict[str, ArmReport], Judgement]:
+    """The reads and verdicts of these runs against their frozen registration, writing nothing.
+
+    What the report writes down and what the console's compare view shows: one computation."""
+    doc = load_valid(prereg_path)
+    p = str(doc.path)
+    require_intact(doc.layout, p,
+                   not_frozen=f"and results are read only against a frozen pre-registration "
+                              f"(`fontaine-prereg freeze {p}` before the launch)",
+                   modified="Results are not computed against a modified registration: revert the change "
+                            "(e.g. `git diff`)")
+    reports: dict[str, ArmReport] = {}
+    for arm, run_dir in runs.items():
+        reports[arm] = _arm_report(doc, arm, Path(run_dir), unregistered)
+    for arm, rep in reports.items():
+        rep.comparators = [_comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
+    return doc, reports, _judge(doc, reports)
 
 
 def _runs_folder(dirs: list[Path]) -> Path:

@@ -10,35 +10,35 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from console.compare import arm_cells, paired, paired_cells
-
-ARM_COLUMNS = ("arm", "state", "done", "successes", "CI95 %", "knock-aways", "zero-fallbacks", "run")
-PAIRED_COLUMNS = ("pair", "Δ success", "CI95 pp", "shared seeds", "both", "ref only", "other only", "neither")
+from console.compare import ARM_COLUMNS, PAIRED_COLUMNS, CompareView, compare_view, inputs_key
 
 
 class CompareScreen(Screen):
     BINDINGS = [Binding("escape", "back", "Back")]
     AUTO_FOCUS = None
     DEFAULT_CSS = """
-    CompareScreen #compare-title, CompareScreen #paired-title, CompareScreen #compare-note { height: auto; padding: 0 1; }
-    CompareScreen #arms, CompareScreen #paired { height: auto; max-height: 50%; margin-bottom: 1; }
+    CompareScreen #compare-title, CompareScreen #paired-title, CompareScreen #compare-note,
+    CompareScreen #verdicts { height: auto; padding: 0 1; }
+    CompareScreen #arms, CompareScreen #paired { height: auto; max-height: 40%; margin-bottom: 1; }
     """
 
     def __init__(self, prereg_id: str, refresh_s: float = 1.0):
         super().__init__()
         self.prereg_id, self.refresh_s = prereg_id, refresh_s
-        self.lines: list = []
+        self.view: CompareView | None = None
         self.updates = 0
-        self._paired_title = ""
+        self._key: tuple | None = None
+        self._texts: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Arms of {self.prereg_id}: the newest run of each", style="bold"), id="compare-title")
         yield DataTable(id="arms", cursor_type="none")
         yield Static("", id="paired-title")
         yield DataTable(id="paired", cursor_type="none")
-        yield Static(Text("Paired: on the seeds both arms have finished (error rows left out); Δ = other − ref "
-                          "success rate, with a 95% interval for paired proportions. Live: refreshed every second.",
-                          style="grey62"), id="compare-note")
+        yield Static("", id="verdicts")
+        yield Static(Text("Read as `fontaine-prereg report` reads them (prereg/verdict.py): successes over every "
+                          "episode with a row, an error row a non-success; each arm against its registered "
+                          "comparator. Live: refreshed when a run's files change.", style="grey62"), id="compare-note")
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
@@ -51,23 +51,32 @@ class CompareScreen(Screen):
 
     @work(thread=True, exclusive=True, group="compare")
     def refresh_worker(self) -> None:
-        lines = self.app.watcher.arm_lines(self.prereg_id)
-        self.app.call_from_thread(self.show, lines)
+        path, runs = self.app.watcher.arm_runs(self.prereg_id)
+        key = inputs_key(path, runs)
+        if key == self._key:  # nothing the view reads has changed: no re-read, no bootstrap
+            return
+        view = compare_view(self.prereg_id, path, runs)
+        self._key = key
+        self.app.call_from_thread(self.show, view)
 
-    def show(self, lines: list) -> None:
+    def show(self, view: CompareView) -> None:
         if not self.is_attached:
             return
-        self.lines = lines
+        self.view = view
         self.updates += 1
-        _sync(self.query_one("#arms", DataTable), [(line.arm, arm_cells(line)) for line in lines], ARM_COLUMNS)
-        pairs = [paired(lines[0], other) for other in lines[1:]] if lines else []
-        ref = lines[0].arm if lines else "—"
-        title = (f"Paired per-seed deltas against {ref}" if len(lines) > 1 else
-                 "Paired deltas need a second arm of this pre-registration (launch one with l).")
-        if title != self._paired_title:  # refreshed every second: repaint only what changed
-            self._paired_title = title
-            self.query_one("#paired-title", Static).update(Text(title, style="bold"))
-        _sync(self.query_one("#paired", DataTable), [(p.other, paired_cells(p)) for p in pairs], PAIRED_COLUMNS)
+        _sync(self.query_one("#arms", DataTable), view.arms, ARM_COLUMNS)
+        n_pairs = len(view.paired)
+        title = (view.error and f"Cannot read the arms: {view.error}") or (
+            f"Each arm against its registered comparator ({view.interval} interval above)" if n_pairs else
+            "No arm of this pre-registration has a registered comparator (reads.comparator), or none has a run yet.")
+        self._set("#paired-title", title, "bold red" if view.error else "bold")
+        _sync(self.query_one("#paired", DataTable), view.paired, PAIRED_COLUMNS)
+        self._set("#verdicts", "Decision rules\n" + "\n".join(view.verdicts) if view.verdicts else "", "")
+
+    def _set(self, widget: str, text: str, style: str) -> None:
+        if self._texts.get(widget) != text:  # refreshed every second: repaint only what changed
+            self._texts[widget] = text
+            self.query_one(widget, Static).update(Text(text, style=style))
 
     def action_back(self) -> None:
         self.app.pop_screen()

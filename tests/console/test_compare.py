@@ -1,54 +1,113 @@
-"""The compare view: arms side by side and paired per-seed deltas, live."""
+"""The compare view reads through the verdict engine: the report's counts, intervals, pairing and verdicts, live."""
 
 import json
+from pathlib import Path
 
-from console.aggregate import RunAggregate
-from console.compare import ArmLine, paired
+from console.compare import compare_view
 from console.widgets.compare_screen import CompareScreen
+from prereg.report import build_report
+from prereg.seal import freeze
 from tests.console.conftest import make_app, make_row, make_run_dir, wait_for
+from tests.prereg.conftest import launched_manifest
 
-PREREG = {"id": "flow-vs-discrete", "sha256": "abc", "path": "x.md"}
+DOC = """---
+fontaine: fontaine-prereg/1
+id: flow-vs-discrete
+title: "discrete against flow"
+created: 2026-12-01
+arms:
+  - name: flow
+    policy: scripted
+  - name: discrete
+    policy: scripted
+protocol:
+  seeds: 0-9
+  episode_seconds: 10
+  workers: 2
+reads:
+  primary: successes
+  interval: wilson
+  validity: {reset_strikes_max: 0, error_rows_max: 0}
+  comparator: {arm: flow, for: [discrete]}
+gates:
+  gpu_hours: 1
+decision_rules:
+  - if: discrete.delta_mean > 0
+    then: discrete moves the boat further
+---
+
+# discrete against flow
+"""
 
 
-def line(arm, outcomes):
-    agg = RunAggregate()
-    agg.add_many([make_row(s, success=ok, progress_final_cm=5.0 if ok else 0.0) for s, ok in outcomes.items()])
-    return ArmLine(arm, f"r-{arm}", "done", len(outcomes), len(outcomes), agg.snapshot())
+def registered_runs(runs_dir: Path, tmp: Path, *, flow_rows, discrete_rows, discrete_state="running"):
+    """A frozen registration and one launched run of each arm (manifests as fontaine-eval writes them)."""
+    doc = tmp / "fvd.md"
+    doc.write_text(DOC)
+    freeze(doc, now="2026-12-01T00:00:00Z", commit="0" * 40)
+    out = {}
+    for arm, rows, state, stamp in (("flow", flow_rows, "done", "000000"), ("discrete", discrete_rows, discrete_state,
+                                                                            "010000")):
+        d = make_run_dir(runs_dir, f"fvd-{arm}-20260101-{stamp}", arm=arm, total=10, done=len(rows), state=state,
+                         rows=rows)
+        man = {**json.loads((d / "manifest.json").read_text()), **launched_manifest(doc, arm, run_id=d.name)}
+        (d / "manifest.json").write_text(json.dumps(man))
+        out[arm] = d
+    return doc, out
 
 
-def test_paired_counts_and_delta_on_shared_seeds_only():
-    a = line("a", {0: True, 1: True, 2: False, 3: False, 4: True})
-    b = line("b", {0: True, 1: False, 2: True, 3: True, 9: True})
-    p = paired(a, b)
-    assert (p.shared, p.both, p.reference_only, p.other_only, p.neither) == (4, 1, 1, 2, 0)
-    assert p.delta == 0.25
-    lo, hi = p.ci
-    assert lo < 0.25 < hi
+def test_the_view_shows_what_the_report_computes(tmp_path):
+    flow = [make_row(s, arm="flow", success=s < 3, progress_final_cm=1.0) for s in range(9)]
+    flow.append(make_row(9, arm="flow", status="error", success=True))
+    disc = [make_row(s, arm="discrete", success=s < 6, progress_final_cm=2.0 + s / 10) for s in range(10)]
+    doc, runs = registered_runs(tmp_path / "runs", tmp_path, flow_rows=flow, discrete_rows=disc, discrete_state="done")
+    view = compare_view("flow-vs-discrete", str(doc), runs)
+    rep = build_report(doc, runs, append=False, now="2026-12-01T09:00:00Z")
+    arms = dict(view.arms)
+    f = rep.arms["flow"].reads
+    assert arms["flow"][4] == f"3/10 {100 * f.success_rate:.1f}%"  # the error row counts, as in the report
+    lo, hi = f.intervals["wilson"]
+    assert arms["flow"][5] == f"[{100 * lo:.1f}, {100 * hi:.1f}]"  # the interval on the same denominator
+    assert arms["flow"][1].startswith("INVALID: error rows 1") and arms["discrete"][1] == "VALID"
+    (key, cells), = view.paired
+    p = rep.arms["discrete"].comparators[0].paired
+    assert key == "discrete" and cells[0] == "discrete vs flow" and cells[1] == str(p.shared_seeds)
+    assert cells[2] == f"{p.delta_mean:+.2f}" and cells[3] == f"[{p.delta_ci[0]:+.2f}, {p.delta_ci[1]:+.2f}]"
+    assert cells[4] == f"{100 * p.success.delta:+.1f}"  # Newcombe's paired interval beside it
+    assert view.verdicts[0].startswith("[undetermined (flow: INVALID: error rows 1") and "base#1" in view.verdicts[0]
+    assert rep.verdicts[0].label in view.verdicts[0]
 
 
-async def test_compare_view_shows_each_arm_and_follows_new_rows(runs_dir):
-    make_run_dir(runs_dir, "fvd-a-20260101-000000", arm="a", total=10, done=10, prereg=PREREG)
-    b = make_run_dir(runs_dir, "fvd-b-20260101-010000", arm="b", total=10, done=4, state="running", prereg=PREREG,
-                     rows=[make_row(s, arm="b", success=True) for s in range(4)])
-    make_run_dir(runs_dir, "other-a-20260101-020000", arm="a", total=5, done=5,
-                 prereg={"id": "another", "sha256": "x", "path": "y.md"})
+def test_a_modified_registration_is_said_not_shown(tmp_path):
+    doc, runs = registered_runs(tmp_path / "runs", tmp_path, flow_rows=[make_row(0)], discrete_rows=[make_row(0)])
+    doc.write_text(doc.read_text().replace("gpu_hours: 1", "gpu_hours: 2"))
+    view = compare_view("flow-vs-discrete", str(doc), runs)
+    assert view.arms == [] and "modified" in view.error
+
+
+async def test_compare_view_follows_new_rows(runs_dir, tmp_path):
+    flow = [make_row(s, arm="flow", success=s % 2 == 0, progress_final_cm=1.0) for s in range(10)]
+    disc = [make_row(s, arm="discrete", success=True, progress_final_cm=3.0 + s) for s in range(4)]
+    _, runs = registered_runs(runs_dir, tmp_path, flow_rows=flow, discrete_rows=disc)
     app = make_app(runs_dir)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_for(pilot, lambda: len(app.runs) == 3 and app.detail is not None)
-        app._select(b)
-        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.path.name == b.name)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_for(pilot, lambda: len(app.runs) == 2 and app.detail is not None)
+        await wait_for(pilot, lambda: app.detail.info.path.name == runs["discrete"].name)  # the newest is selected
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
         screen = app.screen
         arms = screen.query_one("#arms")
         await wait_for(pilot, lambda: arms.row_count == 2, what="two arms")
-        assert str(arms.get_cell("b", "successes")).startswith("4/4")
+        assert str(arms.get_cell("discrete", "successes")).startswith("4/4")
+        assert str(arms.get_cell("discrete", "state")) == "running"
         paired_table = screen.query_one("#paired")
         await wait_for(pilot, lambda: paired_table.row_count == 1)
-        assert str(paired_table.get_cell("b", "shared seeds")) == "4"
-        with open(b / "rows.jsonl", "a") as f:  # live: a new row of b shows without leaving the view
-            f.write(json.dumps(make_row(4, arm="b", success=True)) + "\n")
-        await wait_for(pilot, lambda: str(arms.get_cell("b", "successes")).startswith("5/5"), what="the new row")
-        await wait_for(pilot, lambda: str(paired_table.get_cell("b", "shared seeds")) == "5")
+        assert str(paired_table.get_cell("discrete", "shared")) == "4"
+        assert "the run is still running" in screen.view.verdicts[0]
+        with open(runs["discrete"] / "rows.jsonl", "a") as f:  # live: a new row shows without leaving the view
+            f.write(json.dumps(make_row(4, arm="discrete", success=True, progress_final_cm=7.0)) + "\n")
+        await wait_for(pilot, lambda: str(arms.get_cell("discrete", "successes")).startswith("5/5"), what="the row",
+                       state=lambda: (screen.updates, screen._key, screen.view.arms[1]))
+        await wait_for(pilot, lambda: str(paired_table.get_cell("discrete", "shared")) == "5")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))

@@ -222,13 +222,11 @@ def test_results_with_the_chart_inline_sizes(snap_compare, here, size, monkeypat
 @pytest.mark.parametrize("size", SIZES, ids=ids)
 def test_compare_view_sizes(snap_compare, here, size):
     from console.widgets.compare_screen import CompareScreen
+    from tests.console.test_compare import registered_runs
 
-    prereg = {"id": "flow-vs-discrete", "sha256": "abc", "path": "x.md"}
-    make_run_dir(Path("runs"), "flow-vs-discrete-flow-20260101-000000", arm="flow", total=20, done=20, prereg=prereg,
-                 rows=[make_row(s, arm="flow") for s in range(20)])
-    make_run_dir(Path("runs"), "flow-vs-discrete-discrete-20260101-010000", arm="discrete", total=20, done=12,
-                 state="stopped", prereg=prereg,
-                 rows=[make_row(s, arm="discrete", success=s % 3 == 0) for s in range(12)])
+    flow = [make_row(s, arm="flow", progress_final_cm=0.5 * (s % 4)) for s in range(10)]
+    disc = [make_row(s, arm="discrete", success=s % 3 == 0, progress_final_cm=1.0 + 0.25 * (s % 5)) for s in range(6)]
+    registered_runs(Path("runs"), Path("."), flow_rows=flow, discrete_rows=disc, discrete_state="stopped")
     app = make_app(Path("runs"))
 
     async def run_before(pilot):
