@@ -146,7 +146,7 @@ def test_a_run_spreads_over_both_shards_and_its_rows_equal_a_local_runs(cluster,
     assert out.returncode == 0, out.stderr + out.stdout
 
     run_dir = tmp_path / "ray"
-    out = run_eval(*SCRIPTED, "--seeds", "0-3", "--workers", "1", "--ray", cluster.address,
+    out = run_eval(*SCRIPTED[:4], "--seeds", "0-3", "--workers", "1", "--ray", cluster.address,
                    "--video-draw", "seeds:2", "--run-dir", str(run_dir), env=cluster.client_env)
     assert out.returncode == 0, out.stderr + out.stdout
     rows = {r["seed"]: r for r in read_rows(run_dir)}
@@ -202,7 +202,8 @@ def test_the_shard_environment_carries_no_secret():
 def test_a_shard_on_the_cluster_gets_no_webhook_from_a_driver_that_has_one(cluster, tmp_path):
     run_dir = tmp_path / "run"
     env = {**cluster.client_env, "FONTAINE_DISCORD_WEBHOOK_URL": FAKE_WEBHOOK, "FONTAINE_CI_TOKEN": "x" * 20}
-    out = run_eval(*SCRIPTED, "--episode-seconds", "1", "--seeds", "0", "--workers", "1", "--ray", cluster.address,
+    out = run_eval("--policy", "scripted", "--video-draw", "none", "--episode-seconds", "1", "--seeds", "0",
+                   "--workers", "1", "--ray", cluster.address,
                    "--run-dir", str(run_dir), env=env)
     assert out.returncode == 0, out.stderr + out.stdout
     shards = json.loads((run_dir / "manifest.json").read_text())["cluster"]["per_shard"]
@@ -253,7 +254,8 @@ def test_stop_file_stops_both_shards_at_an_episode_boundary(cluster, tmp_path):
 @pytest.mark.slow
 def test_second_sigterm_aborts_every_shard_without_rows(cluster, tmp_path):
     run_dir = tmp_path / "run"
-    proc = launch_detached(run_dir, *SLOW, "--episode-seconds", "15", "--seeds", "0-7", "--workers", "1",
+    proc = launch_detached(run_dir, *SLOW[:4], "--video-draw", "none", "--episode-seconds", "15", "--seeds", "0-7",
+                           "--workers", "1",
                            "--ray", cluster.address, env=cluster.client_env)  # 15 predicts: ~5 s episodes
     try:
         wait_until(lambda: (read_status(run_dir).get("executor") or {}).get("predict_rounds", 0) >= 2,
