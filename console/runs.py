@@ -24,6 +24,7 @@ import psutil
 from prereg import rundir as rd
 from prereg.rundir import FINAL_STATES
 from prereg.safe_read import kind_of, os_error_why
+from prereg.webhook_env import without_webhooks
 
 CREATE_TIME_TOLERANCE_S = 1.0
 
@@ -260,8 +261,7 @@ def run_env(environ=None) -> dict:
     """The console's environment minus the Discord webhook: a run never posts (the detached
     notifier does), so the secret stays out of the driver, its workers and its Ray shards.
     Tokens a run may need (HF_TOKEN for a checkpoint, RAY_AUTH_TOKEN for a cluster) stay."""
-    environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items() if "WEBHOOK" not in k.upper()}
+    return without_webhooks(environ)  # by name (…WEBHOOK…) or by value (a Discord webhook URL)
 
 
 def request_stop(run_dir: str | Path, who: str, detail: str, now: float | None = None) -> Path:

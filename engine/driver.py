@@ -37,6 +37,7 @@ from engine.provenance import package_versions, tool_git_commit
 from prereg import rundir as rd
 from prereg.gates import GateSpec, PaceInputs, evaluate_gates, fair_projected_wall_s, first_tripped, projected_wall_s
 from prereg.rows import ERROR, SUCCESS, RowCounts, classify, complete_row, count_rows, is_error, number
+from prereg.webhook_env import scrub_webhooks
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -120,6 +121,9 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
     (DriverError when another process holds it). Released when the run ends.
     `executor`: what runs the episodes (engine.executor.make_executor chooses; default local)."""
     run_dir = Path(run_dir)
+    scrubbed = scrub_webhooks()  # before any worker or shard starts: they inherit this environment
+    if scrubbed:
+        log(f"removed {', '.join(scrubbed)} from the environment: a run never posts (the notifier does)")
     if lock is None:
         try:
             run_dir.mkdir(parents=True, exist_ok=True)

@@ -58,6 +58,7 @@ from pathlib import Path
 
 from engine.executor import DriverError
 from prereg import rundir as rd
+from prereg.webhook_env import is_webhook_var, scrub_webhooks
 
 STEP_WAIT_S = 1.0  # longest a step call waits on its shard before it reports back anyway
 PLACE_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_PLACE_TIMEOUT_S", "120"))
@@ -75,7 +76,8 @@ SECRET_ENV = re.compile(r"WEBHOOK|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|
 def shard_env(environ=None) -> dict:
     """The variables a shard gets from the driver: FONTAINE_* and the GL settings, minus secrets."""
     environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items() if k.startswith(FORWARDED_ENV_PREFIXES) and not SECRET_ENV.search(k)}
+    return {k: v for k, v in environ.items()
+            if k.startswith(FORWARDED_ENV_PREFIXES) and not SECRET_ENV.search(k) and not is_webhook_var(k, v)}
 
 
 def secret_env_names(environ=None) -> list[str]:
@@ -399,8 +401,7 @@ class RayPool:
                           num_cpus=max(os.cpu_count() or 1, shards * self.workers_per_shard))
             _ephemeral_token_for_a_private_cluster()
             # the private cluster's raylet, and so every shard, inherits this process's environment
-            for name in [k for k in os.environ if re.search("WEBHOOK", k, re.IGNORECASE)]:
-                os.environ.pop(name)  # the driver never posts: the webhook is the notifier's alone
+            scrub_webhooks()  # the driver never posts: the webhook is the notifier's alone
         else:
             kwargs["address"] = self.address
             if self.settings.get("dashboard"):

@@ -227,3 +227,28 @@ def test_a_video_that_cannot_be_written_costs_the_video_never_the_row(tmp_path):
     assert row["status"] == "ok" and row["video"] is None
     assert row["note"].startswith("video not written:"), row["note"]
     assert [p.name for p in (run_dir / rd.VIDEOS).iterdir()] == []  # no broken mp4, no leftover part
+
+
+@pytest.mark.slow
+def test_fontaine_eval_started_by_hand_gives_its_workers_no_webhook(tmp_path):
+    hook = "https://discord.com/api/webhooks/123456789012345678/Zq3vN8kLp0Xw_Tg5-Hs2Yd7Rb4Mc9Fj1Ua6Ke3Wn0Qx8Lv5"
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, *SCRIPTED, "--seeds", "0-3", "--workers", "2", "--video-draw", "none",
+                           env={"FONTAINE_DISCORD_WEBHOOK": hook, "NOTIFY": hook, "HF_TOKEN": "kept"})
+    try:
+        workers = _workers_started(proc, 2)
+        envs = []
+        for w in workers:
+            try:
+                envs.append(Path(f"/proc/{w.pid}/environ").read_bytes())
+            except OSError:
+                pass
+        assert envs, "no worker environment could be read"
+        for raw in envs:
+            env = dict(item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
+            assert not [k for k in env if b"WEBHOOK" in k.upper()] and b"NOTIFY" not in env
+            assert hook.encode() not in raw and env[b"HF_TOKEN"] == b"kept"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)

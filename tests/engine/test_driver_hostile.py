@@ -172,3 +172,41 @@ def test_rows_jsonl_deleted_while_no_row_arrives_fails_at_the_heartbeat(tmp_path
 
     with pytest.raises(RunFailed, match="rows.jsonl was replaced or deleted"):
         run(_config(), d, argv=["test"], log=lambda _t: None, executor=Slow())
+
+
+HOOK = "https://discord.com/api/webhooks/123456789012345678/Zq3vN8kLp0Xw_Tg5-Hs2Yd7Rb4Mc9Fj1Ua6Ke3Wn0Qx8Lv5Ps2Dy7B"
+
+
+def test_the_driver_scrubs_webhook_variables_before_it_starts_workers(tmp_path, monkeypatch):
+    """Started by hand (not by the console), fontaine-eval passed the webhook on to its workers."""
+    monkeypatch.setenv("FONTAINE_DISCORD_WEBHOOK", HOOK)
+    monkeypatch.setenv("FONTAINE_DISCORD_WEBHOOK_FILE", "/somewhere/webhook")
+    monkeypatch.setenv("my_webhook_thing", "x")
+    monkeypatch.setenv("NOTIFY_URL", f"see {HOOK.replace('discord.com', 'canary.discordapp.com')}")
+    monkeypatch.setenv("HF_TOKEN", "needed-for-checkpoints")
+    monkeypatch.setenv("DOCS_URL", "https://discord.com/developers/docs")
+    seen = {}
+
+    class Capturing(FakeExecutor):
+        def __call__(self, cfg, run_dir, policy, n_seeds, log):
+            seen.update(os.environ)
+            return self
+
+    said = []
+    run(_config(2), tmp_path / "run", argv=["test"], log=said.append, executor=Capturing())
+    assert seen and not [k for k in seen if "WEBHOOK" in k.upper()] and "NOTIFY_URL" not in seen
+    assert HOOK.rsplit("/", 1)[1] not in " ".join(seen.values())
+    assert seen["HF_TOKEN"] == "needed-for-checkpoints" and seen["DOCS_URL"].endswith("/docs")
+    assert any("removed FONTAINE_DISCORD_WEBHOOK, FONTAINE_DISCORD_WEBHOOK_FILE, NOTIFY_URL, my_webhook_thing" in s
+               for s in said)
+    assert HOOK not in " ".join(said)
+
+
+def test_one_test_of_a_webhook_variable():
+    from prereg.webhook_env import is_webhook_var, scrub_webhooks, without_webhooks
+
+    env = {"FONTAINE_DISCORD_WEBHOOK_URL": "x", "A": HOOK, "B": HOOK.replace("https://discord", "http://ptb.discord"),
+           "C": "https://discordapp.com/api/v10/webhooks/1/abc", "HF_TOKEN": "h", "HOME": "/root"}
+    assert without_webhooks(env) == {"HF_TOKEN": "h", "HOME": "/root"}
+    assert scrub_webhooks(env) == ["A", "B", "C", "FONTAINE_DISCORD_WEBHOOK_URL"] and env == {"HF_TOKEN": "h", "HOME": "/root"}
+    assert not is_webhook_var("URL", "https://example.com/api/webhooks/1")
