@@ -95,6 +95,7 @@ class RunSnapshot:
     status: dict
     rows: list[dict]
     results_md: str | None
+    results_json: dict | None
     chart_png: bytes | None
     heartbeat_age_s: float | None
     status_age_s: float | None  # how long ago status.json last changed
@@ -153,6 +154,7 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] |
         status=read_json_object(run_dir / rd.STATUS),
         rows=rows if rows is not None else read_rows(run_dir / rd.ROWS).rows,
         results_md=_read_text(results),
+        results_json=read_json_object(run_dir / rd.RESULTS_JSON) if results.exists() else None,
         chart_png=_read_chart(chart) if results.exists() else None,
         heartbeat_age_s=rd.mtime_age_s(run_dir / rd.HEARTBEAT, now),
         status_age_s=rd.mtime_age_s(run_dir / rd.STATUS, now),
@@ -314,12 +316,38 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
 
 
 def results_post(snap: RunSnapshot) -> Post:
-    t = tally(snap.rows)
-    head = f"successes **{t.successes}/{snap.done}** · knock-aways {t.knock_aways} · engaged {t.engaged}"
+    """The report's own reads and verdicts (results.json, from the verdict engine), then results.md shortened."""
+    head, title, verdicts = _report_head(snap.results_json)
+    if head is None:  # a report from before results.json: the rows' tally
+        t = tally(snap.rows)
+        head = f"successes **{t.successes}/{snap.done}** · knock-aways {t.knock_aways} · engaged {t.engaged}"
+        title = f"results: {t.successes}/{snap.done} successes"
+    head = "\n".join([head, *verdicts])
     body = shorten_markdown(snap.results_md or "", DESCRIPTION_MAX - len(head) - 80)
     image = snap.chart_png if snap.chart_png and len(snap.chart_png) <= CHART_MAX_BYTES else None
-    return _post(snap, RESULTS, RESULTS, f"results: {t.successes}/{snap.done} successes",
-                 f"Results · {snap.run_id}", f"{head}\n\n{body}", image=image)
+    return _post(snap, RESULTS, RESULTS, title, f"Results · {snap.run_id}", f"{head}\n\n{body}", image=image)
+
+
+def _report_head(res: dict | None) -> tuple[str | None, str, list[str]]:
+    """(head line, content line, one line per verdict) from results.json; (None, "", []) when it is not usable."""
+    p = res.get("primary") if isinstance(res, dict) else None
+    if not isinstance(p, dict) or not all(type(p.get(k)) is int for k in ("successes", "n")):
+        return None, "", []
+    k, n = p["successes"], p["n"]
+    valid = "VALID" if res.get("valid") is True else "**INVALID**"
+    why = res.get("invalid_because")
+    if res.get("valid") is not True and isinstance(why, list) and why:
+        valid += f" ({_esc(_short(why[0], 120))})"
+    head = (f"successes **{_esc(_short(p.get('text') or f'{k} / {n}', 120))}** · knock-aways {_num(res.get('knock_aways'))}"
+            f" · engaged {_num(res.get('engaged'))} · {valid}")
+    lines = []
+    for v in (res.get("verdicts") or [])[:8]:
+        if isinstance(v, dict) and isinstance(v.get("label"), str) and isinstance(v.get("condition"), str):
+            lines.append(f"[{_esc(_short(v['label'], 120))}] `{_short(v['condition'], 100)}`")
+    for s in (res.get("sequential_tests") or [])[:4]:
+        if isinstance(s, dict) and isinstance(s.get("label"), str):
+            lines.append(f"[{_esc(_short(s['label'], 120))}] sequential test")
+    return head, f"results: {k}/{n} successes", lines
 
 
 def make_test_post(host: str, at: str) -> Post:
@@ -565,6 +593,10 @@ def _read_chart(path: Path) -> bytes | None:
 def _num(v: object) -> float | None:
     """A finite number from a file someone else wrote; None (unknown) for a string, a bool, NaN or infinity."""
     return number(v)
+
+
+def _count(v: object) -> str:
+    return str(v) if type(v) is int else "?"
 
 
 def _hours(seconds: float) -> str:

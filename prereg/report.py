@@ -173,6 +173,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
         md += _arm_markdown(rep, chart_rel=rd.CHART) + [""] + _rules_markdown(judgement)  # every registered rule
         rep.results_md = rep.run_dir / rd.RESULTS
         rd.write_text_atomic(rep.results_md, "\n".join(md).rstrip("\n") + "\n")
+        rd.write_json_atomic(rep.run_dir / rd.RESULTS_JSON, _results_json(doc, rep, judgement, now, unregistered))
     folder = _runs_folder([r.run_dir for r in reports.values()])
     charts = _paired_charts(doc, reports, folder, colors)
     reg_md = folder / f"{_safe(doc.prereg_id or doc.path.stem)}.results.md"
@@ -214,6 +215,18 @@ def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
     for arm, rep in reports.items():
         rep.comparators = [_comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
     return doc, reports, _judge(doc, reports)
+
+
+def _results_json(doc: Document, rep: ArmReport, judgement: Judgement, now: str, unregistered: bool) -> dict:
+    """results.json: what a machine reads of this run's report (the Discord results post)."""
+    r = rep.reads
+    return {"prereg_id": doc.prereg_id, "arm": r.arm, "generated_at": now, "unregistered": unregistered,
+            "valid": r.valid, "invalid_because": [c.text for c in r.checks if not c.ok],
+            "primary": {"successes": r.successes, "n": r.n, "n_planned": r.n_planned, "text": r.primary_text(),
+                        "intervals": {k: list(v) for k, v in r.intervals.items()}},
+            "knock_aways": r.knock_aways, "engaged": r.engaged,
+            "verdicts": [v.as_dict() for v in judgement.verdicts],
+            "sequential_tests": [s.as_dict() for s in judgement.sequential]}
 
 
 def _runs_folder(dirs: list[Path]) -> Path:

@@ -42,6 +42,7 @@ SET_ASIDE = "rows.set-aside.jsonl"  # a resume: torn lines and error rows moved 
 PREDICTS = "predicts.jsonl"  # the driver, when asked: one line per observation served
 POSTS = "posts.jsonl"  # the Discord notifier's ledger: one line per post Discord confirmed
 RESULTS = "results.md"  # the report: the frozen reads of this run
+RESULTS_JSON = "results.json"  # the report: this run's primary read and every verdict, for machines (the Discord post)
 CHART = "chart.png"  # the report: the per-seed chart
 RESERVE = ".space-reserve"  # the driver: a little disk space it frees to record a failure on a full disk
 

@@ -241,3 +241,27 @@ def test_a_registered_curtailment_is_read_and_described():
 
     spec = gate_spec_from({"gpu_hours": 0.05, "decided": "stop"})
     assert spec.decided == "stop" and "stops once its decision rules are settled" in describe_gates(spec)
+
+
+def test_the_results_post_states_the_reports_own_reads_and_verdicts(tmp_path):
+    """The post reads results.json, which the report writes from the verdict engine: an INVALID arm's
+    verdicts are undetermined there, and so in the post, whatever the rows' tally says."""
+    import shutil
+
+    from prereg.report import build_report
+    from tests.prereg.conftest import EXAMPLES, launched_manifest, make_row
+
+    doc = tmp_path / "curtailment.md"
+    shutil.copy(EXAMPLES / "curtailment.md", doc)
+    run = tmp_path / "runs" / "oracle"
+    run.mkdir(parents=True)
+    rows = [make_row(s, success=True) for s in range(6)] + [make_row(6, status="error", success=True)]
+    (run / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (run / "status.json").write_text(json.dumps({"state": "stopped", "done": 7, "total": 20}))
+    (run / "manifest.json").write_text(json.dumps(launched_manifest(doc, "oracle")))
+    build_report(doc, {"oracle": run}, append=False, now="2026-12-01T09:00:00Z")
+    (post,) = [p for p in due_posts(read_snapshot(run), {"launch", "stopped"}) if p.key == "results"]
+    first = post.description.splitlines()[0]
+    assert first.startswith("successes **6 / 7 achieved (of 20 planned") and "**INVALID** (error rows 1" in first
+    assert "[undetermined (oracle: INVALID: error rows 1" in post.description and "`successes >= 5`" in post.description
+    assert "results: 6/7 successes" in post.content
