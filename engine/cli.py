@@ -277,9 +277,10 @@ def _resolve_resume(args):
     run_dir = args.resume
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"--resume {run_dir}: is a file, not a run directory")
-    manifest = rd.read_json(run_dir / rd.MANIFEST)
+    manifest, problem = rd.load_json_object(run_dir / rd.MANIFEST)
     if manifest is None or not isinstance(manifest.get("config"), dict):
-        raise UsageError(f"{run_dir} has no readable manifest.json: not a run directory (or it never started)")
+        why = f" ({problem})" if problem and problem != "missing" else ""
+        raise UsageError(f"{run_dir} has no readable manifest.json{why}: not a run directory (or it never started)")
     try:
         config = RunConfig.from_dict(manifest["config"])
     except (KeyError, TypeError, ValueError) as exc:

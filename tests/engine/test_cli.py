@@ -127,3 +127,12 @@ def test_flags_that_collect_may_repeat_and_ascii_numbers_pass():
     assert build_parser().parse_args(argv).convmap_override == ["elbow_flex=2", "wrist_roll=-1,3"]
     assert [ascii_int(t) for t in ("3", "-3", "+7", "007")] == [3, -3, 7, 7]
     assert [ascii_float(t) for t in ("1.5", ".5", "2.", "1e3", "-4E-1")] == [1.5, 0.5, 2.0, 1000.0, -0.4]
+
+
+def test_a_resume_whose_manifest_is_a_fifo_says_so_at_once(tmp_path, capsys):
+    import os
+
+    os.mkfifo(tmp_path / "manifest.json")
+    assert main(["--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "manifest.json: is a FIFO (named pipe), not a regular file" in err and "\n" not in err
