@@ -216,7 +216,8 @@ def judge_rule(doc: Document | None, key: str, rule: Rule, evidence: Mapping[str
     plain = evaluate_rule(rule, values)
     if settled.settled:
         at = _settled_at(rule, evidence, states)
-        how = f"decided at {at} by curtailment"
+        registered = any(evidence[a].stopped_by == rd.BY_DECIDED for a in rule.arms())
+        how = f"decided at {at} by {'a registered ' if registered else ''}curtailment"
         if reasons:
             return _verdict(plain, key, arms, UNDETERMINED, "; ".join(reasons) + f" (settled {settled.verdict} at {at} "
                             "by curtailment, but a decision never stands on an arm that cannot bear one)",

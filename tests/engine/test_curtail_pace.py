@@ -74,8 +74,7 @@ def test_a_registered_curtailment_stops_as_soon_as_k_successes_are_in(tmp_path):
     rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"oracle={run_dir}"],
                          cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
-    assert "[HOLDS] if successes >= 2" in rep.stdout
-    assert "decided at 2/6 by a registered curtailment" in rep.stdout
+    assert "[HOLDS (final: decided at 2/6 by a registered curtailment)] if successes >= 2" in rep.stdout
     assert "validity  VALID" in rep.stdout  # the plan allowed the early stop
     results = (run_dir / "results.md").read_text()
     assert "4 of 6 episodes not run" in results and "no GPU-hours at stake" in results
@@ -159,6 +158,7 @@ def test_a_registered_sequential_test_stops_and_the_unsettled_rules_are_not_read
     rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"oracle={run_dir}"],
                          cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
-    assert "[undetermined (a registered stop ended arm oracle before this rule was settled)] if successes >= 5" \
-        in rep.stdout  # 3 of 5 in, 17 seeds not run: not settled
+    assert "[undetermined (a registered stop ended arm oracle at 3/20 before this rule was settled" in rep.stdout
+    assert "its verdict at completion is not known)] if successes >= 5" in rep.stdout  # 3 of 5 in: not settled
+    assert "[final: H1 accepted at 3/20] sequential test of arm oracle" in rep.stdout  # the engine's own verdict
     assert "by the registered sequential test" in (run_dir / "results.md").read_text()

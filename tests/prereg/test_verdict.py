@@ -139,12 +139,12 @@ def test_a_curtailed_verdict_never_overrides_invalid(tmp_path, run_dir):
     d = run_dir("oracle", rows, status={"state": "stopped", "stop": stop}, launched=(doc, "oracle"))
     rep = build_report(doc, {"oracle": d}, append=False, now=NOW)
     v = verdict_of(rep, "successes >= 5")
-    assert v.verdict == "undetermined" and v.decided == "decided at 5/20 by curtailment"
+    assert v.verdict == "undetermined" and v.decided == "decided at 5/20 by a registered curtailment"
     assert "oracle: INVALID: error rows 1" in v.why and "settled HOLDS at 5/20" in v.why
     assert "[HOLDS" not in rep.summary_text()
     clean = run_dir("oracle-ok", rows[:5], status={"state": "stopped", "stop": stop}, launched=(doc, "oracle"))
     v = verdict_of(build_report(doc, {"oracle": clean}, append=False, now=NOW), "successes >= 5")
-    assert v.label == "HOLDS (final: decided at 5/20 by curtailment)"
+    assert v.label == "HOLDS (final: decided at 5/20 by a registered curtailment)"
 
 
 def test_two_sections_with_the_same_rule_text_keep_their_own_answers(tmp_path, run_dir):
