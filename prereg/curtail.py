@@ -471,28 +471,37 @@ def savings_table(doc) -> list[str]:
 
 
 def settled_text(status: dict | None) -> str | None:
-    """One line for the console and Discord: 'settled at 63/100: [HOLDS] ...', or how many rules are settled."""
-    s = (status or {}).get("settled")
-    if not isinstance(s, dict) or not isinstance(s.get("rules"), list) or not s["rules"]:
+    """One line for the console and Discord: 'settled at 63/100: [HOLDS] ...', or how many rules are settled.
+
+    status.json is someone else's file: a field of the wrong type is left out, never a crash."""
+    s = (status or {}).get("settled") if isinstance(status, dict) else None
+    rules = s.get("rules") if isinstance(s, dict) else None
+    if not isinstance(rules, list) or not rules:
         return None
-    rules = s["rules"]
-    if s.get("all"):
-        return f"settled at {s.get('at')}/{s.get('total')}: " + "; ".join(
+    rules = [r for r in rules if isinstance(r, dict)]
+    at, total = _int_or_q(s.get("at")), _int_or_q(s.get("total"))
+    if s.get("all") is True:
+        return f"settled at {at}/{total}: " + "; ".join(
             f"[{r.get('verdict')}] {r.get('condition')}" for r in rules)
-    done = [r for r in rules if r.get("settled")]
-    return f"{len(done)} of {len(rules)} rules settled at {s.get('at')}/{s.get('total')}"
+    done = [r for r in rules if r.get("settled") is True]
+    return f"{len(done)} of {len(rules)} rules settled at {at}/{total}"
+
+
+def _int_or_q(v) -> str:
+    return str(v) if type(v) is int else "?"
 
 
 def pace_text(status: dict | None) -> str | None:
     """The fair projection's inputs in one line, with the naive projection beside it."""
-    p = (status or {}).get("pace")
-    if not isinstance(p, dict) or p.get("startup_s") is None:
-        return None
     from prereg.gates import PaceInputs, per_episode_wall_s
+    from prereg.rows import number
 
-    inputs = PaceInputs.from_dict(p)
-    w = per_episode_wall_s(inputs) if inputs else None
-    naive = p.get("naive_projected_wall_s")
-    return (f"start-up {p['startup_s']:.0f} s + {p.get('total', 0) - p.get('done', 0)} left x "
-            f"{'?' if w is None else f'{w:.1f}'} s / {p.get('lanes')} lanes, {p.get('in_flight')} in flight"
+    p = (status or {}).get("pace") if isinstance(status, dict) else None
+    inputs = PaceInputs.from_dict(p) if isinstance(p, dict) else None
+    if inputs is None or number(p.get("startup_s")) is None:
+        return None
+    w = per_episode_wall_s(inputs)
+    naive = number(p.get("naive_projected_wall_s"))
+    return (f"start-up {inputs.startup_s:.0f} s + {inputs.total - inputs.done} left x "
+            f"{'?' if w is None else f'{w:.1f}'} s / {inputs.lanes} lanes, {inputs.in_flight} in flight"
             + ("" if naive is None else f"; naive {naive / 60:.1f} min"))

@@ -241,3 +241,13 @@ def test_validate_prints_what_curtailment_buys(examples_dir):
     assert "arm ar-reference (100 seeds, curtailment NOT registered" in out.stdout
     assert "p=0.01: 63.6, p=0.09: 11.9, p=0.3: 3.2" in out.stdout  # seeded: the same on every machine
     assert "ar-masked.delta_ci_low > 0" in out.stdout  # never settled early: named, not simulated
+
+
+def test_the_one_line_texts_never_crash_on_a_wrong_typed_status():
+    from prereg.curtail import pace_text, settled_text
+
+    for bad in ({"settled": {"rules": ["x", 3], "at": "x", "all": "yes"}}, {"settled": []}, {"pace": {"startup_s": "x"}},
+                {"pace": {"startup_s": 3, "total": "9", "done": None}}, {"pace": []}, [], None):
+        settled_text(bad)
+        pace_text(bad)
+    assert settled_text({"settled": {"rules": [{"settled": True}], "at": "x", "total": 5}}) == "1 of 1 rules settled at ?/5"
