@@ -1,6 +1,6 @@
 """The Discord webhook stays out of a run's processes: one test of what a webhook variable is.
 
-The webhook is the detached notifier's alone (console/notifier.py): a run never posts, so its
+The webhook is the detached notifier's alone (console/notify/service.py): a run never posts, so its
 driver, its workers and its Ray shards have no use for it, and a worker (or a policy's code)
 that could read it could leak it. The console starts a run without it (console/runs.py
 `run_env`); a driver started by hand removes it from its own environment before anything else

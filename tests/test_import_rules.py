@@ -1,6 +1,7 @@
 """The layering, enforced: prereg imports neither engine nor console, console never imports
-engine, and no module imports itself back through others (lazy imports inside functions count:
-a cycle broken by a late import is still a cycle)."""
+engine, console.notify (the Discord notifier) imports nothing of console outside itself, and no
+module imports itself back through others (lazy imports inside functions count: a cycle broken
+by a late import is still a cycle)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,18 @@ def test_prereg_imports_neither_engine_nor_console():
 def test_console_never_imports_engine():
     bad = {m: sorted(d for d in deps if d.split(".")[0] == "engine")
            for m, deps in _graph().items() if m.split(".")[0] == "console"}
+    assert not {m: d for m, d in bad.items() if d}
+
+
+def _in_notify(module: str) -> bool:
+    return module == "console.notify" or module.startswith("console.notify.")
+
+
+def test_the_notifier_imports_neither_engine_nor_the_rest_of_console():
+    """console.notify runs as its own process (fontaine-notify) and never uses Textual: it takes
+    runs, states and liveness from prereg, nothing from the console around it."""
+    bad = {m: sorted(d for d in deps if d.split(".")[0] == "engine" or (d.split(".")[0] == "console" and not _in_notify(d)))
+           for m, deps in _graph().items() if _in_notify(m)}
     assert not {m: d for m, d in bad.items() if d}
 
 

@@ -254,7 +254,7 @@ async def test_results_without_prereg_and_with_one(runs_dir):
 
 
 async def test_help_and_discord_test_post(runs_dir):
-    from console.notifier import ConsoleNotifier, LinkState
+    from console.notify.link import ConsoleNotifier, LinkState
 
     class FakeNotifier(ConsoleNotifier):  # the console's whole view of the Discord side
         state = LinkState("ok", "Discord: ok")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from console.discord_messages import (
+from console.notify.messages import (
     DESCRIPTION_MAX,
     Post,
     due_posts,
@@ -224,8 +224,8 @@ def assert_fits_discord(p: Post) -> None:
 
 
 def test_updates_say_when_the_decision_was_settled(tmp_path):
-    from console.discord_messages import progress_lines, read_snapshot
     from console.fixtures import make_run_dir
+    from console.notify.messages import progress_lines, read_snapshot
     from prereg import rundir as rd
 
     d = make_run_dir(tmp_path, "settled", state="running", done=70, total=100)
@@ -237,7 +237,7 @@ def test_updates_say_when_the_decision_was_settled(tmp_path):
 
 
 def test_a_registered_curtailment_is_read_and_described():
-    from console.discord_messages import describe_gates, gate_spec_from
+    from console.notify.messages import describe_gates, gate_spec_from
 
     spec = gate_spec_from({"gpu_hours": 0.05, "decided": "stop"})
     assert spec.decided == "stop" and "stops once its decision rules are settled" in describe_gates(spec)

@@ -13,21 +13,9 @@ import time
 
 import pytest
 
-from console.discord_notify import (
-    ENV_FILE,
-    ENV_URL,
-    FAILING,
-    INFLIGHT,
-    LEDGER,
-    OFF,
-    OK,
-    RETRYING,
-    SETUP_HINT,
-    UNKNOWN,
-    Notifier,
-    mask_webhook_url,
-    read_ledger,
-)
+from console.notify.ledger import INFLIGHT, LEDGER, read_ledger
+from console.notify.sender import FAILING, OFF, OK, RETRYING, UNKNOWN, Notifier, RetryPolicy
+from console.notify.webhook import ENV_FILE, ENV_URL, SETUP_HINT, mask_webhook_url
 from tests.console.fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
 
 TOKEN = FAKE_WEBHOOK_URL.rsplit("/", 1)[1]
@@ -39,8 +27,9 @@ def make_notifier():
     made = []
 
     def make(**kw) -> Notifier:
-        kw = {"backoff_s": 0.05, "backoff_max_s": 0.2, **kw}
-        n = Notifier(FAKE_WEBHOOK_URL, **kw)
+        retry = {"backoff_s": 0.05, "backoff_max_s": 0.2,
+                 **{k: kw.pop(k) for k in list(kw) if k in RetryPolicy.__dataclass_fields__}}
+        n = Notifier(FAKE_WEBHOOK_URL, retry=RetryPolicy(**retry), **kw)
         made.append(n)
         return n
 

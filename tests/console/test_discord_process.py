@@ -1,4 +1,4 @@
-"""The detached notifier as a real process (`python -m console.notifier`), started by the real
+"""The detached notifier as a real process (`python -m console.notify.service`), started by the real
 console or by hand, against the fake Discord on loopback with the real discord.py client.
 
 Every wait is on a condition with a timeout; the notifier's timing knobs (poll, grace, backoff,
@@ -18,8 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from console.discord_notify import read_ledger
-from console.notifier import NotifierLink, fingerprint, home, read_status, start_detached
+from console.notify.ledger import home, read_ledger
+from console.notify.link import NotifierLink, read_status, start_detached
+from console.notify.webhook import fingerprint
 from tests.console.conftest import make_app, plain, wait_for
 from tests.console.fake_discord import FAKE_WEBHOOK_URL, HandMadeRun
 from tests.helpers import wait_until

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from console.discord_messages import progress_lines, read_snapshot, results_post, tally
+from console.notify.messages import progress_lines, read_snapshot, results_post, tally
 from console.watcher import RunWatch
 from engine.driver import summarize
 from prereg.report import build_report

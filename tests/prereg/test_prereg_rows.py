@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console.aggregate import RunAggregate
-from console.discord_messages import tally
 from console.fixtures import make_row
+from console.notify.messages import tally
 from console.tailer import RowsTailer
 from prereg.reads import arm_reads
 from prereg.rows import (

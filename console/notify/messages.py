@@ -24,8 +24,8 @@ Phone-first: a post's one-line content (what a lock screen shows) leads with the
 the run id comes last. No absolute local path reaches a post (`no_local_paths`): the plan's id
 and the run's name are enough.
 
-Nothing here touches the network or writes a file; the notifier (`console/discord_notify.py`)
-decides when to call `due_posts` and delivers what it returns.
+Nothing here touches the network or writes a file; the sender (`console/notify/sender.py`)
+decides when to call `due_posts` and delivers what it returns. Run states are prereg.rundir's.
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ from prereg.curtail import settled_text
 from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
 from prereg.rows import count_rows, number, read_rows
 
-LAUNCH, UPDATE, TRIPWIRE, STALL, STOPPED, FAILED, DONE, RESULTS, TEST = (
-    "launch", "update", "tripwire", "stall", "stopped", "failed", "done", "results", "test",
-)
-LIVE_STATES = ("starting", "running", "stopping")
-OVER_STATES = ("stopped", "done", "failed")
+LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
+STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
+
+EVERY_EPISODES = 10  # an update every this many episodes
+CATCH_UP_S = 6 * 3600.0  # a run that ended longer ago than this, never posted about, is owed nothing
 
 # Discord's limits are 2000 characters of content, 4096 of embed description, 6000 of
 # embeds in all; we stay well under so that a post reads at a glance on a phone.
@@ -107,15 +107,15 @@ class RunSnapshot:
 
     @property
     def state(self) -> str:
-        return str(self.status.get("state") or ("starting" if self.manifest else "unknown"))
+        return str(self.status.get("state") or (rd.STARTING if self.manifest else rd.UNKNOWN))
 
     @property
     def live(self) -> bool:
-        return self.state in LIVE_STATES
+        return self.state in rd.LIVE_STATES
 
     @property
     def over(self) -> bool:
-        return self.state in OVER_STATES
+        return self.state in rd.FINAL_STATES
 
     @property
     def done(self) -> int:
@@ -166,8 +166,8 @@ def due_posts(
     snap: RunSnapshot,
     posted: set[str],
     *,
-    every_episodes: int = 10,
-    catch_up_s: float = 6 * 3600.0,
+    every_episodes: int = EVERY_EPISODES,
+    catch_up_s: float = CATCH_UP_S,
 ) -> list[Post]:
     """The posts this run is owed now and that are not in `posted` (ledger + queue), in order.
 
@@ -481,7 +481,7 @@ def _alerts(snap: RunSnapshot) -> list[Post]:
                                  f"Stall · {snap.run_id}", f"{r.message}\nat {snap.done}/{snap.total} episodes"))
             else:
                 out.append(_tripwire(snap, r.name, r.message))
-    elif snap.state == STOPPED:
+    elif snap.state == rd.STOPPED:
         stop = rd.status_stop(snap.status) or rd.read_stop(snap.run_dir)
         if stop is not None and stop.by == rd.BY_GATE:
             out.append(_tripwire(snap, stop.gate or "gate", stop.detail))
@@ -500,16 +500,16 @@ def _end_posts(snap: RunSnapshot, posted: set[str]) -> list[Post]:
     that completed gets a `done` post with its counts (the report is run by hand, maybe later)."""
     out = []
     summary = [f"**{snap.done}/{snap.total}** episodes", *progress_lines(snap)]
-    if snap.state in (STOPPED, FAILED):
+    if snap.state in (rd.STOPPED, rd.FAILED):
         reason = _reason(snap)
         kind = snap.state
-        verb = "stopped" if kind == STOPPED else "failed"
+        verb = "stopped" if kind == rd.STOPPED else "failed"
         text = "\n".join([f"reason: {_esc(_short(reason, 300))}" if reason else "reason: not given", *summary])
         out.append(_post(snap, kind, f"{kind}:{snap.done}", f"{verb} at {snap.done}/{snap.total}",
                          f"{verb.capitalize()} · {snap.run_id}", text))
     if snap.results_md is not None:
         out.append(results_post(snap))
-    elif snap.state == DONE and RESULTS not in posted:
+    elif snap.state == rd.DONE and RESULTS not in posted:
         t = tally(snap.rows)
         out.append(_post(snap, DONE, DONE, f"done: {t.successes}/{snap.done} successes", f"Done · {snap.run_id}",
                          "\n".join([*summary, "*frozen reads not written yet (results.md)*"])))

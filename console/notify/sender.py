@@ -1,85 +1,96 @@
-"""Posts a run's progress to a Discord channel through a webhook: the queue, the sender, the ledger.
+"""Delivery to the webhook: the queue, the one retry policy, the sender thread.
 
-It runs inside the detached notifier process (`console/notifier.py`, one per runs folder), which
-calls `Notifier.poll_run(run_dir)` every couple of seconds; the console never posts itself. It
-reads the run directory, works out which posts are owed (`console/discord_messages.py`) and
-queues them. One background thread runs an asyncio loop that sends the queue in order with the
-real discord.py webhook client. A post that fails stays at the head of the queue and is retried
-with capped exponential backoff (discord.py itself waits out rate limits), so an outage delays
-posts and loses none.
+It runs inside the detached notifier process (`console/notify/service.py`, one per runs folder),
+which calls `Notifier.poll_run(run_dir)` every couple of seconds; the console never posts
+itself. `poll_run` reads the run directory, works out which posts are owed
+(`console/notify/messages.py`, against the ledger: `console/notify/ledger.py`) and queues them.
+One background thread runs an asyncio loop that sends the queue in order with the real
+discord.py webhook client. A post that fails stays at the head of the queue and is retried with
+capped exponential backoff (`RetryPolicy`; discord.py itself waits out rate limits), so an
+outage delays posts and loses none.
 
 States: off (no webhook) | unknown (until Discord first answers; with `validate`, a GET of the
 webhook at start answers at once) | ok | retrying | failing. A 401/403/404 is tried at most
 `gone_after` (3) times, then posting stops with `failing: webhook gone…` in the state and a
-`webhook_gone` line in each owed run's ledger, until `set_url` gives a new URL.
-
-The ledger, RUN_DIR/posts.jsonl, gets one line per post only after Discord confirmed it (with
-the message id, and `covers` for the missed milestones a catch-up listed), flushed and fsynced,
-and a restarted notifier rebuilds what is owed from the run directory and the ledger: nothing
-is posted twice and missed posts are caught up.
+`webhook_gone` line in each owed run's ledger, until `set_url` gives a new URL. `status_line`
+words a state for the console's status bar, the one wording of it.
 
 Crash window. discord.py's Webhook.send takes no nonce (only channel sends have
 `enforce_nonce`), so Discord cannot deduplicate a re-sent webhook message. `close()` waits for
-a send already on the wire up to the HTTP timeout, so a stopped notifier records its answer.
-Only a process killed outright between Discord's answer and the ledger line leaves a post
-delivered but unrecorded: before each send, RUN_DIR/posts.inflight.json names the post being
-sent; it is removed once the ledger line is on disk. A notifier that finds it for a post not in
-the ledger sends that post again, marked as a possible repeat (a rare repeat beats a lost post).
+a send already on the wire up to the HTTP timeout, so a stopped notifier records its answer;
+only a process killed outright between Discord's answer and the ledger line leaves a post
+delivered but unrecorded, and the in-flight marker (ledger.py) has the next notifier re-send
+it marked as a possible repeat.
 
 Test posts: `send_test(test_id)`; the outcome (sent with the message id, or dropped with the
 reason: posts off, webhook gone, the notifier stopped first) lands in `test_results`.
 
-Secrets. The webhook URL carries its token: it is never printed, logged or written. Only the
-masked form (`mask_webhook_url`) is shown, every error text is scrubbed of it, and discord.py's
-DEBUG logging, which prints the full URL, is held at WARNING.
+Secrets: every error text is scrubbed of the webhook (`console/notify/webhook.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import io
-import json
 import logging
 import os
-import re
 import socket
-import stat
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
-from console import discord_messages as msgs
+from console.notify import ledger, webhook
+from console.notify import messages as msgs
+from console.notify.ledger import INFLIGHT, RunBook, read_ledger_keys, run_signature
+from console.notify.webhook import mask_webhook_url, quiet_discord_logging, scrub, webhook_setting
 from prereg import rundir as rd
-from prereg.rows import read_rows
 
 log = logging.getLogger(__name__)
 
-ENV_URL = "FONTAINE_DISCORD_WEBHOOK_URL"
-ENV_FILE = "FONTAINE_DISCORD_WEBHOOK_FILE"
-LEDGER = rd.POSTS
-INFLIGHT = "posts.inflight.json"
-
+# the notifier's delivery states (not a run's: those are prereg.rundir's)
 OFF, UNKNOWN, OK, RETRYING, FAILING = "off", "unknown", "ok", "retrying", "failing"
+NOT_RUNNING = "not running"  # the console's word for a folder with no notifier process
 WEBHOOK_GONE = "webhook gone"  # how the state's error starts once 401/403/404 made us stop posting
 
-SETUP_HINT = (
-    "Discord posts are off. To turn them on: in Discord, Channel settings > Integrations > "
-    "Webhooks > New Webhook > Copy Webhook URL; then either export "
-    f"{ENV_URL}=<url>, or save the URL in a file only you can read (chmod 600 FILE) and export "
-    f"{ENV_FILE}=FILE; restart the console and press the test-post key."
-)
 
-# The form discord.py's Webhook.from_url accepts.
-_URL_RE = re.compile(
-    r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/"
-    r"(?P<id>[0-9]{17,20})/(?P<token>[A-Za-z0-9.\-_]{60,})"
-)
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a failed post is retried: the one place for these defaults (fontaine-notify's
+    options default to them)."""
+
+    backoff_s: float = 2.0  # first retry delay after a failed post
+    backoff_max_s: float = 300.0  # longest retry delay
+    failing_after: int = 3  # failures in a row before the state says failing (not retrying)
+    request_timeout_s: float = 30.0  # HTTP timeout of one request to Discord
+    gone_after: int = 3  # 401/403/404 this many times in a row: stop posting until the URL changes
+
+    def delay(self, failures: int) -> float:
+        """Capped exponential backoff after the `failures`-th failure in a row."""
+        return min(self.backoff_max_s, self.backoff_s * 2 ** (failures - 1))
 
 
-class WebhookConfigError(ValueError):
-    """The webhook setting is present but unusable; the message says what to do."""
+RETRY = RetryPolicy()
+
+
+def status_line(state: str, *, error: str | None = None, pending: int = 0, last: str | None = None) -> str:
+    """The Discord status in words, as the console's status bar shows it, for every state: the
+    sender's (off | unknown | ok | retrying | failing, with the last error and the queue:
+    'Discord: retrying · 3 queued · cannot reach Discord: …'), and the console's NOT_RUNNING
+    (with the last line the notifier wrote)."""
+    if state == OFF:
+        return "Discord: off" + (f" ({error})" if error else "")
+    if state == NOT_RUNNING:
+        return "Discord: notifier not running" + (f" (last: {last})" if last else "")
+    queued = f" · {pending} queued" if pending else ""
+    if state == FAILING and (error or "").startswith(WEBHOOK_GONE):
+        text = f"Discord: failing: {error}{queued}"
+    else:
+        text = f"Discord: {state}{queued}"
+        if state in (RETRYING, FAILING) and error:
+            text += f" · {error}"
+    return text
 
 
 class NotifierState(str):
@@ -105,16 +116,7 @@ class NotifierState(str):
 
     def line(self) -> str:
         """'Discord: retrying · 3 queued · cannot reach Discord: …' for a status bar."""
-        if self == OFF:
-            return "Discord: off" + (f" ({self.last_error})" if self.last_error else "")
-        text = f"Discord: {self.name}"
-        if self.pending:
-            text += f" · {self.pending} queued"
-        if self == FAILING and (self.last_error or "").startswith(WEBHOOK_GONE):
-            return f"Discord: failing: {self.last_error}" + (f" · {self.pending} queued" if self.pending else "")
-        if self in (RETRYING, FAILING) and self.last_error:
-            text += f" · {self.last_error}"
-        return text
+        return status_line(self.name, error=self.last_error, pending=self.pending)
 
 
 class Notifier:
@@ -124,25 +126,17 @@ class Notifier:
         self,
         url: str | None,
         *,
-        every_episodes: int = 10,
-        backoff_s: float = 2.0,
-        backoff_max_s: float = 300.0,
-        failing_after: int = 3,
-        catch_up_s: float = 6 * 3600.0,
-        request_timeout_s: float = 30.0,
-        gone_after: int = 3,
+        every_episodes: int = msgs.EVERY_EPISODES,
+        retry: RetryPolicy = RETRY,
+        catch_up_s: float = msgs.CATCH_UP_S,
         validate: bool = False,
         config_error: str | None = None,
     ):
         quiet_discord_logging(url)
         self._url = url
         self.every_episodes = every_episodes
-        self.backoff_s = backoff_s
-        self.backoff_max_s = backoff_max_s
-        self.failing_after = failing_after
+        self.retry = retry
         self.catch_up_s = catch_up_s
-        self.request_timeout_s = request_timeout_s
-        self.gone_after = gone_after  # 401/403/404 this many times in a row: stop posting until the URL changes
         self.validate = validate  # a GET of the webhook when the sender starts: ok/gone before any post
         self.masked_url = mask_webhook_url(url) if url else None
 
@@ -150,7 +144,7 @@ class Notifier:
         self._poll_lock = threading.Lock()  # one poll at a time; guards the run books
         self._changed = threading.Condition(self._lock)  # notified when the queue or state changes
         self._queue: deque[_Item] = deque()
-        self._runs: dict[Path, _RunBook] = {}
+        self._runs: dict[Path, RunBook] = {}
         self._state = UNKNOWN if url else OFF  # unknown until Discord first answers
         self._last_error = config_error
         self._sent = 0
@@ -167,14 +161,12 @@ class Notifier:
         self._wake: asyncio.Event | None = None
 
     @classmethod
-    def from_env(cls, *, every_episodes: int = 10, environ=os.environ, **kw) -> "Notifier":
+    def from_env(cls, *, environ=os.environ, **kw) -> "Notifier":
         """A notifier from FONTAINE_DISCORD_WEBHOOK_URL / _FILE; `off` (with the reason) otherwise."""
-        try:
-            url = load_webhook_url(environ)
-        except WebhookConfigError as exc:
-            log.warning("Discord posts off: %s", exc)
-            return cls(None, every_episodes=every_episodes, config_error=str(exc), **kw)
-        return cls(url, every_episodes=every_episodes, **kw)
+        url, error = webhook_setting(environ)
+        if error:
+            log.warning("Discord posts off: %s", error)
+        return cls(url, config_error=error, **kw)
 
     def __repr__(self) -> str:
         return f"<Notifier {self._state} {self.masked_url or 'no webhook'}>"
@@ -199,7 +191,7 @@ class Notifier:
 
     @property
     def setup_hint(self) -> str | None:
-        return SETUP_HINT if self._url is None else None
+        return webhook.SETUP_HINT if self._url is None else None
 
     def status(self) -> NotifierState:
         return self.state
@@ -213,13 +205,13 @@ class Notifier:
             return []
         run_dir = Path(run_dir)
         with self._poll_lock:
-            book = self._runs.setdefault(run_dir, _RunBook(run_dir))
+            book = self._runs.setdefault(run_dir, RunBook(run_dir))
             if not book.loaded:
-                self._load_ledger(book)
-            sig = _signature(run_dir)
+                book.load()
+            sig = run_signature(run_dir)
             if book.over and sig == book.sig:
                 return []  # a finished run that has not changed owes nothing new
-            snap = msgs.read_snapshot(run_dir, rows=self._cached_rows(book))
+            snap = msgs.read_snapshot(run_dir, rows=book.cached_rows())
             book.sig, book.over = sig, snap.over
             posts = msgs.due_posts(snap, book.keys, every_episodes=self.every_episodes,
                                    catch_up_s=self.catch_up_s)
@@ -309,7 +301,7 @@ class Notifier:
             self._kick()
             wait = max(1.0, timeout)
             if self._sending is not None:
-                wait = max(wait, self.request_timeout_s + 1.0)
+                wait = max(wait, self.retry.request_timeout_s + 1.0)
                 log.info("Discord: waiting up to %.0f s for the post on the wire (%s)", wait, self._sending.post.key)
             self._thread.join(timeout=wait)
             if self._thread.is_alive() and self._sending is not None:
@@ -325,30 +317,6 @@ class Notifier:
                     self._queue.remove(item)
                     self.test_results[item.test_id] = {"state": "dropped", "reason": reason, "at": rd.utc_now()}
             self._changed.notify_all()
-
-    # --- ledger ----------------------------------------------------------------------------
-
-    def _load_ledger(self, book: _RunBook) -> None:
-        book.keys |= read_ledger_keys(book.run_dir)  # a catch-up's `covers` included
-        marker = msgs.read_json_object(book.run_dir / INFLIGHT)
-        key = marker.get("key")
-        if key and key in book.keys:
-            _unlink(book.run_dir / INFLIGHT)
-        elif key:
-            book.maybe_sent = key
-        book.loaded = True
-
-    def _cached_rows(self, book: _RunBook) -> list[dict]:
-        path = book.run_dir / rd.ROWS
-        try:
-            st = path.stat()
-            sig = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            return []
-        if sig != book.rows_sig:
-            book.rows = read_rows(path).rows
-            book.rows_sig = sig
-        return book.rows
 
     # --- the sender thread -----------------------------------------------------------------
 
@@ -385,7 +353,7 @@ class Notifier:
         import aiohttp
         import discord
 
-        timeout = aiohttp.ClientTimeout(total=self.request_timeout_s)
+        timeout = aiohttp.ClientTimeout(total=self.retry.request_timeout_s)
         async with aiohttp.ClientSession(timeout=timeout) as session:
             hook, version, checked = None, -1, False
             while not self._closing:
@@ -446,7 +414,7 @@ class Notifier:
                 self._pop(item)
                 return 0.0
             try:
-                rd.write_json_atomic(run_dir / INFLIGHT, {"key": post.key, "kind": post.kind, "at": rd.utc_now("milliseconds")})
+                ledger.mark_in_flight(run_dir, post.key, post.kind)
             except OSError as exc:
                 return self._failed(item, exc, discord, f"cannot write {INFLIGHT} in {run_dir}")
         # discord.py's Webhook.send has no nonce (only channel sends do, via enforce_nonce), so
@@ -464,7 +432,7 @@ class Notifier:
             self._sending = None
             return self._failed(item, exc, discord)
         if run_dir is not None:
-            self._record(run_dir, post, message.id)
+            ledger.record_post(run_dir, post.key, post.kind, post.episodes, message.id, post.covers)
         self._sending = None
         if item.test_id is not None:
             self.test_results[item.test_id] = {"state": "sent", "message_id": str(message.id), "at": rd.utc_now()}
@@ -474,20 +442,6 @@ class Notifier:
         self._pop(item)
         log.info("Discord: posted %s for %s", post.key, post.run_id or "test")
         return 0.0
-
-    def _record(self, run_dir: Path, post: msgs.Post, message_id: int) -> None:
-        """The ledger line, then the in-flight marker goes. If the ledger cannot be written the
-        marker stays, so a restarted console re-sends this post marked as a possible repeat."""
-        try:
-            entry = {"kind": post.kind, "key": post.key, "episodes": post.episodes,
-                     "message_id": str(message_id), "at": rd.utc_now("milliseconds")}
-            if post.covers:
-                entry["covers"] = list(post.covers)  # missed milestones this catch-up listed
-            append_ledger(run_dir, entry)
-        except OSError as exc:
-            log.error("Discord post %s delivered but not recorded in %s: %s", post.key, run_dir / LEDGER, exc)
-            return
-        _unlink(run_dir / INFLIGHT)
 
     def _render(self, item: _Item, discord) -> dict:
         post = item.post
@@ -507,7 +461,7 @@ class Notifier:
         with self._lock:
             self._failures += 1
             failures = self._failures
-        delay = min(self.backoff_max_s, self.backoff_s * 2 ** (failures - 1))
+        delay = self.retry.delay(failures)
         if isinstance(exc, discord.HTTPException):
             text = f"Discord answered {status}: {exc.text or exc.response.reason}"
             if status == 400 and item is not None and not item.plain:
@@ -519,18 +473,18 @@ class Notifier:
                 with self._lock:
                     self._gone_tries += 1
                     tries = self._gone_tries
-                if tries >= self.gone_after:
+                if tries >= self.retry.gone_after:
                     self._give_up(status, tries)
                     return 0.0
                 text = (f"Discord answered {status}: the webhook was deleted or the URL is wrong; set a new one "
-                        f"(try {tries} of {self.gone_after})")
-                failures = max(failures, self.failing_after)
+                        f"(try {tries} of {self.retry.gone_after})")
+                failures = max(failures, self.retry.failing_after)
         elif what:
             text = f"{what}: {exc}"
         else:
             text = f"cannot reach Discord: {type(exc).__name__}: {exc}"
         text = self._scrub(text)[:300]
-        state = FAILING if failures >= self.failing_after else RETRYING
+        state = FAILING if failures >= self.retry.failing_after else RETRYING
         if state != self._state or text != self._last_error:
             log.warning("Discord %s not delivered (%s); retrying in %.1f s",
                         f"post {item.post.key}" if item else "webhook check", text, delay)
@@ -564,12 +518,8 @@ class Notifier:
         if run_dir in self._gone_noted:
             return
         self._gone_noted.add(run_dir)
-        try:
-            rd.append_line(run_dir / LEDGER, {"event": "webhook_gone", "status": getattr(self, "_gone_status", None),
-                                              "tries": self._gone_tries, "webhook": self.masked_url, "owed": keys,
-                                              "at": rd.utc_now("milliseconds")})
-        except OSError as exc:
-            log.error("cannot write %s: %s", run_dir / LEDGER, exc)
+        ledger.note_webhook_gone(run_dir, status=getattr(self, "_gone_status", None), tries=self._gone_tries,
+                                 webhook=self.masked_url, owed=keys)
 
     def _pop(self, item: _Item) -> None:
         with self._lock:
@@ -587,129 +537,7 @@ class Notifier:
 
     def _scrub(self, text: str) -> str:
         """Any trace of the webhook (its URL, token, id) replaced by the masked form."""
-        if not self._url:
-            return text
-        m = _URL_RE.search(self._url)
-        text = text.replace(self._url, self.masked_url)
-        if m:
-            text = text.replace(m.group("token"), "****").replace(m.group("id"), m.group("id")[:4] + "…")
-        return text
-
-
-def mask_webhook_url(url: str) -> str:
-    """https://discord.com/api/webhooks/1234…/**** — enough to tell two webhooks apart."""
-    m = _URL_RE.search(url or "")
-    if not m:
-        return "<webhook URL>"
-    return f"https://discord.com/api/webhooks/{m.group('id')[:4]}…/****"
-
-
-def load_webhook_url(environ: dict | os._Environ = os.environ) -> str | None:
-    """The webhook URL from the environment or from a file only the user can read; None if unset."""
-    url = (environ.get(ENV_URL) or "").strip()
-    source = f"${ENV_URL}"
-    if not url and environ.get(ENV_FILE):
-        path = Path(environ[ENV_FILE]).expanduser()
-        source = f"the file {path} (${ENV_FILE})"
-        try:
-            st = path.stat()
-        except OSError as exc:
-            raise WebhookConfigError(f"cannot read {source}: {exc.strerror}") from None
-        if st.st_mode & 0o077:
-            raise WebhookConfigError(
-                f"{source} is readable or writable by others (mode {stat.filemode(st.st_mode)}); "
-                f"it holds a secret: run `chmod 600 {path}`"
-            )
-        if hasattr(os, "getuid") and st.st_uid != os.getuid():
-            raise WebhookConfigError(f"{source} belongs to another user; keep the webhook in a file you own")
-        try:
-            url = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise WebhookConfigError(f"cannot read {source}: {exc}") from None
-    if not url:
-        return None
-    if not _URL_RE.fullmatch(url):
-        raise WebhookConfigError(
-            f"{source} is not a Discord webhook URL "
-            "(expected https://discord.com/api/webhooks/<id>/<token>; copy it from the channel's Integrations)"
-        )
-    return url
-
-
-def quiet_discord_logging(url: str | None = None) -> None:
-    """discord.py logs the full webhook URL (token included) at DEBUG: hold its loggers at
-    WARNING, and scrub the webhook's id and token from what they still log (a 429 warning)."""
-    lg = logging.getLogger("discord")
-    if lg.level == logging.NOTSET or lg.level < logging.WARNING:
-        lg.setLevel(logging.WARNING)
-    m = _URL_RE.search(url or "")
-    if m:
-        _SCRUB.secrets[m.group("token")] = "****"
-        _SCRUB.secrets[m.group("id")] = m.group("id")[:4] + "…"
-    for name in ("discord.webhook.async_", "discord.webhook.sync", "discord.http"):
-        logger = logging.getLogger(name)
-        if _SCRUB not in logger.filters:
-            logger.addFilter(_SCRUB)
-
-
-def read_ledger_keys(run_dir: Path) -> set[str]:
-    """Keys of the posts Discord confirmed for this run (a torn last line is ignored)."""
-    keys = set()
-    try:
-        text = (Path(run_dir) / LEDGER).read_text(encoding="utf-8")
-    except OSError:
-        return keys
-    for line in text.splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and obj.get("key"):
-            keys.add(str(obj["key"]))
-            if isinstance(obj.get("covers"), list):  # a catch-up listed these missed milestones
-                keys.update(str(k) for k in obj["covers"])
-    return keys
-
-
-def read_ledger(run_dir: Path) -> list[dict]:
-    """The ledger's lines, in the order the posts were confirmed."""
-    out = []
-    try:
-        text = (Path(run_dir) / LEDGER).read_text(encoding="utf-8")
-    except OSError:
-        return out
-    for line in text.splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
-
-
-def append_ledger(run_dir: Path, entry: dict) -> None:
-    """One line, flushed and fsynced: the post exists in Discord and must not be sent again."""
-    rd.append_line(Path(run_dir) / LEDGER, dict(sorted(entry.items())))
-
-
-class _ScrubSecrets(logging.Filter):
-    """Rewrites a record that mentions a registered secret (filters act on the emitting logger)."""
-
-    def __init__(self):
-        super().__init__()
-        self.secrets: dict[str, str] = {}
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        text = record.getMessage()
-        if any(s in text for s in self.secrets):
-            for secret, masked in sorted(self.secrets.items(), key=lambda kv: -len(kv[0])):
-                text = text.replace(secret, masked)
-            record.msg, record.args = text, ()
-        return True
-
-
-_SCRUB = _ScrubSecrets()
+        return scrub(self._url, text)
 
 
 @dataclass
@@ -720,42 +548,9 @@ class _Item:
     test_id: str | None = None  # a test post: its outcome goes to Notifier.test_results
 
 
-class _RunBook:
-    """What this notifier knows of one run: keys in the ledger or the queue, and a rows cache."""
-
-    def __init__(self, run_dir: Path):
-        self.run_dir = run_dir
-        self.keys: set[str] = set()
-        self.maybe_sent: str | None = None  # key named by a leftover posts.inflight.json
-        self.rows_sig: tuple[int, int] | None = None
-        self.rows: list[dict] = []
-        self.loaded = False
-        self.sig: tuple | None = None  # the run directory's files (size, mtime) at the last poll
-        self.over = False  # the run had ended at the last poll
-
-
-def _signature(run_dir: Path) -> tuple:
-    out = []
-    for name in (rd.MANIFEST, rd.STATUS, rd.ROWS, rd.RESULTS, rd.CHART, rd.HEARTBEAT, LEDGER):
-        try:
-            st = (run_dir / name).stat()
-            out.append((st.st_size, st.st_mtime_ns))
-        except OSError:
-            out.append(None)
-    return tuple(out)
-
-
 def _retry_after(exc) -> float:
     """A 429 that discord.py did not retry itself (no Via header): honour its Retry-After."""
     try:
         return float(exc.response.headers.get("Retry-After", 0.0))
     except (TypeError, ValueError, AttributeError):
         return 0.0
-
-
-def _unlink(path: Path) -> None:
-    try:
-        path.unlink()
-    except OSError:
-        pass
-

@@ -1,0 +1,193 @@
+"""What the notifier keeps on disk: each run's ledger of confirmed posts, the in-flight marker,
+and the notifier's own folder under the runs folder with its lock.
+
+The ledger, RUN_DIR/posts.jsonl (prereg.rundir.POSTS), gets one line per post only after Discord
+confirmed it (with the message id, and `covers` for the missed milestones a catch-up listed),
+flushed and fsynced, so a restarted notifier rebuilds what is owed from the run directory and
+the ledger: nothing is posted twice and missed posts are caught up. A dead webhook is a
+`webhook_gone` line naming the posts owed.
+
+Crash window. discord.py's Webhook.send takes no nonce, so Discord cannot deduplicate a re-sent
+webhook message. Before each send, RUN_DIR/posts.inflight.json names the post being sent; it is
+removed once the ledger line is on disk. A notifier that finds it for a post not in the ledger
+sends that post again, marked as a possible repeat (a rare repeat beats a lost post).
+
+The notifier's folder, RUNS/.notifier/ (a dot folder, so never taken for a run): `lock` (an
+exclusive flock held for the notifier's life, prereg.rundir's FileLock: one notifier per runs
+folder), `status.json` (what the console shows), `notifier.log`, `requests/` (test posts asked
+for by the console).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from prereg import rundir as rd
+from prereg.rows import read_rows
+
+log = logging.getLogger(__name__)
+
+LEDGER = rd.POSTS
+INFLIGHT = "posts.inflight.json"
+
+HOME = ".notifier"  # under the runs folder; a dot folder, so never taken for a run
+LOCK = "lock"
+STATUS = "status.json"
+LOG = "notifier.log"
+REQUESTS = "requests"
+
+
+def home(runs_dir: Path | str) -> Path:
+    return Path(runs_dir) / HOME
+
+
+# --- the lock: one notifier per runs folder ----------------------------------------------------
+
+
+NotifierLocked = rd.Locked
+
+
+class NotifierLock(rd.FileLock):
+    """An exclusive flock on DIR/.notifier/lock, held for the notifier's life (the same lock as a
+    run directory's); released by the kernel however the process ends."""
+
+    def __init__(self, runs_dir: Path):
+        super().__init__(home(runs_dir) / LOCK)
+
+
+def lock_held(runs_dir: Path) -> bool:
+    return rd.lock_holder_at(home(runs_dir) / LOCK) is not None
+
+
+# --- the ledger ---------------------------------------------------------------------------------
+
+
+def read_ledger_keys(run_dir: Path) -> set[str]:
+    """Keys of the posts Discord confirmed for this run (a torn last line is ignored)."""
+    keys = set()
+    try:
+        text = (Path(run_dir) / LEDGER).read_text(encoding="utf-8")
+    except OSError:
+        return keys
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and obj.get("key"):
+            keys.add(str(obj["key"]))
+            if isinstance(obj.get("covers"), list):  # a catch-up listed these missed milestones
+                keys.update(str(k) for k in obj["covers"])
+    return keys
+
+
+def read_ledger(run_dir: Path) -> list[dict]:
+    """The ledger's lines, in the order the posts were confirmed."""
+    out = []
+    try:
+        text = (Path(run_dir) / LEDGER).read_text(encoding="utf-8")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def append_ledger(run_dir: Path, entry: dict) -> None:
+    """One line, flushed and fsynced: the post exists in Discord and must not be sent again."""
+    rd.append_line(Path(run_dir) / LEDGER, dict(sorted(entry.items())))
+
+
+def mark_in_flight(run_dir: Path, key: str, kind: str) -> None:
+    """Name the post about to be sent (raises OSError when it cannot be written: do not send)."""
+    rd.write_json_atomic(run_dir / INFLIGHT, {"key": key, "kind": kind, "at": rd.utc_now("milliseconds")})
+
+
+def record_post(run_dir: Path, key: str, kind: str, episodes: int, message_id: int, covers: tuple[str, ...] = ()) -> None:
+    """The ledger line, then the in-flight marker goes. If the ledger cannot be written the
+    marker stays, so a restarted notifier re-sends this post marked as a possible repeat."""
+    try:
+        entry = {"kind": kind, "key": key, "episodes": episodes,
+                 "message_id": str(message_id), "at": rd.utc_now("milliseconds")}
+        if covers:
+            entry["covers"] = list(covers)  # missed milestones this catch-up listed
+        append_ledger(run_dir, entry)
+    except OSError as exc:
+        log.error("Discord post %s delivered but not recorded in %s: %s", key, run_dir / LEDGER, exc)
+        return
+    _unlink(run_dir / INFLIGHT)
+
+
+def note_webhook_gone(run_dir: Path, *, status: int | None, tries: int, webhook: str | None, owed: list[str]) -> None:
+    """One line in the run's ledger: these posts are owed and the webhook is gone (`webhook`
+    is the masked URL)."""
+    try:
+        rd.append_line(run_dir / LEDGER, {"event": "webhook_gone", "status": status, "tries": tries,
+                                          "webhook": webhook, "owed": owed, "at": rd.utc_now("milliseconds")})
+    except OSError as exc:
+        log.error("cannot write %s: %s", run_dir / LEDGER, exc)
+
+
+class RunBook:
+    """What this notifier knows of one run: keys in the ledger or the queue, and a rows cache."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.keys: set[str] = set()
+        self.maybe_sent: str | None = None  # key named by a leftover posts.inflight.json
+        self.rows_sig: tuple[int, int] | None = None
+        self.rows: list[dict] = []
+        self.loaded = False
+        self.sig: tuple | None = None  # the run directory's files (size, mtime) at the last poll
+        self.over = False  # the run had ended at the last poll
+
+    def load(self) -> None:
+        """The ledger's keys (a catch-up's `covers` included), and a leftover in-flight marker:
+        gone if its post is in the ledger, else the post that may have been sent already."""
+        self.keys |= read_ledger_keys(self.run_dir)
+        marker = rd.read_json(self.run_dir / INFLIGHT) or {}
+        key = marker.get("key")
+        if key and key in self.keys:
+            _unlink(self.run_dir / INFLIGHT)
+        elif key:
+            self.maybe_sent = key
+        self.loaded = True
+
+    def cached_rows(self) -> list[dict]:
+        """rows.jsonl, read again only when its size or mtime changed."""
+        path = self.run_dir / rd.ROWS
+        try:
+            st = path.stat()
+            sig = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            return []
+        if sig != self.rows_sig:
+            self.rows = read_rows(path).rows
+            self.rows_sig = sig
+        return self.rows
+
+
+def run_signature(run_dir: Path) -> tuple:
+    """(size, mtime) of each file a post is read from: unchanged, a finished run owes nothing new."""
+    out = []
+    for name in (rd.MANIFEST, rd.STATUS, rd.ROWS, rd.RESULTS, rd.CHART, rd.HEARTBEAT, LEDGER):
+        try:
+            st = (run_dir / name).stat()
+            out.append((st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
