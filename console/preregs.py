@@ -1,9 +1,9 @@
 """The console's view of pre-registrations: which can be launched, with which arms, and why not.
 
-Validation is the prereg package's (`prereg.launch.resolve_launch`, raising `PreregError`
-with a message a person can act on); the console only shows that message in place. The
-import is guarded so the console works, with a plainer check, where that package is older.
-Reports are produced by the `fontaine-prereg report` command, run as a subprocess.
+Reading and validation are the prereg package's (`prereg.document.load`, the one parser, with
+its refusals; `prereg.launch.resolve_launch`, raising `PreregError` with a message a person can
+act on); the console only shows that message in place. Reports are produced by the
+`fontaine-prereg report` command, run as a subprocess.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
+from prereg.document import load
+from prereg.errors import PreregError
+from prereg.launch import resolve_launch
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "prereg" / "examples"
 DEMO_PREREG = EXAMPLES_DIR / "demo.md"
@@ -53,21 +55,23 @@ def list_preregs(dirs: list[Path]) -> list[PreregEntry]:
 
 
 def read_entry(path: Path) -> PreregEntry:
-    """Id, title and arm names from the front matter, tolerant of its exact shape."""
+    """Id, title and arm names, read by the prereg package's one parser (`prereg.document.load`).
+
+    A document that does not validate is still listed with what could be read; one whose
+    machine part cannot be read at all says why (the first problem, with its line)."""
     entry = PreregEntry(path=path, prereg_id=path.stem)
     try:
-        meta = _front_matter(path.read_text())
-    except (OSError, yaml.YAMLError, ValueError) as exc:
-        entry.problem = f"{path.name}: front matter unreadable ({exc})"
+        doc = load(path)
+    except PreregError as exc:
+        entry.problem = str(exc).splitlines()[0]
         return entry
-    entry.prereg_id = str(meta.get("id") or meta.get("prereg_id") or path.stem)
-    entry.title = str(meta.get("title") or "")
+    entry.prereg_id = doc.prereg_id or path.stem
+    entry.title = doc.title
+    entry.arms = [a.name for a in doc.arms()]
+    if not doc.sections and doc.problems:
+        entry.problem = f"front matter unreadable: {doc.problems[0].render(path.name)}"
+        return entry
     entry.frozen = is_frozen(path)
-    arms = meta.get("arms")
-    if isinstance(arms, dict):
-        entry.arms = [str(k) for k in arms]
-    elif isinstance(arms, list):
-        entry.arms = [str(a.get("name")) if isinstance(a, dict) else str(a) for a in arms]
     return entry
 
 
@@ -77,16 +81,6 @@ def validate_launch(path: Path, arm: str) -> str | None:
         return f"{path}: no such pre-registration file"
     if not arm:
         return "choose an arm"
-    try:
-        from prereg.errors import PreregError
-        from prereg.launch import resolve_launch
-    except ImportError:
-        entry = read_entry(path)
-        if entry.problem:
-            return entry.problem
-        if entry.arms and arm not in entry.arms:
-            return f"{path.name} has no arm {arm!r} (arms: {', '.join(entry.arms)})"
-        return None
     try:
         resolve_launch(path, arm)
     except PreregError as exc:
@@ -115,10 +109,8 @@ def launch_settings(path: Path, arm: str) -> tuple[list[tuple[str, str]], str | 
     if problem:
         return [], problem
     try:
-        from prereg.launch import resolve_launch
-
         spec = resolve_launch(path, arm)
-    except Exception as exc:  # noqa: BLE001 - validate_launch passed: an older prereg package
+    except PreregError as exc:
         return [], str(exc)
     seeds = spec.seeds
     seed_text = f"{len(seeds)} seeds" + (f" ({seeds[0]}..{seeds[-1]})" if seeds else "")
@@ -168,15 +160,3 @@ def run_report(prereg_file: str | Path, arm_runs: list[tuple[str, Path]]) -> tup
     except OSError as exc:
         return 127, f"could not run {' '.join(argv)}: {exc}"
     return done.returncode, (done.stdout + done.stderr).strip()
-
-
-def _front_matter(text: str) -> dict:
-    if not text.startswith("---"):
-        return {}
-    end = text.find("\n---", 3)
-    if end < 0:
-        raise ValueError("front matter opened with --- but never closed")
-    meta = yaml.safe_load(text[3:end]) or {}
-    if not isinstance(meta, dict):
-        raise ValueError("front matter is not a mapping")
-    return meta

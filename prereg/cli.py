@@ -2,7 +2,8 @@
 
 Exit codes: 0 done; 1 `verify` found the document not frozen or modified; 2 bad input (an
 invalid or modified document, a missing file, an unknown arm). Bad input never prints a
-traceback: the message says what, where (file:line) and what to do.
+traceback: the message says what, where (file:line) and what to do. Errors are mapped to their
+line and code in one place, prereg.errors.run_cli, by class.
 """
 
 from __future__ import annotations
@@ -15,24 +16,23 @@ from pathlib import Path
 import yaml
 
 from prereg.argcheck import repeated_option
-from prereg.errors import PreregError
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+from prereg.errors import EXIT_DONE as EXIT_OK
+from prereg.errors import EXIT_FAILED, PreregError, UsageError, run_cli
+from prereg.errors import EXIT_USAGE as EXIT_BAD_INPUT
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
     argv = sys.argv[1:] if argv is None else list(argv)
+    return run_cli("fontaine-prereg", lambda: _main(argv))
+
+
+def _main(argv: list[str]) -> int:
+    parser = _parser()
     repeated = repeated_option(parser, argv)  # argparse would silently keep the last
     if repeated:
-        print(f"fontaine-prereg: error: {repeated}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise UsageError(repeated)
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except PreregError as exc:
-        print(f"fontaine-prereg: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    return args.func(args)
 
 
 class _Parser(argparse.ArgumentParser):

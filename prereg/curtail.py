@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from prereg.document import Clause, Rule
+from prereg.rules import Clause, Rule
 
 HOLDS, NOT_HOLDS, UNDETERMINED = "HOLDS", "does not hold", "undetermined"  # as prereg.reads
 

@@ -1,11 +1,56 @@
 """Errors a person can act on: what was wrong, where (file:line, field), and what to do.
 
-A bad document is input, not a bug: the CLI prints these and exits 2, never a traceback.
+One root, `FontaineError`: every error the project raises on purpose subclasses it and carries
+its exit code and the one line a command prints for it (`one_line()`). Bad input is a
+`UsageError` (exit 2: nothing was run), a run that started and failed is a `RunFailed` (exit 1).
+Each command's `main` maps them in one place, `run_cli`: one line on stderr, never a
+traceback. Anything else is a bug: its traceback goes to a log (the run's `driver.log` once a
+command knows its run directory, else a temporary file) and the one line says where.
+
+The exit codes are defined here (prereg.rundir re-exports them): 0 done, 1 failed, 2 bad input,
+3 stopped at an episode boundary.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+import traceback
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+EXIT_DONE = 0  # every seed ran (error rows included: they are rows)
+EXIT_FAILED = 1  # the run failed: a crash, a full disk, every worker dead, no episode could run
+EXIT_USAGE = 2  # bad input (a flag, a document, a checkpoint, a run directory): nothing was run
+EXIT_STOPPED = 3  # stopped at an episode boundary on request (STOP, a signal) or by a gate
+
+
+class FontaineError(Exception):
+    """The root of every error raised on purpose: it knows its exit code and its one line."""
+
+    exit_code: int = EXIT_FAILED
+    label: str = "failed"  # the word after the command's name: `fontaine-eval: failed: ...`
+
+    def one_line(self) -> str:
+        """What was wrong, where and what to do, on one line (a message's line breaks become '; ')."""
+        text = str(self).strip() or type(self).__name__
+        return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+class UsageError(FontaineError):
+    """Bad input (a flag, a document, a checkpoint, a run directory): nothing was run, exit 2."""
+
+    exit_code = EXIT_USAGE
+    label = "error"
+
+
+class RunFailed(FontaineError):
+    """A run failed after it started; str() is the one-line reason also written to status.json."""
+
+    exit_code = EXIT_FAILED
+    label = "failed"
 
 
 @dataclass(frozen=True)
@@ -25,7 +70,7 @@ class Problem:
         return f"{head}{fld}{self.message}{tail}"
 
 
-class PreregError(Exception):
+class PreregError(UsageError):
     """A pre-registration cannot be used as asked; the message says what, where and what to do."""
 
     def __init__(self, message: str, problems: list[Problem] | tuple[Problem, ...] = ()):
@@ -36,3 +81,67 @@ class PreregError(Exception):
     def from_problems(cls, path: str, problems: list[Problem], what: str, todo: str) -> "PreregError":
         lines = [f"{path}: {what}:"] + ["  " + p.render(path) for p in problems] + [f"  -> {todo}"]
         return cls("\n".join(lines), problems)
+
+    def one_line(self) -> str:
+        """A problem list keeps one line per problem under its heading (a validation report)."""
+        return str(self).strip()
+
+
+# --------------------------------------------------------------------------- the commands' one mapping
+
+_crash_log: Path | None = None  # where a bug's traceback goes (run_cli resets it; log_to sets it)
+
+
+def log_to(path: str | Path | None) -> None:
+    """Tracebacks of bugs from here on go to `path` (a run's driver.log), not to a temporary file."""
+    global _crash_log
+    _crash_log = Path(path) if path is not None else None
+
+
+def write_traceback(text: str, prog: str = "fontaine", path: str | Path | None = None) -> str | None:
+    """Append a traceback to the log (`path`, else the one `log_to` named; the process's stdout
+    when that is the same file), else to a new temporary file; the path written, or None."""
+    target = Path(path) if path is not None else _crash_log
+    if target is not None:
+        try:
+            st = os.fstat(sys.stdout.fileno())
+            same = target.exists() and os.path.samestat(st, target.stat())
+        except (OSError, ValueError, AttributeError):
+            same = False
+        try:
+            if same:
+                sys.stdout.write(text if text.endswith("\n") else text + "\n")
+                sys.stdout.flush()
+            else:
+                with open(target, "a", encoding="utf-8") as f:
+                    f.write(text if text.endswith("\n") else text + "\n")
+            return str(target)
+        except (OSError, ValueError):
+            pass
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"{prog}-traceback-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return name
+    except OSError:
+        return None
+
+
+def run_cli(prog: str, fn: Callable[[], int]) -> int:
+    """Run a command's body and map what it raises, by class, to one line and an exit code.
+
+    A FontaineError prints `prog: <label>: <one line>` on stderr and exits with its code; any
+    other exception is a bug: its traceback goes to the log, the one line says where."""
+    log_to(None)
+    try:
+        return fn()
+    except FontaineError as exc:
+        print(f"{prog}: {exc.label}: {exc.one_line()}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - a bug: the traceback to the log, one line here
+        where = write_traceback(traceback.format_exc(), prog)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(f"{prog}: failed: internal error ({type(exc).__name__}{': ' + first if first else ''}); "
+              f"this is a bug: the traceback is in {where or 'nowhere (no log could be written)'}",
+              file=sys.stderr, flush=True)
+        return EXIT_FAILED

@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
-from prereg.document import Clause, Rule, Validity
+from prereg.model import Validity
 from prereg.rows import ERROR, SUCCESS, RowCounts, number
+from prereg.rules import Clause, Rule
 from prereg.rundir import status_reason_text
 
 CONFIDENCE = 0.95

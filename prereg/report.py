@@ -23,9 +23,11 @@ from pathlib import Path
 from prereg import curtail
 from prereg import rundir as rd
 from prereg.chart import arm_colors, paired_delta_chart, per_seed_chart
-from prereg.document import RESULTS_END, Comparator, Document, load_valid, parse
+from prereg.document import load_valid, parse
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
+from prereg.layout import RESULTS_END, results_begin
+from prereg.model import Comparator, Document
 from prereg.provenance import manifest_problems
 from prereg.reads import (
     MIN_PAIRED_SEEDS,
@@ -394,7 +396,7 @@ def _paired_charts(doc: Document, reports: dict[str, ArmReport], folder: Path, c
 def _section_markdown(doc: Document, reports: dict[str, ArmReport], judgement: Judgement, now: str,
                       reg_md: Path | None = None) -> list[str]:
     arms = sorted(reports)
-    out = [f"<!-- fontaine:results begin arms={','.join(arms)} -->",
+    out = [results_begin(f"arms={','.join(arms)}"),
            f"## Results: {', '.join(arms)} ({now[:16].replace('T', ' ')}Z, fontaine-prereg report)", "",
            "_Written by `fontaine-prereg report`; reporting these arms again replaces this section. "
            "Write interpretation outside it._", ""]

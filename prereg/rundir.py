@@ -23,6 +23,11 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from prereg.errors import EXIT_DONE as EXIT_DONE  # noqa: F401 - re-exported: rd.EXIT_*
+from prereg.errors import EXIT_FAILED as EXIT_FAILED  # noqa: F401
+from prereg.errors import EXIT_STOPPED as EXIT_STOPPED  # noqa: F401
+from prereg.errors import EXIT_USAGE as EXIT_USAGE  # noqa: F401
+from prereg.errors import UsageError
 from prereg.rows import BadLine, RowsRead, read_rows
 from prereg.safe_read import JSON_MAX_BYTES, STOP_MAX_BYTES, Unreadable, kind_of, os_error_why, read_regular
 
@@ -63,10 +68,9 @@ DIED, UNREADABLE, UNKNOWN = "died", "unreadable", "unknown"
 
 # -- exit codes of fontaine-eval -------------------------------------------------------
 
-EXIT_DONE = 0  # every seed ran (error rows included: they are rows)
-EXIT_FAILED = 1  # the run failed: a crash, a full disk, every worker dead, no episode could run
-EXIT_USAGE = 2  # bad input (a flag, a document, a checkpoint, a run directory): nothing was run
-EXIT_STOPPED = 3  # stopped at an episode boundary on request (STOP, a signal) or by a gate
+# defined with the errors that carry them (prereg/errors.py), re-exported above: EXIT_DONE 0 (every
+# seed ran), EXIT_FAILED 1 (a crash, a full disk, every worker dead), EXIT_USAGE 2 (bad input:
+# nothing was run), EXIT_STOPPED 3 (stopped at an episode boundary: STOP, a signal, a gate)
 
 # -- time ------------------------------------------------------------------------------
 
@@ -256,8 +260,8 @@ def heartbeat_age_s(run_dir: Path, now: float | None = None) -> float | None:
     return mtime_age_s(run_dir / HEARTBEAT, now)
 
 
-class Locked(Exception):
-    """Another live process holds the lock."""
+class Locked(UsageError):
+    """Another live process holds the lock (bad input for whoever wanted it: exit 2)."""
 
     def __init__(self, path: Path, holder: dict | None):
         self.path, self.holder = Path(path), holder or {}

@@ -18,13 +18,15 @@ import os
 import stat
 from pathlib import Path
 
+from prereg.errors import UsageError
+
 JSON_MAX_BYTES = 16 * 1024 * 1024  # manifest.json, status.json, pid.json, ...: far above any the driver writes
 ROWS_MAX_BYTES = 1024 * 1024 * 1024  # rows.jsonl: 100,000 rows of 10 KB each fit ten times over
 STOP_MAX_BYTES = 64 * 1024  # STOP: a small JSON object (a bigger one still stops the run)
 _CHUNK = 4 * 1024 * 1024
 
 
-class Unreadable(Exception):
+class Unreadable(UsageError):
     """A file is there but cannot be read as one: `why` says what it is instead."""
 
     def __init__(self, path: str | Path, why: str):

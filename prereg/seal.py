@@ -20,8 +20,9 @@ from pathlib import Path
 import yaml
 
 from prereg import rundir as rd
-from prereg.document import Layout, Section, load
+from prereg.document import load
 from prereg.errors import PreregError
+from prereg.layout import Layout, Section, amendment_marker, seal_marker
 from prereg.rundir import utc_now
 
 SEAL_FORMAT = "fontaine-seal/1"
@@ -218,8 +219,8 @@ def freeze(path: str | Path, *, now: str | None = None, commit: str | None = Non
     lines = list(doc.layout.lines)
     digest = section_digest(lines, sec, parent, frozen_at, commit)
     parts = ";".join(f"{k}={v}" for k, v in sorted(section_parts(lines, sec).items()))
-    seal = (f"<!-- fontaine:sealed section={sec.name} sha256={digest} parent={parent} "
-            f"frozen_at={frozen_at} tool_commit={commit} parts={parts} -->")
+    seal = seal_marker(f"section={sec.name} sha256={digest} parent={parent} "
+                       f"frozen_at={frozen_at} tool_commit={commit} parts={parts}")
     note = (f"> Frozen: {sec.name} ({frozen_at}, sha256 {digest[:12]}, tool {commit[:12]}). Do not edit it: "
             "notes go below this line, changes to the plan go in an amendment (`fontaine-prereg amend`).")
     at = sec.end
@@ -286,7 +287,7 @@ def amend(path: str | Path, *, title: str = "", why: str = "", data: dict | None
     lines = list(doc.layout.lines)
     while lines and not lines[-1].strip():
         lines.pop()
-    lines += ["", f"<!-- fontaine:amendment {n} -->", f"## Amendment {n}: {title}", "", "```yaml",
+    lines += ["", amendment_marker(n), f"## Amendment {n}: {title}", "", "```yaml",
               *block.split("\n"), "```", "", words, ""]
     write_lines(doc.path, lines)
     return n

@@ -38,7 +38,7 @@ from typing import Iterable, Mapping, Sequence
 
 from prereg import curtail
 from prereg import rundir as rd
-from prereg.document import COMPARATOR_READS, Document, Rule, rule_key
+from prereg.model import Document
 from prereg.reads import (
     HOLDS,
     NOT_HOLDS,
@@ -50,12 +50,14 @@ from prereg.reads import (
     evaluate_rule,
 )
 from prereg.rows import plan_prefix, rows_by_seed
+from prereg.rules import Rule
 from prereg.sequential import SequentialDecision, Sprt, sequential_decision
+from prereg.vocabulary import COMPARATOR_READS
 
 FINAL = "final"  # a decision reached early by a registered curtailment or sequential test
 
 __all__ = ["ArmEvidence", "Judgement", "SequentialDecision", "SequentialVerdict", "judge", "plan_prefix",
-           "prefix_state", "rows_by_seed", "sequential_decision", "rule_key", "HOLDS", "NOT_HOLDS", "PROVISIONAL",
+           "prefix_state", "rows_by_seed", "sequential_decision", "HOLDS", "NOT_HOLDS", "PROVISIONAL",
            "UNDETERMINED"]
 
 

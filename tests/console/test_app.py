@@ -295,6 +295,10 @@ async def test_results_key_runs_the_report_and_shows_the_chart_path(runs_dir, pr
     d = make_run_dir(runs_dir, "demo-tiny-engine-scripted-20260101-000000", total=6, done=6,
                      prereg={"id": "demo-tiny-engine", "sha256": "x", "path": str(doc)},
                      rows=[make_row(s, run_id="demo-tiny-engine-scripted-20260101-000000") for s in range(6)])
+    from tests.prereg.conftest import launched_manifest  # a run of this registration: its results are appended
+
+    man = {**json.loads((d / "manifest.json").read_text()), **launched_manifest(doc, "scripted", run_id=d.name)}
+    (d / "manifest.json").write_text(json.dumps(man))
     app = make_app(runs_dir, prereg_dir)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.detail is not None)

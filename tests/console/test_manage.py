@@ -153,3 +153,13 @@ async def test_filter_key_narrows_the_list(runs_dir):
         await wait_for(pilot, lambda: app.screen.query_one("#filter").has_focus)
         await pilot.press("escape")
         await wait_for(pilot, lambda: table.row_count == 3 and str(table.border_title) == "runs")
+
+
+def test_the_launch_list_reads_documents_with_the_one_parser_and_its_refusals(tmp_path):
+    """console/preregs.py has no front-matter parser of its own: YAML aliases are refused there too."""
+    from console.preregs import read_entry
+
+    p = tmp_path / "alias.md"
+    p.write_text("---\nid: &a x\ntitle: *a\narms: [scripted]\n---\n")
+    e = read_entry(p)
+    assert e.arms == [] and "alias.md:2" in e.problem and "aliases" in e.problem

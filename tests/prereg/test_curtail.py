@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prereg import curtail
-from prereg.document import Clause, Rule, parse_condition
 from prereg.reads import HOLDS, NOT_HOLDS, UNDETERMINED, arm_reads, evaluate_rule
+from prereg.rules import Clause, Rule, parse_condition
 from tests.prereg.conftest import make_row
 
 OPS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt}

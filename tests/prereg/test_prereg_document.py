@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from prereg.document import load, parse, parse_seeds
+from prereg.document import load, parse
+from prereg.validation import parse_seeds
 
 GOOD = """---
 fontaine: fontaine-prereg/1

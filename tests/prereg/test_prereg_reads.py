@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from prereg.document import Validity, parse
+from prereg.document import parse
+from prereg.model import Validity
 from prereg.reads import (
     BOOTSTRAP_METHOD,
     BOOTSTRAP_RESAMPLES,

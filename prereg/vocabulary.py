@@ -1,0 +1,32 @@
+"""The one vocabulary of a pre-registration, shared with the engine: policies, decodes, convmaps,
+dtypes, intervals, joints and the reads a rule may name. The engine imports these lists (prereg
+imports nothing from the engine); tests/test_vocabulary.py keeps the engine's own choices in step."""
+
+from __future__ import annotations
+
+FORMAT = "fontaine-prereg/1"
+
+POLICIES = ("scripted", "molmoact2", "molmoact2-discrete")
+DECODES = {"molmoact2": ("flow",), "molmoact2-discrete": ("reference", "grammar-masked")}
+CONVMAPS = ("official", "identity", "fit")
+DTYPES = ("bf16", "fp32")
+INTERVALS = ("wilson", "clopper-pearson", "both")
+JOINT_NAMES = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+
+# Reads a decision rule may name (per arm); the first block needs only the arm's rows, the
+# second needs a comparator.
+ARM_READS = (
+    "successes", "n", "n_planned", "success_rate", "success_ci_low", "success_ci_high",
+    "reset_strikes", "zero_fallbacks", "zero_fallback_rate", "predicts", "error_rows", "mask_violations",
+    "engaged", "knock_aways", "quiet", "progress_final_mean", "progress_final_median",
+)
+COMPARATOR_READS = (
+    "delta_mean", "delta_ci_low", "delta_ci_high", "better", "tied", "worse",
+    "shared_seeds", "success_overlap",
+)
+RULE_READS = ARM_READS + COMPARATOR_READS
+SECONDARY_READS = (
+    "engaged", "knock_aways", "quiet", "progress_final_mean", "progress_final_median",
+    "success_seeds", "chart", "mask_violations", "first_action_delta_deg", "success_overlap",
+)
+PRIMARY_READS = ("successes",)
