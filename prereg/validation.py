@@ -3,6 +3,7 @@ names the field and the 1-based line of the file."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
@@ -190,10 +191,10 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
         err("name", "missing", "every arm has a name")
     elif not isinstance(name, str) or not NAME_RE.match(name):
         err("name", f"{name!r} is not a plain name", "letters, digits, '-' and '_', e.g. tiny-masked")
-    policy = a.get("policy")
-    if policy is None:
+    policy = _opt_str(a, "policy", err)  # a list or a mapping is said there
+    if a.get("policy") is None:
         err("policy", "missing", "one of " + ", ".join(POLICIES))
-    elif policy not in POLICIES:
+    elif policy is not None and policy not in POLICIES:
         err("policy", f"unknown policy {policy!r}", "one of " + ", ".join(POLICIES))
     model = policy in DECODES
     checkpoint = _opt_str(a, "checkpoint", err)
@@ -392,8 +393,8 @@ def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
         ctx.err(("protocol", "seeds"), "missing", "a list [0, 1, 2], a range '0-99', or {start: 0, count: 100}")
     if "episode_seconds" in raw:
         v = raw["episode_seconds"]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-            ctx.err(("protocol", "episode_seconds"), f"must be a number of seconds > 0, got {v!r}",
+        if not _nonneg(v) or v <= 0:
+            ctx.err(("protocol", "episode_seconds"), f"must be a finite number of seconds > 0, got {v!r}",
                     "the budget is stated in seconds, e.g. 30")
         else:
             out["episode_seconds"] = float(v)
@@ -422,7 +423,8 @@ def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
 
 
 def _nonneg(v) -> bool:
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and v >= 0
+    """A finite number >= 0 (YAML's .nan and .inf are numbers, and neither is a budget)."""
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0
 
 
 def _check_gates(raw, ctx: _Ctx, required: bool) -> dict:

@@ -40,16 +40,28 @@ def load_with_lines(text: str, first_line: int = 1) -> tuple[object, dict[Path_,
     return value, lines, dups
 
 
+MAX_DEPTH = 32  # lists and mappings nested deeper than this are refused (the composer recurses)
+
+
 def _refuse_aliases(text: str, first_line: int) -> None:
     """Anchors and aliases (`&a` / `*a`) are refused: a few of them nest into an exponential
     document (a 1 KB "billion laughs" takes minutes and gigabytes), and a pre-registration
-    is meant to be read by people, value by value. Scanning the event stream is linear."""
+    is meant to be read by people, value by value. So is nesting deeper than MAX_DEPTH (5,000
+    brackets overflowed the recursion of YAML's composer). Scanning the event stream is linear."""
+    depth = 0
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 line = first_line + event.start_mark.line
                 raise PosYAMLError("YAML anchors and aliases (&name, *name) are not allowed in a pre-registration; "
                                    "write each value out", line)
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise PosYAMLError(f"lists and mappings nested more than {MAX_DEPTH} deep: a pre-registration "
+                                       "is a few levels deep", first_line + event.start_mark.line)
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
     except yaml.MarkedYAMLError:
         return  # not YAML at all: the loader below says where
 

@@ -257,3 +257,17 @@ def test_the_package_stays_pure():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('engine', 'console', 'mujoco', 'torch')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("old,new,field,says", [
+    ("    policy: scripted\n", "    policy: [scripted]\n", "arms[1].policy", "must be a single value"),
+    ("  episode_seconds: 20\n", "  episode_seconds: .nan\n", "protocol.episode_seconds", "finite"),
+    ("  episode_seconds: 20\n", "  episode_seconds: .inf\n", "protocol.episode_seconds", "finite"),
+    ("  gpu_hours: 0.5\n", "  gpu_hours: .inf\n", "gates.gpu_hours", ""),
+    ("title: a test\n", "title: a test\ndeep: " + "[" * 5000 + "]" * 5000 + "\n", "front matter", "nested more than"),
+])
+def test_hostile_values_are_one_problem_each_never_a_traceback(old, new, field, says):
+    text = GOOD.replace(old, new)
+    assert text != GOOD
+    (pr,) = problems_of(text)
+    assert pr.field == field and says in pr.message and pr.line == line_of(text, new.splitlines()[-1][:20])
