@@ -28,8 +28,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from console import preregs, runs
-from console.notify.link import ConsoleNotifier, NotifierLink
-from console.notify.sender import FAILING, NOT_RUNNING, OFF, OK, RETRYING, status_line
+from console.notifier import ConsoleNotifier, NotifierLink
 from console.render import (
     age_step,
     banner_text,
@@ -47,12 +46,18 @@ from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
 from console.widgets.runs_table import RunsTable
 from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
 from prereg import rundir as rd
+from prereg.errors import run_cli
 
 FROM_ENV = "from-env"
 _NEVER = object()
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`fontaine-console`; an error is one line and its exit code (prereg.errors.run_cli)."""
+    return run_cli("fontaine-console", lambda: _main(argv))
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="fontaine-console", description="Launch, watch and stop pre-registered runs.")
     parser.add_argument("--runs-dir", default="runs", help="folder of run directories (default: ./runs)")
     parser.add_argument("--prereg-dir", action="append", default=None,
@@ -783,12 +788,12 @@ def filter_runs(all_runs, text: str) -> tuple:
 def discord_line(notifier: ConsoleNotifier | None) -> Text:
     """One line on the Discord notifier's state (off / ok / retrying / failing + last error)."""
     if notifier is None:
-        return Text(status_line(OFF, error="no notifier"), style="grey50")
+        return Text("Discord: off (no notifier)", style="grey50")
     state = notifier.state
     name = state.name.lower()
-    style = {OK: "green", RETRYING: "yellow", FAILING: "bold red", NOT_RUNNING: "yellow"}.get(name, "grey50")
+    style = {"ok": "green", "retrying": "yellow", "failing": "bold red", "not running": "yellow"}.get(name, "grey50")
     t = Text(state.line(), style=style)
-    if name == OFF and notifier.setup_hint:
+    if name == "off" and notifier.setup_hint:
         t.append(" (t: how to turn on)", style="grey50")
     return t
 
@@ -816,7 +821,7 @@ def shown_path(path: Path) -> str:
 
 
 def _make_notifier(runs_dir: Path) -> ConsoleNotifier:
-    """The console's link to the folder's detached notifier (console/notify/service.py), which it
+    """The console's link to the folder's detached notifier (console/notifier.py), which it
     starts when a webhook is configured; the console itself never posts."""
     return NotifierLink(runs_dir)
 

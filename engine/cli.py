@@ -4,7 +4,8 @@ Bad input (an unknown flag value, a seed count out of bounds, a run directory th
 written or is being written by another process, a missing GL library, a checkpoint that cannot
 be loaded, an unfrozen or edited pre-registration, a flag the pre-registration decides) gets one
 clear line on stderr and exit code 2, never a traceback. Exit codes: prereg.rundir.EXIT_* (0
-done, 1 failed, 2 bad input, 3 stopped); the table is in docs/run-directory.md.
+done, 1 failed, 2 bad input, 3 stopped); the table is in docs/run-directory.md. Every error is
+mapped to its line and code in one place, prereg.errors.run_cli, by its class.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 from prereg import rundir as rd  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
 from prereg.argcheck import ascii_float, ascii_int, repeated_option  # noqa: E402
+from prereg.errors import UsageError, log_to, run_cli  # noqa: E402
 from prereg.limits import MAX_SEED, MAX_SEEDS  # noqa: E402 - one bound for the flags and the documents
 from prereg.video_draw import parse_video_draw  # noqa: E402
 
@@ -43,24 +45,20 @@ DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
 )
 
 
-class UsageError(Exception):
-    """Bad input: printed as one line, exit code 2."""
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    return run_cli("fontaine-eval", lambda: _main(argv))
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
-    try:
-        repeated = repeated_option(parser, argv)
-        if repeated:
-            raise UsageError(repeated)
-        args = parser.parse_args(argv)
-        args.explicit = explicit_flags(parser, argv)
-        config, run_dir, resume = resolve(args)
-        return execute(args, config, run_dir, resume, argv)
-    except UsageError as exc:
-        print(f"fontaine-eval: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    repeated = repeated_option(parser, argv)
+    if repeated:
+        raise UsageError(repeated)
+    args = parser.parse_args(argv)
+    args.explicit = explicit_flags(parser, argv)
+    config, run_dir, resume = resolve(args)
+    return execute(args, config, run_dir, resume, argv)
 
 
 def explicit_flags(parser: argparse.ArgumentParser, argv: list[str]) -> dict[str, str]:
@@ -241,15 +239,9 @@ def _resolve_prereg(args):
         raise UsageError("--prereg needs --arm NAME (the arm of the pre-registration to run)")
     _refuse_decided(args, DECIDED_BY_DOCUMENT, "the frozen pre-registration",
                     "to change the plan, amend it: fontaine-prereg amend")
-    try:
-        from prereg.errors import PreregError
-        from prereg.launch import resolve_launch
-    except ImportError as exc:  # pragma: no cover - only before the prereg package lands
-        raise UsageError(f"pre-registrations are not available: {exc}") from None
-    try:
-        launch = resolve_launch(args.prereg, args.arm)
-    except PreregError as exc:
-        raise UsageError(str(exc)) from None
+    from prereg.launch import resolve_launch
+
+    launch = resolve_launch(args.prereg, args.arm)  # a PreregError is bad input (exit 2)
     spec = PolicySpec(kind=launch.policy, checkpoint=launch.checkpoint, revision=launch.revision,
                       pinned=launch.policy != "scripted", decode=launch.decode, dtype=launch.dtype,
                       device=args.device, convmap=launch.convmap or "official",
@@ -293,44 +285,37 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     import dataclasses
 
     from engine import convmap_cli
-    from engine.driver import DriverError, RunFailed, format_summary, run
-    from engine.policies.factory import PolicyError
+    from engine.driver import format_summary, run
 
     if config.record_predicts and config.ray is not None:
         raise UsageError("--record-predicts (or record_predicts: true) is not supported with --ray yet: "
                          "a shard would write predicts.jsonl on its own node; run it locally")
-    try:
-        anchor = convmap_cli.parse_anchor(args.convmap_anchor_deg)
-        if anchor is not None and not args.convmap_tripwires:
-            raise convmap_cli.ConvmapUsageError("--convmap-anchor-deg is tripwire (b)'s anchor: give --convmap-tripwires too")
-        if args.convmap_fit_tiebreak == "off" and config.policy.convmap != "fit":
-            raise convmap_cli.ConvmapUsageError("--convmap-fit-tiebreak off changes the fit: give --convmap fit too")
-        if not resume and args.convmap_seam_stats is not None and not config.policy.kind.startswith("molmoact2"):
-            convmap_cli.write_seam_stats(config.policy, config.seeds, config.episode_seconds, args.convmap_seam_stats,
-                                         log=_log)
-            print(f"fontaine-eval: rig table written to {args.convmap_seam_stats}")
-            return 0
-        if not resume and config.policy.convmap == "fit" and config.policy.kind.startswith("molmoact2"):
-            config = dataclasses.replace(config, policy=convmap_cli.freeze_fit(
-                config.policy, args.convmap_seam_stats, declared=args.convmap_declare,
-                tiebreak=args.convmap_fit_tiebreak == "on", log=_log))
-        convmap_cli.print_resolved_map(config.policy, log=_log)
-        if args.convmap_tripwires:
-            _preflight_rendering(config)
-            passed = convmap_cli.run_tripwires(config.policy, config.seeds, args.convmap_seam_stats, run_dir,
-                                               render_size=config.render_size,
-                                               anchor_deg=anchor, log=_log)
-            return 0 if passed else 1
-    except convmap_cli.ConvmapUsageError as exc:
-        raise UsageError(str(exc)) from None
-    except PolicyError as exc:
-        raise UsageError(str(exc)) from None
+    # a ConvmapUsageError, PolicyError or CheckpointError from here on is bad input (exit 2)
+    anchor = convmap_cli.parse_anchor(args.convmap_anchor_deg)
+    if anchor is not None and not args.convmap_tripwires:
+        raise convmap_cli.ConvmapUsageError("--convmap-anchor-deg is tripwire (b)'s anchor: give --convmap-tripwires too")
+    if args.convmap_fit_tiebreak == "off" and config.policy.convmap != "fit":
+        raise convmap_cli.ConvmapUsageError("--convmap-fit-tiebreak off changes the fit: give --convmap fit too")
+    if not resume and args.convmap_seam_stats is not None and not config.policy.kind.startswith("molmoact2"):
+        convmap_cli.write_seam_stats(config.policy, config.seeds, config.episode_seconds, args.convmap_seam_stats,
+                                     log=_log)
+        print(f"fontaine-eval: rig table written to {args.convmap_seam_stats}")
+        return 0
+    if not resume and config.policy.convmap == "fit" and config.policy.kind.startswith("molmoact2"):
+        config = dataclasses.replace(config, policy=convmap_cli.freeze_fit(
+            config.policy, args.convmap_seam_stats, declared=args.convmap_declare,
+            tiebreak=args.convmap_fit_tiebreak == "on", log=_log))
+    convmap_cli.print_resolved_map(config.policy, log=_log)
+    if args.convmap_tripwires:
+        _preflight_rendering(config)
+        passed = convmap_cli.run_tripwires(config.policy, config.seeds, args.convmap_seam_stats, run_dir,
+                                           render_size=config.render_size,
+                                           anchor_deg=anchor, log=_log)
+        return 0 if passed else 1
     _preflight_rendering(config)
-    try:
-        executor = make_executor(config)  # no Ray where --ray asks for it: one line, nothing written
-    except DriverError as exc:
-        raise UsageError(str(exc)) from None
+    executor = make_executor(config)  # no Ray where --ray asks for it: a DriverError, nothing written
     lock = _claim_run_dir(run_dir)  # held until the run ends: one writer per run directory
+    log_to(run_dir / rd.LOG)  # from here a bug's traceback goes to the run's driver.log
     try:
         if not resume and (run_dir / rd.MANIFEST).exists():
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
@@ -338,14 +323,10 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
               f"{config.episode_seconds:g} s episodes, {config.workers} worker{'s' if config.workers != 1 else ''}, "
               f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else "") + ")",
               flush=True)
-        try:
-            result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log, lock=lock,
-                         executor=executor)
-        except (DriverError, PolicyError) as exc:
-            raise UsageError(str(exc)) from None
-        except RunFailed as exc:
-            print(f"fontaine-eval: failed: {exc}", file=sys.stderr, flush=True)
-            return rd.EXIT_FAILED
+        # bad input found by the driver (a checkpoint, a cluster) is a UsageError (exit 2), a
+        # failure once the run started a RunFailed (exit 1): run_cli prints either as one line
+        result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log, lock=lock,
+                     executor=executor)
     finally:
         lock.release()
     print(format_summary(result, run_dir), flush=True)
@@ -413,9 +394,7 @@ def _claim_run_dir(run_dir: Path) -> rd.RunLock:
     if not os.access(run_dir, os.W_OK | os.X_OK):
         raise UsageError(f"run directory {run_dir} is not writable (no write permission); choose another --run-dir")
     try:
-        return rd.RunLock(run_dir).acquire()
-    except rd.RunLocked as exc:
-        raise UsageError(str(exc)) from None
+        return rd.RunLock(run_dir).acquire()  # RunLocked (another driver writes it) is bad input too
     except OSError as exc:
         raise UsageError(f"run directory {run_dir} cannot be locked ({exc.strerror or exc}); "
                          "choose another --run-dir") from None

@@ -22,9 +22,10 @@ import numpy as np
 from engine.policies.base import JOINT_NAMES, Chunk, Observation
 from engine.policies.factory import PolicySpec
 from prereg.argcheck import ascii_float
+from prereg.errors import UsageError
 
 
-class ConvmapUsageError(Exception):
+class ConvmapUsageError(UsageError):
     """Bad input for the shim instrument: one clear line."""
 
 

@@ -35,6 +35,7 @@ from engine.executor import DriverError, Executor, ExecutorFactory, local_execut
 from engine.policies.factory import PolicySpec, make_policy
 from engine.provenance import package_versions, tool_git_commit
 from prereg import rundir as rd
+from prereg.errors import FontaineError, RunFailed, UsageError, write_traceback
 from prereg.gates import GateSpec, PaceInputs, evaluate_gates, fair_projected_wall_s, first_tripped, projected_wall_s
 from prereg.rows import ERROR, SUCCESS, RowCounts, classify, complete_row, count_rows, is_error, number
 from prereg.webhook_env import scrub_webhooks
@@ -87,10 +88,6 @@ class RunResult:
     summary: dict
 
 
-class RunFailed(Exception):
-    """The run failed after it started; str() is the one-line reason also written to status.json."""
-
-
 RESERVE_BYTES = 256 * 1024  # freed on a full disk so that the final status.json and rows.json fit
 
 
@@ -105,8 +102,8 @@ def failure_reason(exc: BaseException, run_dir: Path) -> str:
         e = e.__cause__ or e.__context__
     if not run_dir.is_dir():
         return f"run directory deleted: {run_dir}"
-    if isinstance(exc, RunFailed):
-        return str(exc)
+    if isinstance(exc, FontaineError):
+        return exc.one_line()
     return f"driver crashed: {type(exc).__name__}: {exc}"
 
 
@@ -174,8 +171,6 @@ class _Driver:
     def run(self) -> RunResult:
         self._prepare_dir()
         self._install_signals()
-        from engine.policies.factory import PolicyError
-
         try:
             self._write_status(rd.STARTING)
             self._write_manifest()  # what was asked for, readable even if the policy cannot load
@@ -185,19 +180,33 @@ class _Driver:
             self._write_status(rd.RUNNING)
             self._loop(todo)
             result = self._finish_normally()
-        except (PolicyError, DriverError) as exc:  # bad input, said once, no traceback
+        except UsageError as exc:  # bad input (a policy, a checkpoint, a cluster): said once, no traceback
             self._teardown_pool()
-            self._finish(rd.FAILED, f"could not start: {exc}")
-            raise
+            if self.session_done == 0:  # before any episode: the run could not start (exit 2)
+                self._finish(rd.FAILED, f"could not start: {exc.one_line()}")
+                raise
+            reason = failure_reason(exc, self.run_dir)
+            self._finish(rd.FAILED, reason)
+            raise RunFailed(reason) from exc
         except BaseException as exc:
             self._teardown_pool()
             reason = failure_reason(exc, self.run_dir)
-            if not isinstance(exc, RunFailed):
-                self._say(traceback.format_exc())
+            if not isinstance(exc, FontaineError):  # a bug, a full disk, a deleted directory: the traceback
+                where = self._log_traceback()      # goes to the log, never the terminal
+                if reason.startswith("driver crashed") and where:
+                    reason += f" (a bug: the traceback is in {where})"
             self._finish(rd.FAILED, reason)
             raise RunFailed(reason) from exc
         self._teardown_pool()
         return result
+
+    def _log_traceback(self) -> str | None:
+        """The current exception's traceback into driver.log (a temporary file when the run
+        directory cannot take it); where it went. Never on the terminal: the one line is there."""
+        try:
+            return write_traceback(traceback.format_exc(), "fontaine-eval", self.run_dir / rd.LOG)
+        except Exception:  # noqa: BLE001 - recording a failure must not fail
+            return None
 
     def _say(self, text: str) -> None:
         """Log, never raising (the log may be on the disk that just filled up)."""

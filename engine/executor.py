@@ -12,9 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Protocol
 
+from prereg.errors import UsageError
 
-class DriverError(Exception):
-    """A run that cannot start (bad run directory, policy that cannot load, no cluster): one clear message."""
+
+class DriverError(UsageError):
+    """A run that cannot start (bad run directory, policy that cannot load, no cluster): one clear message, exit 2."""
 
 
 class Executor(Protocol):

@@ -23,6 +23,7 @@ from pathlib import Path
 from engine.policies.factory import make_policy
 from engine.predict_trail import PredictTrail
 from prereg import rundir as rd
+from prereg.errors import FontaineError
 from prereg.video_draw import films
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -393,8 +394,8 @@ def _error_row(seed, wid, cfg, started, t0, message) -> dict:
             "status": "error", "error": message}
 
 
-class _PredictFailed(Exception):
-    pass
+class _PredictFailed(FontaineError):
+    """The driver could not answer a worker's predict: that episode is an error row."""
 
 
 class _RemotePredict:

@@ -18,6 +18,7 @@ import numpy as np
 
 from engine.policies.base import JOINT_NAMES
 from prereg.argcheck import ascii_float
+from prereg.errors import UsageError
 
 GRIPPER_RANGE_RAD = (-0.17453, 1.74533)  # so101_new_calib.xml, low = closed
 
@@ -81,7 +82,7 @@ def rig_deg_to_sim_rad(d: np.ndarray) -> np.ndarray:
 PRESET_NAMES: tuple[str, ...] = ("official", "identity", "fit")
 
 
-class ConvMapError(ValueError):
+class ConvMapError(UsageError, ValueError):
     """A convmap spec that cannot be honoured (bad override token, unknown preset, ...)."""
 
 

@@ -7,13 +7,14 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from engine.policies.base import DEFAULT_TASK, Chunk, Observation
+from prereg.errors import UsageError
 
 POLICY_KINDS = ("scripted", "hold", "molmoact2", "molmoact2-discrete")
 DECODES = ("flow", "reference", "grammar-masked")
 
 
-class PolicyError(Exception):
-    """A policy that cannot be built as asked (bad spec, missing checkpoint): one clear message."""
+class PolicyError(UsageError):
+    """A policy that cannot be built as asked (bad spec, missing checkpoint): one clear message, exit 2."""
 
 
 @dataclass(frozen=True)

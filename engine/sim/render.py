@@ -8,14 +8,16 @@ import weakref
 import mujoco
 import numpy as np
 
+from prereg.errors import UsageError
+
 INSTALL_HINT = (
     "install an offscreen GL: `apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri` with "
     "MUJOCO_GL=egl, or `apt-get install libosmesa6` with MUJOCO_GL=osmesa"
 )
 
 
-class RenderUnavailable(RuntimeError):
-    """No offscreen OpenGL context could be made; the message says what to install."""
+class RenderUnavailable(UsageError, RuntimeError):
+    """No offscreen OpenGL context could be made; the message says what to install (exit 2)."""
 
 
 class FrameRenderer:

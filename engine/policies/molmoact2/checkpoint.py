@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prereg.errors import UsageError
+
 FAST_TOKENIZER_SUBDIR = "action_tokenizer"
 RELEASE_FAST_TOKENIZER = "allenai/MolmoAct2-FAST-Tokenizer"
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 
 
-class CheckpointError(Exception):
-    """A checkpoint the engine cannot serve; the message is for a person, not a traceback."""
+class CheckpointError(UsageError):
+    """A checkpoint the engine cannot serve; the message is for a person, not a traceback (exit 2)."""
 
 
 @dataclass(frozen=True)
