@@ -28,7 +28,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from console import preregs, runs
-from console.notifier import ConsoleNotifier, NotifierLink
+from console.notify.link import ConsoleNotifier, NotifierLink
+from console.notify.sender import FAILING, NOT_RUNNING, OFF, OK, RETRYING, status_line
 from console.render import (
     age_step,
     banner_text,
@@ -788,12 +789,12 @@ def filter_runs(all_runs, text: str) -> tuple:
 def discord_line(notifier: ConsoleNotifier | None) -> Text:
     """One line on the Discord notifier's state (off / ok / retrying / failing + last error)."""
     if notifier is None:
-        return Text("Discord: off (no notifier)", style="grey50")
+        return Text(status_line(OFF, error="no notifier"), style="grey50")
     state = notifier.state
     name = state.name.lower()
-    style = {"ok": "green", "retrying": "yellow", "failing": "bold red", "not running": "yellow"}.get(name, "grey50")
+    style = {OK: "green", RETRYING: "yellow", FAILING: "bold red", NOT_RUNNING: "yellow"}.get(name, "grey50")
     t = Text(state.line(), style=style)
-    if name == "off" and notifier.setup_hint:
+    if name == OFF and notifier.setup_hint:
         t.append(" (t: how to turn on)", style="grey50")
     return t
 
@@ -821,7 +822,7 @@ def shown_path(path: Path) -> str:
 
 
 def _make_notifier(runs_dir: Path) -> ConsoleNotifier:
-    """The console's link to the folder's detached notifier (console/notifier.py), which it
+    """The console's link to the folder's detached notifier (console/notify/service.py), which it
     starts when a webhook is configured; the console itself never posts."""
     return NotifierLink(runs_dir)
 

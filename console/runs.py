@@ -4,8 +4,9 @@ Everything here goes through the run directory contract (prereg/rundir.py, docs/
 `fontaine-eval` command line; the console never imports the engine. A run's state is
 what `status.json` says, corrected by what the process table says: a run whose process
 is gone without a final state has died; a run with a STOP file and no final state is
-stopping. Liveness compares the process create time with the one in `pid.json`, so a
-reused pid is never mistaken for the run (and never signalled).
+stopping. Finding runs and their liveness (the process create time compared with the one in
+`pid.json`, so a reused pid is never mistaken for the run, and never signalled) are
+prereg/runs_discovery.py's, shared with the Discord notifier.
 """
 
 from __future__ import annotations
@@ -24,12 +25,17 @@ import psutil
 from prereg import rundir as rd
 from prereg.errors import UsageError
 from prereg.rundir import FINAL_STATES
+from prereg.runs_discovery import (  # noqa: F401 - re-exported: the console's names for them
+    ALIVE,
+    GONE,
+    UNKNOWN,
+    discover_runs,
+    liveness,
+    run_process,
+    run_sort_key,
+)
 from prereg.safe_read import kind_of, os_error_why
 from prereg.webhook_env import without_webhooks
-
-CREATE_TIME_TOLERANCE_S = 1.0
-
-ALIVE, GONE, UNKNOWN = "alive", "gone", "unknown"
 
 
 @dataclass
@@ -109,30 +115,6 @@ def _count(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
-_STAMP = __import__("re").compile(r"(\d{8}-\d{6})$")
-
-
-def run_sort_key(run_id: str) -> tuple[str, str]:
-    """Run ids end in their UTC launch time (new_run_id): sort on it, then the id, so the order is
-    launch order whatever the pre-registration's name, the same after every restart. Ids without
-    a timestamp sort as the oldest."""
-    m = _STAMP.search(run_id)
-    return (m.group(1) if m else "", run_id)
-
-
-def discover_runs(runs_dir: str | Path) -> list[Path]:
-    """Run directories under runs_dir, newest name last (run ids end in a UTC timestamp)."""
-    root = Path(runs_dir)
-    if not root.is_dir():
-        return []
-    out = []
-    with os.scandir(root) as it:
-        for entry in it:
-            if entry.is_dir() and not entry.name.startswith("."):
-                out.append(Path(entry.path))
-    return sorted(out, key=lambda p: p.name)
-
-
 def read_run(path: str | Path) -> RunInfo:
     """Read a run directory's small files; never raises for a bad or missing file."""
     path = Path(path)
@@ -164,32 +146,6 @@ def read_run(path: str | Path) -> RunInfo:
     info.stop = rd.read_stop(path)
     info.liveness = liveness(info.pid)
     return info
-
-
-def liveness(pid_info: dict | None) -> str:
-    """ALIVE when pid.json's process exists with the recorded create time; GONE when not."""
-    proc = run_process(pid_info)
-    if proc is not None:
-        return ALIVE
-    if not pid_info or not isinstance(pid_info.get("pid"), int):
-        return UNKNOWN
-    return GONE
-
-
-def run_process(pid_info: dict | None) -> psutil.Process | None:
-    """The run's process, or None if it is gone, a zombie, or a different process on a reused pid."""
-    if not pid_info or not isinstance(pid_info.get("pid"), int):
-        return None
-    try:
-        proc = psutil.Process(pid_info["pid"])
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return None
-        recorded = pid_info.get("create_time")
-        if isinstance(recorded, (int, float)) and abs(proc.create_time() - recorded) > CREATE_TIME_TOLERANCE_S:
-            return None
-        return proc
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return None
 
 
 # -- run control ------------------------------------------------------------------
