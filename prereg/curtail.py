@@ -320,27 +320,13 @@ def sibling_states(plan: Plan, run_dir: Path) -> dict[str, ArmState]:
     """Runs of the other arms the rules name, found beside `run_dir` (same frozen section by manifest)."""
     from prereg import rundir as rd
     from prereg.rows import read_rows
+    from prereg.runs_discovery import newest_registered_run
 
     out: dict[str, ArmState] = {}
-    parent = Path(run_dir).resolve().parent
-    if not plan.other_arms or not parent.is_dir():
-        return out
-    best: dict[str, tuple] = {}
-    for d in parent.iterdir():
-        if not d.is_dir() or d.resolve() == Path(run_dir).resolve():
-            continue
-        man = rd.read_json(d / rd.MANIFEST) or {}
-        a = man.get("arm")
-        if a not in plan.other_arms or not isinstance(man.get("prereg"), dict):
-            continue
-        if man["prereg"].get("sha256") != plan.other_arms[a][0]:
-            continue
-        key = ((rd.read_json(d / rd.STATUS) or {}).get("state") == rd.DONE, str(man.get("started_at") or ""), d.name)
-        if a not in best or key > best[a][0]:
-            best[a] = (key, d)
-    for a, (_, d) in best.items():
-        _, seeds, interval = plan.other_arms[a]
-        out[a] = prefix_state_of(read_rows(d / rd.ROWS).rows, seeds, interval)
+    for a, (sha, seeds, interval) in plan.other_arms.items():
+        d = newest_registered_run(Path(run_dir).resolve().parent, a, sha, exclude=Path(run_dir))
+        if d is not None:
+            out[a] = prefix_state_of(read_rows(d / rd.ROWS).rows, seeds, interval)
     return out
 
 

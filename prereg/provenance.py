@@ -13,12 +13,11 @@ the policy loaded, `seeds`, `episode_seconds`); the registered settings are `res
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from prereg import rundir as rd
 from prereg.launch import LaunchSpec
-from prereg.safe_read import JSON_MAX_BYTES, Unreadable, read_regular
 
 # the engine's defaults for a setting the registration leaves out (engine/cli.py `_resolve_prereg`)
 LAUNCH_DEFAULTS = {"convmap": "official"}
@@ -64,20 +63,12 @@ def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None =
     A registered revision is compared with the Hugging Face snapshot the engine resolved; a
     local or built checkpoint has none to record, which goes to `notes`, not to the problems.
     """
-    path = Path(run_dir) / "manifest.json"
-    if not path.exists():
-        return ["no manifest.json: nothing says this run was launched from this registration "
+    manifest, why = rd.load_json_object(Path(run_dir) / rd.MANIFEST)
+    if why == "missing":
+        return [f"no {rd.MANIFEST}: nothing says this run was launched from this registration "
                 "(rows alone are reported only with --unregistered)"]
-    try:
-        manifest = json.loads(read_regular(path, JSON_MAX_BYTES).decode("utf-8"))
-    except Unreadable as exc:
-        return [f"{exc}; the run's provenance cannot be checked"]
-    except (OSError, UnicodeDecodeError) as exc:
-        return [f"manifest.json cannot be read ({exc})"]
-    except ValueError as exc:
-        return [f"manifest.json does not parse ({exc}): the run's provenance cannot be checked"]
-    if not isinstance(manifest, dict):
-        return ["manifest.json is not a JSON object: the run's provenance cannot be checked"]
+    if manifest is None:
+        return [f"{why}: the run's provenance cannot be checked"]
     out = []
     pre = manifest.get("prereg") if isinstance(manifest.get("prereg"), dict) else {}
     recorded = pre.get("sha256") or manifest.get("prereg_sha256")

@@ -40,6 +40,7 @@ from prereg.reads import (
 )
 from prereg.rows import read_rows
 from prereg.rundir import utc_now
+from prereg.runs_discovery import newest_registered_run
 from prereg.seal import require_intact, verify_layout, write_lines
 from prereg.verdict import ArmEvidence, Judgement, SequentialVerdict, evidence_from_reads, judge
 
@@ -338,19 +339,8 @@ def _sibling_run(doc: Document, arm: str, runs_dir: Path, unregistered: bool = F
     found = doc.find_arm(arm)
     if found is None or not found[1].section.sealed or not runs_dir.is_dir():
         return None
-    sha = found[1].section.seal.sha256
-    best = None
-    for d in runs_dir.iterdir():
-        man = rd.read_json(d / rd.MANIFEST) if d.is_dir() else None
-        if not man or man.get("arm") != arm or not isinstance(man.get("prereg"), dict):
-            continue
-        if man["prereg"].get("sha256") != sha:
-            continue
-        done = (rd.read_json(d / rd.STATUS) or {}).get("state") == "done"
-        key = (done, str(man.get("started_at") or ""), d.name)
-        if best is None or key > best[0]:
-            best = (key, d)
-    return _arm_report(doc, arm, best[1], unregistered) if best else None
+    d = newest_registered_run(runs_dir, arm, found[1].section.seal.sha256)
+    return _arm_report(doc, arm, d, unregistered) if d is not None else None
 
 
 def _judge(doc: Document, reports: dict[str, ArmReport]) -> Judgement:

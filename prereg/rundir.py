@@ -16,10 +16,11 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import math
 import os
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -49,6 +50,7 @@ POSTS = "posts.jsonl"  # the Discord notifier's ledger: one line per post Discor
 RESULTS = "results.md"  # the report: the frozen reads of this run
 RESULTS_JSON = "results.json"  # the report: this run's primary read and every verdict, for machines (the Discord post)
 CHART = "chart.png"  # the report: the per-seed chart
+NOTIFY_INFLIGHT = "posts.inflight.json"  # the notifier: the post being sent now (re-sent if it never got recorded)
 RESERVE = ".space-reserve"  # the driver: a little disk space it frees to record a failure on a full disk
 
 # the files a started run has; a run directory without them is still starting (or not a run)
@@ -490,3 +492,245 @@ def set_aside_bad_rows(run_dir: Path) -> tuple[RowsRead, list[BadLine]]:
         os.fsync(f.fileno())
     write_text_atomic(path, "".join(dumps_line(r) for r in keep))
     return RowsRead(rows=keep, bad=read.bad), read.bad
+
+
+# -- names made of parts ----------------------------------------------------------------
+
+RUN_STAMP_FORMAT = "%Y%m%d-%H%M%S"  # a run id ends with its start in UTC: <prereg-id>-<arm>-20260101-120000
+
+
+def run_stamp(now: float | None = None) -> str:
+    return datetime.fromtimestamp(time.time() if now is None else now, tz=timezone.utc).strftime(RUN_STAMP_FORMAT)
+
+
+def new_run_id(prereg_id: str, arm: str, now: float | None = None) -> str:
+    """The run id the console and fontaine-eval give a run of ARM of a pre-registration."""
+    return f"{prereg_id}-{arm}-{run_stamp(now)}"
+
+
+def done_stop_name(ts: float) -> str:
+    """What a STOP the driver has acted on is renamed to (kept, so a resume starts clean): STOP.<unix time>.done."""
+    return f"{STOP}.{int(ts)}.done"
+
+
+# -- the small files as types --------------------------------------------------------------
+# status.json and manifest.json are other processes' files: every field is type-checked on the
+# way in. A field of the wrong type reads as None and is named in `.problems`, never a crash.
+
+
+def _field(d: dict, key: str, kinds: tuple, problems: list[str], where: str):
+    v = d.get(key)
+    if v is None:
+        return None
+    ok = isinstance(v, kinds) and not (isinstance(v, bool) and bool not in kinds)
+    if ok and isinstance(v, float) and not math.isfinite(v):
+        ok = False
+    if not ok:
+        problems.append(f"{where}: {key} is {type(v).__name__} {str(v)[:40]!r}, not {' or '.join(k.__name__ for k in kinds)}")
+        return None
+    return float(v) if float in kinds and int in kinds and not isinstance(v, bool) else v
+
+
+_NUM = (int, float)
+
+
+@dataclass(frozen=True)
+class Status:
+    """status.json, typed (the driver writes it; `raw` keeps every field as read)."""
+
+    state: str | None = None
+    run_id: str | None = None
+    arm: str | None = None
+    done: int | None = None
+    total: int | None = None
+    ok: int | None = None
+    errors: int | None = None
+    successes: int | None = None
+    elapsed_s: float | None = None
+    projected_wall_s: float | None = None
+    eta_s: float | None = None
+    gpu_hours: float | None = None
+    gpu_hours_source: str | None = None
+    gpus: int | None = None
+    mean_batch: float | None = None
+    reason: str | None = None
+    stop: StopReason | None = None
+    pace: dict | None = None
+    settled: dict | None = None
+    sequential: dict | None = None
+    pid: int | None = None
+    updated_at: str | None = None
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+    problems: tuple[str, ...] = ()
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE_STATES
+
+    @property
+    def final(self) -> bool:
+        return self.state in FINAL_STATES
+
+    @classmethod
+    def from_dict(cls, d: object) -> "Status":
+        if not isinstance(d, dict):
+            return cls(problems=(f"{STATUS}: not a JSON object",))
+        probs: list[str] = []
+        kw = {}
+        for name, kinds in _STATUS_FIELDS.items():
+            kw[name] = _field(d, name, kinds, probs, STATUS)
+        if kw["state"] is not None and kw["state"] not in STATES:
+            probs.append(f"{STATUS}: state {kw['state'][:40]!r} is not one of {', '.join(STATES)}")
+        stop = StopReason.from_dict(d.get("stop")) if d.get("stop") is not None else None
+        return cls(**kw, stop=stop, raw=dict(d), problems=tuple(probs))
+
+    def to_dict(self) -> dict:
+        out = dict(self.raw)
+        out.update({k: getattr(self, k) for k in _STATUS_FIELDS if getattr(self, k) is not None or k in out})
+        out["stop"] = self.stop.as_dict() if self.stop else None
+        return out
+
+
+_STATUS_FIELDS = {
+    "state": (str,), "run_id": (str,), "arm": (str,), "done": (int,), "total": (int,), "ok": (int,),
+    "errors": (int,), "successes": (int,), "elapsed_s": _NUM, "projected_wall_s": _NUM, "eta_s": _NUM,
+    "gpu_hours": _NUM, "gpu_hours_source": (str,), "gpus": (int,), "mean_batch": _NUM, "reason": (str,),
+    "pace": (dict,), "settled": (dict,), "sequential": (dict,), "pid": (int,), "updated_at": (str,),
+}
+
+
+@dataclass(frozen=True)
+class PreregRef:
+    """Which frozen section a run was launched from (manifest.json's `prereg`)."""
+
+    id: str | None
+    sha256: str | None
+    path: str | None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """manifest.json, typed (the driver writes it at start; `raw` keeps every field as read)."""
+
+    run_id: str | None = None
+    arm: str | None = None
+    prereg: PreregRef | None = None
+    policy: dict | None = None
+    policy_resolved: dict | None = None
+    seeds: tuple[int, ...] | None = None
+    episode_seconds: float | None = None
+    workers: int | None = None
+    gates: object = None  # prereg.gates.GateSpec (read with GateSpec.from_dict)
+    started_at: str | None = None
+    resumes: tuple[dict, ...] = ()
+    raw: dict = field(default_factory=dict, compare=False, repr=False)
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: object) -> "Manifest":
+        from prereg.gates import GateSpec
+
+        if not isinstance(d, dict):
+            return cls(problems=(f"{MANIFEST}: not a JSON object",))
+        probs: list[str] = []
+        kw = {name: _field(d, name, kinds, probs, MANIFEST) for name, kinds in _MANIFEST_FIELDS.items()}
+        policy = d.get("policy")
+        kw["policy"] = policy if isinstance(policy, dict) else ({"kind": policy} if isinstance(policy, str) else None)
+        pr = d.get("prereg")
+        ref = None
+        if isinstance(pr, dict):
+            ref = PreregRef(*(pr.get(k) if isinstance(pr.get(k), str) else None for k in ("id", "sha256", "path")))
+        elif pr is not None:
+            probs.append(f"{MANIFEST}: prereg is {type(pr).__name__}, not an object")
+        seeds = d.get("seeds")
+        if isinstance(seeds, list) and all(type(x) is int for x in seeds):
+            kw["seeds"] = tuple(seeds)
+        elif seeds is not None:
+            probs.append(f"{MANIFEST}: seeds is not a list of whole numbers")
+        resumes = d.get("resumes")
+        kw["resumes"] = tuple(x for x in resumes if isinstance(x, dict)) if isinstance(resumes, list) else ()
+        return cls(**kw, prereg=ref, gates=GateSpec.from_dict(d.get("gates")), raw=dict(d), problems=tuple(probs))
+
+    @property
+    def policy_kind(self) -> str | None:
+        k = (self.policy or {}).get("kind")
+        return k if isinstance(k, str) else None
+
+    def to_dict(self) -> dict:
+        out = dict(self.raw)
+        for k in _MANIFEST_FIELDS:
+            if getattr(self, k) is not None:
+                out[k] = getattr(self, k)
+        if self.seeds is not None:
+            out["seeds"] = list(self.seeds)
+        if self.prereg is not None:
+            out["prereg"] = asdict(self.prereg)
+        return out
+
+
+_MANIFEST_FIELDS = {
+    "run_id": (str,), "arm": (str,), "policy_resolved": (dict,), "episode_seconds": _NUM, "workers": (int,),
+    "started_at": (str,),
+}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One read of a run directory's small files: what the console, the notifier, the report and a
+    resume read. Never raises and never blocks: a file that cannot be read is in `unreadable`."""
+
+    run_dir: Path
+    manifest: Manifest | None
+    status: Status | None
+    pid: dict | None
+    stop: StopReason | None
+    heartbeat_mtime: float | None
+    rows_size: int | None
+    missing: tuple[str, ...] = ()
+    unreadable: dict = field(default_factory=dict)  # file name -> why
+
+    @property
+    def problems(self) -> list[str]:
+        out = [f"{why}" if why.startswith(name) else f"{name}: {why}" for name, why in self.unreadable.items()]
+        for part in (self.manifest, self.status):
+            if part is not None:
+                out += list(part.problems)
+        return out
+
+
+def read_snapshot(run_dir: str | Path) -> Snapshot:
+    """Read manifest.json, status.json, pid.json, STOP, the heartbeat's and rows.jsonl's stat."""
+    run_dir = Path(run_dir)
+    missing: list[str] = []
+    unreadable: dict[str, str] = {}
+
+    def obj(name: str) -> dict | None:
+        d, why = load_json_object(run_dir / name)
+        if why == "missing":
+            missing.append(name)
+        elif why:
+            unreadable[name] = why
+        return d
+
+    man, st, pid = obj(MANIFEST), obj(STATUS), obj(PID)
+    hb = None
+    try:
+        hb = os.stat(run_dir / HEARTBEAT).st_mtime
+    except FileNotFoundError:
+        missing.append(HEARTBEAT)
+    except OSError as exc:
+        unreadable[HEARTBEAT] = os_error_why(exc)
+    size = None
+    try:
+        s = os.stat(run_dir / ROWS)
+        kind = kind_of(s.st_mode)
+        if kind is not None:
+            unreadable[ROWS] = f"is {kind}, not a regular file"
+        else:
+            size = s.st_size
+    except FileNotFoundError:
+        missing.append(ROWS)
+    except OSError as exc:
+        unreadable[ROWS] = os_error_why(exc)
+    return Snapshot(run_dir, None if man is None else Manifest.from_dict(man), None if st is None else Status.from_dict(st),
+                    pid, read_stop(run_dir), hb, size, tuple(missing), unreadable)

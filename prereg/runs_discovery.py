@@ -89,3 +89,25 @@ def driver_live(run_dir: str | Path, grace_s: float) -> bool:
         age = rd.mtime_age_s(path / rd.STATUS) or rd.mtime_age_s(path / rd.MANIFEST)
         return age is not None and age < grace_s
     return False
+
+
+def newest_registered_run(runs_dir: str | Path, arm: str, sha256: str, *, exclude: Path | None = None) -> Path | None:
+    """The run of `arm` launched from the frozen section `sha256` in `runs_dir`: finished runs first,
+    then the newest start. What the report pairs a run with, and what curtailment reads of the
+    other arms a rule names (one rule for both, by manifest, never by folder name)."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return None
+    skip = Path(exclude).resolve() if exclude is not None else None
+    best = None
+    for d in root.iterdir():
+        if d.name.startswith(".") or not d.is_dir() or (skip is not None and d.resolve() == skip):
+            continue
+        snap = rd.read_snapshot(d)
+        m = snap.manifest
+        if m is None or m.arm != arm or m.prereg is None or m.prereg.sha256 != sha256:
+            continue
+        key = (snap.status is not None and snap.status.state == rd.DONE, m.started_at or "", d.name)
+        if best is None or key > best[0]:
+            best = (key, d)
+    return best[1] if best else None

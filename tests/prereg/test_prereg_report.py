@@ -201,7 +201,7 @@ def test_unregistered_flag_labels_every_output_in_its_first_line_and_never_appen
 
 
 @pytest.mark.parametrize("what, manifest, reason", [
-    ("truncated", None, "does not parse"),
+    ("truncated", None, "manifest.json: not JSON"),
     ("another arm", {"arm": "tiny-masked"}, "names arm 'tiny-masked', not 'scripted'"),
     ("other seeds", {"seeds": [0, 1, 2]}, "recorded seeds [0, 1, 2] is not the registered [0, 1, 2, 3, 4, 5]"),
     ("other budget", {"episode_seconds": 30.0}, "recorded episode_seconds 30.0 is not the registered 20.0"),
