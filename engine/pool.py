@@ -323,7 +323,6 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
     spec = cfg.policy
     local = None if spec.serve_in_driver else make_policy(spec)
     env = BoatEnv(render_size=cfg.render_size)
-    crash_seeds = _fault_seeds("FONTAINE_FAULT_CRASH_SEEDS")
     conn.send(Ready())
     if local is not None:
         horizon, needs_images, needs_priv = local.chunk_horizon, local.needs_images, local.needs_privileged
@@ -338,8 +337,6 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
         if not isinstance(msg, Episode):
             continue
         seed, film = msg.seed, msg.film
-        if seed in crash_seeds:  # fault injection for tests: a hard crash, as a segfault would be
-            os._exit(3)
         started = rd.utc_now()
         t0 = time.monotonic()
         video_rel, writer, note = None, None, None
@@ -382,10 +379,6 @@ def die_with_parent(parent_pid: int) -> None:
         pass
     if os.getppid() != parent_pid:  # the driver died before the line above took effect
         os._exit(0)
-
-
-def _fault_seeds(var: str) -> set[int]:
-    return {int(s) for s in os.environ.get(var, "").split(",") if s.strip().isdigit()}
 
 
 def _error_row(seed, wid, cfg, started, t0, message) -> dict:

@@ -23,13 +23,15 @@ def wait_until(predicate, timeout: float = 60.0, interval: float = 0.1, what: st
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
-def eval_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "engine.cli", *args]
+def eval_argv(*args: str, module: str = "engine.cli") -> list[str]:
+    return [sys.executable, "-m", module, *args]
 
 
-def run_eval(*args: str, timeout: float = 300, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(eval_argv(*args), cwd=REPO, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+def run_eval(*args: str, timeout: float = 300, env: dict | None = None,
+             faults: dict | None = None) -> subprocess.CompletedProcess:
+    """fontaine-eval in a subprocess; `faults` (tests/engine/faults.py's variables) runs it with them."""
+    return subprocess.run(eval_argv(*args, module="tests.engine.faults" if faults else "engine.cli"), cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {}), **(faults or {})})
 
 
 def launch_detached(run_dir: Path, *args: str, env: dict | None = None) -> subprocess.Popen:

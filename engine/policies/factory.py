@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -51,14 +50,8 @@ class PolicySpec:
         return self.kind != "scripted"
 
 
-LOAD_DELAY_ENV = "FONTAINE_INJECT_LOAD_S"  # test hook: seconds added to every policy load (a slow checkpoint)
-
-
 def make_policy(spec: PolicySpec):
     """Build the policy a spec names. MolmoAct2 imports torch, so it is imported only here."""
-    load_delay = float(os.environ.get(LOAD_DELAY_ENV) or 0.0)
-    if load_delay > 0:
-        time.sleep(load_delay)
     if spec.kind == "scripted":
         from engine.policies.scripted import ScriptedOracle
 

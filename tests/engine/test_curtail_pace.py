@@ -116,7 +116,7 @@ def test_a_slow_loading_policy_no_longer_trips_the_pace_gate(tmp_path):
     # 15 s of start-up (a slow checkpoint), then four ~1 s episodes: the whole run takes ~20 s,
     # under the 30 s limit. The old projection, elapsed x 4 / 2 at episode 2, says ~35 s or more.
     run_dir = tmp_path / "run"
-    out = run_eval(*SLOW_START, "--run-dir", str(run_dir), env={"FONTAINE_INJECT_LOAD_S": "15"})
+    out = run_eval(*SLOW_START, "--run-dir", str(run_dir), faults={"FAULT_LOAD_S": "15"})
     assert out.returncode == 0, out.stderr
     status = read_status(run_dir)
     assert status["state"] == "done", status["reason"]

@@ -27,7 +27,7 @@ def _final(run_dir):
 def test_detached_run_survives_its_parent_and_writes_the_contract(tmp_path):
     run_dir = tmp_path / "run"
     # A parent that launches the run detached and exits at once, as the console does on quit.
-    argv = eval_argv(*SCRIPTED, '--seeds', '0,1', '--workers', '2', '--video-draw', '0', '--run-dir', str(run_dir))
+    argv = eval_argv(*SCRIPTED[:-2], '--seeds', '0,1', '--workers', '2', '--video-draw', '0', '--run-dir', str(run_dir))
     parent = (
         "import subprocess, sys\n"
         f"log = open({str(run_dir / 'driver.log')!r}, 'ab')\n"
@@ -136,7 +136,7 @@ def test_batched_predicts_fill_to_the_worker_count(tmp_path):
 def test_a_crashed_worker_leaves_an_error_row_and_the_run_goes_on(tmp_path):
     run_dir = tmp_path / "run"
     out = run_eval("--policy", "hold", "--episode-seconds", "2", "--video-draw", "none", "--seeds", "0-3",
-                   "--workers", "2", "--run-dir", str(run_dir), env={"FONTAINE_FAULT_CRASH_SEEDS": "1"})
+                   "--workers", "2", "--run-dir", str(run_dir), faults={"FAULT_CRASH_SEEDS": "1"})
     assert out.returncode == 0, out.stderr
     rows = {r["seed"]: r for r in read_rows(run_dir)}
     assert sorted(rows) == [0, 1, 2, 3]
@@ -163,3 +163,14 @@ def test_second_sigterm_aborts_in_flight_episodes_without_rows(tmp_path):
     rows = read_rows(run_dir)
     assert status["lost_seeds"] and not ({r["seed"] for r in rows} & set(status["lost_seeds"]))
     assert all(r["status"] == "ok" for r in rows)
+
+
+def test_fault_injection_lives_in_the_tests_only():
+    """The crash and slow-load faults are installed by tests/engine/faults.py; no production
+    module reads a fault variable (they once sat in the worker loop and the policy factory)."""
+    import re
+
+    hooks = re.compile(r"\bFAULT_|FONTAINE_INJECT|os\._exit\(3\)")
+    found = [f"{p.relative_to(REPO)}" for pkg in ("engine", "prereg", "console")
+             for p in (REPO / pkg).rglob("*.py") if hooks.search(p.read_text(encoding="utf-8"))]
+    assert found == []

@@ -1,0 +1,54 @@
+"""Faults for the tests, kept out of the engine: `python -m tests.engine.faults ARGS` is
+`fontaine-eval ARGS` with the faults the environment names installed, in the driver and in
+every worker (workers are spawned: each imports this module again as `__mp_main__`, before it
+runs anything, so the same faults are installed there). The engine has no fault code at all.
+
+- `FAULT_CRASH_SEEDS=1,5`: the worker handed one of these seeds dies at once (exit 3, no row),
+  as a segfault in the simulator or the policy would.
+- `FAULT_LOAD_S=15`: every policy load takes 15 s longer (a slow checkpoint).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import engine.cli  # first: it sets MUJOCO_GL before anything imports mujoco
+
+CRASH_SEEDS = "FAULT_CRASH_SEEDS"
+LOAD_S = "FAULT_LOAD_S"
+
+
+def install(environ=os.environ) -> None:
+    crash = {int(s) for s in environ.get(CRASH_SEEDS, "").split(",") if s.strip().isdigit()}
+    load_s = float(environ.get(LOAD_S) or 0.0)
+    if crash:
+        import engine.episode
+
+        run_episode = engine.episode.run_episode
+
+        def crashing_run_episode(env, seed, *args, **kwargs):
+            if seed in crash:
+                os._exit(3)
+            return run_episode(env, seed, *args, **kwargs)
+
+        engine.episode.run_episode = crashing_run_episode  # the worker imports it per episode
+    if load_s > 0:
+        from engine import driver, pool
+        from engine.policies import factory
+
+        make_policy = factory.make_policy
+
+        def slow_make_policy(spec):
+            time.sleep(load_s)
+            return make_policy(spec)
+
+        for module in (factory, driver, pool):  # every name it is called by
+            module.make_policy = slow_make_policy
+
+
+install()
+
+if __name__ == "__main__":
+    sys.exit(engine.cli.main())
