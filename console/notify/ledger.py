@@ -30,11 +30,11 @@ from prereg.rows import read_rows
 log = logging.getLogger(__name__)
 
 LEDGER = rd.POSTS
-INFLIGHT = "posts.inflight.json"
+INFLIGHT = rd.NOTIFY_INFLIGHT
 
 HOME = ".notifier"  # under the runs folder; a dot folder, so never taken for a run
 LOCK = "lock"
-STATUS = "status.json"
+STATUS = rd.NOTIFIER_STATUS
 LOG = "notifier.log"
 REQUESTS = "requests"
 

@@ -88,11 +88,15 @@ class Post:
 
 @dataclass(frozen=True)
 class RunSnapshot:
-    """What the run directory says at one moment, read tolerantly (a missing file is empty)."""
+    """What the run directory says at one moment: the contract's one read (`rd.read_snapshot`, typed
+    and never blocking) with the rows and the report's files. `manifest` and `status` are the raw
+    documents (empty when missing) for fields the types leave to the caller."""
 
     run_dir: Path
     manifest: dict
     status: dict
+    typed_status: rd.Status
+    typed_manifest: rd.Manifest
     rows: list[dict]
     results_md: str | None
     results_json: dict | None
@@ -103,11 +107,11 @@ class RunSnapshot:
 
     @property
     def run_id(self) -> str:
-        return str(self.manifest.get("run_id") or self.status.get("run_id") or self.run_dir.name)
+        return self.typed_manifest.run_id or self.typed_status.run_id or self.run_dir.name
 
     @property
     def state(self) -> str:
-        return str(self.status.get("state") or (rd.STARTING if self.manifest else rd.UNKNOWN))
+        return self.typed_status.state or (rd.STARTING if self.manifest else rd.UNKNOWN)
 
     @property
     def live(self) -> bool:
@@ -119,27 +123,24 @@ class RunSnapshot:
 
     @property
     def done(self) -> int:
-        d = _num(self.status.get("done"))
-        return max(int(d) if d is not None else 0, len(self.rows))
+        return max(self.typed_status.done or 0, len(self.rows))
 
     @property
     def total(self) -> int:
-        t = _num(self.status.get("total"))
-        if t is not None:
-            return int(t)
-        seeds = self.manifest.get("seeds")
-        return len(seeds) if isinstance(seeds, list) else 0
+        if self.typed_status.total is not None:
+            return self.typed_status.total
+        return len(self.typed_manifest.seeds or ())
 
     @property
     def elapsed_s(self) -> float | None:
-        return _num(self.status.get("elapsed_s", self.status.get("elapsed")))
+        return self.typed_status.elapsed_s
 
     @property
     def gpu_hours(self) -> float | None:
-        return _num(self.status.get("gpu_hours"))
+        return self.typed_status.gpu_hours
 
     def gate_spec(self) -> GateSpec:
-        return gate_spec_from(self.manifest.get("gates"))
+        return self.typed_manifest.gates
 
 
 def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] | None = None) -> RunSnapshot:
@@ -148,10 +149,15 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] |
     now = time.time() if now is None else now
     results = run_dir / rd.RESULTS
     chart = run_dir / CHART_NAME
+    contract = rd.read_snapshot(run_dir)
+    status = contract.status or rd.Status.from_dict({})
+    manifest = contract.manifest or rd.Manifest.from_dict({})
     return RunSnapshot(
         run_dir=run_dir,
-        manifest=read_json_object(run_dir / rd.MANIFEST),
-        status=read_json_object(run_dir / rd.STATUS),
+        manifest=manifest.raw,
+        status=status.raw,
+        typed_status=status,
+        typed_manifest=manifest,
         rows=rows if rows is not None else read_rows(run_dir / rd.ROWS).rows,
         results_md=_read_text(results),
         results_json=read_json_object(run_dir / rd.RESULTS_JSON) if results.exists() else None,
@@ -371,11 +377,6 @@ def tally(rows: list[dict]) -> Tally:
     """Counts over rows, by `prereg.rows.RowCounts`: the same counts as the console and the report."""
     c = count_rows(rows)
     return Tally(c.successes, c.knock_aways, c.engaged, c.zero_fallbacks, c.predicts, c.reset_strikes, c.errors)
-
-
-def gate_spec_from(gates: object) -> GateSpec:
-    """A GateSpec from the manifest's `gates` (also accepts the driver's flag names; a wrong-typed value is ignored)."""
-    return GateSpec.from_dict(gates)
 
 
 def describe_gates(spec: GateSpec) -> str:

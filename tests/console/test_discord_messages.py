@@ -15,13 +15,13 @@ from console.notify.messages import (
     DESCRIPTION_MAX,
     Post,
     due_posts,
-    gate_spec_from,
     launch_post,
     no_local_paths,
     read_snapshot,
     seed_span,
     shorten_markdown,
 )
+from prereg.gates import GateSpec
 from prereg.rundir import StopReason
 from tests.console.fake_discord import HandMadeRun
 
@@ -149,9 +149,9 @@ def test_names_from_files_cannot_inject_mentions_or_markdown(tmp_path):
 
 
 def test_gates_read_from_the_manifest_accept_the_driver_flag_names():
-    spec = gate_spec_from({"gpu_hours_gate": 1.5, "pace_limit_hours": 2.5, "pace_after_episodes": 10, "other": 1})
+    spec = GateSpec.from_dict({"gpu_hours_gate": 1.5, "pace_limit_hours": 2.5, "pace_after_episodes": 10, "other": 1})
     assert (spec.gpu_hours, spec.pace_limit_hours, spec.pace_after_episodes) == (1.5, 2.5, 10)
-    assert gate_spec_from(None).gpu_hours is None
+    assert GateSpec.from_dict(None).gpu_hours is None
 
 
 def test_seed_spans():
@@ -237,9 +237,9 @@ def test_updates_say_when_the_decision_was_settled(tmp_path):
 
 
 def test_a_registered_curtailment_is_read_and_described():
-    from console.notify.messages import describe_gates, gate_spec_from
+    from console.notify.messages import describe_gates
 
-    spec = gate_spec_from({"gpu_hours": 0.05, "decided": "stop"})
+    spec = GateSpec.from_dict({"gpu_hours": 0.05, "decided": "stop"})
     assert spec.decided == "stop" and "stops once its decision rules are settled" in describe_gates(spec)
 
 
