@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import rundir as rd
-from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM
+from prereg.predicts import Trail
+from prereg.predicts import read_predicts as prereg_read_predicts
+from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, last_row_of_seed
 
 PREDICTS_SHOWN = 2000  # lines of one seed's trail kept for the table (a long episode has ~100)
 MAX_FRAMES = 1200  # frames decoded from one video (2 minutes at 10 fps)
@@ -61,28 +63,7 @@ UNITS = {"dist_initial_cm": "cm", "dist_final_cm": "cm", "dist_min_cm": "cm", "p
 
 def find_row(run_dir: str | Path, seed) -> tuple[dict | None, str]:
     """The last row of `seed` in rows.jsonl (a resumed seed's latest), and a problem in words."""
-    path = Path(run_dir) / rd.ROWS
-    needle = f'"seed": {json.dumps(seed)}'
-    found = None
-    try:
-        with open(path, "rb") as f:
-            for raw in f:
-                line = raw.decode("utf-8", "replace")
-                if '"seed"' not in line:
-                    continue
-                if needle not in line and f'"seed":{json.dumps(seed)}' not in line:
-                    continue
-                try:
-                    obj = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(obj, dict) and obj.get("seed") == seed:
-                    found = obj
-    except FileNotFoundError:
-        return None, f"{rd.ROWS} is missing"
-    except OSError as exc:
-        return None, f"{rd.ROWS}: {exc.strerror or exc}"
-    return found, "" if found is not None else f"no row for seed {seed} yet"
+    return last_row_of_seed(Path(run_dir) / rd.ROWS, seed)
 
 
 def fmt_value(key: str, value) -> str:
@@ -114,36 +95,9 @@ def row_in_words(row: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-@dataclass
-class PredictTrail:
-    lines: list[dict] = field(default_factory=list)
-    recorded: bool = False  # predicts.jsonl exists in the run directory
-    more: int = 0  # lines of this seed beyond PREDICTS_SHOWN
-    bad: int = 0  # lines that did not parse
-
-
-def read_predicts(run_dir: str | Path, seed) -> PredictTrail:
+def read_predicts(run_dir: str | Path, seed) -> Trail:
     """This seed's lines of predicts.jsonl (absent unless the run recorded them)."""
-    path = Path(run_dir) / rd.PREDICTS
-    trail = PredictTrail()
-    try:
-        f = open(path, "rb")
-    except OSError:
-        return trail
-    trail.recorded = True
-    with f:
-        for raw in f:
-            try:
-                obj = json.loads(raw)
-            except ValueError:
-                trail.bad += 1
-                continue
-            if isinstance(obj, dict) and obj.get("seed") == seed:
-                if len(trail.lines) < PREDICTS_SHOWN:
-                    trail.lines.append(obj)
-                else:
-                    trail.more += 1
-    return trail
+    return prereg_read_predicts(run_dir, seed, limit=PREDICTS_SHOWN)
 
 
 def predict_cells(line: dict) -> tuple[str, ...]:

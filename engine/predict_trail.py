@@ -82,17 +82,3 @@ def _floats(values) -> list:
     if not np.all(np.isfinite(arr)):
         return [None if not math.isfinite(v) else v for v in arr.ravel().tolist()]
     return arr.tolist()
-
-
-def read_trail(run_dir: Path) -> list[dict]:
-    """Every line of a run's predicts.jsonl (a torn last line, from a killed run, is skipped)."""
-    path = Path(run_dir) / PREDICTS
-    out = []
-    if not path.exists():
-        return out
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out

@@ -201,6 +201,32 @@ def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
     return out
 
 
+def last_row_of_seed(path: str | Path, seed: int, max_bytes: int = ROWS_MAX_BYTES) -> tuple[dict | None, str]:
+    """The last row of `seed` in a rows.jsonl (a resumed seed's latest), and a problem in words.
+
+    Read as `read_rows` reads (regular files only, bounded, each candidate line through
+    `parse_line`, so a wrong-typed row is never shown as a row); lines that do not mention the
+    seed are skipped unparsed, so the seed view opens fast on a 100,000-row run."""
+    name = Path(path).name
+    try:
+        data = read_regular(path, max_bytes)
+    except FileNotFoundError:
+        return None, f"{name} is missing"
+    except Unreadable as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"{name}: {exc.strerror or exc}"
+    needles = (f'"seed": {seed}'.encode(), f'"seed":{seed}'.encode())
+    found = None
+    for i, raw in enumerate(data.split(b"\n"), 1):
+        if not any(n in raw for n in needles):
+            continue
+        row, bad = parse_line(raw.decode("utf-8", errors="replace"), i)
+        if bad is None and row.get("seed") == seed:
+            found = row
+    return found, "" if found is not None else f"no row for seed {seed} yet"
+
+
 # ---------------------------------------------------------------- the one classifier
 
 ERROR, SUCCESS, KNOCK_AWAY, ENGAGED, QUIET = "error", "success", "knock_away", "engaged", "quiet"

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine.predict_trail import PREDICTS, PredictTrail, read_trail
+from engine.predict_trail import PREDICTS, PredictTrail
+from prereg.predicts import read_predicts
 from tests.engine.molmoact2_fixtures import make_obs
 from tests.helpers import run_eval
 
@@ -51,7 +52,7 @@ def test_each_served_observation_is_one_line(masked_policy, reference_policy, fl
         trail.record(observations, chunks)
         assert len((tmp_path / PREDICTS).read_text().splitlines()) == trail.lines  # flushed per batch
     trail.close()
-    lines = read_trail(tmp_path)
+    lines = read_predicts(tmp_path).lines
     assert len(lines) == 6 and all(set(line) == FIELDS for line in lines)
     masked, reference, flow = lines[0:2], lines[2:4], lines[4:6]
     assert [(t["seed"], t["replan"], t["tick"]) for t in masked] == [(1, 0, 0), (2, 3, 90)]
@@ -81,7 +82,7 @@ def test_record_predicts_end_to_end(tmp_path, tiny_cache, masked_policy):
                    "--num-seeds", "2", "--episode-seconds", "5", "--record-predicts", "--run-dir", str(run_dir),
                    env={"FONTAINE_CACHE": str(tiny_cache)})
     assert out.returncode == 0, out.stderr
-    lines = read_trail(run_dir)
+    lines = read_predicts(run_dir).lines
     rows = [json.loads(r) for r in (run_dir / "rows.jsonl").read_text().splitlines()]
     assert len(lines) == sum(r["predicts"] for r in rows) > 0
     assert sorted({t["seed"] for t in lines}) == [0, 1]

@@ -123,3 +123,23 @@ def test_arbitrary_json_in_any_field_never_raises_and_wrong_types_become_bad_row
     for v in (reads.progress_final_mean, view.progress_final_mean):
         assert v is None or math.isfinite(v)
     assert read_rows(d / "rows.jsonl").rows == batch.rows
+
+
+def test_a_seeds_last_row_is_read_through_the_one_row_parser(tmp_path):
+    import json
+    import os
+
+    from prereg.rows import last_row_of_seed
+
+    p = tmp_path / "rows.jsonl"
+    good = {"seed": 3, "success": True, "status": "ok"}
+    lines = [json.dumps(good), json.dumps({"seed": 3, "success": "yes", "status": "ok"}),  # wrong-typed: not a row
+             json.dumps({"seed": 30, "status": "ok"}), '{"seed": 3, torn']
+    p.write_text("\n".join(lines) + "\n")
+    row, problem = last_row_of_seed(p, 3)
+    assert row["success"] is True and problem == ""
+    assert last_row_of_seed(p, 4) == (None, "no row for seed 4 yet")
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    row, problem = last_row_of_seed(fifo, 3)  # never a blocking open
+    assert row is None and "FIFO" in problem
