@@ -27,7 +27,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from console import preregs, runs
+from console import kill, preregs, runs
 from console.notify.link import ConsoleNotifier, NotifierLink
 from console.notify.sender import FAILING, NOT_RUNNING, OFF, OK, RETRYING, status_line
 from console.render import (
@@ -570,20 +570,22 @@ class FontaineApp(App):
             self.notify(f"{info.run_id} has no live process to signal ({info.state})", severity="warning")
             return
         pgid = (info.pid or {}).get("pgid")
+        grace = kill.grace_s(info.path)  # as long as an episode of this run can take, plus a margin
         first = (
             f"Send SIGTERM to the process group {pgid} of {info.run_id} (the driver and its workers). "
             "The driver treats SIGTERM as a stop: it finishes the episodes in flight at their boundary, "
             "writes their rows, and ends `stopped` (as `s` does, without the STOP file).\n"
-            "Only if the group is still alive after 10 s does it get SIGKILL: that loses the episodes in "
-            "flight and the run shows as died."
+            f"Only if the group is still alive after {grace:g} s (its episode length and a margin) does it get "
+            "SIGKILL: that loses the episodes in flight; the console then records the run `stopped` by kill, "
+            "with the seeds that have no row, which R resumes."
         )
-        second = ("Really signal it? SIGTERM now; SIGKILL after 10 s if it has not ended. "
+        second = (f"Really signal it? SIGTERM now; SIGKILL after {grace:g} s if it has not ended. "
                   "A second signal or SIGKILL loses the in-flight episodes.")
 
         def confirmed_twice(yes: bool | None) -> None:
             if yes:
                 self.notify(f"escalating {info.run_id}: SIGTERM to process group {pgid}")
-                self.escalate_worker(info.pid)
+                self.escalate_worker(info.path, info.pid, grace)
 
         def confirmed_once(yes: bool | None) -> None:
             if yes:
@@ -592,8 +594,8 @@ class FontaineApp(App):
         self.push_screen(ConfirmScreen(f"Escalate {info.run_id}?", first, "SIGTERM", danger=True), confirmed_once)
 
     @work(thread=True, group="escalate")
-    def escalate_worker(self, pid_info: dict | None) -> None:
-        outcome = runs.escalate(pid_info)
+    def escalate_worker(self, run_dir: Path, pid_info: dict | None, grace: float) -> None:
+        outcome = kill.kill_run(run_dir, pid_info, who=f"fontaine-console ({_user()})", grace=grace)
         self.call_from_thread(self.notify, outcome, timeout=10)
         self.watcher.poke()
 

@@ -22,7 +22,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 
 from prereg import rundir as rd  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
 from prereg.argcheck import ascii_float, ascii_int, repeated_option  # noqa: E402
-from prereg.errors import UsageError, log_to, run_cli  # noqa: E402
+from prereg.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
 from prereg.limits import MAX_SEED, MAX_SEEDS  # noqa: E402 - one bound for the flags and the documents
 from prereg.video_draw import parse_video_draw  # noqa: E402
 
@@ -287,6 +287,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     from engine import convmap_cli
     from engine.driver import format_summary, run
 
+    _check_before_writing(args, config)
     if config.record_predicts and config.ray is not None:
         raise UsageError("--record-predicts (or record_predicts: true) is not supported with --ray yet: "
                          "a shard would write predicts.jsonl on its own node; run it locally")
@@ -332,11 +333,43 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     print(format_summary(result, run_dir), flush=True)
     for target, name in ((args.out_json, rd.ROWS_SUMMARY), (args.rows_jsonl, rd.ROWS)):
         if target is not None and Path(target).resolve() != (run_dir / name).resolve():
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(run_dir / name, target)
+            try:
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(run_dir / name, target)
+            except OSError as exc:  # checked at the start; the disk may have changed since
+                raise RunFailed(f"the run ended {result.state} but {name} could not be copied to {target} "
+                                f"({exc.strerror or exc}); it is in {run_dir / name}") from None
     if result.state == rd.FAILED:
         print(f"fontaine-eval: failed: {result.reason}", file=sys.stderr, flush=True)
     return {rd.DONE: rd.EXIT_DONE, rd.STOPPED: rd.EXIT_STOPPED}.get(result.state, rd.EXIT_FAILED)
+
+
+DEVICE_RE = re.compile(r"cpu|cuda(:[0-9]{1,3})?|mps", re.ASCII)
+
+
+def _check_before_writing(args, config) -> None:
+    """What can be refused before a run directory is written: the copy targets, the device, a
+    checkpoint path that is there but cannot be read (each was a traceback or 'driver crashed')."""
+    for flag, target in (("--out-json", args.out_json), ("--rows-jsonl", args.rows_jsonl)):
+        if target is None:
+            continue
+        target = Path(target)
+        if target.is_dir():
+            raise UsageError(f"{flag} {target}: is a directory; give a file path for the copy, "
+                             f"e.g. {target / (rd.ROWS_SUMMARY if flag == '--out-json' else rd.ROWS)}")
+        for part in target.parents:
+            if part.exists():
+                if not part.is_dir():
+                    raise UsageError(f"{flag} {target}: {part} is a file, not a directory; give another path")
+                break
+    spec = config.policy
+    if spec.device is not None and not DEVICE_RE.fullmatch(spec.device):
+        raise UsageError(f"--device {spec.device!r}: not a device this engine runs on; use cpu, cuda or cuda:N "
+                         "(or leave it out: cuda when available, else cpu)")
+    if spec.kind.startswith("molmoact2") and spec.checkpoint and spec.checkpoint != "tiny":
+        from engine.policies.molmoact2.checkpoint import check_local_path
+
+        check_local_path(spec.checkpoint)  # a CheckpointError is bad input: exit 2, nothing written
 
 
 def make_executor(cfg):

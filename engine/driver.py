@@ -31,7 +31,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from engine.executor import DriverError, Executor, ExecutorFactory, local_executor
+from engine.executor import DriverError, Executor, ExecutorFactory, StartInterrupted, local_executor
 from engine.policies.factory import PolicySpec, make_policy
 from engine.provenance import package_versions, tool_git_commit
 from prereg import rundir as rd
@@ -345,7 +345,12 @@ class _Driver:
 
     def _loop(self, todo: list[int]) -> None:
         pending = deque(todo)
-        self.pool = self.make_executor(self.cfg, self.run_dir, self.policy, len(pending), self.log)
+        try:
+            self.pool = self.make_executor(self.cfg, self.run_dir, self.policy, len(pending), self.log)
+        except StartInterrupted as exc:  # a signal while it started: the stop is recorded, nothing ran
+            if self.stop is None:
+                self._request_stop(rd.StopReason(rd.BY_SIGNAL, exc.one_line()))
+            return
         if self.cfg.gpus is None and self.pool.gpus_held is not None:
             self.gpus = self.pool.gpus_held  # what the cluster actually granted
         described = self.pool.describe()

@@ -56,7 +56,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.executor import DriverError
+from engine.executor import DriverError, StartInterrupted
 from prereg import rundir as rd
 from prereg.webhook_env import is_webhook_var, scrub_webhooks
 
@@ -413,7 +413,12 @@ class RayPool:
         # the episode boundary, second = abort) must stay in force
         saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            ray.init(**{k: v for k, v in kwargs.items() if v is not None})
+            if self.address == "local":
+                ray.init(**{k: v for k, v in kwargs.items() if v is not None})
+            else:
+                self._init_interruptibly(ray, kwargs, saved)
+        except StartInterrupted:
+            raise
         except Exception as exc:
             text = f"{type(exc).__name__}: {_first_line(exc)}"
             chain, e = [], exc
@@ -434,6 +439,42 @@ class RayPool:
                         signal.signal(sig, handler)
         self.log(f"ray: connected to {self.address} (Ray {ray.__version__}, usage stats "
                  f"{'off' if os.environ.get('RAY_USAGE_STATS_ENABLED') == '0' else 'on'})")
+
+    def _init_interruptibly(self, ray, kwargs: dict, saved: dict) -> None:
+        """ray.init on a cluster address, in a thread: connecting to an address that does not
+        answer blocks in C for ~40 s, where no signal handler runs (`--ray nohost:1` ignored
+        SIGTERM and left the run `running`). Here a SIGTERM or SIGINT reaches the driver's own
+        handler (which records the stop) and ends the wait at once: StartInterrupted."""
+        outcome: dict = {}
+        interrupted: list[int] = []
+
+        def connect() -> None:
+            try:
+                ray.init(**{k: v for k, v in kwargs.items() if v is not None})
+            except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+                outcome["exc"] = exc
+
+        def on_signal(signum, frame) -> None:
+            interrupted.append(signum)
+            handler = saved.get(signum)
+            if callable(handler):
+                handler(signum, frame)
+
+        in_main = threading.current_thread() is threading.main_thread()
+        if in_main:
+            for sig in saved:
+                signal.signal(sig, on_signal)
+        thread = threading.Thread(target=connect, name="ray-connect", daemon=True)  # never holds up the exit
+        thread.start()
+        while thread.is_alive() and not interrupted:
+            thread.join(0.1)
+        if interrupted:
+            name = signal.Signals(interrupted[0]).name
+            self.log(f"ray: {name} while connecting to {self.address}: stopping before any episode")
+            raise StartInterrupted(f"{name} received while connecting to the Ray cluster at {self.address!r}; "
+                                   "no episode ran")
+        if "exc" in outcome:
+            raise outcome["exc"]
 
     def _place(self, n_seeds: int | None) -> None:
         from ray.util.placement_group import placement_group

@@ -365,7 +365,8 @@ def lock_holder(run_dir: Path) -> dict | None:
 # -- stopping: the STOP request and the structured stop reason --------------------------
 
 BY_USER, BY_GATE, BY_SIGNAL, BY_DECIDED, BY_ERROR = "user", "gate", "signal", "decided", "error"
-STOP_BY = (BY_USER, BY_GATE, BY_SIGNAL, BY_DECIDED, BY_ERROR)
+BY_KILL = "kill"  # the console killed a driver that could not write its end; the console wrote it (console/kill.py)
+STOP_BY = (BY_USER, BY_GATE, BY_SIGNAL, BY_DECIDED, BY_ERROR, BY_KILL)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,12 @@ def main() -> None:
     p.add_argument("--row-every", type=float, default=0.1)
     p.add_argument("--linger", type=float, default=600.0, help="seconds to stay alive with no more rows")
     p.add_argument("--wait-for", default=None, help="write nothing until this file appears in the run directory")
+    p.add_argument("--ignore-term", action="store_true", help="ignore SIGTERM (an episode that outlasts any grace)")
     args = p.parse_args()
+    if args.ignore_term:
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     d = args.run_dir
     d.mkdir(parents=True, exist_ok=True)
     if args.wait_for:  # a driver still importing its libraries: alive, nothing written yet

@@ -136,3 +136,30 @@ def test_a_resume_whose_manifest_is_a_fifo_says_so_at_once(tmp_path, capsys):
     assert main(["--resume", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "manifest.json: is a FIFO (named pipe), not a regular file" in err and "\n" not in err
+
+
+def test_out_json_a_directory_is_refused_before_anything_is_written(tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    assert main(["--policy", "hold", "--video-draw", "none", "--num-seeds", "1", "--run-dir", str(run_dir),
+                 "--out-json", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fontaine-eval: error: --out-json") and "is a directory" in err and "\n" not in err
+    assert "Traceback" not in err and not run_dir.exists()
+
+
+def test_a_device_no_engine_runs_on_is_bad_input_not_a_crash(tmp_path, capsys):
+    run_dir = tmp_path / "r"
+    assert main(["--molmoact2", "tiny", "--device", "tpu9", "--num-seeds", "1", "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--device 'tpu9'" in err and "use cpu, cuda or cuda:N" in err and "\n" not in err
+    assert not run_dir.exists()
+
+
+def test_a_checkpoint_that_is_a_symlink_loop_is_bad_input_not_a_crash(tmp_path, capsys):
+    loop = tmp_path / "ckpt"
+    loop.symlink_to(loop)
+    run_dir = tmp_path / "r"
+    assert main(["--molmoact2", str(loop), "--num-seeds", "1", "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "symbolic link loop" in err and str(loop) in err and "\n" not in err and "Traceback" not in err
+    assert not run_dir.exists()  # refused before anything is written (it ended 'driver crashed', exit 1)

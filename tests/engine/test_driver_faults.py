@@ -113,10 +113,11 @@ def test_a_full_disk_fails_the_run_in_seconds_with_rows_intact(small_disk):
 def test_a_run_directory_deleted_mid_run_fails_in_seconds_and_leaves_no_process(tmp_path):
     run_dir = tmp_path / "run"
     log = tmp_path / "driver.log"
-    with open(log, "wb") as out:
+    err_log = tmp_path / "stderr.log"
+    with open(log, "wb") as out, open(err_log, "wb") as err:
         proc = subprocess.Popen(eval_argv(*SCRIPTED, "--seeds", "0-40", "--workers", "2", "--video-draw", "none",
                                           "--run-dir", str(run_dir)),
-                                cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                cwd=REPO, stdout=out, stderr=err, start_new_session=True)
     try:
         workers = _workers_started(proc, 2)
         wait_until(lambda: len(read_rows(run_dir)) >= 1, timeout=120, what="a first row")
@@ -128,8 +129,9 @@ def test_a_run_directory_deleted_mid_run_fails_in_seconds_and_leaves_no_process(
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert code == rd.EXIT_FAILED
-    text = log.read_text()
-    assert f"fontaine-eval: failed: run directory deleted: {run_dir}" in text, text[-2000:]
+    text, err = log.read_text(), err_log.read_text()
+    assert f"fontaine-eval: failed: run directory deleted: {run_dir}" in err, (text[-2000:], err)
+    assert "Traceback" not in text + err  # the traceback went to a log file, never the terminal
     wait_until(lambda: _all_gone(workers), timeout=5, what="the workers to be gone")
 
 

@@ -297,3 +297,27 @@ def test_a_node_that_dies_mid_run_leaves_every_seed_exactly_once(cluster, tmp_pa
     assert lost[0]["seeds_requeued"] and set(lost[0]["seeds_requeued"]) <= {r["seed"] for r in rows}
     assert status["executor"]["shards_running"] == 0 and len(status["executor"]["per_shard"]) == 2
     assert "lost shard" in _log(run_dir)
+
+
+def test_sigterm_while_connecting_to_a_cluster_that_never_answers_stops_the_run_at_once(tmp_path):
+    """`--ray nohost:1`: ray.init blocks in C for ~40 s, where no signal handler runs; the run
+    ignored SIGTERM and stayed `running`. Now it ends promptly `stopped`, by the signal, exit 3."""
+    import time
+
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, "--policy", "hold", "--episode-seconds", "2", "--video-draw", "none",
+                           "--seeds", "0-1", "--ray", "nohost:1")
+    try:
+        wait_until(lambda: read_status(run_dir).get("state") == "running", timeout=120, what="a running driver")
+        time.sleep(1.0)  # inside ray.init's connect
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=15)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    status = read_status(run_dir)
+    assert code == 3 and took < 10, (code, took, (run_dir / "driver.log").read_text()[-2000:])
+    assert status["state"] == "stopped" and status["stop"]["by"] == "signal", status
+    assert read_rows(run_dir) == []

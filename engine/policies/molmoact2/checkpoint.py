@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from prereg.errors import UsageError
+from prereg.safe_read import os_error_why
 
 FAST_TOKENIZER_SUBDIR = "action_tokenizer"
 RELEASE_FAST_TOKENIZER = "allenai/MolmoAct2-FAST-Tokenizer"
@@ -56,7 +57,7 @@ def resolve_checkpoint(
         target = Path(cache_dir) / "molmoact2-tiny" if cache_dir is not None else default_cache_dir()
         return ResolvedCheckpoint(requested, build_tiny(target), "tiny", None)
 
-    local = Path(requested).expanduser()
+    local = check_local_path(requested)
     if local.is_dir():
         return ResolvedCheckpoint(requested, local.resolve(), "local", None)
     if local.exists():
@@ -71,6 +72,21 @@ def resolve_checkpoint(
     if not (path / "config.json").is_file():
         raise CheckpointError(f"{requested}@{commit} has no config.json; it is not a MolmoAct2 checkpoint")
     return ResolvedCheckpoint(requested, path, "hub", commit)
+
+
+def check_local_path(requested: str) -> Path:
+    """The checkpoint as a local path; CheckpointError when something is there but cannot be
+    used (a symbolic link loop, no permission): said now, before a run directory is written."""
+    local = Path(requested).expanduser()
+    try:
+        os.stat(local)
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # not a local path: a Hugging Face id, or a typo said by the caller
+    except OSError as exc:
+        raise CheckpointError(f"MolmoAct2 checkpoint {requested!r}: {local} cannot be read ({os_error_why(exc)}); "
+                              "pass the folder that holds config.json and the safetensors, a Hugging Face id, "
+                              "or 'tiny'") from None
+    return local
 
 
 def hub_revision(revision: str | None) -> str | None:

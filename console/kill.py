@@ -1,0 +1,125 @@
+"""`K`: end a run by signal, and never leave it `died` for a kill the console made.
+
+SIGTERM goes to the run's process group: the driver treats it as a stop, finishes the episodes
+in flight at their boundary, writes their rows and exits `stopped`. The console waits for that
+for as long as an episode of this run can take (`grace_s`: the manifest's episode_seconds or the
+longest episode wall so far, whichever is longer, times 1.5, plus a margin), not a fixed 10 s
+that a 30 s episode always outlasts. Only then SIGKILL, and a killed driver cannot write its
+end, so the console writes it (`record_kill`): status.json `stopped`, stop `by: kill`, the
+seeds without a row listed (in flight, or never started), which `R` (a resume) runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import psutil
+
+from prereg import rundir as rd
+from prereg.rows import read_rows
+from prereg.runs_discovery import run_process
+
+MIN_GRACE_S = 10.0
+GRACE_MARGIN_S = 15.0  # beyond the longest episode: writing its row and video, the final files
+GRACE_FACTOR = 1.5
+DEFAULT_EPISODE_S = 30.0  # a manifest without a readable episode length
+
+
+def grace_s(run_dir: str | Path) -> float:
+    """How long SIGTERM may take to end this run: its longest episode (the manifest's length or
+    the slowest row's wall time so far), times GRACE_FACTOR, plus GRACE_MARGIN_S."""
+    run_dir = Path(run_dir)
+    manifest, _ = rd.load_json_object(run_dir / rd.MANIFEST)
+    ep = (manifest or {}).get("episode_seconds")
+    episode = float(ep) if type(ep) in (int, float) and 0 < ep <= 3600 else DEFAULT_EPISODE_S
+    walls = [r.get("wall_s") for r in read_rows(run_dir / rd.ROWS).rows]
+    longest = max([episode] + [float(w) for w in walls if type(w) in (int, float) and 0 < w < 86400])
+    return max(MIN_GRACE_S, GRACE_FACTOR * longest + GRACE_MARGIN_S)
+
+
+def kill_run(run_dir: str | Path, pid_info: dict | None, who: str | None = None, grace: float | None = None,
+             poll_s: float = 0.2) -> str:
+    """SIGTERM to the run's process group, SIGKILL after `grace` (default: grace_s(run_dir)),
+    then the final state recorded if the driver did not write one. Blocking: call off the UI thread.
+    Signals only a process whose create time matches pid.json. Returns what was done, in words."""
+    run_dir = Path(run_dir)
+    proc = run_process(pid_info)
+    if proc is None:
+        return "the run's process is already gone; nothing was signalled"
+    grace = grace_s(run_dir) if grace is None else grace
+    pgid = pid_info.get("pgid") if isinstance(pid_info.get("pgid"), int) else os.getpgid(proc.pid)
+    own_group = pgid == os.getpgid(0)  # started in the console's own group: signal the tree, not the group
+    procs = [proc] + proc.children(recursive=True) if own_group else []
+    try:
+        if own_group:
+            for p in procs:
+                _signal(p, signal.SIGTERM)
+        else:
+            os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return _ended(run_dir, who, f"SIGTERM sent to process group {pgid}; it exited", killed_after=None)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if run_process(pid_info) is None:
+            return _ended(run_dir, who, f"SIGTERM sent to process group {pgid}; it exited", killed_after=None)
+        time.sleep(poll_s)
+    try:
+        if own_group:
+            for p in procs:
+                _signal(p, signal.SIGKILL)
+        else:
+            os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    end = time.monotonic() + 10.0
+    while run_process(pid_info) is not None and time.monotonic() < end:
+        time.sleep(poll_s)
+    return _ended(run_dir, who, f"SIGTERM sent to process group {pgid}; still alive after {grace:g} s, so SIGKILL",
+                  killed_after=grace)
+
+
+def _signal(p: psutil.Process, sig: int) -> None:
+    try:
+        p.send_signal(sig)
+    except psutil.NoSuchProcess:
+        pass
+
+
+def _ended(run_dir: Path, who: str | None, said: str, killed_after: float | None) -> str:
+    recorded = record_kill(run_dir, who, killed_after)
+    return f"{said}; {recorded}" if recorded else said
+
+
+def record_kill(run_dir: str | Path, who: str | None = None, killed_after: float | None = None) -> str | None:
+    """The end of a run the console killed, written for the driver that no longer can: unless
+    status.json already holds a final state, it becomes `stopped`, stop `by: kill`, with the
+    seeds that have no row (`lost_seeds`: in flight when it died, or never started), so the run
+    never shows `died` and `R` resumes those seeds. What was recorded, in words (None: nothing)."""
+    run_dir = Path(run_dir)
+    status, _ = rd.load_json_object(run_dir / rd.STATUS)
+    status = status or {}
+    if status.get("state") in rd.FINAL_STATES:
+        return None  # the driver wrote its own end
+    manifest, _ = rd.load_json_object(run_dir / rd.MANIFEST)
+    seeds = [s for s in (manifest or {}).get("seeds") or [] if type(s) is int]
+    read = read_rows(run_dir / rd.ROWS)
+    with_row = {r.get("seed") for r in read.rows}
+    lost = [s for s in seeds if s not in with_row]
+    how = (f"SIGKILL after {killed_after:g} s without reaching an episode boundary" if killed_after is not None
+           else "ended by SIGTERM without writing its final state")
+    shown = ", ".join(map(str, lost[:20])) + (", ..." if len(lost) > 20 else "")
+    detail = f"killed from the console ({how}); {len(lost)} seed(s) without a row, which a resume runs: [{shown}]"
+    stop = rd.StopReason(rd.BY_KILL, rd.one_line(detail), who=who, at=rd.utc_now())
+    status.update({
+        "schema": status.get("schema", rd.STATUS_SCHEMA), "state": rd.STOPPED, "stop": stop.as_dict(),
+        "reason": stop.text(), "lost_seeds": lost, "done": len(with_row), "total": len(seeds) or status.get("total"),
+        "updated_at": rd.utc_now(),
+    })
+    try:
+        rd.write_json_atomic(run_dir / rd.STATUS, status)
+    except OSError as exc:
+        return f"its final state could not be written ({exc.strerror or exc})"
+    return f"recorded as stopped by kill ({len(lost)} seed(s) without a row; R resumes them)"

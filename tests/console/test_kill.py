@@ -1,0 +1,74 @@
+"""`K` never leaves a run `died`: the console waits as long as an episode of the run can take,
+and when it must SIGKILL (or the driver ends without its final state) it records the end itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from console import kill, runs
+from prereg import rundir as rd
+from tests.helpers import wait_until
+
+FAKE_DRIVER = Path(__file__).parent / "fake_driver.py"
+
+
+def test_the_grace_is_the_runs_longest_episode_plus_a_margin(tmp_path):
+    rd.write_json_atomic(tmp_path / rd.MANIFEST, {"episode_seconds": 30.0, "seeds": [0, 1]})
+    assert kill.grace_s(tmp_path) == 1.5 * 30 + kill.GRACE_MARGIN_S  # a 30 s episode always outlasted 10 s
+    (tmp_path / rd.ROWS).write_text(json.dumps({"seed": 0, "wall_s": 100.0}) + "\n")
+    assert kill.grace_s(tmp_path) >= 100  # a slow policy: the walls seen so far count
+    rd.write_json_atomic(tmp_path / rd.MANIFEST, {"episode_seconds": "x"})
+    assert kill.grace_s(tmp_path) >= kill.MIN_GRACE_S
+
+
+def _start(d: Path, *extra: str) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, str(FAKE_DRIVER), str(d), "--rows", "3", "--total", "6",
+                          "--row-every", "0.05", *extra], start_new_session=True,
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_until(lambda: (d / rd.ROWS).exists() and len((d / rd.ROWS).read_text().splitlines()) >= 3,
+               timeout=30, what="three rows")
+    return p
+
+
+def test_a_kill_past_the_grace_is_recorded_stopped_by_kill_with_the_seeds_to_resume(tmp_path):
+    d = tmp_path / "run"
+    p = _start(d, "--ignore-term")  # its episode outlasts any grace: SIGTERM does not end it
+    try:
+        pid = json.loads((d / rd.PID).read_text())
+        outcome = kill.kill_run(d, pid, who="fontaine-console (test)", grace=0.5)
+        assert "SIGKILL" in outcome and "recorded as stopped by kill" in outcome, outcome
+        p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    status = json.loads((d / rd.STATUS).read_text())
+    assert status["state"] == "stopped" and status["stop"]["by"] == "kill", status
+    assert status["lost_seeds"] == [3, 4, 5] and "SIGKILL after 0.5 s" in status["reason"]
+    assert status["stop"]["who"] == "fontaine-console (test)"
+    info = runs.read_run(d)
+    assert info.state == "stopped"  # never `died`: R resumes it like any stopped run
+
+
+def test_a_driver_that_dies_on_sigterm_without_its_end_is_recorded_too(tmp_path):
+    d = tmp_path / "run"
+    p = _start(d)  # the fake driver has no SIGTERM handler: it dies without a final state
+    try:
+        pid = json.loads((d / rd.PID).read_text())
+        outcome = kill.kill_run(d, pid, grace=10)
+        p.wait(timeout=10)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert "SIGKILL" not in outcome.split(";")[0] and "recorded as stopped by kill" in outcome
+    assert runs.read_run(d).state == "stopped"
+
+
+def test_a_driver_that_writes_its_own_end_is_left_alone(tmp_path):
+    rd.write_json_atomic(tmp_path / rd.STATUS, {"state": "stopped", "reason": "signal: SIGTERM received"})
+    assert kill.record_kill(tmp_path) is None
+    assert json.loads((tmp_path / rd.STATUS).read_text())["reason"] == "signal: SIGTERM received"
