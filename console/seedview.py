@@ -43,6 +43,11 @@ FIELD_WORDS: dict[str, str] = {
     "boat_z_mm": "boat height at the end",
     "tipped": "the boat tipped over",
     "reset_strikes": "resets that failed their check (must be 0)",
+    "grasped": "both jaw pads held the boat off its support (0.1 s or more)",
+    "grasp_tick": "simulation tick at which the grasp held",
+    "lift_max_mm": "highest the boat was lifted while held",
+    "carried_cm": "how far the boat travelled while held",
+    "released": "the gripper let go of a grasped boat",
     "predicts": "policy calls in the episode",
     "zero_fallbacks": "predicts answered with a zero chunk (a decode failure)",
     "mask_violations": "tokens the grammar mask changed",
@@ -58,7 +63,7 @@ FIELD_WORDS: dict[str, str] = {
 }
 UNITS = {"dist_initial_cm": "cm", "dist_final_cm": "cm", "dist_min_cm": "cm", "progress_cm": "cm",
          "progress_final_cm": "cm", "boat_z_mm": "mm", "first_action_delta_deg": "°", "wall_s": "s",
-         "episode_seconds": "s"}
+         "episode_seconds": "s", "lift_max_mm": "mm", "carried_cm": "cm"}
 
 
 def find_row(run_dir: str | Path, seed) -> tuple[dict | None, str]:

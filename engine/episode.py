@@ -33,7 +33,7 @@ def run_episode(
     stop_on_success: bool = True,
     video_size: int | None = None,
 ) -> dict:
-    """Run one seeded episode in `env` (a BoatEnv) and return its partial row.
+    """Run one seeded episode in `env` (an engine.envs.SimEnv, e.g. BoatEnv) and return its partial row.
 
     `stop_on_success` ends the episode once the success hold completes (`ticks` then records
     the ticks executed). `chunk_horizon` is what the policy declared: a chunk may be shorter
@@ -58,7 +58,7 @@ def run_episode(
             replan_index=replan_index,
             state_rad=state,
             task=task,
-            images={"front": env.render("front"), "wrist": env.render("wrist")} if needs_images else None,
+            images=env.policy_images() if needs_images else None,
             privileged=env.privileged() if needs_privileged else None,
         )
         chunk = predict(obs)

@@ -1,4 +1,8 @@
-"""The row contract (`rows.jsonl`, schema 1): its fields and their types, one reader, one classifier.
+"""The row contract (`rows.jsonl`, schema 2): its fields and their types, one reader, one classifier.
+
+Schema 2 added the grasp fields read from the simulator's contacts (`grasped`, `grasp_tick`,
+`lift_max_mm`, `carried_cm`, `released`). A schema-1 row (written before) is still a valid row:
+the fields it lacks read as null, like any field a row leaves out.
 
 A row is one finished episode. Unknown values are null, never omitted. A line that does not
 parse (a torn last line after a crash, a hand edit), or that parses but carries a field of
@@ -19,7 +23,7 @@ from pathlib import Path
 
 from prereg.safe_read import ROWS_MAX_BYTES, Unreadable, read_regular
 
-SCHEMA = 1
+SCHEMA = 2
 
 ROW_FIELDS: tuple[str, ...] = (
     "schema", "run_id", "arm", "seed", "worker",
@@ -31,6 +35,7 @@ ROW_FIELDS: tuple[str, ...] = (
     "knock_away", "engaged",
     "upright_final", "boat_z_mm", "tipped",
     "reset_strikes",
+    "grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released",
     "predicts", "zero_fallbacks", "mask_violations", "mean_batch",
     "first_action_delta_deg",
     "wall_s", "started_at", "finished_at",
@@ -64,6 +69,8 @@ FIELD_TYPES: dict[str, frozenset] = {
     "knock_away": _OPT_BOOL, "engaged": _OPT_BOOL,
     "upright_final": _OPT_NUM, "boat_z_mm": _OPT_NUM, "tipped": _OPT_BOOL,
     "reset_strikes": _OPT_INT,
+    "grasped": _OPT_BOOL, "grasp_tick": _OPT_INT, "lift_max_mm": _OPT_NUM, "carried_cm": _OPT_NUM,
+    "released": _OPT_BOOL,
     "predicts": _OPT_INT, "zero_fallbacks": _OPT_INT, "mask_violations": _OPT_INT, "mean_batch": _OPT_NUM,
     "first_action_delta_deg": _OPT_NUM_OR_NUMS,  # per-joint list from the engine; a number is accepted
     "wall_s": _OPT_NUM, "started_at": _OPT_STR, "finished_at": _OPT_STR,
@@ -76,7 +83,7 @@ _NUMBER = (int, float)
 
 
 def row_problem(row: object) -> str | None:
-    """Why `row` is not a schema-1 row (None when it is): not an object, no seed, a field of the wrong type.
+    """Why `row` is not a valid row of any readable schema (None when it is): not an object, no seed, a field of the wrong type.
 
     Checked against `FIELD_TYPES` with exact type checks: a bool is not an integer, 1 is not
     true, "yes" is not true, and nothing is coerced. Fields outside the schema are allowed (a

@@ -1,5 +1,6 @@
 """The layering, enforced: prereg imports neither engine nor console, console never imports
-engine, console.notify (the Discord notifier) imports nothing of console outside itself, and no
+engine, engine.envs (the env contract) imports only engine.sim and prereg (and never console), engine.sim
+never imports engine.envs, console.notify (the Discord notifier) imports nothing of console outside itself, and no
 module imports itself back through others (lazy imports inside functions count: a cycle broken
 by a late import is still a cycle)."""
 
@@ -63,6 +64,21 @@ def test_console_never_imports_engine():
     bad = {m: sorted(d for d in deps if d.split(".")[0] == "engine")
            for m, deps in _graph().items() if m.split(".")[0] == "console"}
     assert not {m: d for m, d in bad.items() if d}
+
+
+def test_envs_import_only_the_simulator_and_prereg():
+    """engine.envs declares scenes: it may import engine.sim and prereg, never console, nor the rest of
+    the engine (policies, the driver), which import it; engine.sim is the layer under it."""
+    graph = _graph()
+    allowed = ("engine.envs", "engine.sim", "prereg")
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in PACKAGES and not any(d == a or d.startswith(a + ".")
+                                                                             for a in allowed))
+           for m, deps in graph.items() if m == "engine.envs" or m.startswith("engine.envs.")}
+    assert not {m: d for m, d in bad.items() if d}
+    assert any(m.startswith("engine.envs.") for m in graph)  # the rule reads the package it guards
+    under = {m: sorted(d for d in deps if d == "engine.envs" or d.startswith("engine.envs."))
+             for m, deps in graph.items() if m == "engine.sim" or m.startswith("engine.sim.")}
+    assert not {m: d for m, d in under.items() if d}
 
 
 def _in_notify(module: str) -> bool:

@@ -24,6 +24,7 @@ from engine.sim.scene import (
     DISK_RADIUS_M,
     DISK_TOP_Z,
     PAN_AXIS_XY,
+    ROOM_GEOM_GROUP,
     SUBSTEPS_PER_TICK,
     build_model,
     joint_qpos_addresses,
@@ -37,13 +38,19 @@ SPAWN_MIN_SEPARATION_M = 0.10
 SETTLE_TICKS = 15
 MAX_RESET_STRIKES = 20
 CAMERAS = ("front", "wrist")
+POLICY_CAMERAS = {"front": "front", "wrist": "wrist"}  # the policy's image inputs -> the scene's cameras
+PAD_GEOMS = ("fixed_pad", "moving_pad")
+
+# What a geom is to the boat, as bits: the contacts of one tick are folded into one OR.
+_ARM, _FIXED_PAD, _MOVING_PAD, _SUPPORT = 1, 2, 4, 8
 
 
 class BoatEnv:
     """The scene, its state at the seam (sim radians) and the per-episode metrics."""
 
-    def __init__(self, *, render_size: int = 224):
+    def __init__(self, *, render_size: int = 224, cameras: dict[str, str] | None = None):
         self.model = build_model()
+        self.cameras = dict(POLICY_CAMERAS if cameras is None else cameras)
         self.data = mujoco.MjData(self.model)
         self.render_size = int(render_size)
         self._renderer = FrameRenderer(self.model, self.render_size)
@@ -58,6 +65,11 @@ class BoatEnv:
         geom_root = self.model.body_rootid[self.model.geom_bodyid]
         self._geom_is_arm = geom_root == base
         self._geom_is_boat = self.model.geom_bodyid == self._boat_body
+        role = np.where(self._geom_is_arm, _ARM, _SUPPORT).astype(np.int64)
+        role[self.model.geom(PAD_GEOMS[0]).id] |= _FIXED_PAD
+        role[self.model.geom(PAD_GEOMS[1]).id] |= _MOVING_PAD
+        role[self._geom_is_boat] = 0
+        self._geom_role = role
         self.seed: int | None = None
         self.tick = 0
         self.metrics: EpisodeMetrics | None = None
@@ -122,6 +134,10 @@ class BoatEnv:
             raise ValueError(f"unknown camera {camera!r}; expected one of {CAMERAS}")
         return self._renderer.render(self.data, camera)
 
+    def policy_images(self) -> dict[str, np.ndarray]:
+        """The policy's image inputs, each from the scene camera the env maps it to."""
+        return {key: self.render(camera) for key, camera in self.cameras.items()}
+
     def film(self, size: int | None = None) -> np.ndarray:
         """A video frame: the front and the wrist (policy) views side by side, H x 2H x 3 uint8,
         at `size` pixels a side (default render_size; another size gets its own renderer)."""
@@ -130,7 +146,12 @@ class BoatEnv:
             if getattr(self, "_film_renderer", None) is None or self._film_renderer.size != int(size):
                 self._film_renderer = FrameRenderer(self.model, int(size))
             renderer = self._film_renderer
-        return np.concatenate([renderer.render(self.data, "front"), renderer.render(self.data, "wrist")], axis=1)
+        if getattr(self, "_film_option", None) is None:
+            self._film_option = mujoco.MjvOption()
+            self._film_option.geomgroup[ROOM_GEOM_GROUP] = 1  # the floor: where a knocked boat went
+        option = self._film_option
+        return np.concatenate([renderer.render(self.data, "front", option), renderer.render(self.data, "wrist", option)],
+                              axis=1)
 
     def close(self) -> None:
         self._renderer.close()
@@ -151,21 +172,29 @@ class BoatEnv:
 
     def boat_reading(self) -> BoatReading:
         vel = self.data.qvel[self._boat_qvel : self._boat_qvel + 3]
+        touching = self._boat_contacts()
+        both_pads = _FIXED_PAD | _MOVING_PAD
         return BoatReading(
             pos=self.boat_pos(),
             upright_cos=upright_cos(self.boat_quat()),
             speed_m_s=math.sqrt(float(vel @ vel)),
-            touching_arm=self.arm_touches_boat(),
+            touching_arm=bool(touching & _ARM),
+            held=(touching & (both_pads | _SUPPORT)) == both_pads,
         )
 
     def arm_touches_boat(self) -> bool:
         """Any active contact between the boat and any body of the arm (pads included)."""
+        return bool(self._boat_contacts() & _ARM)
+
+    def _boat_contacts(self) -> int:
+        """What the boat touches now, as the OR of the `_ARM | _FIXED_PAD | _MOVING_PAD | _SUPPORT` bits."""
         ncon = self.data.ncon
         if ncon == 0:
-            return False
+            return 0
         geoms = self.data.contact.geom[:ncon]
-        boat, arm = self._geom_is_boat[geoms], self._geom_is_arm[geoms]
-        return bool((boat[:, 0] & arm[:, 1]).any() or (boat[:, 1] & arm[:, 0]).any())
+        boat = self._geom_is_boat[geoms]
+        other = np.where(boat[:, 0], geoms[:, 1], geoms[:, 0])[boat[:, 0] ^ boat[:, 1]]
+        return int(np.bitwise_or.reduce(self._geom_role[other])) if len(other) else 0
 
     def reset_problem(self, boat_xy: np.ndarray) -> str | None:
         """Why the settled scene is not a valid start, or None."""
@@ -183,12 +212,15 @@ class BoatEnv:
 
     # -- hand placement (tests, tools) -----------------------------------------------------
 
-    def place_boat(self, pos, quat=(1.0, 0.0, 0.0, 0.0), *, restart_metrics: bool = True) -> None:
-        """Put the boat at a pose (base centre, wxyz quaternion) at rest; forward kinematics only."""
+    def place_boat(self, pos, quat=(1.0, 0.0, 0.0, 0.0), *, restart_metrics: bool = True, linvel=None) -> None:
+        """Put the boat at a pose (base centre, wxyz quaternion), at rest or moving at `linvel`
+        (m/s, world frame); forward kinematics only."""
         q = np.asarray(quat, dtype=float)
         self.data.qpos[self._boat_qpos : self._boat_qpos + 3] = pos
         self.data.qpos[self._boat_qpos + 3 : self._boat_qpos + 7] = q / np.linalg.norm(q)
         self.data.qvel[self._boat_qvel : self._boat_qvel + 6] = 0.0
+        if linvel is not None:
+            self.data.qvel[self._boat_qvel : self._boat_qvel + 3] = linvel
         mujoco.mj_forward(self.model, self.data)
         if restart_metrics:
             self._start_metrics(reset_strikes=0 if self.metrics is None else self.metrics.reset_strikes)

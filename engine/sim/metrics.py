@@ -5,6 +5,14 @@ disk height, upright, still and not touching the arm, all held for `SUCCESS_HOLD
 consecutive ticks. Success latches: once held it stays a success even if the boat is
 disturbed later. `success_tick` is the tick count at which the hold first completed (the
 streak began `SUCCESS_HOLD_TICKS - 1` ticks earlier); tick 1 is the first executed tick.
+
+Grasps, read from the contacts at the end of each tick: the boat is *held* when both jaw pads
+touch it and it touches nothing else (not the table, the disk, the floor or a wall: it is
+off its support). `grasped` = held for `GRASP_HOLD_TICKS` ticks in a row at least once, and
+`grasp_tick` the tick that streak completed (as `success_tick`); `lift_max_mm` = the highest
+the boat's base rose above where the episode started while held; `carried_cm` = the boat's
+XY travel (path length) over consecutive held ticks; `released` = grasped and not held at the
+end (false when never grasped).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ HEIGHT_TOLERANCE_M = 0.0015  # |base z - disk top|
 UPRIGHT_COS = 0.95  # cos of the tilt between the boat's up axis and world up
 STILL_SPEED_M_S = 0.01
 SUCCESS_HOLD_TICKS = 15  # 0.5 s at 30 Hz
+GRASP_HOLD_TICKS = 3  # 0.1 s: a grasp is a hold, not a brush of both pads
 TICKS_PER_SECOND = 30  # the control rate: `dist_by_second_cm` samples the distance every this many ticks
 
 
@@ -32,6 +41,7 @@ class BoatReading:
     upright_cos: float
     speed_m_s: float
     touching_arm: bool
+    held: bool = False  # both jaw pads touch it and nothing else supports it
 
 
 def rests_on_disk(reading: BoatReading, disk_pos: np.ndarray, disk_top_z: float) -> bool:
@@ -60,6 +70,12 @@ class EpisodeMetrics:
         self.dist_min_m = self.dist_initial_m
         self.last = initial
         self.dist_by_second_m = [self.dist_initial_m]  # at t = 0 s, then after every TICKS_PER_SECOND ticks
+        self.z_initial_m = float(initial.pos[2])
+        self.held_streak = 0
+        self.held_xy = (0.0, 0.0)
+        self.grasp_tick: int | None = None
+        self.lift_max_m = 0.0
+        self.carried_m = 0.0
 
     @property
     def success(self) -> bool:
@@ -76,6 +92,17 @@ class EpisodeMetrics:
         self.streak = self.streak + 1 if rests_on_disk(reading, self.disk_pos, self.disk_top_z) else 0
         if self.success_tick is None and self.streak >= SUCCESS_HOLD_TICKS:
             self.success_tick = self.ticks
+        if reading.held:
+            pos = reading.pos
+            if self.held_streak:
+                self.carried_m += math.hypot(pos[0] - self.held_xy[0], pos[1] - self.held_xy[1])
+            self.held_xy = (float(pos[0]), float(pos[1]))
+            self.held_streak += 1
+            self.lift_max_m = max(self.lift_max_m, float(pos[2]) - self.z_initial_m)
+            if self.grasp_tick is None and self.held_streak >= GRASP_HOLD_TICKS:
+                self.grasp_tick = self.ticks
+        else:
+            self.held_streak = 0
 
     def row(self) -> dict:
         """The row fields owned by the simulator (see prereg.rows.ROW_FIELDS)."""
@@ -99,6 +126,11 @@ class EpisodeMetrics:
             "boat_z_mm": round(float(self.last.pos[2]) * 1000.0, 2),
             "tipped": bool(upright < UPRIGHT_COS),
             "reset_strikes": self.reset_strikes,
+            "grasped": self.grasp_tick is not None,
+            "grasp_tick": self.grasp_tick,
+            "lift_max_mm": round(self.lift_max_m * 1000.0, 2),
+            "carried_cm": _cm(self.carried_m),
+            "released": self.grasp_tick is not None and not self.last.held,
         }
 
     def _dist(self, reading: BoatReading) -> float:

@@ -29,10 +29,11 @@ class FrameRenderer:
         self._renderer: mujoco.Renderer | None = None
         self._finalizer: weakref.finalize | None = None
 
-    def render(self, data: mujoco.MjData, camera: str) -> np.ndarray:
-        """An HxWx3 uint8 frame from the named camera (a fresh array, safe to keep)."""
+    def render(self, data: mujoco.MjData, camera: str, scene_option: mujoco.MjvOption | None = None) -> np.ndarray:
+        """An HxWx3 uint8 frame from the named camera (a fresh array, safe to keep); `scene_option`
+        picks the geom groups drawn (default: MuJoCo's, groups 0-2)."""
         renderer = self._renderer or self._make()
-        renderer.update_scene(data, camera=camera)
+        renderer.update_scene(data, camera=camera, scene_option=scene_option)
         return renderer.render().copy()
 
     def close(self) -> None:

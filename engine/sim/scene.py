@@ -8,6 +8,13 @@ scripted oracle place the boat on 120/120 seeds in the feasibility trial (docs/d
 Frames: the arm's base sits at the world origin on the table top (z = 0), facing +x. The
 boat's body origin is the centre of the underside of its hull, so a boat resting on the
 table has z = 0 and one resting on the disk has z = DISK_TOP_Z.
+
+Bounds: a floor FLOOR_DEPTH_M below the table top, closed by walls ROOM_HALF_M from the
+table's centre and a ceiling, so a boat knocked off the table lands and stays within a known
+distance of the disk (without them it fell forever: z = -471 m, progress_final_cm -1,078.7 in
+one episode). They are a static body added last (the geoms the episode already had keep their
+ids, so today's rows are unchanged) in geom groups the policy's cameras do not draw (their
+images are unchanged too); videos draw the floor (BoatEnv.film), never the walls.
 """
 
 from __future__ import annotations
@@ -50,6 +57,21 @@ MOVING_PAD_POS = (-0.0093, -0.0586, 0.0188)  # moving-jaw body: the mirror of th
 # Gripper body: 12 mm behind the fingertips, midway between the pads when they hold the 31 mm
 # hull, plus 2 mm so the fixed pad clears the hull on the way down (only the moving jaw moves).
 GRASP_SITE_POS = (-0.0079 + BOAT_WIDTH_M / 2 + 0.002, 0.0, -0.092)
+
+TABLE_CENTER_XY = (0.20, 0.0)
+TABLE_HALF_XY = (0.45, 0.40)
+FLOOR_DEPTH_M = 0.75  # the table top above the floor, a common table height
+FLOOR_Z = -FLOOR_DEPTH_M
+ROOM_HALF_M = 1.5  # the walls' inner faces, from the table centre in x and y
+ROOM_HEIGHT_M = 2.5  # floor to ceiling
+FLOOR_DRAWN_HALF_M = 8.0  # a plane collides as a half-space; its size is only how much of it is drawn
+# The model's statistics as compiled without the floor and walls: the cameras' clip planes are a
+# fraction of `extent`, which a 3 m floor would stretch five-fold (and redraw the wrist view).
+STAT_EXTENT_M = 1.2043255373859678
+STAT_CENTER = (0.2, 0.0, -0.01)
+STAT_MEANSIZE_M = 0.08665918873320455
+ROOM_GEOM_GROUP = 4  # the floor: not drawn by the policy's cameras (mjvOption shows groups 0-2), drawn in videos
+HIDDEN_GEOM_GROUP = 5  # the walls and ceiling: never drawn
 
 FRONT_CAMERA_POS = (0.50, 0.0, 0.37)
 FRONT_CAMERA_TARGET = (0.15, 0.0, 0.03)
@@ -99,6 +121,8 @@ def build_spec() -> mujoco.MjSpec:
     _add_boat(spec)
     _add_front_camera(spec)
     _attach_arm(spec)
+    _add_floor_and_walls(spec)  # last: every other geom keeps its id
+    spec.stat.extent, spec.stat.center, spec.stat.meansize = STAT_EXTENT_M, list(STAT_CENTER), STAT_MEANSIZE_M
     return spec
 
 
@@ -134,13 +158,47 @@ def _add_table_and_light(spec: mujoco.MjSpec) -> None:
     world.add_geom(
         name="table",
         type=mujoco.mjtGeom.mjGEOM_BOX,
-        size=[0.45, 0.40, 0.01],
-        pos=[0.20, 0.0, -0.01],
+        size=[TABLE_HALF_XY[0], TABLE_HALF_XY[1], 0.01],
+        pos=[TABLE_CENTER_XY[0], TABLE_CENTER_XY[1], -0.01],
         rgba=[0.62, 0.52, 0.40, 1.0],
         contype=BIT_ARM | BIT_BOAT,
         conaffinity=BIT_ARM | BIT_BOAT,
     )
     world.add_light(name="top", pos=[0.2, 0.0, 1.2], dir=[0.0, 0.0, -1.0], castshadow=False)
+
+
+def _add_floor_and_walls(spec: mujoco.MjSpec) -> None:
+    """A floor under the table, four walls and a ceiling, all planes (each a half-space to the
+    collider, so nothing tunnels through one however fast it goes), on a static body welded to
+    the world. A kerb at floor height was not enough (a boat flung at 12 m/s flew over it), nor
+    a 10 cm box wall (it went through)."""
+    room = spec.worldbody.add_body(name="room", pos=[TABLE_CENTER_XY[0], TABLE_CENTER_XY[1], FLOOR_Z])
+    common = dict(type=mujoco.mjtGeom.mjGEOM_PLANE, contype=BIT_ARM | BIT_BOAT, conaffinity=BIT_ARM | BIT_BOAT)
+    half, h, r = ROOM_HALF_M, ROOM_HEIGHT_M / 2, np.sqrt(0.5)
+    room.add_geom(name="floor", size=[FLOOR_DRAWN_HALF_M, FLOOR_DRAWN_HALF_M, 0.5], rgba=[0.55, 0.57, 0.60, 1.0], group=ROOM_GEOM_GROUP,
+                  **common)
+    for name, pos, quat, size in (  # each plane's normal (its z) points into the room
+        ("ceiling", [0.0, 0.0, ROOM_HEIGHT_M], [0.0, 1.0, 0.0, 0.0], [half, half, 0.1]),
+        ("wall_px", [half, 0.0, h], [r, 0.0, -r, 0.0], [h, half, 0.1]),
+        ("wall_nx", [-half, 0.0, h], [r, 0.0, r, 0.0], [h, half, 0.1]),
+        ("wall_py", [0.0, half, h], [r, r, 0.0, 0.0], [half, h, 0.1]),
+        ("wall_ny", [0.0, -half, h], [r, -r, 0.0, 0.0], [half, h, 0.1]),
+    ):
+        room.add_geom(name=name, pos=pos, quat=quat, size=size, rgba=[0.45, 0.47, 0.50, 1.0],
+                      group=HIDDEN_GEOM_GROUP, **common)
+
+
+def room_bounds_xy() -> tuple[float, float, float, float]:
+    """(x_min, x_max, y_min, y_max) of the floor inside the walls: where any object can be."""
+    cx, cy = TABLE_CENTER_XY
+    return (cx - ROOM_HALF_M, cx + ROOM_HALF_M, cy - ROOM_HALF_M, cy + ROOM_HALF_M)
+
+
+def table_bounds_xy() -> tuple[float, float, float, float]:
+    """(x_min, x_max, y_min, y_max) of the table top."""
+    cx, cy = TABLE_CENTER_XY
+    hx, hy = TABLE_HALF_XY
+    return (cx - hx, cx + hx, cy - hy, cy + hy)
 
 
 def _add_disk(spec: mujoco.MjSpec) -> None:

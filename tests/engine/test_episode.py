@@ -51,6 +51,12 @@ def test_row_fields_belong_to_the_schema_and_with_the_driver_cover_it(env):
     assert row["success"] is False and row["success_tick"] is None and row["wall_s"] > 0
 
 
+def test_a_policy_that_holds_still_never_grasps(env):
+    row = run(env, Hold(5), seconds=2.0)
+    assert (row["grasped"], row["grasp_tick"], row["lift_max_mm"], row["carried_cm"], row["released"]) == (
+        False, None, 0.0, 0.0, False)
+
+
 def test_budget_is_seconds_and_replans_follow_the_chunk_length(env):
     full = run(env, Hold(5), seconds=1.0, horizon=5)
     short = run(env, Hold(2), seconds=1.0, horizon=5)

@@ -45,6 +45,11 @@ def test_oracle_places_the_boat(env, oracle, seed):
     assert row["ticks"] == row["success_tick"] < 900  # the episode ends once the hold completes
     assert row["dist_final_cm"] < 1.5 and row["upright_final"] > 0.99 and row["engaged"]
     assert row["zero_fallbacks"] == 0 and row["mean_batch"] == 1.0
+    # the grasp, read from the contacts: lifted about 4.5 cm, carried to the disk, let go
+    assert row["grasped"] is True and row["released"] is True
+    assert 0 < row["grasp_tick"] < row["success_tick"]
+    assert 30 < row["lift_max_mm"] < 80
+    assert row["carried_cm"] >= 0.8 * row["progress_cm"] > 0
 
 
 def test_same_seed_same_row(env, oracle):

@@ -7,7 +7,14 @@ import pytest
 
 from engine.sim import scene
 from engine.sim.env import HOME_RAD, BoatEnv, draw_spawn, yaw_quat
-from engine.sim.metrics import SUCCESS_HOLD_TICKS, TICKS_PER_SECOND, BoatReading, EpisodeMetrics, rests_on_disk
+from engine.sim.metrics import (
+    GRASP_HOLD_TICKS,
+    SUCCESS_HOLD_TICKS,
+    TICKS_PER_SECOND,
+    BoatReading,
+    EpisodeMetrics,
+    rests_on_disk,
+)
 from engine.sim.render import FrameRenderer, RenderUnavailable
 from prereg.rows import complete_row, row_problem
 
@@ -241,6 +248,32 @@ def test_progress_knock_away_and_engagement():
     assert row["dist_initial_cm"] == 10.0 and row["dist_min_cm"] == 8.0 and row["dist_final_cm"] == 11.5
     assert row["progress_cm"] == 2.0 and row["progress_final_cm"] == -1.5
     assert row["knock_away"] and row["engaged"] and row["ticks"] == 2
+
+
+def _reading(x, z=0.0, held=False):
+    return BoatReading(pos=np.array([x, 0.0, z]), upright_cos=1.0, speed_m_s=0.0, touching_arm=held, held=held)
+
+
+def test_a_grasp_is_a_hold_of_both_pads_off_the_support_and_its_travel_is_counted():
+    m = EpisodeMetrics(np.array([0.3, 0.0, 0.0]), 0.002, _reading(0.1))
+    m.update(_reading(0.1, 0.0, held=True))  # a brush of both pads: not yet a grasp
+    m.update(_reading(0.1))
+    assert m.row()["grasped"] is False and m.row()["released"] is False
+    for i in range(GRASP_HOLD_TICKS + 2):  # lifted, then carried 1 cm a tick
+        m.update(_reading(0.1 + 0.01 * i, 0.02 + 0.005 * i, held=True))
+    row = m.row()
+    assert row["grasped"] is True and row["grasp_tick"] == 2 + GRASP_HOLD_TICKS
+    assert row["lift_max_mm"] == pytest.approx(20 + 5 * (GRASP_HOLD_TICKS + 1))
+    assert row["carried_cm"] == pytest.approx(GRASP_HOLD_TICKS + 1)
+    assert row["released"] is False  # still held at the end
+    m.update(_reading(0.3, 0.002))  # set down and let go: no travel counted for the gap
+    row = m.row()
+    assert row["released"] is True and row["carried_cm"] == pytest.approx(GRASP_HOLD_TICKS + 1)
+
+
+def test_the_pads_touching_the_boat_on_its_support_are_not_a_grasp(env):
+    env.reset(0)
+    assert env.boat_reading().held is False  # resting on the table, untouched
 
 
 def test_distance_is_sampled_once_a_second():

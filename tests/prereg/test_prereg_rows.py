@@ -20,8 +20,10 @@ from prereg.rows import (
     KNOCK_AWAY,
     QUIET,
     ROW_FIELDS,
+    SCHEMA,
     SUCCESS,
     classify,
+    complete_row,
     count_rows,
     read_rows,
     row_problem,
@@ -34,6 +36,8 @@ from prereg.rows import (
     ("reset_strikes", 1.5), ("reset_strikes", False), ("predicts", "10"),
     ("progress_final_cm", "1.0"), ("progress_final_cm", True), ("tipped", "no"),
     ("dist_by_second_cm", [1.0, "x"]), ("dist_by_second_cm", 3.0), ("note", 7), ("error", {"why": "x"}),
+    ("grasped", 1), ("grasped", "yes"), ("grasp_tick", 3.0), ("grasp_tick", True), ("lift_max_mm", "12"),
+    ("carried_cm", False), ("released", 0),
 ])
 def test_a_wrong_typed_field_makes_a_bad_line_with_its_line_and_why(tmp_path, field, value):
     p = tmp_path / "rows.jsonl"
@@ -63,6 +67,25 @@ def test_valid_rows_pass_and_extra_fields_are_allowed():
     assert row_problem({"seed": 1, "future_field": {"a": 1}}) is None
     assert row_problem([1]) == "not a JSON object" and row_problem({"x": 1}) == "no 'seed' field"
     assert set(FIELD_TYPES) == set(ROW_FIELDS)
+
+
+GRASP_FIELDS = ("grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released")
+
+
+def test_schema_2_adds_the_grasp_fields_and_schema_1_rows_still_read(tmp_path):
+    assert SCHEMA == 2 and set(GRASP_FIELDS) <= set(ROW_FIELDS)
+    row = complete_row({"seed": 4, "status": "ok", "grasped": True, "grasp_tick": 91, "lift_max_mm": 44.5,
+                        "carried_cm": 33.1, "released": True})
+    assert row["schema"] == 2 and row_problem(row) is None
+    assert complete_row({"seed": 5})["grasped"] is None  # an error row: unknown, null
+    old = {k: v for k, v in make_row(0).items() if k not in GRASP_FIELDS}
+    old["schema"] = 1
+    p = tmp_path / "rows.jsonl"
+    p.write_text(json.dumps(old) + "\n" + json.dumps(row) + "\n")
+    got = read_rows(p)
+    assert not got.bad and [r["seed"] for r in got.rows] == [0, 4]
+    assert [r.get("schema") for r in got.rows] == [1, 2] and got.rows[0].get("grasped") is None
+    assert count_rows(got.rows).rows == 2
 
 
 def test_error_rows_are_never_successes_and_any_status_but_ok_is_an_error():

@@ -1,0 +1,103 @@
+"""The envs this engine can run: the built-ins, then every `fontaine.envs` entry point.
+
+A lab brings an env as a Python distribution that declares, in its pyproject.toml,
+
+    [project.entry-points."fontaine.envs"]
+    my-scene = "my_lab.envs:my_scene"
+
+where `my_scene` is an `EnvSpec`, or a callable taking no arguments that returns one, whose
+`name` is the entry point's name. Entry points are read with importlib.metadata each time
+(nothing cached), and only the one asked for is imported; a built-in's name cannot be taken.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from dataclasses import dataclass
+from typing import Callable
+
+from engine.envs import boat_on_disk
+from engine.envs.spec import NAME_RE, EnvError, EnvSpec
+
+ENTRY_POINT_GROUP = "fontaine.envs"
+DEFAULT_ENV = boat_on_disk.NAME
+BUILTINS: dict[str, Callable[[], EnvSpec]] = {boat_on_disk.NAME: boat_on_disk.spec}
+
+
+class UnknownEnv(EnvError):
+    """No built-in and no installed entry point has this name."""
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    name: str
+    source: str  # "built-in" or "entry point <value> (<distribution>)"
+    load: Callable[[], EnvSpec]
+
+
+def _entry_points():
+    """The installed `fontaine.envs` entry points (tests replace this or install a distribution)."""
+    return importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+
+
+def entries() -> list[EnvEntry]:
+    """Built-ins first, then entry points by name; a plugin that reuses a built-in's name is left out."""
+    out = [EnvEntry(name, "built-in", load) for name, load in BUILTINS.items()]
+    seen = set(BUILTINS)
+    for ep in sorted(_entry_points(), key=lambda e: e.name):
+        if ep.name in seen:
+            continue
+        seen.add(ep.name)
+        dist = getattr(getattr(ep, "dist", None), "name", None)
+        source = f"entry point {ep.value}" + (f" ({dist})" if dist else "")
+        out.append(EnvEntry(ep.name, source, _loader(ep, source)))
+    return out
+
+
+def _loader(ep, source: str) -> Callable[[], EnvSpec]:
+    def load() -> EnvSpec:
+        try:
+            obj = ep.load()
+            spec = obj if isinstance(obj, EnvSpec) else obj()
+        except EnvError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a lab's code may fail in any way: one line, never a traceback
+            raise EnvError(f"env {ep.name}: {source} cannot be loaded ({type(exc).__name__}: {exc})") from None
+        if not isinstance(spec, EnvSpec):
+            raise EnvError(f"env {ep.name}: {source} gave {type(spec).__name__}, not an engine.envs.EnvSpec")
+        if spec.name != ep.name:
+            raise EnvError(f"env {ep.name}: {source} declares the name {spec.name!r}; "
+                           "the entry point's name and the spec's must be the same")
+        return spec
+
+    return load
+
+
+def env_names() -> list[str]:
+    return [e.name for e in entries()]
+
+
+def get_env(name: str) -> EnvSpec:
+    """The env called `name`; UnknownEnv (one line naming the known ones) when there is none."""
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise UnknownEnv(f"--env {name!r}: not an env name (lower-case letters, digits and '-'); "
+                         "fontaine-eval --list-envs lists them")
+    for entry in entries():
+        if entry.name == name:
+            return entry.load()
+    raise UnknownEnv(f"--env {name}: no such env (known: {', '.join(env_names())}); "
+                     "fontaine-eval --list-envs lists them")
+
+
+def list_lines() -> list[str]:
+    """One line per env, name first: `name<TAB>description<TAB>source`; an env that cannot be
+    loaded is listed with why, so one broken plugin does not hide the others."""
+    lines = []
+    for entry in entries():
+        try:
+            spec = entry.load()
+            lines.append(f"{spec.line()}\t{entry.source}")
+        except EnvError as exc:
+            lines.append(f"{entry.name}\t(cannot be loaded: {exc.one_line()})"
+                         f"\t{entry.source}")
+    return lines
