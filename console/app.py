@@ -515,7 +515,7 @@ class FontaineApp(App):
         self.launch(path, preregs.read_entry(path).prereg_id, preregs.DEMO_ARM)
 
     def launch(self, prereg_file: Path, prereg_id: str, arm: str) -> Path | None:
-        run_id = runs.new_run_id(prereg_id, arm)
+        run_id = rd.new_run_id(prereg_id, arm)
         run_dir = self.runs_dir / run_id
         argv = self.launch_argv(prereg_file, arm, run_dir)
         try:
@@ -526,7 +526,7 @@ class FontaineApp(App):
         self.launched.append(run_dir)
         self.watcher.adopt(run_dir, popen, arm)
         self._select(run_dir)
-        self.notify(f"launched {run_id} (pid {popen.pid}); output in {shown_path(run_dir / 'driver.log')}")
+        self.notify(f"launched {run_id} (pid {popen.pid}); output in {shown_path(run_dir / rd.LOG)}")
         return run_dir
 
     def selected_info(self) -> runs.RunInfo | None:
@@ -551,7 +551,7 @@ class FontaineApp(App):
             f"The driver finishes {in_flight} in flight, writes their rows, starts no new episode, "
             f"and exits with state `stopped` (shown as `stopping` until then).\n"
             f"Rows so far are kept; `fontaine-eval --resume {shown_path(info.path)}` runs the remaining seeds later.\n\n"
-            f"This writes {shown_path(info.path / 'STOP')}."
+            f"This writes {shown_path(info.path / rd.STOP)}."
         )
 
         def answered(yes: bool | None) -> None:

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
@@ -149,11 +148,6 @@ def read_run(path: str | Path) -> RunInfo:
 
 
 # -- run control ------------------------------------------------------------------
-
-def new_run_id(prereg_id: str, arm: str, now: float | None = None) -> str:
-    stamp = datetime.fromtimestamp(time.time() if now is None else now, tz=timezone.utc)
-    return f"{prereg_id}-{arm}-{stamp:%Y%m%d-%H%M%S}"
-
 
 def prereg_launch_argv(prereg_file: str | Path, arm: str, run_dir: str | Path) -> list[str]:
     return [sys.executable, "-m", "engine.cli", "--prereg", str(prereg_file), "--arm", arm, "--run-dir", str(run_dir)]

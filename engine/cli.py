@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
@@ -25,6 +24,7 @@ from prereg.argcheck import ascii_float, ascii_int, repeated_option  # noqa: E40
 from prereg.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
 from prereg.limits import MAX_SEED, MAX_SEEDS  # noqa: E402 - one bound for the flags and the documents
 from prereg.video_draw import parse_video_draw  # noqa: E402
+from prereg.vocabulary import CONVMAPS, DTYPES  # noqa: E402 - the one vocabulary, shared with the documents
 
 EXIT_BAD_INPUT = rd.EXIT_USAGE
 MAX_EPISODE_SECONDS = 3600.0  # one hour of simulated time per episode
@@ -37,7 +37,7 @@ DECIDED_BY_DOCUMENT = (
     "policy", "molmoact2", "molmoact2_discrete", "molmoact2_grammar_masked", "dtype", "flow_steps", "norm_tag",
     "task", "convmap", "convmap_override", "convmap_declare", "seed", "num_seeds", "seeds", "episode_seconds",
     "workers", "video_draw", "gpu_hours_gate", "pace_limit_hours", "pace_after_episodes", "revision",
-    "convmap_fit_tiebreak",
+    "convmap_fit_tiebreak", "env",
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
     "prereg", "arm", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size", "video_size", "gpus", "device",
@@ -57,6 +57,8 @@ def _main(argv: list[str]) -> int:
         raise UsageError(repeated)
     args = parser.parse_args(argv)
     args.explicit = explicit_flags(parser, argv)
+    if args.list_envs:
+        return _list_envs()
     config, run_dir, resume = resolve(args)
     return execute(args, config, run_dir, resume, argv)
 
@@ -99,12 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the Hugging Face commit, branch or tag to download (default main); the manifest records the commit")
     pol.add_argument("--molmoact2-discrete", metavar="CKPT", help="MolmoAct2 discrete (token) pathway")
     pol.add_argument("--molmoact2-grammar-masked", action="store_true", help="discrete pathway with the grammar-masked decode")
-    pol.add_argument("--dtype", choices=["bf16", "fp32"], default="bf16")
+    pol.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     pol.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
     pol.add_argument("--flow-steps", type=_bounded_int(1, 1000), default=10)
     pol.add_argument("--norm-tag", default="so100_so101_molmoact2")
     pol.add_argument("--task", default=None, help="task text (default: 'put the boat on the disk')")
-    pol.add_argument("--convmap", choices=["official", "identity", "fit"], default="official", help="joint-convention shim preset")
+    pol.add_argument("--convmap", choices=list(CONVMAPS), default="official", help="joint-convention shim preset")
     pol.add_argument("--convmap-override", action="append", default=[], metavar="JOINT=[SIGN,]OFFSET")
     pol.add_argument("--convmap-seam-stats", type=_path, metavar="PATH",
                      help="with --policy scripted: write the rig table (per-joint q01/q99 of the sim's state) and exit; "
@@ -125,6 +127,10 @@ def build_parser() -> argparse.ArgumentParser:
     proto.add_argument("--seeds", type=_seed_list, default=None, help="explicit seeds, e.g. 0,3,10-19")
     proto.add_argument("--episode-seconds", type=_bounded_float(0, MAX_EPISODE_SECONDS), default=30.0,
                        help=f"episode budget in seconds (30 Hz ticks; at most {MAX_EPISODE_SECONDS:g})")
+    proto.add_argument("--env", metavar="NAME", default=None,
+                       help="the scene and task to run (default boat-on-disk); --list-envs lists them")
+    proto.add_argument("--list-envs", action="store_true",
+                       help="print the envs this engine can run, one a line (name first), and exit")
     proto.add_argument("--workers", type=_bounded_int(1, MAX_WORKERS), default=1,
                        help="worker processes (at most one per seed is started)")
     proto.add_argument("--video-draw", default="auto",
@@ -203,7 +209,7 @@ def resolve(args):
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
                        gates=gates, gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
                        ray=_ray_settings(args, spec),
-                       record_predicts=args.record_predicts)
+                       record_predicts=args.record_predicts, env=_check_env(args.env))
     config.video_draw = _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
 
@@ -248,7 +254,7 @@ def _resolve_prereg(args):
                       convmap_overrides=tuple(launch.convmap_overrides or ()),
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
                       task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms)
-    run_id = args.run_id or (args.run_dir.name if args.run_dir else f"{launch.prereg_id}-{launch.arm}-{_stamp()}")
+    run_id = args.run_id or (args.run_dir.name if args.run_dir else rd.new_run_id(launch.prereg_id, launch.arm))
     run_dir = args.run_dir or args.runs_dir / run_id
     config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
                        episode_seconds=launch.episode_seconds, workers=_clip_workers(launch.workers or 1, len(launch.seeds)),
@@ -278,7 +284,23 @@ def _resolve_resume(args):
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{run_dir / rd.MANIFEST}: its config cannot be read back ({exc}); "
                          "the run cannot be resumed") from None
+    _check_env(config.env)  # the env the run was started on must still be there
     return config, Path(run_dir), True
+
+
+def _check_env(name: str | None) -> str:
+    """The env's name, once the registry has it (an UnknownEnv or EnvError is bad input: exit 2)."""
+    from engine.envs import DEFAULT_ENV, check_name
+
+    return check_name(DEFAULT_ENV if name is None else name)
+
+
+def _list_envs() -> int:
+    from engine.envs import list_lines
+
+    for line in list_lines():
+        print(line, flush=True)
+    return 0
 
 
 def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
@@ -477,7 +499,7 @@ def _check_video_draw(draw: str) -> str:
 
 
 def _stamp() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return rd.run_stamp()
 
 
 def _number(parse, *, minimum: float, inclusive: bool, what: str, maximum: float | None = None):

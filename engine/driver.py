@@ -64,6 +64,7 @@ class RunConfig:
     prereg: dict | None = None  # {id, sha256, path} when launched from a frozen document
     ray: dict | None = None  # {address, shards, gpus_per_shard, dashboard}: run the seeds on a Ray cluster
     record_predicts: bool = False  # predicts.jsonl: one line per served observation (engine/predict_trail.py)
+    env: str = "boat-on-disk"  # the scene and task (engine.envs); a manifest from before envs ran this one
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -75,7 +76,7 @@ class RunConfig:
     def from_dict(cls, d: dict) -> "RunConfig":
         d = dict(d)
         d["policy"] = PolicySpec.from_dict(d["policy"])
-        d["gates"] = GateSpec(**(d.get("gates") or {}))
+        d["gates"] = GateSpec.from_dict(d.get("gates"))
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         return cls(**known)
 
@@ -89,6 +90,13 @@ class RunResult:
 
 
 RESERVE_BYTES = 256 * 1024  # freed on a full disk so that the final status.json and rows.json fit
+
+
+def _env_sha256(name: str) -> str:
+    """The env's content hash (the scene's XML takes about 1.5 s to write: once per process)."""
+    from engine.envs import env_sha256
+
+    return env_sha256(name)
 
 
 def failure_reason(exc: BaseException, run_dir: Path) -> str:
@@ -248,7 +256,7 @@ class _Driver:
             self.prior_elapsed_s = float(elapsed) if type(elapsed) in (int, float) and 0 <= elapsed < 1e9 else 0.0
             stop = self.run_dir / rd.STOP
             if stop.exists():  # the stop that ended the last session is history, kept in the log
-                stop.rename(self.run_dir / f"STOP.{int(time.time())}.done")
+                stop.rename(self.run_dir / rd.done_stop_name(time.time()))
         (self.run_dir / rd.VIDEOS).mkdir(exist_ok=True)
         rd.write_pid(self.run_dir)
         rd.touch_heartbeat(self.run_dir)
@@ -307,6 +315,7 @@ class _Driver:
                 "run_id": self.cfg.run_id,
                 "prereg": self.cfg.prereg,
                 "arm": self.cfg.arm,
+                "env": {"name": self.cfg.env, "sha256": _env_sha256(self.cfg.env)},
                 "policy": self.cfg.policy.as_dict(),
                 "policy_resolved": self.policy_description,
                 "seeds": self.cfg.seeds,
@@ -335,7 +344,7 @@ class _Driver:
         rd.write_json_atomic(path, manifest)
 
     def _todo_seeds(self) -> list[int]:
-        done = {r["seed"] for r in self.rows if r.get("status") == "ok"}
+        done = {r["seed"] for r in self.rows if not is_error(r)}
         todo = [s for s in self.cfg.seeds if s not in done]
         if self.resume:
             self.log(f"resume: {len(done)} seeds have rows, {len(todo)} to run")
@@ -567,9 +576,9 @@ class _Driver:
 
     def _finish_normally(self) -> RunResult:
         self._check_rows_file()  # a run whose rows file is gone is not done
-        complete = {r["seed"] for r in self.rows if r.get("status") == "ok"} >= set(self.cfg.seeds)
+        complete = {r["seed"] for r in self.rows if not is_error(r)} >= set(self.cfg.seeds)
         session = self.rows[len(self.rows) - self.session_done:] if self.session_done else []
-        if session and not any(r.get("status") == "ok" for r in session):
+        if session and all(is_error(r) for r in session):
             first = session[0].get("error") or "no message"
             return self._finish(rd.FAILED, f"no episode could run: {len(session)} error row"
                                            f"{'s' if len(session) != 1 else ''} (first: {str(first)[:200]})")
@@ -594,12 +603,12 @@ class _Driver:
             pass
         if state == rd.FAILED:
             self.stop = rd.StopReason(rd.BY_ERROR, reason or "")
-        status = ("status.json", lambda: self._write_status(state, reason))
-        summary = ("rows.json", lambda: self._write_summary(state, reason))
+        status = (rd.STATUS, lambda: self._write_status(state, reason))
+        summary = (rd.ROWS_SUMMARY, lambda: self._write_summary(state, reason))
         # A final state in status.json means the rest is on disk: rows.json goes first. A failure
         # is the exception: its reason is what matters most when the disk is full.
         order = (status, summary) if state == rd.FAILED else (summary, status)
-        for what, write in (*order, ("heartbeat", lambda: rd.touch_heartbeat(self.run_dir))):
+        for what, write in (*order, (rd.HEARTBEAT, lambda: rd.touch_heartbeat(self.run_dir))):
             try:
                 write()
             except Exception as exc:  # noqa: BLE001 - a failure being recorded must not hide the first one

@@ -12,14 +12,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-JOINT_NAMES: tuple[str, ...] = (
-    "shoulder_pan",
-    "shoulder_lift",
-    "elbow_flex",
-    "wrist_flex",
-    "wrist_roll",
-    "gripper",
-)
+from prereg.vocabulary import JOINT_NAMES as VOCAB_JOINTS
+
+JOINT_NAMES: tuple[str, ...] = VOCAB_JOINTS  # the one list, shared with pre-registrations (prereg/vocabulary.py)
 CONTROL_HZ = 30
 DEFAULT_TASK = "put the boat on the disk"
 

@@ -19,6 +19,7 @@ import numpy as np
 from engine.policies.base import JOINT_NAMES
 from prereg.argcheck import ascii_float
 from prereg.errors import UsageError
+from prereg.vocabulary import CONVMAPS
 
 GRIPPER_RANGE_RAD = (-0.17453, 1.74533)  # so101_new_calib.xml, low = closed
 
@@ -79,7 +80,7 @@ def rig_deg_to_sim_rad(d: np.ndarray) -> np.ndarray:
 # margin rule rejected a real, documented mirror: it must carry a sign, and a typo must fail
 # loudly (a silently ignored override is a wrong unit contract that looks like a weak policy).
 
-PRESET_NAMES: tuple[str, ...] = ("official", "identity", "fit")
+PRESET_NAMES: tuple[str, ...] = CONVMAPS  # prereg.vocabulary: what a pre-registration may name
 
 
 class ConvMapError(UsageError, ValueError):

@@ -7,9 +7,11 @@ from dataclasses import asdict, dataclass, field
 
 from engine.policies.base import DEFAULT_TASK, Chunk, Observation
 from prereg.errors import UsageError
+from prereg.vocabulary import DECODES as VOCAB_DECODES
+from prereg.vocabulary import POLICIES
 
-POLICY_KINDS = ("scripted", "hold", "molmoact2", "molmoact2-discrete")
-DECODES = ("flow", "reference", "grammar-masked")
+POLICY_KINDS = POLICIES + ("hold",)  # a pre-registration's policies, and the engine's own no-op baseline
+DECODES = tuple(d for ds in VOCAB_DECODES.values() for d in ds)
 
 
 class PolicyError(UsageError):

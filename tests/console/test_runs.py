@@ -10,11 +10,12 @@ import pytest
 
 from console import runs
 from console.watcher import Watcher
+from prereg import rundir as rd
 from tests.console.conftest import FAKE_DRIVER, make_row, make_run_dir, wait_file
 
 
 def test_run_id_names_prereg_arm_and_utc_time():
-    assert runs.new_run_id("demo-tiny-engine", "scripted", now=0) == "demo-tiny-engine-scripted-19700101-000000"
+    assert rd.new_run_id("demo-tiny-engine", "scripted", now=0) == "demo-tiny-engine-scripted-19700101-000000"
 
 
 def test_read_run_lists_missing_and_unreadable_files(tmp_path):
