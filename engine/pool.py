@@ -317,12 +317,12 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: tuple | N
 
 
 def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple | None) -> None:
+    from engine.envs import DEFAULT_ENV, get_env
     from engine.episode import run_episode
-    from engine.sim.env import BoatEnv
 
     spec = cfg.policy
     local = None if spec.serve_in_driver else make_policy(spec)
-    env = BoatEnv(render_size=cfg.render_size)
+    env = get_env(getattr(cfg, "env", DEFAULT_ENV)).create(render_size=cfg.render_size)
     conn.send(Ready())
     if local is not None:
         horizon, needs_images, needs_priv = local.chunk_horizon, local.needs_images, local.needs_privileged

@@ -5,10 +5,20 @@
 package may import engine.sim and prereg, never console (tests/test_import_rules.py).
 """
 
-from engine.envs.registry import DEFAULT_ENV, ENTRY_POINT_GROUP, UnknownEnv, entries, env_names, get_env, list_lines
+from engine.envs.registry import (
+    DEFAULT_ENV,
+    ENTRY_POINT_GROUP,
+    UnknownEnv,
+    check_name,
+    entries,
+    env_names,
+    env_sha256,
+    get_env,
+    list_lines,
+)
 from engine.envs.spec import BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SimEnv, SuccessSpec
 
 __all__ = [
     "DEFAULT_ENV", "ENTRY_POINT_GROUP", "BoundsSpec", "EnvError", "EnvSpec", "GraspSpec", "ResetSpec", "SimEnv",
-    "SuccessSpec", "UnknownEnv", "entries", "env_names", "get_env", "list_lines",
+    "SuccessSpec", "UnknownEnv", "check_name", "entries", "env_names", "env_sha256", "get_env", "list_lines",
 ]

@@ -13,7 +13,7 @@ from engine.envs.spec import BoundsSpec, EnvSpec, GraspSpec, ResetSpec, SuccessS
 from engine.sim import env as sim_env
 from engine.sim import metrics, scene
 
-NAME = "boat-on-disk"
+NAME = "boat-on-disk"  # engine.envs.registry.DEFAULT_ENV
 TASK = "put the boat on the disk"  # engine.policies.base.DEFAULT_TASK (a test holds them equal)
 
 

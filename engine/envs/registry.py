@@ -12,16 +12,26 @@ where `my_scene` is an `EnvSpec`, or a callable taking no arguments that returns
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 from dataclasses import dataclass
 from typing import Callable
 
-from engine.envs import boat_on_disk
 from engine.envs.spec import NAME_RE, EnvError, EnvSpec
 
 ENTRY_POINT_GROUP = "fontaine.envs"
-DEFAULT_ENV = boat_on_disk.NAME
-BUILTINS: dict[str, Callable[[], EnvSpec]] = {boat_on_disk.NAME: boat_on_disk.spec}
+DEFAULT_ENV = "boat-on-disk"
+
+
+def _boat_on_disk() -> EnvSpec:
+    from engine.envs import boat_on_disk  # imports mujoco: only when the spec is asked for
+
+    return boat_on_disk.spec()
+
+
+# Loaded on demand: naming an env never imports MuJoCo (fontaine-eval checks the GL library before
+# it does, and a bad MUJOCO_GL makes `import mujoco` itself fail).
+BUILTINS: dict[str, Callable[[], EnvSpec]] = {DEFAULT_ENV: _boat_on_disk}
 
 
 class UnknownEnv(EnvError):
@@ -73,6 +83,15 @@ def _loader(ep, source: str) -> Callable[[], EnvSpec]:
     return load
 
 
+def check_name(name: str) -> str:
+    """`name` when it is a built-in (checked without loading it) or an entry point that loads;
+    UnknownEnv or EnvError (one line, exit 2) when not."""
+    if name in BUILTINS:
+        return name
+    get_env(name)
+    return name
+
+
 def env_names() -> list[str]:
     return [e.name for e in entries()]
 
@@ -87,6 +106,13 @@ def get_env(name: str) -> EnvSpec:
             return entry.load()
     raise UnknownEnv(f"--env {name}: no such env (known: {', '.join(env_names())}); "
                      "fontaine-eval --list-envs lists them")
+
+
+@functools.lru_cache(maxsize=8)
+def env_sha256(name: str) -> str:
+    """The content hash of the env called `name` (EnvSpec.sha256), once per process: writing the
+    scene's XML compiles it (about 1.5 s for boat-on-disk), and a driver records it once."""
+    return get_env(name).sha256()
 
 
 def list_lines() -> list[str]:

@@ -1,0 +1,70 @@
+"""fontaine-eval and envs: --list-envs, --env NAME, an unknown env refused before anything is
+written, and the manifest recording the env's name and content hash."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+
+from engine.cli import main
+from engine.envs import env_sha256, registry
+from tests.helpers import REPO
+
+
+def test_list_envs_prints_one_env_a_line_name_first_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    ep = importlib.metadata.EntryPoint(name="lab-boat", value="tests.engine.test_cli_envs:lab_boat",
+                                       group="fontaine.envs")
+    monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
+    assert main(["--list-envs"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("\t")[0] for line in lines] == ["boat-on-disk", "lab-boat"]
+    assert "the lab's boat" in lines[1]
+    assert list(tmp_path.iterdir()) == []
+
+
+def lab_boat():
+    import dataclasses
+
+    return dataclasses.replace(registry.get_env("boat-on-disk"), name="lab-boat", description="the lab's boat")
+
+
+def test_an_unknown_env_is_one_line_exit_2_and_nothing_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for name, needle in (("pick-lift", "--env pick-lift: no such env (known: boat-on-disk)"),
+                         ("../x", "not an env name")):
+        assert main(["--policy", "hold", "--env", name, "--num-seeds", "1"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("fontaine-eval: error:") and needle in err and "\n" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_frozen_document_decides_the_env(tmp_path, capsys):
+    demo = REPO / "prereg" / "examples" / "demo.md"
+    assert main(["--prereg", str(demo), "--arm", "scripted", "--env", "boat-on-disk",
+                 "--run-dir", str(tmp_path / "r")]) == 2
+    assert "--env: the frozen pre-registration decides this" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_manifest_records_the_env_and_its_hash_and_rows_carry_the_grasp_fields(tmp_path):
+    run_dir = tmp_path / "r"
+    assert main(["--policy", "hold", "--env", "boat-on-disk", "--num-seeds", "1", "--episode-seconds", "0.5",
+                 "--video-draw", "none", "--run-dir", str(run_dir)]) == 0
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["env"] == {"name": "boat-on-disk", "sha256": env_sha256("boat-on-disk")}
+    assert manifest["config"]["env"] == "boat-on-disk"
+    row = json.loads((run_dir / "rows.jsonl").read_text().splitlines()[0])
+    assert row["schema"] == 2 and row["status"] == "ok" and row["grasped"] is False and row["released"] is False
+
+
+def test_a_resume_whose_env_is_gone_is_refused(tmp_path, capsys):
+    from engine.driver import RunConfig
+    from engine.policies.factory import PolicySpec
+
+    config = RunConfig(run_id="r", arm="hold", policy=PolicySpec(kind="hold"), seeds=[0], env="lab-gone")
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": config.as_dict()}))
+    assert main(["--resume", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--env lab-gone: no such env" in err and "\n" not in err
+    assert RunConfig.from_dict({k: v for k, v in config.as_dict().items() if k != "env"}).env == "boat-on-disk"
