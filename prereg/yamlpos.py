@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import yaml
 
+from prereg.errors import UsageError
+
 Path_ = tuple  # a field path, e.g. ("arms", 1, "checkpoint")
 
 
-class PosYAMLError(ValueError):
+class PosYAMLError(UsageError, ValueError):
+    """YAML that cannot be read as a pre-registration, with the file line (bad input: exit 2)."""
+
     def __init__(self, message: str, line: int):
         super().__init__(message)
         self.line = line

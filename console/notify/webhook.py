@@ -16,6 +16,8 @@ import re
 import stat
 from pathlib import Path
 
+from prereg.errors import UsageError
+
 ENV_URL = "FONTAINE_DISCORD_WEBHOOK_URL"
 ENV_FILE = "FONTAINE_DISCORD_WEBHOOK_FILE"
 
@@ -33,7 +35,7 @@ _URL_RE = re.compile(
 )
 
 
-class WebhookConfigError(ValueError):
+class WebhookConfigError(UsageError, ValueError):
     """The webhook setting is present but unusable; the message says what to do."""
 
 

@@ -30,10 +30,11 @@ ERRORS = [
     ("engine.driver", "RunFailed", EXIT_FAILED),
     ("engine.pool", "_PredictFailed", EXIT_FAILED),
     ("console.runs", "RunBusy", EXIT_USAGE),
+    ("prereg.yamlpos", "PosYAMLError", EXIT_USAGE),
+    ("console.notify.webhook", "WebhookConfigError", EXIT_USAGE),
 ]
 
-# roots that live in files other work owns at the moment; each is to join the root when it lands
-NOT_YET = {"PosYAMLError", "WebhookConfigError"}
+NOT_YET: set[str] = set()  # every root has joined
 ROOT = "FontaineError"
 
 
