@@ -33,7 +33,6 @@ from prereg.runs_discovery import (  # noqa: F401 - re-exported: the console's n
     run_process,
     run_sort_key,
 )
-from prereg.safe_read import kind_of, os_error_why
 from prereg.webhook_env import without_webhooks
 
 
@@ -115,34 +114,24 @@ def _count(v: object) -> int | None:
 
 
 def read_run(path: str | Path) -> RunInfo:
-    """Read a run directory's small files; never raises for a bad or missing file."""
+    """Read a run directory's small files through the contract's one snapshot (`rd.read_snapshot`):
+    never raises and never blocks for a bad or missing file."""
     path = Path(path)
+    snap = rd.read_snapshot(path)
     info = RunInfo(run_id=path.name, path=path)
-    info.manifest = _read_json(path / rd.MANIFEST, info)
-    info.status = _read_json(path / rd.STATUS, info)
-    info.pid = _read_json(path / rd.PID, info)
-    if info.status is not None and info.status.get("state") not in rd.STATES:
-        info.problems.append(f"{rd.STATUS}: state {str(info.status.get('state'))[:40]!r} is not one of {', '.join(rd.STATES)}")
-    if info.manifest and isinstance(info.manifest.get("run_id"), str) and info.manifest["run_id"]:
-        info.run_id = info.manifest["run_id"]
-    try:
-        info.heartbeat_mtime = os.stat(path / rd.HEARTBEAT).st_mtime
-    except FileNotFoundError:
-        info.missing.append(rd.HEARTBEAT)
-    except OSError as exc:
-        info.problems.append(f"{rd.HEARTBEAT}: {exc.strerror or exc}")
-    try:
-        st = os.stat(path / rd.ROWS)
-        kind = kind_of(st.st_mode)
-        if kind is not None:
-            info.problems.append(f"{rd.ROWS}: is {kind}, not a regular file")
-        else:
-            info.rows_size = st.st_size
-    except FileNotFoundError:
-        info.missing.append(rd.ROWS)
-    except OSError as exc:
-        info.problems.append(f"{rd.ROWS}: {os_error_why(exc)}")
-    info.stop = rd.read_stop(path)
+    info.manifest = snap.manifest.raw if snap.manifest is not None else None
+    info.status = snap.status.raw if snap.status is not None else None
+    info.pid = snap.pid
+    info.missing = list(snap.missing)
+    info.problems = [why if why.startswith(name) else f"{name}: {why}" for name, why in snap.unreadable.items()]
+    if snap.status is not None and snap.status.state not in rd.STATES:
+        state = info.status.get("state")
+        info.problems.append(f"{rd.STATUS}: state {str(state)[:40]!r} is not one of {', '.join(rd.STATES)}")
+    if snap.manifest is not None and snap.manifest.run_id:
+        info.run_id = snap.manifest.run_id
+    info.heartbeat_mtime = snap.heartbeat_mtime
+    info.rows_size = snap.rows_size
+    info.stop = snap.stop
     info.liveness = liveness(info.pid)
     return info
 
@@ -265,12 +254,3 @@ def _terminate_tree(proc: psutil.Process, grace_s: float) -> str:
             pass
     killed = f"; SIGKILL to {len(alive)} still alive after {grace_s:g} s" if alive else ""
     return f"SIGTERM sent to the run's process and its {len(procs) - 1} children (it shares the console's group){killed}"
-
-
-def _read_json(path: Path, info: RunInfo) -> dict | None:
-    obj, problem = rd.load_json_object(path)
-    if problem == "missing":
-        info.missing.append(path.name)
-    elif problem:
-        info.problems.append(problem)
-    return obj

@@ -265,7 +265,8 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
     if not run_dir.is_dir():
         raise PreregError(f"{run_dir}: no such run directory (for arm {arm!r}); pass --run {arm}=RUN_DIR")
     got = read_rows(run_dir / rd.ROWS)
-    status = rd.read_json(run_dir / rd.STATUS)
+    snap = rd.read_snapshot(run_dir)
+    status = snap.status.raw if snap.status is not None else None
     bad = [f"line {b.line_no}: {b.reason}" for b in got.bad]
     reads = arm_reads(arm, got.rows, planned_seeds=list(sm.protocol.seeds), validity=sm.reads.validity,
                       interval=sm.reads.interval, run_state=status, bad_lines=bad)
@@ -289,7 +290,7 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
         reads.notes.append(decided)
     if not (run_dir / rd.ROWS).exists():
         reads.notes.append("the run directory has no rows.jsonl")
-    manifest = rd.read_json(run_dir / rd.MANIFEST)
+    manifest = snap.manifest.raw if snap.manifest is not None else None
     evidence = evidence_from_reads(reads, got.rows, planned=sm.protocol.seeds, interval=sm.reads.interval,
                                    status=status, manifest=manifest, run_dir=run_dir)
     if evidence.resumes:
@@ -315,10 +316,11 @@ def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict
         if not run.is_dir():
             return ComparatorRead(c, None, None, f"not paired: the comparator run {run} is not on this machine")
         got = read_rows(run / rd.ROWS)
-        cstatus = rd.read_json(run / rd.STATUS)
+        csnap = rd.read_snapshot(run)
+        cstatus = csnap.status.raw if csnap.status is not None else None
         creads = arm_reads(c.name, got.rows, run_state=cstatus)
         bad = [f"{len(got.bad)} line(s) of its rows.jsonl are not valid rows"] if got.bad else []
-        ext = evidence_from_reads(creads, got.rows, status=cstatus, manifest=rd.read_json(run / rd.MANIFEST),
+        ext = evidence_from_reads(creads, got.rows, status=cstatus, manifest=csnap.manifest.raw if csnap.manifest is not None else None,
                                   extra_problems=bad, external=True, run_dir=run)
     paired = paired_reads(rep.reads, creads, c.name)
     note = found_note
