@@ -275,9 +275,11 @@ def _resolve_resume(args):
     run_dir = args.resume
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"--resume {run_dir}: is a file, not a run directory")
-    manifest, problem = rd.load_json_object(run_dir / rd.MANIFEST)
+    snap = rd.read_snapshot(run_dir)  # the contract's one read of a run's small files, as the console's
+    manifest = snap.manifest.raw if snap.manifest is not None else None
     if manifest is None or not isinstance(manifest.get("config"), dict):
-        why = f" ({problem})" if problem and problem != "missing" else ""
+        problem = snap.unreadable.get(rd.MANIFEST)
+        why = f" ({problem})" if problem else ""
         raise UsageError(f"{run_dir} has no readable manifest.json{why}: not a run directory (or it never started)")
     try:
         config = RunConfig.from_dict(manifest["config"])
