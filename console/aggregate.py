@@ -2,7 +2,7 @@
 
 The console shows what a researcher reads off a run while it goes: successes with an
 interval, knock-aways, engaged vs quiet, zero-fallbacks per predict, reset strikes (must
-be 0), error rows, one outcome per seed, the spread of `progress_final_cm`, the latest
+be 0), error rows, one outcome per seed (prereg.rows.episode_outcome), the spread of `progress_final_cm`, the latest
 rows and the median episode wall (the stall gate's yardstick). Rows are folded in one at
 a time and dropped; only a bounded window of recent rows is kept. Distributions are kept
 as counts of values rounded to display precision, so their size depends on the range of
@@ -27,6 +27,7 @@ from prereg.rows import (  # noqa: F401  (the outcome names are re-exported for 
     SUCCESS,
     BadLine,
     RowCounts,
+    episode_outcome,
     number,
     row_outcome,
 )
@@ -132,14 +133,15 @@ class RunAggregate:
         pf_sum, batch_sum, batch_n = 0.0, 0.0, 0
         outcomes, recent = self.seed_outcomes, self.recent
         pf_counts, wall_counts = self._progress_final, self._walls
-        for row, (outcome, _, _) in zip(rows, classes):
+        for row, c in zip(rows, classes):
+            outcome = c[0]
             get = row.get
             n += 1
             recent.append((n, row))
             seed = get("seed")
             if seed in outcomes:
                 dups += 1
-            outcomes[seed] = outcome
+            outcomes[seed] = episode_outcome(row, c)  # the grid shows the episode's one outcome
             if outcome == ERROR:
                 self.error_messages.append(f"seed {seed}: {get('error') or get('status') or 'error (no message)'}")
                 continue

@@ -15,17 +15,25 @@ from console.runs import FINAL_STATES, RunInfo
 from prereg import rundir as rd
 from prereg.curtail import pace_text, settled_text
 from prereg.gates import OK, PENDING, TRIPPED, WARN, GateReading, GateSpec, PaceInputs, evaluate_gates
-from prereg.rows import number
+from prereg.rows import CARRIED, DROPPED, OFF_TABLE, PLACED_TIPPED, TOUCHED, number
 
 OUTCOME_STYLE = {
     SUCCESS: "bold green",
+    PLACED_TIPPED: "green",
+    CARRIED: "bold cyan",
+    DROPPED: "blue",
+    OFF_TABLE: "bold red reverse",
     KNOCK_AWAY: "bold red",
-    ENGAGED: "yellow",
+    ENGAGED: "yellow",  # classify's word (the latest rows); the grid says touched
+    TOUCHED: "yellow",
     QUIET: "grey62",
     ERROR: "bold magenta",
     None: "grey30",  # no row yet
 }
-OUTCOME_GLYPH = {SUCCESS: "■", KNOCK_AWAY: "■", ENGAGED: "■", QUIET: "■", ERROR: "✖", None: "·"}
+OUTCOME_GLYPH = {**dict.fromkeys(OUTCOME_STYLE, "■"), OFF_TABLE: "▼", ERROR: "✖", None: "·"}
+GRID_LEGEND = ((SUCCESS, "success"), (PLACED_TIPPED, "tipped"), (CARRIED, "carried"), (DROPPED, "dropped"),
+               (OFF_TABLE, "off-table"), (KNOCK_AWAY, "knock"), (TOUCHED, "touched"), (QUIET, "quiet"),
+               (ERROR, "error"), (None, "none"))
 STATE_STYLE = {
     "starting": "cyan", "running": "bold cyan", "stopping": "bold yellow", "stopped": "yellow",
     "done": "green", "failed": "bold red", "died": "bold red reverse", "unknown": "grey50",
@@ -296,8 +304,7 @@ def seed_grid_text(view: AggregateView, seeds: list | None, width: int, cursor: 
 
 def grid_legend() -> Text:
     t = Text()
-    for outcome, label in ((SUCCESS, "success"), (KNOCK_AWAY, "knock"), (ENGAGED, "engaged"),
-                           (QUIET, "quiet"), (ERROR, "error"), (None, "none")):
+    for outcome, label in GRID_LEGEND:
         t.append(OUTCOME_GLYPH[outcome], style=OUTCOME_STYLE[outcome])
         t.append(f"{label} ", style="grey62")
     return t

@@ -17,7 +17,7 @@ import numpy as np
 from scipy import stats
 
 from prereg.model import Validity
-from prereg.rows import ERROR, SUCCESS, RowCounts, number
+from prereg.rows import ERROR, SUCCESS, RowCounts, episode_outcome, number
 from prereg.rules import Clause, Rule
 from prereg.rundir import status_reason_text
 
@@ -91,6 +91,8 @@ class ArmReads:
     dist_by_second_mean: list[float | None] = field(default_factory=list)  # mean boat-to-disk cm at t = i s
     dist_by_second_n: list[int] = field(default_factory=list)  # rows that reached second i
     run_state: str | None = None  # status.json's state (running runs are never judged)
+    outcomes: dict[str, int] = field(default_factory=dict)  # prereg.rows.episode_outcome -> seeds
+    outcome_by_seed: dict[int, str] = field(default_factory=dict)
 
     @property
     def stopped_early(self) -> bool:
@@ -128,6 +130,7 @@ class ArmReads:
     def as_dict(self) -> dict:
         d = asdict(self)
         d["progress_by_seed"] = {str(k): v for k, v in self.progress_by_seed.items()}
+        d["outcome_by_seed"] = {str(k): v for k, v in self.outcome_by_seed.items()}
         d["valid"] = self.valid
         d["stopped_early"] = self.stopped_early
         return d
@@ -238,6 +241,8 @@ def arm_reads(
         mask_per_predict=counts.mask_violations / counts.predicts if counts.predicts else None,
         dist_by_second_mean=by_second[0], dist_by_second_n=by_second[1],
         run_state=state.get("state") if isinstance(state.get("state"), str) else None,
+        outcomes=dict(counts.by_outcome),
+        outcome_by_seed={s: episode_outcome(by_seed[s], cls[s]) for s in seeds},
     )
     reads.checks = _validity_checks(reads, validity)
     unknown = sum(1 for r in rs if r.get("reset_strikes") is None)

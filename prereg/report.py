@@ -38,7 +38,7 @@ from prereg.reads import (
     arm_reads,
     paired_reads,
 )
-from prereg.rows import read_rows
+from prereg.rows import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES, read_rows
 from prereg.rundir import utc_now
 from prereg.runs_discovery import newest_registered_run
 from prereg.seal import require_intact, verify_layout, write_lines
@@ -120,6 +120,8 @@ class Report:
             out.append(f"  secondary engaged {a.engaged}, knock-aways {a.knock_aways}, quiet {a.quiet}, "
                        f"progress_final mean {_cm(a.progress_final_mean)} median {_cm(a.progress_final_median)}, "
                        f"success seeds {a.success_seeds}")
+            if a.outcomes:
+                out.append(f"  outcomes  {_outcomes_line(a.outcomes)}")
             for c in r.comparators:
                 out.append(f"  vs {c.comparator.name}: " + (_paired_line(c.paired) if c.paired else c.note))
             out.append(f"  wrote     {r.results_md}, {r.chart}")
@@ -416,9 +418,16 @@ def _arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: boo
                f"{_cm(a.progress_final_median)}; success seeds {a.success_seeds}; mask violations {a.mask_violations}"
                + (f"; first-action delta {a.first_action_delta_deg:.2f} deg" if a.first_action_delta_deg is not None else ""))
     out.append(f"- **Reads as the lab notes made them**: {_seed_reads_line(a)}")
+    if a.outcomes:
+        out.append("- **Outcomes** (one per episode, prereg.rows.episode_outcome): " + _outcomes_line(a.outcomes))
     for c in rep.comparators:
         out.append(f"- **Paired vs {c.comparator.name}**: " + (_paired_line(c.paired) if c.paired else c.note)
                    + (f" ({c.note})" if c.paired and c.note else ""))
+        if c.reads is not None:
+            moves = outcome_transitions(c.reads, a)
+            if moves:
+                out.append(f"  - outcome moves from {c.comparator.name} to {a.arm}: "
+                           + "; ".join(_transition_text(m) for m in moves))
     if a.dropped:
         out.append("- **Dropped values** (null or not finite, left out of the reads that need them): "
                    + ", ".join(f"{k} {v}" for k, v in sorted(a.dropped.items())))
@@ -431,6 +440,45 @@ def _arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: boo
         out.append("- Boat-to-disk distance by second: the table in the registration's results file")
     if chart_rel:
         out.append(f"- Chart: `{chart_rel}`")
+    return out
+
+
+def _outcomes_line(outcomes: dict[str, int]) -> str:
+    return " · ".join(f"{OUTCOME_LABELS[o]} {n}" for o, n in outcomes.items() if n) or "no rows"
+
+
+def outcome_transitions(before: ArmReads, after: ArmReads) -> list[tuple[str, str, list[int]]]:
+    """(outcome in `before`, outcome in `after`, seeds) for the seeds both arms have whose episode
+    outcome differs, most seeds first: which seeds went from "carried not placed" to "success"."""
+    moves: dict[tuple[str, str], list[int]] = {}
+    for seed, was in before.outcome_by_seed.items():
+        now = after.outcome_by_seed.get(seed)
+        if now is not None and now != was:
+            moves.setdefault((was, now), []).append(seed)
+    order = {o: i for i, o in enumerate(EPISODE_OUTCOMES)}
+    return sorted(((a, b, sorted(s)) for (a, b), s in moves.items()),
+                  key=lambda m: (-len(m[2]), order[m[0]], order[m[1]]))
+
+
+def _transition_text(move: tuple[str, str, list[int]]) -> str:
+    was, now, seeds = move
+    shown = ", ".join(map(str, seeds[:20])) + (", ..." if len(seeds) > 20 else "")
+    return f"{OUTCOME_LABELS[was]} → {OUTCOME_LABELS[now]} {len(seeds)} (seeds {shown})"
+
+
+def _outcomes_table(shown: dict[str, ArmReport]) -> list[str]:
+    """Arms x episode outcomes: how each arm's episodes ended, in the classifier's order."""
+    arms = [(name, rep.reads) for name, rep in shown.items() if rep.reads.outcomes]
+    if not arms:
+        return []
+    used = [o for o in EPISODE_OUTCOMES if any(r.outcomes.get(o) for _, r in arms)]
+    out = ["## Outcomes", "",
+           "One outcome per episode (prereg.rows.episode_outcome; the first that holds, left to right).", "",
+           "| arm | " + " | ".join(OUTCOME_LABELS[o] for o in used) + " |",
+           "| --- | " + " | ".join("---" for _ in used) + " |"]
+    for name, r in arms:
+        out.append(f"| {name} | " + " | ".join(str(r.outcomes.get(o, 0)) for o in used) + " |")
+    out += ["", *(f"- {OUTCOME_LABELS[o]}: {OUTCOME_RULES[o]}" for o in used if o in OUTCOME_RULES), ""]
     return out
 
 
@@ -516,6 +564,7 @@ def _registration_markdown(doc: Document, reports: dict[str, ArmReport], judgeme
     out.append("")
     for rep in shown.values():
         out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None, in_registration=True) + [""]
+    out += _outcomes_table(shown)
     out += _pairings_markdown(reports, charts, folder)
     out += _distance_table(shown)
     out += _rules_markdown(judgement)
@@ -532,6 +581,9 @@ def _pairings_markdown(reports: dict[str, ArmReport], charts: list[Path], folder
     for arm, c in rows:
         out.append(f"- **{arm} - {c.comparator.name}**: " + (_paired_line(c.paired) if c.paired else c.note)
                    + (f" ({c.note})" if c.paired and c.note else ""))
+        if c.reads is not None:
+            out += [f"  - {c.comparator.name} → {arm}: {_transition_text(m)}"
+                    for m in outcome_transitions(c.reads, reports[arm].reads)]
     out.append("")
     for ch in charts:
         rel = ch.relative_to(folder) if ch.is_relative_to(folder) else ch

@@ -1,8 +1,11 @@
 """The row contract (`rows.jsonl`, schema 2): its fields and their types, one reader, one classifier.
 
 Schema 2 added the grasp fields read from the simulator's contacts (`grasped`, `grasp_tick`,
-`lift_max_mm`, `carried_cm`, `released`). A schema-1 row (written before) is still a valid row:
-the fields it lacks read as null, like any field a row leaves out.
+`lift_max_mm`, `carried_cm`, `released`), then `touched` (the arm touched the object at some
+tick) and `off_table` (the object ended below the table top: on the floor); a schema-2 row
+written before those two reads them as null, and `episode_outcome` falls back on the distances.
+A schema-1 row (written before) is still a valid row: the fields it lacks read as null, like any
+field a row leaves out.
 
 A row is one finished episode. Unknown values are null, never omitted. A line that does not
 parse (a torn last line after a crash, a hand edit), or that parses but carries a field of
@@ -36,6 +39,7 @@ ROW_FIELDS: tuple[str, ...] = (
     "upright_final", "boat_z_mm", "tipped",
     "reset_strikes",
     "grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released",
+    "touched", "off_table",
     "predicts", "zero_fallbacks", "mask_violations", "mean_batch",
     "first_action_delta_deg",
     "wall_s", "started_at", "finished_at",
@@ -70,7 +74,7 @@ FIELD_TYPES: dict[str, frozenset] = {
     "upright_final": _OPT_NUM, "boat_z_mm": _OPT_NUM, "tipped": _OPT_BOOL,
     "reset_strikes": _OPT_INT,
     "grasped": _OPT_BOOL, "grasp_tick": _OPT_INT, "lift_max_mm": _OPT_NUM, "carried_cm": _OPT_NUM,
-    "released": _OPT_BOOL,
+    "released": _OPT_BOOL, "touched": _OPT_BOOL, "off_table": _OPT_BOOL,
     "predicts": _OPT_INT, "zero_fallbacks": _OPT_INT, "mask_violations": _OPT_INT, "mean_batch": _OPT_NUM,
     "first_action_delta_deg": _OPT_NUM_OR_NUMS,  # per-joint list from the engine; a number is accepted
     "wall_s": _OPT_NUM, "started_at": _OPT_STR, "finished_at": _OPT_STR,
@@ -289,6 +293,79 @@ def row_outcome(row: dict) -> str:
     return classify(row)[0]
 
 
+# ---------------------------------------------------------------- one outcome per episode
+
+# What happened in an episode, in one word, from the row's physics fields (schema 2). Decided in
+# this order, the first that holds: error, success, off the table, then (grasped) placed tipped,
+# carried not placed, grasped then dropped, then (never grasped) knocked away, touched, quiet.
+OFF_TABLE = "off_table"
+PLACED_TIPPED = "placed_tipped"
+CARRIED = "carried_not_placed"
+DROPPED = "grasped_dropped"
+TOUCHED = "touched"
+EPISODE_OUTCOMES = (ERROR, SUCCESS, OFF_TABLE, PLACED_TIPPED, CARRIED, DROPPED, KNOCK_AWAY, TOUCHED, QUIET)
+OUTCOME_LABELS = {
+    ERROR: "error", SUCCESS: "success", OFF_TABLE: "off the table", PLACED_TIPPED: "placed tipped",
+    CARRIED: "carried not placed", DROPPED: "grasped then dropped", KNOCK_AWAY: "knocked away",
+    TOUCHED: "touched", QUIET: "quiet",
+}
+OUTCOME_RULES = {  # the definitions, in words: the report prints them under its outcome table
+    SUCCESS: "the env's success predicate held",
+    OFF_TABLE: "the object ended below the table top (off_table; else boat_z_mm <= -10)",
+    PLACED_TIPPED: "grasped, released, tipped, within 5 cm of the target",
+    CARRIED: "grasped and carried >= 2 cm while held, or still held at the end",
+    DROPPED: "grasped, then released after carrying < 2 cm",
+    KNOCK_AWAY: "never grasped; progress_final_cm <= -1",
+    TOUCHED: "never grasped; the arm touched the object (touched; else progress_cm > 1)",
+    QUIET: "none of the above",
+}
+OFF_TABLE_Z_MM = -10.0  # a row without `off_table`: the object's base this far below the table top fell off
+PLACED_NEAR_CM = 5.0  # placed: its final distance to the target at most this
+CARRIED_MIN_CM = 2.0  # carried: moved at least this far (XY) while held
+
+
+def episode_outcome(row: dict, classified: tuple[str, bool, bool] | None = None) -> str:
+    """The one outcome of an episode (EPISODE_OUTCOMES), by the order above.
+
+    A row without the grasp fields (schema 1) is never grasped, so its outcome is `classify`'s
+    order (error > success > knock-away > engaged > quiet) with two refinements: a boat that
+    ended below the table is off the table, and engaged reads as touched. `classified`, when
+    given, is `classify(row)` already computed."""
+    outcome, knock, engaged = classified if classified is not None else classify(row)
+    if outcome in (ERROR, SUCCESS):
+        return outcome
+    get = row.get
+    off = get("off_table")
+    if off is None:
+        z = number(get("boat_z_mm"))
+        off = z is not None and z <= OFF_TABLE_Z_MM
+    if off is True:
+        return OFF_TABLE
+    if get("grasped") is True:
+        dist = number(get("dist_final_cm"))
+        if (get("released") is True and get("tipped") is True and dist is not None
+                and dist <= PLACED_NEAR_CM):
+            return PLACED_TIPPED
+        carried = number(get("carried_cm"))
+        if get("released") is not True or (carried is not None and carried >= CARRIED_MIN_CM):
+            return CARRIED
+        return DROPPED
+    if knock:
+        return KNOCK_AWAY
+    touched = get("touched")
+    if touched is True or (touched is None and engaged):
+        return TOUCHED
+    return QUIET
+
+
+def outcome_counts(rows) -> dict[str, int]:
+    """{outcome: rows} over EPISODE_OUTCOMES, every outcome present (0 when none)."""
+    out = dict.fromkeys(EPISODE_OUTCOMES, 0)
+    for row in rows:
+        out[episode_outcome(row)] += 1
+    return out
+
+
 @dataclass
 class RowCounts:
     """The counts of a set of rows, folded in with `add_many`: what every consumer shows.
@@ -297,7 +374,7 @@ class RowCounts:
     knock-aways, engaged, quiet and tipped count ok rows only. Reset strikes count every row
     (a failed reset happens before the episode, whatever the episode did); predicts,
     zero-fallbacks and mask interventions count every row that reports them (an error row's
-    predicts were spent).
+    predicts were spent). `by_outcome` counts every row by its `episode_outcome`.
     """
 
     rows: int = 0
@@ -313,6 +390,7 @@ class RowCounts:
     predicts: int = 0
     zero_fallbacks: int = 0
     mask_violations: int = 0
+    by_outcome: dict = field(default_factory=lambda: dict.fromkeys(EPISODE_OUTCOMES, 0))  # episode_outcome
 
     def add(self, row: dict) -> str:
         """Fold in one row; its outcome."""
@@ -325,11 +403,13 @@ class RowCounts:
         `outcomes`, when given, receives each row's (outcome, knock, engaged) in order."""
         n = ok = succ = knocks = eng = quiet = tipped = strikes = strike_rows = pr = zf = mv = 0
         push = outcomes.append if outcomes is not None else None
+        by_outcome = self.by_outcome
         for row in rows:
             n += 1
             c = classify(row)
             if push is not None:
                 push(c)
+            by_outcome[episode_outcome(row, c)] += 1
             get = row.get
             v = get("reset_strikes")
             if type(v) is int and v > 0:

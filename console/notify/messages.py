@@ -38,7 +38,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.curtail import settled_text
 from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
-from prereg.rows import count_rows, number, read_rows
+from prereg.rows import ERROR, OUTCOME_LABELS, count_rows, number, read_rows
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
@@ -285,6 +285,8 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
     """The counts an update reads: outcomes, validity, pace, GPU-hours."""
     t = tally(snap.rows)
     lines = [f"successes **{t.successes}** · knock-aways {t.knock_aways} · engaged {t.engaged}"]
+    if t.outcomes:
+        lines.append("outcomes: " + " · ".join(f"{OUTCOME_LABELS[o]} {n}" for o, n in t.outcomes))
     zf = f"zero-fallbacks {t.zero_fallbacks}"
     if t.predicts:
         zf += f" ({100.0 * t.zero_fallbacks / t.predicts:.1f}% of {t.predicts:,} predicts)"
@@ -371,12 +373,15 @@ class Tally:
     predicts: int = 0
     reset_strikes: int = 0
     errors: int = 0
+    outcomes: tuple[tuple[str, int], ...] = ()  # (episode outcome, rows), the ones seen, errors apart
 
 
 def tally(rows: list[dict]) -> Tally:
     """Counts over rows, by `prereg.rows.RowCounts`: the same counts as the console and the report."""
     c = count_rows(rows)
-    return Tally(c.successes, c.knock_aways, c.engaged, c.zero_fallbacks, c.predicts, c.reset_strikes, c.errors)
+    outcomes = tuple((o, n) for o, n in c.by_outcome.items() if n and o != ERROR)
+    return Tally(c.successes, c.knock_aways, c.engaged, c.zero_fallbacks, c.predicts, c.reset_strikes, c.errors,
+                 outcomes)
 
 
 def describe_gates(spec: GateSpec) -> str:

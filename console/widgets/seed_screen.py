@@ -19,9 +19,9 @@ from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane, T
 from textual.worker import get_current_worker
 
 from console import seedview
-from console.aggregate import row_outcome
 from console.render import OUTCOME_STYLE, fmt_signed
 from console.widgets.images import Image
+from prereg.rows import OUTCOME_LABELS, episode_outcome
 
 PREDICT_COLUMNS = ("replan", "tick", "pathway", "decode", "tokens", "chunk (normalised)", "fallback", "mask", "first action °")
 
@@ -33,9 +33,9 @@ def seed_title(run_id: str, seed, row: dict | None, problem: str = "") -> Text:
     if row is None:
         t.append(f"\n{problem or 'reading…'}", style="yellow" if problem else "italic grey62")
         return t
-    outcome = row_outcome(row)
+    outcome = episode_outcome(row)
     t.append("  ·  ")
-    t.append(outcome.replace("_", "-"), style=OUTCOME_STYLE[outcome])
+    t.append(OUTCOME_LABELS[outcome], style=OUTCOME_STYLE[outcome])
     pf = row.get("progress_final_cm")
     bits = []
     if isinstance(pf, (int, float)):

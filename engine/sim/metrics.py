@@ -12,7 +12,9 @@ off its support). `grasped` = held for `GRASP_HOLD_TICKS` ticks in a row at leas
 `grasp_tick` the tick that streak completed (as `success_tick`); `lift_max_mm` = the highest
 the boat's base rose above where the episode started while held; `carried_cm` = the boat's
 XY travel (path length) over consecutive held ticks; `released` = grasped and not held at the
-end (false when never grasped).
+end (false when never grasped); `touched` = the arm touched the boat at some tick; `off_table` =
+the boat's base ended more than `OFF_TABLE_DROP_M` below where it started (it fell off the table:
+on the floor). prereg.rows.episode_outcome reads these into the episode's one outcome.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ UPRIGHT_COS = 0.95  # cos of the tilt between the boat's up axis and world up
 STILL_SPEED_M_S = 0.01
 SUCCESS_HOLD_TICKS = 15  # 0.5 s at 30 Hz
 GRASP_HOLD_TICKS = 3  # 0.1 s: a grasp is a hold, not a brush of both pads
+OFF_TABLE_DROP_M = 0.01  # the table is 20 mm thick: a base 10 mm below the top is past its edge
 TICKS_PER_SECOND = 30  # the control rate: `dist_by_second_cm` samples the distance every this many ticks
 
 
@@ -76,6 +79,7 @@ class EpisodeMetrics:
         self.grasp_tick: int | None = None
         self.lift_max_m = 0.0
         self.carried_m = 0.0
+        self.touched = bool(initial.touching_arm)
 
     @property
     def success(self) -> bool:
@@ -85,6 +89,7 @@ class EpisodeMetrics:
         """Record one executed tick."""
         self.ticks += 1
         self.last = reading
+        self.touched = self.touched or reading.touching_arm
         dist = self._dist(reading)
         self.dist_min_m = min(self.dist_min_m, dist)
         if self.ticks % TICKS_PER_SECOND == 0:
@@ -131,6 +136,8 @@ class EpisodeMetrics:
             "lift_max_mm": round(self.lift_max_m * 1000.0, 2),
             "carried_cm": _cm(self.carried_m),
             "released": self.grasp_tick is not None and not self.last.held,
+            "touched": self.touched,
+            "off_table": bool(float(self.last.pos[2]) < self.z_initial_m - OFF_TABLE_DROP_M),
         }
 
     def _dist(self, reading: BoatReading) -> float:

@@ -72,7 +72,7 @@ async def test_grid_cell_opens_the_seed_and_its_frames_advance(runs_dir, filmed_
         await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen), what="the seed screen")
         screen = app.screen
         await wait_for(pilot, lambda: screen.frames is not None and screen.frames_shown >= 1, what="the first frame")
-        assert "seed 3" in plain(screen.query_one("#seed-title")) and "engaged" in plain(screen.query_one("#seed-title"))
+        assert "seed 3" in plain(screen.query_one("#seed-title")) and "touched" in plain(screen.query_one("#seed-title"))
         assert "frame 1/60" in plain(screen.query_one("#frame-info"))
         assert screen.query_one("#thumb-first").image is screen.frames.images[0]
         assert screen.query_one("#thumb-last").image is screen.frames.images[-1]

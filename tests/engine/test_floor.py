@@ -10,6 +10,7 @@ import pytest
 from engine.envs import get_env
 from engine.sim import scene
 from engine.sim.env import HOME_RAD, BoatEnv
+from prereg.rows import OFF_TABLE, episode_outcome
 
 BOUNDS = get_env("boat-on-disk").bounds
 
@@ -43,6 +44,7 @@ def test_a_boat_knocked_off_the_table_lands_on_the_floor(env, pos, linvel):
     assert abs(row["progress_final_cm"]) <= BOUNDS.max_distance_m() * 100
     assert row["dist_final_cm"] <= BOUNDS.max_distance_m() * 100
     assert row["grasped"] is False
+    assert row["off_table"] is True and episode_outcome({**row, "status": "ok"}) == OFF_TABLE
 
 
 def test_a_boat_flung_hard_is_stopped_by_the_walls(env):

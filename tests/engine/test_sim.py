@@ -269,6 +269,17 @@ def test_a_grasp_is_a_hold_of_both_pads_off_the_support_and_its_travel_is_counte
     m.update(_reading(0.3, 0.002))  # set down and let go: no travel counted for the gap
     row = m.row()
     assert row["released"] is True and row["carried_cm"] == pytest.approx(GRASP_HOLD_TICKS + 1)
+    assert row["touched"] is True and row["off_table"] is False
+
+
+def test_touched_and_off_table():
+    m = EpisodeMetrics(np.array([0.3, 0.0, 0.0]), 0.002, _reading(0.1))
+    m.update(_reading(0.1))
+    assert m.row()["touched"] is False and m.row()["off_table"] is False
+    m.update(_reading(0.12, held=True))  # touching_arm for one tick
+    m.update(_reading(0.5, -0.75))  # then on the floor
+    row = m.row()
+    assert row["touched"] is True and row["off_table"] is True
 
 
 def test_the_pads_touching_the_boat_on_its_support_are_not_a_grasp(env):
