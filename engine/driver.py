@@ -92,11 +92,16 @@ class RunResult:
 RESERVE_BYTES = 256 * 1024  # freed on a full disk so that the final status.json and rows.json fit
 
 
-def _env_sha256(name: str) -> str:
-    """The env's content hash (the scene's XML takes about 1.5 s to write: once per process)."""
-    from engine.envs import env_sha256
+def _env_record(name: str) -> dict:
+    """The manifest's `env`: its name and content hash (the scene's XML takes about 1.5 s to write:
+    once per process). The driver itself never needs MuJoCo to run, so a hash it cannot compute
+    (MuJoCo failing to load here, say) is recorded as missing with why, and the workers say the rest."""
+    try:
+        from engine.envs import env_sha256
 
-    return env_sha256(name)
+        return {"name": name, "sha256": env_sha256(name)}
+    except Exception as exc:  # noqa: BLE001 - the manifest says why; provenance treats a missing hash as not the registered env
+        return {"name": name, "sha256": None, "sha256_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
 
 def failure_reason(exc: BaseException, run_dir: Path) -> str:
@@ -315,7 +320,7 @@ class _Driver:
                 "run_id": self.cfg.run_id,
                 "prereg": self.cfg.prereg,
                 "arm": self.cfg.arm,
-                "env": {"name": self.cfg.env, "sha256": _env_sha256(self.cfg.env)},
+                "env": _env_record(self.cfg.env),
                 "policy": self.cfg.policy.as_dict(),
                 "policy_resolved": self.policy_description,
                 "seeds": self.cfg.seeds,
