@@ -478,7 +478,14 @@ class FontaineApp(App):
     def _open_seed(self, message: SeedGrid.Open) -> None:
         if self.detail is None:
             return
-        self.push_screen(SeedScreen(self.detail.info.path, self.detail.info.run_id, message.seed))
+        self.push_screen(SeedScreen(self.detail.info.path, self.detail.info.run_id, message.seed), self._back_from_seed)
+
+    def _back_from_seed(self, _result=None) -> None:
+        """Back from a seed's view, up/down move the runs list again (the grid keeps its cursor for
+        the next `g`): keys that silently moved a hidden cursor made `r` report a run not meant."""
+        screen = self._main_screen()
+        if screen is not None:
+            screen.query_one(RunsTable).focus()
 
     def action_launch(self) -> None:
         entries = preregs.list_preregs(self.prereg_dirs)
@@ -607,9 +614,23 @@ class FontaineApp(App):
             self.notify(f"{info.run_id} has no pre-registration in its manifest: there is no report to run",
                         severity="warning")
             return
-        if info.live:
-            self.notify(f"{info.run_id} is still running; the report reads the rows so far", severity="warning")
-        self.push_screen(ResultsScreen(info.prereg_path, info.path, report_runs(info, self.runs_dir)))
+        arm_runs = report_runs(info, self.runs_dir)
+        if not info.live:
+            self.push_screen(ResultsScreen(info.prereg_path, info.path, arm_runs))
+            return
+        # A report of a run still going reads partial rows and writes (and may append) its results:
+        # never on one key press, and never without naming the run it is about.
+        done = "" if info.done is None else f" {info.done}/{info.total if info.total is not None else '?'}"
+        body = (f"{info.run_id} ({info.arm}) is still {info.state}{done}. The report would read only the rows so far, "
+                f"write {shown_path(info.path / rd.RESULTS)} from them"
+                + (f" and append those reads to {info.prereg_path}" if preregs.appends_to(info.prereg_path) else "")
+                + ".\n\nWait for the run to end for its real results.")
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.push_screen(ResultsScreen(info.prereg_path, info.path, arm_runs))
+
+        self.push_screen(ConfirmScreen(f"Report on {info.run_id} while it runs?", body, "Report partial rows"), answered)
 
     def action_discord_test(self) -> None:
         if self.notifier is None:

@@ -253,7 +253,7 @@ HELP = """\
   d        launch the demo pre-registration (prereg/examples/demo.md, arm scripted)
   s        stop the selected run at an episode boundary (writes STOP; asks first)
   K        escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)
-  r        results: run the pre-registration report for the selected run
+  r        results: the pre-registration report of the selected run (asks while it runs)
   t        send a Discord test post
   c        compare the arms of the selected run's pre-registration (paired deltas), live
   R        resume a stopped, failed or died run (fontaine-eval --resume; asks first)
@@ -261,7 +261,7 @@ HELP = """\
   /        filter the runs list (words in the id, arm or state); esc clears it
   g        the per-seed grid and back: arrows pick a seed, enter or a click opens it
   p, 1-4   in a small terminal: the detail panel shown (counts, pace, seeds, rows)
-  up/down  select a run
+  up/down  select a run; home/end the newest/oldest
   ctrl+p   command palette
   ?        this help
   q        quit: runs keep running, detached; reopen the console to reattach
@@ -272,7 +272,7 @@ HELP = """\
   every field in words; the predict trail (predicts.jsonl, when the run recorded one).
   space     play/pause                 left/right (or , .)  step one frame (or click the bar)
   [ ]       ten frames back/on         home/end             first/last frame
-  v w p     video, row, predicts       esc                  back to the run
+  v w p     video, row, predicts       esc                  back to the runs list
 
 [b]States[/b]
   starting, running       the driver is at work (process checked by pid and create time)

@@ -193,10 +193,11 @@ class SeedGrid(Panel):
         self.cursor = min(self.cursor, max(0, len(self._order) - 1))
         self._render_grid()
 
-    def _render_grid(self) -> None:
+    def _render_grid(self, focused: bool | None = None) -> None:
         if self._view is None:
             return
-        cursor = self.cursor if (self.has_focus and self._order) else None
+        focused = self.has_focus if focused is None else focused
+        cursor = self.cursor if (focused and self._order) else None
         self.update(seed_grid_text(self._view, self._seeds, self._width(), cursor, self._order, self._hidden))
 
     def _width(self) -> int:
@@ -206,11 +207,12 @@ class SeedGrid(Panel):
     def selected_seed(self):
         return self._order[self.cursor] if self._order else None
 
+    # These run before Widget's own handlers set has_focus: the cursor is drawn from the event.
     def on_focus(self) -> None:
-        self._render_grid()
+        self._render_grid(focused=True)
 
     def on_blur(self) -> None:
-        self._render_grid()
+        self._render_grid(focused=False)
 
     def action_move(self, step: int) -> None:
         if self._order:

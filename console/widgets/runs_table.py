@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.binding import Binding
 from textual.widgets import DataTable
 
 from console.render import fmt_age, state_text
@@ -15,6 +16,21 @@ COLUMNS = (("run", "run"), ("state", "state"), ("arm", "arm"), ("done", "done"),
 
 class RunsTable(DataTable):
     """Rows are keyed by the run directory's path; cells are updated only when they change."""
+
+    # DataTable's home/end scroll sideways (to the first/last column): in a list of runs they
+    # go to the newest/oldest run, as they do in any list.
+    BINDINGS = [
+        Binding("home", "first_run", "First run", show=False),
+        Binding("end", "last_run", "Last run", show=False),
+    ]
+
+    def action_first_run(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=0)
+
+    def action_last_run(self) -> None:
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1)
 
     def __init__(self, **kwargs):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)

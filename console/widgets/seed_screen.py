@@ -296,4 +296,4 @@ class SeedScreen(Screen):
     def action_back(self) -> None:
         if self._timer is not None:
             self._timer.stop()
-        self.app.pop_screen()
+        self.dismiss()  # the console puts the focus back on the runs list (FontaineApp._open_seed)

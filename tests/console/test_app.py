@@ -483,3 +483,67 @@ async def test_a_small_terminal_shows_one_panel_at_a_time(runs_dir):
         screen = app2.screen
         assert not screen.compact
         assert all(screen.query_one(w).display for w in ("#counts", "#pace", "#grid", "#hist", "#recent"))
+
+
+# -- focus: where the keys go (issue 27) ------------------------------------------------------
+
+def grid_cursor_cells(app) -> list[str]:
+    """The grid's cells drawn reversed (the seed cursor), as the grid shows them now."""
+    grid = app.screen.query_one("#grid")
+    return [grid.content.plain[s.start:s.end] for s in grid.content.spans if "reverse" in str(s.style)]
+
+
+async def test_g_shows_the_seed_cursor_at_once_and_esc_from_a_seed_gives_the_keys_back_to_the_runs(runs_dir):
+    from console.widgets.seed_screen import SeedScreen
+
+    make_run_dir(runs_dir, "a-scripted-20260101-000000", done=20)
+    make_run_dir(runs_dir, "b-scripted-20260101-010000", done=10, total=20, state="stopped",
+                 rows=[make_row(s) for s in range(10)])
+    make_run_dir(runs_dir, "c-scripted-20260101-020000", done=5, total=20, state="stopped",
+                 rows=[make_row(s) for s in range(5)])
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.screen.query_one("#runs")
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.run_id.startswith("c-")
+                       and table.row_count == 3 and not app.detail.loading and "/5" in counts_text(app))
+        assert table.has_focus and grid_cursor_cells(app) == []
+        await pilot.press("g")
+        await wait_for(pilot, lambda: app.screen.query_one("#grid").has_focus, what="the grid focused")
+        assert grid_cursor_cells(app) == ["■"], "the seed under the cursor is marked before any arrow key"
+        await pilot.press("right", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.seed == 1)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SeedScreen))
+        await wait_for(pilot, lambda: app.screen.query_one("#runs").has_focus, what="the runs list focused")
+        assert grid_cursor_cells(app) == []
+        await pilot.press("down")  # the runs list moves, not a hidden grid cursor
+        await wait_for(pilot, lambda: app.detail.info.run_id.startswith("b-") and "/10" in counts_text(app))
+        await pilot.press("down")
+        await wait_for(pilot, lambda: app.detail.info.run_id.startswith("a-"))
+        await pilot.press("home")
+        await wait_for(pilot, lambda: table.cursor_row == 0 and app.detail.info.run_id.startswith("c-"),
+                       what="home: the newest run")
+        await pilot.press("end")
+        await wait_for(pilot, lambda: table.cursor_row == 2 and app.detail.info.run_id.startswith("a-"),
+                       what="end: the oldest run")
+        await pilot.press("g")  # the grid kept its seed
+        await wait_for(pilot, lambda: app.screen.query_one("#grid").has_focus)
+        assert app.screen.query_one("#grid").cursor == 1 and grid_cursor_cells(app) == ["■"]
+
+
+async def test_results_of_a_live_run_asks_first_and_names_the_run(runs_dir, prereg_dir):
+    me = psutil.Process()
+    make_run_dir(runs_dir, "live-scripted-20260101-000000", total=30, done=3, state="running",
+                 prereg={"id": "demo", "sha256": "x", "path": str(prereg_dir / "demo.md")},
+                 pid={"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time()})
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.live)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        body = plain(app.screen.query_one("#dialog-body"))
+        assert "live-scripted-20260101-000000 (scripted) is still running 3/30" in body
+        assert "only the rows so far" in body
+        await pilot.press("n")
+        await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert not isinstance(app.screen, ResultsScreen)
