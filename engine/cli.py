@@ -58,7 +58,7 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     args.explicit = explicit_flags(parser, argv)
     if args.list_envs:
-        return _list_envs()
+        return _list_envs(args.env)
     config, run_dir, resume = resolve(args)
     return execute(args, config, run_dir, resume, argv)
 
@@ -262,6 +262,7 @@ def _resolve_prereg(args):
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
                        render_size=args.render_size, video_size=args.video_size, ray=_ray_settings(args, spec),
                        record_predicts=bool(launch.record_predicts or args.record_predicts),
+                       env=_check_env(launch.env),  # the document decides the env (None: boat-on-disk)
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
                                "path": str(Path(launch.prereg_path).resolve())})
     config.video_draw = _check_video_draw(config.video_draw)
@@ -297,9 +298,14 @@ def _check_env(name: str | None) -> str:
     return check_name(DEFAULT_ENV if name is None else name)
 
 
-def _list_envs() -> int:
-    from engine.envs import list_lines
+def _list_envs(name: str | None = None) -> int:
+    """One line per env; with --env NAME, that env's line and its sha256 (what a plan pins)."""
+    from engine.envs import env_sha256, get_env, list_lines
 
+    if name is not None:
+        spec = get_env(name)
+        print(f"{spec.line()}\tsha256 {env_sha256(name)}", flush=True)
+        return 0
     for line in list_lines():
         print(line, flush=True)
     return 0

@@ -39,6 +39,8 @@ class LaunchSpec:
     gates: GateSpec
     section: str = "base"  # base | amendment-N
     record_predicts: bool = False
+    env: str | None = None  # the arm's env, else the protocol's; None: boat-on-disk (the engine's default)
+    env_sha256: str | None = None  # the content hash the plan froze with it (None: not pinned)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -93,6 +95,8 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
         gates=sm.gates,
         section=sec.name,
         record_predicts=bool(proto.record_predicts),
+        env=arm.env or proto.env,
+        env_sha256=arm.env_sha256 if arm.env else proto.env_sha256,
     )
 
 

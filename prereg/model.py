@@ -27,6 +27,8 @@ class Arm:
     workers: int | None = None  # None: the protocol's
     flow_steps: int | None = None
     task: str | None = None
+    env: str | None = None  # the scene and task (engine.envs name or env file); None: the protocol's
+    env_sha256: str | None = None  # its content hash as frozen
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,8 @@ class Protocol:
     workers: int = 1
     video_draw: str = "0"  # prereg.video_draw's written form; "0" when the protocol does not say
     record_predicts: bool = False  # write predicts.jsonl (engine/predict_trail.py)
+    env: str | None = None  # the scene and task every arm runs (None: boat-on-disk, the engine's default)
+    env_sha256: str | None = None  # its content hash as frozen: a run on a changed env is INVALID
 
 
 @dataclass(frozen=True)

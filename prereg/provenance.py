@@ -20,7 +20,7 @@ from prereg import rundir as rd
 from prereg.launch import LaunchSpec
 
 # the engine's defaults for a setting the registration leaves out (engine/cli.py `_resolve_prereg`)
-LAUNCH_DEFAULTS = {"convmap": "official"}
+LAUNCH_DEFAULTS = {"convmap": "official", "env": "boat-on-disk"}  # a plan or manifest without env ran boat-on-disk
 
 
 def registered_settings(spec: LaunchSpec) -> dict[str, object]:
@@ -83,6 +83,7 @@ def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None =
     if m_arm != spec.arm:
         out.append(f"the manifest names arm {m_arm!r}, not {spec.arm!r}" if m_arm else
                    f"the manifest names no arm (reported as {spec.arm!r})")
+    out += env_problems(manifest, spec)
     got = recorded_settings(manifest)
     for key, want in registered_settings(spec).items():
         if want is None:
@@ -96,6 +97,23 @@ def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None =
         if not _same(have, want):
             out.append(f"recorded {key} {_show(have)} is not the registered {_show(want)}")
     return out
+
+
+def env_problems(manifest: dict, spec: LaunchSpec) -> list[str]:
+    """The run's env against the registered one: its name, then (when the plan pinned it) its
+    content hash, so an env edited after freezing (a tolerance, a camera, a mesh) is named."""
+    want = spec.env or LAUNCH_DEFAULTS["env"]
+    env = manifest.get("env") if isinstance(manifest.get("env"), dict) else {}
+    have = env.get("name") if "env" in manifest else LAUNCH_DEFAULTS["env"]  # a manifest from before envs
+    if have != want:
+        return [f"recorded env {_show(have)} is not the registered {want!r}"]
+    if spec.env_sha256 and env.get("sha256") != spec.env_sha256:
+        got = env.get("sha256")
+        return [f"the env {want} changed after freezing: the run's env sha256 "
+                + (f"{str(got)[:12]}" if got else "is not recorded")
+                + f", the registered {spec.env_sha256[:12]} (an env is frozen by content: "
+                "register the new one by amendment)"]
+    return []
 
 
 def _same(a, b) -> bool:

@@ -32,9 +32,9 @@ TOP_KEYS = ("fontaine", "id", "title", "created", "arms", "protocol", "reads", "
 AMEND_KEYS = ("title", "arms", "protocol", "reads", "gates", "decision_rules")
 ARM_KEYS = (
     "name", "policy", "checkpoint", "revision", "decode", "convmap", "convmap_overrides",
-    "norm_tag", "dtype", "workers", "flow_steps", "task", "notes",
+    "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256",
 )
-PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts")
+PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts", "env", "env_sha256")
 GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided", "sequential")
 DECIDED_VALUES = ("stop", "record")  # gates.decided: stop when the rules are settled, or only record it
 READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator", "power")
@@ -93,7 +93,7 @@ def build_model(doc: Document) -> None:
         title = str(raw.get("title") or "") if sec.number else doc.title
         arms, names = _check_arms(raw.get("arms"), ctx, sec, known_arms, required=sec.number == 0)
         known_arms.update(names)
-        proto_fields = _check_protocol(raw.get("protocol"), ctx, required=sec.number == 0)
+        proto_fields = _check_protocol(raw.get("protocol"), ctx, required=sec.number == 0, sealed=sec.sealed)
         protocol_d = {**parent_protocol, **proto_fields}
         protocol = Protocol(**protocol_d) if {"seeds", "episode_seconds"} <= protocol_d.keys() else None
         gate_fields = _check_gates(raw.get("gates"), ctx, required=sec.number == 0)
@@ -249,6 +249,7 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
             err("revision", *pin_problem)
     norm_tag = _opt_str(a, "norm_tag", err)
     task = _opt_str(a, "task", err)
+    env = _check_env_fields(a, err, sec.sealed)
     if bad:
         return None
     return Arm(
@@ -257,8 +258,39 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
         decode=decode if model else None, convmap=convmap if model else None,
         convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
         norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,
-        flow_steps=flow_steps, task=task,
+        flow_steps=flow_steps, task=task, **env,
     )
+
+
+ENV_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # engine.envs.spec.NAME_RE
+ENV_FILE_SUFFIXES = (".yaml", ".yml")  # a declarative env file, relative to the document's folder
+ENV_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_env_fields(raw: dict, err, sealed: bool) -> dict:
+    """`env` (a registered env's name or an env file) and `env_sha256` (its content hash, which a
+    plan frozen from now on must give: an env changed after freezing makes a run INVALID)."""
+    out: dict = {}
+    env = raw.get("env")
+    if env is not None:
+        if not isinstance(env, str) or not (ENV_NAME_RE.fullmatch(env) or env.endswith(ENV_FILE_SUFFIXES)):
+            err("env", f"{env!r} is not an env", "a name from `fontaine-eval --list-envs` (e.g. boat-on-disk) "
+                "or an env file, path/to/env.yaml")
+        else:
+            out["env"] = env
+    sha = raw.get("env_sha256")
+    if sha is not None:
+        if env is None:
+            err("env_sha256", "pins an env the plan does not name", "add env: NAME beside it")
+        elif not isinstance(sha, str) or not ENV_SHA256_RE.fullmatch(sha):
+            err("env_sha256", f"{sha!r} is not a sha256 (64 lower-case hex digits)",
+                f"`fontaine-eval --list-envs --env {env}` prints it")
+        else:
+            out["env_sha256"] = sha
+    elif env is not None and not sealed:
+        err("env_sha256", "missing: a frozen plan pins its env by content",
+            f"`fontaine-eval --list-envs --env {env}` prints its sha256")
+    return out
 
 
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -364,7 +396,7 @@ def _add_seeds(v, out: list[int], top: bool) -> None:
         raise ValueError(f"{str(v)[:40]!r} is not a seed list")
 
 
-def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
+def _check_protocol(raw, ctx: _Ctx, required: bool, sealed: bool = False) -> dict:
     if raw is None:
         if required:
             ctx.err(("protocol",), "missing", "seeds, episode_seconds, workers, video_draw")
@@ -419,6 +451,7 @@ def _check_protocol(raw, ctx: _Ctx, required: bool) -> dict:
                     "true writes predicts.jsonl: every predict's tokens, chunk and fallback")
         else:
             out["record_predicts"] = v
+    out.update(_check_env_fields(raw, lambda k, msg, hint="": ctx.err(("protocol", k), msg, hint), sealed))
     return out
 
 

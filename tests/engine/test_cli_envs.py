@@ -68,3 +68,30 @@ def test_a_resume_whose_env_is_gone_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "--env lab-gone: no such env" in err and "\n" not in err
     assert RunConfig.from_dict({k: v for k, v in config.as_dict().items() if k != "env"}).env == "boat-on-disk"
+
+
+def test_list_envs_with_an_env_prints_its_sha256_for_a_plan_to_pin(capsys):
+    assert main(["--list-envs", "--env", "boat-on-disk"]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("boat-on-disk\t") and line.endswith(f"\tsha256 {env_sha256('boat-on-disk')}")
+
+
+def test_an_arm_that_names_an_env_runs_on_it(tmp_path, monkeypatch):
+    import shutil
+
+    from engine.cli import build_parser, resolve
+    from prereg.seal import amend, freeze
+
+    ep = importlib.metadata.EntryPoint(name="lab-boat", value="tests.engine.test_cli_envs:lab_boat",
+                                       group="fontaine.envs")
+    monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
+    doc = tmp_path / "demo.md"
+    shutil.copy(REPO / "prereg" / "examples" / "demo.md", doc)
+    amend(doc, data={"arms": [{"name": "lab", "policy": "scripted", "env": "lab-boat", "env_sha256": "0" * 64}]},
+          title="the lab's boat", why="Registered before its launch.")
+    freeze(doc, now="2026-12-01T10:00:00Z")
+    config, _, _ = resolve(build_parser().parse_args(["--prereg", str(doc), "--arm", "lab", "--run-dir", str(tmp_path / "r")]))
+    assert config.env == "lab-boat"
+    config, _, _ = resolve(build_parser().parse_args(["--prereg", str(doc), "--arm", "scripted",
+                                                      "--run-dir", str(tmp_path / "s")]))
+    assert config.env == "boat-on-disk"
