@@ -131,6 +131,7 @@ def cmd_validate(args) -> int:
     print(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
     _print_savings(doc)
     _print_power(doc)
+    _print_comparison(doc)
     return EXIT_OK
 
 
@@ -154,6 +155,23 @@ def _print_power(doc) -> None:
         print("\n".join(lines))
 
 
+def _print_comparison(doc) -> None:
+    """A registered comparison's type-I, power and expected episodes against the batch (prereg/comparison.py)."""
+    from prereg.comparison import StepUnavailable, operating_lines
+
+    for sm in doc.sections:
+        spec = sm.comparison
+        if spec is None or sm.protocol is None:
+            continue
+        if spec.test == "step":
+            print(f"  (STEP's policy for {spec.seeds_cap(len(sm.protocol.seeds))} seeds: built once by "
+                  "sequentialized-barnard-tests and cached; a minute at 200 seeds)", flush=True)
+        try:
+            print("\n".join(operating_lines(spec, len(sm.protocol.seeds), power_plan=sm.reads.power)))
+        except StepUnavailable as exc:
+            print(f"comparison registered: {spec.describe()}; {exc}")
+
+
 def cmd_freeze(args) -> int:
     from prereg.seal import freeze
 
@@ -169,6 +187,7 @@ def cmd_freeze(args) -> int:
     doc = load(args.file)
     _print_savings(doc)
     _print_power(doc)
+    _print_comparison(doc)
     return EXIT_OK
 
 

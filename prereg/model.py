@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prereg.comparison import ComparisonSpec
 from prereg.errors import Problem
 from prereg.gates import GateSpec
 from prereg.layout import Layout, Section
@@ -103,6 +104,7 @@ class SectionModel:
     gates_raw: dict
     reads: Reads
     rules: list[Rule]
+    comparison: ComparisonSpec | None = None  # `comparison:` (prereg/comparison.py), this section's own
 
 
 @dataclass

@@ -28,8 +28,8 @@ from prereg.vocabulary import (
 )
 from prereg.yamlpos import PosYAMLError, load_with_lines
 
-TOP_KEYS = ("fontaine", "id", "title", "created", "arms", "protocol", "reads", "gates", "decision_rules")
-AMEND_KEYS = ("title", "arms", "protocol", "reads", "gates", "decision_rules")
+TOP_KEYS = ("fontaine", "id", "title", "created", "arms", "protocol", "reads", "gates", "decision_rules", "comparison")
+AMEND_KEYS = ("title", "arms", "protocol", "reads", "gates", "decision_rules", "comparison")
 ARM_KEYS = (
     "name", "policy", "checkpoint", "revision", "decode", "convmap", "convmap_overrides",
     "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256",
@@ -105,6 +105,7 @@ def build_model(doc: Document) -> None:
         if sec.number and not (arms or raw.get("reads") or rules) and raw:
             ctx.err((), "an amendment must add arms, reads or decision rules")
         doc.sections.append(SectionModel(sec, title, arms, protocol, GateSpec(**gates_d), gates_d, reads, rules))
+        doc.sections[-1].comparison = _check_comparison(raw.get("comparison"), ctx, known_arms, protocol)
         parent_protocol, parent_gates, parent_reads = protocol_d, gates_d, reads_d
 
 
@@ -704,6 +705,22 @@ def _check_comparators(raw, ctx: _Ctx, arms: list[Arm], known: set[str]) -> tupl
         out.append(Comparator(arm=c.get("arm"), run=None if c.get("run") is None else str(c["run"]),
                               label=str(c.get("label") or ""), for_arms=for_arms, line=ctx.line(path)))
     return tuple(out)
+
+
+def _check_comparison(raw, ctx: _Ctx, known: set[str], protocol: Protocol | None):
+    """`comparison:` (prereg/comparison.py): two arms decided by an anytime-valid test; None when absent or invalid."""
+    if raw is None:
+        return None
+    from prereg.comparison import parse
+
+    spec, problems = parse(raw, known, len(protocol.seeds) if protocol else None)
+    for sub, msg, hint in problems:
+        ctx.err(("comparison",) + sub, msg, hint)
+    if spec is not None:
+        from dataclasses import replace
+
+        spec = replace(spec, line=ctx.line(("comparison",)))
+    return spec
 
 
 def _check_rules(raw, ctx: _Ctx, sec: Section, arms: list[Arm], known: set[str]) -> list[Rule]:

@@ -1,0 +1,883 @@
+"""A registered comparison of two arms, decided by an anytime-valid test on the plan prefix (pure).
+
+The front matter (validated in prereg/validation.py, carried on `SectionModel.comparison`):
+
+```yaml
+comparison:
+  arms: [release, finetuned]   # A (the baseline), B (the candidate): every delta is B - A, per seed
+  metric: success              # success | progress_final_cm
+  test: step                   # step | savi | fixed
+  alpha: 0.05                  # P(any wrong claim) at most alpha, whenever the run is read (two-sided)
+  power: 0.8                   # the power the batch comparison is sized for (validate/freeze's table)
+  minimum_effect: 0.15         # a rate difference (success) or cm (progress): "equivalent" means |delta| < it
+  max_seeds: 200               # the most seeds each arm runs; default: every planned seed
+  # optional:
+  assumed_rates: [0.01, 0.09]  # success: the plan's guess for A and B (validate/freeze's table)
+  assumed_delta_cm: 0.73       # progress: the plan's guess of the mean paired delta ...
+  delta_sd_cm: 3.0             # ... and of its SD across seeds
+  delta_bound_cm: 272.26       # progress: |B - A| never exceeds this (default: the scene's, below)
+```
+
+**The API the driver calls** (after every row, on the rows so far; nothing here reads a file):
+
+    from prereg.comparison import decide
+    d = decide(spec, rows_a_by_seed, rows_b_by_seed, planned_seeds)   # Decision | None
+
+`spec` is `doc.section_model(...).comparison` (a `ComparisonSpec`), the two dicts are
+`prereg.rows.rows_by_seed(rows_of_arm, planned_seeds)`, `planned_seeds` the protocol's seeds in
+plan order. `None`: no decision yet, keep going. Otherwise `d.outcome` is one of `BETTER` ("B
+better"), `WORSE` ("B worse"), `EQUIVALENT` ("equivalent within the minimum effect"),
+`UNDECIDED` (max seeds read and none of the three), or `VOID` (a progress delta broke the
+registered bound: the anytime-valid guarantee no longer holds, the run goes on to the fixed-n
+read). `d.stops_run` says whether the driver should stop (`StopReason(by="decided",
+detail="(comparison) " + d.text)`), `d.text` is the evidence in words, `d.as_dict()` goes to
+status.json. `path(spec, ...)` gives the per-seed confidence sequence / e-values the console
+can draw.
+
+**Order-free.** Only the contiguous plan prefix of seeds that *both* arms have a row for is
+read (`prereg.rows.plan_prefix` on the pairs), truncated at `max_seeds`: successes end episodes
+early, so reading rows in the order they finish would over-represent successes while a run is
+in flight. On the prefix the decision is a function of the outcomes in plan order, however many
+workers ran them. A success is `prereg.rows.classify(row)[0] == SUCCESS` (an error row is a
+non-success); a pair without a finite `progress_final_cm` on either side is skipped for the
+progress metric and counted in the text.
+
+**The tests** (every claim below is checked by simulation in tests/prereg/test_comparison.py
+and drawn by scripts/comparison_figures.py):
+
+- `step` (success): STEP (Snyder et al., RSS 2025) through its authors' package
+  `sequentialized-barnard-tests`: its near-optimal rejection policy for n_max = max_seeds at
+  alpha/2 per direction (the package's mirrored test in its "ranking" mode), read by
+  `StepPolicy` exactly as the package's `StepTest.step` reads it (checked against it in the
+  tests, uniform for uniform). STEP randomises on a thin band of boundary states; a decision
+  read from rows must be reproducible, and a randomisation fixed in advance (a seed) gives a
+  deterministic test whose level is no longer guaranteed (simulated: 0.0524 at p = 0.5 with
+  one fixed seed), so Fontaine rejects only where the policy rejects for sure: on every sample
+  path it decides no earlier than the randomised test would, so its type-I is at most STEP's
+  (exact, by dynamic programming in `step_oc`: <= alpha on a grid of rates) and its power a
+  little lower (the figures give both). STEP's null is two independent arms with equal rates;
+  same-seed pairs are positively correlated, which the simulations show only lowers its type-I.
+  Equivalence: the betting confidence sequence below on the per-seed success deltas in [-1, 1].
+- `savi` (success): a paired test on the discordant seeds only (B succeeds and A fails, or the
+  reverse): under "no difference" each discordant seed is a fair coin, and the e-process is
+  the likelihood ratio mixed over a uniform prior on P(B wins | discordant) in (1/2, 1) (and
+  its mirror), rejected at 2/alpha per direction (Ville's inequality). Valid under any
+  correlation between the arms. Equivalence as for `step`.
+- `savi` (progress_final_cm): the betting confidence sequence of Waudby-Smith & Ramdas (JRSS-B
+  2024, the hedged capital process with predictable plug-in bets, Theorem 3) for the mean of
+  the per-seed deltas, bounded in [-delta_bound_cm, delta_bound_cm]: B better when it excludes
+  every delta <= 0, worse when every delta >= 0, equivalent when it lies inside
+  (-minimum_effect, minimum_effect). One (1 - alpha) sequence, so P(any wrong claim) <= alpha.
+- `fixed`: the batch test, read once at max_seeds: exact McNemar (binomial on the discordant
+  seeds) or the paired t test, two-sided at alpha; equivalence when the (1 - alpha) t interval
+  of the paired deltas lies inside (-minimum_effect, minimum_effect).
+
+**The progress bound.** `SCENE_MAX_DISTANCE_CM` = 272.26 cm is the boat-on-disk scene's
+`BoundsSpec.max_distance_m()` (engine/envs/spec.py; engine/envs/boat_on_disk.py: table x in
+[-0.25, 0.65] m, y in [-0.4, 0.4] m; the room inside the walls x in [-1.3, 1.7] m, y in [-1.5,
+1.5] m: the farthest table point from a room point, hypot(1.95, 1.9) = 2.7226 m), copied here
+because prereg may not import engine. Both arms start a seed at the same boat-to-disk distance,
+so the paired delta is dist_final_A - dist_final_B, each in [0, D]: |delta| <= D. A tighter
+`delta_bound_cm` may be registered; a row that breaks it voids the anytime-valid read (VOID).
+The bound is the price of a distribution-free sequence: the bets may not lose more than the
+wealth, so with D = 272 cm a +0.73 cm effect grows the wealth by about 0.73 / 544 per seed
+(docs/prereg.md, "Comparison runs (anytime-valid)", has the measured figures).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import math
+import os
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+METRICS = ("success", "progress_final_cm")
+TESTS = ("step", "savi", "fixed")
+SUCCESS_METRIC, PROGRESS_METRIC = METRICS
+KEYS = ("arms", "metric", "test", "alpha", "power", "minimum_effect", "max_seeds",
+        "assumed_rates", "assumed_delta_cm", "delta_sd_cm", "delta_bound_cm")
+SCENE_MAX_DISTANCE_CM = 272.26  # boat-on-disk: engine/envs BoundsSpec.max_distance_m() = 2.7226 m (see above)
+STEP_MAX_SEEDS = 500  # STEP's policy is synthesised per n_max (44 s at 200 on one core, about n^3)
+STEP_PACKAGE = "sequentialized-barnard-tests"
+BET_C = 0.5  # WSR's truncation of the bets: lambda <= c / m (c = 1/2, their default)
+
+BETTER, WORSE, EQUIVALENT, UNDECIDED, VOID = (
+    "B better", "B worse", "equivalent", "undecided", "void")
+_CODES = {1: BETTER, 2: WORSE, 3: EQUIVALENT}
+
+
+# ---------------------------------------------------------------- the registered comparison
+
+
+@dataclass(frozen=True)
+class ComparisonSpec:
+    arm_a: str
+    arm_b: str
+    metric: str
+    test: str
+    alpha: float = 0.05
+    power: float = 0.8
+    minimum_effect: float = 0.1
+    max_seeds: int | None = None  # None: every planned seed
+    assumed_rates: tuple[float, float] | None = None
+    assumed_delta_cm: float | None = None
+    delta_sd_cm: float | None = None
+    delta_bound_cm: float = SCENE_MAX_DISTANCE_CM
+    line: int | None = None
+
+    def seeds_cap(self, planned: int) -> int:
+        return planned if self.max_seeds is None else min(self.max_seeds, planned)
+
+    def describe(self) -> str:
+        unit = "" if self.metric == SUCCESS_METRIC else " cm"
+        what = {"step": "STEP (Snyder et al. 2025, via sequentialized-barnard-tests)",
+                "savi": ("paired discordant-seed e-process" if self.metric == SUCCESS_METRIC
+                         else f"betting confidence sequence, |delta| <= {self.delta_bound_cm:g} cm"),
+                "fixed": "fixed-n batch test"}[self.test]
+        return (f"{self.arm_b} vs {self.arm_a} on {self.metric}: {what}, alpha {self.alpha:g} (two-sided), "
+                f"minimum effect {self.minimum_effect:g}{unit}")
+
+    def as_dict(self) -> dict:
+        return {"arms": [self.arm_a, self.arm_b], "metric": self.metric, "test": self.test, "alpha": self.alpha,
+                "power": self.power, "minimum_effect": self.minimum_effect, "max_seeds": self.max_seeds,
+                "delta_bound_cm": self.delta_bound_cm}
+
+
+def _num(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def parse(raw, known_arms=None, planned_seeds: int | None = None) -> tuple[ComparisonSpec | None, list]:
+    """(spec, problems) for a `comparison:` mapping; each problem is (subpath tuple, message, hint)."""
+    hint = "{arms: [A, B], metric: success, test: step, alpha: 0.05, power: 0.8, minimum_effect: 0.15, max_seeds: 200}"
+    if not isinstance(raw, dict):
+        return None, [((), "must be a mapping (" + ", ".join(KEYS[:7]) + ")", hint)]
+    out: list = []
+
+    def err(key, msg, why=""):
+        out.append(((key,) if key else (), msg, why))
+
+    for k in raw:
+        if k not in KEYS:
+            err(k, f"unknown comparison field '{k}'", "known: " + ", ".join(KEYS))
+    arms = raw.get("arms")
+    if not (isinstance(arms, list) and len(arms) == 2 and all(isinstance(a, str) for a in arms)):
+        err("arms", f"must be a list of two arm names [A, B], got {arms!r}", "B is compared with A: deltas are B - A")
+        arms = None
+    elif arms[0] == arms[1]:
+        err("arms", f"compares arm {arms[0]!r} with itself", "name two different arms")
+        arms = None
+    elif known_arms is not None:
+        bad = [a for a in arms if a not in known_arms]
+        if bad:
+            err("arms", f"unknown arm(s) {bad}", "known arms: " + ", ".join(sorted(known_arms)))
+            arms = None
+    metric = raw.get("metric")
+    if metric not in METRICS:
+        err("metric", f"must be one of {', '.join(METRICS)}, got {metric!r}")
+    test = raw.get("test")
+    if test not in TESTS:
+        err("test", f"must be one of {', '.join(TESTS)}, got {test!r}",
+            "step: STEP (success only); savi: anytime-valid paired test; fixed: the batch test at max_seeds")
+    elif test == "step" and metric == PROGRESS_METRIC:
+        err("test", "STEP compares success rates only", "use test: savi for progress_final_cm")
+    kw: dict = {}
+    for key, lo, hi, default in (("alpha", 0.0, 0.5, 0.05), ("power", 0.5, 1.0, 0.8)):
+        v = raw.get(key, default)
+        if not (_num(v) and lo < v < hi):
+            err(key, f"must be a number in ({lo:g}, {hi:g}), got {v!r}")
+        else:
+            kw[key] = float(v)
+    bound = raw.get("delta_bound_cm", SCENE_MAX_DISTANCE_CM)
+    if not (_num(bound) and bound > 0):
+        err("delta_bound_cm", f"must be a distance in cm > 0, got {bound!r}",
+            f"default {SCENE_MAX_DISTANCE_CM} cm: the scene's largest distance (floor and walls)")
+        bound = SCENE_MAX_DISTANCE_CM
+    kw["delta_bound_cm"] = float(bound)
+    eff = raw.get("minimum_effect")
+    if eff is None:
+        err("minimum_effect", "missing", "a rate difference (0.15) for success, cm (1.0) for progress_final_cm")
+    elif metric == SUCCESS_METRIC and not (_num(eff) and 0 < eff < 1):
+        err("minimum_effect", f"must be a rate difference in (0, 1), got {eff!r}", "absolute: 0.15 is 15 points")
+    elif metric == PROGRESS_METRIC and not (_num(eff) and 0 < eff < bound):
+        err("minimum_effect", f"must be a distance in cm in (0, {bound:g}), got {eff!r}")
+    elif _num(eff):
+        kw["minimum_effect"] = float(eff)
+    ms = raw.get("max_seeds")
+    if ms is not None:
+        if isinstance(ms, bool) or not isinstance(ms, int) or ms < 2:
+            err("max_seeds", f"must be a whole number >= 2, got {ms!r}")
+        elif planned_seeds is not None and ms > planned_seeds:
+            err("max_seeds", f"{ms} is more than the {planned_seeds} planned seeds", "at most the protocol's seeds")
+        elif test == "step" and ms > STEP_MAX_SEEDS:
+            err("max_seeds", f"STEP is synthesised for at most {STEP_MAX_SEEDS} seeds, got {ms}")
+        else:
+            kw["max_seeds"] = ms
+    elif test == "step" and planned_seeds is not None and planned_seeds > STEP_MAX_SEEDS:
+        err("max_seeds", f"STEP is synthesised for at most {STEP_MAX_SEEDS} seeds; the plan has {planned_seeds}",
+            "set max_seeds")
+    rates = raw.get("assumed_rates")
+    if rates is not None:
+        if not (isinstance(rates, list) and len(rates) == 2 and all(_num(r) and 0 < r < 1 for r in rates)):
+            err("assumed_rates", f"must be two rates in (0, 1) [A, B], got {rates!r}")
+        else:
+            kw["assumed_rates"] = (float(rates[0]), float(rates[1]))
+    for key, positive in (("assumed_delta_cm", False), ("delta_sd_cm", True)):
+        v = raw.get(key)
+        if v is not None:
+            if not (_num(v) and (v > 0 or not positive)):
+                err(key, f"must be a number of cm{' > 0' if positive else ''}, got {v!r}")
+            else:
+                kw[key] = float(v)
+    if out or arms is None:
+        return None, out
+    return ComparisonSpec(arm_a=arms[0], arm_b=arms[1], metric=metric, test=test, **kw), out
+
+
+# ---------------------------------------------------------------- STEP's policy (the authors' package)
+
+
+class StepUnavailable(RuntimeError):
+    """The STEP package is missing or its policy cannot be built."""
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "fontaine" / "step-policies"
+
+
+def _compressed_policy(n_max: int, alpha: float) -> list:
+    """The package's compressed policy (list over t of lists over x of arrays): shipped, cached, or synthesised."""
+    try:
+        import sequentialized_barnard_tests as sbt
+    except ImportError as exc:  # pragma: no cover - pinned dependency
+        raise StepUnavailable(f"test: step needs the package {STEP_PACKAGE} ({exc})") from None
+    shipped = (Path(sbt.__file__).parent / "policies"
+               / f"n_max_{n_max}_alpha_{alpha}_shape_parameter_0.0_pnorm_False" / "policy_compressed.pkl")
+    if shipped.is_file():
+        with open(shipped, "rb") as fh:
+            return pickle.load(fh)  # the package's own file, read as the package reads it
+    cached = _cache_dir() / f"n_max_{n_max}_alpha_{alpha!r}.npz"
+    if cached.is_file():
+        try:
+            with np.load(cached) as z:
+                return _unflatten(z["values"], z["lengths"], n_max)
+        except (OSError, ValueError, KeyError):
+            pass
+    from sequentialized_barnard_tests.scripts.synthesize_general_step_policy import run_step_policy_synthesis
+
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        # the package's own defaults (StepTest.load_existing_policy): 129 points, lambda 2.1, axis 1.4
+        policy, _, _ = run_step_policy_synthesis(n_max, alpha, 129, 2.1, 1.4)
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        values, lengths = _flatten(policy)
+        tmp = cached.with_suffix(f".{os.getpid()}.tmp.npz")
+        np.savez(tmp, values=values, lengths=lengths)
+        os.replace(tmp, cached)
+    except OSError:
+        pass  # no cache: synthesised again next time
+    return policy
+
+
+def _flatten(policy) -> tuple[np.ndarray, np.ndarray]:
+    arrays = [np.asarray(a, dtype=float) for per_t in policy for a in per_t]
+    return np.concatenate(arrays), np.array([len(a) for a in arrays])
+
+
+def _unflatten(values, lengths, n_max: int) -> list:
+    out, pos, i = [], 0, 0
+    for t in range(n_max + 1):
+        per_t = []
+        for _ in range(t + 1):
+            per_t.append(values[pos:pos + lengths[i]])
+            pos += lengths[i]
+            i += 1
+        out.append(per_t)
+    return out
+
+
+class StepPolicy:
+    """STEP's rejection policy for one direction (B better), at one-sided level `alpha`, read as the
+    package's `StepTest.step` reads it: at episode t with counts (x, y), y > x, the array for
+    min(x, y) = x gives c = its first entry; y <= c continues, y > c + L rejects (L = its length - 1),
+    otherwise it rejects with probability array[y - c]. The mirror (x > y) reads the same array at y."""
+
+    def __init__(self, n_max: int, alpha: float, compressed=None):
+        policy = compressed if compressed is not None else _compressed_policy(n_max, alpha)
+        self.n_max, self.alpha = n_max, alpha
+        self.crit: list[np.ndarray] = []
+        self.length: list[np.ndarray] = []
+        self.probs: list[np.ndarray] = []
+        for t in range(n_max + 1):
+            per_t = policy[t]
+            width = max(len(a) for a in per_t)
+            crit = np.array([int(a[0]) for a in per_t])
+            ln = np.array([len(a) - 1 for a in per_t])
+            pr = np.zeros((t + 1, width))
+            for s, a in enumerate(per_t):
+                pr[s, 1:len(a)] = a[1:]
+            self.crit.append(crit)
+            self.length.append(ln)
+            self.probs.append(pr)
+
+    def reject(self, t: int, small: np.ndarray, big: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Whether state (small, big) at episode t (1-based) rejects, given uniforms u (same shape)."""
+        c = self.crit[t][small]
+        k = big - c
+        ln = self.length[t][small]
+        inside = (k >= 1) & (k <= ln)
+        p = np.zeros(small.shape)
+        if inside.any():
+            p[inside] = self.probs[t][small[inside], k[inside]]
+        return (k > ln) | (inside & (u <= p))
+
+    def dense(self, t: int, randomized: bool = False) -> np.ndarray:
+        """P(reject in the B-better direction) at episode t for every (x, y), x = A's successes, y = B's
+        (randomized: the package's test; else only the states it rejects for sure)."""
+        x, y = np.meshgrid(np.arange(t + 1), np.arange(t + 1), indexing="ij")
+        small, big = np.minimum(x, y), np.maximum(x, y)
+        c = self.crit[t][small]
+        k = big - c
+        ln = self.length[t][small]
+        inside = (k >= 1) & (k <= ln)
+        p = np.where(inside, self.probs[t][small, np.clip(k, 0, self.probs[t].shape[1] - 1)], 0.0)
+        if not randomized:
+            p = np.zeros_like(p)
+        return np.where(y > x, np.where(k > ln, 1.0, p), 0.0)
+
+
+def step_oc(n_max: int, alpha: float, pa: float, pb: float, n: int | None = None,
+            randomized: bool = False) -> tuple[float, float, float]:
+    """STEP's exact (P(B better), P(B worse), expected seeds) for independent arms with rates pa, pb,
+    truncated at n seeds (default n_max): dynamic programming over (seed, A's successes, B's successes)."""
+    pol = step_policy(n_max, alpha / 2)
+    n = n_max if n is None else min(n, n_max)
+    alive = np.zeros((1, 1))
+    alive[0, 0] = 1.0
+    better = worse = expected = 0.0
+    for t in range(1, n + 1):
+        expected += alive.sum()
+        nxt = np.zeros((t + 1, t + 1))
+        nxt[:-1, :-1] += alive * (1 - pa) * (1 - pb)
+        nxt[1:, :-1] += alive * pa * (1 - pb)
+        nxt[:-1, 1:] += alive * (1 - pa) * pb
+        nxt[1:, 1:] += alive * pa * pb
+        r = pol.dense(t, randomized)
+        better += float((nxt * r).sum())
+        worse += float((nxt * r.T).sum())
+        alive = nxt * (1 - r - r.T)
+    return better, worse, expected
+
+
+@functools.lru_cache(maxsize=8)
+def step_policy(n_max: int, alpha_one_sided: float) -> StepPolicy:
+    """The policy for n_max seeds at one-sided level alpha (memoised; synthesised once and cached on disk)."""
+    return StepPolicy(n_max, alpha_one_sided)
+
+
+# ---------------------------------------------------------------- the vectorised engines (S sequences x n seeds)
+
+
+def _first(mask: np.ndarray) -> np.ndarray:
+    """Index of the first True per row, or -1."""
+    hit = mask.any(axis=1)
+    return np.where(hit, mask.argmax(axis=1), -1)
+
+
+def run_step(a: np.ndarray, b: np.ndarray, alpha: float, n_max: int, u: np.ndarray | None = None):
+    """STEP on successes a, b (S x n bool): (code, time) per sequence: 1 B better, 2 B worse, 0 none; time 1-based.
+
+    Without `u`: the deterministic test (only the states the policy rejects for sure). With u (S x n
+    uniforms): the package's randomised test, state for state (what the tests compare with it)."""
+    pol = step_policy(n_max, alpha / 2)
+    S, n = a.shape
+    u = np.ones((S, n)) if u is None else np.broadcast_to(u, (S, n))  # u = 1 never beats p < 1
+    ca, cb = np.cumsum(a, axis=1, dtype=np.int64), np.cumsum(b, axis=1, dtype=np.int64)
+    code = np.zeros(S, dtype=np.int8)
+    when = np.zeros(S, dtype=np.int64)
+    for t in range(1, min(n, n_max) + 1):
+        live = code == 0
+        if not live.any():
+            break
+        x, y = ca[live, t - 1], cb[live, t - 1]
+        small, big = np.minimum(x, y), np.maximum(x, y)
+        rej = (x != y) & pol.reject(t, small, big, u[live, t - 1])
+        idx = np.flatnonzero(live)[rej]
+        code[idx] = np.where(y[rej] > x[rej], 1, 2)
+        when[idx] = t
+    return code, when
+
+
+def discordant_log_e(wins: np.ndarray, losses: np.ndarray) -> np.ndarray:
+    """log e-value for 'B wins more than half the discordant seeds': the likelihood ratio against a
+    fair coin, mixed over a uniform prior on P(B wins | discordant) in (1/2, 1).
+    e = 2^(w+l+1) * B(w+1, l+1) * P(Beta(w+1, l+1) > 1/2)."""
+    from scipy.special import betaincc, betaln
+
+    w, lo = np.asarray(wins, dtype=float), np.asarray(losses, dtype=float)
+    tail = betaincc(w + 1, lo + 1, 0.5)
+    with np.errstate(divide="ignore"):
+        return (w + lo + 1) * math.log(2) + betaln(w + 1, lo + 1) + np.log(tail)
+
+
+@functools.lru_cache(maxsize=8)
+def _log_e_table(n: int) -> np.ndarray:
+    w, lo = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    return discordant_log_e(w, lo)
+
+
+def run_discordant(a: np.ndarray, b: np.ndarray, alpha: float):
+    """The paired discordant-seed e-process on successes a, b (S x n bool): (code, time) as run_step."""
+    w = np.cumsum(b & ~a, axis=1)
+    lo = np.cumsum(a & ~b, axis=1)
+    table = _log_e_table(a.shape[1])
+    up, down = table[w, lo], table[lo, w]
+    thr = math.log(2 / alpha)
+    t_up, t_down = _first(up >= thr), _first(down >= thr)
+    return _combine(t_up, t_down)
+
+
+def _combine(t_better: np.ndarray, t_worse: np.ndarray, t_equiv: np.ndarray | None = None):
+    """(code, 1-based time) of the first of the three crossings (ties: a direction first)."""
+    big = np.iinfo(np.int64).max
+    tb = np.where(t_better >= 0, t_better, big)
+    tw = np.where(t_worse >= 0, t_worse, big)
+    te = np.full_like(tb, big) if t_equiv is None else np.where(t_equiv >= 0, t_equiv, big)
+    first = np.minimum(np.minimum(tb, tw), te)
+    code = np.where(first == big, 0, np.where(first == tb, 1, np.where(first == tw, 2, 3))).astype(np.int8)
+    return code, np.where(first == big, 0, first + 1)
+
+
+def _bets(x: np.ndarray, alpha: float) -> np.ndarray:
+    """WSR's predictable plug-in bets lambda_t (before truncation), x in [0, 1], S x n."""
+    S, n = x.shape
+    t = np.arange(1, n + 1)
+    mu = (0.5 + np.cumsum(x, axis=1)) / (t + 1)
+    var = (0.25 + np.cumsum((x - mu) ** 2, axis=1)) / (t + 1)
+    var_prev = np.concatenate([np.full((S, 1), 0.25), var[:, :-1]], axis=1)
+    return np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t)))
+
+
+def log_capital(x: np.ndarray, m: float, lam: np.ndarray, up: bool) -> np.ndarray:
+    """log K+_t(m) (up) or log K-_t(m): the capital of betting that the mean is above (below) m."""
+    if up:
+        return np.cumsum(np.log1p(np.minimum(lam, BET_C / m) * (x - m)), axis=1)
+    return np.cumsum(np.log1p(-np.minimum(lam, BET_C / (1 - m)) * (x - m)), axis=1)
+
+
+def run_betting(d: np.ndarray, bound: float, alpha: float, effect: float | None, directions: bool = True):
+    """The betting confidence sequence's decisions on deltas d (S x n) in [-bound, bound]:
+    (code, time): B better (rejects mean <= 0), worse (>= 0), equivalent (rejects both |mean| >= effect)."""
+    x = (np.asarray(d, dtype=float) + bound) / (2 * bound)
+    lam = _bets(x, alpha)
+    thr = math.log(2 / alpha)
+    S = x.shape[0]
+    none = np.full(S, -1)
+    if directions:
+        t_b = _first(log_capital(x, 0.5, lam, True) >= thr)
+        t_w = _first(log_capital(x, 0.5, lam, False) >= thr)
+    else:
+        t_b = t_w = none
+    t_e = none
+    if effect is not None and effect < bound:
+        lo_m, hi_m = (bound - effect) / (2 * bound), (bound + effect) / (2 * bound)
+        t1 = _first(log_capital(x, hi_m, lam, False) >= thr)  # mean >= +effect rejected
+        t2 = _first(log_capital(x, lo_m, lam, True) >= thr)  # mean <= -effect rejected
+        t_e = np.where((t1 >= 0) & (t2 >= 0), np.maximum(t1, t2), -1)
+    return _combine(t_b, t_w, t_e)
+
+
+def betting_cs(d, bound: float, alpha: float, grid: int = 801) -> tuple[float, float]:
+    """The (1 - alpha) confidence sequence for the mean of d after all of it (running intersection), in d's units."""
+    x = ((np.asarray(d, dtype=float) + bound) / (2 * bound))[None, :]
+    if x.shape[1] == 0:
+        return -bound, bound
+    lam = _bets(x, alpha)
+    ms = np.linspace(0.0, 1.0, grid)[1:-1]
+    thr = math.log(2 / alpha)
+    out = np.ones(ms.size, dtype=bool)
+    for i, m in enumerate(ms):
+        hit = (log_capital(x, m, lam, True) >= thr) | (log_capital(x, m, lam, False) >= thr)
+        out[i] = not hit.any()
+    if not out.any():
+        return (float("nan"),) * 2
+    keep = ms[out]
+    step = 1.0 / (grid - 1)
+    lo, hi = max(0.0, keep.min() - step), min(1.0, keep.max() + step)
+    return lo * 2 * bound - bound, hi * 2 * bound - bound
+
+
+def run_fixed(a_or_d: np.ndarray, b: np.ndarray | None, alpha: float, effect: float | None, n: int):
+    """The batch test at exactly n seeds: (code, time) (time = n when decided). Success when b is given."""
+    from scipy import stats
+
+    S = a_or_d.shape[0]
+    code = np.zeros(S, dtype=np.int8)
+    if a_or_d.shape[1] < n:
+        return code, np.zeros(S, dtype=np.int64)
+    if b is not None:
+        a, bb = a_or_d[:, :n], b[:, :n]
+        w, lo = (bb & ~a).sum(axis=1), (a & ~bb).sum(axis=1)
+        rej = mcnemar_rejects(w, lo, alpha)
+        code[rej & (w > lo)] = 1
+        code[rej & (w < lo)] = 2
+        d = bb.astype(float) - a.astype(float)
+    else:
+        d = a_or_d[:, :n].astype(float)
+        mean, sd = d.mean(axis=1), d.std(axis=1, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tstat = mean / (sd / math.sqrt(n))
+        rej = np.abs(np.nan_to_num(tstat, nan=0.0, posinf=1e9, neginf=-1e9)) >= stats.t.ppf(1 - alpha / 2, n - 1)
+        rej |= (sd == 0) & (mean != 0)
+        code[rej & (mean > 0)] = 1
+        code[rej & (mean < 0)] = 2
+    if effect is not None:
+        mean, sd = d.mean(axis=1), d.std(axis=1, ddof=1)
+        half = stats.t.ppf(1 - alpha / 2, n - 1) * sd / math.sqrt(n)
+        eq = (code == 0) & (mean - half > -effect) & (mean + half < effect)
+        code[eq] = 3
+    return code, np.where(code > 0, n, 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _mcnemar_table(alpha: float, dmax: int) -> np.ndarray:
+    """For D discordant seeds, the largest min(w, l) the exact two-sided binomial test rejects at (-1: none)."""
+    from scipy import stats
+
+    out = np.full(dmax + 1, -1)
+    for D in range(1, dmax + 1):
+        k = np.arange(D // 2 + 1)
+        p = np.minimum(1.0, 2 * stats.binom.cdf(k, D, 0.5))
+        ok = k[p <= alpha * (1 + 1e-9)]
+        out[D] = ok.max() if ok.size else -1
+    return out
+
+
+def mcnemar_rejects(w, lo, alpha: float) -> np.ndarray:
+    w, lo = np.asarray(w), np.asarray(lo)
+    D = w + lo
+    table = _mcnemar_table(alpha, int(max(1, D.max(initial=1))))
+    return np.minimum(w, lo) <= table[D]
+
+
+# ---------------------------------------------------------------- deciding one comparison
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: str  # BETTER | WORSE | EQUIVALENT | UNDECIDED | VOID
+    at: int  # seeds of the shared plan prefix read when it was decided
+    max_seeds: int
+    text: str  # the evidence in words
+    spec: ComparisonSpec
+    values: dict = field(default_factory=dict)
+
+    @property
+    def stops_run(self) -> bool:
+        """The driver stops the run (`decided (comparison)`) on every outcome but VOID."""
+        return self.outcome != VOID
+
+    @property
+    def episodes_saved(self) -> int:
+        """Episodes not run against the batch (both arms to max_seeds)."""
+        return 2 * (self.max_seeds - self.at) if self.outcome in (BETTER, WORSE, EQUIVALENT) else 0
+
+    def as_dict(self) -> dict:
+        return {"outcome": self.outcome, "at": self.at, "max_seeds": self.max_seeds, "text": self.text,
+                "comparison": self.spec.as_dict(), **self.values}
+
+
+def shared_prefix(rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> list[tuple[dict, dict]]:
+    """The (A, B) rows of the planned seeds in plan order, up to the first seed either arm lacks."""
+    from prereg.rows import plan_prefix
+
+    both = {s: (rows_a_by_seed[s], rows_b_by_seed[s]) for s in rows_a_by_seed if s in rows_b_by_seed}
+    return plan_prefix(list(planned_seeds), both)
+
+
+def _arrays(spec: ComparisonSpec, pairs):
+    """Success booleans (a, b) or progress deltas (d, skipped, first bound break) of the pairs."""
+    from prereg.rows import SUCCESS, classify, number
+
+    if spec.metric == SUCCESS_METRIC:
+        a = np.array([classify(ra)[0] == SUCCESS for ra, _ in pairs], dtype=bool)
+        b = np.array([classify(rb)[0] == SUCCESS for _, rb in pairs], dtype=bool)
+        return a, b
+    d, skipped, broken = [], 0, None
+    for i, (ra, rb) in enumerate(pairs, 1):
+        pa = number(ra.get("progress_final_cm")) if ra.get("status") == "ok" else None
+        pb = number(rb.get("progress_final_cm")) if rb.get("status") == "ok" else None
+        if pa is None or pb is None:
+            skipped += 1
+            continue
+        v = pb - pa
+        if abs(v) > spec.delta_bound_cm and broken is None:
+            broken = (i, v)
+        d.append(v)
+    return np.array(d, dtype=float), skipped, broken
+
+
+def decide(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> Decision | None:
+    """The registered comparison read on the shared plan prefix; None while it has not decided.
+
+    Pure and order-free: the same rows give the same answer whatever order they finished in."""
+    planned = list(planned_seeds)
+    cap = spec.seeds_cap(len(planned))
+    pairs = shared_prefix(rows_a_by_seed, rows_b_by_seed, planned)[:cap]
+    n = len(pairs)
+    if n == 0:
+        return None
+    if spec.metric == SUCCESS_METRIC:
+        a, b = _arrays(spec, pairs)
+        A, B = a[None, :], b[None, :]
+        if spec.test == "step":
+            c1, t1 = run_step(A, B, spec.alpha, cap)
+            c2, t2 = run_betting((B.astype(float) - A), 1.0, spec.alpha, spec.minimum_effect, directions=False)
+            code, when = _earliest(c1, t1, c2, t2)
+        elif spec.test == "savi":
+            c1, t1 = run_discordant(A, B, spec.alpha)
+            c2, t2 = run_betting((B.astype(float) - A), 1.0, spec.alpha, spec.minimum_effect, directions=False)
+            code, when = _earliest(c1, t1, c2, t2)
+        else:
+            code, when = run_fixed(A, B, spec.alpha, spec.minimum_effect, cap)
+        code, when = int(code[0]), int(when[0])
+        if code == 0 and n < cap:
+            return None
+        at = when if code else n
+        return _success_decision(spec, a[:at], b[:at], _CODES.get(code, UNDECIDED), at, cap)
+    d, skipped, broken = _arrays(spec, pairs)
+    if broken is not None:
+        i, v = broken
+        return Decision(VOID, i, cap, f"{spec.arm_b} - {spec.arm_a} = {v:+.2f} cm at seed {planned[i - 1]} is outside the "
+                        f"registered bound +/-{spec.delta_bound_cm:g} cm: no anytime-valid decision; the run goes on to "
+                        "the fixed-n read", spec, {"bound_broken_at": i, "delta_cm": v})
+    if d.size == 0:
+        return None if n < cap else Decision(UNDECIDED, n, cap, "no pair with progress on both arms", spec)
+    if spec.test == "fixed":
+        code, when = run_fixed(d[None, :], None, spec.alpha, spec.minimum_effect, cap - skipped)
+    else:
+        code, when = run_betting(d[None, :], spec.delta_bound_cm, spec.alpha, spec.minimum_effect)
+    code, when = int(code[0]), int(when[0])
+    if code == 0 and n < cap:
+        return None
+    used = when if code else d.size
+    # `at` counts seeds of the prefix (skipped pairs included) up to the deciding delta
+    at = n if not code else _seed_index_of_delta(spec, pairs, used)
+    return _progress_decision(spec, d[:used], _CODES.get(code, UNDECIDED), at, cap, skipped)
+
+
+def _earliest(c1, t1, c2, t2):
+    if c1[0] and (not c2[0] or t1[0] <= t2[0]):
+        return c1, t1
+    return c2, t2
+
+
+def _seed_index_of_delta(spec, pairs, k: int) -> int:
+    from prereg.rows import number
+
+    seen = 0
+    for i, (ra, rb) in enumerate(pairs, 1):
+        ok = (ra.get("status") == "ok" and rb.get("status") == "ok"
+              and number(ra.get("progress_final_cm")) is not None and number(rb.get("progress_final_cm")) is not None)
+        seen += ok
+        if seen == k:
+            return i
+    return len(pairs)
+
+
+def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
+    w, lo = int((b & ~a).sum()), int((a & ~b).sum())
+    ka, kb = int(a.sum()), int(b.sum())
+    cs = betting_cs(b.astype(float) - a, 1.0, spec.alpha)
+    values = {"successes_a": ka, "successes_b": kb, "b_only": w, "a_only": lo,
+              "cs": [round(cs[0], 4), round(cs[1], 4)]}
+    if spec.test == "savi":
+        up, down = float(discordant_log_e(w, lo)), float(discordant_log_e(lo, w))
+        values["e_better"], values["e_worse"] = math.exp(up), math.exp(down)
+        evidence = (f"e-value {math.exp(max(up, down)):.3g} for {'B better' if up >= down else 'B worse'} "
+                    f"(decides at {2 / spec.alpha:g})")
+    elif spec.test == "step":
+        evidence = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {cap}"
+    else:
+        evidence = "exact McNemar test, read once at max seeds"
+    text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: {spec.arm_b} {kb}/{at} vs {spec.arm_a} {ka}/{at} "
+            f"({w} seeds only {spec.arm_b}, {lo} only {spec.arm_a}); {evidence}; "
+            f"{100 * (1 - spec.alpha):g}% confidence sequence for the rate difference [{cs[0]:+.3f}, {cs[1]:+.3f}]")
+    return Decision(outcome, at, cap, text, spec, values)
+
+
+def _progress_decision(spec, d, outcome, at, cap, skipped) -> Decision:
+    cs = betting_cs(d, spec.delta_bound_cm, spec.alpha)
+    mean = float(d.mean()) if d.size else float("nan")
+    values = {"delta_mean_cm": mean, "pairs": int(d.size), "skipped": skipped, "cs_cm": [round(cs[0], 3), round(cs[1], 3)]}
+    how = ("betting confidence sequence" if spec.test == "savi" else "paired t test, read once at max seeds")
+    text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: mean {spec.arm_b} - {spec.arm_a} {mean:+.3f} cm over "
+            f"{d.size} pairs{f' ({skipped} without progress on a side, skipped)' if skipped else ''}; {how}; "
+            f"{100 * (1 - spec.alpha):g}% confidence sequence [{cs[0]:+.3f}, {cs[1]:+.3f}] cm "
+            f"(|delta| <= {spec.delta_bound_cm:g} cm)")
+    return Decision(outcome, at, cap, text, spec, values)
+
+
+def _label(outcome: str, spec: ComparisonSpec) -> str:
+    unit = "" if spec.metric == SUCCESS_METRIC else " cm"
+    return {BETTER: f"{spec.arm_b} better than {spec.arm_a}", WORSE: f"{spec.arm_b} worse than {spec.arm_a}",
+            EQUIVALENT: f"{spec.arm_b} equivalent to {spec.arm_a} within {spec.minimum_effect:g}{unit}",
+            UNDECIDED: "undecided at max seeds"}.get(outcome, outcome)
+
+
+# ---------------------------------------------------------------- before spending: simulated operating characteristics
+
+
+def pair_probs(pa: float, pb: float, rho: float = 0.0) -> tuple[float, float]:
+    """(P(B only), P(A only)) per seed for rates pa, pb when, with probability rho, B's outcome copies
+    A's latent draw (a shared seed difficulty) and is independent otherwise."""
+    b_only = (1 - rho) * pb * (1 - pa) + rho * max(0.0, pb - pa)
+    a_only = (1 - rho) * pa * (1 - pb) + rho * max(0.0, pa - pb)
+    return b_only, a_only
+
+
+def simulate_success(rng, sims: int, n: int, pa: float, pb: float, rho: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    u = rng.random((sims, n))
+    v = np.where(rng.random((sims, n)) < rho, u, rng.random((sims, n)))
+    return u < pa, v < pb
+
+
+def simulate_deltas(rng, sims: int, n: int, delta: float, sd: float, bound: float) -> np.ndarray:
+    return np.clip(rng.normal(delta, sd, (sims, n)), -bound, bound)
+
+
+def run_sequences(spec: ComparisonSpec, n: int, a=None, b=None, d=None) -> tuple[np.ndarray, np.ndarray]:
+    """The registered test on simulated sequences (S x n): (code, seeds read) per sequence."""
+    if spec.metric == SUCCESS_METRIC:
+        if spec.test == "fixed":
+            code, when = run_fixed(a, b, spec.alpha, spec.minimum_effect, n)
+        else:
+            c1, t1 = (run_step(a, b, spec.alpha, n) if spec.test == "step" else run_discordant(a, b, spec.alpha))
+            c2, t2 = run_betting(b.astype(float) - a, 1.0, spec.alpha, spec.minimum_effect, directions=False)
+            first2 = (c2 > 0) & ((c1 == 0) | (t2 < t1))
+            code, when = np.where(first2, c2, c1), np.where(first2, t2, t1)
+    elif spec.test == "fixed":
+        code, when = run_fixed(d, None, spec.alpha, spec.minimum_effect, n)
+    else:
+        code, when = run_betting(d, spec.delta_bound_cm, spec.alpha, spec.minimum_effect)
+    return code, np.where(code > 0, when, n)
+
+
+def mcnemar_power(n: int, b_only: float, a_only: float, alpha: float) -> float:
+    """Exact power of the two-sided exact McNemar test at n seeds to say 'B better' (b_only > a_only)."""
+    from scipy import stats
+
+    pd = b_only + a_only
+    if pd <= 0:
+        return 0.0
+    theta = b_only / pd
+    D = np.arange(n + 1)
+    crit = _mcnemar_table(alpha, max(n, 1))[: n + 1]
+    # B better: the losses l = D - w <= crit[D] (and w > l)
+    p_rej = np.where(crit >= 0, stats.binom.cdf(crit, D, 1 - theta), 0.0)
+    return float((stats.binom.pmf(D, n, pd) * p_rej).sum())
+
+
+def t_power(n: int, delta: float, sd: float, alpha: float) -> float:
+    from scipy import stats
+
+    if n < 2:
+        return 0.0
+    df = n - 1
+    crit = stats.t.ppf(1 - alpha / 2, df)
+    nc = delta / sd * math.sqrt(n)
+    return float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
+
+
+def batch_seeds(power: float, *, b_only: float | None = None, a_only: float | None = None,
+                delta: float | None = None, sd: float | None = None, alpha: float = 0.05,
+                n_max: int = 5000) -> int | None:
+    """The fewest seeds at which the fixed-n paired test (exact McNemar, or the paired t test) reaches `power`."""
+    for n in range(2, n_max + 1):
+        p = (mcnemar_power(n, b_only, a_only, alpha) if delta is None else t_power(n, delta, sd, alpha))
+        if p >= power:
+            return n
+    return None
+
+
+@dataclass(frozen=True)
+class Operating:
+    label: str
+    better: float
+    worse: float
+    equivalent: float
+    undecided: float
+    expected_seeds: float
+    batch_power: float  # the fixed-n paired test's at max_seeds
+    batch_seeds: int | None  # the fixed-n paired test's seeds for the sequential test's power ("B better")
+
+
+def operating(spec: ComparisonSpec, n: int, *, pa=None, pb=None, rho=0.0, delta=None, sd=None,
+              sims: int = 2000, seed: int = 20260824, label: str = "") -> Operating:
+    rng = np.random.default_rng(seed)
+    if spec.metric == SUCCESS_METRIC:
+        a, b = simulate_success(rng, sims, n, pa, pb, rho)
+        code, seeds = run_sequences(spec, n, a=a, b=b)
+        bo, ao = pair_probs(pa, pb, rho)
+        bp = mcnemar_power(n, bo, ao, spec.alpha)
+        kw = {"b_only": bo, "a_only": ao}
+    else:
+        d = simulate_deltas(rng, sims, n, delta, sd, spec.delta_bound_cm)
+        code, seeds = run_sequences(spec, n, d=d)
+        bp = t_power(n, delta, sd, spec.alpha)
+        kw = {"delta": delta, "sd": sd}
+    better = float(np.mean(code == 1))
+    need = None
+    if better > 0.05 and (spec.metric == PROGRESS_METRIC or kw["b_only"] > kw["a_only"]):
+        need = batch_seeds(better, alpha=spec.alpha, n_max=max(5000, 4 * n), **kw)
+    return Operating(label, better, float(np.mean(code == 2)), float(np.mean(code == 3)),
+                     float(np.mean(code == 0)), float(seeds.mean()), bp, need)
+
+
+def operating_lines(spec: ComparisonSpec, planned: int, sims: int = 2000, power_plan=None) -> list[str]:
+    """validate/freeze's block: the registered test's simulated type-I, power and expected episodes at the
+    plan's assumed effects, next to the fixed-n paired test's."""
+    n = spec.seeds_cap(planned)
+    cases = []
+    if spec.metric == SUCCESS_METRIC:
+        rates = spec.assumed_rates
+        if rates is None and power_plan is not None:
+            r = power_plan.rates
+            ra = r.get(spec.arm_a, power_plan.default_rate)
+            rb = r.get(spec.arm_b, power_plan.default_rate)
+            rates = (ra, rb) if ra is not None and rb is not None else None
+        base = rates[0] if rates else 0.1
+        cases.append((f"no difference ({base:g} vs {base:g})", {"pa": base, "pb": base}))
+        if rates and rates[0] != rates[1]:
+            cases.append((f"assumed {rates[0]:g} -> {rates[1]:g}", {"pa": rates[0], "pb": rates[1]}))
+        hi = min(0.999, base + spec.minimum_effect)
+        cases.append((f"minimum effect {base:g} -> {hi:g}", {"pa": base, "pb": hi}))
+    else:
+        sd = spec.delta_sd_cm or (power_plan.delta_sd_cm if power_plan is not None else None) or 3.0
+        cases.append((f"no difference (SD {sd:g} cm)", {"delta": 0.0, "sd": sd}))
+        if spec.assumed_delta_cm:
+            cases.append((f"assumed {spec.assumed_delta_cm:+g} cm", {"delta": spec.assumed_delta_cm, "sd": sd}))
+        cases.append((f"minimum effect {spec.minimum_effect:+g} cm", {"delta": spec.minimum_effect, "sd": sd}))
+    out = [f"comparison registered: {spec.describe()}, max {n} seeds per arm "
+           f"(simulated, {sims} sequences each, seeded; two arms = 2 episodes per seed):",
+           "    case                          B better  B worse  equiv.  undecided  E[episodes]  "
+           "| batch at max: power  batch episodes for the same power"]
+    for label, kw in cases:
+        o = operating(spec, n, sims=sims, label=label, **kw)
+        need = "-" if o.batch_seeds is None else f"{2 * o.batch_seeds}"
+        out.append(f"    {label:<29} {o.better:>8.3f} {o.worse:>8.3f} {o.equivalent:>7.3f} {o.undecided:>10.3f} "
+                   f"{2 * o.expected_seeds:>12.1f}  | {o.batch_power:>19.3f}  {need:>32}")
+    if spec.metric == SUCCESS_METRIC:
+        out.append("    'no difference' rows: B better + B worse is the type-I error (at most alpha "
+                   f"{spec.alpha:g}); arms simulated independent (same-seed correlation lowers both type-I and batch n)")
+    else:
+        out.append(f"    deltas simulated normal, clipped to +/-{spec.delta_bound_cm:g} cm; the batch is the paired t test "
+                   "(its power exact, noncentral t)")
+    return out
