@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ from console.render import (
     header_text,
     histogram_text,
     pace_table,
+    run_elapsed,
 )
 from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
 from console.widgets.compare_screen import CompareScreen
@@ -47,7 +49,7 @@ from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
 from console.widgets.runs_table import RunsTable
 from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
 from prereg import rundir as rd
-from prereg.errors import run_cli
+from prereg.errors import UsageError, run_cli
 
 FROM_ENV = "from-env"
 _NEVER = object()
@@ -65,6 +67,9 @@ def _main(argv: list[str] | None) -> int:
                         help="folder of pre-registrations (*.md); repeatable (default: ./preregs and the shipped examples)")
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between polls of the run directories")
     args = parser.parse_args(argv)
+    runs_dir = Path(args.runs_dir)
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise UsageError(f"--runs-dir {runs_dir} is a file, not a folder of run directories")
     app = FontaineApp(runs_dir=Path(args.runs_dir), prereg_dirs=preregs.prereg_dirs(args.prereg_dir), poll_s=args.poll)
     app.run()
     return app.return_code or 0
@@ -188,7 +193,7 @@ class MainScreen(Screen):
         runs_table.border_title = "runs"
         yield runs_table
         with Horizontal(id="header-row"):
-            yield Static(Text("No run selected. Press l to launch, d for the demo.", style="grey62"), id="run-header")
+            yield Static(Text("Reading the runs folder…", style="grey62"), id="run-header")
             yield Static("", id="discord")
         yield Static("", id="pages")
         with Horizontal(id="top-panels"):
@@ -284,6 +289,7 @@ class FontaineApp(App):
         self.selected: Path | None = None
         self.launched: list[Path] = []
         self.quit_notice = ""
+        self.scanned = False  # the watcher has looked at the runs folder once
         self._drawn: dict[str, object] = {}  # widget id -> the inputs it was last drawn from
         self.min_draw_s = min_draw_s
         self._last_draw = float("-inf")
@@ -320,6 +326,9 @@ class FontaineApp(App):
     def _watch_updated(self, message: WatchUpdated) -> None:
         update = message.update
         self.runs = update.runs
+        self.scanned = True
+        if self.selected is not None and self.selected.resolve() not in {r.path.resolve() for r in update.runs}:
+            self._selected_gone()  # deleted or moved away: its last snapshot must not stay on screen
         if self.selected is None and update.detail is not None:  # the watcher chose the first run to show
             self.selected = update.detail.info.path
         before = self.detail
@@ -336,6 +345,47 @@ class FontaineApp(App):
             self.call_after_refresh(self.watcher.ui_caught_up)
         else:
             self._draw_now()
+
+    def _selected_gone(self) -> None:
+        gone = self.selected
+        self.selected = None
+        self.detail = None
+        self.watcher.select(None)  # the watcher picks the next run to show, as at start
+        self.notify(f"{gone.name} is no longer in {shown_path(self.runs_dir)}/ (deleted or moved)", severity="warning",
+                    timeout=10)
+        screen = self._main_screen()
+        if screen is not None:
+            self._show_no_run(screen)
+
+    def empty_text(self) -> Text:
+        """The header when no run is shown: what the runs folder holds, and what to press."""
+        where = shown_path(self.runs_dir)
+        if not self.scanned:
+            text = f"Reading {where}/…"
+        elif not self.runs_dir.exists():
+            text = f"{where}/ does not exist yet: the first launch creates it. Press l to launch, d for the demo."
+        elif not self.runs:
+            text = f"No runs in {where}/ yet. Press l to launch, d for the demo."
+        else:
+            text = "No run selected. Press l to launch, d for the demo."
+        return Text(text, style="grey62")
+
+    def _show_no_run(self, screen: "MainScreen") -> None:
+        """No run to show (none yet, or the shown one went away): the header says so, the panels are blank."""
+        header = self.empty_text()
+        self._update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
+        for selector in ("#counts", "#pace", "#hist", "#grid", "#recent", "#banner"):
+            widget = screen.query_one(selector)
+            if self._drawn.pop(widget.id, _NEVER) is _NEVER:
+                continue
+            if isinstance(widget, TripwireBanner):
+                widget.show_banner(None, "")
+            elif isinstance(widget, SeedGrid):
+                widget.clear()
+            elif isinstance(widget, RecentRows):
+                widget.clear()
+            else:
+                widget.update("")
 
     def _deferred_draw(self) -> None:
         self._draw_timer = None
@@ -422,6 +472,7 @@ class FontaineApp(App):
         """Redraw only the panels whose inputs changed: an idle console re-renders next to nothing."""
         d = self.detail
         if d is None:
+            self._show_no_run(screen)
             return
         version = (d.info.path, d.view.version)
         age = d.info.heartbeat_age(now)
@@ -434,7 +485,8 @@ class FontaineApp(App):
         self._update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
         self._update_if(screen.query_one("#counts", Panel), version, lambda w: w.update(counts_table(d.view)))
         pace_key = (d.info.path, d.view.version, d.view.median_wall_s, d.info.status, d.info.live, d.info.total, age_s,
-                    tuple((r.state, r.limit) for r in readings))  # what the table shows, not the snapshot's identity
+                    tuple((r.state, r.limit) for r in readings),  # what the table shows, not the snapshot's identity
+                    age_step(run_elapsed(d.info, now)) if d.info.live else None)  # a live run's elapsed moves with the clock
         self._update_if(screen.query_one("#pace", Panel), pace_key,
                         lambda w: w.update(pace_table(d.info, d.view, readings, now)))
         seeds = (d.info.manifest or {}).get("seeds")
@@ -768,11 +820,16 @@ class FontaineApp(App):
         if live:
             names = ", ".join(r.run_id for r in live)
             message = (f"{len(live)} run(s) keep running, detached (their process is alive): {names}\n"
-                       f"Reopen fontaine-console --runs-dir {self.runs_dir} to reattach.")
+                       f"Reopen {self.reopen_command()} to reattach.")
         else:
             message = "No run is live."
         self.quit_notice = message
         self.exit(message=message)
+
+    def reopen_command(self) -> str:
+        """The command that opens this console again: the same runs and pre-registration folders."""
+        argv = ["fontaine-console", "--runs-dir", str(self.runs_dir), *preregs.reopen_flags(self.prereg_dirs)]
+        return " ".join(shlex.quote(a) for a in argv)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -34,10 +34,20 @@ class PreregEntry:
 
 
 def prereg_dirs(explicit: list[str] | None) -> list[Path]:
-    """The --prereg-dir folders, or ./preregs plus the shipped examples."""
-    if explicit:
-        return [Path(d) for d in explicit]
-    return [Path("preregs"), EXAMPLES_DIR]
+    """The --prereg-dir folders (or ./preregs), then the shipped examples: a folder of one's own
+    adds to the demo and the examples, it does not hide them (`d` launches the demo either way)."""
+    dirs = [Path(d) for d in explicit] if explicit else [Path("preregs")]
+    if not any(d.resolve() == EXAMPLES_DIR for d in dirs):
+        dirs.append(EXAMPLES_DIR)
+    return dirs
+
+
+def reopen_flags(dirs: list[Path]) -> list[str]:
+    """The --prereg-dir flags that give `dirs` again (none for the default folders)."""
+    own = [d for d in dirs if d.resolve() != EXAMPLES_DIR]
+    if [str(d) for d in own] == ["preregs"]:
+        return []
+    return [arg for d in own for arg in ("--prereg-dir", str(d))]
 
 
 def list_preregs(dirs: list[Path]) -> list[PreregEntry]:

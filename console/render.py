@@ -180,12 +180,22 @@ def counts_table(view: AggregateView) -> Table:
     return t
 
 
+def run_elapsed(info: RunInfo, now: float) -> float | None:
+    """status.json's elapsed_s; for a live run, at least the time since its process started (pid.json's
+    create time): the driver writes elapsed_s between episodes, so a run loading its model showed 0s."""
+    elapsed = _amount((info.status or {}).get("elapsed_s"))
+    started = _amount((info.pid or {}).get("create_time"))
+    if info.live and started is not None and now > started:
+        elapsed = max(elapsed or 0.0, now - started)
+    return elapsed
+
+
 def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], now: float) -> Table:
     status = info.status or {}
     t = Table.grid(padding=(0, 1))
     t.add_column(style="grey70")
     t.add_column()
-    elapsed = _amount(status.get("elapsed_s"))
+    elapsed = run_elapsed(info, now)
     done, total = _count(status.get("done")), info.total
     projected = _amount(status.get("projected_wall_s"))
     t.add_row("elapsed", f"{fmt_duration(elapsed)}   done {done if done is not None else view.rows}/{total if total is not None else '?'}")

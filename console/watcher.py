@@ -223,7 +223,7 @@ class Watcher:
         self._sent_last_poll = False
         self._ui_drew = threading.Event()
         self._last_sent = float("-inf")
-        self._sent_detail: tuple | None = None
+        self._sent_detail: tuple | None = ()  # no key is (): the first poll always sends, an empty folder included
         self._pending_popens: dict[Path, subprocess.Popen] = {}
 
     # -- called from the UI thread ------------------------------------------------

@@ -143,6 +143,10 @@ class RecentRows(LinePanel):
         self._latest: tuple = ()  # (row number, row) of the newest rows the aggregate keeps
         self.row_count = 0  # the rows on screen now
 
+    def clear(self) -> None:
+        self._latest = ()
+        self._render_rows()
+
     def show_rows(self, view: AggregateView) -> None:
         self._latest = view.recent
         self._render_rows()
@@ -192,6 +196,11 @@ class SeedGrid(Panel):
         self._order, self._hidden = grid_order(view, seeds)
         self.cursor = min(self.cursor, max(0, len(self._order) - 1))
         self._render_grid()
+
+    def clear(self) -> None:
+        """No run shown: no cells (and nothing for the cursor to open)."""
+        self._view, self._seeds, self._order, self._hidden = None, None, [], 0
+        self.update("")
 
     def _render_grid(self, focused: bool | None = None) -> None:
         if self._view is None:

@@ -357,7 +357,9 @@ def test_main_parses_its_options(monkeypatch, tmp_path):
 
     monkeypatch.setattr(app_module.FontaineApp, "run", fake_run)
     assert app_module.main(["--runs-dir", str(tmp_path), "--prereg-dir", "a", "--prereg-dir", "b", "--poll", "1"]) == 0
-    assert seen["runs_dir"] == tmp_path and [str(p) for p in seen["prereg_dirs"]] == ["a", "b"] and seen["poll"] == 1.0
+    assert seen["runs_dir"] == tmp_path and seen["poll"] == 1.0
+    from console.preregs import EXAMPLES_DIR  # a folder of one's own adds to the shipped examples
+    assert seen["prereg_dirs"] == [__import__("pathlib").Path("a"), __import__("pathlib").Path("b"), EXAMPLES_DIR]
 
 
 async def test_a_starting_run_shows_starting_and_its_arm_and_quit_lists_only_live_processes(runs_dir, prereg_dir):
@@ -547,3 +549,78 @@ async def test_results_of_a_live_run_asks_first_and_names_the_run(runs_dir, prer
         await pilot.press("n")
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
         assert not isinstance(app.screen, ResultsScreen)
+
+
+# -- folders that are not what they seem (issue 27) ----------------------------------------------
+
+def test_a_runs_dir_that_is_a_file_is_refused_in_one_line(tmp_path, capsys):
+    from console import app as app_module
+
+    f = tmp_path / "runs"
+    f.write_text("not a folder")
+    assert app_module.main(["--runs-dir", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "is a file, not a folder of run directories" in err and len(err.strip().splitlines()) == 1
+
+
+async def test_a_missing_runs_dir_is_said_and_an_empty_one_too(tmp_path):
+    app = make_app(tmp_path / "nowhere")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "does not exist yet: the first launch creates it" in header_text(app),
+                       state=lambda: header_text(app))
+    (tmp_path / "empty").mkdir()
+    app = make_app(tmp_path / "empty")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "No runs in" in header_text(app), state=lambda: header_text(app))
+
+
+async def test_a_deleted_run_leaves_the_header_and_the_panels(runs_dir):
+    make_run_dir(runs_dir, "a-scripted-20260101-000000", done=20)
+    gone = make_run_dir(runs_dir, "b-scripted-20260101-010000", done=10, total=20, state="stopped",
+                        rows=[make_row(s) for s in range(10)])
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.run_id.startswith("b-")
+                       and "/10" in counts_text(app))
+        shutil.rmtree(gone)
+        app.watcher.rescan()
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.run_id.startswith("a-")
+                       and "a-scripted" in header_text(app) and "/20" in counts_text(app),
+                       state=lambda: (header_text(app), counts_text(app)[:60]))
+        assert "b-scripted" not in header_text(app) and app.screen.query_one("#runs").row_count == 1
+        assert any("b-scripted-20260101-010000 is no longer in" in n.message for n in app._notifications)
+        shutil.rmtree(runs_dir / "a-scripted-20260101-000000")
+        app.watcher.rescan()
+        await wait_for(pilot, lambda: "No runs in" in header_text(app) and counts_text(app) == "",
+                       state=lambda: (header_text(app), counts_text(app)[:60]))
+
+
+async def test_a_starting_run_counts_its_elapsed_time_from_its_process(runs_dir):
+    me = psutil.Process()
+    make_run_dir(runs_dir, "slow-scripted-20260101-000000", total=30, done=0, state="starting", elapsed_s=0.0, rows=[],
+                 pid={"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time()})
+    app = make_app(runs_dir, clock=lambda: me.create_time() + 75.0)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "elapsed" in plain(app.screen.query_one("#pace")))
+        assert "elapsed 1m15s" in " ".join(plain(app.screen.query_one("#pace")).split())
+
+
+async def test_prereg_dirs_add_to_the_examples_and_the_quit_message_reopens_with_them(runs_dir, prereg_dir):
+    from console import preregs
+
+    me = psutil.Process()  # a live run: its recorded process is this one
+    make_run_dir(runs_dir, "live-scripted-20260101-000000", total=30, done=3, state="running",
+                 pid={"pid": me.pid, "pgid": os.getpgid(0), "create_time": me.create_time()})
+    frozen_demo(prereg_dir)
+    app = make_app(runs_dir)
+    app.prereg_dirs = preregs.prereg_dirs([str(prereg_dir)])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
+        shown = {str(o[1]) for o in app.screen.query_one("#prereg", Select)._options}
+        assert any(str(preregs.DEMO_PREREG) in s or "examples" in s for s in shown), shown
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, LaunchScreen))
+        await wait_for(pilot, lambda: any(r.live for r in app.runs))
+        await pilot.press("q")
+    assert f"--runs-dir {runs_dir} --prereg-dir {prereg_dir} to reattach" in app.quit_notice, app.quit_notice
