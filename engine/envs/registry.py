@@ -1,4 +1,4 @@
-"""The envs this engine can run: the built-ins, then every `fontaine.envs` entry point.
+"""The envs this engine can run: the built-ins (boat-on-disk, pick-lift), then every `fontaine.envs` entry point.
 
 A lab brings an env as a Python distribution that declares, in its pyproject.toml,
 
@@ -29,9 +29,15 @@ def _boat_on_disk() -> EnvSpec:
     return boat_on_disk.spec()
 
 
+def _pick_lift() -> EnvSpec:
+    from engine.envs import pick_lift
+
+    return pick_lift.spec()
+
+
 # Loaded on demand: naming an env never imports MuJoCo (fontaine-eval checks the GL library before
 # it does, and a bad MUJOCO_GL makes `import mujoco` itself fail).
-BUILTINS: dict[str, Callable[[], EnvSpec]] = {DEFAULT_ENV: _boat_on_disk}
+BUILTINS: dict[str, Callable[[], EnvSpec]] = {DEFAULT_ENV: _boat_on_disk, "pick-lift": _pick_lift}
 
 
 class UnknownEnv(EnvError):

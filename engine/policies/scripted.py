@@ -89,7 +89,8 @@ class ScriptedOracle:
             raise ValueError("the scripted oracle needs privileged observations (true boat and disk poses)")
         plan = self._plans.get(obs.seed)
         if plan is None or obs.replan_index == 0:
-            plan = self._plans[obs.seed] = _EpisodePlan(self.kinematics)
+            kind = _LiftPlan if obs.privileged.get("plan") == "lift" else _EpisodePlan  # the env says which task
+            plan = self._plans[obs.seed] = kind(self.kinematics)
         targets = plan.next_chunk(obs, self.chunk_horizon)
         return Chunk(targets_rad=targets, info={"stage": plan.stage, "attempt": plan.attempt})
 
@@ -393,3 +394,42 @@ class _EpisodePlan:
     def _last_target(self) -> np.ndarray:
         """The joint targets at the end of the queued segments (evaluates the last one)."""
         return self.segments[-1].target(1.0)
+
+
+LIFT_TO_M = 0.085  # the cube's base above the table while held: 3.5 cm over the 5 cm the task asks
+
+
+class _LiftPlan(_EpisodePlan):
+    """pick-lift (engine/envs/pick_lift.py): the same top-down grasp, then straight up and hold.
+
+    Reads `object_pos`/`object_quat` from the privileged observation; a grasp that missed is
+    retried from the cube's true pose while it stands flat and attempts remain."""
+
+    def _plan_stage(self, obs: Observation) -> None:
+        priv = obs.privileged
+        pos, quat = np.asarray(priv["object_pos"]), np.asarray(priv["object_quat"])
+        q = np.asarray(obs.state_rad, dtype=float)
+        upright = 1.0 - 2.0 * (quat[1] ** 2 + quat[2] ** 2)
+        if self.stage == "start":
+            self._plan_approach(obs.tick, q, pos, quat)
+        elif self.stage == "approach":
+            site_pos, site_rot = self.kin.site_pose(q)
+            held = pos[2] > 0.02 and np.linalg.norm((site_rot.T @ (pos - site_pos))[:2]) < 0.02
+            if held:
+                self._plan_lift(obs.tick, pos)
+            else:
+                self._plan_retry_or_rest(obs.tick, q, pos, quat, upright)
+        elif self.stage == "lift" and pos[2] < 0.02:  # dropped on the way: try again
+            self._plan_retry_or_rest(obs.tick, q, pos, quat, upright)
+        elif self.stage == "lift":
+            here = self.site_target
+            self._cart_move(obs.tick, 10**9, here, here, GRIPPER_CLOSED, GRIPPER_CLOSED)
+        else:
+            self._plan_rest(obs.tick, q)
+
+    def _plan_lift(self, tick: int, cube_pos: np.ndarray) -> None:
+        self.stage = "lift"
+        start = self.site_target
+        up = _CylPose(start.az, start.radius, start.z + (LIFT_TO_M - float(cube_pos[2])), start.yaw)
+        tick = self._cart_move(tick, T_LIFT, start, up, GRIPPER_CLOSED, GRIPPER_CLOSED)
+        self._cart_move(tick, T_SETTLE, up, up, GRIPPER_CLOSED, GRIPPER_CLOSED)

@@ -60,7 +60,12 @@ def rests_on_disk(reading: BoatReading, disk_pos: np.ndarray, disk_top_z: float)
 
 
 class EpisodeMetrics:
-    """Accumulates one episode's task metrics tick by tick and reports the row fields."""
+    """Accumulates one episode's task metrics tick by tick and reports the row fields.
+
+    Another task's metrics (engine/envs/pick_lift.py) override `succeeds`, `hold_ticks` and
+    `_dist` (the distance its progress is measured in) and add their own row fields."""
+
+    hold_ticks = SUCCESS_HOLD_TICKS
 
     def __init__(self, disk_pos: np.ndarray, disk_top_z: float, initial: BoatReading, reset_strikes: int = 0):
         self.disk_pos = np.asarray(disk_pos, dtype=float).copy()
@@ -94,8 +99,8 @@ class EpisodeMetrics:
         self.dist_min_m = min(self.dist_min_m, dist)
         if self.ticks % TICKS_PER_SECOND == 0:
             self.dist_by_second_m.append(dist)
-        self.streak = self.streak + 1 if rests_on_disk(reading, self.disk_pos, self.disk_top_z) else 0
-        if self.success_tick is None and self.streak >= SUCCESS_HOLD_TICKS:
+        self.streak = self.streak + 1 if self.succeeds(reading) else 0
+        if self.success_tick is None and self.streak >= self.hold_ticks:
             self.success_tick = self.ticks
         if reading.held:
             pos = reading.pos
@@ -108,6 +113,10 @@ class EpisodeMetrics:
                 self.grasp_tick = self.ticks
         else:
             self.held_streak = 0
+
+    def succeeds(self, reading: BoatReading) -> bool:
+        """The instantaneous success test (held `hold_ticks` ticks in a row for a success)."""
+        return rests_on_disk(reading, self.disk_pos, self.disk_top_z)
 
     def row(self) -> dict:
         """The row fields owned by the simulator (see prereg.rows.ROW_FIELDS)."""

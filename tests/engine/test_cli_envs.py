@@ -18,8 +18,8 @@ def test_list_envs_prints_one_env_a_line_name_first_and_writes_nothing(tmp_path,
     monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
     assert main(["--list-envs"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split("\t")[0] for line in lines] == ["boat-on-disk", "lab-boat"]
-    assert "the lab's boat" in lines[1]
+    assert [line.split("\t")[0] for line in lines] == ["boat-on-disk", "pick-lift", "lab-boat"]
+    assert "the lab's boat" in lines[2]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -31,7 +31,7 @@ def lab_boat():
 
 def test_an_unknown_env_is_one_line_exit_2_and_nothing_written(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    for name, needle in (("pick-lift", "--env pick-lift: no such env (known: boat-on-disk)"),
+    for name, needle in (("stack-cube", "--env stack-cube: no such env (known: boat-on-disk, pick-lift)"),
                          ("../x", "not an env name")):
         assert main(["--policy", "hold", "--env", name, "--num-seeds", "1"]) == 2
         err = capsys.readouterr().err.strip()

@@ -76,7 +76,7 @@ def test_the_content_hash_is_stable_and_follows_the_declaration_and_the_files(bo
 
 def test_an_unknown_env_is_one_usage_line(boat):
     with pytest.raises(UnknownEnv) as info:
-        get_env("pick-lift")
+        get_env("stack-cube")
     assert isinstance(info.value, UsageError) and info.value.exit_code == EXIT_USAGE
     assert "boat-on-disk" in info.value.one_line() and "\n" not in info.value.one_line()
     with pytest.raises(UnknownEnv, match="not an env name"):
@@ -148,6 +148,6 @@ def test_the_entry_point_lookup_can_be_replaced(monkeypatch):
 
     ep = importlib.metadata.EntryPoint(name="patched", value="engine.envs.boat_on_disk:spec", group="fontaine.envs")
     monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
-    assert env_names() == ["boat-on-disk", "patched"]
+    assert env_names() == ["boat-on-disk", "pick-lift", "patched"]
     with pytest.raises(EnvError, match="'boat-on-disk'"):  # the spec's name must be the entry point's
         get_env("patched")
