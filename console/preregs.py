@@ -16,6 +16,7 @@ from pathlib import Path
 from prereg.document import load
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
+from prereg.vocabulary import DECODES
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "prereg" / "examples"
 DEMO_PREREG = EXAMPLES_DIR / "demo.md"
@@ -132,16 +133,25 @@ def launch_settings(path: Path, arm: str) -> tuple[list[tuple[str, str]], str | 
              f"projected wall ≤ {g.pace_limit_hours:g} h after {g.pace_after_episodes} episodes"
              if g.pace_limit_hours is not None else "no pace limit",
              f"stall beyond {g.stall_factor:g}x median episode (≥ {g.stall_min_s:g} s)"]
-    decode = " · ".join(x for x in (spec.decode and f"decode {spec.decode}", spec.convmap and f"convmap {spec.convmap}",
-                                    spec.dtype, spec.flow_steps and f"{spec.flow_steps} flow steps") if x)
+    model = [("policy", f"{spec.policy}   checkpoint {checkpoint}"), ("model", model_settings(spec) or "—")]
+    if spec.policy not in DECODES:
+        model = [("policy", f"{spec.policy}   (reads the true boat pose: no model, no checkpoint)")]
     return [
-        ("policy", f"{spec.policy}   checkpoint {checkpoint}"),
-        ("decode", decode or "—"),
+        *model,
         ("seeds", f"{seed_text} · {spec.episode_seconds:g} s episodes · {spec.workers} workers"),
         ("video", f"draw {spec.video_draw}" + (" · predict trail recorded" if spec.record_predicts else "")),
         ("gates", "; ".join(gates)),
         ("frozen", f"{spec.section} · sha256 {str(getattr(spec, 'prereg_sha256', '') or '')[:12]}"),
     ], None
+
+
+def model_settings(spec) -> str:
+    """`grammar-masked decode · convmap official · bf16`: the settings of a model policy (DECODES names
+    them); empty for the scripted oracle, which none of them touches."""
+    if spec.policy not in DECODES:
+        return ""
+    return " · ".join(x for x in (spec.decode and f"{spec.decode} decode", spec.convmap and f"convmap {spec.convmap}",
+                                  spec.dtype, spec.flow_steps and f"{spec.flow_steps} flow steps") if x)
 
 
 def report_argv(prereg_file: str | Path, arm_runs: list[tuple[str, Path]], append: bool = True) -> list[str]:

@@ -353,7 +353,7 @@ def histogram_plan(counts: tuple[tuple[float, int], ...], max_bins: int) -> dict
         start, stop = math.floor(a / w) * w + 0.0, (math.floor(b / w) + 1) * w + 0.0  # + 0.0: never -0
         return start, stop, int(round((stop - start) / w))
 
-    for w in HIST_BIN_WIDTHS:
+    for w in (w for w in HIST_BIN_WIDTHS if w <= HIST_MAX_BIN_CM):  # wider bins hide the shape: tails instead
         start, stop, n = edges(lo, hi, w)
         if n <= max_bins:
             return {"start": start, "width": w, "n": n, "under": 0, "over": 0, "min": lo, "max": hi}

@@ -60,7 +60,7 @@ def _operand(tok: str, default_arm: str | None, known: set[str]):
     if not arm:
         arm = default_arm
         if arm is None:
-            return None, f"read {read!r} names no arm (this section has several)"
+            return None, f"read {read!r} names no arm (write ARM.{read}, or give the rule an arm:)"
     if arm not in known:
         return None, f"unknown arm {arm!r} in {tok!r}"
     if read not in RULE_READS:

@@ -101,7 +101,7 @@ def build_model(doc: Document) -> None:
         reads_fields = _check_reads(raw.get("reads"), ctx, sec, arms, known_arms)
         reads_d = {**parent_reads, **reads_fields}
         reads = Reads(**reads_d)
-        rules = _check_rules(raw.get("decision_rules"), ctx, sec, arms, known_arms)
+        rules = _check_rules(raw.get("decision_rules"), ctx, sec, names, known_arms)
         if sec.number and not (arms or raw.get("reads") or rules) and raw:
             ctx.err((), "an amendment must add arms, reads or decision rules")
         doc.sections.append(SectionModel(sec, title, arms, protocol, GateSpec(**gates_d), gates_d, reads, rules))
@@ -723,7 +723,9 @@ def _check_comparison(raw, ctx: _Ctx, known: set[str], protocol: Protocol | None
     return spec
 
 
-def _check_rules(raw, ctx: _Ctx, sec: Section, arms: list[Arm], known: set[str]) -> list[Rule]:
+def _check_rules(raw, ctx: _Ctx, sec: Section, declared: set[str], known: set[str]) -> list[Rule]:
+    """`declared`: the arm names this section declares, valid or not (a one-arm section's rules
+    default to its arm even while that arm has a problem of its own, such as the template's PIN-ME)."""
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -739,8 +741,8 @@ def _check_rules(raw, ctx: _Ctx, sec: Section, arms: list[Arm], known: set[str])
             if k not in RULE_KEYS:
                 ctx.err(path + (k,), f"unknown rule field '{k}'", "if, then, arm")
         default_arm = r.get("arm")
-        if default_arm is None and len(arms) == 1:
-            default_arm = arms[0].name
+        if default_arm is None and len(declared) == 1:
+            default_arm = next(iter(declared))
         if default_arm is not None and default_arm not in known:
             ctx.err(path + ("arm",), f"unknown arm {default_arm!r}", "known arms: " + ", ".join(sorted(known)))
             continue

@@ -162,7 +162,8 @@ class SeedScreen(Screen):
         worker = get_current_worker()
         row, problem = seedview.find_row(self.run_dir, self.seed)
         trail = seedview.read_predicts(self.run_dir, self.seed)
-        self.app.call_from_thread(self._show_row, row, problem, trail)
+        policy = (seedview.rd.read_json(self.run_dir / seedview.rd.MANIFEST) or {}).get("policy")
+        self.app.call_from_thread(self._show_row, row, problem, trail, policy)
         path = seedview.video_path(self.run_dir, row)
         if path is None:
             note = (row or {}).get("note") if row else None
@@ -178,7 +179,7 @@ class SeedScreen(Screen):
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_frames, frames, path)
 
-    def _show_row(self, row: dict | None, problem: str, trail: seedview.PredictTrail) -> None:
+    def _show_row(self, row: dict | None, problem: str, trail: seedview.PredictTrail, policy=None) -> None:
         if not self.is_attached:
             return
         self.row = row
@@ -193,6 +194,18 @@ class SeedScreen(Screen):
         if not trail.recorded:
             note.update(Text("No predict trail: the run did not record one (fontaine-eval --record-predicts, "
                              "or record_predicts: true in the pre-registration).", style="grey62"))
+            table.display = False
+            return
+        if not trail.lines and not trail.more:  # recorded, but nothing of this seed: say why, not "0 predicts"
+            counted = (row or {}).get("predicts")
+            text = f"No line of seed {self.seed} in {seedview.rd.PREDICTS}"
+            if isinstance(counted, int) and counted:
+                text += f", though its row counts {counted} predicts"
+                text += (": the scripted oracle acts in its worker, and only a model's predicts are recorded."
+                         if policy == "scripted" else ".")
+            else:
+                text += "."
+            note.update(Text(text, style="grey62"))
             table.display = False
             return
         table.display = True

@@ -624,3 +624,17 @@ async def test_prereg_dirs_add_to_the_examples_and_the_quit_message_reopens_with
         await wait_for(pilot, lambda: any(r.live for r in app.runs))
         await pilot.press("q")
     assert f"--runs-dir {runs_dir} --prereg-dir {prereg_dir} to reattach" in app.quit_notice, app.quit_notice
+
+
+def test_the_launch_dialog_says_each_setting_once_and_none_of_a_model_for_the_oracle():
+    from console import preregs
+
+    oracle, problem = preregs.launch_settings(preregs.DEMO_PREREG, "scripted")
+    assert problem is None
+    labels = dict(oracle)
+    assert "model" not in labels and "no model, no checkpoint" in labels["policy"]
+    assert not any(word in value for _, value in oracle for word in ("bf16", "convmap", "decode"))
+    masked, problem = preregs.launch_settings(preregs.DEMO_PREREG, "tiny-masked")
+    assert problem is None
+    model = dict(masked)["model"]
+    assert model.startswith("grammar-masked decode") and "decode decode" not in model and model.count("decode") == 1

@@ -117,8 +117,12 @@ async def test_a_click_on_a_cell_opens_that_seed_and_a_seed_without_video_says_s
         assert screen.seed == 5
         await wait_for(pilot, lambda: "not filmed" in plain(screen.query_one("#video-note")), what="no video",
                        state=lambda: plain(screen.query_one("#video-note")))
-        await wait_for(pilot, lambda: "No predict trail" not in plain(screen.query_one("#predicts-note")))
+        await wait_for(pilot, lambda: "No line of seed 5" in plain(screen.query_one("#predicts-note")))
         assert screen.query_one("#predicts").row_count == 0
+        # the row counts the oracle's predicts; the trail holds a model's only: said, never "0 predicts"
+        note = plain(screen.query_one("#predicts-note"))
+        assert "though its row counts 30 predicts: the scripted oracle acts in its worker" in note, note
+        assert " 0 predicts" not in note
 
 
 async def test_the_half_block_fallback_draws_a_picture():

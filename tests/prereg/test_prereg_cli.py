@@ -28,6 +28,9 @@ def test_new_validate_freeze_verify_show(tmp_path, capsys):
     assert rc == 2 and "already exists" in err
     rc, _, err = run(capsys, "validate", str(p))
     assert rc == 2 and "revision" in err and "'PIN-ME' is not immutable" in err  # a frozen plan pins its checkpoint
+    # ... and that is its only problem: the one-arm template's rules are that arm's, even while the
+    # arm itself has a problem (they said "names no arm (this section has several)")
+    assert "1 problem(s)" in err and "names no arm" not in err
     p.write_text(p.read_text().replace("revision: PIN-ME", "revision: " + "3f" * 20))
     rc, out, _ = run(capsys, "validate", str(p))
     assert rc == 0 and "valid" in out
