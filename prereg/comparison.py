@@ -97,6 +97,8 @@ from pathlib import Path
 
 import numpy as np
 
+from prereg.errors import UsageError
+
 METRICS = ("success", "progress_final_cm")
 TESTS = ("step", "savi", "fixed")
 SUCCESS_METRIC, PROGRESS_METRIC = METRICS
@@ -243,7 +245,7 @@ def parse(raw, known_arms=None, planned_seeds: int | None = None) -> tuple[Compa
 # ---------------------------------------------------------------- STEP's policy (the authors' package)
 
 
-class StepUnavailable(RuntimeError):
+class StepUnavailable(UsageError, RuntimeError):
     """The STEP package is missing or its policy cannot be built."""
 
 
@@ -256,8 +258,10 @@ def _compressed_policy(n_max: int, alpha: float) -> list:
     """The package's compressed policy (list over t of lists over x of arrays): shipped, cached, or synthesised."""
     try:
         import sequentialized_barnard_tests as sbt
-    except ImportError as exc:  # pragma: no cover - pinned dependency
-        raise StepUnavailable(f"test: step needs the package {STEP_PACKAGE} ({exc})") from None
+    except ImportError as exc:  # the optional extra `step` (its licence is CC-BY-NC-4.0: non-commercial)
+        raise StepUnavailable(f"test: step needs its authors' package {STEP_PACKAGE} ({exc}): install the extra "
+                              "with `pip install -e '.[step]'` (licence CC-BY-NC-4.0, non-commercial), or register "
+                              "test: savi") from None
     shipped = (Path(sbt.__file__).parent / "policies"
                / f"n_max_{n_max}_alpha_{alpha}_shape_parameter_0.0_pnorm_False" / "policy_compressed.pkl")
     if shipped.is_file():
@@ -604,7 +608,7 @@ def shared_prefix(rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> 
 
 def _arrays(spec: ComparisonSpec, pairs):
     """Success booleans (a, b) or progress deltas (d, skipped, first bound break) of the pairs."""
-    from prereg.rows import SUCCESS, classify, number
+    from prereg.rows import SUCCESS, classify, is_error, number
 
     if spec.metric == SUCCESS_METRIC:
         a = np.array([classify(ra)[0] == SUCCESS for ra, _ in pairs], dtype=bool)
@@ -612,8 +616,8 @@ def _arrays(spec: ComparisonSpec, pairs):
         return a, b
     d, skipped, broken = [], 0, None
     for i, (ra, rb) in enumerate(pairs, 1):
-        pa = number(ra.get("progress_final_cm")) if ra.get("status") == "ok" else None
-        pb = number(rb.get("progress_final_cm")) if rb.get("status") == "ok" else None
+        pa = number(ra.get("progress_final_cm")) if not is_error(ra) else None
+        pb = number(rb.get("progress_final_cm")) if not is_error(rb) else None
         if pa is None or pb is None:
             skipped += 1
             continue
@@ -680,11 +684,11 @@ def _earliest(c1, t1, c2, t2):
 
 
 def _seed_index_of_delta(spec, pairs, k: int) -> int:
-    from prereg.rows import number
+    from prereg.rows import is_error, number
 
     seen = 0
     for i, (ra, rb) in enumerate(pairs, 1):
-        ok = (ra.get("status") == "ok" and rb.get("status") == "ok"
+        ok = (not is_error(ra) and not is_error(rb)
               and number(ra.get("progress_final_cm")) is not None and number(rb.get("progress_final_cm")) is not None)
         seen += ok
         if seen == k:
