@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from console.aggregate import ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, AggregateView
+from console.notify.messages import gpu_hours_source
 from console.runs import FINAL_STATES, RunInfo
 from prereg import rundir as rd
 from prereg.curtail import pace_text, settled_text
@@ -218,8 +219,9 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
         gpu_text.append(f" of {gpu.limit:g}  ")
         gpu_text.append(gpu.state, style=GATE_STYLE[gpu.state])
     t.add_row("GPU-hours", gpu_text)
-    if status.get("gpu_hours_source"):  # its own line, wrapped rather than cut: it says what the number is
-        t.add_row("  source", Text(str(status["gpu_hours_source"])[:120], style="grey50"))
+    source = gpu_hours_source(status)
+    if source:  # its own line, wrapped rather than cut: it says what the number is
+        t.add_row("  source", Text(source[:120], style="grey50"))
     hb = Text(fmt_age(info.heartbeat_age(now)))
     stall = by_name.get("stall")
     if stall is not None:

@@ -158,6 +158,8 @@ class RunBook:
             _unlink(self.run_dir / INFLIGHT)
         elif key:
             self.maybe_sent = key
+            log.warning("Discord post %s of %s was in flight when the last notifier stopped, before it recorded "
+                        "Discord's answer: it is sent again, marked as a possible repeat", key, self.run_dir.name)
         self.loaded = True
 
     def cached_rows(self) -> list[dict]:

@@ -5,7 +5,7 @@ an alert when a tripwire or a stall trips, a post when the run stops or fails, a
 post, and the frozen reads with the per-seed chart. Each post has a key that is stable for the
 run, so whoever sends them can keep a ledger and never send one twice:
 
-    launch            the run is live: prereg, arm, policy kind, checkpoint + revision, decode,
+    launch            the run is live: prereg, arm, policy kind, (a model's) checkpoint + revision, decode,
                       dtype, convmap, seeds, episode budget, workers, gates (from the manifest
                       the driver writes: `policy` nested, `policy_resolved` for the revision)
     update:N          N = the latest multiple of every_episodes done; never at N >= total (the
@@ -39,9 +39,13 @@ from prereg import rundir as rd
 from prereg.curtail import settled_text
 from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
 from prereg.rows import ERROR, OUTCOME_LABELS, count_rows, number, read_rows
+from prereg.vocabulary import DECODES, POLICIES
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
+
+MODEL_KINDS = tuple(DECODES)  # the policy kinds that load a model: only they have a checkpoint, decode, dtype, convmap
+MODEL_FACTS = ("checkpoint", "revision", "decode", "dtype", "convmap", "weights_sha256")
 
 EVERY_EPISODES = 10  # an update every this many episodes
 CATCH_UP_S = 6 * 3600.0  # a run that ended longer ago than this, never posted about, is owed nothing
@@ -207,7 +211,8 @@ def launch_post(snap: RunSnapshot) -> Post:
     if prereg_id or sha:
         lines.append(f"prereg **{_esc(prereg_id or '?')}**" + (f" (sha256 `{sha[:12]}`)" if sha else ""))
     pol = policy_facts(m)
-    arm_bits = [f"arm **{_esc(str(m.get('arm') or '?'))}**", f"policy **{_esc(pol['kind'])}**"]
+    arm = str(m.get("arm") or "?")
+    arm_bits = [f"arm **{_esc(arm)}**", f"policy **{_esc(pol['kind'])}**"]
     lines.append(" · ".join(arm_bits))
     if pol.get("checkpoint"):
         ck = f"checkpoint `{_code(pol['checkpoint'])}`"
@@ -232,7 +237,9 @@ def launch_post(snap: RunSnapshot) -> Post:
         budget += f" × {secs:g} s simulated"
     lines.append(budget)
     lines.append("gates: " + describe_gates(snap.gate_spec()))
-    what = f"launched · {pol['kind']}" + (f" {pol['decode']}" if pol.get("decode") else "")
+    # the content line leads with the arm: the policy kind follows only when it says something more
+    kind = f"{pol['kind']}" + (f" {pol['decode']}" if pol.get("decode") else "")
+    what = "launched" + (f" · {kind}" if kind != arm else "")
     return _post(snap, LAUNCH, LAUNCH, what, f"Launch · {snap.run_id}", "\n".join(lines))
 
 
@@ -240,7 +247,9 @@ def policy_facts(m: dict) -> dict:
     """kind, checkpoint, revision, decode, dtype, convmap (+ weights_sha256) from a manifest:
     `policy` as the driver writes it (a dict), `policy_resolved` for what it resolved to; the
     flat keys of older manifests are read too. A checkpoint given as a local path shows only its
-    last component."""
+    last component. Only the facts the policy kind uses are given: the scripted oracle has no
+    checkpoint, decode, dtype or convmap (a flag launch records the flags' defaults for them, a
+    registered one does not), so they are None for it, whichever way it was launched."""
     pol = m.get("policy")
     res = m.get("policy_resolved") if isinstance(m.get("policy_resolved"), dict) else {}
     flat = _settings(m)
@@ -263,6 +272,8 @@ def policy_facts(m: dict) -> dict:
         "convmap": convmap,
         "weights_sha256": first(res.get("weights_sha256")),
     }
+    if out["kind"] in POLICIES and out["kind"] not in MODEL_KINDS:  # a kind we know runs no model
+        out.update(dict.fromkeys(MODEL_FACTS))
     for k, v in list(out.items()):
         if v is not None and k != "kind":
             out[k] = str(v)
@@ -313,14 +324,25 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
         line = f"GPU-hours {gpu:.2f}"
         if spec.gpu_hours is not None:
             line += f" of {spec.gpu_hours:g} gate"
-        source = snap.status.get("gpu_hours_source")
+        source = gpu_hours_source(snap.status)
         if source:
-            line += f" ({_esc(str(source))})"
+            line += f" ({_esc(source)})"
         lines.append(line)
     settled = settled_text(snap.status)
     if settled:
         lines.append(_esc(settled))
     return lines
+
+
+def gpu_hours_source(status: dict) -> str | None:
+    """What the GPU-hours figure is, in words: the driver's `gpu_hours_source` ('allocated (wall x
+    1 GPU held)'), or 'no GPU held' when the run holds none (the driver's words would read
+    'allocated (wall x 0 GPUs held)' beside 0.00)."""
+    gpus = status.get("gpus")
+    if type(gpus) is int and gpus == 0:
+        return "no GPU held"
+    source = status.get("gpu_hours_source")
+    return str(source) if source else None
 
 
 def results_post(snap: RunSnapshot) -> Post:

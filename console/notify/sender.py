@@ -73,6 +73,11 @@ class RetryPolicy:
 
 RETRY = RetryPolicy()
 
+# The note on a post found in flight (ledger.INFLIGHT names it, the ledger does not): the notifier
+# that sent it stopped (killed, or the machine went down) before it recorded Discord's answer.
+MAYBE_REPEAT = ("may repeat: the notifier that sent this post stopped before recording whether "
+                "Discord received it")
+
 
 def status_line(state: str, *, error: str | None = None, pending: int = 0, last: str | None = None) -> str:
     """The Discord status in words, as the console's status bar shows it, for every state: the
@@ -215,8 +220,7 @@ class Notifier:
             book.sig, book.over = sig, snap.over
             posts = msgs.due_posts(snap, book.keys, every_episodes=self.every_episodes,
                                    catch_up_s=self.catch_up_s)
-            posts = [p.with_note("may repeat a post sent just before the console stopped")
-                     if p.key == book.maybe_sent else p for p in posts]
+            posts = [p.with_note(MAYBE_REPEAT) if p.key == book.maybe_sent else p for p in posts]
             book.keys.update(p.key for p in posts)
             with self._lock:
                 self._queue.extend(_Item(run_dir, p) for p in posts)
@@ -485,9 +489,11 @@ class Notifier:
             text = f"cannot reach Discord: {type(exc).__name__}: {exc}"
         text = self._scrub(text)[:300]
         state = FAILING if failures >= self.retry.failing_after else RETRYING
-        if state != self._state or text != self._last_error:
-            log.warning("Discord %s not delivered (%s); retrying in %.1f s",
-                        f"post {item.post.key}" if item else "webhook check", text, delay)
+        # every failed attempt is one line in notifier.log (a repeat of the same error too): the
+        # log is where a user counts the attempts and reads the gaps between them
+        what = f"post {item.post.key}" + (f" of {item.run_dir.name}" if item.run_dir else "") if item else "webhook check"
+        log.warning("Discord %s not delivered (failure %d in a row: %s); %s", what, failures, text,
+                    "retrying now as plain text" if delay == 0.0 else f"retrying in {delay:.1f} s")
         self._set_state(state, text)
         return delay
 

@@ -201,10 +201,58 @@ def test_the_launch_post_reads_the_manifest_the_real_driver_writes(tmp_path):
     p = launch_post(read_snapshot(run_dir))
     d = p.description
     assert "policy **scripted**" in d and "{" not in d and "None" not in d  # no raw Python
-    assert "dtype bf16" in d and "convmap official" in d
+    # the oracle loads no model: no dtype, convmap, decode or checkpoint (the flags' defaults are in its manifest)
+    assert "dtype" not in d and "convmap" not in d and "decode" not in d and "checkpoint" not in d
     assert "1 seeds (0)" in d and "1 s episodes" in d and "1 workers" in d and "budget: 1 episodes" in d
     assert "gates: " in d
     assert p.content.startswith("scripted ")
+    assert p.content.count("scripted") == 1  # the arm is named 'scripted' too: said once
+
+
+def _scripted_manifest(**policy) -> dict:
+    return {"run_id": "r1", "arm": "scripted", "seeds": [0, 1, 2], "episode_seconds": 20.0, "workers": 2,
+            "policy": {"kind": "scripted", "checkpoint": None, "revision": None, "decode": None, **policy},
+            "policy_resolved": {"policy": "scripted", "served": "in each worker"}}
+
+
+def test_a_registered_and_a_flag_launch_of_the_oracle_say_the_same_policy_facts(tmp_path):
+    from prereg.rundir import write_json_atomic
+
+    flags = _scripted_manifest(dtype="bf16", convmap="official", device="cpu")  # fontaine-eval --policy scripted
+    registered = {**_scripted_manifest(dtype=None, convmap="official"),  # --prereg demo.md --arm scripted
+                  "prereg": {"id": "demo", "sha256": "ab" * 32}}
+    posts = []
+    for name, manifest in (("flags", flags), ("registered", registered)):
+        run = tmp_path / name
+        run.mkdir()
+        write_json_atomic(run / "manifest.json", manifest)
+        write_json_atomic(run / "status.json", {"state": "running", "done": 0, "total": 3})
+        posts.append(launch_post(read_snapshot(run)))
+    lines = [[ln for ln in p.description.splitlines() if not ln.startswith("prereg ")] for p in posts]
+    assert lines[0] == lines[1]  # the registered one adds only its prereg line
+    assert "arm **scripted** · policy **scripted**" in lines[0]
+    assert not any(w in posts[0].description for w in ("dtype", "convmap", "bf16", "official"))
+    assert posts[0].content.startswith("scripted 0/3 · launched · `")
+
+
+def test_a_model_launch_keeps_its_model_facts_and_names_the_policy_beside_a_differently_named_arm(tmp_path):
+    run = HandMadeRun(tmp_path, total=10)
+    p = owed(run)[0]
+    assert "decode flow" in p.description and "convmap official" in p.description
+    assert p.content.startswith("A 0/10 · launched · molmoact2 flow")
+
+
+def test_gpu_hours_of_a_run_holding_no_gpu_say_so(tmp_path):
+    from prereg.rundir import write_json_atomic
+
+    run = HandMadeRun(tmp_path, total=100).episodes(10)
+    status = json.loads((run.dir / "status.json").read_text())
+    write_json_atomic(run.dir / "status.json", {**status, "gpu_hours": 0.0, "gpus": 0,
+                                                "gpu_hours_source": "allocated (wall x 0 GPUs held)"})
+    d = owed(run, ["launch"])[0].description
+    assert "GPU-hours 0.00 of 1.5 gate (no GPU held)" in d and "0 GPUs" not in d
+    write_json_atomic(run.dir / "status.json", {**status, "gpus": 1, "gpu_hours_source": "allocated (wall x 1 GPU held)"})
+    assert "(allocated (wall x 1 GPU held))" in owed(run, ["launch"])[0].description
 
 
 @pytest.mark.slow

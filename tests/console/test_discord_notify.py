@@ -177,7 +177,9 @@ def test_a_post_caught_in_the_crash_window_is_sent_again_marked_as_a_possible_re
     n = make_notifier()
     assert n.poll_run(run.dir) == ["update:10"]
     assert n.wait_idle(10)
-    assert "may repeat" in fake.messages[0].payload["embeds"][0]["description"]
+    note = fake.messages[0].payload["embeds"][0]["description"].splitlines()[-1]
+    # it says what happened: the notifier (killed, not the console) stopped before recording the answer
+    assert "may repeat" in note and "notifier" in note and "before recording" in note and "console" not in note
     assert not (run.dir / INFLIGHT).exists()
 
     # A marker for a post the ledger already has: the post made it; nothing is re-sent.
@@ -369,3 +371,16 @@ def test_a_test_post_still_queued_at_close_is_reported_dropped(fake, make_notifi
     assert wait_until(lambda: n.state in (RETRYING, FAILING))
     n.close(timeout=0.2)
     assert n.test_results["t9"]["state"] == "dropped" and "stopped" in n.test_results["t9"]["reason"]
+
+
+def test_each_failed_attempt_is_a_line_in_the_log(fake, make_notifier, tmp_path, caplog):
+    caplog.set_level(logging.INFO)
+    run = HandMadeRun(tmp_path, total=100)
+    fake.fail_next(429, retry_after=0.05, via=False, times=4)  # the same error four times in a row
+    n = make_notifier()
+    assert n.poll_run(run.dir) == ["launch"]
+    assert n.wait_idle(20)
+    failed = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert len(failed) == 4, failed  # each attempt, not only the first of a kind
+    assert [f"failure {i} in a row" in line for i, line in enumerate(failed, 1)] == [True] * 4
+    assert all("post launch of flow-a-20261130-080000" in line for line in failed)
