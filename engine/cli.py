@@ -37,7 +37,7 @@ DECIDED_BY_DOCUMENT = (
     "policy", "molmoact2", "molmoact2_discrete", "molmoact2_grammar_masked", "dtype", "flow_steps", "norm_tag",
     "task", "convmap", "convmap_override", "convmap_declare", "seed", "num_seeds", "seeds", "episode_seconds",
     "workers", "video_draw", "gpu_hours_gate", "pace_limit_hours", "pace_after_episodes", "revision",
-    "convmap_fit_tiebreak", "env",
+    "convmap_fit_tiebreak", "env", "grasp_miss",
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
     "prereg", "arm", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size", "video_size", "gpus", "device",
@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the fit's coverage tiebreak; 'off' replays the margin-only fit (docs/convmap.md)")
     pol.add_argument("--convmap-anchor-deg", metavar="DEG[,DEG x5]",
                      help="tripwire (b)'s anchor: limit max(2 x anchor, 5 deg) per joint instead of 10 deg")
+    pol.add_argument("--grasp-miss", type=_probability, default=None, metavar="P",
+                     help="the scripted oracle's skill knob: the probability (seeded per seed) that an "
+                          "episode's grasps miss; its success rate is about its no-miss rate x (1 - P)")
     pol.add_argument("--inject-latency-ms", type=_nonneg_float, default=0.0, help=argparse.SUPPRESS)
 
     proto = p.add_argument_group("protocol")
@@ -221,6 +224,8 @@ def _policy_spec_from_flags(args):
                              ("--molmoact2-discrete", args.molmoact2_discrete)) if v]
     if len(chosen) > 1:
         raise UsageError(f"choose one policy, not {' and '.join(chosen)}")
+    if args.grasp_miss is not None and (args.molmoact2 or args.molmoact2_discrete or args.policy == "hold"):
+        raise UsageError("--grasp-miss is the scripted oracle's skill knob; give it with --policy scripted")
     if args.molmoact2_grammar_masked and not args.molmoact2_discrete:
         raise UsageError("--molmoact2-grammar-masked modifies --molmoact2-discrete CKPT; give that too")
     _check_overrides(args.convmap_override)
@@ -234,7 +239,7 @@ def _policy_spec_from_flags(args):
     if args.molmoact2_discrete:
         decode = "grammar-masked" if args.molmoact2_grammar_masked else "reference"
         return PolicySpec(kind="molmoact2-discrete", checkpoint=args.molmoact2_discrete, decode=decode, **common)
-    return PolicySpec(kind=args.policy or "scripted", **common)
+    return PolicySpec(kind=args.policy or "scripted", grasp_miss=args.grasp_miss or 0.0, **common)
 
 
 def _resolve_prereg(args):
@@ -253,7 +258,8 @@ def _resolve_prereg(args):
                       device=args.device, convmap=launch.convmap or "official",
                       convmap_overrides=tuple(launch.convmap_overrides or ()),
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
-                      task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms)
+                      task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms,
+                      grasp_miss=launch.grasp_miss or 0.0)
     run_id = args.run_id or (args.run_dir.name if args.run_dir else rd.new_run_id(launch.prereg_id, launch.arm))
     run_dir = args.run_dir or args.runs_dir / run_id
     config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
@@ -539,6 +545,7 @@ _positive_int = _number(int, minimum=0, inclusive=False, what="a positive intege
 _nonneg_int = _number(int, minimum=0, inclusive=True, what="zero or positive")
 _positive_float = _number(float, minimum=0, inclusive=False, what="positive")
 _nonneg_float = _number(float, minimum=0, inclusive=True, what="zero or positive")
+_probability = _number(float, minimum=0, inclusive=True, maximum=1, what="a probability from 0 to 1")
 
 
 def _path(text: str) -> Path:

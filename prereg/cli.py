@@ -264,7 +264,7 @@ def cmd_show(args) -> int:
         for a in sm.arms:
             bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in
                                  ("checkpoint", "revision", "decode", "convmap", "norm_tag", "dtype", "workers",
-                                  "flow_steps") if getattr(a, k) is not None]
+                                  "flow_steps", "grasp_miss") if getattr(a, k) is not None]
             if a.convmap_overrides:
                 bits.append("overrides=" + ",".join(a.convmap_overrides))
             print(f"  arm {a.name}: {' '.join(bits)}")

@@ -41,6 +41,7 @@ class LaunchSpec:
     record_predicts: bool = False
     env: str | None = None  # the arm's env, else the protocol's; None: boat-on-disk (the engine's default)
     env_sha256: str | None = None  # the content hash the plan froze with it (None: not pinned)
+    grasp_miss: float | None = None  # the scripted oracle's skill knob (None: 0)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -97,6 +98,7 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
         record_predicts=bool(proto.record_predicts),
         env=arm.env or proto.env,
         env_sha256=arm.env_sha256 if arm.env else proto.env_sha256,
+        grasp_miss=arm.grasp_miss,
     )
 
 

@@ -30,6 +30,7 @@ class Arm:
     task: str | None = None
     env: str | None = None  # the scene and task (engine.envs name or env file); None: the protocol's
     env_sha256: str | None = None  # its content hash as frozen
+    grasp_miss: float | None = None  # the scripted oracle's skill knob (engine/policies/scripted.py)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ TOP_KEYS = ("fontaine", "id", "title", "created", "arms", "protocol", "reads", "
 AMEND_KEYS = ("title", "arms", "protocol", "reads", "gates", "decision_rules", "comparison")
 ARM_KEYS = (
     "name", "policy", "checkpoint", "revision", "decode", "convmap", "convmap_overrides",
-    "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256",
+    "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256", "grasp_miss",
 )
 PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts", "env", "env_sha256")
 GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided", "sequential")
@@ -250,6 +250,13 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
             err("revision", *pin_problem)
     norm_tag = _opt_str(a, "norm_tag", err)
     task = _opt_str(a, "task", err)
+    grasp_miss = a.get("grasp_miss")
+    if grasp_miss is not None:
+        if policy != "scripted":
+            err("grasp_miss", f"is the scripted oracle's skill knob; policy {policy} has none", "remove it")
+        elif isinstance(grasp_miss, bool) or not isinstance(grasp_miss, (int, float)) or not 0 <= grasp_miss <= 1:
+            err("grasp_miss", f"must be a probability from 0 to 1, got {grasp_miss!r}",
+                "the chance (seeded per seed) that an episode's grasps miss, e.g. grasp_miss: 0.5")
     env = _check_env_fields(a, err, sec.sealed)
     if bad:
         return None
@@ -260,6 +267,7 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
         convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
         norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,
         flow_steps=flow_steps, task=task, **env,
+        grasp_miss=None if grasp_miss is None else float(grasp_miss),
     )
 
 

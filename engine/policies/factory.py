@@ -33,6 +33,7 @@ class PolicySpec:
     flow_steps: int = 10
     task: str = DEFAULT_TASK
     inject_latency_ms: float = 0.0  # test/benchmark knob: a fixed extra cost per predict call
+    grasp_miss: float = 0.0  # the scripted oracle's skill knob (engine/policies/scripted.py); 0 for a model
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -54,10 +55,15 @@ class PolicySpec:
 
 def make_policy(spec: PolicySpec):
     """Build the policy a spec names. MolmoAct2 imports torch, so it is imported only here."""
+    if spec.kind != "scripted" and spec.grasp_miss:
+        raise PolicyError(f"grasp_miss is the scripted oracle's skill knob; policy {spec.kind} has none")
     if spec.kind == "scripted":
         from engine.policies.scripted import ScriptedOracle
 
-        policy = ScriptedOracle()
+        try:
+            policy = ScriptedOracle(grasp_miss=spec.grasp_miss)
+        except ValueError as exc:
+            raise PolicyError(str(exc)) from None
     elif spec.kind == "hold":
         from engine.policies.hold import HoldPolicy
 

@@ -11,6 +11,15 @@ the grasp-to-boat offset) -> descend until the boat is 3 mm above the disk -> op
 -> retreat straight up -> home (stage end: check the placement; retry a missed grasp or a
 missed place while the boat is upright and time allows). Chunks end at stage ends so each
 measurement is taken from a fresh observation.
+
+The skill knob, `grasp_miss` (a probability, default 0): each seed draws one uniform number from
+its own stream (`skill_draw(seed)`, independent of the scene's randomness); when it falls below
+`grasp_miss`, that episode's grasps miss — the jaws stay open through every close, the lift finds
+nothing held, and after its attempts the oracle rests. So an oracle's success rate is its
+no-miss rate times (1 - grasp_miss), and two arms with different knobs have known, different
+rates. The draw depends on the seed only, so two arms on the same seed share it: every seed the
+more skilled arm misses, the less skilled one misses too (a coupled, positively correlated pair,
+as two checkpoints sharing their hard seeds would be).
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ GRIPPER_OPEN = 0.5  # about 54 mm between the pads' fingertips; the hull is 31 m
 GRIPPER_CLOSED = -0.17
 GRIPPER_RELEASE = 0.3
 MAX_ATTEMPTS = 3
+SKILL_STREAM = 0x5C111  # the skill draw's stream: np.random.default_rng([SKILL_STREAM, seed])
 
 IK_DAMPING = 0.01
 IK_ROTATION_WEIGHT = 0.3
@@ -64,8 +74,9 @@ class ScriptedOracle:
     needs_privileged = True
     serve_in_driver = False
 
-    def __init__(self, *, chunk_horizon: int = CHUNK_HORIZON):
+    def __init__(self, *, chunk_horizon: int = CHUNK_HORIZON, grasp_miss: float = 0.0):
         self.chunk_horizon = int(chunk_horizon)
+        self.grasp_miss = check_grasp_miss(grasp_miss)
         self.kinematics = ArmKinematics()
         self._plans: dict[int, _EpisodePlan] = {}
 
@@ -78,6 +89,7 @@ class ScriptedOracle:
             "carry_clearance_m": CARRY_CLEARANCE_M,
             "place_clearance_m": PLACE_CLEARANCE_M,
             "max_attempts": MAX_ATTEMPTS,
+            "grasp_miss": self.grasp_miss,
         }
 
     def predict_batch(self, observations: list[Observation]) -> list[Chunk]:
@@ -90,9 +102,26 @@ class ScriptedOracle:
         plan = self._plans.get(obs.seed)
         if plan is None or obs.replan_index == 0:
             kind = _LiftPlan if obs.privileged.get("plan") == "lift" else _EpisodePlan  # the env says which task
-            plan = self._plans[obs.seed] = kind(self.kinematics)
+            plan = self._plans[obs.seed] = kind(self.kinematics, miss=misses(obs.seed, self.grasp_miss))
         targets = plan.next_chunk(obs, self.chunk_horizon)
         return Chunk(targets_rad=targets, info={"stage": plan.stage, "attempt": plan.attempt})
+
+
+def check_grasp_miss(p) -> float:
+    """The knob as a float in [0, 1] (ValueError otherwise: the CLI and the documents check first)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) <= 1.0:
+        raise ValueError(f"grasp_miss must be a probability from 0 to 1, got {p!r}")
+    return float(p)
+
+
+def skill_draw(seed: int) -> float:
+    """The seed's one uniform draw for the skill knob (its own stream: the scene's is untouched)."""
+    return float(np.random.default_rng([SKILL_STREAM, int(seed)]).random())
+
+
+def misses(seed: int, grasp_miss: float) -> bool:
+    """Whether an oracle with this knob misses its grasps on this seed."""
+    return grasp_miss > 0.0 and skill_draw(seed) < grasp_miss
 
 
 class ArmKinematics:
@@ -216,8 +245,9 @@ class _CylPose:
 class _EpisodePlan:
     """One episode's stage machine; segments are queued per stage and consumed tick by tick."""
 
-    def __init__(self, kinematics: ArmKinematics):
+    def __init__(self, kinematics: ArmKinematics, miss: bool = False):
         self.kin = kinematics
+        self.closed = GRIPPER_OPEN if miss else GRIPPER_CLOSED  # a missed grasp: the jaws never close
         self.segments: list[_Segment] = []
         self.stage = "start"
         self.attempt = 0
@@ -289,11 +319,12 @@ class _EpisodePlan:
         pre = _CylPose.at(pregrasp, yaw)
         down = _CylPose.at(grasp, yaw)
         tick = self._cart_move(tick, T_DESCEND, pre, down, GRIPPER_OPEN, GRIPPER_OPEN)
-        tick = self._cart_move(tick, T_CLOSE, down, down, GRIPPER_OPEN, GRIPPER_CLOSED)
-        tick = self._cart_move(tick, T_CLOSE_HOLD, down, down, GRIPPER_CLOSED, GRIPPER_CLOSED)
+        closed = self.closed
+        tick = self._cart_move(tick, T_CLOSE, down, down, GRIPPER_OPEN, closed)
+        tick = self._cart_move(tick, T_CLOSE_HOLD, down, down, closed, closed)
         lifted = _CylPose(down.az, down.radius, grasp[2] + 0.002 + CARRY_CLEARANCE_M, yaw)
-        tick = self._cart_move(tick, T_LIFT, down, lifted, GRIPPER_CLOSED, GRIPPER_CLOSED)
-        self._cart_move(tick, T_SETTLE, lifted, lifted, GRIPPER_CLOSED, GRIPPER_CLOSED)
+        tick = self._cart_move(tick, T_LIFT, down, lifted, closed, closed)
+        self._cart_move(tick, T_SETTLE, lifted, lifted, closed, closed)
 
     def _plan_carry(self, tick: int, disk_pos: np.ndarray, disk_top: float) -> None:
         self.stage = "carry"

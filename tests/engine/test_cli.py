@@ -19,6 +19,8 @@ from tests.helpers import REPO, run_eval
         (["--arm", "a"], "--arm needs --prereg"),
         (["--policy", "hold", "--molmoact2", "tiny"], "choose one policy"),
         (["--molmoact2-grammar-masked"], "modifies --molmoact2-discrete"),
+        (["--policy", "hold", "--grasp-miss", "0.5"], "--grasp-miss is the scripted oracle's skill knob"),
+        (["--policy", "scripted", "--grasp-miss", "1.5"], "--grasp-miss: must be a probability from 0 to 1"),
         (["--resume", "/nonexistent/run"], "no readable manifest.json"),
         # bounds, stated in the message
         (["--num-seeds", "1000000000000"], "--num-seeds: must be an integer from 1 to 100,000"),

@@ -123,3 +123,39 @@ def test_oracle_succeeds_on_most_of_seeds_0_to_49(env, oracle):
     print(f"oracle: {50 - len(failed)}/50 successes in {time.perf_counter() - t0:.1f} s; failed seeds {failed}")
     assert len(failed) <= 5, failed
     assert all(r["reset_strikes"] == 0 for r in rows)
+
+
+# -- the skill knob (issue 24): a seeded grasp-miss probability gives arms known, different rates
+
+
+def test_skill_draw_is_seeded_and_its_own_stream():
+    from engine.policies.scripted import misses, skill_draw
+
+    draws = [skill_draw(s) for s in range(200)]
+    assert draws == [skill_draw(s) for s in range(200)]  # a function of the seed only
+    assert 0.4 < float(np.mean(draws)) < 0.6 and len(set(draws)) == 200
+    for p in (0.25, 0.5):  # a larger knob misses on a superset of seeds: the arms are coupled
+        assert {s for s in range(200) if misses(s, 0.25)} <= {s for s in range(200) if misses(s, p)}
+    assert not any(misses(s, 0.0) for s in range(200)) and all(misses(s, 1.0) for s in range(200))
+    assert 35 <= sum(misses(s, 0.25) for s in range(200)) <= 65
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, True, "0.5", float("nan")])
+def test_grasp_miss_must_be_a_probability(bad):
+    with pytest.raises(ValueError, match="probability"):
+        ScriptedOracle(grasp_miss=bad)
+
+
+def test_a_missed_grasp_never_closes_the_jaws_and_the_episode_fails(env):
+    sure_miss = ScriptedOracle(grasp_miss=1.0)
+    assert sure_miss.describe()["grasp_miss"] == 1.0
+    row = episode(env, sure_miss, 0, seconds=12.0)
+    assert row["success"] is False and row["grasped"] is False, row
+    assert abs(row["progress_final_cm"]) < 1.0  # the boat is left where it stood
+
+
+def test_the_knob_keeps_the_seeds_it_does_not_miss(env):
+    from engine.policies.scripted import misses
+
+    seed = next(s for s in range(50) if not misses(s, 0.5))
+    assert episode(env, ScriptedOracle(grasp_miss=0.5), seed)["success"]

@@ -101,6 +101,20 @@ def test_record_predicts_is_a_protocol_switch():
     assert pr.field == "protocol.record_predicts" and "true or false" in pr.message
 
 
+def test_grasp_miss_is_the_scripted_arms_skill_knob():
+    """Issue 24: a scripted arm may register the oracle's seeded grasp-miss probability."""
+    doc = parse(GOOD.replace("    policy: scripted\n", "    policy: scripted\n    grasp_miss: 0.5\n", 1))
+    assert doc.problems == [] and doc.find_arm("b")[0].grasp_miss == 0.5
+    assert parse(GOOD).find_arm("b")[0].grasp_miss is None
+    text = GOOD.replace("    policy: scripted\n", "    policy: scripted\n    grasp_miss: 1.5\n", 1)
+    (pr,) = problems_of(text)
+    assert pr.field == "arms[1].grasp_miss" and "probability from 0 to 1" in pr.message
+    assert pr.line == line_of(text, "grasp_miss")
+    text = GOOD.replace("    convmap: official\n", "    convmap: official\n    grasp_miss: 0.2\n", 1)
+    (pr,) = problems_of(text)
+    assert pr.line == line_of(text, "grasp_miss") and "policy molmoact2-discrete has none" in pr.message
+
+
 @pytest.mark.parametrize("written, meant", [
     (None, "0"), ("0", "0"), ("auto", "auto"), ("none", "none"), ("all", "all"), ("'seeds:3, 7'", "seeds:3,7"),
 ])
