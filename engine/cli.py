@@ -130,8 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
     proto.add_argument("--seeds", type=_seed_list, default=None, help="explicit seeds, e.g. 0,3,10-19")
     proto.add_argument("--episode-seconds", type=_bounded_float(0, MAX_EPISODE_SECONDS), default=30.0,
                        help=f"episode budget in seconds (30 Hz ticks; at most {MAX_EPISODE_SECONDS:g})")
-    proto.add_argument("--env", metavar="NAME", default=None,
-                       help="the scene and task to run (default boat-on-disk); --list-envs lists them")
+    proto.add_argument("--env", metavar="NAME|FILE", default=None,
+                       help="the scene and task to run (default boat-on-disk), or an env file, path/to/env.yaml "
+                            "(docs/envs.md); --list-envs lists the names")
     proto.add_argument("--list-envs", action="store_true",
                        help="print the envs this engine can run, one a line (name first), and exit")
     proto.add_argument("--workers", type=_bounded_int(1, MAX_WORKERS), default=1,
@@ -268,7 +269,8 @@ def _resolve_prereg(args):
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
                        render_size=args.render_size, video_size=args.video_size, ray=_ray_settings(args, spec),
                        record_predicts=bool(launch.record_predicts or args.record_predicts),
-                       env=_check_env(launch.env),  # the document decides the env (None: boat-on-disk)
+                       env=_check_env(launch.env, Path(launch.prereg_path).parent,  # the document decides the env
+                                      launch.env_sha256),  # (None: boat-on-disk; a file: beside the document)
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
                                "path": str(Path(launch.prereg_path).resolve())})
     config.video_draw = _check_video_draw(config.video_draw)
@@ -293,15 +295,26 @@ def _resolve_resume(args):
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{run_dir / rd.MANIFEST}: its config cannot be read back ({exc}); "
                          "the run cannot be resumed") from None
-    _check_env(config.env)  # the env the run was started on must still be there
+    recorded = manifest.get("env") if isinstance(manifest.get("env"), dict) else {}
+    _check_env(config.env, pin=recorded.get("sha256") if recorded.get("file") else None,
+               pinned_by="the run started on")  # the env the run was started on must still be there, unchanged
     return config, Path(run_dir), True
 
 
-def _check_env(name: str | None) -> str:
-    """The env's name, once the registry has it (an UnknownEnv or EnvError is bad input: exit 2)."""
-    from engine.envs import DEFAULT_ENV, check_name
+def _check_env(name: str | None, base: Path | None = None, pin: str | None = None,
+               pinned_by: str = "the frozen pre-registration pins") -> str:
+    """The env's name (an env file's absolute path, relative to `base`), once the registry has it;
+    an env file whose content hash is not `pin` is refused (an UnknownEnv or EnvError, or a
+    changed file, is bad input: exit 2, nothing written)."""
+    from engine.envs import DEFAULT_ENV, check_name, env_sha256, is_env_file
 
-    return check_name(DEFAULT_ENV if name is None else name)
+    ref = check_name(DEFAULT_ENV if name is None else name, base)
+    if pin and is_env_file(ref):
+        have = env_sha256(ref)
+        if have != pin:
+            raise UsageError(f"--env {name}: the env file changed: its sha256 is {have[:12]}, {pinned_by} {pin[:12]} "
+                             "(an env is frozen by content: revert the files, or register the new hash by amendment)")
+    return ref
 
 
 def _list_envs(name: str | None = None) -> int:

@@ -97,9 +97,9 @@ def _env_record(name: str) -> dict:
     once per process). The driver itself never needs MuJoCo to run, so a hash it cannot compute
     (MuJoCo failing to load here, say) is recorded as missing with why, and the workers say the rest."""
     try:
-        from engine.envs import env_sha256
+        from engine.envs import env_record
 
-        return {"name": name, "sha256": env_sha256(name)}
+        return env_record(name)  # an env file's adds `file`, and its name is the one it declares
     except Exception as exc:  # noqa: BLE001 - the manifest says why; provenance treats a missing hash as not the registered env
         return {"name": name, "sha256": None, "sha256_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from prereg import rundir as rd
 from prereg.launch import LaunchSpec
+from prereg.validation import ENV_FILE_SUFFIXES
 
 # the engine's defaults for a setting the registration leaves out (engine/cli.py `_resolve_prereg`)
 LAUNCH_DEFAULTS = {"convmap": "official", "env": "boat-on-disk"}  # a plan or manifest without env ran boat-on-disk
@@ -104,6 +105,8 @@ def env_problems(manifest: dict, spec: LaunchSpec) -> list[str]:
     content hash, so an env edited after freezing (a tolerance, a camera, a mesh) is named."""
     want = spec.env or LAUNCH_DEFAULTS["env"]
     env = manifest.get("env") if isinstance(manifest.get("env"), dict) else {}
+    if want.endswith(ENV_FILE_SUFFIXES):
+        return _env_file_problems(env, want, spec)
     have = env.get("name") if "env" in manifest else LAUNCH_DEFAULTS["env"]  # a manifest from before envs
     if have != want:
         return [f"recorded env {_show(have)} is not the registered {want!r}"]
@@ -113,6 +116,25 @@ def env_problems(manifest: dict, spec: LaunchSpec) -> list[str]:
                 + (f"{str(got)[:12]}" if got else "is not recorded")
                 + f", the registered {spec.env_sha256[:12]} (an env is frozen by content: "
                 "register the new one by amendment)"]
+    return []
+
+
+def _env_file_problems(env: dict, want: str, spec: LaunchSpec) -> list[str]:
+    """An env file is compared by content: the run's recorded sha256 against the registered one
+    (the file may sit elsewhere on the machine that ran it); unpinned, by its path beside the plan."""
+    got, ran = env.get("sha256"), env.get("file")
+    if not ran:
+        return [f"recorded env {_show(env.get('name', LAUNCH_DEFAULTS['env']))} is not the registered env file {want!r}"]
+    if spec.env_sha256:
+        if got != spec.env_sha256:
+            return [f"the env file {want} changed after freezing: the run's env sha256 "
+                    + (f"{str(got)[:12]}" if got else "is not recorded")
+                    + f", the registered {spec.env_sha256[:12]} (an env is frozen by content: "
+                    "register the new one by amendment)"]
+        return []
+    expected = (Path(spec.prereg_path).parent / want).resolve()
+    if Path(str(ran)).resolve() != expected:
+        return [f"recorded env file {_show(ran)} is not the registered {str(expected)!r}"]
     return []
 
 

@@ -1,10 +1,12 @@
 """Envs: the scenes and tasks an evaluation runs on, behind one contract (issue 23).
 
 `EnvSpec` declares a task (spec.py); the registry finds it by name among the built-ins
-(`boat-on-disk`) and the `fontaine.envs` entry points a lab installs (registry.py). This
+(`boat-on-disk`, `pick-lift`) and the `fontaine.envs` entry points a lab installs (registry.py), and
+reads a lab's env file (envfile.py: `--env path/to/env.yaml`). This
 package may import engine.sim and prereg, never console (tests/test_import_rules.py).
 """
 
+from engine.envs.envfile import EnvFileError, is_env_file, load_env_file
 from engine.envs.registry import (
     DEFAULT_ENV,
     ENTRY_POINT_GROUP,
@@ -12,6 +14,7 @@ from engine.envs.registry import (
     check_name,
     entries,
     env_names,
+    env_record,
     env_sha256,
     get_env,
     list_lines,
@@ -19,6 +22,7 @@ from engine.envs.registry import (
 from engine.envs.spec import BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SimEnv, SuccessSpec
 
 __all__ = [
-    "DEFAULT_ENV", "ENTRY_POINT_GROUP", "BoundsSpec", "EnvError", "EnvSpec", "GraspSpec", "ResetSpec", "SimEnv",
-    "SuccessSpec", "UnknownEnv", "check_name", "entries", "env_names", "env_sha256", "get_env", "list_lines",
+    "DEFAULT_ENV", "ENTRY_POINT_GROUP", "BoundsSpec", "EnvError", "EnvFileError", "EnvSpec", "GraspSpec", "ResetSpec",
+    "SimEnv", "SuccessSpec", "UnknownEnv", "check_name", "entries", "env_names", "env_record", "env_sha256", "get_env",
+    "is_env_file", "list_lines", "load_env_file",
 ]

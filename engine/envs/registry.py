@@ -1,4 +1,5 @@
-"""The envs this engine can run: the built-ins (boat-on-disk, pick-lift), then every `fontaine.envs` entry point.
+"""The envs this engine can run: the built-ins (boat-on-disk, pick-lift), then every `fontaine.envs` entry point,
+and any env file (`--env path/to/env.yaml`, engine/envs/envfile.py: the pick-and-place family, declared).
 
 A lab brings an env as a Python distribution that declares, in its pyproject.toml,
 
@@ -15,8 +16,11 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
+from engine.envs import envfile
+from engine.envs.envfile import is_env_file, load_env_file
 from engine.envs.spec import NAME_RE, EnvError, EnvSpec
 
 ENTRY_POINT_GROUP = "fontaine.envs"
@@ -89,11 +93,17 @@ def _loader(ep, source: str) -> Callable[[], EnvSpec]:
     return load
 
 
-def check_name(name: str) -> str:
+def check_name(name: str, base: Path | None = None) -> str:
     """`name` when it is a built-in (checked without loading it) or an entry point that loads;
-    UnknownEnv or EnvError (one line, exit 2) when not."""
+    for an env file (path/to/env.yaml, relative to `base` or the working directory), its absolute
+    path once it loads without a problem. UnknownEnv or EnvError (exit 2) when not."""
     if name in BUILTINS:
         return name
+    if is_env_file(name):
+        path = Path(name).expanduser()
+        path = str(((base or Path.cwd()) / path).resolve())
+        load_env_file(path)
+        return path
     get_env(name)
     return name
 
@@ -104,9 +114,11 @@ def env_names() -> list[str]:
 
 def get_env(name: str) -> EnvSpec:
     """The env called `name`; UnknownEnv (one line naming the known ones) when there is none."""
+    if is_env_file(name):
+        return load_env_file(name)
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-        raise UnknownEnv(f"--env {name!r}: not an env name (lower-case letters, digits and '-'); "
-                         "fontaine-eval --list-envs lists them")
+        raise UnknownEnv(f"--env {name!r}: not an env name (lower-case letters, digits and '-') nor an env file "
+                         "(path/to/env.yaml); fontaine-eval --list-envs lists the names")
     for entry in entries():
         if entry.name == name:
             return entry.load()
@@ -114,11 +126,39 @@ def get_env(name: str) -> EnvSpec:
                      "fontaine-eval --list-envs lists them")
 
 
-@functools.lru_cache(maxsize=8)
 def env_sha256(name: str) -> str:
-    """The content hash of the env called `name` (EnvSpec.sha256), once per process: writing the
-    scene's XML compiles it (about 1.5 s for boat-on-disk), and a driver records it once."""
+    """The content hash of the env called `name` (EnvSpec.sha256), or of an env file (its YAML, its
+    MJCF and every file they read), once per process and content: writing the scene's XML compiles
+    it (about 1.5 s for boat-on-disk), and a launch and its driver both ask."""
+    if is_env_file(name):
+        spec = load_env_file(name)
+        return _file_sha256(str(Path(name).expanduser().resolve()), envfile.stamps(spec), spec)
+    return _named_sha256(name)
+
+
+@functools.lru_cache(maxsize=8)
+def _named_sha256(name: str) -> str:
     return get_env(name).sha256()
+
+
+_FILE_HASHES: dict = {}
+
+
+def _file_sha256(path: str, stamps: tuple, spec: EnvSpec) -> str:
+    key = (path, stamps)
+    if key not in _FILE_HASHES:
+        _FILE_HASHES.clear()
+        _FILE_HASHES[key] = spec.sha256()
+    return _FILE_HASHES[key]
+
+
+def env_record(name: str) -> dict:
+    """The manifest's `env`: the name and content hash; an env file's adds `file` (its absolute path)
+    and its name is the one the file declares."""
+    if is_env_file(name):
+        spec = load_env_file(name)
+        return {"name": spec.name, "file": str(Path(name).expanduser().resolve()), "sha256": env_sha256(name)}
+    return {"name": name, "sha256": env_sha256(name)}
 
 
 def list_lines() -> list[str]:

@@ -167,18 +167,20 @@ def _add_table_and_light(spec: mujoco.MjSpec) -> None:
     world.add_light(name="top", pos=[0.2, 0.0, 1.2], dir=[0.0, 0.0, -1.0], castshadow=False)
 
 
-def _add_floor_and_walls(spec: mujoco.MjSpec) -> None:
+def _add_floor_and_walls(spec: mujoco.MjSpec, *, center_xy=TABLE_CENTER_XY, floor_z: float = FLOOR_Z,
+                         half: float = ROOM_HALF_M, height: float = ROOM_HEIGHT_M) -> None:
     """A floor under the table, four walls and a ceiling, all planes (each a half-space to the
     collider, so nothing tunnels through one however fast it goes), on a static body welded to
     the world. A kerb at floor height was not enough (a boat flung at 12 m/s flew over it), nor
-    a 10 cm box wall (it went through)."""
-    room = spec.worldbody.add_body(name="room", pos=[TABLE_CENTER_XY[0], TABLE_CENTER_XY[1], FLOOR_Z])
+    a 10 cm box wall (it went through). An env file (engine/envs/envfile.py) gives its own table's
+    centre, floor depth and room."""
+    room = spec.worldbody.add_body(name="room", pos=[center_xy[0], center_xy[1], floor_z])
     common = dict(type=mujoco.mjtGeom.mjGEOM_PLANE, contype=BIT_ARM | BIT_BOAT, conaffinity=BIT_ARM | BIT_BOAT)
-    half, h, r = ROOM_HALF_M, ROOM_HEIGHT_M / 2, np.sqrt(0.5)
+    h, r = height / 2, np.sqrt(0.5)
     room.add_geom(name="floor", size=[FLOOR_DRAWN_HALF_M, FLOOR_DRAWN_HALF_M, 0.5], rgba=[0.55, 0.57, 0.60, 1.0], group=ROOM_GEOM_GROUP,
                   **common)
     for name, pos, quat, size in (  # each plane's normal (its z) points into the room
-        ("ceiling", [0.0, 0.0, ROOM_HEIGHT_M], [0.0, 1.0, 0.0, 0.0], [half, half, 0.1]),
+        ("ceiling", [0.0, 0.0, height], [0.0, 1.0, 0.0, 0.0], [half, half, 0.1]),
         ("wall_px", [half, 0.0, h], [r, 0.0, -r, 0.0], [h, half, 0.1]),
         ("wall_nx", [-half, 0.0, h], [r, 0.0, r, 0.0], [h, half, 0.1]),
         ("wall_py", [0.0, half, h], [r, r, 0.0, 0.0], [half, h, 0.1]),
