@@ -157,3 +157,15 @@ def test_a_plan_names_the_file_beside_it_and_the_launch_compares_by_content(lab,
     with pytest.raises(UsageError, match="the env file changed"):
         resolve(build_parser().parse_args(["--prereg", str(doc), "--arm", "lab", "--run-dir", str(tmp_path / "s")]))
     assert not (tmp_path / "s").exists()
+
+
+def test_the_worked_example_in_docs_envs_md_loads_as_written(tmp_path):
+    import re
+
+    text = (REPO / "docs" / "envs.md").read_text()
+    xml = re.search(r"```xml\n(.*?)```", text, re.S).group(1)
+    env = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    path = write_env(tmp_path / "lab", env, xml)
+    spec = get_env(str(path))
+    assert (spec.name, spec.object_body, spec.target_body) == ("lab-cube", "block", "pad")
+    assert env_sha256(str(path)) != env_sha256(str(write_env(tmp_path / "fixture")))  # the colours differ
