@@ -16,6 +16,7 @@ from pathlib import Path
 from prereg.document import load
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
+from prereg.provenance import LAUNCH_DEFAULTS
 from prereg.vocabulary import DECODES
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "prereg" / "examples"
@@ -138,11 +139,20 @@ def launch_settings(path: Path, arm: str) -> tuple[list[tuple[str, str]], str | 
         model = [("policy", f"{spec.policy}   (reads the true boat pose: no model, no checkpoint)")]
     return [
         *model,
+        ("env", env_line(spec)),
         ("seeds", f"{seed_text} · {spec.episode_seconds:g} s episodes · {spec.workers} workers"),
         ("video", f"draw {spec.video_draw}" + (" · predict trail recorded" if spec.record_predicts else "")),
         ("gates", "; ".join(gates)),
         ("frozen", f"{spec.section} · sha256 {str(getattr(spec, 'prereg_sha256', '') or '')[:12]}"),
     ], None
+
+
+def env_line(spec) -> str:
+    """`pick-lift · sha256 1047e8d22c74`: the env the arm runs on (a plan without one means the engine's
+    default) and the content hash the plan froze it with; the console never loads an env to hash it."""
+    name = spec.env or f"{LAUNCH_DEFAULTS['env']} (the default)"
+    pin = getattr(spec, "env_sha256", None)
+    return f"{name} · " + (f"sha256 {pin[:12]}" if pin else "sha256 not pinned")
 
 
 def model_settings(spec) -> str:
