@@ -40,7 +40,8 @@ DECIDED_BY_DOCUMENT = (
     "convmap_fit_tiebreak", "env", "grasp_miss",
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
-    "prereg", "arm", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size", "video_size", "gpus", "device",
+    "prereg", "arm", "arms", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size",
+    "video_size", "gpus", "device",
     "ray", "ray_shards", "ray_gpus_per_shard", "ray_dashboard",
 )
 
@@ -161,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
     pre = p.add_argument_group("pre-registration")
     pre.add_argument("--prereg", type=_path, metavar="FILE", help="a frozen pre-registration: everything comes from it")
     pre.add_argument("--arm", help="the arm of --prereg to run")
+    pre.add_argument("--arms", metavar="A,B",
+                     help="a comparison run: both arms of the registered comparison in one run directory, "
+                          "interleaved by seed, stopped when the comparison decides (docs/prereg.md)")
 
     ray = p.add_argument_group("scale-out (Ray; pip install '.[ray]')")
     ray.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: 'auto', 'host:port', or 'local' (a private one)")
@@ -195,6 +199,8 @@ def resolve(args):
         return _resolve_prereg(args)
     if args.arm:
         raise UsageError("--arm needs --prereg FILE")
+    if args.arms:
+        raise UsageError("--arms needs --prereg FILE (the comparison is registered there)")
     spec = _policy_spec_from_flags(args)
     if args.seeds is not None and args.explicit.keys() & {"seed", "num_seeds"}:
         raise UsageError("--seeds lists the seeds; give it without --seed/--num-seeds")
@@ -245,8 +251,11 @@ def _policy_spec_from_flags(args):
 
 def _resolve_prereg(args):
     from engine.driver import RunConfig
-    from engine.policies.factory import PolicySpec
 
+    if args.arms is not None:
+        if args.arm:
+            raise UsageError("give --arm NAME (one arm) or --arms A,B (a comparison run), not both")
+        return _resolve_comparison(args)
     if not args.arm:
         raise UsageError("--prereg needs --arm NAME (the arm of the pre-registration to run)")
     _refuse_decided(args, DECIDED_BY_DOCUMENT, "the frozen pre-registration",
@@ -254,13 +263,7 @@ def _resolve_prereg(args):
     from prereg.launch import resolve_launch
 
     launch = resolve_launch(args.prereg, args.arm)  # a PreregError is bad input (exit 2)
-    spec = PolicySpec(kind=launch.policy, checkpoint=launch.checkpoint, revision=launch.revision,
-                      pinned=launch.policy != "scripted", decode=launch.decode, dtype=launch.dtype,
-                      device=args.device, convmap=launch.convmap or "official",
-                      convmap_overrides=tuple(launch.convmap_overrides or ()),
-                      norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
-                      task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms,
-                      grasp_miss=launch.grasp_miss or 0.0)
+    spec = _launch_policy(args, launch)
     run_id = args.run_id or (args.run_dir.name if args.run_dir else rd.new_run_id(launch.prereg_id, launch.arm))
     run_dir = args.run_dir or args.runs_dir / run_id
     config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
@@ -275,6 +278,83 @@ def _resolve_prereg(args):
                                "path": str(Path(launch.prereg_path).resolve())})
     config.video_draw = _check_video_draw(config.video_draw)
     return config, Path(run_dir), False
+
+
+def _resolve_comparison(args):
+    """`--prereg DOC --arms A,B`: both arms of the registered comparison, one run directory.
+
+    The comparison is the one a frozen section registers for these two arms (run in its order,
+    A then B); both arms must share the protocol (seeds, episode length, video draw, env) and the
+    gates, and run at most the comparison's max_seeds seeds each."""
+    from engine.driver import RunConfig, comparison_record
+    from prereg.document import load
+    from prereg.launch import resolve_launch
+
+    _refuse_decided(args, DECIDED_BY_DOCUMENT, "the frozen pre-registration",
+                    "to change the plan, amend it: fontaine-prereg amend")
+    if args.ray is not None:
+        raise UsageError("--ray with --arms is not supported yet: run a comparison on this machine (leave out --ray)")
+    names = [n.strip() for n in args.arms.split(",")]
+    if len(names) != 2 or not all(names) or names[0] == names[1]:
+        raise UsageError(f"--arms {args.arms!r}: name two different arms of the pre-registration, e.g. --arms A,B")
+    launches = {n: resolve_launch(args.prereg, n) for n in names}  # a PreregError is bad input (exit 2)
+    doc = load(args.prereg)
+    found = [sm.comparison for sm in doc.sections
+             if sm.section.sealed and sm.comparison is not None
+             and {sm.comparison.arm_a, sm.comparison.arm_b} == set(names)]
+    if not found:
+        registered = [f"{sm.comparison.arm_a},{sm.comparison.arm_b}" for sm in doc.sections
+                      if sm.section.sealed and sm.comparison is not None]
+        raise UsageError(f"{args.prereg}: no frozen comparison of {names[0]} and {names[1]} "
+                         f"({'it registers --arms ' + ' and '.join(registered) if registered else 'it registers none'}); "
+                         "register one (comparison: {arms: [A, B], ...}) by amendment")
+    comp = found[-1]  # the latest frozen section's
+    a, b = launches[comp.arm_a], launches[comp.arm_b]
+    shared = ("seeds", "episode_seconds", "video_draw", "env", "env_sha256", "gates", "record_predicts")
+    differ = [k for k in shared if getattr(a, k) != getattr(b, k)]
+    if differ:
+        raise UsageError(f"arms {a.arm} and {b.arm} run different {', '.join(differ)}: a comparison run "
+                         "interleaves one protocol; run each arm on its own (--arm)")
+    specs = {n: _launch_policy(args, launches[n]) for n in (a.arm, b.arm)}
+    for n, spec in specs.items():
+        if spec.convmap == "fit" and spec.kind.startswith("molmoact2"):
+            raise UsageError(f"arm {n}: convmap fit is not supported with --arms yet; run it on its own (--arm)")
+    seeds = list(a.seeds)[:comp.seeds_cap(len(a.seeds))]  # the comparison reads at most max_seeds seeds
+    if comp.test == "step":  # the package and its policy now, before anything is written (exit 2 if missing)
+        from prereg.comparison import step_policy
+
+        step_policy(len(seeds), comp.alpha / 2)
+    label = f"{a.arm}-vs-{b.arm}"
+    run_id = args.run_id or (args.run_dir.name if args.run_dir else rd.new_run_id(a.prereg_id, label))
+    run_dir = args.run_dir or args.runs_dir / run_id
+    workers = max(a.workers or 1, b.workers or 1)
+    config = RunConfig(run_id=run_id, arm=label, policy=specs[a.arm], seeds=seeds,
+                       episode_seconds=a.episode_seconds, workers=_clip_workers(workers, 2 * len(seeds)),
+                       video_draw=str(a.video_draw if a.video_draw is not None else "0"),
+                       batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=a.gates,
+                       gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
+                       record_predicts=bool(a.record_predicts or args.record_predicts),
+                       env=_check_env(a.env, Path(a.prereg_path).parent, a.env_sha256),
+                       prereg={"id": a.prereg_id, "sha256": a.prereg_sha256, "path": str(Path(a.prereg_path).resolve()),
+                               "arms": {n: {"sha256": launches[n].prereg_sha256, "section": launches[n].section}
+                                        for n in (a.arm, b.arm)}},
+                       arms=[{"arm": n, "policy": specs[n].as_dict()} for n in (a.arm, b.arm)],
+                       comparison=comparison_record(comp))
+    config.video_draw = _check_video_draw(config.video_draw)
+    return config, Path(run_dir), False
+
+
+def _launch_policy(args, launch):
+    """The PolicySpec of a frozen arm (the device and the latency knob are the command line's)."""
+    from engine.policies.factory import PolicySpec
+
+    return PolicySpec(kind=launch.policy, checkpoint=launch.checkpoint, revision=launch.revision,
+                      pinned=launch.policy != "scripted", decode=launch.decode, dtype=launch.dtype,
+                      device=args.device, convmap=launch.convmap or "official",
+                      convmap_overrides=tuple(launch.convmap_overrides or ()),
+                      norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
+                      task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms,
+                      grasp_miss=launch.grasp_miss or 0.0)
 
 
 def _resolve_resume(args):
@@ -371,8 +451,9 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
         print(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds, "
               f"{config.episode_seconds:g} s episodes, {config.workers} worker{'s' if config.workers != 1 else ''}, "
-              f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else "") + ")",
-              flush=True)
+              + (f"arms {' and '.join(config.arm_names())} interleaved by seed" if config.arms else
+                 f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else ""))
+              + ")", flush=True)
         # bad input found by the driver (a checkpoint, a cluster) is a UsageError (exit 2), a
         # failure once the run started a RunFailed (exit 1): run_cli prints either as one line
         result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log, lock=lock,
@@ -411,14 +492,14 @@ def _check_before_writing(args, config) -> None:
                 if not part.is_dir():
                     raise UsageError(f"{flag} {target}: {part} is a file, not a directory; give another path")
                 break
-    spec = config.policy
-    if spec.device is not None and not DEVICE_RE.fullmatch(spec.device):
-        raise UsageError(f"--device {spec.device!r}: not a device this engine runs on; use cpu, cuda or cuda:N "
-                         "(or leave it out: cuda when available, else cpu)")
-    if spec.kind.startswith("molmoact2") and spec.checkpoint and spec.checkpoint != "tiny":
-        from engine.policies.molmoact2.checkpoint import check_local_path
+    for _, spec in config.arm_policies():  # the one policy, or a comparison's two
+        if spec.device is not None and not DEVICE_RE.fullmatch(spec.device):
+            raise UsageError(f"--device {spec.device!r}: not a device this engine runs on; use cpu, cuda or cuda:N "
+                             "(or leave it out: cuda when available, else cpu)")
+        if spec.kind.startswith("molmoact2") and spec.checkpoint and spec.checkpoint != "tiny":
+            from engine.policies.molmoact2.checkpoint import check_local_path
 
-        check_local_path(spec.checkpoint)  # a CheckpointError is bad input: exit 2, nothing written
+            check_local_path(spec.checkpoint)  # a CheckpointError is bad input: exit 2, nothing written
 
 
 def make_executor(cfg):
@@ -444,7 +525,8 @@ def _log(msg: str) -> None:
 
 def _preflight_rendering(config) -> None:
     """Fail before any episode when frames are needed and no GL library can make a context."""
-    needs_frames = config.policy.kind.startswith("molmoact2") or config.video_draw.strip().lower() not in ("none", "off")
+    needs_frames = (any(spec.kind.startswith("molmoact2") for _, spec in config.arm_policies())
+                    or config.video_draw.strip().lower() not in ("none", "off"))
     if not needs_frames:
         return
     try:

@@ -10,6 +10,15 @@ Stop protocol: a STOP file, SIGTERM or SIGINT -> no new episode starts, in-fligh
 finish and their rows are written, state `stopped`. A second signal aborts: workers are killed
 and their in-flight seeds are recorded as not run (never as rows with made-up values).
 
+Comparison runs (`fontaine-eval --prereg DOC --arms A,B`, issue 24): `RunConfig.arms` names two
+arms and their policies, `RunConfig.comparison` the registered comparison. Every seed is a job per
+arm, dispatched in plan order with the arms interleaved (seed k of A, then seed k of B), both
+policies loaded once (served ones in the driver, local ones in each worker), every row carrying its
+arm. After each row `prereg.comparison.decide` reads the rows by arm and seed; a decision that
+stops the run stops it at the episode boundary (`decided`, "(comparison) ..."), and status.json
+carries the latest decision under `comparison`. Stop, resume, the lock and the gates are the
+single-arm run's, counted in episodes (arm, seed).
+
 Failure: whatever raises (a full disk, a deleted run directory, a bug, every worker dead), the
 workers are killed, status.json says `failed` with a one-line reason when it can still be
 written (a small reserve file is freed first on a full disk), and the exception reaches the
@@ -65,6 +74,17 @@ class RunConfig:
     ray: dict | None = None  # {address, shards, gpus_per_shard, dashboard}: run the seeds on a Ray cluster
     record_predicts: bool = False  # predicts.jsonl: one line per served observation (engine/predict_trail.py)
     env: str = "boat-on-disk"  # the scene and task (engine.envs); a manifest from before envs ran this one
+    arms: list[dict] | None = None  # a comparison run: [{"arm": A, "policy": {...}}, {"arm": B, ...}]
+    comparison: dict | None = None  # ... and its registered comparison (prereg.comparison.ComparisonSpec.as_dict())
+
+    def arm_policies(self) -> list[tuple[str | None, PolicySpec]]:
+        """(arm, policy) per arm a worker may be handed: the comparison's two, or (None, the one policy)."""
+        if not self.arms:
+            return [(None, self.policy)]
+        return [(a["arm"], PolicySpec.from_dict(a["policy"])) for a in self.arms]
+
+    def arm_names(self) -> list[str] | None:
+        return [a["arm"] for a in self.arms] if self.arms else None
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -178,6 +198,17 @@ class _Driver:
         self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
         self.settled: dict | None = None  # curtailment (prereg/curtail.py): which frozen rules are settled
         self.sequential: dict | None = None  # the registered sequential test's decision (prereg/sequential.py)
+        self.arms = cfg.arm_names()  # a comparison run's two arms, else None
+        self.comparison: dict | None = None  # its latest decision (prereg/comparison.py), for status.json
+        # the episodes to run, in dispatch order: seeds, or (arm, seed) interleaved by seed
+        self.jobs: list = [(a, s) for s in cfg.seeds for a in self.arms] if self.arms else list(cfg.seeds)
+
+    def _key(self, row: dict):
+        """A row's episode: its seed, or (arm, seed) in a comparison run."""
+        return (row.get("arm"), row.get("seed")) if self.arms else row.get("seed")
+
+    def _done_keys(self, ok_only: bool = False) -> set:
+        return {self._key(r) for r in self.rows if not (ok_only and is_error(r))}
 
     # -- lifecycle
 
@@ -191,6 +222,8 @@ class _Driver:
             self._write_manifest()  # ... and what it resolved to
             todo = self._todo_seeds()
             self._write_status(rd.RUNNING)
+            if self.arms and self.rows:  # a resumed comparison that had decided says so and runs nothing more
+                self._check_comparison()
             self._loop(todo)
             result = self._finish_normally()
         except UsageError as exc:  # bad input (a policy, a checkpoint, a cluster): said once, no traceback
@@ -254,7 +287,8 @@ class _Driver:
                                   "move it aside (or restore the rows) and resume again") from None
             for b in bad:
                 self.log(f"resume: line {b.line_no} of rows.jsonl set aside ({b.reason}) -> {rd.SET_ASIDE}")
-            self.rows = [r for r in read.rows if r.get("seed") in set(self.cfg.seeds)]
+            jobs = set(self.jobs)
+            self.rows = [r for r in read.rows if self._key(r) in jobs]
             self.counts.add_many(self.rows)
             prior = rd.read_json(self.run_dir / rd.STATUS) or {}
             elapsed = prior.get("elapsed_s")
@@ -294,6 +328,15 @@ class _Driver:
             describe = {"policy": spec.kind, "served": "in each Ray shard"}
             shards = int(self.cfg.ray.get("shards") or 1)
             default_gpus = shards * int(self.cfg.ray.get("gpus_per_shard") or 0)
+        elif self.arms:  # both arms' policies, once: the served ones here, the local ones in each worker
+            self.policy, describe, default_gpus = {}, {}, 0
+            for arm, arm_spec in self.cfg.arm_policies():
+                if arm_spec.serve_in_driver:
+                    self.policy[arm] = make_policy(arm_spec)
+                    describe[arm] = self.policy[arm].describe()
+                    default_gpus = max(default_gpus, int(str(describe[arm].get("device", "cpu")).startswith("cuda")))
+                else:
+                    describe[arm] = {"policy": arm_spec.kind, "served": "in each worker"}
         elif spec.serve_in_driver:
             self.policy = make_policy(spec)
             describe = self.policy.describe()
@@ -323,6 +366,7 @@ class _Driver:
                 "env": _env_record(self.cfg.env),
                 "policy": self.cfg.policy.as_dict(),
                 "policy_resolved": self.policy_description,
+                **({"arms": self.cfg.arms, "comparison": self.cfg.comparison} if self.arms else {}),
                 "seeds": self.cfg.seeds,
                 "episode_seconds": self.cfg.episode_seconds,
                 "workers": self.cfg.workers,
@@ -348,11 +392,12 @@ class _Driver:
         (manifest["resumes"][-1] if self.resume and manifest.get("resumes") else manifest).update(extra)
         rd.write_json_atomic(path, manifest)
 
-    def _todo_seeds(self) -> list[int]:
-        done = {r["seed"] for r in self.rows if not is_error(r)}
-        todo = [s for s in self.cfg.seeds if s not in done]
+    def _todo_seeds(self) -> list:
+        done = self._done_keys(ok_only=True)
+        todo = [j for j in self.jobs if j not in done]
         if self.resume:
-            self.log(f"resume: {len(done)} seeds have rows, {len(todo)} to run")
+            what = "episodes (arm, seed)" if self.arms else "seeds"
+            self.log(f"resume: {len(done)} {what} have rows, {len(todo)} to run")
         return todo
 
     # -- the loop
@@ -379,7 +424,11 @@ class _Driver:
             self.pool.respawn = bool(pending) and not stopping
             if not stopping:
                 for _ in range(min(self.pool.free_slots(), len(pending))):
-                    self.pool.submit(pending.popleft())
+                    job = pending.popleft()
+                    if self.arms:  # (arm, seed): seed k of A and of B go out together
+                        self.pool.submit(job[1], arm=job[0])
+                    else:
+                        self.pool.submit(job)
                     if self._first_submit_at is None:
                         self._first_submit_at = time.monotonic()
             if not self.pool.in_flight() and (stopping or not pending or not self.pool.alive()):
@@ -419,15 +468,16 @@ class _Driver:
                             f"recorded so far are in {rd.ROWS_SUMMARY}")
 
     def _record(self, partial: dict) -> None:
-        row = complete_row({**partial, "run_id": self.cfg.run_id, "arm": self.cfg.arm})
+        arm = partial.get("arm") if self.arms else self.cfg.arm  # a comparison's worker says which arm ran
+        row = complete_row({**partial, "run_id": self.cfg.run_id, "arm": arm})
         self._check_rows_file(pending=row)
         self.writer.append(row)
         self._last_row_at = time.monotonic()
         self.rows.append(row)
         self.counts.add(row)
         self.session_done += 1
-        self.log(_progress_line(row, len({r["seed"] for r in self.rows}), len(self.cfg.seeds),
-                                self._eta_s()))
+        self.log(_progress_line(row, len(self._done_keys()), len(self.jobs), self._eta_s(),
+                                arm=row.get("arm") if self.arms else None))
         self._check_decided()
         self._write_status(rd.STOPPING if self.stop else rd.RUNNING)
         self._enforce_gates()
@@ -435,6 +485,9 @@ class _Driver:
     def _check_decided(self) -> None:
         """After a row: are the frozen decision rules on this arm settled? With `gates: {decided:
         stop}` a settled plan stops the run (reason `decided`); without it status.json says so."""
+        if self.arms:
+            self._check_comparison()
+            return
         if self.cfg.prereg is None:
             return
         from prereg.curtail import check_run, decided_detail
@@ -452,6 +505,30 @@ class _Driver:
             self.sequential = check_rows(self.cfg.gates.sequential, self.rows, self.cfg.seeds)
             if self.sequential is not None:
                 self._request_stop(rd.StopReason(rd.BY_DECIDED, "(sequential) " + self.sequential["text"]))
+
+    def _check_comparison(self) -> None:
+        """After a row of a comparison run: the registered comparison read on the plan prefix both
+        arms have (prereg.comparison.decide); a decision that stops the run stops it here."""
+        if self.cfg.comparison is None or (self.comparison or {}).get("outcome") not in (None, "void"):
+            return
+        from prereg.comparison import decide
+        from prereg.rows import rows_by_seed
+
+        try:
+            spec = comparison_spec(self.cfg.comparison)
+            a, b = (rows_by_seed([r for r in self.rows if r.get("arm") == arm], self.cfg.seeds)
+                    for arm in (spec.arm_a, spec.arm_b))
+            decision = decide(spec, a, b, self.cfg.seeds)
+        except Exception as exc:  # noqa: BLE001 - a statistic that cannot be read must never end a run
+            self.log(f"comparison check failed ({type(exc).__name__}: {exc}); the run goes on")
+            return
+        if decision is None:
+            return
+        self.comparison = {**decision.as_dict(), "episodes_saved": decision.episodes_saved}
+        if decision.stops_run:
+            self._request_stop(rd.StopReason(rd.BY_DECIDED, "(comparison) " + decision.text))
+        else:
+            self.log(f"comparison: {decision.text}")
 
     def _check_stop_file(self) -> None:
         if self.stop is None:
@@ -490,8 +567,8 @@ class _Driver:
                           episode_wall_s=statistics.fmean(walls) if walls else None, prior_s=self.prior_elapsed_s)
 
     def _remaining(self) -> int:
-        done = {r["seed"] for r in self.rows}
-        return sum(1 for s in self.cfg.seeds if s not in done)
+        done = self._done_keys()
+        return sum(1 for j in self.jobs if j not in done)
 
     def _tick(self) -> None:
         now = time.monotonic()
@@ -540,8 +617,8 @@ class _Driver:
 
     def _write_status(self, state: str, reason: str | None = None) -> None:
         self._last_status = time.monotonic()
-        done = len({r["seed"] for r in self.rows})
-        total = len(self.cfg.seeds)
+        done = len(self._done_keys())  # episodes: seeds, or (arm, seed) in a comparison run
+        total = len(self.jobs)
         pace, fair, naive, eta = self._projections()
         counts = self.counts
         status = {
@@ -561,6 +638,7 @@ class _Driver:
                      "naive_projected_wall_s": naive},
             "settled": self.settled,
             "sequential": self.sequential,
+            **({"arms": self.arms, "comparison": self.comparison} if self.arms else {}),
             "gpu_hours": round(self.gpu_hours, 5),
             "gpu_hours_source": f"allocated (wall x {self.gpus} GPU{'s' if self.gpus != 1 else ''} held)",
             "gpu_busy_hours": self._busy_hours(),
@@ -581,7 +659,7 @@ class _Driver:
 
     def _finish_normally(self) -> RunResult:
         self._check_rows_file()  # a run whose rows file is gone is not done
-        complete = {r["seed"] for r in self.rows if not is_error(r)} >= set(self.cfg.seeds)
+        complete = self._done_keys(ok_only=True) >= set(self.jobs)
         session = self.rows[len(self.rows) - self.session_done:] if self.session_done else []
         if session and all(is_error(r) for r in session):
             first = session[0].get("error") or "no message"
@@ -622,6 +700,10 @@ class _Driver:
 
     def _write_summary(self, state: str, reason: str | None) -> None:
         summary = summarize(self.rows, self.cfg)
+        if self.arms:  # each arm's own counts, and the decision
+            summary["arms"] = {arm: summarize([r for r in self.rows if r.get("arm") == arm], self.cfg)
+                               for arm in self.arms}
+            summary["comparison"] = self.comparison
         summary.update({
             "state": state, "reason": reason, "elapsed_s": round(self.elapsed_s, 2),
             "mean_batch": round(self._stat('predicted_obs') / self._stat('predict_rounds'), 3) if self._stat('predict_rounds') else None,
@@ -632,6 +714,23 @@ class _Driver:
         })
         self.summary = summary
         rd.write_json_atomic(self.run_dir / rd.ROWS_SUMMARY, {"summary": summary, "rows": self.rows})
+
+
+def comparison_record(spec) -> dict:
+    """A ComparisonSpec as the config records it (JSON; `comparison_spec` reads it back on a resume)."""
+    d = asdict(spec)
+    d.pop("line", None)
+    d["assumed_rates"] = list(spec.assumed_rates) if spec.assumed_rates is not None else None
+    return d
+
+
+def comparison_spec(d: dict):
+    from prereg.comparison import ComparisonSpec
+
+    known = {k: d[k] for k in ComparisonSpec.__dataclass_fields__ if k in d and k != "line"}
+    if known.get("assumed_rates") is not None:
+        known["assumed_rates"] = tuple(known["assumed_rates"])
+    return ComparisonSpec(**known)
 
 
 def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:
@@ -645,7 +744,7 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:
         "episodes": c.rows,
         "ok": c.ok,
         "errors": c.errors,
-        "total_seeds": len(cfg.seeds) if cfg else None,
+        "total_seeds": len(cfg.seeds) * len(cfg.arms or [None]) if cfg else None,
         "successes": c.successes,
         "success_seeds": sorted(r["seed"] for r in ok if r.get("success") is True),
         "knock_aways": c.knock_aways,
@@ -676,6 +775,12 @@ def format_summary(result: RunResult, run_dir: Path) -> str:
     ]
     if s.get("lost_seeds"):
         lines.append(f"  not run (aborted in flight): {s['lost_seeds']}")
+    for arm, a in (s.get("arms") or {}).items():
+        lines.append(f"  arm {arm}: successes {a['successes']}/{a['episodes']}  "
+                     f"progress_final_cm mean {_fmt(a['mean_progress_final_cm'])}  errors {a['errors']}")
+    if s.get("arms"):
+        c = s.get("comparison")
+        lines.append(f"  comparison    {c['text'] if c else 'no decision'}")
     return "\n".join(lines)
 
 
@@ -690,8 +795,8 @@ def _seed_note(success_seeds: list[int], n: int) -> str:
     return f"  ({n - len(success_seeds)} without success)"
 
 
-def _progress_line(row: dict, done: int, total: int, eta_s: float | None) -> str:
-    head = f"[{done}/{total}] seed {row['seed']:>4}"
+def _progress_line(row: dict, done: int, total: int, eta_s: float | None, arm: str | None = None) -> str:
+    head = f"[{done}/{total}] seed {row['seed']:>4}" + (f" {arm}" if arm else "")
     eta = "" if eta_s is None else f"  ETA {eta_s / 60:.1f} min"
     kind, _, _ = classify(row)
     if kind == ERROR:

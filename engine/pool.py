@@ -6,6 +6,11 @@ lives: workers send their observations at replans, the pool gathers the ones wai
 busy worker at most, with a bounded wait) and answers them with one batched predict. Local
 policies (the scripted oracle) live inside each worker and never cross a process boundary.
 
+A comparison run (two arms, `cfg.arms`) hands each worker both arms: an episode names its arm,
+the worker predicts with that arm's local policy or asks for that arm's served one, and the pool
+batches the waiting observations per served policy. Its rows carry their arm; its videos are
+`rollout_<arm>_seed006.mp4`.
+
 The same pool runs inside a Ray shard (engine/scaleout.py): a shard is this pool on a node.
 """
 
@@ -61,6 +66,7 @@ class LogMsg:
 class Episode:
     seed: int
     film: bool
+    arm: str | None = None  # a comparison run's arm; None: the run's one policy
 
 
 @dataclass(frozen=True)
@@ -82,7 +88,10 @@ class LocalPool:
     """Worker processes on this machine. Not thread-safe: one caller drives it."""
 
     def __init__(self, cfg, run_dir: Path, policy, n_workers: int, log=print):
+        """`policy`: the policy served here (None: local to the workers), or in a comparison run
+        {arm: policy} for the arms served here."""
         self.cfg, self.run_dir, self.policy, self.log = cfg, Path(run_dir), policy, log
+        self.policies: dict = dict(policy) if isinstance(policy, dict) else ({None: policy} if policy is not None else {})
         self.workers: dict[int, _Worker] = {}
         self.respawn = True
         self.gpus_held: int | None = None  # the driver counts the GPUs it serves the policy on
@@ -110,9 +119,9 @@ class LocalPool:
             return 0
         return sum(1 for w in self.workers.values() if w.alive and w.ready and w.idle)
 
-    def submit(self, seed: int) -> None:
+    def submit(self, seed: int, arm: str | None = None) -> None:
         w = next(w for w in self.workers.values() if w.alive and w.ready and w.idle)
-        w.start_episode(seed, self._film(w, seed))
+        w.start_episode(seed, self._film(w, seed), arm)
 
     def in_flight(self) -> list[int]:
         return [w.seed for w in self.workers.values() if w.seed is not None]
@@ -152,7 +161,8 @@ class LocalPool:
         if self._obs_waiting:
             waiting_for = [w for w in self.workers.values() if w.seed is not None and w.alive]
             if len(self._obs_waiting) >= len(waiting_for) or time.monotonic() >= self._first_obs_at + self._batch_wait_s():
-                self._serve(self._obs_waiting)
+                for arm in dict.fromkeys(w.arm for w, _ in self._obs_waiting):  # one batch per policy
+                    self._serve([(w, o) for w, o in self._obs_waiting if w.arm == arm], self.policies.get(arm))
                 self._obs_waiting = []
         return rows
 
@@ -193,10 +203,7 @@ class LocalPool:
     def _spawn_worker(self, wid: int) -> None:
         for var in _ONE_THREAD_ENV:  # one core per worker: BLAS/OpenMP pools would oversubscribe
             os.environ.setdefault(var, "1")
-        if self.policy is not None:
-            served = (self.policy.chunk_horizon, self.policy.needs_images, self.policy.needs_privileged)
-        else:
-            served = None
+        served = {arm: (p.chunk_horizon, p.needs_images, p.needs_privileged) for arm, p in self.policies.items()}
         self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served)
 
     def _film(self, w: "_Worker", seed: int) -> bool:
@@ -221,10 +228,12 @@ class LocalPool:
             self._turnaround_s = dt if self._turnaround_s is None else 0.8 * self._turnaround_s + 0.2 * dt
         w.chunk_sent_at = None
 
-    def _serve(self, obs_waiting) -> None:
+    def _serve(self, obs_waiting, policy) -> None:
         observations = [o for _, o in obs_waiting]
         try:
-            chunks = self.policy.predict_batch(observations)
+            if policy is None:
+                raise RuntimeError(f"no policy is served here for arm {obs_waiting[0][0].arm!r}")
+            chunks = policy.predict_batch(observations)
         except Exception as exc:  # a predict that raises fails those episodes, not the run
             msg = f"predict failed: {type(exc).__name__}: {exc}"
             self.log(traceback.format_exc())
@@ -249,7 +258,7 @@ class LocalPool:
         if w.seed is not None:
             row = {"seed": w.seed, "worker": w.wid, "episode_seconds": self.cfg.episode_seconds,
                    "status": "error", "error": f"worker {w.wid} died (exit code {code}) during this episode",
-                   "finished_at": rd.utc_now()}
+                   "finished_at": rd.utc_now(), **({"arm": w.arm} if w.arm is not None else {})}
             w.seed = None
         if self.respawn and self.worker_crashes <= 2 * max(1, len(self.workers)):
             self.log(f"worker {w.wid} died (exit code {code}); starting a replacement")
@@ -260,7 +269,7 @@ class LocalPool:
 class _Worker:
     """The driver's handle on one worker process."""
 
-    def __init__(self, wid: int, cfg, run_dir: Path, served: tuple | None):
+    def __init__(self, wid: int, cfg, run_dir: Path, served: dict):
         ctx = mp.get_context("spawn")
         self.wid = wid
         self.conn, child = ctx.Pipe(duplex=True)
@@ -272,15 +281,16 @@ class _Worker:
         self.ready = False  # the worker has built its scene and waits for episodes
         self.chunk_sent_at: float | None = None
         self.seed: int | None = None
+        self.arm: str | None = None  # the arm of the episode in flight (a comparison run)
         self.episodes_started = 0
 
     @property
     def idle(self) -> bool:
         return self.seed is None
 
-    def start_episode(self, seed: int, film: bool) -> None:
-        self.seed = seed
-        self.send(Episode(seed, film))
+    def start_episode(self, seed: int, film: bool, arm: str | None = None) -> None:
+        self.seed, self.arm = seed, arm
+        self.send(Episode(seed, film, arm))
         self.episodes_started += 1
 
     def send(self, msg) -> None:
@@ -305,7 +315,7 @@ class _Worker:
         self.alive = False
 
 
-def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: tuple | None, driver_pid: int) -> None:
+def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int) -> None:
     """One worker: owns its MuJoCo model; runs the episodes it is handed, one row each."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides how a stop goes
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -316,33 +326,35 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: tuple | N
         pass  # the driver is gone: nothing to report to
 
 
-def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple | None) -> None:
+def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -> None:
     from engine.envs import DEFAULT_ENV, get_env
     from engine.episode import run_episode
 
-    spec = cfg.policy
-    local = None if spec.serve_in_driver else make_policy(spec)
+    arm_policies = cfg.arm_policies() if hasattr(cfg, "arm_policies") else [(None, cfg.policy)]
+    predictors = {}  # arm (None: the one policy) -> (spec, horizon, needs images, needs privileged, predict)
+    for arm, spec in arm_policies:
+        if not spec.serve_in_driver:
+            local = make_policy(spec)
+            predictors[arm] = (spec, local.chunk_horizon, local.needs_images, local.needs_privileged,
+                               _LocalPredict(local))
+        else:
+            predictors[arm] = (spec, *served[arm], _RemotePredict(conn))
     env = get_env(getattr(cfg, "env", DEFAULT_ENV)).create(render_size=cfg.render_size)
     conn.send(Ready())
-    if local is not None:
-        horizon, needs_images, needs_priv = local.chunk_horizon, local.needs_images, local.needs_privileged
-        predict = _LocalPredict(local)
-    else:
-        horizon, needs_images, needs_priv = served
-        predict = _RemotePredict(conn)
     while True:
         msg = conn.recv()
         if isinstance(msg, Quit):
             return
         if not isinstance(msg, Episode):
             continue
-        seed, film = msg.seed, msg.film
+        seed, film, arm = msg.seed, msg.film, getattr(msg, "arm", None)
+        spec, horizon, needs_images, needs_priv, predict = predictors[arm]
         started = rd.utc_now()
         t0 = time.monotonic()
         video_rel, writer, note = None, None, None
         try:
             if film:
-                video_rel = f"{rd.VIDEOS}/rollout_seed{seed:03d}.mp4"
+                video_rel = f"{rd.VIDEOS}/rollout_{arm + '_' if arm else ''}seed{seed:03d}.mp4"
                 writer = _VideoWriter(run_dir / video_rel)
             partial = run_episode(env, seed, cfg.episode_seconds, predict, chunk_horizon=horizon,
                                   needs_images=needs_images, needs_privileged=needs_priv,
@@ -364,6 +376,8 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: tuple |
         finally:
             if writer is not None:
                 writer.close()
+        if arm is not None:
+            row["arm"] = arm
         conn.send(RowMsg(row))
 
 
