@@ -1,15 +1,18 @@
 """Comparison runs (issue 24): `fontaine-eval --prereg DOC --arms A,B` runs both arms of a registered
 comparison in one run directory, interleaved by seed, and stops when the comparison decides.
 
-The end-to-end tests run the scripted oracle at grasp_miss 0.5 against 0.1 (arms of known
-skill, coupled by seed); the bad-input tests run nothing."""
+The end-to-end tests launch the shipped CPU example (prereg/examples/compare.md: the scripted
+oracle at grasp_miss 0.5 against 0.1); the bad-input tests run nothing."""
 
 from __future__ import annotations
+
+import json
+import time
 
 import pytest
 
 from engine.cli import main
-from tests.helpers import REPO, read_rows, read_status, run_eval
+from tests.helpers import REPO, launch_detached, read_rows, read_status, run_eval, stable, wait_until
 
 COMPARE = REPO / "prereg" / "examples" / "compare.md"
 DEMO = REPO / "prereg" / "examples" / "demo.md"
@@ -25,6 +28,7 @@ DECIDED_AT = 19  # seeds 0-18: the 8th seed only steady wins (the discordant e-p
     ([*ARMS, "--arm", "steady"], "give --arm NAME (one arm) or --arms A,B"),
     ([*ARMS, "--workers", "3"], "--workers: the frozen pre-registration decides this"),
     (["--prereg", str(DEMO), "--arms", "scripted,tiny-flow"], "no frozen comparison of scripted and tiny-flow"),
+    (["--prereg", str(COMPARE), "--arms", "clumsy,nimble"], "no arm 'nimble'"),
     (["--resume", "/nonexistent/run", "--arms", "clumsy,steady"], "the run's manifest decides this"),
 ])
 def test_bad_comparison_launches_are_one_line_and_exit_2(argv, needle, capsys, tmp_path):
@@ -88,3 +92,66 @@ def test_a_comparison_run_interleaves_the_arms_and_stops_when_b_is_worse(tmp_pat
     assert videos == ["rollout_clumsy_seed000.mp4", "rollout_steady_seed000.mp4"]  # one per arm, never overwritten
     assert {r["video"] for r in rows if r["seed"] == 0} == {f"videos/{v}" for v in videos}
     assert "arm steady: successes" in out.stdout and "comparison    clumsy worse than steady" in out.stdout
+
+
+def _pairs(rows):
+    return {(r["arm"], r["seed"]): r for r in rows}
+
+
+@pytest.mark.slow
+def test_the_shipped_comparison_decides_before_its_max_seeds(tmp_path):
+    run_dir = tmp_path / "cmp"
+    t0 = time.monotonic()
+    proc = launch_detached(run_dir, *ARMS)
+    assert proc.wait(timeout=300) == 3, (run_dir / "driver.log").read_text()
+    wall = time.monotonic() - t0
+    status = read_status(run_dir)
+    assert status["state"] == "stopped" and status["stop"]["by"] == "decided"
+    assert status["stop"]["detail"].startswith("(comparison) steady better than clumsy at 19/60 seeds")
+    c = status["comparison"]
+    assert (c["outcome"], c["at"], c["max_seeds"]) == ("B better", DECIDED_AT, 60)
+    assert c["episodes_saved"] == 2 * (60 - DECIDED_AT) and status["arms"] == ["clumsy", "steady"]
+    rows = read_rows(run_dir)
+    assert {r["arm"] for r in rows} == {"clumsy", "steady"} and all(r["status"] == "ok" for r in rows)
+    by = _pairs(rows)
+    assert all((arm, s) in by for arm in ("clumsy", "steady") for s in range(DECIDED_AT))
+    assert len(rows) <= 2 * DECIDED_AT + 2  # stopped at the boundary: only the episodes in flight finished
+    assert status["done"] == len(rows) and status["total"] == 120
+    # known skill: steady misses only where clumsy misses too (the arms share each seed's draw)
+    for s in range(DECIDED_AT):
+        assert not (by[("clumsy", s)]["success"] and not by[("steady", s)]["success"])
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert [(a["arm"], a["policy"]["grasp_miss"]) for a in manifest["arms"]] == [("clumsy", 0.5), ("steady", 0.1)]
+    assert manifest["comparison"]["test"] == "savi" and manifest["arm"] == "clumsy-vs-steady"
+    summary = json.loads((run_dir / "rows.json").read_text())["summary"]
+    assert summary["comparison"]["outcome"] == "B better"
+    assert summary["arms"]["steady"]["successes"] > summary["arms"]["clumsy"]["successes"]
+    assert wall < 180, f"the CPU example took {wall:.0f} s"
+
+    # a resume of a decided run says so and runs nothing more
+    out = run_eval("--resume", str(run_dir))
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert len(read_rows(run_dir)) == len(rows)
+    assert read_status(run_dir)["stop"]["detail"] == status["stop"]["detail"]
+
+
+@pytest.mark.slow
+def test_a_stopped_comparison_resumes_to_the_same_decision(tmp_path):
+    ref = tmp_path / "ref"
+    assert run_eval(*ARMS, "--run-dir", str(ref)).returncode == 3
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, *ARMS)
+    wait_until(lambda: len(read_rows(run_dir)) >= 2, timeout=180, what="two rows")
+    (run_dir / "STOP").write_text(json.dumps({"by": "user", "detail": "a break"}))
+    assert proc.wait(timeout=120) == 3
+    first = read_status(run_dir)
+    assert first["stop"]["by"] == "user" and first["comparison"] is None
+    assert len(read_rows(run_dir)) < 2 * DECIDED_AT
+    out = run_eval("--resume", str(run_dir))
+    assert out.returncode == 3, out.stdout + out.stderr
+    status = read_status(run_dir)
+    assert status["stop"]["by"] == "decided" and status["comparison"]["at"] == DECIDED_AT
+    assert status["stop"]["detail"] == read_status(ref)["stop"]["detail"]
+    rows, ref_rows = _pairs(read_rows(run_dir)), _pairs(read_rows(ref))
+    for key in ((arm, s) for arm in ("clumsy", "steady") for s in range(DECIDED_AT)):
+        assert stable(rows[key]) == stable(ref_rows[key]), key
