@@ -323,7 +323,10 @@ def _resolve_comparison(args):
     if comp.test == "step":  # the package and its policy now, before anything is written (exit 2 if missing)
         from prereg.comparison import step_policy
 
-        step_policy(len(seeds), comp.alpha / 2)
+        try:
+            step_policy(len(seeds), comp.alpha / 2)
+        except ValueError as exc:  # the package's own refusal (StepUnavailable, a UsageError, passes through)
+            raise UsageError(f"{args.prereg}: test: step cannot be built for {len(seeds)} seeds ({exc})") from None
     label = f"{a.arm}-vs-{b.arm}"
     run_id = args.run_id or (args.run_dir.name if args.run_dir else rd.new_run_id(a.prereg_id, label))
     run_dir = args.run_dir or args.runs_dir / run_id

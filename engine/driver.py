@@ -525,7 +525,7 @@ class _Driver:
         if decision is None:
             return
         self.comparison = {**decision.as_dict(), "episodes_saved": decision.episodes_saved}
-        if decision.stops_run:
+        if decision.stops_run and self._remaining() > 0:  # decided on the last pair: the run is simply done
             self._request_stop(rd.StopReason(rd.BY_DECIDED, "(comparison) " + decision.text))
         else:
             self.log(f"comparison: {decision.text}")

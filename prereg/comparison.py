@@ -106,6 +106,7 @@ KEYS = ("arms", "metric", "test", "alpha", "power", "minimum_effect", "max_seeds
         "assumed_rates", "assumed_delta_cm", "delta_sd_cm", "delta_bound_cm")
 SCENE_MAX_DISTANCE_CM = 272.26  # boat-on-disk: engine/envs BoundsSpec.max_distance_m() = 2.7226 m (see above)
 STEP_MAX_SEEDS = 500  # STEP's policy is synthesised per n_max (44 s at 200 on one core, about n^3)
+STEP_MIN_SEEDS = 10  # the package synthesises no policy for n_max < 10 (ValueError: "Invalid n_max")
 STEP_PACKAGE = "sequentialized-barnard-tests"
 BET_C = 0.5  # WSR's truncation of the bets: lambda <= c / m (c = 1/2, their default)
 
@@ -219,11 +220,17 @@ def parse(raw, known_arms=None, planned_seeds: int | None = None) -> tuple[Compa
             err("max_seeds", f"{ms} is more than the {planned_seeds} planned seeds", "at most the protocol's seeds")
         elif test == "step" and ms > STEP_MAX_SEEDS:
             err("max_seeds", f"STEP is synthesised for at most {STEP_MAX_SEEDS} seeds, got {ms}")
+        elif test == "step" and ms < STEP_MIN_SEEDS:
+            err("max_seeds", f"STEP is synthesised for at least {STEP_MIN_SEEDS} seeds, got {ms}",
+                "raise max_seeds, or use test: savi")
         else:
             kw["max_seeds"] = ms
     elif test == "step" and planned_seeds is not None and planned_seeds > STEP_MAX_SEEDS:
         err("max_seeds", f"STEP is synthesised for at most {STEP_MAX_SEEDS} seeds; the plan has {planned_seeds}",
             "set max_seeds")
+    elif test == "step" and planned_seeds is not None and planned_seeds < STEP_MIN_SEEDS:
+        err("max_seeds", f"STEP is synthesised for at least {STEP_MIN_SEEDS} seeds; the plan has {planned_seeds}",
+            "plan more seeds, or use test: savi")
     rates = raw.get("assumed_rates")
     if rates is not None:
         if not (isinstance(rates, list) and len(rates) == 2 and all(_num(r) and 0 < r < 1 for r in rates)):

@@ -94,6 +94,78 @@ def test_a_comparison_run_interleaves_the_arms_and_stops_when_b_is_worse(tmp_pat
     assert "arm steady: successes" in out.stdout and "comparison    clumsy worse than steady" in out.stdout
 
 
+@pytest.mark.slow
+def test_a_comparison_that_runs_every_seed_undecided_is_done(tmp_path):
+    from prereg.seal import freeze
+
+    doc = tmp_path / "short.md"
+    doc.write_text(SWAPPED.replace("max_seeds: 30", "max_seeds: 3").replace('video_draw: "seeds:0"', "video_draw: none"))
+    freeze(doc)
+    run_dir = tmp_path / "run"
+    out = run_eval("--prereg", str(doc), "--arms", "steady,clumsy", "--run-dir", str(run_dir))
+    assert out.returncode == 0, out.stdout + out.stderr  # the plan ran to its end: done, not stopped
+    status = read_status(run_dir)
+    assert status["state"] == "done" and status["stop"] is None and (status["done"], status["total"]) == (6, 6)
+    assert status["comparison"]["outcome"] == "undecided" and status["comparison"]["at"] == 3
+
+
+MIXED = """---
+fontaine: fontaine-prereg/1
+id: t-mixed
+title: a model served in the driver against the oracle in the workers
+created: 2026-12-01
+arms:
+  - name: oracle
+    policy: scripted
+  - name: tiny
+    policy: molmoact2-discrete
+    checkpoint: tiny
+    revision: local
+    decode: reference
+    convmap: official
+    dtype: fp32
+protocol:
+  seeds: 0-2
+  episode_seconds: 2
+  workers: 2
+  video_draw: none
+reads:
+  primary: successes
+gates:
+  gpu_hours: 0.05
+decision_rules:
+  - if: tiny.successes < oracle.successes
+    then: the model is worse
+comparison: {arms: [oracle, tiny], metric: success, test: savi, alpha: 0.05, power: 0.8, minimum_effect: 0.2}
+---
+
+Plain words.
+"""
+
+
+@pytest.mark.slow
+def test_a_served_model_and_a_local_oracle_run_side_by_side(tmp_path):
+    """One arm served in the driver (its predicts batched there), the other local to each worker."""
+    from prereg.seal import freeze
+
+    doc = tmp_path / "mixed.md"
+    doc.write_text(MIXED)
+    freeze(doc)
+    run_dir = tmp_path / "run"
+    out = run_eval("--prereg", str(doc), "--arms", "oracle,tiny", "--run-dir", str(run_dir), "--device", "cpu")
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = read_rows(run_dir)
+    assert sorted((r["arm"], r["seed"]) for r in rows) == [(a, s) for a in ("oracle", "tiny") for s in range(3)]
+    assert all(r["status"] == "ok" for r in rows)
+    tiny = [r for r in rows if r["arm"] == "tiny"]
+    assert all(r["predicts"] > 0 and r["mean_batch"] >= 1 for r in tiny)
+    assert all(r["zero_fallbacks"] == 0 for r in rows if r["arm"] == "oracle")
+    status = read_status(run_dir)
+    assert status["predict_rounds"] > 0 and status["comparison"]["outcome"] == "undecided"
+    resolved = json.loads((run_dir / "manifest.json").read_text())["policy_resolved"]
+    assert resolved["oracle"]["served"] == "in each worker" and resolved["tiny"]["device"] == "cpu"
+
+
 def _pairs(rows):
     return {(r["arm"], r["seed"]): r for r in rows}
 

@@ -268,6 +268,18 @@ def test_the_registration_is_carried_on_the_model_and_bad_fields_name_their_line
     assert "more than the 100 planned" in probs["comparison.max_seeds"][1]
 
 
+def test_step_needs_at_least_ten_seeds_said_at_its_line(tmp_path):
+    """The package synthesises no STEP policy below n_max 10 (a ValueError that was a launch's crash)."""
+    for old, new in (("max_seeds: 60", "max_seeds: 4"), ("seeds: 0-99", "seeds: 0-3\n")):
+        text = DOC.replace("test: savi", "test: step").replace(old, new)
+        if "0-3" in new:
+            text = text.replace("  max_seeds: 60\n", "")
+        p = tmp_path / "step.md"
+        p.write_text(text)
+        (prob,) = [x for x in load(p).problems if x.field == "comparison.max_seeds"]
+        assert "STEP is synthesised for at least 10 seeds" in prob.message and "savi" in prob.hint
+
+
 def test_validate_prints_the_operating_table(tmp_path, capsys):
     from prereg.cli import main
 
