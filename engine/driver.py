@@ -224,6 +224,9 @@ class _Driver:
             self._write_status(rd.RUNNING)
             if self.arms and self.rows:  # a resumed comparison that had decided says so and runs nothing more
                 self._check_comparison()
+            if self.arms and (self.cfg.gates.decided or self.cfg.gates.sequential):
+                self.log("gates: decided/sequential are per-arm checks and are not read in a comparison run; "
+                         "the registered comparison decides")
             self._loop(todo)
             result = self._finish_normally()
         except UsageError as exc:  # bad input (a policy, a checkpoint, a cluster): said once, no traceback
@@ -563,7 +566,7 @@ class _Driver:
         return PaceInputs(startup_s=self._first_submit_at - self.t0, rollout_s=time.monotonic() - self._first_submit_at,
                           done=self.session_done, in_flight=len(self.pool.in_flight()) if self.pool is not None else 0,
                           total=self.session_done + self._remaining(),
-                          lanes=max(1, min(self.cfg.workers, len(self.cfg.seeds))),
+                          lanes=max(1, min(self.cfg.workers, len(self.jobs))),
                           episode_wall_s=statistics.fmean(walls) if walls else None, prior_s=self.prior_elapsed_s)
 
     def _remaining(self) -> int:
