@@ -32,7 +32,7 @@ from prereg.rows import (  # noqa: F401  (the outcome names are re-exported for 
     row_outcome,
 )
 
-RECENT_ROWS = 30
+RECENT_ROWS = 120  # the latest-rows panel shows as many as it has lines for: a tall terminal (220x60) has ~40
 RECENT_BAD = 20
 
 HIST_MIN_CM, HIST_MAX_CM, HIST_BIN_CM = -10.0, 10.0, 1.0

@@ -202,8 +202,10 @@ class MainScreen(Screen):
         with Horizontal(id="bottom"):
             with Vertical(id="left-col"):
                 grid = SeedGrid("per-seed outcomes (g, enter: open a seed)", id="grid")
-                grid.border_subtitle = grid_legend().markup
                 yield grid
+                # the glyphs in words, under the grid and wrapped to the column (as the grid's
+                # subtitle it was cut to "▼off-table…" once the outcomes outgrew the column)
+                yield Static(grid_legend(), id="grid-legend")
                 yield Panel("progress_final_cm", id="hist")
             recent = RecentRows(id="recent")
             recent.border_title = "latest rows"
@@ -225,12 +227,14 @@ class FontaineApp(App):
     MainScreen.compact #discord { display: none; }
     MainScreen.compact #run-header { max-height: 3; }
     MainScreen.compact #counts, MainScreen.compact #pace, MainScreen.compact #grid, MainScreen.compact #hist,
-    MainScreen.compact #recent, MainScreen.compact #top-panels, MainScreen.compact #left-col { display: none; }
+    MainScreen.compact #recent, MainScreen.compact #top-panels, MainScreen.compact #left-col,
+    MainScreen.compact #grid-legend { display: none; }
     MainScreen.compact #left-col { width: 1fr; }
     MainScreen.compact #bottom { height: 1fr; }
     MainScreen.page-counts #top-panels, MainScreen.page-counts #counts { display: block; }
     MainScreen.page-pace #top-panels, MainScreen.page-pace #pace { display: block; }
-    MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #hist { display: block; }
+    MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #grid-legend,
+    MainScreen.page-seeds #hist { display: block; }
     MainScreen.page-rows #recent { display: block; }
     #header-row { height: auto; }
     #run-header { width: 1fr; height: auto; padding: 0 1; }
@@ -240,6 +244,7 @@ class FontaineApp(App):
     #counts, #pace { width: 1fr; }
     #bottom { height: 1fr; }
     #left-col { width: 52; height: auto; }
+    #grid-legend { height: auto; padding: 0 1; }
     SeedGrid:focus { border: round $accent; }
     #recent { width: 1fr; height: 1fr; border: round $primary 50%; padding: 0 1; }
     ConfirmScreen, LaunchScreen, ResultsScreen, HelpScreen { align: center middle; }
@@ -255,7 +260,7 @@ class FontaineApp(App):
                border: thick $primary; background: $surface; padding: 1 2; }
     #results VerticalScroll { height: 1fr; }
     #results-chart { width: auto; height: 22; margin-bottom: 1; }
-    #help { width: 96; max-width: 100%; height: 90%; min-height: 20; max-height: 100%;
+    #help { width: 104; max-width: 100%; height: 90%; min-height: 20; max-height: 100%;
             border: thick $primary; background: $surface; padding: 1 2; }
     """
 
@@ -450,7 +455,7 @@ class FontaineApp(App):
         shown = filter_runs(self.runs, self.run_filter)
         set_border(table, "border_title", f"runs · filter “{self.run_filter}”: {len(shown)} of {len(self.runs)} "
                    "(/ to change)" if self.run_filter else "runs")
-        table.sync(shown, now, id_width=table.id_width_for(screen.size.width))
+        table.sync(shown, now, width=table.size.width or screen.size.width - 2)
         if self.run_filter and shown and self.selected is not None and \
                 self.selected.resolve() not in {r.path.resolve() for r in shown}:
             self._select(shown[0].path)  # the filter hid the selected run: show the first that matches

@@ -319,6 +319,7 @@ def grid_legend() -> Text:
     for outcome, label in GRID_LEGEND:
         t.append(OUTCOME_GLYPH[outcome], style=OUTCOME_STYLE[outcome])
         t.append(f"{label} ", style="grey62")
+    t.rstrip()
     return t
 
 

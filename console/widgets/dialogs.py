@@ -245,49 +245,75 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-HELP = """\
-[b]fontaine-console[/b] babysits runs through their run directories (runs/<run_id>/).
+# The help: prose paragraphs and (key, what it does) lists. Rendered as grids so that a long
+# line wraps inside its own column, under its own text, at any width (it was one block of
+# hard-wrapped lines, which a narrow terminal broke again mid-line: "(must be / 0);").
+HELP_INTRO = "[b]fontaine-console[/b] babysits runs through their run directories (runs/<run_id>/)."
+HELP_SECTIONS: tuple[tuple[str, str | None, tuple[tuple[str, str], ...]], ...] = (
+    ("Keys", None, (
+        ("l", "launch: pick a frozen pre-registration and an arm"),
+        ("d", "launch the demo pre-registration (prereg/examples/demo.md, arm scripted)"),
+        ("s", "stop the selected run at an episode boundary (writes STOP; asks first)"),
+        ("K", "escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)"),
+        ("r", "results: the pre-registration report of the selected run (asks while it runs)"),
+        ("t", "send a Discord test post"),
+        ("c", "compare the arms of the selected run's pre-registration (paired deltas), live"),
+        ("R", "resume a stopped, failed or died run (fontaine-eval --resume; asks first)"),
+        ("a", "archive an ended run: move it to RUNS/.archive/ (asks first; nothing deleted)"),
+        ("/", "filter the runs list (words in the id, arm or state); esc clears it"),
+        ("g", "the per-seed grid and back: arrows pick a seed, enter or a click opens it"),
+        ("p, 1-4", "in a small terminal: the detail panel shown (counts, pace, seeds, rows)"),
+        ("up/down", "select a run; home/end the newest/oldest"),
+        ("ctrl+p", "command palette"),
+        ("?", "this help"),
+        ("q", "quit: runs keep running, detached; reopen the console to reattach"),
+    )),
+    ("A seed's view", "(enter on a grid cell, or a click) The video, played in the terminal (Kitty/Sixel "
+     "where the terminal has them, colour half-blocks elsewhere, plain tmux included), first and last "
+     "frames beside it; the row, every field in words; the predict trail (predicts.jsonl, when the run "
+     "recorded one).", (
+        ("space", "play/pause"),
+        ("left/right", "step one frame (or , and .; or click the bar)"),
+        ("[ ]", "ten frames back/on"),
+        ("home/end", "first/last frame"),
+        ("v w p", "video, row, predicts"),
+        ("esc", "back to the runs list"),
+    )),
+    ("States", None, (
+        ("starting, running", "the driver is at work (process checked by pid and create time)"),
+        ("stopping", "STOP was written; in-flight episodes finish, then `stopped`"),
+        ("stopped, done, failed", "final states written by the driver"),
+        ("died", "the process is gone without a final state: see driver.log, resume with "
+                 "fontaine-eval --resume runs/<run_id>"),
+    )),
+    ("Panels", "Successes with a Wilson 95% interval; knock-aways (progress_final <= -1 cm); engaged "
+     "(progress > 1 cm) vs quiet; zero-fallbacks per predict; reset strikes (must be 0); error rows; "
+     "corrupt lines of rows.jsonl (counted, never parsed as data). Tripwires (GPU-hours, pace, heartbeat "
+     "stall) are evaluated by prereg.gates, the same code the driver enforces: amber warns before a "
+     "limit, a red banner means it tripped.", ()),
+)
 
-[b]Keys[/b]
-  l        launch: pick a frozen pre-registration and an arm
-  d        launch the demo pre-registration (prereg/examples/demo.md, arm scripted)
-  s        stop the selected run at an episode boundary (writes STOP; asks first)
-  K        escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)
-  r        results: the pre-registration report of the selected run (asks while it runs)
-  t        send a Discord test post
-  c        compare the arms of the selected run's pre-registration (paired deltas), live
-  R        resume a stopped, failed or died run (fontaine-eval --resume; asks first)
-  a        archive an ended run: move it to RUNS/.archive/ (asks first; nothing deleted)
-  /        filter the runs list (words in the id, arm or state); esc clears it
-  g        the per-seed grid and back: arrows pick a seed, enter or a click opens it
-  p, 1-4   in a small terminal: the detail panel shown (counts, pace, seeds, rows)
-  up/down  select a run; home/end the newest/oldest
-  ctrl+p   command palette
-  ?        this help
-  q        quit: runs keep running, detached; reopen the console to reattach
 
-[b]A seed's view[/b] (enter on a grid cell, or a click)
-  The video, played in the terminal (Kitty/Sixel where the terminal has them, colour
-  half-blocks elsewhere, plain tmux included), first and last frames beside it; the row,
-  every field in words; the predict trail (predicts.jsonl, when the run recorded one).
-  space     play/pause                 left/right (or , .)  step one frame (or click the bar)
-  [ ]       ten frames back/on         home/end             first/last frame
-  v w p     video, row, predicts       esc                  back to the runs list
+def help_text():
+    """The help as one renderable: each list a two-column grid (the keys never wrap; a long
+    description wraps under itself), each paragraph reflowed to the width it is given."""
+    from rich.console import Group
+    from rich.table import Table
 
-[b]States[/b]
-  starting, running       the driver is at work (process checked by pid and create time)
-  stopping                STOP was written; in-flight episodes finish, then `stopped`
-  stopped, done, failed   final states written by the driver
-  died                    the process is gone without a final state: see driver.log,
-                          resume with fontaine-eval --resume runs/<run_id>
-
-[b]Panels[/b]
-  successes with a Wilson 95% interval; knock-aways (progress_final <= -1 cm);
-  engaged (progress > 1 cm) vs quiet; zero-fallbacks per predict; reset strikes (must be 0);
-  error rows; corrupt lines of rows.jsonl (counted, never parsed as data).
-  Tripwires (GPU-hours, pace, heartbeat stall) are evaluated by prereg.gates, the same code
-  the driver enforces: amber warns before a limit, a red banner means it tripped.
-"""
+    parts: list = [Text.from_markup(HELP_INTRO)]
+    for title, prose, entries in HELP_SECTIONS:
+        parts.append(Text())
+        parts.append(Text.from_markup(f"[b]{title}[/b]"))
+        if prose:
+            parts.append(Text(prose))
+        if entries:
+            grid = Table.grid(padding=(0, 2))
+            grid.add_column(no_wrap=True, style="bold", min_width=10)
+            grid.add_column(ratio=1, overflow="fold")
+            for key, what in entries:
+                grid.add_row(Text(key), Text(what))
+            parts.append(grid)
+    return Group(*parts)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -295,7 +321,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
-            yield Static(HELP)
+            yield Static(help_text())
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -11,6 +11,8 @@ from console.render import fmt_age, state_text
 from console.runs import run_sort_key
 from console.watcher import RunSummary
 
+ID_MIN, ARM_MIN = 14, 10  # the narrowest the run id and the arm are clipped to
+
 COLUMNS = (("run", "run"), ("state", "state"), ("arm", "arm"), ("done", "done"), ("succ", "successes"), ("heartbeat", "heartbeat"))
 
 
@@ -35,29 +37,81 @@ class RunsTable(DataTable):
     def __init__(self, **kwargs):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
         self._cells: dict[str, tuple] = {}
-        self._id_width: int | None = None
-
-    @staticmethod
-    def id_width_for(screen_width: int) -> int:
-        """Room for the run id so every column fits: the other five columns, their padding and
-        the border take about 52 columns (arms are clipped to 10)."""
-        return max(14, (screen_width or 120) - 52)
+        self._widths: tuple[int, ...] | None = None  # each column's width, in COLUMNS' order
+        self._last: tuple[tuple[RunSummary, ...], float] | None = None  # what sync showed last
 
     def on_mount(self) -> None:
-        for label, key in COLUMNS:
-            self.add_column(label, key=key)
+        self._add_columns(None)
 
-    def sync(self, runs: tuple[RunSummary, ...], now: float, id_width: int = 60) -> None:
-        if id_width != self._id_width:  # the terminal changed size: columns are rebuilt to fit
-            self._id_width = id_width
-            if self._cells:
-                self.clear()
-                self._cells = {}
+    def _add_columns(self, widths: tuple[int, ...] | None) -> None:
+        for i, (label, key) in enumerate(COLUMNS):
+            self.add_column(label, key=key, width=widths[i] if widths else None)
+
+    def widths_for(self, runs: tuple[RunSummary, ...], now: float, width: int,
+                   height: int | None = None) -> tuple[int, ...]:
+        """Each column's width, so that every column fits `width` (the table's, inside its border):
+        the other columns get their widest value now (done and succ up to total/total, so that a
+        count ticking up never pushes a column off the screen), then the run id and the arm share
+        the rest, each whole when both fit; otherwise the arm keeps its name up to where the id
+        would be cut, and the id is middle-clipped (its start names the plan and arm, its end the
+        launch time). Fixed widths: DataTable's own only ever grow, and a table rebuilt with
+        them is drawn at its labels' widths until its next idle."""
+        width = width or 120
+        cells = [self._cells_for(r, now, 1000, 1000) for r in runs]
+        totals = [str(r.total if r.total is not None else r.rows) for r in runs]
+        need = {"state": max([0, *(cell_len(str(c[1])) for c in cells)]),
+                "done": max([0, *(2 * len(t) + 1 for t in totals)]),
+                "succ": max([0, *(2 * len(str(max(r.total or 0, r.rows))) + 1 for r in runs)]),
+                "heartbeat": max([0, *(cell_len(str(c[5])) for c in cells)])}
+        need = {label: max(len(label), n) for label, n in need.items()}
+        others = sum(n + 2 * self.cell_padding for n in need.values())
+        scrollbar = self.styles.scrollbar_size_vertical if height is not None and len(runs) + 1 > height else 0
+        room = width - scrollbar - others - 4 * self.cell_padding  # less the id's and the arm's padding
+        id_full = max([3, *(len(r.run_id) for r in runs)])
+        arm_full = max([3, *(len(r.arm) for r in runs)])
+        if id_full + arm_full <= room:
+            id_w, arm_w = id_full, arm_full
+        else:
+            arm_w = max(min(arm_full, ARM_MIN), min(arm_full, room - id_full))
+            id_w = max(ID_MIN, room - arm_w)
+        return id_w, need["state"], arm_w, need["done"], need["succ"], need["heartbeat"]
+
+    def on_resize(self) -> None:
+        if self._last is not None:  # refit at once, with the size the table now has
+            self.sync(*self._last)
+
+    def sync(self, runs: tuple[RunSummary, ...], now: float, width: int | None = None,
+             height: int | None = None) -> None:
+        """Show `runs`; the columns fit `width` x `height` (default: the table's own size)."""
+        self._last = (runs, now)
+        width = width or self.size.width
+        height = height or self.size.height or None
+        widths = self.widths_for(runs, now, width, height)
+        if widths != self._widths:  # the terminal, a name or a count's width changed: columns rebuilt to fit
+            self._widths = widths
+            cursor_key = self._cursor_key() if self._cells else None
+            self.clear(columns=True)
+            self._add_columns(widths)
+            self._cells = {}
+            self._fill(runs, now)
+            if cursor_key is not None and cursor_key in self._cells:
+                self.move_cursor(row=self.get_row_index(cursor_key))  # clear() put the cursor on row 0
+            return
+        self._fill(runs, now)
+
+    def _cursor_key(self) -> str | None:
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:
+            return None
+
+    def _fill(self, runs: tuple[RunSummary, ...], now: float) -> None:
+        id_width, arm_width = (self._widths[0], self._widths[2]) if self._widths else (60, 10)
         seen = set()
         for run in runs:
             key = str(run.path)
             seen.add(key)
-            cells = self._cells_for(run, now, id_width)
+            cells = self._cells_for(run, now, id_width, arm_width)
             old = self._cells.get(key)
             if old is None:
                 self.add_row(*cells, key=key)
@@ -65,9 +119,8 @@ class RunsTable(DataTable):
                 kept = []
                 for (_, col), new_cell, old_cell in zip(COLUMNS, cells, old):
                     if str(new_cell) != str(old_cell) or getattr(new_cell, "style", None) != getattr(old_cell, "style", None):
-                        # a cell as wide as before cannot move its column's width: skip that work (and its
-                        # layout pass) for the counts that tick every second, "37/100" -> "38/100"
-                        self.update_cell(key, col, new_cell, update_width=cell_len(str(new_cell)) != cell_len(str(old_cell)))
+                        # the widths are fixed (widths_for): no cell moves a column, and no layout pass
+                        self.update_cell(key, col, new_cell)
                         kept.append(new_cell)
                     else:
                         kept.append(old_cell)  # the object the table holds (the sort finds rows by it)
@@ -87,12 +140,12 @@ class RunsTable(DataTable):
         self.sort("run", key=lambda cell: rank.get(id(cell), len(rank)))
 
     @staticmethod
-    def _cells_for(run: RunSummary, now: float, id_width: int = 60) -> tuple:
+    def _cells_for(run: RunSummary, now: float, id_width: int = 60, arm_width: int = 10) -> tuple:
         total = "?" if run.total is None else str(run.total)
         done = run.done if run.done is not None else run.rows
         succ = "…" if run.loading else f"{run.successes}/{run.rows}"
         age = fmt_age(None if run.heartbeat_mtime is None else max(0.0, now - run.heartbeat_mtime)) if run.live else ""
-        return (Text(middle_clip(run.run_id, id_width), no_wrap=True), state_text(run.state), middle_clip(run.arm, 10),
+        return (Text(middle_clip(run.run_id, id_width), no_wrap=True), state_text(run.state), middle_clip(run.arm, arm_width),
                 f"{done}/{total}", succ, age)
 
 

@@ -65,6 +65,18 @@ def scrub_bar(index: int, count: int, width: int) -> Text:
     return t
 
 
+def fit_cells(image_w: int, image_h: int, box_w: int, box_h: int) -> tuple[int, int]:
+    """(columns, rows) of the largest picture of an image_w x image_h frame that fits a box of
+    box_w x box_h cells with its aspect kept, a cell being twice as tall as wide (the half-block
+    rendering's assumption, and a terminal's usual cell). An image widget sized to a box of
+    another aspect stretches the picture: the thumbnails, 24 x 16 cells for a 2:1 frame, were
+    squeezed to about a third of its width."""
+    if image_w <= 0 or image_h <= 0 or box_w <= 0 or box_h <= 0:
+        return max(1, box_w), max(1, box_h)
+    scale = min(box_w / image_w, 2 * box_h / image_h)
+    return max(1, min(box_w, round(image_w * scale))), max(1, min(box_h, round(image_h * scale / 2)))
+
+
 class ScrubBar(Static):
     """The position bar; drawn at its own width whenever it lays out (no size guessed)."""
 
@@ -104,7 +116,7 @@ class SeedScreen(Screen):
     SeedScreen TabPane { height: 1fr; padding: 0; }
     #player-row { height: 1fr; }
     #player { width: 1fr; height: 1fr; }
-    #frame { width: auto; height: 1fr; }
+    #frame { width: auto; height: 1fr; }  /* until the video's aspect is known: _fit_images */
     #frame-info, #scrub { height: 1; padding: 0 1; }
     #thumbs { width: 26; height: 1fr; padding: 0 1; }
     #thumbs Static { height: 1; }
@@ -243,8 +255,29 @@ class SeedScreen(Screen):
         self.query_one("#player-row").display = True
         self.query_one("#thumb-first", Image).image = frames.images[0]
         self.query_one("#thumb-last", Image).image = frames.images[-1]
+        self.call_after_refresh(self._fit_images)
         self._timer = self.set_interval(1.0 / max(1.0, min(frames.fps, 30.0)), self._tick, pause=True)
         self.show_frame(0)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one("#thumbs").styles.width = max(26, min(44, event.size.width // 5))
+        self.call_after_refresh(self._fit_images)
+
+    def _fit_images(self) -> None:
+        """The frame and the thumbnails sized to their boxes at the video's own aspect (a picture
+        in a box of another shape is stretched): the frame fills the player above its two lines
+        of info, each thumbnail the thumbnail column's width (or half its height)."""
+        if not self.is_attached or not self.frames or not self.frames.images:
+            return
+        w, h = self.frames.images[0].size
+        player = self.query_one("#player").content_size
+        cols, rows = fit_cells(w, h, player.width, player.height - 2)
+        frame = self.query_one("#frame", Image)
+        frame.styles.width, frame.styles.height = cols, rows
+        thumbs = self.query_one("#thumbs").content_size
+        cols, rows = fit_cells(w, h, thumbs.width, (thumbs.height - 2) // 2)
+        for thumb in self.query("#thumb-first, #thumb-last"):
+            thumb.styles.width, thumb.styles.height = cols, rows
 
     # -- the player --------------------------------------------------------------------
 

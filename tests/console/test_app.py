@@ -638,3 +638,74 @@ def test_the_launch_dialog_says_each_setting_once_and_none_of_a_model_for_the_or
     assert problem is None
     model = dict(masked)["model"]
     assert model.startswith("grammar-masked decode") and "decode decode" not in model and model.count("decode") == 1
+
+
+LONG_ID = "demo-tiny-grammar-masked-20260101-030000-a1b2c3d4"  # 49 wide, as a registered launch's
+
+
+def _columns(table):
+    return {c.key.value: c.get_render_width(table) for c in table.columns.values()}
+
+
+async def test_the_runs_list_fits_its_width_after_a_resize_and_the_arm_is_whole_when_there_is_room(runs_dir):
+    make_run_dir(runs_dir, LONG_ID, arm="tiny-grammar-masked", total=100, done=100)
+    make_run_dir(runs_dir, "flow-officialmap-a-20260101-000000", arm="a", total=100, done=37)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.screen.query_one("#runs")
+        await wait_for(pilot, lambda: table.row_count == 2 and not any(r.loading for r in app.runs))
+
+        def fits():
+            from tests.console.test_snapshots import columns_settled
+
+            return columns_settled(table) and table.virtual_size.width <= table.scrollable_content_region.width
+
+        def state():
+            return table.size, table.virtual_size, _columns(table)
+
+        await wait_for(pilot, fits, what="the columns within the table at 160", state=state)
+        def long_row():
+            return next([str(c) for c in table.get_row_at(i)] for i in range(table.row_count)
+                        if str(table.get_row_at(i)[0]).startswith("demo-tiny"))
+
+        row = long_row()
+        assert LONG_ID in row and "tiny-grammar-masked" in row  # whole: there is room for both
+        selected = app.selected
+        for width, height in ((80, 24), (200, 60), (120, 40), (80, 24)):
+            await pilot.resize_terminal(width, height)
+            await wait_for(pilot, lambda w=width: table.size.width == w - 2 and fits(),
+                           what=f"the columns within the table at {width}x{height}", state=state)
+            assert table.max_scroll_x == 0  # succ and heartbeat on screen, no sideways scrollbar
+            assert app.selected == selected  # rebuilding the columns kept the selection
+        cells = long_row()
+        assert cells[0].startswith("demo-tiny") and "…" in cells[0] and cells[0].endswith("a1b2c3d4")  # cut at 80
+
+
+async def test_the_latest_rows_fill_a_tall_panel(runs_dir):
+    make_run_dir(runs_dir, "many-scripted-20260101-000000", total=100, done=100,
+                 rows=[make_row(s) for s in range(100)])
+    app = make_app(runs_dir)
+    async with app.run_test(size=(220, 60)) as pilot:
+        recent = app.screen.query_one("#recent")
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 100)
+        await wait_for(pilot, lambda: recent.row_count == recent.content_region.height - 1 > 30,
+                       what="as many rows as the panel has lines", state=lambda: (recent.row_count, recent.content_region))
+        assert plain(recent).splitlines()[-1].split()[0] == "99"  # the newest at the bottom
+
+
+async def test_help_wraps_each_entry_under_its_own_text(runs_dir):
+    app = make_app(runs_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        from rich.console import Console
+
+        shown = app.screen.query_one("#help Static")
+        await wait_for(pilot, lambda: shown.content_size.width > 0)
+        assert shown.content_size.width < 80  # the help is narrower than its lines: they wrap
+        console = Console(width=shown.content_size.width, record=True, file=open(os.devnull, "w"))
+        console.print(shown.content)  # what the Static draws, at its width
+        lines = console.export_text().splitlines()
+        k = next(i for i, line in enumerate(lines) if line.startswith("K "))
+        assert lines[k + 1].startswith(" " * 10) and "twice" in lines[k + 1]  # under its text, not under the key
+        assert any("(must be 0)" in line for line in lines)  # a paragraph reflows as one

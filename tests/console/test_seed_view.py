@@ -148,3 +148,30 @@ async def test_the_half_block_fallback_draws_a_picture():
         assert seg.text == "▀" and seg.style.color.triplet == (255, 0, 0)
         last = list(pic.render_line(pic.content_size.height - 1))[0]
         assert last.style.bgcolor.triplet == (0, 0, 255)
+
+
+async def test_the_frame_and_its_thumbnails_keep_the_videos_aspect_at_every_size(runs_dir):
+    from console.widgets.seed_screen import fit_cells
+
+    rows = [make_row(s, video="videos/rollout_seed000.mp4" if s == 0 else None) for s in range(3)]
+    d = make_run_dir(runs_dir, "wide-scripted-20260101-000000", total=3, done=3, rows=rows)
+    write_video(d / "videos" / "rollout_seed000.mp4", size=(320, 160), frames=10)  # 2:1, as the driver films
+    app = make_app(runs_dir)
+
+    def aspects(screen):  # width / height of each picture, in pixels (a cell is 1 x 2)
+        return [w.region.width / (2 * w.region.height) for w in screen.query("#frame, #thumb-first, #thumb-last")]
+
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 3)
+        await pilot.press("g", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.frames_shown >= 1)
+        screen = app.screen
+        for size in ((160, 48), (80, 24), (200, 60), (120, 40)):
+            await pilot.resize_terminal(*size)
+            await wait_for(pilot, lambda: all(abs(a - 2.0) < 0.25 for a in aspects(screen)),
+                           what=f"2:1 pictures at {size}", state=lambda: (aspects(screen), [
+                               w.region for w in screen.query("#frame, #thumb-first, #thumb-last")]))
+            thumbs, player = screen.query_one("#thumbs"), screen.query_one("#player")
+            assert screen.query_one("#thumb-first").region.width == thumbs.content_size.width  # as wide as the column
+            assert screen.query_one("#frame").region.width <= player.content_size.width
+    assert fit_cells(320, 160, 24, 16) == (24, 6) and fit_cells(320, 160, 94, 10) == (40, 10)

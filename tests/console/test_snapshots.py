@@ -236,3 +236,57 @@ def test_compare_view_sizes(snap_compare, here, size):
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+# -- a resize, not only a start at the size (issue 27): from 160x48 to each size ---------------
+
+RESIZES = [(80, 24), (200, 60)]
+resize_ids = [f"160x48-to-{w}x{h}" for w, h in RESIZES]
+
+
+def columns_settled(table) -> bool:
+    """The rebuilt columns are as wide as their cells (DataTable sizes new rows' columns on idle)."""
+    run = next(c for c in table.columns.values() if c.key.value == "run")
+    cells = [len(str(table.get_row_at(i)[0])) for i in range(table.row_count)]
+    return bool(cells) and run.get_render_width(table) == max(cells) + 2 * table.cell_padding
+
+
+@pytest.mark.parametrize("size", RESIZES, ids=resize_ids)
+def test_main_screen_resized(snap_compare, here, size):
+    finished_runs(Path("runs"))
+    make_run_dir(Path("runs"), "demo-tiny-grammar-masked-20260101-030000-a1b2c3d4", arm="tiny-grammar-masked",
+                 total=6, done=6, rows=[make_row(s, arm="tiny-grammar-masked") for s in range(6)])
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app)
+        await pilot.resize_terminal(*size)
+        table = app.screen.query_one("#runs")
+        await wait_for(pilot, lambda: table.size.width == size[0] - 2 and columns_settled(table)
+                       and table.virtual_size.width <= table.scrollable_content_region.width)
+        await until_drawn(pilot, app)
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
+@pytest.mark.parametrize("size", RESIZES, ids=resize_ids)
+def test_seed_drill_down_resized(snap_compare, here, size):
+    from console.widgets.seed_screen import SeedScreen
+    from tests.console.test_seed_view import write_video
+
+    rows = [make_row(s, video="videos/rollout_seed003.mp4" if s == 3 else None) for s in range(10)]
+    d = make_run_dir(Path("runs"), "film-scripted-20260101-000000", total=10, done=10, rows=rows)
+    write_video(d / "videos" / "rollout_seed003.mp4", size=(320, 160))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app)
+        await pilot.press("g", "right", "right", "right", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.frames_shown >= 1)
+        await pilot.resize_terminal(*size)
+        thumb = app.screen.query_one("#thumb-first")
+        await wait_for(pilot, lambda: app.screen.size.width == size[0]
+                       and abs(thumb.region.width / (2 * max(1, thumb.region.height)) - 2.0) < 0.25)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
