@@ -527,10 +527,11 @@ class _Driver:
             return
         if decision is None:
             return
+        before = (self.comparison or {}).get("text")
         self.comparison = {**decision.as_dict(), "episodes_saved": decision.episodes_saved}
         if decision.stops_run and self._remaining() > 0:  # decided on the last pair: the run is simply done
             self._request_stop(rd.StopReason(rd.BY_DECIDED, "(comparison) " + decision.text))
-        else:
+        elif decision.text != before:  # a void read is re-read at every row: said once, and when it changes
             self.log(f"comparison: {decision.text}")
 
     def _check_stop_file(self) -> None:
@@ -704,8 +705,8 @@ class _Driver:
     def _write_summary(self, state: str, reason: str | None) -> None:
         summary = summarize(self.rows, self.cfg)
         if self.arms:  # each arm's own counts, and the decision
-            summary["arms"] = {arm: summarize([r for r in self.rows if r.get("arm") == arm], self.cfg)
-                               for arm in self.arms}
+            summary["arms"] = {arm: {**summarize([r for r in self.rows if r.get("arm") == arm]),
+                                     "total_seeds": len(self.cfg.seeds)} for arm in self.arms}
             summary["comparison"] = self.comparison
         summary.update({
             "state": state, "reason": reason, "elapsed_s": round(self.elapsed_s, 2),
