@@ -243,7 +243,7 @@ class LocalPool:
         self.predict_rounds += 1
         self.predicted_obs += len(observations)
         if self.trail is not None:
-            self.trail.record(observations, chunks)
+            self.trail.record(observations, chunks, arm=obs_waiting[0][0].arm)
         for (w, _), chunk in zip(obs_waiting, chunks):
             chunk.batch_size = len(observations)
             w.send(ChunkMsg(chunk))

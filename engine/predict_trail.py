@@ -3,7 +3,8 @@
 `fontaine-eval --record-predicts` (or a pre-registration's `protocol: record_predicts: true`)
 writes `predicts.jsonl` in the run directory, so a fallback can be inspected after the fact:
 
-- `seed`, `replan` (0-based replan index within the episode), `tick`;
+- `seed`, `replan` (0-based replan index within the episode), `tick` (and `arm`, in a comparison
+  run: which arm's policy answered);
 - `pathway` (`flow` | `discrete`) and `decode` (`flow` | `reference` | `grammar-masked`);
 - `tokens`: the generated ids (discrete only, else null), as the decode loop produced them;
 - `chunk_normalized`: the action chunk the policy executes, before unnormalisation, in the
@@ -42,10 +43,11 @@ class PredictTrail:
     def for_run(cls, run_dir: Path) -> "PredictTrail":
         return cls(Path(run_dir) / PREDICTS)
 
-    def record(self, observations, chunks) -> None:
+    def record(self, observations, chunks, arm: str | None = None) -> None:
         """One line per (observation, chunk) of a served batch, flushed before returning."""
         for obs, chunk in zip(observations, chunks):
-            self._fh.write(json.dumps(trail_line(obs, chunk), separators=(",", ":"), allow_nan=False) + "\n")
+            line = trail_line(obs, chunk) if arm is None else {"arm": arm, **trail_line(obs, chunk)}
+            self._fh.write(json.dumps(line, separators=(",", ":"), allow_nan=False) + "\n")
             self.lines += 1
         self._fh.flush()
 

@@ -129,6 +129,7 @@ protocol:
   episode_seconds: 2
   workers: 2
   video_draw: none
+  record_predicts: true
 reads:
   primary: successes
 gates:
@@ -164,6 +165,8 @@ def test_a_served_model_and_a_local_oracle_run_side_by_side(tmp_path):
     assert status["predict_rounds"] > 0 and status["comparison"]["outcome"] == "undecided"
     resolved = json.loads((run_dir / "manifest.json").read_text())["policy_resolved"]
     assert resolved["oracle"]["served"] == "in each worker" and resolved["tiny"]["device"] == "cpu"
+    trail = [json.loads(ln) for ln in (run_dir / "predicts.jsonl").read_text().splitlines()]
+    assert len(trail) == sum(r["predicts"] for r in tiny) and {t["arm"] for t in trail} == {"tiny"}
 
 
 def _rows_after_the_stop(log: str) -> int:
