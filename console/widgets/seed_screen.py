@@ -7,6 +7,7 @@ in a thread worker (console/seedview.py); the screen only shows it.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from rich.text import Text
@@ -20,7 +21,7 @@ from textual.worker import get_current_worker
 
 from console import seedview
 from console.render import OUTCOME_STYLE, fmt_signed
-from console.widgets.images import Image
+from console.widgets.images import DRAWS_CELLS, Image, VideoFrame, half_block_strips
 from prereg.rows import OUTCOME_LABELS, episode_outcome
 
 PREDICT_COLUMNS = ("replan", "tick", "pathway", "decode", "tokens", "chunk (normalised)", "fallback", "mask", "first action °")
@@ -135,6 +136,10 @@ class SeedScreen(Screen):
         self.playing = False
         self.frames_shown = 0  # how many frames the player has drawn (tests wait on it)
         self._timer = None
+        self._played_from: tuple[float, int] | None = None  # (monotonic time, frame) play started at
+        # frames rendered ahead for VideoFrame, at one size: {index: strips}; a new size starts afresh
+        self._strips: dict[int, list] = {}
+        self._strips_size: tuple[int, int] = (0, 0)
 
     def compose(self) -> ComposeResult:
         yield Static(seed_title(self.run_id, self.seed, None), id="seed-title")
@@ -143,7 +148,7 @@ class SeedScreen(Screen):
                 yield Static(Text("reading the row and the video…", style="italic grey62"), id="video-note")
                 with Horizontal(id="player-row"):
                     with Vertical(id="player"):
-                        yield Image(None, id="frame")
+                        yield VideoFrame(id="frame") if DRAWS_CELLS else Image(None, id="frame")
                         yield Static("", id="frame-info")
                         yield ScrubBar(id="scrub")
                     with Vertical(id="thumbs"):
@@ -272,21 +277,51 @@ class SeedScreen(Screen):
         w, h = self.frames.images[0].size
         player = self.query_one("#player").content_size
         cols, rows = fit_cells(w, h, player.width, player.height - 2)
-        frame = self.query_one("#frame", Image)
+        frame = self.query_one("#frame")
         frame.styles.width, frame.styles.height = cols, rows
+        if isinstance(frame, VideoFrame) and (cols, rows) != self._strips_size:
+            self._strips, self._strips_size = {}, (cols, rows)
+            self.render_ahead(cols, rows)
+            self.show_frame(self.index)
         thumbs = self.query_one("#thumbs").content_size
         cols, rows = fit_cells(w, h, thumbs.width, (thumbs.height - 2) // 2)
         for thumb in self.query("#thumb-first, #thumb-last"):
             thumb.styles.width, thumb.styles.height = cols, rows
 
+    @work(thread=True, exclusive=True, group="render-ahead")
+    def render_ahead(self, cols: int, rows: int) -> None:
+        """Every frame as half-block strips at (cols, rows), off the UI thread, from the frame shown
+        on (then the ones before it); stops when the size changes (a newer worker takes over)."""
+        worker = get_current_worker()
+        images = self.frames.images if self.frames else []
+        start = self.index
+        for i in [*range(start, len(images)), *range(0, start)]:
+            if worker.is_cancelled or self._strips_size != (cols, rows):
+                return
+            if i not in self._strips:
+                strips = half_block_strips(images[i], cols, rows)
+                if self._strips_size == (cols, rows):
+                    self._strips[i] = strips
+
     # -- the player --------------------------------------------------------------------
 
-    def show_frame(self, index: int) -> None:
+    def show_frame(self, index: int, from_clock: bool = False) -> None:
         if not self.frames or not self.frames.images:
             return
         n = len(self.frames.images)
         self.index = max(0, min(n - 1, index))
-        self.query_one("#frame", Image).image = self.frames.images[self.index]
+        if self.playing and not from_clock:  # a jump while playing (a click on the bar): play on from there
+            self._played_from = (time.monotonic(), self.index)
+        image = self.frames.images[self.index]
+        frame = self.query_one("#frame")
+        if isinstance(frame, VideoFrame):
+            cols, rows = self._strips_size
+            strips = self._strips.get(self.index)
+            if strips is None and cols and rows:  # not rendered ahead yet (a jump): render this one now
+                strips = self._strips[self.index] = half_block_strips(image, cols, rows)
+            frame.show(image, strips or [])
+        else:
+            frame.image = image
         self.frames_shown += 1
         fps = self.frames.fps or 10.0
         info = Text(f"frame {self.index + 1}/{n}  ·  {self.index / fps:.1f} s of {(n - 1) / fps:.1f} s  ·  ")
@@ -295,12 +330,18 @@ class SeedScreen(Screen):
         self.query_one("#scrub", ScrubBar).show(self.index, n)
 
     def _tick(self) -> None:
-        if not self.frames or not self.frames.images:
+        """The frame the clock says (the file's fps from where play started): a late tick skips
+        to it rather than slowing the video down."""
+        if not self.frames or not self.frames.images or self._played_from is None:
             return
-        if self.index >= len(self.frames.images) - 1:
+        last = len(self.frames.images) - 1
+        if self.index >= last:
             self.action_play_pause()  # stop at the end; space plays again from the start
             return
-        self.show_frame(self.index + 1)
+        t0, i0 = self._played_from
+        due = min(last, i0 + int((time.monotonic() - t0) * (self.frames.fps or 10.0)))
+        if due != self.index:
+            self.show_frame(due, from_clock=True)
 
     def action_play_pause(self) -> None:
         if not self.frames or not self.frames.images or self._timer is None:
@@ -309,6 +350,7 @@ class SeedScreen(Screen):
         if self.playing:
             if self.index >= len(self.frames.images) - 1:
                 self.index = 0
+            self._played_from = (time.monotonic(), self.index)
             self._timer.resume()
         else:
             self._timer.pause()

@@ -175,3 +175,47 @@ async def test_the_frame_and_its_thumbnails_keep_the_videos_aspect_at_every_size
             assert screen.query_one("#thumb-first").region.width == thumbs.content_size.width  # as wide as the column
             assert screen.query_one("#frame").region.width <= player.content_size.width
     assert fit_cells(320, 160, 24, 16) == (24, 6) and fit_cells(320, 160, 94, 10) == (40, 10)
+
+
+def test_half_block_strips_put_the_upper_pixel_in_front_and_the_lower_behind():
+    from PIL import Image as PILImage
+
+    from console.widgets.images import half_block_strips
+
+    img = PILImage.new("RGB", (8, 2), (255, 0, 0))
+    img.paste((0, 0, 252), (0, 1, 8, 2))  # red above blue, one pixel each: no resampling
+    strips = half_block_strips(img, 8, 1)
+    assert len(strips) == 1 and strips[0].cell_length == 8
+    segs = list(strips[0])
+    assert len(segs) == 1 and segs[0].text == "▀" * 8  # one colour pair: one segment
+    assert segs[0].style.color.triplet == (252, 0, 0) and segs[0].style.bgcolor.triplet == (0, 0, 252)
+
+
+async def test_frames_are_rendered_ahead_and_played_by_the_clock_at_the_files_fps(runs_dir, filmed_run):
+    """The player shows strips rendered ahead in a worker, and the frame it shows is the one the
+    clock says (a late tick skips to it): no timing is asserted, only which frame is due."""
+    from console.widgets.images import DRAWS_CELLS, VideoFrame
+
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 10)
+        await pilot.press("g", "right", "right", "right", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.frames_shown >= 1)
+        screen = app.screen
+        frame = screen.query_one("#frame")
+        assert DRAWS_CELLS and isinstance(frame, VideoFrame)  # half-blocks here (headless): the fast player
+        n = len(screen.frames.images)
+        await wait_for(pilot, lambda: len(screen._strips) == n, what="every frame rendered ahead",
+                       state=lambda: (len(screen._strips), screen._strips_size))
+        cols, rows = screen._strips_size
+        assert (frame.region.width, frame.region.height) == (cols, rows)
+        assert frame._strips is screen._strips[0]  # the first frame, from the cache
+        await pilot.press("space")
+        await wait_for(pilot, lambda: screen.index >= 2, what="frames to advance while playing")
+        assert frame._strips is screen._strips[screen.index] and frame.image is screen.frames.images[screen.index]
+        t0, i0 = screen._played_from
+        screen._played_from = (t0 - 3.0, i0)  # as if the UI had been busy for 3 s: 30 frames are due
+        screen._tick()
+        assert screen.index >= i0 + 30
+        await pilot.press("space")
+        assert not screen.playing
