@@ -18,6 +18,7 @@ moving the folder keeps the hash, editing any byte of it does not.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import warnings
 import xml.parsers.expat
@@ -592,7 +593,7 @@ def _builder(decl: Declared):
 
 def _maker(decl: Declared):
     def make(spec: EnvSpec, render_size: int = 224):
-        return PlaceEnv(decl, _compile(decl), render_size=render_size)
+        return _place_env_class()(decl, _compile(decl), render_size=render_size)
 
     return make
 
@@ -620,44 +621,33 @@ def _metrics_class():
     return PlaceMetrics
 
 
-_ARM, _FIXED_PAD, _MOVING_PAD, _SUPPORT = 1, 2, 4, 8
+@functools.cache
+def _place_env_class():
+    """PlaceEnv: `_PlaceScene` on engine.sim.env.ObjectEnv, joined at first use so that reading an
+    env file imports no mujoco."""
+    from engine.sim.env import ObjectEnv
+
+    return type("PlaceEnv", (_PlaceScene, ObjectEnv), {"__module__": __name__, "__qualname__": "PlaceEnv"})
 
 
-class PlaceEnv:
-    """One running pick-and-place scene from an env file (engine.envs.SimEnv)."""
+class _PlaceScene:
+    """One running pick-and-place scene from an env file (engine.envs.SimEnv): its reset, target height,
+    privileged poses and film cameras; the tick, readings and images are ObjectEnv's (`_place_env_class`)."""
 
     def __init__(self, decl: Declared, model, *, render_size: int = 224):
-        import mujoco
-
-        from engine.sim import scene as sim_scene
-        from engine.sim.render import FrameRenderer
         from engine.sim.scene import JOINT_NAMES
 
+        model = copy.deepcopy(model)
+        obj = model.body(decl.object_body)
+        arm_root = model.body_rootid[model.jnt_bodyid[model.joint(JOINT_NAMES[0]).id]]
+        super().__init__(model, render_size=render_size, cameras=decl.cameras,
+                         obj_joint=int(model.body_jntadr[obj.id]),
+                         is_obj=model.body_rootid[model.geom_bodyid] == obj.id,
+                         is_arm=model.body_rootid[model.geom_bodyid] == arm_root, jaw_geoms=decl.jaw_geoms,
+                         target_body=decl.target_body)
         self.decl = decl
-        self.model = copy.deepcopy(model)
-        self.data = mujoco.MjData(self.model)
-        self.cameras = dict(decl.cameras)
-        self.render_size = int(render_size)
-        self._renderer = FrameRenderer(self.model, self.render_size)
-        self._film_renderer = None
-        self._qpos_adr = sim_scene.joint_qpos_addresses(self.model)
-        self._ranges = sim_scene.joint_ranges(self.model)
-        obj = self.model.body(decl.object_body)
-        joint = int(self.model.body_jntadr[obj.id])
-        self._obj_qpos, self._obj_qvel = int(self.model.jnt_qposadr[joint]), int(self.model.jnt_dofadr[joint])
-        self._target = int(self.model.body(decl.target_body).mocapid[0])
         self._initial_quat = self.data.qpos[self._obj_qpos + 3:self._obj_qpos + 7].copy()
-        arm_root = self.model.body_rootid[self.model.jnt_bodyid[self.model.joint(JOINT_NAMES[0]).id]]
-        is_arm = self.model.body_rootid[self.model.geom_bodyid] == arm_root
-        role = np.where(is_arm, _ARM, _SUPPORT).astype(np.int64)
-        role[self.model.geom(decl.jaw_geoms[0]).id] |= _FIXED_PAD
-        role[self.model.geom(decl.jaw_geoms[1]).id] |= _MOVING_PAD
-        self._is_obj = self.model.body_rootid[self.model.geom_bodyid] == obj.id
-        role[self._is_obj] = 0
-        self._role = role
         self._metrics_cls = _metrics_class()
-        self.tick = 0
-        self.metrics = None
 
     def _place_height(self) -> float:
         return float(self.target()[2]) + self.decl.success["place_height_m"]
@@ -710,91 +700,15 @@ class PlaceEnv:
         raise RuntimeError(f"seed {seed}: no valid reset in {r['max_strikes'] + 1} draws (last: the object "
                            f"{problem}); the env file's scene or reset distribution is broken")
 
-    def step_tick(self, targets_rad) -> None:
-        import mujoco
-
-        from engine.sim.scene import SUBSTEPS_PER_TICK
-
-        targets = np.clip(np.asarray(targets_rad, dtype=float).reshape(6), self._ranges[:, 0], self._ranges[:, 1])
-        self.data.ctrl[:6] = targets
-        mujoco.mj_step(self.model, self.data, nstep=SUBSTEPS_PER_TICK)
-        self.tick += 1
-        if self.metrics is not None:
-            self.metrics.update(self.reading())
-
-    @property
-    def success(self) -> bool:
-        return self.metrics is not None and self.metrics.success
-
-    def row(self) -> dict:
-        if self.metrics is None:
-            raise RuntimeError("row() before reset(): no episode has started")
-        return self.metrics.row()
-
-    def state_rad(self) -> np.ndarray:
-        return self.data.qpos[self._qpos_adr].copy()
-
-    def object_pos(self) -> np.ndarray:
-        return self.data.qpos[self._obj_qpos:self._obj_qpos + 3].copy()
-
-    def object_quat(self) -> np.ndarray:
-        return self.data.qpos[self._obj_qpos + 3:self._obj_qpos + 7].copy()
-
-    def target(self) -> np.ndarray:
-        return self.data.mocap_pos[self._target].copy()
-
     def privileged(self) -> dict:
         """True poses: the generic names, and the boat plan's (the scripted oracle places the object
         as it places the boat)."""
         pos, quat, target = self.object_pos(), self.object_quat(), self.target()
         return {"plan": "place", "object_pos": pos, "object_quat": quat, "target_pos": target,
                 "boat_pos": pos, "boat_quat": quat,
-                "boat_linvel": self.data.qvel[self._obj_qvel:self._obj_qvel + 3].copy(),
+                "boat_linvel": self.object_linvel(),
                 "disk_pos": target, "disk_radius": self.decl.success["radius_m"], "disk_top_z": self._place_height()}
 
-    def reading(self):
-        from engine.sim.env import upright_cos
-        from engine.sim.metrics import BoatReading
-
-        vel = self.data.qvel[self._obj_qvel:self._obj_qvel + 3]
-        touching = self._contacts()
-        pads = _FIXED_PAD | _MOVING_PAD
-        return BoatReading(pos=self.object_pos(), upright_cos=upright_cos(self.object_quat()),
-                           speed_m_s=math.sqrt(float(vel @ vel)), touching_arm=bool(touching & _ARM),
-                           held=(touching & (pads | _SUPPORT)) == pads)
-
-    def _contacts(self) -> int:
-        ncon = self.data.ncon
-        if ncon == 0:
-            return 0
-        geoms = self.data.contact.geom[:ncon]
-        mine = self._is_obj[geoms]
-        other = np.where(mine[:, 0], geoms[:, 1], geoms[:, 0])[mine[:, 0] ^ mine[:, 1]]
-        return int(np.bitwise_or.reduce(self._role[other])) if len(other) else 0
-
-    def render(self, camera: str) -> np.ndarray:
-        return self._renderer.render(self.data, camera)
-
-    def policy_images(self) -> dict[str, np.ndarray]:
-        return {key: self.render(cam) for key, cam in self.cameras.items()}
-
-    def film(self, size: int | None = None) -> np.ndarray:
-        """The policy's views side by side (front, wrist), the floor drawn."""
-        import mujoco
-
-        from engine.sim.render import FrameRenderer
-        from engine.sim.scene import ROOM_GEOM_GROUP
-
-        renderer = self._renderer
-        if size and int(size) != self.render_size:
-            if self._film_renderer is None:
-                self._film_renderer = FrameRenderer(self.model, int(size))
-            renderer = self._film_renderer
-        option = mujoco.MjvOption()
-        option.geomgroup[ROOM_GEOM_GROUP] = 1
-        return np.concatenate([renderer.render(self.data, self.cameras[k], option) for k in POLICY_INPUTS], axis=1)
-
-    def close(self) -> None:
-        self._renderer.close()
-        if self._film_renderer is not None:
-            self._film_renderer.close()
+    def film_cameras(self) -> tuple[str, ...]:
+        """The policy's views side by side (front, wrist)."""
+        return tuple(self.cameras[k] for k in POLICY_INPUTS)

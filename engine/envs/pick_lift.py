@@ -21,9 +21,8 @@ import numpy as np
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
 from engine.envs.spec import BoundsSpec, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
 from engine.sim import scene
-from engine.sim.env import HOME_RAD, MAX_RESET_STRIKES, PAD_GEOMS, POLICY_CAMERAS, SETTLE_TICKS, upright_cos, yaw_quat
+from engine.sim.env import HOME_RAD, MAX_RESET_STRIKES, PAD_GEOMS, POLICY_CAMERAS, SETTLE_TICKS, ObjectEnv, builtin_object, yaw_quat
 from engine.sim.metrics import GRASP_HOLD_TICKS, TICKS_PER_SECOND, BoatReading, EpisodeMetrics
-from engine.sim.render import FrameRenderer
 
 NAME = "pick-lift"
 TASK = "pick up the cube and hold it up"
@@ -34,8 +33,6 @@ HOLD_TICKS = 30  # 1 s at 30 Hz
 SPAWN_RADIUS_M = (0.13, 0.22)  # from the pan axis: inside the top-down reach at the lift height
 SPAWN_AZIMUTH_DEG = 50.0
 EPISODE_SECONDS = 20.0
-
-_ARM, _FIXED_PAD, _MOVING_PAD, _SUPPORT = 1, 2, 4, 8
 
 
 def build_spec() -> mujoco.MjSpec:
@@ -100,31 +97,17 @@ class LiftMetrics(EpisodeMetrics):
         return math.sqrt(float(d @ d))
 
 
-class PickLiftEnv:
+class PickLiftEnv(ObjectEnv):
     """One pick-lift scene at the 30 Hz control tick (engine.envs.SimEnv)."""
+
+    film_geom_groups = (scene.ROOM_GEOM_GROUP, 3)  # the floor and the lift marker
 
     def __init__(self, *, render_size: int = 224, cameras: dict[str, str] | None = None):
         import copy
 
-        self.model = copy.deepcopy(_compiled())
-        self.data = mujoco.MjData(self.model)
-        self.cameras = dict(POLICY_CAMERAS if cameras is None else cameras)
-        self.render_size = int(render_size)
-        self._renderer = FrameRenderer(self.model, self.render_size)
-        self._qpos_adr = scene.joint_qpos_addresses(self.model)
-        self._ranges = scene.joint_ranges(self.model)
-        joint = self.model.joint("cube")
-        self._cube_qpos, self._cube_qvel = int(joint.qposadr[0]), int(joint.dofadr[0])
-        self._marker = int(self.model.body("lift_target").mocapid[0])
-        cube = self.model.body("cube").id
-        is_arm = self.model.body_rootid[self.model.geom_bodyid] == self.model.body("base").id
-        role = np.where(is_arm, _ARM, _SUPPORT).astype(np.int64)
-        role[self.model.geom(PAD_GEOMS[0]).id] |= _FIXED_PAD
-        role[self.model.geom(PAD_GEOMS[1]).id] |= _MOVING_PAD
-        self._is_cube = self.model.geom_bodyid == cube
-        role[self._is_cube] = 0
-        self._role = role
-        self.tick = 0
+        model = copy.deepcopy(_compiled())
+        super().__init__(model, render_size=render_size, cameras=POLICY_CAMERAS if cameras is None else cameras,
+                         target_body="lift_target", **builtin_object(model, "cube"))
         self.metrics: LiftMetrics | None = None
 
     def reset(self, seed: int) -> int:
@@ -137,9 +120,9 @@ class PickLiftEnv:
             mujoco.mj_resetData(self.model, self.data)
             self.data.qpos[self._qpos_adr] = HOME_RAD
             self.data.ctrl[:] = HOME_RAD
-            self.data.qpos[self._cube_qpos:self._cube_qpos + 3] = [xy[0], xy[1], 0.0]
-            self.data.qpos[self._cube_qpos + 3:self._cube_qpos + 7] = yaw_quat(yaw)
-            self.data.mocap_pos[self._marker] = [xy[0], xy[1], LIFT_HEIGHT_M]
+            self.data.qpos[self._obj_qpos:self._obj_qpos + 3] = [xy[0], xy[1], 0.0]
+            self.data.qpos[self._obj_qpos + 3:self._obj_qpos + 7] = yaw_quat(yaw)
+            self.data.mocap_pos[self._target] = [xy[0], xy[1], LIFT_HEIGHT_M]
             mujoco.mj_forward(self.model, self.data)
             self.metrics = None
             for _ in range(SETTLE_TICKS):
@@ -153,78 +136,15 @@ class PickLiftEnv:
                 return strike
         raise RuntimeError(f"seed {seed}: no valid reset in {MAX_RESET_STRIKES + 1} draws")
 
-    def step_tick(self, targets_rad: np.ndarray) -> None:
-        targets = np.clip(np.asarray(targets_rad, dtype=float).reshape(6), self._ranges[:, 0], self._ranges[:, 1])
-        self.data.ctrl[:] = targets
-        mujoco.mj_step(self.model, self.data, nstep=scene.SUBSTEPS_PER_TICK)
-        self.tick += 1
-        if self.metrics is not None:
-            self.metrics.update(self.reading())
-
-    @property
-    def success(self) -> bool:
-        return self.metrics is not None and self.metrics.success
-
-    def row(self) -> dict:
-        if self.metrics is None:
-            raise RuntimeError("row() before reset(): no episode has started")
-        return self.metrics.row()
-
-    def state_rad(self) -> np.ndarray:
-        return self.data.qpos[self._qpos_adr].copy()
-
     def cube_pos(self) -> np.ndarray:
-        return self.data.qpos[self._cube_qpos:self._cube_qpos + 3].copy()
+        return self.object_pos()
 
     def cube_quat(self) -> np.ndarray:
-        return self.data.qpos[self._cube_qpos + 3:self._cube_qpos + 7].copy()
-
-    def target(self) -> np.ndarray:
-        return self.data.mocap_pos[self._marker].copy()
+        return self.object_quat()
 
     def privileged(self) -> dict:
         return {"plan": "lift", "object_pos": self.cube_pos(), "object_quat": self.cube_quat(),
                 "lift_height_m": LIFT_HEIGHT_M, "target_pos": self.target()}
-
-    def reading(self) -> BoatReading:
-        vel = self.data.qvel[self._cube_qvel:self._cube_qvel + 3]
-        touching = self._contacts()
-        pads = _FIXED_PAD | _MOVING_PAD
-        return BoatReading(pos=self.cube_pos(), upright_cos=upright_cos(self.cube_quat()),
-                           speed_m_s=math.sqrt(float(vel @ vel)), touching_arm=bool(touching & _ARM),
-                           held=(touching & (pads | _SUPPORT)) == pads)
-
-    def _contacts(self) -> int:
-        ncon = self.data.ncon
-        if ncon == 0:
-            return 0
-        geoms = self.data.contact.geom[:ncon]
-        mine = self._is_cube[geoms]
-        other = np.where(mine[:, 0], geoms[:, 1], geoms[:, 0])[mine[:, 0] ^ mine[:, 1]]
-        return int(np.bitwise_or.reduce(self._role[other])) if len(other) else 0
-
-    def render(self, camera: str) -> np.ndarray:
-        return self._renderer.render(self.data, camera)
-
-    def policy_images(self) -> dict[str, np.ndarray]:
-        return {key: self.render(cam) for key, cam in self.cameras.items()}
-
-    def film(self, size: int | None = None) -> np.ndarray:
-        renderer = self._renderer
-        if size and int(size) != self.render_size:
-            if getattr(self, "_film_renderer", None) is None:
-                self._film_renderer = FrameRenderer(self.model, int(size))
-            renderer = self._film_renderer
-        option = mujoco.MjvOption()
-        option.geomgroup[scene.ROOM_GEOM_GROUP] = 1
-        option.geomgroup[3] = 1  # the lift marker
-        return np.concatenate([renderer.render(self.data, "front", option), renderer.render(self.data, "wrist", option)],
-                              axis=1)
-
-    def close(self) -> None:
-        self._renderer.close()
-        if getattr(self, "_film_renderer", None) is not None:
-            self._film_renderer.close()
 
 
 def make_env(spec: EnvSpec, render_size: int = 224) -> PickLiftEnv:

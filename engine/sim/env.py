@@ -41,38 +41,152 @@ CAMERAS = ("front", "wrist")
 POLICY_CAMERAS = {"front": "front", "wrist": "wrist"}  # the policy's image inputs -> the scene's cameras
 PAD_GEOMS = ("fixed_pad", "moving_pad")
 
-# What a geom is to the boat, as bits: the contacts of one tick are folded into one OR.
+# What a geom is to the scene's object, as bits: the contacts of one tick are folded into one OR.
 _ARM, _FIXED_PAD, _MOVING_PAD, _SUPPORT = 1, 2, 4, 8
 
 
-class BoatEnv:
+def builtin_object(model: mujoco.MjModel, name: str) -> dict:
+    """ObjectEnv's object arguments for a built-in scene: the body and free joint both called `name`,
+    the arm everything under `base`, the jaws `PAD_GEOMS`."""
+    return {"obj_joint": model.joint(name).id, "is_obj": model.geom_bodyid == model.body(name).id,
+            "is_arm": model.body_rootid[model.geom_bodyid] == model.body("base").id, "jaw_geoms": PAD_GEOMS}
+
+
+class ObjectEnv:
+    """What every SO-101 scene with one free-jointed object shares (BoatEnv here; engine.envs' pick-lift
+    and env-file scenes): the 30 Hz tick, the state at the seam, the object's reading and contacts,
+    the policy's images and the video frame. A subclass draws its own resets, metrics and privileged poses.
+
+    `obj_joint` is the object's free joint (its qpos/qvel address), `is_obj` the geoms that are the
+    object, `is_arm` the geoms that are the arm, `jaw_geoms` the (fixed, moving) jaw pads (every other
+    geom supports the object) and `target_body` the mocap body the object is taken to. The six targets
+    drive the first six actuators: the arm's (the built-in scenes have no others; an env file's may)."""
+
+    film_geom_groups: tuple[int, ...] = (ROOM_GEOM_GROUP,)  # drawn in videos too: the floor, where a knocked object went
+
+    def __init__(self, model: mujoco.MjModel, *, render_size: int, cameras: dict[str, str], obj_joint: int,
+                 is_obj: np.ndarray, is_arm: np.ndarray, jaw_geoms: tuple[str, str], target_body: str):
+        self.model = model
+        self.data = mujoco.MjData(self.model)
+        self.cameras = dict(cameras)
+        self.render_size = int(render_size)
+        self._renderer = FrameRenderer(self.model, self.render_size)
+        self._film_renderer: FrameRenderer | None = None
+        self._film_option: mujoco.MjvOption | None = None
+        self._qpos_adr = joint_qpos_addresses(self.model)
+        self._ranges = joint_ranges(self.model)
+        self._obj_qpos, self._obj_qvel = int(self.model.jnt_qposadr[obj_joint]), int(self.model.jnt_dofadr[obj_joint])
+        self._target = int(self.model.body(target_body).mocapid[0])
+        role = np.where(is_arm, _ARM, _SUPPORT).astype(np.int64)
+        role[self.model.geom(jaw_geoms[0]).id] |= _FIXED_PAD
+        role[self.model.geom(jaw_geoms[1]).id] |= _MOVING_PAD
+        role[is_obj] = 0
+        self._is_obj = is_obj
+        self._role = role
+        self.tick = 0
+        self.metrics: EpisodeMetrics | None = None
+
+    def step_tick(self, targets_rad: np.ndarray) -> None:
+        """One 30 Hz control tick: clamp targets to joint ranges, run the substeps, update metrics."""
+        targets = np.clip(np.asarray(targets_rad, dtype=float).reshape(6), self._ranges[:, 0], self._ranges[:, 1])
+        self.data.ctrl[:6] = targets
+        mujoco.mj_step(self.model, self.data, nstep=SUBSTEPS_PER_TICK)
+        self.tick += 1
+        if self.metrics is not None:
+            self.metrics.update(self.reading())
+
+    @property
+    def success(self) -> bool:
+        return self.metrics is not None and self.metrics.success
+
+    def row(self) -> dict:
+        """The simulator's row fields for the episode so far."""
+        if self.metrics is None:
+            raise RuntimeError("row() before reset(): no episode has started")
+        return self.metrics.row()
+
+    def state_rad(self) -> np.ndarray:
+        """(6,) joint positions in sim radians, `JOINT_NAMES` order."""
+        return self.data.qpos[self._qpos_adr].copy()
+
+    def object_pos(self) -> np.ndarray:
+        return self.data.qpos[self._obj_qpos : self._obj_qpos + 3].copy()
+
+    def object_quat(self) -> np.ndarray:
+        """(w, x, y, z)."""
+        return self.data.qpos[self._obj_qpos + 3 : self._obj_qpos + 7].copy()
+
+    def object_linvel(self) -> np.ndarray:
+        return self.data.qvel[self._obj_qvel : self._obj_qvel + 3].copy()
+
+    def target(self) -> np.ndarray:
+        """The target's (mocap body's) position."""
+        return self.data.mocap_pos[self._target].copy()
+
+    def reading(self) -> BoatReading:
+        """The object now: where, how upright, how fast, what it touches."""
+        vel = self.data.qvel[self._obj_qvel : self._obj_qvel + 3]
+        touching = self._contacts()
+        both_pads = _FIXED_PAD | _MOVING_PAD
+        return BoatReading(
+            pos=self.object_pos(),
+            upright_cos=upright_cos(self.object_quat()),
+            speed_m_s=math.sqrt(float(vel @ vel)),
+            touching_arm=bool(touching & _ARM),
+            held=(touching & (both_pads | _SUPPORT)) == both_pads,
+        )
+
+    def _contacts(self) -> int:
+        """What the object touches now, as the OR of the `_ARM | _FIXED_PAD | _MOVING_PAD | _SUPPORT` bits."""
+        ncon = self.data.ncon
+        if ncon == 0:
+            return 0
+        geoms = self.data.contact.geom[:ncon]
+        mine = self._is_obj[geoms]
+        other = np.where(mine[:, 0], geoms[:, 1], geoms[:, 0])[mine[:, 0] ^ mine[:, 1]]
+        return int(np.bitwise_or.reduce(self._role[other])) if len(other) else 0
+
+    def render(self, camera: str) -> np.ndarray:
+        """An HxWx3 uint8 frame from a scene camera; raises RenderUnavailable without GL."""
+        return self._renderer.render(self.data, camera)
+
+    def policy_images(self) -> dict[str, np.ndarray]:
+        """The policy's image inputs, each from the scene camera the env maps it to."""
+        return {key: self.render(camera) for key, camera in self.cameras.items()}
+
+    def film_cameras(self) -> tuple[str, ...]:
+        """The scene cameras a video frame shows, left to right."""
+        return ("front", "wrist")
+
+    def film(self, size: int | None = None) -> np.ndarray:
+        """A video frame: the front and the wrist views side by side, H x 2H x 3 uint8,
+        at `size` pixels a side (default render_size; another size gets its own renderer)."""
+        renderer = self._renderer
+        if size and int(size) != self.render_size:
+            if self._film_renderer is None or self._film_renderer.size != int(size):
+                self._film_renderer = FrameRenderer(self.model, int(size))
+            renderer = self._film_renderer
+        if self._film_option is None:
+            self._film_option = mujoco.MjvOption()
+            for group in self.film_geom_groups:
+                self._film_option.geomgroup[group] = 1
+        option = self._film_option
+        return np.concatenate([renderer.render(self.data, camera, option) for camera in self.film_cameras()], axis=1)
+
+    def close(self) -> None:
+        self._renderer.close()
+        if self._film_renderer is not None:
+            self._film_renderer.close()
+
+
+class BoatEnv(ObjectEnv):
     """The scene, its state at the seam (sim radians) and the per-episode metrics."""
 
     def __init__(self, *, render_size: int = 224, cameras: dict[str, str] | None = None):
-        self.model = build_model()
-        self.cameras = dict(POLICY_CAMERAS if cameras is None else cameras)
-        self.data = mujoco.MjData(self.model)
-        self.render_size = int(render_size)
-        self._renderer = FrameRenderer(self.model, self.render_size)
-        self._qpos_adr = joint_qpos_addresses(self.model)
-        self._ranges = joint_ranges(self.model)
-        self._boat_body = self.model.body("boat").id
-        boat_joint = self.model.joint("boat")
-        self._boat_qpos = int(boat_joint.qposadr[0])
-        self._boat_qvel = int(boat_joint.dofadr[0])
-        self._disk_mocap = int(self.model.body("disk").mocapid[0])
-        base = self.model.body("base").id
-        geom_root = self.model.body_rootid[self.model.geom_bodyid]
-        self._geom_is_arm = geom_root == base
-        self._geom_is_boat = self.model.geom_bodyid == self._boat_body
-        role = np.where(self._geom_is_arm, _ARM, _SUPPORT).astype(np.int64)
-        role[self.model.geom(PAD_GEOMS[0]).id] |= _FIXED_PAD
-        role[self.model.geom(PAD_GEOMS[1]).id] |= _MOVING_PAD
-        role[self._geom_is_boat] = 0
-        self._geom_role = role
+        model = build_model()
+        super().__init__(model, render_size=render_size, cameras=POLICY_CAMERAS if cameras is None else cameras,
+                         target_body="disk", **builtin_object(model, "boat"))
         self.seed: int | None = None
-        self.tick = 0
-        self.metrics: EpisodeMetrics | None = None
 
     # -- episode ---------------------------------------------------------------------------
 
@@ -92,37 +206,14 @@ class BoatEnv:
             f"(last problem: {self.reset_problem(boat_xy)}); the scene or spawn distribution is broken"
         )
 
-    def step_tick(self, targets_rad: np.ndarray) -> None:
-        """One 30 Hz control tick: clamp targets to joint ranges, run the substeps, update metrics."""
-        targets = np.clip(np.asarray(targets_rad, dtype=float).reshape(6), self._ranges[:, 0], self._ranges[:, 1])
-        self.data.ctrl[:] = targets
-        mujoco.mj_step(self.model, self.data, nstep=SUBSTEPS_PER_TICK)
-        self.tick += 1
-        if self.metrics is not None:
-            self.metrics.update(self.boat_reading())
-
-    @property
-    def success(self) -> bool:
-        return self.metrics is not None and self.metrics.success
-
-    def row(self) -> dict:
-        """The simulator's row fields for the episode so far."""
-        if self.metrics is None:
-            raise RuntimeError("row() before reset(): no episode has started")
-        return self.metrics.row()
-
     # -- what policies see -----------------------------------------------------------------
-
-    def state_rad(self) -> np.ndarray:
-        """(6,) joint positions in sim radians, `JOINT_NAMES` order."""
-        return self.data.qpos[self._qpos_adr].copy()
 
     def privileged(self) -> dict:
         """True poses for privileged policies (the scripted oracle)."""
         return {
             "boat_pos": self.boat_pos(),
             "boat_quat": self.boat_quat(),
-            "boat_linvel": self.data.qvel[self._boat_qvel : self._boat_qvel + 3].copy(),
+            "boat_linvel": self.object_linvel(),
             "disk_pos": self.disk_pos(),
             "disk_radius": DISK_RADIUS_M,
             "disk_top_z": DISK_TOP_Z,
@@ -132,69 +223,26 @@ class BoatEnv:
         """An HxWx3 uint8 frame from "front" or "wrist"; raises RenderUnavailable without GL."""
         if camera not in CAMERAS:
             raise ValueError(f"unknown camera {camera!r}; expected one of {CAMERAS}")
-        return self._renderer.render(self.data, camera)
-
-    def policy_images(self) -> dict[str, np.ndarray]:
-        """The policy's image inputs, each from the scene camera the env maps it to."""
-        return {key: self.render(camera) for key, camera in self.cameras.items()}
-
-    def film(self, size: int | None = None) -> np.ndarray:
-        """A video frame: the front and the wrist (policy) views side by side, H x 2H x 3 uint8,
-        at `size` pixels a side (default render_size; another size gets its own renderer)."""
-        renderer = self._renderer
-        if size and int(size) != self.render_size:
-            if getattr(self, "_film_renderer", None) is None or self._film_renderer.size != int(size):
-                self._film_renderer = FrameRenderer(self.model, int(size))
-            renderer = self._film_renderer
-        if getattr(self, "_film_option", None) is None:
-            self._film_option = mujoco.MjvOption()
-            self._film_option.geomgroup[ROOM_GEOM_GROUP] = 1  # the floor: where a knocked boat went
-        option = self._film_option
-        return np.concatenate([renderer.render(self.data, "front", option), renderer.render(self.data, "wrist", option)],
-                              axis=1)
-
-    def close(self) -> None:
-        self._renderer.close()
-        if getattr(self, "_film_renderer", None) is not None:
-            self._film_renderer.close()
+        return super().render(camera)
 
     # -- poses and readings ----------------------------------------------------------------
 
     def boat_pos(self) -> np.ndarray:
-        return self.data.qpos[self._boat_qpos : self._boat_qpos + 3].copy()
+        return self.object_pos()
 
     def boat_quat(self) -> np.ndarray:
         """(w, x, y, z)."""
-        return self.data.qpos[self._boat_qpos + 3 : self._boat_qpos + 7].copy()
+        return self.object_quat()
 
     def disk_pos(self) -> np.ndarray:
-        return self.data.mocap_pos[self._disk_mocap].copy()
+        return self.target()
 
     def boat_reading(self) -> BoatReading:
-        vel = self.data.qvel[self._boat_qvel : self._boat_qvel + 3]
-        touching = self._boat_contacts()
-        both_pads = _FIXED_PAD | _MOVING_PAD
-        return BoatReading(
-            pos=self.boat_pos(),
-            upright_cos=upright_cos(self.boat_quat()),
-            speed_m_s=math.sqrt(float(vel @ vel)),
-            touching_arm=bool(touching & _ARM),
-            held=(touching & (both_pads | _SUPPORT)) == both_pads,
-        )
+        return self.reading()
 
     def arm_touches_boat(self) -> bool:
         """Any active contact between the boat and any body of the arm (pads included)."""
-        return bool(self._boat_contacts() & _ARM)
-
-    def _boat_contacts(self) -> int:
-        """What the boat touches now, as the OR of the `_ARM | _FIXED_PAD | _MOVING_PAD | _SUPPORT` bits."""
-        ncon = self.data.ncon
-        if ncon == 0:
-            return 0
-        geoms = self.data.contact.geom[:ncon]
-        boat = self._geom_is_boat[geoms]
-        other = np.where(boat[:, 0], geoms[:, 1], geoms[:, 0])[boat[:, 0] ^ boat[:, 1]]
-        return int(np.bitwise_or.reduce(self._geom_role[other])) if len(other) else 0
+        return bool(self._contacts() & _ARM)
 
     def reset_problem(self, boat_xy: np.ndarray) -> str | None:
         """Why the settled scene is not a valid start, or None."""
@@ -216,18 +264,18 @@ class BoatEnv:
         """Put the boat at a pose (base centre, wxyz quaternion), at rest or moving at `linvel`
         (m/s, world frame); forward kinematics only."""
         q = np.asarray(quat, dtype=float)
-        self.data.qpos[self._boat_qpos : self._boat_qpos + 3] = pos
-        self.data.qpos[self._boat_qpos + 3 : self._boat_qpos + 7] = q / np.linalg.norm(q)
-        self.data.qvel[self._boat_qvel : self._boat_qvel + 6] = 0.0
+        self.data.qpos[self._obj_qpos : self._obj_qpos + 3] = pos
+        self.data.qpos[self._obj_qpos + 3 : self._obj_qpos + 7] = q / np.linalg.norm(q)
+        self.data.qvel[self._obj_qvel : self._obj_qvel + 6] = 0.0
         if linvel is not None:
-            self.data.qvel[self._boat_qvel : self._boat_qvel + 3] = linvel
+            self.data.qvel[self._obj_qvel : self._obj_qvel + 3] = linvel
         mujoco.mj_forward(self.model, self.data)
         if restart_metrics:
             self._start_metrics(reset_strikes=0 if self.metrics is None else self.metrics.reset_strikes)
 
     def place_disk(self, xy) -> None:
         """Move the disk's centre (collisions included: it is a mocap body)."""
-        self.data.mocap_pos[self._disk_mocap] = [float(xy[0]), float(xy[1]), 0.0]
+        self.data.mocap_pos[self._target] = [float(xy[0]), float(xy[1]), 0.0]
         mujoco.mj_forward(self.model, self.data)
         if self.metrics is not None:
             self.metrics.disk_pos = self.disk_pos()
@@ -244,7 +292,7 @@ class BoatEnv:
 
     def _set_scene(self, boat_xy: np.ndarray, boat_yaw: float, disk_xy: np.ndarray) -> None:
         mujoco.mj_resetData(self.model, self.data)
-        self.data.mocap_pos[self._disk_mocap] = [disk_xy[0], disk_xy[1], 0.0]
+        self.data.mocap_pos[self._target] = [disk_xy[0], disk_xy[1], 0.0]
         self.set_arm(HOME_RAD)
         self.place_boat([boat_xy[0], boat_xy[1], 0.0], yaw_quat(boat_yaw), restart_metrics=False)
 
