@@ -86,7 +86,11 @@ def test_a_comparison_run_interleaves_the_arms_and_stops_when_b_is_worse(tmp_pat
     assert status["total"] == 60 and status["arms"] == ["steady", "clumsy"]
     rows = read_rows(run_dir)
     order = [(r["arm"], r["seed"]) for r in rows]
-    assert {s for _, s in order[:2]} == {0} and {a for a, _ in order[:2]} == {"steady", "clumsy"}  # seed 0 together
+    # seed k of both arms is dispatched together; rows finish in any order (a success ends its episode early),
+    # so what holds is that both arms ran seed 0 and neither arm got ahead by more than the 2 in flight
+    assert {("steady", 0), ("clumsy", 0)} <= set(order)
+    per_arm = {a: sum(1 for x, _ in order if x == a) for a in ("steady", "clumsy")}
+    assert abs(per_arm["steady"] - per_arm["clumsy"]) <= 2, per_arm
     assert max(s for _, s in order) < 30 and _rows_after_the_stop(out.stdout) <= 2  # only those in flight (2 workers)
     videos = sorted(p.name for p in (run_dir / "videos").iterdir())
     assert videos == ["rollout_clumsy_seed000.mp4", "rollout_steady_seed000.mp4"]  # one per arm, never overwritten
