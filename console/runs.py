@@ -123,7 +123,7 @@ def read_run(path: str | Path) -> RunInfo:
     info.status = snap.status.raw if snap.status is not None else None
     info.pid = snap.pid
     info.missing = list(snap.missing)
-    info.problems = [why if why.startswith(name) else f"{name}: {why}" for name, why in snap.unreadable.items()]
+    info.problems = snap.unreadable_lines
     if snap.status is not None and snap.status.state not in rd.STATES:
         state = info.status.get("state")
         info.problems.append(f"{rd.STATUS}: state {str(state)[:40]!r} is not one of {', '.join(rd.STATES)}")

@@ -692,12 +692,9 @@ class Snapshot:
     unreadable: dict = field(default_factory=dict)  # file name -> why
 
     @property
-    def problems(self) -> list[str]:
-        out = [f"{why}" if why.startswith(name) else f"{name}: {why}" for name, why in self.unreadable.items()]
-        for part in (self.manifest, self.status):
-            if part is not None:
-                out += list(part.problems)
-        return out
+    def unreadable_lines(self) -> list[str]:
+        """One line per file that could not be read, naming the file ('status.json: is a FIFO ...')."""
+        return [why if why.startswith(name) else f"{name}: {why}" for name, why in self.unreadable.items()]
 
 
 def read_snapshot(run_dir: str | Path) -> Snapshot:

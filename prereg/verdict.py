@@ -113,14 +113,11 @@ def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Seque
                         extra_problems: Sequence[str] = (), external: bool = False,
                         run_dir: Path | None = None) -> ArmEvidence:
     """Evidence from an arm's reads and rows (the rows as read; planned None: every seed read, in order)."""
-    by_seed: dict[int, dict] = {}
-    for r in rows:
-        s = r.get("seed") if isinstance(r, dict) else None
-        if type(s) is int:
-            by_seed[s] = r
-    plan = tuple(planned) if planned is not None else tuple(sorted(by_seed))
-    keep = set(plan)
-    by_seed = {s: r for s, r in by_seed.items() if s in keep}
+    rows = list(rows)
+    if planned is None:
+        planned = sorted({r["seed"] for r in rows if isinstance(r, dict) and type(r.get("seed")) is int})
+    plan = tuple(planned)
+    by_seed = rows_by_seed(rows, plan)
     problems = list(extra_problems) + [c.text for c in reads.checks if not c.ok]
     stop = rd.status_stop(dict(status) if isinstance(status, Mapping) else None)
     state = (status or {}).get("state") if isinstance(status, Mapping) else None
