@@ -337,13 +337,27 @@ def check_run(prereg: dict | None, arm: str, rows: list[dict], run_dir: Path) ->
     have rows), so neither the order in which episodes finish nor the number of workers can
     move the decision. {"at": the prefix length, "total": planned, "all": every rule settled,
     "rules": [{key, condition, settled, verdict, why}...]}."""
+    from prereg.rows import plan_prefix, rows_by_seed
+
     plan = load_plan(prereg, arm)
     if plan is None or not plan.rules:
         return None
     states = sibling_states(plan, run_dir)
-    states[arm] = prefix_state_of(rows, plan.seeds, plan.interval)
-    res = [settle_rule(r, states) for r in plan.rules]
-    return {"at": states[arm].done, "total": len(plan.seeds), "all": all(s.settled for s in res),
+    prefix = plan_prefix(plan.seeds, rows_by_seed(rows, plan.seeds))
+
+    def settle_at(m: int) -> list[Settled]:
+        states[arm] = state_from_rows(prefix[:m], plan.seeds, plan.interval)
+        return [settle_rule(r, states) for r in plan.rules]
+
+    at, res = len(prefix), settle_at(len(prefix))
+    # one row can lengthen the prefix by several seeds (seed 4 finishing after seed 5): the
+    # decision is dated by the shortest prefix that settles it, as if rows came in plan order
+    while at > 0 and all(s.settled for s in res):
+        earlier = settle_at(at - 1)
+        if not all(s.settled for s in earlier):
+            break
+        at, res = at - 1, earlier
+    return {"at": at, "total": len(plan.seeds), "all": all(s.settled for s in res),
             "rules": [{"key": k, **s.as_dict()} for k, s in zip(plan.keys, res)]}
 
 

@@ -178,6 +178,20 @@ def test_the_drivers_curtailment_check_reads_the_plan_prefix(tmp_path, run_dir):
     assert s["at"] == 6 and s["all"] and [r["key"] for r in s["rules"]] == ["base#1", "base#2"]
 
 
+def test_a_decision_is_dated_by_the_shortest_plan_prefix_that_settles_it(tmp_path, run_dir):
+    # seed 4 finishes after seed 5 (2 workers): its row lengthens the prefix from 4 to 6 at once,
+    # but seeds 0-4 alone already settle both rules, so the decision is "at 5", as in plan order
+    doc = tmp_path / "curtailment.md"
+    shutil.copy(EXAMPLES / "curtailment.md", doc)
+    prereg = {"id": "demo-curtailment", "path": str(doc)}
+    rows = [make_row(s, success=True) for s in (0, 1, 2, 3, 5, 4)]
+    d = run_dir("oracle", rows, launched=(doc, "oracle"))
+    assert not check_run(prereg, "oracle", rows[:5], d)["all"]
+    s = check_run(prereg, "oracle", rows, d)
+    assert s["at"] == 5 and s["all"]
+    assert [r["verdict"] for r in s["rules"]] == ["HOLDS", "does not hold"]
+
+
 # ---------------------------------------------------------------- order-free sequential decisions
 
 
