@@ -260,6 +260,7 @@ class FontaineApp(App):
                border: thick $primary; background: $surface; padding: 1 2; }
     #results VerticalScroll { height: 1fr; }
     #results-chart { width: auto; height: 22; margin-bottom: 1; }
+    #results-cells { margin-bottom: 1; }
     #help { width: 104; max-width: 100%; height: 90%; min-height: 20; max-height: 100%;
             border: thick $primary; background: $surface; padding: 1 2; }
     """

@@ -15,20 +15,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from prereg.colors import COLORS, KNOCK_COLOR, MEAN_COLOR, SUCCESS_COLOR, TIED_COLOR, arm_colors
 from prereg.reads import ArmReads, Paired
 from prereg.rows import KNOCK_AWAY_CM
-
-COLORS = ("#3b6ea8", "#d08c2e", "#6a9f58", "#9a5fa8", "#b5494a", "#3a9a9a", "#8c6d3f", "#c05f9c")
-SUCCESS_COLOR, KNOCK_COLOR, TIED_COLOR, MEAN_COLOR = "#1a9e3a", "#c23b22", "#9a9a9a", "#222222"
-
-
-def arm_colors(names) -> dict[str, str]:
-    """One colour per name, in the order given (a registration's arms, then any comparator runs)."""
-    out: dict[str, str] = {}
-    for name in names:
-        if name not in out:
-            out[name] = COLORS[len(out) % len(COLORS)]
-    return out
 
 
 def per_seed_chart(arms: list[ArmReads], path: str | Path, title: str = "", *,

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from prereg import curtail
 from prereg import rundir as rd
-from prereg.chart import arm_colors, paired_delta_chart, per_seed_chart
+from prereg.chart import paired_delta_chart, per_seed_chart
+from prereg.colors import registration_colors
 from prereg.document import load_valid, parse
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
@@ -165,8 +166,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     doc, reports, judgement = read_registration(prereg_path, runs, unregistered=unregistered)
     verdicts = judgement.verdicts
     now = now or utc_now()
-    colors = arm_colors([a.name for a in doc.arms()]
-                        + [c.name for sm in doc.sections for c in sm.reads.comparators if not c.arm])
+    colors = registration_colors(doc)
     head = [UNREGISTERED_LINE, ""] if unregistered else []
     for arm, rep in reports.items():
         cr = next((c for c in rep.comparators if c.reads is not None), None)

@@ -21,7 +21,7 @@ from console.preregs import (
     run_report,
     validate_launch,
 )
-from console.widgets.images import Image
+from console.widgets.images import DRAWS_CELLS, Image
 from prereg import rundir as rd
 
 
@@ -186,19 +186,33 @@ class ResultsScreen(ModalScreen[None]):
                          id="results-status")
             with VerticalScroll():
                 yield Image(None, id="results-chart")
+                yield Static("", id="results-cells")
                 yield Static("", id="results-output")
             yield Button("Close (esc)", id="close")
 
     def on_mount(self) -> None:
         self.query_one("#results-chart").display = False
+        self.query_one("#results-cells").display = False
         self.run_report_worker()
 
     @work(thread=True, exclusive=True, group="report")
     def run_report_worker(self) -> None:
         code, output = run_report(self.prereg_file, self.arm_runs)
-        self.app.call_from_thread(self.show_output, code, output)
+        cells = self.cell_chart() if code == 0 and DRAWS_CELLS else None
+        self.app.call_from_thread(self.show_output, code, output, cells)
 
-    def show_output(self, code: int, output: str) -> None:
+    def cell_chart(self) -> Text | None:
+        """In a terminal drawn in cells, the chart as text and eighth-blocks (the PNG's labels would be smudges)."""
+        from console.cell_chart import registration_cell_chart
+        from prereg.errors import FontaineError
+
+        width = min(100, self.app.size.width) - 8  # the dialog's width (app.py's #results) less frame, padding, scrollbar
+        try:
+            return registration_cell_chart(self.prereg_file, self.arm_runs, max(40, width))
+        except (FontaineError, OSError, ValueError):  # the report's own words say what went wrong
+            return None
+
+    def show_output(self, code: int, output: str, cells: Text | None = None) -> None:
         if not self.is_attached:  # closed while the report ran
             return
         chart = self.run_dir / rd.CHART
@@ -215,7 +229,11 @@ class ResultsScreen(ModalScreen[None]):
             status.append(f"\nreads: {_shown(results_md)}")
         self.query_one("#results-status", Static).update(status)
         self.query_one("#results-output", Static).update(Text(output or "(no output)"))
-        self.show_chart(chart)
+        if cells is not None:
+            self.query_one("#results-cells", Static).update(cells)
+            self.query_one("#results-cells").display = True
+        else:
+            self.show_chart(chart)
 
     def show_chart(self, chart: Path) -> None:
         """The chart itself, inline (textual-image: graphics or half-blocks), above the report's words."""

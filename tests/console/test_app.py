@@ -311,9 +311,14 @@ async def test_results_key_runs_the_report_and_shows_the_chart_path(runs_dir, pr
         output = plain(app.screen.query_one("#results-output"))
         assert str(d / "chart.png") in text
         assert "report written" in text, output
-        chart = app.screen.query_one("#results-chart")
-        assert chart.display and chart.image is not None and chart.image.size[0] > 100  # the picture, inline
         assert (d / "chart.png").exists()
+        # headless, the terminal gets cells: the chart is drawn as text and eighth-blocks, not the PNG's smudges
+        cells = app.screen.query_one("#results-cells")
+        assert cells.display and not app.screen.query_one("#results-chart").display
+        drawn = plain(cells)
+        assert "■ scripted  1/6 successes, 2 knock-aways" in drawn  # console/fixtures.py make_row's seeds 0-5
+        assert "+4.5 cm ┤" in drawn and "-6.1 cm ┤" in drawn  # the range in words, not tick smudges
+        assert drawn.splitlines()[-1].split()[:3] == ["seed", "0", "1"]
         assert doc.read_text() != before, "the report appends its results to the document"
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, ResultsScreen))
