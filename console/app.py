@@ -1,8 +1,8 @@
 """`fontaine-console`: the Textual app that babysits runs through their run directories.
 
 The app owns a `Watcher` (a plain polling thread) that posts snapshots as messages; the
-widgets only draw them. Run control goes through console.runs (launch detached, STOP,
-escalate) and never through a pipe to the run, so quitting the console leaves runs
+widgets only draw them. Run control goes through console.runs (launch detached, STOP) and
+console.kill (escalate) and never through a pipe to the run, so quitting the console leaves runs
 running and a new console reattaches from pid.json.
 """
 

@@ -12,14 +12,11 @@ prereg/runs_discovery.py's, shared with the Discord notifier.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import psutil
 
 from prereg import rundir as rd
 from prereg.errors import UsageError
@@ -208,49 +205,3 @@ def request_stop(run_dir: str | Path, who: str, detail: str, now: float | None =
     """Write STOP (a user's request): the driver finishes in-flight episodes, starts no new one, exits `stopped`."""
     at = rd.utc_iso(time.time() if now is None else now)
     return rd.write_stop(run_dir, rd.StopReason(rd.BY_USER, detail, who=who, at=at), only_if_absent=False)
-
-
-def escalate(pid_info: dict | None, grace_s: float = 10.0, poll_s: float = 0.2) -> str:
-    """SIGTERM to the run's process group, then SIGKILL after grace_s. Blocking: call off the UI thread.
-
-    Signals only a process whose create time matches pid.json. Returns what was done, in words.
-    """
-    proc = run_process(pid_info)
-    if proc is None:
-        return "the run's process is already gone; nothing was signalled"
-    pgid = pid_info.get("pgid")
-    if not isinstance(pgid, int):
-        pgid = os.getpgid(proc.pid)
-    if pgid == os.getpgid(0):  # started in our own group: signalling the group would kill the console
-        return _terminate_tree(proc, grace_s)
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return "the process group was already gone"
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if run_process(pid_info) is None:
-            return f"SIGTERM sent to process group {pgid}; it exited"
-        time.sleep(poll_s)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        return f"SIGTERM sent to process group {pgid}; it exited"
-    return f"SIGTERM sent to process group {pgid}; still alive after {grace_s:g} s, so SIGKILL"
-
-
-def _terminate_tree(proc: psutil.Process, grace_s: float) -> str:
-    procs = [proc] + proc.children(recursive=True)
-    for p in procs:
-        try:
-            p.terminate()
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(procs, timeout=grace_s)
-    for p in alive:
-        try:
-            p.kill()
-        except psutil.NoSuchProcess:
-            pass
-    killed = f"; SIGKILL to {len(alive)} still alive after {grace_s:g} s" if alive else ""
-    return f"SIGTERM sent to the run's process and its {len(procs) - 1} children (it shares the console's group){killed}"

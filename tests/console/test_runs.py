@@ -8,7 +8,7 @@ import sys
 import psutil
 import pytest
 
-from console import runs
+from console import kill, runs
 from console.watcher import Watcher
 from prereg import rundir as rd
 from tests.console.conftest import FAKE_DRIVER, make_row, make_run_dir, wait_file
@@ -54,7 +54,7 @@ def test_launch_detached_own_session_log_and_reaped(tmp_path):
     assert json.loads((d / "status.json").read_text())["state"] == "done"
 
 
-def test_escalate_sigterms_the_group_of_a_live_run(tmp_path):
+def test_kill_run_sigterms_the_group_of_a_live_run(tmp_path):
     d = tmp_path / "x"
     p = subprocess.Popen([sys.executable, str(FAKE_DRIVER), str(d)], start_new_session=True,
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -62,11 +62,11 @@ def test_escalate_sigterms_the_group_of_a_live_run(tmp_path):
         wait_file(d / "pid.json")
         pid = json.loads((d / "pid.json").read_text())
         assert runs.liveness(pid) == runs.ALIVE
-        outcome = runs.escalate(pid, grace_s=10)
-        assert "SIGTERM" in outcome
+        outcome = kill.kill_run(d, pid, grace=10)
+        assert "SIGTERM sent to process group" in outcome
         p.wait(timeout=10)
         assert runs.liveness(pid) == runs.GONE
-        assert runs.escalate(pid) == "the run's process is already gone; nothing was signalled"
+        assert kill.kill_run(d, pid) == "the run's process is already gone; nothing was signalled"
     finally:
         if p.poll() is None:
             p.kill()
