@@ -119,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the fit's coverage tiebreak; 'off' replays the margin-only fit (docs/convmap.md)")
     pol.add_argument("--convmap-anchor-deg", metavar="DEG[,DEG x5]",
                      help="tripwire (b)'s anchor: limit max(2 x anchor, 5 deg) per joint instead of 10 deg")
+    pol.add_argument("--convmap-span-limited", metavar="JOINT[,JOINT]",
+                     help="tripwire (a)'s span-limited allowance: these joints, when no offset can cover their "
+                          "span (a checkpoint property), warn instead of failing (e.g. wrist_roll)")
     pol.add_argument("--grasp-miss", type=_probability, default=None, metavar="P",
                      help="the scripted oracle's skill knob: the probability (seeded per seed) that an "
                           "episode's grasps miss; its success rate is about its no-miss rate x (1 - P)")
@@ -427,6 +430,10 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     anchor = convmap_cli.parse_anchor(args.convmap_anchor_deg)
     if anchor is not None and not args.convmap_tripwires:
         raise convmap_cli.ConvmapUsageError("--convmap-anchor-deg is tripwire (b)'s anchor: give --convmap-tripwires too")
+    span_limited = convmap_cli.parse_span_limited(args.convmap_span_limited)
+    if span_limited and not args.convmap_tripwires:
+        raise convmap_cli.ConvmapUsageError("--convmap-span-limited is tripwire (a)'s allowance: give --convmap-tripwires "
+                                            "too (a plan registers it as gates.tripwires.coverage.span_limited)")
     if args.convmap_fit_tiebreak == "off" and config.policy.convmap != "fit":
         raise convmap_cli.ConvmapUsageError("--convmap-fit-tiebreak off changes the fit: give --convmap fit too")
     if not resume and args.convmap_seam_stats is not None and not config.policy.kind.startswith("molmoact2"):
@@ -443,7 +450,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
         _preflight_rendering(config)
         passed = convmap_cli.run_tripwires(config.policy, config.seeds, args.convmap_seam_stats, run_dir,
                                            render_size=config.render_size,
-                                           anchor_deg=anchor, log=_log)
+                                           anchor_deg=anchor, span_limited=span_limited, log=_log)
         return 0 if passed else 1
     _preflight_rendering(config)
     executor = make_executor(config)  # no Ray where --ray asks for it: a DriverError, nothing written

@@ -6,7 +6,8 @@
   checkpoint's release table; the fitted map is frozen into the run as explicit per-joint
   overrides (so a resume or a worker restart never re-fits), the fit report beside it.
 - `--convmap-tripwires`: (a) coverage and (b) first action vs state on a few seeds at the reset
-  pose, a per-joint table, JSON into the run directory, non-zero exit on failure.
+  pose, a per-joint table, JSON into the run directory, non-zero exit on failure;
+  `--convmap-span-limited wrist_roll` lets a span-limited joint warn instead of failing (a).
 - Replaying a diagnosis: `--convmap-fit-tiebreak off` fits by the midpoint gate and the mirror
   margin alone (no coverage tiebreak); `--convmap-anchor-deg A` (one value, or six per joint)
   gives tripwire (b) an anchor, so its limit is max(2 x anchor, 5 deg) instead of 10 deg.
@@ -31,16 +32,32 @@ class ConvmapUsageError(UsageError):
 
 def write_seam_stats(spec: PolicySpec, seeds: list[int], episode_seconds: float, path: Path, log=print) -> dict:
     """Roll out a reference policy and write the rig table (seam stats) of the states it visits."""
-    from engine.episode import run_episode
-    from engine.policies.convmap import sim_rad_to_rig_deg
-    from engine.policies.convmap_fit import save_seam_stats, seam_stats_from_states
-    from engine.policies.factory import make_policy
-    from engine.sim.env import BoatEnv
-
     if spec.serve_in_driver and spec.kind != "hold":
         raise ConvmapUsageError("--convmap-seam-stats needs a reference policy that knows the task: --policy scripted")
+    stats = scene_rig_table(seeds, episode_seconds, spec=spec, log=log)
+    from engine.policies.convmap_fit import save_seam_stats
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_seam_stats(stats, path)
+    return stats
+
+
+def scene_rig_table(seeds, episode_seconds: float, *, spec: PolicySpec | None = None, env: str | None = None,
+                    log=print) -> dict:
+    """The rig table (seam stats) of the scene: per-joint q01/q99, rig degrees, of the states a reference
+    policy (the scripted oracle unless `spec` says otherwise) visits on `seeds`: each replan's state and
+    the chunk's targets. Deterministic: the same seeds on the same scene give the same table. The
+    registered coverage tripwire (engine/launch_tripwires.py) and scripts/convmap_figures.py use it."""
+    from engine.envs import DEFAULT_ENV, get_env
+    from engine.episode import run_episode
+    from engine.policies.convmap import sim_rad_to_rig_deg
+    from engine.policies.convmap_fit import seam_stats_from_states
+    from engine.policies.factory import make_policy
+
+    spec = spec or PolicySpec(kind="scripted")
+    seeds = [int(s) for s in seeds]
     policy = make_policy(spec)
-    env = BoatEnv(render_size=64)
+    sim = get_env(env or DEFAULT_ENV).create(render_size=64)
     states: list[np.ndarray] = []
 
     def recording_predict(obs: Observation) -> Chunk:
@@ -50,16 +67,29 @@ def write_seam_stats(spec: PolicySpec, seeds: list[int], episode_seconds: float,
         return chunk
 
     successes = 0
-    for i, seed in enumerate(seeds, start=1):
-        row = run_episode(env, seed, episode_seconds, recording_predict, chunk_horizon=policy.chunk_horizon,
-                          needs_images=False, needs_privileged=policy.needs_privileged, task=spec.task)
-        successes += bool(row["success"])
-        log(f"seam stats: seed {seed} ({i}/{len(seeds)}) {'success' if row['success'] else 'no success'}")
-    stats = seam_stats_from_states(np.asarray(states), source=f"{spec.kind} on seeds {seeds[0]}..{seeds[-1]} "
-                                                                f"({successes}/{len(seeds)} successes)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_seam_stats(stats, path)
-    return stats
+    try:
+        for i, seed in enumerate(seeds, start=1):
+            row = run_episode(sim, seed, episode_seconds, recording_predict, chunk_horizon=policy.chunk_horizon,
+                              needs_images=False, needs_privileged=policy.needs_privileged, task=spec.task)
+            successes += bool(row["success"])
+            log(f"seam stats: seed {seed} ({i}/{len(seeds)}) {'success' if row['success'] else 'no success'}")
+    finally:
+        sim.close()
+    return seam_stats_from_states(np.asarray(states), source=f"{spec.kind} on seeds {seeds[0]}..{seeds[-1]} "
+                                                             f"({successes}/{len(seeds)} successes)")
+
+
+def parse_span_limited(text: str | None) -> list[str]:
+    """`--convmap-span-limited JOINT[,JOINT]`: the joints whose span mismatch may warn, not fail."""
+    if text is None:
+        return []
+    joints = [j for j in str(text).replace(" ", "").split(",") if j]
+    unknown = [j for j in joints if j not in JOINT_NAMES]
+    if not joints or unknown or len(set(joints)) != len(joints):
+        raise ConvmapUsageError(
+            f"--convmap-span-limited {text!r}: give joints, each once, comma-separated, from {', '.join(JOINT_NAMES)} "
+            "(e.g. wrist_roll): their span mismatch with the release then warns instead of failing coverage")
+    return joints
 
 
 def parse_anchor(text: str | None) -> list[float] | None:
@@ -125,7 +155,8 @@ def print_resolved_map(spec: PolicySpec, log=print) -> None:
 
 
 def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, run_dir: Path, *,
-                  render_size: int = 224, anchor_deg: list[float] | None = None, log=print) -> bool:
+                  render_size: int = 224, anchor_deg: list[float] | None = None,
+                  span_limited: list[str] | None = None, log=print) -> bool:
     """Both tripwires against the policy and the scene; JSON into the run directory."""
     from engine.policies.convmap_fit import load_release_stats, load_seam_stats, seam_box
     from engine.policies.convmap_tripwires import format_tripwires, run_convmap_tripwires, tripwires_passed, write_tripwires_json
@@ -154,7 +185,8 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
         return Observation(seed=seed, tick=0, replan_index=0, state_rad=env.state_rad(), task=spec.task, images=images)
 
     reports = run_convmap_tripwires(cmap, rig_q01, rig_q99, rel_q01, rel_q99, policy=policy,
-                                    make_observation=make_observation, seeds=tuple(seeds[:3]), anchor_deg=anchor_deg)
+                                    make_observation=make_observation, seeds=tuple(seeds[:3]), anchor_deg=anchor_deg,
+                                    allow_span_limited=tuple(span_limited or ()))
     log(format_tripwires(reports))
     run_dir.mkdir(parents=True, exist_ok=True)
     write_tripwires_json(reports, run_dir / "convmap_tripwires.json")

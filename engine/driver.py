@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from engine.executor import DriverError, Executor, ExecutorFactory, StartInterrupted, local_executor
+from engine.launch_tripwires import TripwireFailed
 from engine.policies.factory import PolicySpec, make_policy
 from engine.provenance import package_versions, tool_git_commit
 from prereg import rundir as rd
@@ -200,6 +201,7 @@ class _Driver:
         self.sequential: dict | None = None  # the registered sequential test's decision (prereg/sequential.py)
         self.arms = cfg.arm_names()  # a comparison run's two arms, else None
         self.comparison: dict | None = None  # its latest decision (prereg/comparison.py), for status.json
+        self.tripwires: dict | None = None  # the registered tripwires' record (engine/launch_tripwires.py)
         # the episodes to run, in dispatch order: seeds, or (arm, seed) interleaved by seed
         self.jobs: list = [(a, s) for s in cfg.seeds for a in self.arms] if self.arms else list(cfg.seeds)
 
@@ -220,6 +222,7 @@ class _Driver:
             self._write_manifest()  # what was asked for, readable even if the policy cannot load
             self._load_policy()
             self._write_manifest()  # ... and what it resolved to
+            self._check_tripwires()  # the plan's registered tripwires: before any worker starts or episode runs
             todo = self._todo_seeds()
             self._write_status(rd.RUNNING)
             if self.arms and self.rows:  # a resumed comparison that had decided says so and runs nothing more
@@ -232,7 +235,8 @@ class _Driver:
         except UsageError as exc:  # bad input (a policy, a checkpoint, a cluster): said once, no traceback
             self._teardown_pool()
             if self.session_done == 0:  # before any episode: the run could not start (exit 2)
-                self._finish(rd.FAILED, f"could not start: {exc.one_line()}")
+                self._finish(rd.FAILED, exc.one_line() if isinstance(exc, TripwireFailed)
+                             else f"could not start: {exc.one_line()}")
                 raise
             reason = failure_reason(exc, self.run_dir)
             self._finish(rd.FAILED, reason)
@@ -387,6 +391,50 @@ class _Driver:
                 "started_at": self.started_at,
             }
         rd.write_json_atomic(path, manifest)
+
+    def _check_tripwires(self) -> None:
+        """Run the tripwires the plan registers (gates.tripwires); their record goes into the manifest
+        and status.json, and a failure raises TripwireFailed: the run ends `failed`, exit 2, no episode
+        run. A resume whose manifest says they passed at the start does not run them again."""
+        if not self.cfg.gates.tripwires:
+            return
+        if self.resume:
+            prior = (rd.read_json(self.run_dir / rd.MANIFEST) or {}).get(rd.TRIPWIRES_FIELD)
+            if isinstance(prior, dict) and prior.get("passed") is True:
+                self.log("registered tripwires: passed at the run's start (manifest.json); not run again")
+                self.tripwires = prior
+                return
+        from engine.launch_tripwires import run_registered
+
+        policies = self.policy if isinstance(self.policy, dict) else {None: self.policy}
+        described = self.policy_description if self.arms else {None: self.policy_description}
+        try:
+            record = run_registered(self.cfg, policies, policy_descriptions=described, log=self.log)
+        except TripwireFailed as exc:
+            record = getattr(exc, "record", None)
+            if record is not None:
+                self.tripwires = record
+                self._merge_manifest({rd.TRIPWIRES_FIELD: record})
+                self._also_in_log(f"{record.get('table', '')}\n{exc.one_line()}")
+            raise
+        self.tripwires = record
+        self._merge_manifest({rd.TRIPWIRES_FIELD: record})
+        self._also_in_log(f"{record.get('table', '')}\nregistered tripwires PASSED")
+
+    def _also_in_log(self, text: str) -> None:
+        """`text` into driver.log when this process's stdout is not already that file (a run started
+        from a terminal rather than by the console); never raising."""
+        target = self.run_dir / rd.LOG
+        try:
+            if target.exists() and os.path.samestat(os.fstat(sys.stdout.fileno()), target.stat()):
+                return
+        except (OSError, ValueError, AttributeError):
+            pass
+        try:
+            with open(target, "a", encoding="utf-8") as f:
+                f.write(text.rstrip("\n") + "\n")
+        except OSError:
+            pass
 
     def _merge_manifest(self, extra: dict) -> None:
         """Scale-out hook: add what is known only once the executor exists (on a resume, to its entry)."""
@@ -656,6 +704,8 @@ class _Driver:
             "reason": reason if reason is not None else (self.stop.text() if self.stop else None),
             "stop": self.stop.as_dict() if self.stop else None,
             "gates": [g.as_dict() for g in self._gate_readings()] if state != rd.STARTING else [],
+            **({rd.TRIPWIRES_FIELD: {k: self.tripwires.get(k) for k in ("passed", "failed", "checked_at", "table")}}
+               if self.tripwires else {}),
             "pid": os.getpid(),
             "updated_at": rd.utc_now(),
         }

@@ -23,6 +23,7 @@ class GateSpec:
     warn_fraction: float = 0.8  # warn at this fraction of a limit
     decided: str | None = None  # "stop": stop once every decision rule on the arm is settled (prereg/curtail.py)
     sequential: dict | None = None  # {p0, p1, alpha, beta}: a registered SPRT of the success rate (prereg/sequential.py)
+    tripwires: dict | None = None  # the shim's registered tripwires, run before the first episode (prereg.model.Tripwires.as_dict())
 
     @classmethod
     def from_dict(cls, d: object) -> "GateSpec":
@@ -37,7 +38,7 @@ class GateSpec:
             if name in ("decided",):
                 if isinstance(v, str):
                     kw[name] = v
-            elif name == "sequential":
+            elif name in ("sequential", "tripwires"):
                 if isinstance(v, dict):
                     kw[name] = v
             elif name == "pace_after_episodes":

@@ -10,6 +10,12 @@ from prereg.errors import Problem
 from prereg.gates import GateSpec
 from prereg.layout import Layout, Section
 from prereg.rules import Rule, rule_key
+from prereg.vocabulary import (
+    COVERAGE_MAX_UNCOVERED,
+    FIRST_ACTION_MAX_DEG,
+    RIG_TABLE_EPISODE_SECONDS,
+    RIG_TABLE_SEEDS,
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,79 @@ class Arm:
     env: str | None = None  # the scene and task (engine.envs name or env file); None: the protocol's
     env_sha256: str | None = None  # its content hash as frozen
     grasp_miss: float | None = None  # the scripted oracle's skill knob (engine/policies/scripted.py)
+
+
+@dataclass(frozen=True)
+class CoverageTripwire:
+    """`gates.tripwires.coverage`: the mapped rig range must sit inside the release box.
+
+    `span_limited`: joints whose rig span is wider than the release's (no offset gets under the
+    limit) that may warn instead of fail; a joint listed that is not span-limited still fails."""
+
+    max_uncovered: float = COVERAGE_MAX_UNCOVERED
+    span_limited: tuple[str, ...] = ()
+    rig_seeds: tuple[int, ...] = RIG_TABLE_SEEDS  # the scripted oracle's rollouts on the run's scene
+    rig_episode_seconds: float = RIG_TABLE_EPISODE_SECONDS
+
+
+@dataclass(frozen=True)
+class FirstActionTripwire:
+    """`gates.tripwires.first_action`: mean |first action - state| at the reset pose, per arm joint,
+    against max(2 x anchor, 5 deg) with an anchor, else `max_deg`."""
+
+    seeds: tuple[int, ...] | None = None  # None: the first FIRST_ACTION_SEEDS of the protocol's
+    anchor_deg: tuple[float, ...] | None = None  # one per joint (JOINT_NAMES order)
+    max_deg: float = FIRST_ACTION_MAX_DEG
+
+
+@dataclass(frozen=True)
+class Tripwires:
+    """`gates.tripwires`: the shim's tripwires a plan registers; each is optional."""
+
+    coverage: CoverageTripwire | None = None
+    first_action: FirstActionTripwire | None = None
+
+    def as_dict(self) -> dict:
+        """The JSON form the gates (and so the manifest) carry: `tripwires_from_dict` reads it back."""
+        out: dict = {}
+        if self.coverage is not None:
+            c = self.coverage
+            out["coverage"] = {"max_uncovered": c.max_uncovered, "span_limited": list(c.span_limited),
+                               "rig_seeds": list(c.rig_seeds), "rig_episode_seconds": c.rig_episode_seconds}
+        if self.first_action is not None:
+            f = self.first_action
+            out["first_action"] = {"seeds": None if f.seeds is None else list(f.seeds),
+                                   "anchor_deg": None if f.anchor_deg is None else list(f.anchor_deg),
+                                   "max_deg": f.max_deg}
+        return out
+
+
+def tripwires_from_dict(d: object) -> Tripwires | None:
+    """The registered tripwires from their JSON form (a manifest's gates); None when none are registered.
+    Written by `Tripwires.as_dict` from a validated plan: a field of the wrong type keeps its default."""
+    if not isinstance(d, dict) or not d:
+        return None
+
+    def nums(v, kind=float):
+        return tuple(kind(x) for x in v) if isinstance(v, list) and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in v) else None
+
+    cov, first = d.get("coverage"), d.get("first_action")
+    coverage = first_action = None
+    if isinstance(cov, dict):
+        coverage = CoverageTripwire(
+            max_uncovered=float(cov["max_uncovered"]) if isinstance(cov.get("max_uncovered"), (int, float)) else COVERAGE_MAX_UNCOVERED,
+            span_limited=tuple(str(j) for j in cov.get("span_limited") or () if isinstance(j, str)),
+            rig_seeds=nums(cov.get("rig_seeds"), int) or RIG_TABLE_SEEDS,
+            rig_episode_seconds=float(cov["rig_episode_seconds"]) if isinstance(cov.get("rig_episode_seconds"), (int, float))
+            else RIG_TABLE_EPISODE_SECONDS)
+    if isinstance(first, dict):
+        first_action = FirstActionTripwire(
+            seeds=nums(first.get("seeds"), int), anchor_deg=nums(first.get("anchor_deg")),
+            max_deg=float(first["max_deg"]) if isinstance(first.get("max_deg"), (int, float)) else FIRST_ACTION_MAX_DEG)
+    if coverage is None and first_action is None:
+        return None
+    return Tripwires(coverage, first_action)
 
 
 @dataclass(frozen=True)

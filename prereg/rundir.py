@@ -60,6 +60,14 @@ CONTRACT_FILES = (MANIFEST, STATUS, PID, HEARTBEAT, ROWS)
 MANIFEST_SCHEMA = 1
 STATUS_SCHEMA = 1
 
+# -- registered tripwires (gates.tripwires: the shim's checks before the first episode) -----------
+# manifest.json's `tripwires` (and status.json's, once they ran): {registered, checked_at, passed,
+# failed: ["coverage: wrist_roll 54% uncovered (...)"], arms: [{arm, policy, applies, passed,
+# reports: {name: per-joint report}, rig_table, table}], table: the per-joint tables as text}.
+# A failure ends the run `failed` before any episode with a reason starting TRIPWIRE_REASON.
+TRIPWIRES_FIELD = "tripwires"
+TRIPWIRE_REASON = "tripwire"
+
 # -- states ----------------------------------------------------------------------------
 
 STARTING, RUNNING, STOPPING, STOPPED, DONE, FAILED = "starting", "running", "stopping", "stopped", "done", "failed"
@@ -562,6 +570,7 @@ class Status:
     sequential: dict | None = None
     pid: int | None = None
     updated_at: str | None = None
+    tripwires: dict | None = None  # the registered tripwires' record (TRIPWIRES_FIELD), once they ran
     raw: dict = field(default_factory=dict, compare=False, repr=False)
     problems: tuple[str, ...] = ()
 
@@ -598,6 +607,7 @@ _STATUS_FIELDS = {
     "errors": (int,), "successes": (int,), "elapsed_s": _NUM, "projected_wall_s": _NUM, "eta_s": _NUM,
     "gpu_hours": _NUM, "gpu_hours_source": (str,), "gpus": (int,), "mean_batch": _NUM, "reason": (str,),
     "pace": (dict,), "settled": (dict,), "sequential": (dict,), "pid": (int,), "updated_at": (str,),
+    TRIPWIRES_FIELD: (dict,),
 }
 
 
@@ -624,6 +634,7 @@ class Manifest:
     workers: int | None = None
     gates: object = None  # prereg.gates.GateSpec (read with GateSpec.from_dict)
     started_at: str | None = None
+    tripwires: dict | None = None  # the registered tripwires' record (TRIPWIRES_FIELD), once they ran
     resumes: tuple[dict, ...] = ()
     raw: dict = field(default_factory=dict, compare=False, repr=False)
     problems: tuple[str, ...] = ()
@@ -672,8 +683,20 @@ class Manifest:
 
 _MANIFEST_FIELDS = {
     "run_id": (str,), "arm": (str,), "policy_resolved": (dict,), "episode_seconds": _NUM, "workers": (int,),
-    "started_at": (str,),
+    "started_at": (str,), TRIPWIRES_FIELD: (dict,),
 }
+
+
+def tripwire_table(snapshot: "Snapshot") -> tuple[bool | None, str]:
+    """(passed, the per-joint tables as text) of a run's registered tripwires: status.json's record,
+    else the manifest's; (None, '') when none ran. Never raises on a record someone else wrote."""
+    for holder in (snapshot.status, snapshot.manifest):
+        record = getattr(holder, "tripwires", None) if holder is not None else None
+        if isinstance(record, dict):
+            passed = record.get("passed")
+            table = record.get("table")
+            return (passed if isinstance(passed, bool) else None), (table if isinstance(table, str) else "")
+    return None, ""
 
 
 @dataclass(frozen=True)

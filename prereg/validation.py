@@ -11,7 +11,19 @@ from prereg.errors import Problem
 from prereg.gates import GateSpec
 from prereg.layout import Section
 from prereg.limits import MAX_SEED, MAX_SEEDS
-from prereg.model import Arm, Comparator, Document, PowerPlan, Protocol, Reads, SectionModel, Validity
+from prereg.model import (
+    Arm,
+    Comparator,
+    CoverageTripwire,
+    Document,
+    FirstActionTripwire,
+    PowerPlan,
+    Protocol,
+    Reads,
+    SectionModel,
+    Tripwires,
+    Validity,
+)
 from prereg.rules import Rule, parse_condition
 from prereg.video_draw import parse_video_draw
 from prereg.vocabulary import (
@@ -25,6 +37,7 @@ from prereg.vocabulary import (
     PRIMARY_READS,
     RULE_READS,
     SECONDARY_READS,
+    TRIPWIRES,
 )
 from prereg.yamlpos import PosYAMLError, load_with_lines
 
@@ -35,7 +48,11 @@ ARM_KEYS = (
     "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256", "grasp_miss",
 )
 PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts", "env", "env_sha256")
-GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided", "sequential")
+GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided", "sequential", "tripwires")
+TRIPWIRE_KEYS = {"coverage": ("max_uncovered", "span_limited", "rig"), "first_action": ("seeds", "anchor_deg", "max_deg")}
+RIG_KEYS = ("seeds", "episode_seconds")  # gates.tripwires.coverage.rig: the scripted rollouts behind the rig table
+TRIPWIRES_HINT = ("tripwires: {coverage: {max_uncovered: 0.30, span_limited: [wrist_roll]}, "
+                  "first_action: {anchor_deg: 6.31}} (docs/convmap.md)")
 DECIDED_VALUES = ("stop", "record")  # gates.decided: stop when the rules are settled, or only record it
 READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator", "power")
 POWER_KEYS = ("assumed_rates", "minimum_effect", "delta_sd_cm", "pilot")  # reads.power: prereg/power.py
@@ -541,7 +558,136 @@ def _check_gates(raw, ctx: _Ctx, required: bool) -> dict:
                     "a registered SPRT of the success rate: {p0: 0.05, p1: 0.2, alpha: 0.05, beta: 0.1}")
         if not bad:
             out["sequential"] = {k: float(raw["sequential"][k]) for k in ("p0", "p1", "alpha", "beta")}
+    if "tripwires" in raw:
+        tripwires = _check_tripwires(raw["tripwires"], ctx)
+        if tripwires is not None:
+            out["tripwires"] = tripwires.as_dict()
     return out
+
+
+def _check_tripwires(raw, ctx: _Ctx) -> Tripwires | None:
+    """gates.tripwires: the shim's tripwires the driver runs before the first episode; None when invalid."""
+    path = ("gates", "tripwires")
+    if not isinstance(raw, dict) or not raw:
+        ctx.err(path, "must be a mapping naming at least one of " + ", ".join(TRIPWIRES), TRIPWIRES_HINT)
+        return None
+    bad = False
+
+    def err(sub: tuple, msg: str, hint: str = "") -> None:
+        nonlocal bad
+        bad = True
+        ctx.err(path + sub, msg, hint)
+
+    for k in raw:
+        if k not in TRIPWIRES:
+            err((k,), f"unknown tripwire '{k}'", "known: " + ", ".join(TRIPWIRES))
+    kw: dict = {}
+    for name in TRIPWIRES:
+        if name not in raw:
+            continue
+        body = raw[name]
+        if body is None:
+            body = {}  # `coverage:` alone registers it with its defaults
+        if not isinstance(body, dict):
+            err((name,), f"must be a mapping of its settings ({', '.join(TRIPWIRE_KEYS[name])}), got {body!r}",
+                TRIPWIRES_HINT)
+            continue
+        for k in body:
+            if k not in TRIPWIRE_KEYS[name]:
+                err((name, k), f"unknown {name} field '{k}'", "known: " + ", ".join(TRIPWIRE_KEYS[name]))
+        kw[name] = body
+    coverage = first_action = None
+    if "coverage" in kw:
+        coverage = _check_coverage_tripwire(kw["coverage"], err)
+    if "first_action" in kw:
+        first_action = _check_first_action_tripwire(kw["first_action"], err)
+    return None if bad else Tripwires(coverage, first_action)
+
+
+def _check_coverage_tripwire(body: dict, err) -> CoverageTripwire:
+    out: dict = {}
+    if "max_uncovered" in body:
+        v = body["max_uncovered"]
+        if not (_nonneg(v) and 0 < v < 1):
+            err(("coverage", "max_uncovered"), f"must be a fraction in (0, 1), got {v!r}",
+                "the share of a joint's reachable range the map may leave clipped: 0.30 is 30%")
+        else:
+            out["max_uncovered"] = float(v)
+    if "span_limited" in body:
+        joints = body["span_limited"]
+        if isinstance(joints, str):
+            joints = [joints]
+        if not isinstance(joints, list):
+            err(("coverage", "span_limited"), f"must be a list of joints, got {joints!r}",
+                "the joints whose span mismatch may warn instead of fail, e.g. [wrist_roll]; one of "
+                + ", ".join(JOINT_NAMES))
+        else:
+            seen: list[str] = []
+            for i, j in enumerate(joints):
+                sub = ("coverage", "span_limited", i) if isinstance(body["span_limited"], list) else ("coverage", "span_limited")
+                if j not in JOINT_NAMES:
+                    err(sub, f"unknown joint {j!r}", "one of " + ", ".join(JOINT_NAMES))
+                elif j in seen:
+                    err(sub, f"joint {j!r} given twice", "list each joint once")
+                else:
+                    seen.append(j)
+            out["span_limited"] = tuple(seen)
+    rig = body.get("rig")
+    if rig is not None:
+        if not isinstance(rig, dict):
+            err(("coverage", "rig"), f"must be a mapping {{seeds, episode_seconds}}, got {rig!r}",
+                "the scripted oracle's rollouts on the run's scene that make the rig table, e.g. {seeds: 0-5, episode_seconds: 30}")
+        else:
+            for k in rig:
+                if k not in RIG_KEYS:
+                    err(("coverage", "rig", k), f"unknown rig field '{k}'", "known: " + ", ".join(RIG_KEYS))
+            if "seeds" in rig:
+                try:
+                    seeds = parse_seeds(rig["seeds"])
+                except ValueError as exc:
+                    err(("coverage", "rig", "seeds"), str(exc), "a list [0, 1, 2] or a range '0-5'")
+                else:
+                    if not seeds or len(set(seeds)) != len(seeds):
+                        err(("coverage", "rig", "seeds"), "must name at least one seed, each once", "e.g. 0-5")
+                    else:
+                        out["rig_seeds"] = tuple(seeds)
+            if "episode_seconds" in rig:
+                v = rig["episode_seconds"]
+                if not (_nonneg(v) and 0 < v <= 3600):
+                    err(("coverage", "rig", "episode_seconds"), f"must be seconds in (0, 3600], got {v!r}", "e.g. 30")
+                else:
+                    out["rig_episode_seconds"] = float(v)
+    return CoverageTripwire(**out)
+
+
+def _check_first_action_tripwire(body: dict, err) -> FirstActionTripwire:
+    out: dict = {}
+    if "seeds" in body:
+        try:
+            seeds = parse_seeds(body["seeds"])
+        except ValueError as exc:
+            err(("first_action", "seeds"), str(exc), "a list [0, 1, 2] or a range '0-2'")
+        else:
+            if not seeds or len(set(seeds)) != len(seeds):
+                err(("first_action", "seeds"), "must name at least one seed, each once", "e.g. [0, 1, 2]")
+            else:
+                out["seeds"] = tuple(seeds)
+    if "anchor_deg" in body:
+        v = body["anchor_deg"]
+        values = v if isinstance(v, list) else [v]
+        if len(values) not in (1, len(JOINT_NAMES)) or not all(_nonneg(x) for x in values):
+            err(("first_action", "anchor_deg"), f"must be one number of degrees >= 0 or {len(JOINT_NAMES)}, got {v!r}",
+                "the same metric on a reference policy, e.g. 6.31, or one per joint: " + ", ".join(JOINT_NAMES))
+        else:
+            out["anchor_deg"] = tuple(float(x) for x in values) * (len(JOINT_NAMES) if len(values) == 1 else 1)
+    if "max_deg" in body:
+        v = body["max_deg"]
+        if not (_nonneg(v) and v > 0):
+            err(("first_action", "max_deg"), f"must be a number of degrees > 0, got {v!r}",
+                "the limit per joint without an anchor, e.g. 10")
+        else:
+            out["max_deg"] = float(v)
+    return FirstActionTripwire(**out)
 
 
 def _check_reads(raw, ctx: _Ctx, sec: Section, arms: list[Arm], known: set[str]) -> dict:

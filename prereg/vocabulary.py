@@ -30,3 +30,12 @@ SECONDARY_READS = (
     "success_seeds", "chart", "mask_violations", "first_action_delta_deg", "success_overlap",
 )
 PRIMARY_READS = ("successes",)
+
+# The joint-convention shim's tripwires a plan may register under `gates: tripwires:` (docs/convmap.md),
+# run by the driver before the first episode; the defaults are engine/policies/convmap_tripwires.py's.
+TRIPWIRES = ("coverage", "first_action")
+COVERAGE_MAX_UNCOVERED = 0.30  # share of a joint's reachable range the map may leave clipped
+RIG_TABLE_SEEDS = (0, 1, 2, 3, 4, 5)  # the scripted oracle's rollouts that make the rig table ...
+RIG_TABLE_EPISODE_SECONDS = 30.0  # ... and their budget
+FIRST_ACTION_SEEDS = 3  # the probe's seeds: the first few of the protocol's
+FIRST_ACTION_MAX_DEG = 10.0  # the limit without an anchor

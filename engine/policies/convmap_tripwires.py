@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -33,8 +33,9 @@ from engine.policies.convmap_fit import (
     release_box_in_rig,
     uncovered_fraction,
 )
+from prereg.vocabulary import COVERAGE_MAX_UNCOVERED
 
-COVERAGE_THRESHOLD = 0.30  # max share of a joint's reachable range the map may leave clipped
+COVERAGE_THRESHOLD = COVERAGE_MAX_UNCOVERED  # max share of a joint's reachable range the map may leave clipped
 ARM_JOINTS: tuple[str, ...] = JOINT_NAMES[:5]  # the gripper is reported, not judged, by default
 SIGN_BLIND_NOTE = (
     "first-action check is BLIND TO SIGN AT REST: any bijective map keeps action ~ state at the "
@@ -95,14 +96,17 @@ def coverage_tripwire(
     release_q99,
     threshold: float = COVERAGE_THRESHOLD,
     *,
-    allow_span_limited: bool = False,
+    allow_span_limited: bool | Collection[str] = False,
 ) -> TripwireReport:
     """Per joint: share of the mapped rig range outside the release box, against `threshold`.
 
     A joint whose rig span exceeds the release span so much that NO offset gets under the
     threshold is flagged span-limited (the seed's wrists: 53-61% under any offset); that is a
-    property of the checkpoint, not the map, so `allow_span_limited` turns it into a warning.
+    property of the checkpoint, not the map, so `allow_span_limited` turns it into a warning:
+    True for every joint, or the joints named (a plan registers them one by one). A joint named
+    that is not span-limited still fails: the allowance never excuses a wrong offset.
     """
+    allowed = _allowed_joints(allow_span_limited)
     rig_lo = np.minimum(np.asarray(rig_q01, float), np.asarray(rig_q99, float))
     rig_hi = np.maximum(np.asarray(rig_q01, float), np.asarray(rig_q99, float))
     rel_lo, rel_hi = np.asarray(release_q01, float), np.asarray(release_q99, float)
@@ -122,8 +126,10 @@ def coverage_tripwire(
         if unc <= threshold:
             status, why = "pass", ""
         elif span_limited:
-            status = "warn" if allow_span_limited else "fail"
+            status = "warn" if joint in allowed else "fail"
             why = f"span mismatch: rig span {rig_span:.0f} vs release {rel_span:.0f} deg, no offset below {floor:.0%}"
+            if joint in allowed:
+                why += " (span-limited allowance)"
         else:
             status = "fail"
             why = f"{unc:.0%} of the rig range is clipped; ({best[1]:+d},{best[2]:+g}) leaves {best[0]:.0%}"
@@ -151,8 +157,18 @@ def coverage_tripwire(
                  ("uncovered", "uncovered", ".1%")),
         notes=["the mapped reachable set must cover the task workspace; uncovered = share of the "
                "rig's q01..q99 range that the map sends outside the release q01..q99 box (clipped)"],
-        params={"threshold": threshold, "allow_span_limited": allow_span_limited, "convmap": cmap.as_dict()},
+        params={"threshold": threshold, "allow_span_limited": [j for j in JOINT_NAMES if j in allowed],
+                "convmap": cmap.as_dict()},
     )
+
+
+def _allowed_joints(allow: bool | Collection[str]) -> frozenset[str]:
+    if allow is True or allow is False:
+        return frozenset(JOINT_NAMES if allow else ())
+    unknown = sorted(set(allow) - set(JOINT_NAMES))
+    if unknown:
+        raise ValueError(f"span-limited allowance names unknown joints {unknown}; the joints are {', '.join(JOINT_NAMES)}")
+    return frozenset(allow)
 
 
 # --- (b) first action vs state --------------------------------------------------------------
@@ -275,7 +291,8 @@ def run_convmap_tripwires(
     seeds: Sequence[int] = (0, 1, 2),
     anchor_deg=None,
     coverage_threshold: float = COVERAGE_THRESHOLD,
-    allow_span_limited: bool = False,
+    allow_span_limited: bool | Collection[str] = False,
+    max_delta_deg: float = 10.0,
 ) -> list[TripwireReport]:
     """(a) always; (b) when a policy and an observation builder are given."""
     reports = [coverage_tripwire(cmap, rig_q01, rig_q99, release_q01, release_q99, coverage_threshold,
@@ -283,7 +300,7 @@ def run_convmap_tripwires(
     if policy is not None and make_observation is not None:
         actions, states = run_first_action_probe(policy, make_observation, seeds)
         box_lo, box_hi = release_box_in_rig(cmap, release_q01, release_q99)
-        reports.append(first_action_tripwire(actions, states, box_lo, box_hi, anchor_deg))
+        reports.append(first_action_tripwire(actions, states, box_lo, box_hi, anchor_deg, max_delta_deg=max_delta_deg))
     return reports
 
 
