@@ -1,6 +1,6 @@
 """Checkpoints by Hugging Face id, downloaded and pinned, against a loopback fake hub.
 
-A threaded HTTP server on 127.0.0.1 (tests/engine/fake_hub.py) serves the tiny checkpoint as
+A threaded HTTP server on 127.0.0.1 (tests/fake_hub.py) serves the tiny checkpoint as
 `someone/tiny-molmoact2` at one commit; HF_ENDPOINT points at it and every test has its own
 HF_HOME. Download, cache hit, offline, wrong revision, unknown repo, refused token and a
 connection cut mid-file each end in the snapshot or in one clear CheckpointError line.
@@ -12,7 +12,7 @@ import pytest
 
 from engine.policies.molmoact2 import CheckpointError, load_policy
 from engine.policies.molmoact2.checkpoint import download_snapshot, resolve_checkpoint
-from tests.engine.fake_hub import FakeHub
+from tests.fake_hub import FakeHub
 
 pytest_plugins = ("tests.engine.molmoact2_fixtures",)
 
