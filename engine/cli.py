@@ -37,7 +37,7 @@ DECIDED_BY_DOCUMENT = (
     "policy", "molmoact2", "molmoact2_discrete", "molmoact2_grammar_masked", "dtype", "flow_steps", "norm_tag",
     "task", "convmap", "convmap_override", "convmap_declare", "seed", "num_seeds", "seeds", "episode_seconds",
     "workers", "video_draw", "gpu_hours_gate", "pace_limit_hours", "pace_after_episodes", "revision",
-    "convmap_fit_tiebreak", "env", "grasp_miss",
+    "convmap_fit_tiebreak", "env", "grasp_miss", "lerobot", "lerobot_map",
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
     "prereg", "arm", "arms", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size",
@@ -94,8 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fontaine-eval", description="Run a policy evaluation on the embedded SO-101 boat scene.",
                 allow_abbrev=False)  # an abbreviated flag would slip past the pre-registration's check
     pol = p.add_argument_group("policy")
-    pol.add_argument("--policy", choices=["scripted", "hold"],
-                     help="a built-in policy: the scripted oracle or the state-copy baseline")
+    pol.add_argument("--policy", metavar="NAME",
+                     help="scripted (the oracle), hold (the state-copy baseline), or a lab's own policy: a "
+                          "fontaine.policies entry point (docs/policies.md)")
+    pol.add_argument("--lerobot", metavar="CKPT",
+                     help="a lerobot policy checkpoint (ACT, Diffusion, SmolVLA, ...): a local directory or a "
+                          "Hugging Face id (downloaded; --revision pins it), loaded with lerobot's factory")
+    pol.add_argument("--lerobot-map", action="append", default=[], metavar="FEATURE=SOURCE",
+                     help="feed a checkpoint input from a sim camera or 'state' when the names differ, e.g. "
+                          "observation.images.top=front (default: by name)")
     pol.add_argument("--molmoact2", metavar="CKPT",
                      help="MolmoAct2 flow pathway: a local directory, a Hugging Face id (downloaded), or 'tiny'")
     pol.add_argument("--revision",
@@ -231,10 +238,11 @@ def _policy_spec_from_flags(args):
     from engine.policies.factory import PolicySpec
 
     chosen = [f for f, v in (("--policy", args.policy), ("--molmoact2", args.molmoact2),
-                             ("--molmoact2-discrete", args.molmoact2_discrete)) if v]
+                             ("--molmoact2-discrete", args.molmoact2_discrete), ("--lerobot", args.lerobot)) if v]
     if len(chosen) > 1:
         raise UsageError(f"choose one policy, not {' and '.join(chosen)}")
-    if args.grasp_miss is not None and (args.molmoact2 or args.molmoact2_discrete or args.policy == "hold"):
+    if args.grasp_miss is not None and (args.molmoact2 or args.molmoact2_discrete or args.lerobot
+                                        or args.policy not in (None, "scripted")):
         raise UsageError("--grasp-miss is the scripted oracle's skill knob; give it with --policy scripted")
     if args.molmoact2_grammar_masked and not args.molmoact2_discrete:
         raise UsageError("--molmoact2-grammar-masked modifies --molmoact2-discrete CKPT; give that too")
@@ -244,6 +252,20 @@ def _policy_spec_from_flags(args):
                   flow_steps=args.flow_steps, inject_latency_ms=args.inject_latency_ms)
     if args.task:
         common["task"] = args.task
+    if args.lerobot_map and not args.lerobot:
+        raise UsageError("--lerobot-map maps the inputs of --lerobot CKPT; give that too")
+    if (args.lerobot or args.policy not in (None, "scripted", "hold")) and "convmap" not in args.explicit:
+        common["convmap"] = "identity"  # the shim applies to any policy; identity unless asked
+    if args.lerobot:  # lerobot runs at the checkpoint's own precision (fp32; autocast where it says use_amp)
+        if args.explicit.get("dtype"):
+            raise UsageError("--dtype is MolmoAct2's; a lerobot policy runs at its checkpoint's own precision")
+        common["dtype"] = "fp32"
+        return PolicySpec(kind="lerobot", checkpoint=args.lerobot, feature_map=tuple(args.lerobot_map), **common)
+    if args.policy not in (None, "scripted", "hold"):
+        from engine.policies.plugins import is_plugin, load_plugin
+
+        if not is_plugin(args.policy):
+            load_plugin(args.policy)  # the one line that says which policies there are
     if args.molmoact2:
         return PolicySpec(kind="molmoact2", checkpoint=args.molmoact2, decode="flow", **common)
     if args.molmoact2_discrete:
@@ -360,7 +382,8 @@ def _launch_policy(args, launch):
                       convmap_overrides=tuple(launch.convmap_overrides or ()),
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
                       task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms,
-                      grasp_miss=launch.grasp_miss or 0.0)
+                      grasp_miss=launch.grasp_miss or 0.0,
+                      feature_map=tuple(getattr(launch, "features", None) or ()))
 
 
 def _resolve_resume(args):
@@ -510,6 +533,11 @@ def _check_before_writing(args, config) -> None:
             from engine.policies.molmoact2.checkpoint import check_local_path
 
             check_local_path(spec.checkpoint)  # a CheckpointError is bad input: exit 2, nothing written
+        if spec.kind == "lerobot":  # download, then every input the checkpoint reads must have a sim source
+            from engine.envs import get_env
+            from engine.policies.lerobot_policy import check_feeds
+
+            check_feeds(spec.checkpoint, spec.revision, get_env(config.env).cameras, spec.feature_map)
 
 
 def make_executor(cfg):
@@ -535,7 +563,7 @@ def _log(msg: str) -> None:
 
 def _preflight_rendering(config) -> None:
     """Fail before any episode when frames are needed and no GL library can make a context."""
-    needs_frames = (any(spec.kind.startswith("molmoact2") for _, spec in config.arm_policies())
+    needs_frames = (any(spec.kind.startswith("molmoact2") or spec.kind == "lerobot" for _, spec in config.arm_policies())
                     or config.video_draw.strip().lower() not in ("none", "off"))
     if not needs_frames:
         return

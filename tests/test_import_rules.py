@@ -116,3 +116,17 @@ def test_no_import_cycles():
         if m not in state:
             visit(m)
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_policies_a_lab_brings_stay_beside_the_other_policies():
+    """engine.policies.lerobot_policy (any lerobot checkpoint) and engine.policies.plugins (the
+    `fontaine.policies` entry points) are policies: they may use the policy seam (base, convmap,
+    MolmoAct2's checkpoint download) and prereg, never the driver, the pool, the envs or the sim."""
+    graph = _graph()
+    allowed = ("engine.policies", "prereg")
+    rooms = [m for m in graph if m.startswith("engine.policies.lerobot_policy") or m == "engine.policies.plugins"]
+    assert "engine.policies.plugins" in rooms and "engine.policies.lerobot_policy.policy" in rooms
+    bad = {m: sorted(d for d in graph[m] if d.split(".")[0] in PACKAGES
+                     and not any(d == a or d.startswith(a + ".") for a in allowed))
+           for m in rooms}
+    assert not {m: d for m, d in bad.items() if d}

@@ -11,6 +11,7 @@ from prereg.vocabulary import DECODES as VOCAB_DECODES
 from prereg.vocabulary import POLICIES
 
 POLICY_KINDS = POLICIES + ("hold",)  # a pre-registration's policies, and the engine's own no-op baseline
+# ... and any `fontaine.policies` entry point by its name (engine/policies/plugins.py)
 DECODES = tuple(d for ds in VOCAB_DECODES.values() for d in ds)
 
 
@@ -34,22 +35,29 @@ class PolicySpec:
     task: str = DEFAULT_TASK
     inject_latency_ms: float = 0.0  # test/benchmark knob: a fixed extra cost per predict call
     grasp_miss: float = 0.0  # the scripted oracle's skill knob (engine/policies/scripted.py); 0 for a model
+    feature_map: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE, a checkpoint input fed by another sim input
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         d = asdict(self)
         d["convmap_overrides"] = list(self.convmap_overrides)
+        d["feature_map"] = list(self.feature_map)
         return d
 
     @classmethod
     def from_dict(cls, d: dict) -> "PolicySpec":
         d = dict(d)
         d["convmap_overrides"] = tuple(d.get("convmap_overrides") or ())
+        d["feature_map"] = tuple(d.get("feature_map") or ())
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         return cls(**known)
 
     @property
     def serve_in_driver(self) -> bool:
+        if self.kind == "lerobot":  # batched in the driver, or select_action every tick in each worker
+            from engine.policies.lerobot_policy import serves_in_driver
+
+            return serves_in_driver(self.checkpoint, self.revision)
         return self.kind != "scripted"
 
 
@@ -70,8 +78,15 @@ def make_policy(spec: PolicySpec):
         policy = HoldPolicy()
     elif spec.kind in ("molmoact2", "molmoact2-discrete"):
         policy = _make_molmoact2(spec)
+    elif spec.kind == "lerobot":
+        policy = _make_lerobot(spec)
     else:
-        raise PolicyError(f"unknown policy {spec.kind!r}; choose one of {', '.join(POLICY_KINDS)}")
+        from engine.policies.plugins import is_plugin, load_plugin
+
+        if not is_plugin(spec.kind):
+            raise PolicyError(f"unknown policy {spec.kind!r}; choose one of {', '.join(POLICY_KINDS)} "
+                              "or a fontaine.policies entry point")
+        policy = load_plugin(spec.kind, convmap=_convmap(spec), task=spec.task)
     if spec.inject_latency_ms > 0:
         policy = SlowedPolicy(policy, spec.inject_latency_ms / 1000.0)
     return policy
@@ -81,6 +96,25 @@ def resolve_spec_convmap(spec: PolicySpec):
     from engine.policies.convmap import resolve_convmap
 
     return resolve_convmap(spec.convmap, list(spec.convmap_overrides))
+
+
+def _convmap(spec: PolicySpec):
+    from engine.policies.convmap import ConvMapError
+
+    try:
+        return resolve_spec_convmap(spec)
+    except ConvMapError as exc:
+        raise PolicyError(str(exc)) from None
+
+
+def _make_lerobot(spec: PolicySpec):
+    """A lerobot checkpoint, loaded with lerobot's factory (engine/policies/lerobot_policy)."""
+    if not spec.checkpoint:
+        raise PolicyError("--lerobot needs a checkpoint (a local directory or a Hugging Face id)")
+    from engine.policies.lerobot_policy import load_policy
+
+    return load_policy(spec.checkpoint, revision=spec.revision, pinned=spec.pinned, device=spec.device,
+                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task)
 
 
 def _make_molmoact2(spec: PolicySpec):

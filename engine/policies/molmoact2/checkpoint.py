@@ -126,8 +126,9 @@ def hub_settings() -> HubSettings:
     return HubSettings(endpoint, os.path.expanduser(os.path.expandvars(cache)), offline, env.get("HF_TOKEN") or None)
 
 
-def download_snapshot(repo_id: str, revision: str | None = None, *, log=None) -> tuple[Path, str]:
-    """(snapshot directory, commit) of `repo_id` at `revision`, downloading what the cache lacks.
+def download_snapshot(repo_id: str, revision: str | None = None, *, log=None, who: str = "molmoact2") -> tuple[Path, str]:
+    """(snapshot directory, commit) of `repo_id` at `revision`, downloading what the cache lacks
+    (`who` prefixes the progress lines: the policy kind downloading).
 
     Every failure is one CheckpointError line: offline and not cached, unknown repo or revision,
     refused token, unreachable endpoint, a transfer cut mid-file (run again: it resumes).
@@ -144,9 +145,9 @@ def download_snapshot(repo_id: str, revision: str | None = None, *, log=None) ->
     hub = hub_settings()
     where = f"{repo_id}@{revision or 'main'}"
     if hub.offline:
-        say(f"molmoact2: looking up {where} in the Hugging Face cache {hub.cache} (HF_HUB_OFFLINE is set)")
+        say(f"{who}: looking up {where} in the Hugging Face cache {hub.cache} (HF_HUB_OFFLINE is set)")
     else:
-        say(f"molmoact2: fetching {where} from {hub.endpoint} into {hub.cache}")
+        say(f"{who}: fetching {where} from {hub.endpoint} into {hub.cache}")
     try:
         path = huggingface_hub.snapshot_download(
             repo_id=repo_id,
@@ -184,7 +185,7 @@ def download_snapshot(repo_id: str, revision: str | None = None, *, log=None) ->
         ) from None
     path = Path(path)
     commit = path.name
-    say(f"molmoact2: {where} is commit {commit} ({path})")
+    say(f"{who}: {where} is commit {commit} ({path})")
     return path, commit
 
 

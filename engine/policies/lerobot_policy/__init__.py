@@ -1,0 +1,212 @@
+"""Any lerobot checkpoint as an engine policy (`fontaine-eval --lerobot CKPT`, `policy: lerobot`).
+
+The checkpoint is a local directory or a Hugging Face id (downloaded into the Hugging Face cache
+like MolmoAct2's, `--revision` picking the commit; HF_HUB_OFFLINE / HF_ENDPOINT / HF_TOKEN
+honoured). It is loaded with lerobot's own code: `PreTrainedConfig.from_pretrained`, the policy
+class `lerobot.policies.factory.get_policy_class(config.type)`, and the checkpoint's saved pre- and
+post-processors through `make_pre_post_processors(config, pretrained_path=...)`. Its input features
+are fed from the sim by name or by a declared mapping (features.py); how its actions are executed
+(batched chunks in the driver, or `select_action` at every tick in each worker) is policy.py's.
+
+Pins, as MolmoAct2's: a hub commit, or `sha256:<weights_sha256>` for a local directory. The
+manifest records the policy type, the sha256 of its config.json (`config_sha256`) and of its
+processors' files, the pin, the feature mapping and the serving mode.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.policies.convmap import PRESETS, ConvMap
+from engine.policies.lerobot_policy.features import FeatureError, FeaturePlan, parse_map, plan_features
+from prereg.errors import UsageError
+
+__all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map"]
+
+CONFIG_NAME = "config.json"
+
+
+class LerobotError(UsageError):
+    """A lerobot checkpoint the engine cannot serve; one line for a person (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the checkpoint is, read before any weights: where it lies, its config, its pin."""
+
+    requested: str
+    path: Path
+    source: str  # "local" | "hub"
+    revision: str | None  # the hub commit (hub ids)
+    config: object  # lerobot's PreTrainedConfig
+    config_sha256: str
+    processors_sha256: str
+    weights_sha256: str
+
+    @property
+    def pin(self) -> str:
+        return self.revision if self.source == "hub" and self.revision else f"sha256:{self.weights_sha256}"
+
+
+def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[Path, str, str | None]:
+    """(directory, source, commit) of a local checkpoint directory or a Hugging Face id."""
+    from engine.policies.molmoact2.checkpoint import CheckpointError, download_snapshot, hub_revision
+
+    requested = str(checkpoint or "").strip()
+    if not requested:
+        raise LerobotError("--lerobot needs a checkpoint: a local directory or a Hugging Face id")
+    local = Path(requested).expanduser()
+    try:
+        os.stat(local)
+    except (FileNotFoundError, NotADirectoryError):
+        local = None
+    except OSError as exc:
+        raise LerobotError(f"lerobot checkpoint {requested!r} cannot be read ({exc.strerror or exc})") from None
+    if local is not None:
+        if not local.is_dir():
+            raise LerobotError(f"lerobot checkpoint {requested!r} is a file; pass the folder that holds "
+                               "config.json, model.safetensors and the policy_*processor.json files")
+        return local.resolve(), "local", None
+    parts = requested.split("/")
+    if len(parts) != 2 or not all(parts) or requested.startswith((".", "~")):
+        raise LerobotError(f"lerobot checkpoint {requested!r} not found: not a directory, and not a Hugging Face "
+                           "id (owner/name)")
+    try:
+        path, commit = download_snapshot(requested, hub_revision(revision), log=log, who="lerobot")
+    except CheckpointError as exc:
+        raise LerobotError(str(exc)) from None
+    return path, "hub", commit
+
+
+@functools.lru_cache(maxsize=8)
+def probe(checkpoint: str, revision: str | None = None) -> Probe:
+    """Resolve the checkpoint and read its config (cached: the CLI, the factory and the driver ask)."""
+    path, source, commit = resolve(checkpoint, revision)
+    if not (path / CONFIG_NAME).is_file():
+        raise LerobotError(f"{path} has no {CONFIG_NAME}; it is not a lerobot policy checkpoint")
+    weights = sorted(p for p in path.iterdir() if p.name.endswith(".safetensors") and p.name.startswith("model"))
+    if not weights:
+        raise LerobotError(f"{path} holds no model.safetensors; it is not a lerobot policy checkpoint")
+    processors = sorted(p for p in path.iterdir() if p.name.startswith("policy_") and p.is_file())
+    if not any(p.name == "policy_preprocessor.json" for p in processors):
+        raise LerobotError(f"{path} has no policy_preprocessor.json: a lerobot checkpoint saves its pre- and "
+                           "post-processors (normalisation) beside the weights (lerobot >= 0.4)")
+    import lerobot.policies  # noqa: F401 - registers every policy type's config class
+    from lerobot.configs.policies import PreTrainedConfig
+
+    try:
+        config = PreTrainedConfig.from_pretrained(str(path), local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - draccus/lerobot's refusal, as one line
+        raise LerobotError(f"{path / CONFIG_NAME} is not a lerobot policy config: {_one_line(exc)}") from None
+    return Probe(checkpoint, path, source, commit, config, _sha256_files([path / CONFIG_NAME]),
+                 _sha256_files(processors), _sha256_files(weights))
+
+
+def check_feeds(checkpoint: str, revision: str | None, cameras, feature_map=()) -> FeaturePlan:
+    """The feature plan, or the one-line refusal naming the feature the scene cannot feed."""
+    return plan_features(probe(checkpoint, revision).config, cameras, parse_map(feature_map))
+
+
+def serves_in_driver(checkpoint: str, revision: str | None = None) -> bool:
+    """True when the checkpoint is served batched in the driver (`chunk` mode), else in each worker."""
+    from engine.policies.lerobot_policy.policy import CHUNK, serving_mode
+
+    info = probe(checkpoint, revision)
+    pre, post = _processors(info, "cpu")
+    return serving_mode(info.config, pre, post) == CHUNK
+
+
+def _processors(info: Probe, device: str):
+    from lerobot.policies.factory import make_pre_post_processors
+
+    try:
+        return make_pre_post_processors(info.config, pretrained_path=str(info.path),
+                                        preprocessor_overrides={"device_processor": {"device": device}})
+    except Exception as exc:  # noqa: BLE001
+        raise LerobotError(f"the saved processors in {info.path} do not load: {_one_line(exc)}") from None
+
+
+def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = False, device: str | None = None,
+                convmap: ConvMap = PRESETS["identity"], feature_map=(), task: str | None = None,
+                cameras=None):
+    """Resolve, check and load a lerobot checkpoint; every failure a person can fix is a LerobotError.
+
+    `cameras`: the scene's policy image inputs, checked against the checkpoint's image features
+    (None: not checked here; fontaine-eval checks them against the env before writing anything)."""
+    import torch
+
+    from engine.policies.lerobot_policy.policy import LerobotPolicy, serving_mode
+
+    info = probe(checkpoint, revision)
+    if pinned and revision != info.pin:
+        raise LerobotError(f"refused: the pre-registration pins {checkpoint} at revision {revision!r}, but what "
+                           f"loaded is {info.pin} (pin that, by amendment, or restore the checkpoint the plan named)")
+    declared = parse_map(feature_map)
+    plan = plan_features(info.config, cameras, declared)
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise LerobotError(f"device {device!r} asked for, but CUDA is not available here; use --device cpu")
+    if device == "cpu":
+        from engine.policies.molmoact2 import _limit_cpu_threads
+
+        _limit_cpu_threads(torch)
+    config = copy.deepcopy(info.config)  # the probe's stays as read (it is cached)
+    config.device = device
+    from lerobot.policies.factory import get_policy_class
+
+    try:
+        cls = get_policy_class(config.type)
+        policy = cls.from_pretrained(str(info.path), config=config, local_files_only=True)
+    except Exception as exc:  # noqa: BLE001 - a missing extra, weights that do not fit: one line
+        raise LerobotError(f"lerobot cannot load the {config.type} policy in {info.path}: {_one_line(exc)}") from None
+    policy.eval()
+    pre, post = _processors(info, device)
+    mode = serving_mode(config, pre, post)
+    description = {
+        "policy": "lerobot",
+        "policy_type": config.type,
+        "checkpoint": info.requested,
+        "checkpoint_path": str(info.path),
+        "checkpoint_source": info.source,
+        "revision": info.revision,
+        "pin": info.pin,
+        "config_sha256": info.config_sha256,
+        "processors_sha256": info.processors_sha256,
+        "weights_sha256": info.weights_sha256,
+        "features": plan.as_dict(),
+        "feature_map_declared": declared,
+        "serving": mode,
+        "served": "in the driver, batched" if mode == "chunk" else "in each worker, select_action every tick",
+        "n_action_steps": int(getattr(config, "n_action_steps", 1) or 1),
+        "chunk_size": getattr(config, "chunk_size", None),
+        "n_obs_steps": int(getattr(config, "n_obs_steps", 1) or 1),
+        "dtype": str(getattr(config, "dtype", None) or "fp32"),
+        "use_amp": bool(getattr(config, "use_amp", False)),
+        "device": device,
+        "convmap": convmap.as_dict(),
+        "task": task,
+        "parameters": int(sum(p.numel() for p in policy.parameters())),
+        "torch_threads": torch.get_num_threads() if device == "cpu" else None,
+    }
+    return LerobotPolicy(policy=policy, preprocessor=pre, postprocessor=post, plan=plan, convmap=convmap,
+                         task=task, mode=mode, description=description)
+
+
+def _sha256_files(paths) -> str:
+    from engine.policies.molmoact2.checkpoint import _file_sha256
+
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(Path(path).name.encode())
+        digest.update(_file_sha256(Path(path)).encode())
+    return digest.hexdigest()
+
+
+def _one_line(exc: BaseException, limit: int = 240) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."

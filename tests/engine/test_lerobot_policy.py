@@ -1,0 +1,172 @@
+"""The lerobot adapter acts as lerobot's own `select_action` loop does, on the same observations.
+
+Tiny random lerobot policies are built with lerobot's API on the CPU (tests/engine/lerobot_fixtures.py).
+The reference is lerobot-eval's loop written with lerobot's own functions: `preprocess_observation`,
+the saved preprocessor, `select_action`, the saved postprocessor, every tick. Diffusion needs the
+`diffusers` extra (not installed here) and SmolVLA a VLM download, so ACT carries both modes:
+chunked (batched in the driver) and, with temporal ensembling, every tick (`select_action` itself).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("lerobot")
+
+import torch  # noqa: E402
+
+from engine.policies.base import Observation  # noqa: E402
+from engine.policies.convmap import PRESETS, rig_deg_to_sim_rad, sim_rad_to_rig_deg  # noqa: E402
+from engine.policies.lerobot_policy import FeatureError, check_feeds, load_policy, probe  # noqa: E402
+from tests.engine.lerobot_fixtures import IMAGE, build_checkpoint  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def act_dir(tmp_path_factory):
+    return build_checkpoint(tmp_path_factory.mktemp("act") / "ckpt", "act")
+
+
+@pytest.fixture(scope="module")
+def ensembled_dir(tmp_path_factory):
+    return build_checkpoint(tmp_path_factory.mktemp("act-te") / "ckpt", "act", n_action_steps=1,
+                            temporal_ensemble_coeff=0.01)
+
+
+def _episode(seed: int, ticks: int, size: int = IMAGE[1]) -> list[Observation]:
+    rng = np.random.default_rng(seed)
+    state = rng.normal(size=6) * 0.3
+    out = []
+    for t in range(ticks):
+        state = state + rng.normal(size=6) * 0.02
+        images = {c: rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for c in ("front", "wrist")}
+        out.append(Observation(seed=seed, tick=t, replan_index=t, state_rad=state.copy(), images=images))
+    return out
+
+
+class LerobotLoop:
+    """lerobot-eval's per-tick loop with lerobot's own pieces (the reference)."""
+
+    def __init__(self, path, convmap=PRESETS["identity"]):
+        from lerobot.configs.policies import PreTrainedConfig
+        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+
+        cfg = PreTrainedConfig.from_pretrained(str(path))
+        cfg.device = "cpu"
+        self.policy = get_policy_class(cfg.type).from_pretrained(str(path), config=cfg)
+        self.policy.eval()
+        self.pre, self.post = make_pre_post_processors(cfg, pretrained_path=str(path),
+                                                       preprocessor_overrides={"device_processor": {"device": "cpu"}})
+        self.convmap = convmap
+
+    def reset(self):
+        self.policy.reset()
+
+    @torch.inference_mode()
+    def select(self, observations: list[Observation]) -> np.ndarray:
+        from lerobot.envs.utils import preprocess_observation
+
+        raw = {"pixels": {c: np.stack([o.images[c] for o in observations]) for c in ("front", "wrist")},
+               "agent_pos": np.stack([self.convmap.to_model(sim_rad_to_rig_deg(o.state_rad)) for o in observations])}
+        batch = preprocess_observation(raw)
+        batch["task"] = ["put the boat on the disk"] * len(observations)
+        return self.post(self.policy.select_action(self.pre(batch))).numpy().astype(np.float64)
+
+
+def _adapter_actions(policy, episodes: list[list[Observation]]) -> np.ndarray:
+    """(B, T, 6) in the checkpoint's units: a replan whenever the last chunk is used up."""
+    ticks = len(episodes[0])
+    out = np.zeros((len(episodes), ticks, 6))
+    t = 0
+    while t < ticks:
+        obs = [ep[t] for ep in episodes]
+        chunk = policy.chunk_actions(obs) if policy.mode == "chunk" else np.stack(
+            [policy.step_action(o) for o in obs])[:, None, :]
+        n = min(chunk.shape[1], ticks - t)
+        out[:, t:t + n] = chunk[:, :n]
+        t += n
+    return out
+
+
+def test_act_chunks_are_select_actions_at_batch_1(act_dir):
+    policy = load_policy(str(act_dir), device="cpu")
+    assert policy.mode == "chunk" and policy.serve_in_driver and policy.chunk_horizon == 5
+    ref = LerobotLoop(act_dir)
+    for seed in (0, 1):
+        episode = _episode(seed, 12)
+        ref.reset()
+        want = np.stack([ref.select([o])[0] for o in episode])
+        got = _adapter_actions(policy, [episode])[0]
+        np.testing.assert_array_equal(got, want)  # fp32, bit for bit
+
+
+def test_act_batched_chunks_are_select_actions_on_the_same_batch(act_dir):
+    policy = load_policy(str(act_dir), device="cpu")
+    ref = LerobotLoop(act_dir)
+    episodes = [_episode(seed, 10) for seed in (3, 4, 5)]
+    ref.reset()
+    want = np.stack([ref.select([ep[t] for ep in episodes]) for t in range(10)], axis=1)
+    got = _adapter_actions(policy, episodes)
+    np.testing.assert_array_equal(got, want)
+    alone = np.stack([_adapter_actions(policy, [ep])[0] for ep in episodes])  # batch-mates change nothing
+    np.testing.assert_allclose(got, alone, rtol=0, atol=1e-3)
+
+
+def test_predict_batch_maps_through_the_shim_to_sim_radians(act_dir):
+    cmap = PRESETS["official"]
+    policy = load_policy(str(act_dir), device="cpu", convmap=cmap)
+    ref = LerobotLoop(act_dir, convmap=cmap)
+    episodes = [_episode(seed, 1) for seed in (7, 8)]
+    chunks = policy.predict_batch([ep[0] for ep in episodes])
+    want = ref.select([ep[0] for ep in episodes])
+    assert [c.batch_size for c in chunks] == [2, 2] and chunks[0].targets_rad.shape == (5, 6)
+    from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD
+
+    expect = np.clip(rig_deg_to_sim_rad(cmap.to_rig(want)), JOINT_LOW_RAD, JOINT_HIGH_RAD)
+    np.testing.assert_allclose(np.stack([c.targets_rad[0] for c in chunks]), expect, rtol=0, atol=1e-12)
+
+
+def test_temporal_ensembling_runs_select_action_every_tick(ensembled_dir):
+    policy = load_policy(str(ensembled_dir), device="cpu")
+    assert policy.mode == "step" and not policy.serve_in_driver and policy.chunk_horizon == 1
+    ref = LerobotLoop(ensembled_dir)
+    for seed in (0, 1):  # the second episode starts from a reset, as lerobot-eval's does
+        episode = _episode(seed, 8)
+        ref.reset()
+        want = np.stack([ref.select([o])[0] for o in episode])
+        np.testing.assert_array_equal(_adapter_actions(policy, [episode])[0], want)
+
+
+def test_images_of_another_size_are_resized_to_the_checkpoint(act_dir):
+    policy = load_policy(str(act_dir), device="cpu")
+    batch = policy.raw_batch(_episode(0, 1, size=224))
+    assert tuple(batch["observation.images.front"].shape) == (1, *IMAGE)
+    assert batch["observation.state"].dtype == torch.float32 and batch["task"] == ["put the boat on the disk"]
+
+
+def test_the_manifest_records_type_config_hash_and_pin(act_dir):
+    d = load_policy(str(act_dir), device="cpu").describe()
+    assert d["policy"] == "lerobot" and d["policy_type"] == "act" and d["serving"] == "chunk"
+    assert len(d["config_sha256"]) == 64 and d["pin"] == f"sha256:{d['weights_sha256']}"
+    assert d["features"] == {"observation.images.front": "front", "observation.images.wrist": "wrist",
+                             "observation.state": "state"}
+
+
+def test_a_pin_that_is_not_what_loads_is_refused(act_dir):
+    with pytest.raises(Exception, match="refused: the pre-registration pins"):
+        load_policy(str(act_dir), device="cpu", revision="sha256:" + "0" * 64, pinned=True)
+    assert load_policy(str(act_dir), device="cpu", revision=probe(str(act_dir)).pin, pinned=True)
+
+
+def test_features_the_scene_cannot_feed_are_refused_naming_the_feature(tmp_path):
+    top = build_checkpoint(tmp_path / "top", "act", cameras=("top", "wrist"))
+    with pytest.raises(FeatureError) as err:
+        check_feeds(str(top), None, ("front", "wrist"))
+    assert "observation.images.top" in str(err.value) and "\n" not in str(err.value)
+    plan = check_feeds(str(top), None, ("front", "wrist"), ["observation.images.top=front"])
+    assert plan.as_dict()["observation.images.top"] == "front"
+    seven = build_checkpoint(tmp_path / "seven", "act", action_dim=7)
+    with pytest.raises(FeatureError, match=r"action is 7-D"):
+        check_feeds(str(seven), None, ("front", "wrist"))
+    with pytest.raises(FeatureError, match="does not read"):
+        check_feeds(str(top), None, ("front", "wrist"), ["observation.images.side=front"])
