@@ -106,8 +106,9 @@ def load_policy(
         )
     processor = ckptmod.load_processor(resolved.path)
     codec = None
+    fast_tokenizer = None  # the manifest's record of which FAST tokenizer decoded (discrete pathway only)
     if pathway == "discrete":
-        fast_dir = ckptmod.fast_tokenizer_dir(resolved.path)
+        fast_dir, fast_tokenizer = ckptmod.fast_tokenizer_dir(resolved.path)
         codec = load_fast(fast_dir, horizon=horizon, action_dim=action_dim)
         if codec.n_bpe > int(config.num_action_tokens):
             raise CheckpointError(
@@ -144,7 +145,8 @@ def load_policy(
     }
     if codec is not None:
         description["fast"] = {"bpe_vocab": codec.n_bpe, "min_token": codec.min_token, "max_code": codec.max_code,
-                               "path": str(fast_dir)}  # a hub snapshot's directory is named by its commit
+                               **fast_tokenizer}  # where it came from: the hub repo and its pinned commit, or
+        # the checkpoint's own (with the sha256 of its tokenizer.json)
     policy = MolmoAct2Policy(
         model=model,
         processor=processor,
