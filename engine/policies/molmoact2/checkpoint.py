@@ -24,6 +24,14 @@ from prereg.safe_read import os_error_why
 
 FAST_TOKENIZER_SUBDIR = "action_tokenizer"
 RELEASE_FAST_TOKENIZER = "allenai/MolmoAct2-FAST-Tokenizer"
+# The commit of RELEASE_FAST_TOKENIZER the discrete pathway loads, pinned like a plan pins a checkpoint:
+# a 40-hex commit, never a branch (`main` can move under a registered run). Nobody on this project has
+# seen that repo's commit list (no download from here, and no copy of it in the repo or the lab notes),
+# so it is NOT FILLED IN: until it is, a checkpoint without its own tokenizer (CKPT/action_tokenizer)
+# is refused with a line saying so, rather than fetched unpinned. To fill it in, on a machine that can
+# reach the hub: `huggingface-cli download allenai/MolmoAct2-FAST-Tokenizer` prints the snapshot path,
+# whose folder name is the commit (or read huggingface.co/allenai/MolmoAct2-FAST-Tokenizer/commits/main).
+RELEASE_FAST_TOKENIZER_REVISION: str | None = None
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
 
 
@@ -302,20 +310,38 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def fast_tokenizer_dir(ckpt: Path, *, log=None) -> Path:
-    """The FAST tokenizer: ours beside the weights, else the release's, downloaded like a checkpoint."""
+def fast_tokenizer_dir(ckpt: Path, *, log=None) -> tuple[Path, dict]:
+    """(the FAST tokenizer's directory, its provenance for the manifest): ours beside the weights
+    (pinned by the sha256 of its tokenizer.json), else the release's at RELEASE_FAST_TOKENIZER_REVISION."""
     local = ckpt / FAST_TOKENIZER_SUBDIR
     if (local / "tokenizer.json").is_file():
-        return local
+        return local, {"source": "checkpoint", "path": str(local),
+                       "tokenizer_sha256": _file_sha256(local / "tokenizer.json")}
+    pin = fast_tokenizer_pin()
     try:
-        snapshot, _ = download_snapshot(RELEASE_FAST_TOKENIZER, None, log=log)
+        snapshot, commit = download_snapshot(RELEASE_FAST_TOKENIZER, pin, log=log)
     except CheckpointError as exc:
         raise CheckpointError(
             f"the discrete pathway needs a FAST action tokenizer: none at {local}, and {exc}"
         ) from None
+    if commit != pin:
+        raise CheckpointError(f"{RELEASE_FAST_TOKENIZER} at {pin} resolved to commit {commit}: refused, the "
+                              "tokenizer is pinned to one commit (RELEASE_FAST_TOKENIZER_REVISION)")
     if not (snapshot / "tokenizer.json").is_file():
         raise CheckpointError(f"{RELEASE_FAST_TOKENIZER} ({snapshot}) has no tokenizer.json")
-    return snapshot
+    return snapshot, {"source": "hub", "repo": RELEASE_FAST_TOKENIZER, "revision": commit, "path": str(snapshot)}
+
+
+def fast_tokenizer_pin() -> str:
+    """RELEASE_FAST_TOKENIZER_REVISION, refused unless it is a 40-hex commit (never an unpinned fetch)."""
+    pin = RELEASE_FAST_TOKENIZER_REVISION
+    if pin is None or not (len(pin) == 40 and all(c in "0123456789abcdef" for c in pin)):
+        raise CheckpointError(
+            f"the release FAST tokenizer {RELEASE_FAST_TOKENIZER} is not pinned to a commit in this build "
+            f"(RELEASE_FAST_TOKENIZER_REVISION = {pin!r} in engine/policies/molmoact2/checkpoint.py), and it is "
+            "never fetched unpinned: set it to the repo's 40-hex commit, or put the tokenizer beside the weights "
+            f"in CKPT/{FAST_TOKENIZER_SUBDIR}")
+    return pin
 
 
 def load_config(ckpt: Path):
