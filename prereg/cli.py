@@ -1,9 +1,10 @@
-"""`fontaine-prereg`: write, validate, freeze, amend, verify, show and report pre-registrations.
+"""`fontaine-prereg`: write, validate, freeze, amend, verify, show, report and publish pre-registrations.
 
-Exit codes: 0 done; 1 `verify` found the document not frozen or modified; 2 bad input (an
-invalid or modified document, a missing file, an unknown arm). Bad input never prints a
-traceback: the message says what, where (file:line) and what to do. Errors are mapped to their
-line and code in one place, prereg.errors.run_cli, by class.
+Exit codes: 0 done; 1 `verify` found the document not frozen or modified, or `publish` could not
+reach the hub or was refused (nothing published); 2 bad input (an invalid or modified document, a
+missing file, an unknown arm, no Hugging Face token). Bad input never prints a traceback: the
+message says what, where (file:line) and what to do. Errors are mapped to their line and code in
+one place, prereg.errors.run_cli, by class.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import yaml
 
 from prereg.argcheck import repeated_option
 from prereg.errors import EXIT_DONE as EXIT_OK
-from prereg.errors import EXIT_FAILED, PreregError, UsageError, run_cli
+from prereg.errors import EXIT_FAILED, PreregError, RunFailed, UsageError, run_cli
 from prereg.errors import EXIT_USAGE as EXIT_BAD_INPUT
 
 
@@ -97,6 +98,27 @@ def _parser() -> argparse.ArgumentParser:
                         "output is labelled UNREGISTERED in its first line and nothing is appended to the document")
     s.add_argument("--json", action="store_true", help="print the reads as JSON")
     s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("publish", help="upload reported results to a Hugging Face dataset repo (one commit)",
+                       description="Upload a registration's reported results (results files, charts, rows, manifests, "
+                                   "the videos the plan names) to a Hugging Face dataset repo in one commit, and record "
+                                   "the commit and links in each run's results files. The token is huggingface_hub's "
+                                   "own (HF_TOKEN, or `hf auth login`); HF_ENDPOINT picks the hub.")
+    s.add_argument("file")
+    s.add_argument("--repo", required=True, metavar="OWNER/NAME", help="the dataset repo (created if missing)")
+    s.add_argument("--run", dest="runs", action="append", default=[], metavar="ARM=RUN_DIR",
+                   help="a reported run of an arm (repeatable); default: the newest reported run of each arm in --runs-dir")
+    s.add_argument("--runs-dir", default="runs", help="where to find the runs without --run (default: runs)")
+    s.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="the folder in the repo (default: the prereg id)")
+    s.add_argument("--revision", default=None, metavar="BRANCH", help="the branch to commit to (created if missing; "
+                                                                      "default: main)")
+    s.add_argument("--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)")
+    s.add_argument("--videos", choices=("named", "all", "none"), default="named",
+                   help="named (default): the filmed successes, the worst knock-away and the seeds the plan's video_draw "
+                        "names; all: every filmed episode; none")
+    s.add_argument("--video-seeds", default="", metavar="6,28", help="more seeds whose videos to share (with named)")
+    s.add_argument("--dry-run", action="store_true", help="list what would be uploaded, with sizes; send nothing")
+    s.set_defaults(func=cmd_publish)
     return p
 
 
@@ -303,6 +325,41 @@ def cmd_report(args) -> int:
         print(json.dumps(rep.as_dict(), indent=2, default=str))
     else:
         print(rep.summary_text())
+    return EXIT_OK
+
+
+def cmd_publish(args) -> int:
+    from prereg.publish import hub_endpoint, plan_publish, publish, record
+    from prereg.report import parse_run_args
+
+    seeds = []
+    for s in (x.strip() for x in args.video_seeds.split(",")):
+        if s and not (s.isascii() and s.isdigit()):
+            raise UsageError(f"--video-seeds {args.video_seeds!r}: whole seed numbers separated by commas, e.g. 6,28")
+        if s:
+            seeds.append(int(s))
+    plan = plan_publish(args.file, parse_run_args(args.runs) or None, repo_id=args.repo, runs_dir=args.runs_dir,
+                        path_in_repo=args.path_in_repo, revision=args.revision, videos=args.videos,
+                        video_seeds=tuple(seeds))
+    endpoint = hub_endpoint()
+    if args.dry_run:
+        print("\n".join(plan.lines(endpoint)))
+        print("dry run: nothing uploaded, nothing recorded")
+        return EXIT_OK
+    for n in plan.notes:
+        print(f"note: {n}")
+    print(f"publishing {len(plan.items)} files to {endpoint}/datasets/{plan.repo_id} in one commit ...", flush=True)
+    pub = publish(plan, private=args.private)
+    print(f"published: commit {pub.commit} ({pub.commit_url})")
+    for run in plan.runs:
+        print(f"  {run.arm}: {pub.tree_url(run.folder)}")
+    try:
+        written = record(plan, pub)
+    except OSError as exc:
+        raise RunFailed(f"published as commit {pub.commit} ({pub.commit_url}) but could not record it in the runs' "
+                        f"results files ({exc}); the commit stands") from None
+    for path in written:
+        print(f"  recorded in {path}")
     return EXIT_OK
 
 

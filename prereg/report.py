@@ -181,7 +181,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
         rd.write_json_atomic(rep.run_dir / rd.RESULTS_JSON, _results_json(doc, rep, judgement, now, unregistered))
     folder = _runs_folder([r.run_dir for r in reports.values()])
     charts = _paired_charts(doc, reports, folder, colors)
-    reg_md = folder / f"{_safe(doc.prereg_id or doc.path.stem)}.results.md"
+    reg_md = folder / registration_results_name(doc)
     reg_lines = _registration_markdown(doc, reports, judgement, now, charts, folder, unregistered)
     rd.write_text_atomic(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
     section = _section_markdown(doc, reports, judgement, now, reg_md)
@@ -245,6 +245,25 @@ def _runs_folder(dirs: list[Path]) -> Path:
 
 def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "prereg"
+
+
+def registration_results_name(doc: Document) -> str:
+    """The registration's results file, beside the runs: `<prereg-id>.results.md`."""
+    return f"{_safe(doc.prereg_id or doc.path.stem)}.results.md"
+
+
+def paired_chart_name(doc: Document, arm: str, comparator: str) -> str:
+    """The paired-delta chart of `arm` against `comparator`, beside the runs."""
+    return f"{_safe(doc.prereg_id or doc.path.stem)}.paired.{_safe(arm)}-vs-{_safe(comparator)}.png"
+
+
+def registration_files(doc: Document, runs: dict[str, Path]) -> list[Path]:
+    """The files a report of these runs (arm -> run directory) wrote beside them, those that exist:
+    the registration's results file and each arm's paired charts (what `fontaine-prereg publish` shares)."""
+    folder = _runs_folder([Path(d) for d in runs.values()])
+    names = [registration_results_name(doc)]
+    names += [paired_chart_name(doc, arm, c.name) for arm in runs for c in doc.comparators_for(arm)]
+    return [folder / n for n in names if (folder / n).is_file()]
 
 
 def _is_shipped_example(path: Path) -> bool:
@@ -378,7 +397,7 @@ def _paired_charts(doc: Document, reports: dict[str, ArmReport], folder: Path, c
         for c in rep.comparators:
             if c.paired is None or not c.paired.shared_seeds:
                 continue
-            path = folder / f"{_safe(doc.prereg_id or doc.path.stem)}.paired.{_safe(arm)}-vs-{_safe(c.comparator.name)}.png"
+            path = folder / paired_chart_name(doc, arm, c.comparator.name)
             out.append(paired_delta_chart(c.paired, path, colors=colors,
                                           title=f"{doc.prereg_id}: {arm} - {c.comparator.name}"))
     return out

@@ -118,6 +118,19 @@ def test_no_import_cycles():
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles)
 
 
+def test_prereg_imports_the_hub_client_only_inside_functions():
+    """prereg/publish.py talks to the Hugging Face hub; `import prereg...` must not load huggingface_hub
+    (nor httpx): every other prereg command, the console and the notifier import prereg without it."""
+    heavy = ("huggingface_hub", "httpx")
+    bad = []
+    for path in sorted((REPO / "prereg").rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:  # module level only
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{path.relative_to(REPO)}:{node.lineno}: {n}" for n in names if n.split(".")[0] in heavy]
+    assert not bad, "\n".join(bad)
+
+
 def test_policies_a_lab_brings_stay_beside_the_other_policies():
     """engine.policies.lerobot_policy (any lerobot checkpoint) and engine.policies.plugins (the
     `fontaine.policies` entry points) are policies: they may use the policy seam (base, convmap,

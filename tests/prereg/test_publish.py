@@ -1,0 +1,251 @@
+"""`fontaine-prereg publish` against a loopback fake hub (tests/fake_hub.py, HF_ENDPOINT points at it).
+
+The files arrive in one commit with their paths and contents, the results files record the commit
+and links (which resolve on the hub to the same bytes), a refused, unreachable or offline hub leaves
+nothing published and nothing recorded, the token is in no file, no output and no uploaded byte,
+and --dry-run lists what would go without a token or a request.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+
+import pytest
+
+from prereg import publish as pub
+from prereg import rundir as rd
+from prereg.cli import main
+from prereg.report import build_report
+from tests.fake_hub import FakeHub
+from tests.prereg.conftest import make_row
+
+NOW = "2026-11-30T09:00:00Z"
+TOKEN = "hf_fakeTOKEN0123456789abcdefSECRET"
+REPO = "my-lab/fontaine-reports"
+PREREG_ID = "demo-tiny-engine"
+
+
+def _video(seed: int) -> bytes:
+    return b"\x00\x00\x00\x18ftypmp42" + bytes([seed]) * 2000  # not a real mp4: bytes to carry
+
+
+def reported_runs(run_dir, demo) -> dict:
+    """The demo's three arms, every seed filmed, reported: the scripted arm succeeds on 5 seeds,
+    tiny-reference knocks seed 2 away (its worst), tiny-masked does neither."""
+    def rows(fields):
+        return [make_row(s, video=f"{rd.VIDEOS}/rollout_seed{s:03d}.mp4", **fields(s)) for s in range(6)]
+
+    runs = {
+        "scripted": run_dir("scripted", rows(lambda s: dict(success=s != 3, progress_cm=8.0, progress_final_cm=7.5)),
+                            status={"state": "done"}, launched=(demo, "scripted")),
+        "tiny-reference": run_dir("ref", rows(lambda s: dict(progress_final_cm={2: -1.5, 4: -1.1}.get(s, 0.0))),
+                                  status={"state": "done"}, launched=(demo, "tiny-reference")),
+        "tiny-masked": run_dir("masked", rows(lambda s: dict(progress_final_cm=0.5)),
+                               status={"state": "done"}, launched=(demo, "tiny-masked")),
+    }
+    for d in runs.values():
+        (d / rd.VIDEOS).mkdir()
+        for s in range(6):
+            (d / rd.VIDEOS / f"rollout_seed{s:03d}.mp4").write_bytes(_video(s))
+    build_report(demo, runs, now=NOW)
+    return runs
+
+
+@pytest.fixture
+def hf_env(tmp_path, monkeypatch):
+    """A Hugging Face environment of this test's own: the token from HF_TOKEN, no saved token."""
+    import huggingface_hub.constants as c
+
+    monkeypatch.setattr(c, "HF_TOKEN_PATH", str(tmp_path / "no-saved-token"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    for name in ("HF_HUB_OFFLINE", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    return monkeypatch
+
+
+@pytest.fixture
+def hub(hf_env):
+    with FakeHub(token=TOKEN) as fake:
+        hf_env.setenv("HF_ENDPOINT", fake.endpoint)
+        yield fake
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    code = main(["publish", *map(str, argv)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def snapshot(tmp_path) -> dict:
+    return {p: p.read_bytes() for p in sorted(tmp_path.rglob("*")) if p.is_file() and "hf-home" not in p.parts}
+
+
+def run_args(runs) -> list[str]:
+    return [x for arm, d in runs.items() for x in ("--run", f"{arm}={d}")]
+
+
+def no_token_anywhere(tmp_path, *texts) -> None:
+    needle = TOKEN.encode()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and needle in p.read_bytes()]
+    for text in texts:
+        assert TOKEN not in text
+
+
+def test_publish_sends_one_commit_and_records_it(demo, run_dir, hub, capsys, tmp_path):
+    runs = reported_runs(run_dir, demo)
+    reported = {d: ((d / rd.RESULTS).read_bytes(), (d / rd.RESULTS_JSON).read_bytes()) for d in runs.values()}
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
+    assert code == 0, err
+    (commit,) = hub.commits(REPO)
+    assert commit.branch == "main" and PREREG_ID in commit.summary
+    prefix = PREREG_ID  # the default folder in the repo
+    beside = [f"{PREREG_ID}.results.md", f"{PREREG_ID}.paired.tiny-masked-vs-tiny-reference.png"]
+    expected = {f"{prefix}/demo.md": demo.read_bytes(),
+                **{f"{prefix}/{name}": (tmp_path / "runs" / name).read_bytes() for name in beside}}
+    videos = {"scripted": [0, 1, 2, 4, 5], "tiny-reference": [2], "tiny-masked": []}
+    for arm, d in runs.items():
+        md, js = reported[d]
+        expected[f"{prefix}/{d.name}/{rd.RESULTS}"] = md
+        expected[f"{prefix}/{d.name}/{rd.RESULTS_JSON}"] = js
+        for name in (rd.CHART, rd.ROWS, rd.MANIFEST, rd.STATUS):
+            expected[f"{prefix}/{d.name}/{name}"] = (d / name).read_bytes()
+        for s in videos[arm]:
+            expected[f"{prefix}/{d.name}/{rd.VIDEOS}/rollout_seed{s:03d}.mp4"] = _video(s)
+    assert commit.added == expected
+
+    for arm, d in runs.items():
+        res = json.loads((d / rd.RESULTS_JSON).read_text())
+        p = res[pub.PUBLISHED_KEY]
+        assert p["commit"] == commit.oid and p["repo"] == REPO and p["revision"] == "main"
+        assert p["commit_url"] == f"{hub.endpoint}/datasets/{REPO}/commit/{commit.oid}"
+        assert p["folder_url"] == f"{hub.endpoint}/datasets/{REPO}/tree/{commit.oid}/{prefix}/{d.name}"
+        assert sorted(map(int, p["videos"])) == videos[arm]
+        assert set(p["files"]) == {rd.RESULTS, rd.RESULTS_JSON, rd.CHART, rd.ROWS, rd.MANIFEST, rd.STATUS}
+        for url in [*p["files"].values(), *p["videos"].values()]:  # curl-verified: each link serves the committed bytes
+            req = urllib.request.Request(url, headers={"authorization": f"Bearer {TOKEN}"})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                assert r.read() == commit.tree[url.split(f"/resolve/{commit.oid}/", 1)[1]]
+        md = (d / rd.RESULTS).read_text()
+        (line,) = [x for x in md.splitlines() if x.startswith(pub.PUBLISHED_LINE)]
+        assert p["folder_url"] in line and commit.oid[:12] in line
+        assert md.startswith(reported[d][0].decode())  # the report's text, then the one line
+    assert commit.oid in out
+    no_token_anywhere(tmp_path, out, err)
+    assert not any(TOKEN.encode() in b for b in hub.bodies)
+
+
+def test_publishing_again_sends_the_report_as_written_and_keeps_one_record(demo, run_dir, hub, capsys, tmp_path):
+    runs = reported_runs(run_dir, demo)
+    scripted = runs["scripted"]
+    reported = (scripted / rd.RESULTS).read_bytes(), (scripted / rd.RESULTS_JSON).read_bytes()
+    assert run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={scripted}")[0] == 0
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={scripted}", "--videos", "none")
+    assert code == 0, err
+    first, second = hub.commits(REPO)
+    assert second.added[f"{PREREG_ID}/{scripted.name}/{rd.RESULTS}"] == reported[0]
+    assert second.added[f"{PREREG_ID}/{scripted.name}/{rd.RESULTS_JSON}"] == reported[1]
+    assert not [k for k in second.added if "/videos/" in k]
+    md = (scripted / rd.RESULTS).read_text()
+    assert md.count(pub.PUBLISHED_LINE) == 1 and second.oid[:12] in md and first.oid[:12] not in md
+    assert json.loads((scripted / rd.RESULTS_JSON).read_text())["published"]["commit"] == second.oid
+
+
+def test_the_runs_are_found_without_run_and_a_branch_is_made_for_revision(demo, run_dir, hub, capsys, tmp_path):
+    runs = reported_runs(run_dir, demo)
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, "--runs-dir", tmp_path / "runs", "--revision", "eval-1",
+                             "--path-in-repo", "evals/demo", "--videos", "all", "--private")
+    assert code == 0, err
+    (commit,) = hub.commits(REPO)
+    assert commit.branch == "eval-1" and hub.datasets[REPO].private
+    for d in runs.values():
+        assert f"evals/demo/{d.name}/{rd.RESULTS_JSON}" in commit.added
+        assert sum(k.startswith(f"evals/demo/{d.name}/{rd.VIDEOS}/") for k in commit.added) == 6
+        assert json.loads((d / rd.RESULTS_JSON).read_text())["published"]["revision"] == "eval-1"
+
+
+def test_dry_run_lists_the_files_with_sizes_and_needs_no_token(demo, run_dir, hf_env, capsys, tmp_path):
+    runs = reported_runs(run_dir, demo)
+    hf_env.delenv("HF_TOKEN")
+    with FakeHub() as fake:
+        hf_env.setenv("HF_ENDPOINT", fake.endpoint)
+        before = snapshot(tmp_path)
+        code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs), "--dry-run", "--video-seeds", "3")
+        assert code == 0, err
+        assert fake.requests == []
+    assert snapshot(tmp_path) == before
+    scripted = runs["scripted"].name
+    assert f"{PREREG_ID}/{scripted}/{rd.VIDEOS}/rollout_seed003.mp4" in out  # --video-seeds adds seed 3
+    assert f"{PREREG_ID}/{scripted}/{rd.ROWS}" in out and f"{PREREG_ID}/demo.md" in out
+    line = next(x for x in out.splitlines() if x.endswith(f"{scripted}/{rd.VIDEOS}/rollout_seed000.mp4  (video of seed 0: success)"))
+    assert line.split()[0:2] == ["2.0", "kB"]
+    assert "in all" in out and "nothing uploaded" in out
+
+
+@pytest.mark.parametrize("case", ["bad-token", "create-refused", "commit-refused", "unreachable", "offline"])
+def test_a_refused_or_unreachable_hub_publishes_nothing_and_records_nothing(demo, run_dir, hf_env, capsys, tmp_path,
+                                                                            case):
+    runs = reported_runs(run_dir, demo)
+    with FakeHub(token=TOKEN) as fake:
+        hf_env.setenv("HF_ENDPOINT", fake.endpoint)
+        if case == "bad-token":
+            hf_env.setenv("HF_TOKEN", "hf_notTheRightOne")
+        elif case == "create-refused":
+            fake.refuse_create = True
+        elif case == "commit-refused":
+            fake.refuse_commit = 403
+        elif case == "unreachable":
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            hf_env.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
+        elif case == "offline":
+            hf_env.setenv("HF_HUB_OFFLINE", "1")
+        before = snapshot(tmp_path)
+        code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
+        assert fake.commits(REPO) == []
+    assert code == 1
+    assert snapshot(tmp_path) == before  # nothing recorded
+    (line,) = err.strip().splitlines()
+    assert line.startswith("fontaine-prereg: failed: ") and "nothing published" in line
+    want = {"bad-token": "401", "create-refused": "403", "commit-refused": "403", "unreachable": "cannot reach",
+            "offline": "HF_HUB_OFFLINE"}[case]
+    assert want in line
+    no_token_anywhere(tmp_path, out, err)
+
+
+def test_without_a_token_nothing_is_sent(demo, run_dir, hub, capsys, tmp_path, hf_env):
+    runs = reported_runs(run_dir, demo)
+    hf_env.delenv("HF_TOKEN")
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
+    assert code == 2 and "no Hugging Face token" in err and "HF_TOKEN" in err
+    assert hub.requests == []
+
+
+def test_a_file_holding_the_token_is_refused_before_anything_is_sent(demo, run_dir, hub, capsys, tmp_path):
+    runs = reported_runs(run_dir, demo)
+    status = runs["scripted"] / rd.STATUS
+    status.write_text(json.dumps({"state": "done", "note": f"HF_TOKEN={TOKEN}"}))
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
+    assert code == 2 and "contains the Hugging Face token" in err and str(status) in err
+    assert hub.requests == [] and TOKEN not in out + err
+
+
+def test_only_reported_finished_runs_of_a_valid_repo_id_are_published(demo, run_dir, hub, capsys, tmp_path):
+    runs = reported_runs(run_dir, demo)
+    code, _, err = run_cli(capsys, demo, "--repo", "not a repo", *run_args(runs))
+    assert code == 2 and "OWNER/NAME" in err
+    (runs["tiny-masked"] / rd.RESULTS_JSON).unlink()
+    code, _, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
+    assert code == 2 and "not reported" in err and "fontaine-prereg report" in err
+    with (runs["scripted"] / rd.ROWS).open("a") as f:  # a row after the report: the report is stale
+        f.write(json.dumps(make_row(6)) + "\n")
+    code, _, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={runs['scripted']}")
+    assert code == 2 and "changed after the report" in err
+    (runs["tiny-reference"] / rd.STATUS).write_text(json.dumps({"state": "running"}))
+    code, _, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"tiny-reference={runs['tiny-reference']}")
+    assert code == 2 and "still running" in err
+    assert hub.requests == []
