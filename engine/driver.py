@@ -781,7 +781,10 @@ def comparison_record(spec) -> dict:
 def comparison_spec(d: dict):
     from prereg.comparison import ComparisonSpec
 
-    return ComparisonSpec.from_record(d)
+    known = {k: d[k] for k in ComparisonSpec.__dataclass_fields__ if k in d and k != "line"}
+    if known.get("assumed_rates") is not None:
+        known["assumed_rates"] = tuple(known["assumed_rates"])
+    return ComparisonSpec(**known)
 
 
 def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:

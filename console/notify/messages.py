@@ -352,7 +352,7 @@ def results_post(snap: RunSnapshot) -> Post:
         t = tally(snap.rows)
         head = f"successes **{t.successes}/{snap.done}** · knock-aways {t.knock_aways} · engaged {t.engaged}"
         title = f"results: {t.successes}/{snap.done} successes"
-    head = "\n".join([head, *verdicts])
+    head = "\n".join([head, *verdicts, *_published_lines(snap.results_json)])
     body = shorten_markdown(snap.results_md or "", DESCRIPTION_MAX - len(head) - 80)
     image = snap.chart_png if snap.chart_png and len(snap.chart_png) <= CHART_MAX_BYTES else None
     return _post(snap, RESULTS, RESULTS, title, f"Results · {snap.run_id}", f"{head}\n\n{body}", image=image)
@@ -378,6 +378,25 @@ def _report_head(res: dict | None) -> tuple[str | None, str, list[str]]:
         if isinstance(s, dict) and isinstance(s.get("label"), str):
             lines.append(f"[{_esc(_short(s['label'], 120))}] sequential test")
     return head, f"results: {k}/{n} successes", lines
+
+
+def _published_lines(res: dict | None) -> list[str]:
+    """Links to the published files (`fontaine-prereg publish`, results.json's `published`), when there are."""
+    pub = res.get("published") if isinstance(res, dict) else None
+    if not isinstance(pub, dict) or not _is_url(pub.get("folder_url")):
+        return []
+    commit = pub.get("commit") if isinstance(pub.get("commit"), str) else ""
+    line = f"published: [rows, chart, results]({pub['folder_url']})" + (f" · commit `{_code(commit[:12])}`" if commit else "")
+    videos = pub.get("videos") if isinstance(pub.get("videos"), dict) else {}
+    links = [f"[seed {_esc(_short(str(s), 12))}]({u})" for s, u in list(videos.items())[:10] if _is_url(u)]
+    if links:
+        line += " · videos " + " ".join(links) + (f" (+{len(videos) - 10})" if len(videos) > 10 else "")
+    return [line]
+
+
+def _is_url(value: object) -> bool:
+    return isinstance(value, str) and value.startswith(("https://", "http://")) and len(value) < 400 and not any(
+        c.isspace() or c in "()<>" for c in value)
 
 
 def make_test_post(host: str, at: str) -> Post:

@@ -138,6 +138,19 @@ def test_publish_sends_one_commit_and_records_it(demo, run_dir, hub, capsys, tmp
     assert not any(TOKEN.encode() in b for b in hub.bodies)
 
 
+def test_the_discord_results_post_links_the_published_files(demo, run_dir, hub, capsys, tmp_path):
+    from console.notify.messages import read_snapshot, results_post
+
+    runs = reported_runs(run_dir, demo)
+    scripted = runs["scripted"]
+    assert "published" not in results_post(read_snapshot(scripted)).description  # not yet
+    assert run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={scripted}")[0] == 0
+    p = json.loads((scripted / rd.RESULTS_JSON).read_text())["published"]
+    text = results_post(read_snapshot(scripted)).description
+    assert f"]({p['folder_url']})" in text and p["commit"][:12] in text
+    assert f"[seed 0]({p['videos']['0']})" in text and f"[seed 5]({p['videos']['5']})" in text
+
+
 def test_publishing_again_sends_the_report_as_written_and_keeps_one_record(demo, run_dir, hub, capsys, tmp_path):
     runs = reported_runs(run_dir, demo)
     scripted = runs["scripted"]
