@@ -135,6 +135,7 @@ def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
     reason = rd.status_reason_text(info.status)
     if reason and info.recorded_state in FINAL_STATES:
         t.append(f"\n{info.recorded_state}: {reason}", style="yellow" if info.recorded_state != "failed" else "red")
+    t.append_text(tripwires_text(info))
     if info.state == "died":
         t.append("\nThe run's process is gone without a final status: it died. Its rows so far are below;"
                  " driver.log says why. Resume with fontaine-eval --resume.", style="bold red")
@@ -148,6 +149,21 @@ def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
         t.append("\nreading rows.jsonl…", style="italic grey62")
     if restart_reason:
         t.append(f"\nrows restarted: {restart_reason}", style="yellow")
+    return t
+
+
+def tripwires_text(info: RunInfo) -> Text:
+    """The plan's registered tripwires (gates.tripwires): their per-joint tables when they failed (the
+    run stopped before its first episode), one line when they passed, nothing when none ran."""
+    passed, table = rd.tripwire_table(info.status, info.manifest)
+    t = Text()
+    if passed is True:
+        t.append("\nregistered tripwires passed before the first episode", style="green")
+    elif passed is False:
+        t.append("\nregistered tripwires FAILED before the first episode (nothing was spent):", style="bold red")
+        for line in table.splitlines():
+            bad = " fail " in f" {line} " or line.rstrip().endswith("FAIL")
+            t.append("\n" + line, style="red" if bad else "grey70")
     return t
 
 

@@ -568,6 +568,7 @@ class Status:
     pace: dict | None = None
     settled: dict | None = None
     sequential: dict | None = None
+    comparison: dict | None = None  # a comparison run's latest decision (prereg.comparison.Decision.as_dict())
     pid: int | None = None
     updated_at: str | None = None
     tripwires: dict | None = None  # the registered tripwires' record (TRIPWIRES_FIELD), once they ran
@@ -606,7 +607,8 @@ _STATUS_FIELDS = {
     "state": (str,), "run_id": (str,), "arm": (str,), "done": (int,), "total": (int,), "ok": (int,),
     "errors": (int,), "successes": (int,), "elapsed_s": _NUM, "projected_wall_s": _NUM, "eta_s": _NUM,
     "gpu_hours": _NUM, "gpu_hours_source": (str,), "gpus": (int,), "mean_batch": _NUM, "reason": (str,),
-    "pace": (dict,), "settled": (dict,), "sequential": (dict,), "pid": (int,), "updated_at": (str,),
+    "pace": (dict,), "settled": (dict,), "sequential": (dict,), "comparison": (dict,), "pid": (int,),
+    "updated_at": (str,),
     TRIPWIRES_FIELD: (dict,),
 }
 
@@ -636,8 +638,15 @@ class Manifest:
     started_at: str | None = None
     tripwires: dict | None = None  # the registered tripwires' record (TRIPWIRES_FIELD), once they ran
     resumes: tuple[dict, ...] = ()
+    arms: tuple[str, ...] = ()  # a comparison run (`fontaine-eval --arms A,B`): its two arms, A then B
+    comparison: dict | None = None  # ... and its registered comparison (prereg.comparison.ComparisonSpec, as recorded)
     raw: dict = field(default_factory=dict, compare=False, repr=False)
     problems: tuple[str, ...] = ()
+
+    @property
+    def is_comparison(self) -> bool:
+        """A comparison run: one directory, both arms' rows, each row naming its `arm`."""
+        return len(self.arms) == 2
 
     @classmethod
     def from_dict(cls, d: object) -> "Manifest":
@@ -662,6 +671,13 @@ class Manifest:
             probs.append(f"{MANIFEST}: seeds is not a list of whole numbers")
         resumes = d.get("resumes")
         kw["resumes"] = tuple(x for x in resumes if isinstance(x, dict)) if isinstance(resumes, list) else ()
+        arms = d.get("arms")
+        if isinstance(arms, list) and arms:
+            names = [a.get("arm") if isinstance(a, dict) else None for a in arms]
+            if len(names) == 2 and all(isinstance(n, str) and n for n in names) and names[0] != names[1]:
+                kw["arms"] = tuple(names)
+            else:
+                probs.append(f"{MANIFEST}: arms is not two different arms ({{arm, policy}} each)")
         return cls(**kw, prereg=ref, gates=GateSpec.from_dict(d.get("gates")), raw=dict(d), problems=tuple(probs))
 
     @property
@@ -683,15 +699,17 @@ class Manifest:
 
 _MANIFEST_FIELDS = {
     "run_id": (str,), "arm": (str,), "policy_resolved": (dict,), "episode_seconds": _NUM, "workers": (int,),
-    "started_at": (str,), TRIPWIRES_FIELD: (dict,),
+    "started_at": (str,), "comparison": (dict,), TRIPWIRES_FIELD: (dict,),
 }
 
 
-def tripwire_table(snapshot: "Snapshot") -> tuple[bool | None, str]:
-    """(passed, the per-joint tables as text) of a run's registered tripwires: status.json's record,
-    else the manifest's; (None, '') when none ran. Never raises on a record someone else wrote."""
-    for holder in (snapshot.status, snapshot.manifest):
-        record = getattr(holder, "tripwires", None) if holder is not None else None
+def tripwire_table(status: object, manifest: object = None) -> tuple[bool | None, str]:
+    """(passed, the per-joint tables as text) of a run's registered tripwires, from status.json's
+    record, else the manifest's (raw dicts, or the typed Status/Manifest); (None, '') when none ran.
+    Never raises on a record someone else wrote."""
+    for holder in (status, manifest):
+        raw = getattr(holder, "raw", holder)
+        record = raw.get(TRIPWIRES_FIELD) if isinstance(raw, dict) else None
         if isinstance(record, dict):
             passed = record.get("passed")
             table = record.get("table")

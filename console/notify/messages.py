@@ -552,6 +552,7 @@ def _end_posts(snap: RunSnapshot, posted: set[str]) -> list[Post]:
         kind = snap.state
         verb = "stopped" if kind == rd.STOPPED else "failed"
         text = "\n".join([f"reason: {_esc(_short(reason, 300))}" if reason else "reason: not given", *summary])
+        text = "\n".join([text, *_tripwire_table_lines(snap, DESCRIPTION_MAX - len(text) - 1)])
         out.append(_post(snap, kind, f"{kind}:{snap.done}", f"{verb} at {snap.done}/{snap.total}",
                          f"{verb.capitalize()} · {snap.run_id}", text))
     if snap.results_md is not None:
@@ -561,6 +562,34 @@ def _end_posts(snap: RunSnapshot, posted: set[str]) -> list[Post]:
         out.append(_post(snap, DONE, DONE, f"done: {t.successes}/{snap.done} successes", f"Done · {snap.run_id}",
                          "\n".join([*summary, "*frozen reads not written yet (results.md)*"])))
     return out
+
+
+def _tripwire_table_lines(snap: RunSnapshot, room: int) -> list[str]:
+    """A run stopped by its registered tripwires: the failing tripwires' per-joint tables (notes left
+    out) as a code block of at most `room` characters, cut at a line."""
+    passed, table = rd.tripwire_table(snap.typed_status, snap.typed_manifest)
+    if passed is not False or not table:
+        return []
+    keep, lines = False, []
+    for line in table.splitlines():
+        if line.startswith("registered tripwires, arm "):
+            lines.append(line)
+            continue
+        if line.startswith("tripwire "):
+            keep = line.rstrip().endswith("FAIL")
+        if keep and not line.lstrip().startswith("note:"):
+            lines.append(line)
+    head, fence = "registered tripwires (before the first episode):", "```"
+    budget = room - len(head) - 2 * len(fence) - 8
+    out: list[str] = []
+    for line in lines:
+        if sum(len(x) + 1 for x in out) + len(line) + 1 > budget:
+            out.append("…")
+            break
+        out.append(line)
+    if budget <= 0 or not out:
+        return []
+    return [head, fence, "\n".join(out).replace("`", "'"), fence]
 
 
 def _post(snap: RunSnapshot, kind: str, key: str, content: str, title: str, description: str,

@@ -82,8 +82,10 @@ def test_a_failing_registered_tripwire_stops_the_run_before_any_episode(tmp_path
     log = (run_dir / rd.LOG).read_text()
     assert "tripwire coverage: FAIL" in log and "tripwire coverage: wrist_roll 54% uncovered" in log
     # what the console and the notifier read
-    passed, table = rd.tripwire_table(rd.read_snapshot(run_dir))
+    snap = rd.read_snapshot(run_dir)
+    passed, table = rd.tripwire_table(snap.status, snap.manifest)
     assert passed is False and "wrist_roll" in table
+    assert rd.tripwire_table(None, manifest) == (False, record["table"])
 
 
 @pytest.mark.slow

@@ -1,0 +1,70 @@
+"""A run stopped by its registered tripwires shows their table in the console and in the Discord
+failure post (the record the driver writes: prereg.rundir.TRIPWIRES_FIELD)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from console.notify.messages import due_posts, read_snapshot
+from console.render import header_text
+from console.runs import RunInfo
+from engine.policies.convmap import PRESETS
+from engine.policies.convmap_tripwires import coverage_tripwire, format_tripwires
+from prereg import rundir as rd
+from tests.console.fake_discord import HandMadeRun
+
+# the scene's rig table and the release box (docs/convmap.md's measured figures)
+RIG_Q01 = np.array([-43.8, -93.3, -23.8, 38.6, -51.7, 0.2])
+RIG_Q99 = np.array([50.1, 23.6, 79.2, 95.0, 154.9, 35.1])
+REL_Q01 = np.array([-41.91, 43.67, 38.39, 5.71, -63.45, 0.94])
+REL_Q99 = np.array([48.29, 185.26, 173.14, 91.78, 42.94, 44.14])
+
+
+def record(allow=()) -> dict:
+    report = coverage_tripwire(PRESETS["official"], RIG_Q01, RIG_Q99, REL_Q01, REL_Q99, allow_span_limited=allow)
+    table = "registered tripwires, arm A (molmoact2):\n" + format_tripwires([report])
+    failed = [] if report.passed else ["coverage: wrist_roll 54% uncovered (span mismatch ...)"]
+    return {"passed": report.passed, "failed": failed, "table": table, "checked_at": "2026-12-01T10:00:00Z"}
+
+
+def failed_run(tmp_path, rec: dict) -> HandMadeRun:
+    run = HandMadeRun(tmp_path, total=20)
+    reason = "tripwire " + "; ".join(rec["failed"]) if rec["failed"] else None
+    run.status(rd.FAILED if rec["failed"] else rd.DONE, reason=reason)
+    status = rd.read_json(run.dir / rd.STATUS)
+    status[rd.TRIPWIRES_FIELD] = rec
+    rd.write_json_atomic(run.dir / rd.STATUS, status)
+    return run
+
+
+def test_the_failure_post_carries_the_failing_tripwires_table(tmp_path):
+    run = failed_run(tmp_path, record())
+    (post,) = [p for p in due_posts(read_snapshot(run.dir), {"launch"}) if p.kind == rd.FAILED]
+    d = post.description
+    assert "reason: tripwire coverage: wrist\\_roll 54% uncovered" in d  # markdown-escaped outside the block
+    assert "```" in d and "tripwire coverage: FAIL" in d and "wrist_roll" in d and "fail" in d
+    assert "note:" not in d  # the tables' notes stay in the manifest
+    assert len(d) <= 1800 and d.count("```") == 2
+
+
+def test_a_failure_that_is_not_a_tripwire_posts_no_table(tmp_path):
+    run = HandMadeRun(tmp_path, total=20).episodes(3)
+    run.status(rd.FAILED, reason="worker 1 crashed")
+    (post,) = [p for p in due_posts(read_snapshot(run.dir), {"launch"}) if p.kind == rd.FAILED]
+    assert "```" not in post.description and "tripwire" not in post.description
+
+
+def test_the_console_header_shows_the_table_of_a_run_the_tripwires_stopped(tmp_path):
+    run = failed_run(tmp_path, record())
+    info = RunInfo(run.run_id, run.dir, manifest=rd.read_json(run.dir / rd.MANIFEST),
+                   status=rd.read_json(run.dir / rd.STATUS))
+    text = header_text(info, False, "").plain
+    assert "failed: tripwire coverage: wrist_roll 54% uncovered" in text
+    assert "registered tripwires FAILED before the first episode" in text
+    assert "tripwire coverage: FAIL" in text and "span mismatch" in text
+
+    passed = failed_run(tmp_path / "ok", record(allow=["wrist_roll"]))
+    info = RunInfo(passed.run_id, passed.dir, manifest=rd.read_json(passed.dir / rd.MANIFEST),
+                   status=rd.read_json(passed.dir / rd.STATUS))
+    text = header_text(info, False, "").plain
+    assert "registered tripwires passed before the first episode" in text and "coverage: FAIL" not in text
