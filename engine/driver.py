@@ -781,10 +781,7 @@ def comparison_record(spec) -> dict:
 def comparison_spec(d: dict):
     from prereg.comparison import ComparisonSpec
 
-    known = {k: d[k] for k in ComparisonSpec.__dataclass_fields__ if k in d and k != "line"}
-    if known.get("assumed_rates") is not None:
-        known["assumed_rates"] = tuple(known["assumed_rates"])
-    return ComparisonSpec(**known)
+    return ComparisonSpec.from_record(d)
 
 
 def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:

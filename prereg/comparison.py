@@ -146,6 +146,20 @@ class ComparisonSpec:
         return (f"{self.arm_b} vs {self.arm_a} on {self.metric}: {what}, alpha {self.alpha:g} (two-sided), "
                 f"minimum effect {self.minimum_effect:g}{unit}")
 
+    @property
+    def label(self) -> str:
+        """The run's arm label, as `fontaine-eval --arms` names a comparison run ("A-vs-B")."""
+        return f"{self.arm_a}-vs-{self.arm_b}"
+
+    @classmethod
+    def from_record(cls, d: dict) -> "ComparisonSpec":
+        """The spec back from its record in a run's manifest/config (engine.driver.comparison_record);
+        a record that is not one raises (TypeError, ValueError, KeyError)."""
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "line"}
+        if known.get("assumed_rates") is not None:
+            known["assumed_rates"] = tuple(known["assumed_rates"])
+        return cls(**known)
+
     def as_dict(self) -> dict:
         return {"arms": [self.arm_a, self.arm_b], "metric": self.metric, "test": self.test, "alpha": self.alpha,
                 "power": self.power, "minimum_effect": self.minimum_effect, "max_seeds": self.max_seeds,
@@ -507,22 +521,37 @@ def run_betting(d: np.ndarray, bound: float, alpha: float, effect: float | None,
 
 def betting_cs(d, bound: float, alpha: float, grid: int = 801) -> tuple[float, float]:
     """The (1 - alpha) confidence sequence for the mean of d after all of it (running intersection), in d's units."""
-    x = ((np.asarray(d, dtype=float) + bound) / (2 * bound))[None, :]
-    if x.shape[1] == 0:
+    if len(d) == 0:
         return -bound, bound
+    lo, hi = betting_cs_path(d, bound, alpha, grid)
+    return float(lo[-1]), float(hi[-1])
+
+
+def betting_cs_path(d, bound: float, alpha: float, grid: int = 801) -> tuple[np.ndarray, np.ndarray]:
+    """The same confidence sequence after each prefix d[:1], d[:2], ...: (lo, hi), one per prefix (NaN
+    where it is empty). A mean m on the grid is out from the first prefix at which either capital
+    reaches 2/alpha, and stays out (the running intersection), so the band only narrows."""
+    x = ((np.asarray(d, dtype=float) + bound) / (2 * bound))[None, :]
+    n = x.shape[1]
+    if n == 0:
+        return np.empty(0), np.empty(0)
     lam = _bets(x, alpha)
     ms = np.linspace(0.0, 1.0, grid)[1:-1]
     thr = math.log(2 / alpha)
-    out = np.ones(ms.size, dtype=bool)
+    first = np.full(ms.size, n)  # 0-based prefix index at which m is rejected (n: never)
     for i, m in enumerate(ms):
         hit = (log_capital(x, m, lam, True) >= thr) | (log_capital(x, m, lam, False) >= thr)
-        out[i] = not hit.any()
-    if not out.any():
-        return (float("nan"),) * 2
-    keep = ms[out]
+        t = int(_first(hit)[0])
+        if t >= 0:
+            first[i] = t
+    kept = first[:, None] > np.arange(n)[None, :]  # grid x prefixes
+    alive = kept.any(axis=0)
     step = 1.0 / (grid - 1)
-    lo, hi = max(0.0, keep.min() - step), min(1.0, keep.max() + step)
-    return lo * 2 * bound - bound, hi * 2 * bound - bound
+    lo = np.maximum(0.0, ms[kept.argmax(axis=0)] - step)
+    hi = np.minimum(1.0, ms[ms.size - 1 - kept[::-1].argmax(axis=0)] + step)
+    lo = np.where(alive, lo * 2 * bound - bound, np.nan)
+    hi = np.where(alive, hi * 2 * bound - bound, np.nan)
+    return lo, hi
 
 
 def run_fixed(a_or_d: np.ndarray, b: np.ndarray | None, alpha: float, effect: float | None, n: int):
@@ -691,16 +720,8 @@ def _earliest(c1, t1, c2, t2):
 
 
 def _seed_index_of_delta(spec, pairs, k: int) -> int:
-    from prereg.rows import is_error, number
-
-    seen = 0
-    for i, (ra, rb) in enumerate(pairs, 1):
-        ok = (not is_error(ra) and not is_error(rb)
-              and number(ra.get("progress_final_cm")) is not None and number(rb.get("progress_final_cm")) is not None)
-        seen += ok
-        if seen == k:
-            return i
-    return len(pairs)
+    idx = _delta_seed_indices(pairs)
+    return idx[k - 1] if 0 < k <= len(idx) else len(pairs)
 
 
 def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
@@ -741,6 +762,122 @@ def _label(outcome: str, spec: ComparisonSpec) -> str:
     return {BETTER: f"{spec.arm_b} better than {spec.arm_a}", WORSE: f"{spec.arm_b} worse than {spec.arm_a}",
             EQUIVALENT: f"{spec.arm_b} equivalent to {spec.arm_a} within {spec.minimum_effect:g}{unit}",
             UNDECIDED: "undecided at max seeds"}.get(outcome, outcome)
+
+
+
+# ---------------------------------------------------------------- the path over seeds (what the console draws)
+
+
+@dataclass(frozen=True)
+class ComparisonPath:
+    """The comparison after each seed of the shared plan prefix: the running mean of the per-seed delta
+    B - A, the confidence sequence around it (the same betting sequence `decide` reads for the band:
+    success deltas in [-1, 1], progress deltas in [-delta_bound_cm, delta_bound_cm]), and, for the
+    discordant e-process, its two e-values. Point i is after `at[i]` seeds of the prefix."""
+
+    spec: ComparisonSpec
+    max_seeds: int
+    seeds: tuple[int, ...] = ()  # the planned seed each point ends on
+    at: tuple[int, ...] = ()  # seeds of the prefix read at each point (1-based; skipped pairs count)
+    mean: tuple[float, ...] = ()
+    lo: tuple[float, ...] = ()
+    hi: tuple[float, ...] = ()
+    e_better: tuple[float, ...] | None = None  # savi on success: the discordant e-process, per point
+    e_worse: tuple[float, ...] | None = None
+    successes: tuple[int, int] | None = None  # success: (A, B) on the whole prefix
+    skipped: int = 0  # progress: pairs without progress on a side
+    void_at: int | None = None  # progress: the prefix seed whose delta broke the registered bound (points stop before)
+
+    @property
+    def unit(self) -> str:
+        return "" if self.spec.metric == SUCCESS_METRIC else " cm"
+
+    @property
+    def threshold(self) -> float:
+        """The e-value (or capital) a direction must reach: 2/alpha (Ville, alpha/2 per direction)."""
+        return 2 / self.spec.alpha
+
+    def evidence_text(self) -> str:
+        """The evidence now, in one line (what an update says while the comparison has not decided)."""
+        spec = self.spec
+        if not self.at:
+            return f"no pair of {spec.arm_a} and {spec.arm_b} finished yet (max {self.max_seeds} seeds)"
+        k = self.at[-1]
+        level = f"{100 * (1 - spec.alpha):g}% confidence sequence"
+        band = f"[{self.lo[-1]:+.3f}, {self.hi[-1]:+.3f}]{self.unit}"
+        if spec.metric == SUCCESS_METRIC:
+            ka, kb = self.successes or (0, 0)
+            head = f"at {k}/{self.max_seeds} seeds: {spec.arm_b} {kb}/{k} vs {spec.arm_a} {ka}/{k}"
+            if spec.test == "savi" and self.e_better is not None and self.e_worse is not None:
+                up, down = self.e_better[-1], self.e_worse[-1]
+                how = (f"e-value {max(up, down):.3g} for {'B better' if up >= down else 'B worse'} "
+                       f"(decides at {self.threshold:g})")
+            elif spec.test == "step":
+                how = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {self.max_seeds}"
+            else:
+                how = f"exact McNemar test, read once at {self.max_seeds} seeds"
+            return f"{head}; {how}; {level} for the rate difference {band}"
+        head = f"at {k}/{self.max_seeds} seeds: mean {spec.arm_b} - {spec.arm_a} {self.mean[-1]:+.3f} cm"
+        if spec.test == "fixed":
+            how = f"paired t test, read once at {self.max_seeds} seeds"
+        else:
+            how = (f"decides when the sequence excludes 0 (better/worse) or lies inside "
+                   f"+/-{spec.minimum_effect:g} cm (equivalent)")
+        skipped = f" ({self.skipped} pairs skipped: no progress on a side)" if self.skipped else ""
+        return f"{head}{skipped}; {level} {band}; {how}"
+
+
+def path(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> ComparisonPath:
+    """The comparison over the shared plan prefix, point by point (the same rows `decide` reads)."""
+    planned = list(planned_seeds)
+    cap = spec.seeds_cap(len(planned))
+    pairs = shared_prefix(rows_a_by_seed, rows_b_by_seed, planned)[:cap]
+    if not pairs:
+        return ComparisonPath(spec, cap)
+    if spec.metric == SUCCESS_METRIC:
+        a, b = _arrays(spec, pairs)
+        d = b.astype(float) - a
+        at = list(range(1, len(pairs) + 1))
+        lo, hi = betting_cs_path(d, 1.0, spec.alpha)
+        eb = ew = None
+        if spec.test == "savi":
+            w, ls = np.cumsum(b & ~a), np.cumsum(a & ~b)
+            eb = tuple(float(v) for v in np.exp(discordant_log_e(w, ls)))
+            ew = tuple(float(v) for v in np.exp(discordant_log_e(ls, w)))
+        return ComparisonPath(spec, cap, tuple(planned[i - 1] for i in at), tuple(at),
+                              tuple(float(v) for v in np.cumsum(d) / np.arange(1, d.size + 1)),
+                              tuple(map(float, lo)), tuple(map(float, hi)), eb, ew, (int(a.sum()), int(b.sum())))
+    d, skipped, broken = _arrays(spec, pairs)
+    at = _delta_seed_indices(pairs)
+    void_at = None
+    if broken is not None:
+        void_at = broken[0]
+        keep = sum(1 for i in at if i < void_at)
+        d, at = d[:keep], at[:keep]
+    lo, hi = betting_cs_path(d, spec.delta_bound_cm, spec.alpha)
+    return ComparisonPath(spec, cap, tuple(planned[i - 1] for i in at), tuple(at),
+                          tuple(float(v) for v in np.cumsum(d) / np.arange(1, d.size + 1)),
+                          tuple(map(float, lo)), tuple(map(float, hi)), skipped=skipped, void_at=void_at)
+
+
+def _delta_seed_indices(pairs) -> list[int]:
+    """The 1-based prefix index of each pair that has a progress delta (both sides read)."""
+    from prereg.rows import is_error, number
+
+    return [i for i, (ra, rb) in enumerate(pairs, 1)
+            if not is_error(ra) and not is_error(rb)
+            and number(ra.get("progress_final_cm")) is not None and number(rb.get("progress_final_cm")) is not None]
+
+
+def batch_episodes(max_seeds: int) -> int:
+    """The batch comparison's episodes: both arms on every one of max_seeds seeds."""
+    return 2 * max_seeds
+
+
+def episodes_saved(max_seeds: int, episodes_run: int) -> int:
+    """Episodes not run against the batch: max_seeds x 2 minus the episodes the run did run (rows of
+    either arm, in-flight ones that finished after the decision included)."""
+    return max(0, batch_episodes(max_seeds) - episodes_run)
 
 
 # ---------------------------------------------------------------- before spending: simulated operating characteristics

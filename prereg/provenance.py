@@ -14,6 +14,7 @@ the policy loaded, `seeds`, `episode_seconds`); the registered settings are `res
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from prereg import rundir as rd
@@ -58,11 +59,35 @@ def recorded_settings(manifest: dict) -> dict[str, object]:
     }
 
 
-def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None = None) -> list[str]:
+def comparison_arm_view(manifest: dict, arm: str) -> dict | None:
+    """One arm of a comparison run's manifest, as a run of that arm alone would record it: `arm`,
+    its `policy` and `policy_resolved`, the hash of the section that registers it; None when the
+    manifest is not a comparison run of this arm. (`fontaine-eval --arms A,B` records `arm` "A-vs-B",
+    A's policy at the top, both under `arms`, each arm's section under `prereg.arms`.)"""
+    arms = manifest.get("arms")
+    entry = next((a for a in arms if isinstance(a, dict) and a.get("arm") == arm), None) if isinstance(arms, list) else None
+    if entry is None:
+        return None
+    view = dict(manifest, arm=arm, policy=entry.get("policy"))
+    resolved = manifest.get("policy_resolved")
+    if isinstance(resolved, dict) and isinstance(resolved.get(arm), dict):
+        view["policy_resolved"] = resolved[arm]
+    pre = manifest.get("prereg")
+    if isinstance(pre, dict):
+        per_arm = (pre.get("arms") or {}).get(arm) if isinstance(pre.get("arms"), dict) else None
+        view["prereg"] = dict(pre, sha256=per_arm.get("sha256") if isinstance(per_arm, dict) else pre.get("sha256"))
+    return view
+
+
+def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None = None,
+                      comparison=None) -> list[str]:
     """Why this run is not a run of `spec`'s arm of this registration; [] when it is.
 
     A registered revision is compared with the Hugging Face snapshot the engine resolved; a
     local or built checkpoint has none to record, which goes to `notes`, not to the problems.
+    `comparison` (a prereg.comparison.ComparisonSpec, the frozen one for this arm): the run is read
+    as one arm of a comparison run (`comparison_arm_view`), which runs the plan's first max_seeds
+    seeds and must record exactly this registered comparison.
     """
     manifest, why = rd.load_json_object(Path(run_dir) / rd.MANIFEST)
     if why == "missing":
@@ -71,6 +96,14 @@ def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None =
     if manifest is None:
         return [f"{why}: the run's provenance cannot be checked"]
     out = []
+    if comparison is not None:
+        view = comparison_arm_view(manifest, spec.arm)
+        if view is None:
+            return [f"the manifest is not a comparison run of arm {spec.arm!r} (arm {manifest.get('arm')!r})"]
+        out += _comparison_problems(manifest.get("comparison"), comparison)
+        manifest = view
+        seeds = list(spec.seeds)[:comparison.seeds_cap(len(spec.seeds))]
+        spec = replace(spec, seeds=seeds)
     pre = manifest.get("prereg") if isinstance(manifest.get("prereg"), dict) else {}
     recorded = pre.get("sha256") or manifest.get("prereg_sha256")
     if not recorded:
@@ -98,6 +131,22 @@ def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None =
         if not _same(have, want):
             out.append(f"recorded {key} {_show(have)} is not the registered {_show(want)}")
     return out
+
+
+def _comparison_problems(recorded, registered) -> list[str]:
+    """The comparison the run recorded against the frozen one (its arms in order, metric, test, alpha,
+    minimum effect, max seeds, bound): any difference is a run of another comparison."""
+    from prereg.comparison import ComparisonSpec
+
+    if not isinstance(recorded, dict):
+        return ["the manifest records no comparison (a comparison run records the one it ran)"]
+    try:
+        got = ComparisonSpec.from_record(recorded)
+    except (TypeError, ValueError, KeyError) as exc:
+        return [f"the manifest's comparison cannot be read ({exc})"]
+    have, want = got.as_dict(), registered.as_dict()
+    return [f"recorded comparison {k} {_show(have[k])} is not the registered {_show(want[k])}"
+            for k in want if not _same(have.get(k), want[k])]
 
 
 def env_problems(manifest: dict, spec: LaunchSpec) -> list[str]:

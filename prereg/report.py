@@ -24,6 +24,7 @@ from prereg import curtail
 from prereg import rundir as rd
 from prereg.chart import paired_delta_chart, per_seed_chart
 from prereg.colors import registration_colors
+from prereg.comparison_report import ComparisonRead, comparison_runs, read_comparison, registered_comparison
 from prereg.document import load_valid, parse
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
@@ -59,6 +60,7 @@ class ComparatorRead:
     note: str = ""
     report: "ArmReport | None" = None  # the comparator arm's own report (its validity), when it is an arm
     evidence: ArmEvidence | None = None  # an external comparator run's evidence (a run named by path)
+    registered: bool = True  # False: the pairing of a comparison run's arms (B - A), not a reads.comparator
 
 
 @dataclass
@@ -72,6 +74,12 @@ class ArmReport:
     results_md: Path | None = None
     provenance: list[str] = field(default_factory=list)  # why this run is not a run of this arm ([] = it is)
     evidence: ArmEvidence | None = None  # what the verdict engine reads of this run (prereg/verdict.py)
+    comparison: ComparisonRead | None = None  # the run is a comparison run: this arm is one of its two
+
+    @property
+    def after_stop(self) -> str:
+        """The label every fixed-n read of this arm carries when its comparison run stopped on the decision."""
+        return self.comparison.stop_label() if self.comparison is not None else ""
 
 
 @dataclass
@@ -89,6 +97,10 @@ class Report:
     paired_charts: list[Path] = field(default_factory=list)
     sequential: list[SequentialVerdict] = field(default_factory=list)
 
+    @property
+    def comparisons(self) -> list[ComparisonRead]:
+        return comparison_reads(self.arms)
+
     def as_dict(self) -> dict:
         return {
             "prereg_path": str(self.prereg_path), "prereg_id": self.prereg_id, "generated_at": self.generated_at,
@@ -104,6 +116,7 @@ class Report:
             },
             "decision_rules": [v.as_dict() for v in self.verdicts],
             "sequential_tests": [s.as_dict() for s in self.sequential],
+            "comparisons": [c.as_dict() for c in self.comparisons],
             "appended": self.appended,
             "unregistered": self.unregistered,
             "registration_results": str(self.registration_md) if self.registration_md else None,
@@ -116,6 +129,8 @@ class Report:
             a = r.reads
             out.append(f"\n{name}  [{r.run_dir}]")
             out.append(f"  primary   {_primary_line(a).replace('**', '')}")
+            if r.after_stop:
+                out.append(f"  label     {r.after_stop}")
             out.append(f"  validity  {_validity_head(a)}")
             out += [f"    - {t}" for t in _validity_lines(a)]
             out.append(f"  secondary engaged {a.engaged}, knock-aways {a.knock_aways}, quiet {a.quiet}, "
@@ -126,6 +141,9 @@ class Report:
             for c in r.comparators:
                 out.append(f"  vs {c.comparator.name}: " + (_paired_line(c.paired) if c.paired else c.note))
             out.append(f"  wrote     {r.results_md}, {r.chart}")
+        for c in self.comparisons:
+            out.append(f"\ncomparison {c.title}  [{c.run_dir}]")
+            out += [f"  {line}" for line in c.lines()]
         if self.verdicts:
             out.append("\ndecision rules")
             for v in self.verdicts:
@@ -168,17 +186,8 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     now = now or utc_now()
     colors = registration_colors(doc)
     head = [UNREGISTERED_LINE, ""] if unregistered else []
-    for arm, rep in reports.items():
-        cr = next((c for c in rep.comparators if c.reads is not None), None)
-        series = [rep.reads] + ([cr.reads] if cr else [])
-        title = f"{doc.prereg_id}: " + " vs ".join(a.arm for a in series)
-        paired = cr.paired if cr and cr.paired and cr.paired.shared_seeds else None
-        rep.chart = per_seed_chart(series, rep.run_dir / rd.CHART, title, colors=colors, paired=paired)
-        md = head + [f"# Results: {arm}", "", f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
-        md += _arm_markdown(rep, chart_rel=rd.CHART) + [""] + _rules_markdown(judgement)  # every registered rule
-        rep.results_md = rep.run_dir / rd.RESULTS
-        rd.write_text_atomic(rep.results_md, "\n".join(md).rstrip("\n") + "\n")
-        rd.write_json_atomic(rep.run_dir / rd.RESULTS_JSON, _results_json(doc, rep, judgement, now, unregistered))
+    for arms in _arms_by_run(reports).values():
+        _write_run_files(doc, [reports[a] for a in arms], judgement, now, colors, head, unregistered)
     folder = _runs_folder([r.run_dir for r in reports.values()])
     charts = _paired_charts(doc, reports, folder, colors)
     reg_md = folder / registration_results_name(doc)
@@ -209,6 +218,7 @@ def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
     What the report writes down and what the console's compare view shows: one computation."""
     doc = load_valid(prereg_path)
     p = str(doc.path)
+    runs = comparison_runs(doc, runs)  # a comparison run's directory stands for both of its arms
     require_intact(doc.layout, p,
                    not_frozen=f"and results are read only against a frozen pre-registration "
                               f"(`fontaine-prereg freeze {p}` before the launch)",
@@ -219,17 +229,104 @@ def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
         reports[arm] = _arm_report(doc, arm, Path(run_dir), unregistered)
     for arm, rep in reports.items():
         rep.comparators = [_comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
+        _pair_comparison_arms(rep, reports)
     return doc, reports, _judge(doc, reports)
+
+
+def _pair_comparison_arms(rep: ArmReport, reports: dict[str, ArmReport]) -> None:
+    """B of a comparison run is paired with A of the same run (B - A, per seed), as the comparison reads
+    them, unless a registered comparator already pairs them; the verdict engine reads only registered
+    pairings (`ComparatorRead.registered`)."""
+    c = rep.comparison
+    if c is None or rep.reads.arm != c.spec.arm_b:
+        return
+    other = reports.get(c.spec.arm_a)
+    if other is None or other.run_dir.resolve() != rep.run_dir.resolve():
+        return
+    if any(x.comparator.name == c.spec.arm_a for x in rep.comparators):
+        return
+    rep.comparators.append(ComparatorRead(Comparator(arm=c.spec.arm_a), paired_reads(rep.reads, other.reads, c.spec.arm_a),
+                                          other.reads, "the comparison run's own pairing (same run, same seeds)",
+                                          other, registered=False))
+
+
+def _arms_by_run(reports: dict[str, ArmReport]) -> dict[Path, list[str]]:
+    """The reported arms grouped by run directory: one arm each, or a comparison run's two."""
+    out: dict[Path, list[str]] = {}
+    for arm, rep in reports.items():
+        out.setdefault(rep.run_dir.resolve(), []).append(arm)
+    return out
+
+
+def comparison_reads(reports: dict[str, ArmReport]) -> list[ComparisonRead]:
+    """The comparison of each comparison run among the reported arms, once per run."""
+    seen: dict[Path, ComparisonRead] = {}
+    for rep in reports.values():
+        if rep.comparison is not None:
+            seen.setdefault(rep.run_dir.resolve(), rep.comparison)
+    return list(seen.values())
+
+
+def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement, now: str, colors: dict,
+                     head: list[str], unregistered: bool) -> None:
+    """results.md, results.json and chart.png of one run directory: one arm's, or a comparison run's
+    two arms together (one chart of both, paired B - A; one results file that states the decision)."""
+    rep = reps[0]
+    run_dir = rep.run_dir
+    if len(reps) == 1:
+        cr = next((c for c in rep.comparators if c.reads is not None), None)
+        series = [rep.reads] + ([cr.reads] if cr else [])
+    else:
+        cr = next((c for r in reps for c in r.comparators if not c.registered and c.reads is not None), None)
+        series = [r.reads for r in reps]
+        if cr is not None:  # A first, B second: the chart's paired panel is B - A
+            series.sort(key=lambda a: a.arm != cr.comparator.name)
+    title = f"{doc.prereg_id}: " + " vs ".join(a.arm for a in series)
+    paired = cr.paired if cr and cr.paired and cr.paired.shared_seeds else None
+    chart = per_seed_chart(series, run_dir / rd.CHART, title, colors=colors, paired=paired)
+    name = " and ".join(r.reads.arm for r in reps)
+    md = head + [f"# Results: {name}" + (" (one comparison run)" if len(reps) > 1 else ""), "",
+                 f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
+    comparisons = comparison_reads({r.reads.arm: r for r in reps})
+    for c in comparisons:
+        md += c.markdown()
+    for r in reps:
+        r.chart, r.results_md = chart, run_dir / rd.RESULTS
+        md += _arm_markdown(r, chart_rel=rd.CHART) + [""]
+    md += _rules_markdown(judgement)  # every registered rule
+    rd.write_text_atomic(run_dir / rd.RESULTS, "\n".join(md).rstrip("\n") + "\n")
+    if len(reps) == 1:
+        doc_json = _results_json(doc, rep, judgement, now, unregistered)
+    else:
+        doc_json = _comparison_results_json(doc, reps, comparisons, judgement, now, unregistered)
+    rd.write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
+
+
+def _arm_json(r: ArmReads) -> dict:
+    return {"valid": r.valid, "invalid_because": [c.text for c in r.checks if not c.ok],
+            "primary": {"successes": r.successes, "n": r.n, "n_planned": r.n_planned, "text": r.primary_text(),
+                        "intervals": {k: list(v) for k, v in r.intervals.items()}},
+            "knock_aways": r.knock_aways, "engaged": r.engaged}
 
 
 def _results_json(doc: Document, rep: ArmReport, judgement: Judgement, now: str, unregistered: bool) -> dict:
     """results.json: what a machine reads of this run's report (the Discord results post)."""
     r = rep.reads
     return {"prereg_id": doc.prereg_id, "arm": r.arm, "generated_at": now, "unregistered": unregistered,
-            "valid": r.valid, "invalid_because": [c.text for c in r.checks if not c.ok],
-            "primary": {"successes": r.successes, "n": r.n, "n_planned": r.n_planned, "text": r.primary_text(),
-                        "intervals": {k: list(v) for k, v in r.intervals.items()}},
-            "knock_aways": r.knock_aways, "engaged": r.engaged,
+            **_arm_json(r),
+            "verdicts": [v.as_dict() for v in judgement.verdicts],
+            "sequential_tests": [s.as_dict() for s in judgement.sequential]}
+
+
+def _comparison_results_json(doc: Document, reps: list[ArmReport], comparisons: list[ComparisonRead],
+                             judgement: Judgement, now: str, unregistered: bool) -> dict:
+    """results.json of a comparison run: each arm's reads under `arms` (labelled when read after an
+    anytime-valid stop) and the comparison's decision and savings under `comparison`."""
+    c = comparisons[0] if comparisons else None
+    return {"prereg_id": doc.prereg_id, "arm": "-vs-".join(r.reads.arm for r in reps) if c is None else c.spec.label,
+            "generated_at": now, "unregistered": unregistered, "valid": all(r.reads.valid for r in reps),
+            "arms": {r.reads.arm: {**_arm_json(r.reads), "label": r.after_stop} for r in reps},
+            "comparison": c.as_dict() if c is not None else None,
             "verdicts": [v.as_dict() for v in judgement.verdicts],
             "sequential_tests": [s.as_dict() for s in judgement.sequential]}
 
@@ -289,11 +386,22 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
     snap = rd.read_snapshot(run_dir)
     status = snap.status.raw if snap.status is not None else None
     bad = [f"line {b.line_no}: {b.reason}" for b in got.bad]
-    reads = arm_reads(arm, got.rows, planned_seeds=list(sm.protocol.seeds), validity=sm.reads.validity,
+    rows, seeds, comparison, spec, notes = got.rows, list(sm.protocol.seeds), None, None, []
+    m = snap.manifest
+    if m is not None and m.is_comparison and arm in m.arms:  # one of a comparison run's two arms
+        rows = [r for r in got.rows if r.get("arm") == arm]
+        spec = registered_comparison(doc, m.arms)
+        if spec is not None:
+            seeds = seeds[:spec.seeds_cap(len(seeds))]
+            comparison = read_comparison(spec, run_dir, got.rows, status, seeds)
+        notes.append(f"one arm of comparison run {run_dir.name} ({' and '.join(m.arms)}, interleaved by seed): the "
+                     f"rows whose arm is {arm}; the run's wall and GPU-hours are both arms'")
+    reads = arm_reads(arm, rows, planned_seeds=seeds, validity=sm.reads.validity,
                       interval=sm.reads.interval, run_state=status, bad_lines=bad)
     sha = sm.section.seal.sha256
-    notes: list[str] = []
-    problems = manifest_problems(run_dir, resolve_launch(doc.path, arm), notes)
+    problems = manifest_problems(run_dir, resolve_launch(doc.path, arm), notes, comparison=spec)
+    if m is not None and m.is_comparison and arm in m.arms and spec is None:
+        problems.insert(0, f"a comparison run of {' and '.join(m.arms)}, a comparison no frozen section registers")
     reads.notes += notes
     if not problems:
         reads.checks.insert(0, Check("provenance", None, None, True,
@@ -312,12 +420,13 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
     if not (run_dir / rd.ROWS).exists():
         reads.notes.append("the run directory has no rows.jsonl")
     manifest = snap.manifest.raw if snap.manifest is not None else None
-    evidence = evidence_from_reads(reads, got.rows, planned=sm.protocol.seeds, interval=sm.reads.interval,
+    evidence = evidence_from_reads(reads, rows, planned=seeds, interval=sm.reads.interval,
                                    status=status, manifest=manifest, run_dir=run_dir)
     if evidence.resumes:
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")
-    return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence)
+    return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence,
+                     comparison=comparison)
 
 
 def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[str, ArmReport],
@@ -382,7 +491,7 @@ def _judge(doc: Document, reports: dict[str, ArmReport]) -> Judgement:
     evidence.update({a: r.evidence for a, r in reports.items() if r.evidence is not None})
     for arm, ev in list(evidence.items()):
         rep = reports.get(arm)
-        first = rep.comparators[0] if rep is not None and rep.comparators else None
+        first = next((c for c in rep.comparators if c.registered), None) if rep is not None else None
         if first is None and not ev.external:
             comps = doc.comparators_for(arm)
             ev.comparator = comps[0].name if comps else None
@@ -415,6 +524,8 @@ def _section_markdown(doc: Document, reports: dict[str, ArmReport], judgement: J
            "Write interpretation outside it._", ""]
     if reg_md is not None:
         out += [f"The registration's results file: `{reg_md}`.", ""]
+    for c in comparison_reads(reports):
+        out += [line.replace("## Comparison", "### Comparison", 1) for line in c.markdown()]
     for arm in arms:
         rep = reports[arm]
         out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None) + [""]
@@ -427,8 +538,10 @@ def _arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: boo
     a = rep.reads
     out = [f"### {a.arm}", "",
            f"Run `{rep.run_dir}`; registered in {rep.section} (sha256 `{rep.sha256[:12]}`).", "",
-           f"- **Primary**: {_primary_line(a)}",
-           f"- **Validity**: {_validity_head(a, md=True)}"]
+           f"- **Primary**: {_primary_line(a)}"]
+    if rep.after_stop:
+        out.append(f"  - **{rep.after_stop[0].upper()}{rep.after_stop[1:]}**.")
+    out.append(f"- **Validity**: {_validity_head(a, md=True)}")
     out += [f"  - {t}" for t in _validity_lines(a)]
     out.append(f"- **Secondary** (record-only): engaged (progress_cm > 1) {a.engaged}; knock-aways "
                f"(progress_final_cm <= -1) {a.knock_aways}"
@@ -581,6 +694,8 @@ def _registration_markdown(doc: Document, reports: dict[str, ArmReport], judgeme
                        f"{r.successes}/{r.n} | {r.engaged} | {r.knock_aways} | {r.quiet} | {r.error_rows} | "
                        f"{_cm(r.progress_final_mean)} | {r.completion} |")
     out.append("")
+    for c in comparison_reads(reports):
+        out += c.markdown()
     for rep in shown.values():
         out += _arm_markdown(rep, chart_rel=str(rep.chart) if rep.chart else None, in_registration=True) + [""]
     out += _outcomes_table(shown)
