@@ -166,3 +166,36 @@ def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], statu
     state = (status or {}).get("state")
     return ComparisonRead(spec, Path(run_dir), decision, was_recorded, stopped,
                           state if isinstance(state, str) else None, len(episodes), cap, path(spec, a, b, planned))
+
+
+def live_evidence(manifest: dict | None, status: dict | None, rows: list[dict]) -> str | None:
+    """One line of a comparison run's evidence now (what a Discord update carries): the driver's latest
+    decision (status.json `comparison`'s text), or, before one, the evidence so far read from the rows
+    (`ComparisonPath.evidence_text`); None when the run is not a comparison run."""
+    m = rd.Manifest.from_dict(manifest or {})
+    if not m.is_comparison:
+        return None
+    recorded = (status or {}).get("comparison")
+    if isinstance(recorded, dict) and isinstance(recorded.get("text"), str):
+        return recorded["text"]
+    try:
+        spec = ComparisonSpec.from_record(m.comparison or {})
+        seeds = list(m.seeds or ())
+        a, b = (rows_by_seed([r for r in rows if r.get("arm") == arm], seeds) for arm in (spec.arm_a, spec.arm_b))
+        return "no decision yet: " + path(spec, a, b, seeds).evidence_text()
+    except (TypeError, ValueError, KeyError):
+        return "no decision yet (the manifest's comparison cannot be read)"
+
+
+def savings(manifest: dict | None, status: dict | None, rows: list[dict]) -> tuple[str, int, int, int] | None:
+    """(outcome text, episodes run, batch episodes, episodes saved) of a comparison run from its own
+    files (before or without a report), or None when it is not a comparison run or has no decision."""
+    m = rd.Manifest.from_dict(manifest or {})
+    recorded = (status or {}).get("comparison")
+    if not m.is_comparison or not isinstance(recorded, dict) or not isinstance(recorded.get("text"), str):
+        return None
+    max_seeds = recorded.get("max_seeds")
+    if type(max_seeds) is not int:
+        return None
+    run = len({(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in m.arms})
+    return recorded["text"], run, batch_episodes(max_seeds), episodes_saved(max_seeds, run)

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prereg import rundir as rd
+from prereg.comparison_report import live_evidence, savings
 from prereg.curtail import settled_text
 from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
 from prereg.rows import ERROR, OUTCOME_LABELS, count_rows, number, read_rows
@@ -331,7 +332,28 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
     settled = settled_text(snap.status)
     if settled:
         lines.append(_esc(settled))
-    return lines
+    return lines + comparison_lines(snap)
+
+
+def comparison_lines(snap: RunSnapshot) -> list[str]:
+    """A comparison run's lines: each arm's successes, one line of the comparison's evidence (the
+    driver's decision, status.json `comparison`, or the evidence so far), and once the run is over,
+    the episodes the decision saved against the batch. [] for a one-arm run."""
+    evidence = live_evidence(snap.manifest, snap.status, snap.rows)
+    if evidence is None:
+        return []
+    arms = snap.typed_manifest.arms
+    per_arm = " · ".join(f"{_esc(a)} {tally([r for r in snap.rows if r.get('arm') == a]).successes}/"
+                         f"{len({r.get('seed') for r in snap.rows if r.get('arm') == a})}" for a in arms)
+    out = [f"successes by arm: {per_arm}", f"comparison: {_esc(_short(evidence, 400))}"]
+    saved = savings(snap.manifest, snap.status, snap.rows) if snap.over else None
+    if saved is not None:
+        out.append(_saved_line(*saved[1:]))
+    return out
+
+
+def _saved_line(run: int, batch: int, saved: int) -> str:
+    return f"episodes saved against the batch: **{saved}** ({run} run of {batch}: max seeds x 2 arms)"
 
 
 def gpu_hours_source(status: dict) -> str | None:
@@ -358,8 +380,36 @@ def results_post(snap: RunSnapshot) -> Post:
     return _post(snap, RESULTS, RESULTS, title, f"Results · {snap.run_id}", f"{head}\n\n{body}", image=image)
 
 
+def _comparison_head(res: dict | None) -> tuple[str, str, list[str]] | None:
+    """_report_head of a comparison run's results.json (`comparison` and `arms`): the decision and the
+    episodes it saved against the batch, then each arm's primary read and validity; None otherwise."""
+    c = res.get("comparison") if isinstance(res, dict) else None
+    arms = res.get("arms") if isinstance(res, dict) else None
+    if not isinstance(c, dict) or not isinstance(arms, dict):
+        return None
+    nums = [c.get(k) for k in ("episodes_run", "batch_episodes", "episodes_saved")]
+    head = [f"comparison: **{_esc(_short(c.get('text') or c.get('outcome') or 'no decision', 400))}**"]
+    if all(type(n) is int for n in nums):
+        head.append(_saved_line(*nums))
+    for arm, a in list(arms.items())[:2]:
+        p = a.get("primary") if isinstance(a, dict) else None
+        if isinstance(p, dict) and type(p.get("successes")) is int and type(p.get("n")) is int:
+            valid = "VALID" if a.get("valid") is True else "**INVALID**"
+            of = f" (of {p['n_planned']} planned)" if type(p.get("n_planned")) is int else ""
+            head.append(f"{_esc(_short(arm, 40))}: successes **{p['successes']}/{p['n']}**{of} · {valid}")
+    if c.get("after_anytime_valid_stop"):
+        head.append("*the arms' counts are read after an anytime-valid stop: fixed-n numbers on the episodes run*")
+    outcome = str(c.get("outcome") or "no decision")
+    saved = f" · {nums[2]} episodes saved" if type(nums[2]) is int and nums[2] else ""
+    _, _, verdicts = _report_head({k: v for k, v in res.items() if k != "comparison"} | {"primary": {"successes": 0, "n": 0}})
+    return "\n".join(head), f"results: {_esc(_short(outcome, 60))}{saved}", verdicts
+
+
 def _report_head(res: dict | None) -> tuple[str | None, str, list[str]]:
     """(head line, content line, one line per verdict) from results.json; (None, "", []) when it is not usable."""
+    comparison = _comparison_head(res)
+    if comparison is not None:
+        return comparison
     p = res.get("primary") if isinstance(res, dict) else None
     if not isinstance(p, dict) or not all(type(p.get(k)) is int for k in ("successes", "n")):
         return None, "", []

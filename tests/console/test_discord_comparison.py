@@ -1,0 +1,66 @@
+"""Discord posts of a comparison run (issue 24): each update carries one line of the comparison's
+evidence, the end posts and the results post say the decision and the episodes it saved against the batch."""
+
+from __future__ import annotations
+
+import json
+
+from console.notify.messages import DESCRIPTION_MAX, due_posts, read_snapshot
+from prereg.report import build_report
+from tests.comparison_run import compare_doc, comparison_rows, make_comparison_run, row
+
+A_WINS = [s < 4 for s in range(12)]  # the 8th seed only steady wins (seed 11) decides "B better" at 12/60
+B_WINS = [True] * 12
+
+
+def live(run, state="running"):
+    status = json.loads((run / "status.json").read_text())
+    status.update(state=state, stop=None, reason=None)
+    (run / "status.json").write_text(json.dumps(status))
+    (run / "heartbeat").touch()
+    return run
+
+
+def posts(run, posted=()):
+    return due_posts(read_snapshot(run), set(posted))
+
+
+def test_an_update_before_the_decision_carries_the_evidence_so_far(tmp_path):
+    doc = compare_doc(tmp_path)
+    run = live(make_comparison_run(doc, tmp_path / "runs" / "cmp", comparison_rows([True] * 6, [True] * 5 + [False])))
+    (update,) = [p for p in posts(run, ["launch"]) if p.key.startswith("update")]
+    assert update.key == "update:10"
+    lines = update.description.splitlines()
+    assert "successes by arm: clumsy 6/6 · steady 5/6" in lines
+    (line,) = [x for x in lines if x.startswith("comparison:")]
+    assert line.startswith("comparison: no decision yet: at 6/60 seeds: steady 5/6 vs clumsy 6/6; e-value")
+    assert "(decides at 40)" in line and "confidence sequence for the rate difference" in line
+    assert "saved" not in update.description  # savings are an end-of-run figure
+
+
+def test_an_update_after_the_decision_carries_the_drivers_text(tmp_path):
+    doc = compare_doc(tmp_path)
+    run = live(make_comparison_run(doc, tmp_path / "runs" / "cmp", comparison_rows(A_WINS, B_WINS)), "stopping")
+    (update,) = [p for p in posts(run, ["launch"]) if p.key.startswith("update")]
+    assert "comparison: steady better than clumsy at 12/60 seeds" in update.description
+
+
+def test_the_stopped_post_and_the_results_post_say_the_decision_and_the_episodes_saved(tmp_path):
+    doc = compare_doc(tmp_path)
+    rows = comparison_rows(A_WINS, B_WINS) + [row("clumsy", 12, False)]
+    run = make_comparison_run(doc, tmp_path / "runs" / "cmp", rows)
+    (stopped,) = posts(run, ["launch"])
+    assert stopped.key == "stopped:25"
+    assert "reason: decided: (comparison) steady better than clumsy at 12/60 seeds" in stopped.description
+    assert "episodes saved against the batch: **95** (25 run of 120: max seeds x 2 arms)" in stopped.description
+    build_report(doc, {"clumsy-vs-steady": run}, append=False, now="2026-12-01T15:00:00Z")
+    results = next(p for p in posts(run, ["launch", "stopped:25"]) if p.key == "results")
+    assert "results: B better · 95 episodes saved" in results.content
+    head = results.description.split("\n\n")[0].splitlines()
+    assert head[0].startswith("comparison: **steady better than clumsy at 12/60 seeds")
+    assert head[1] == "episodes saved against the batch: **95** (25 run of 120: max seeds x 2 arms)"
+    assert "clumsy: successes **4/13** (of 60 planned) · VALID" in head
+    assert "steady: successes **12/12** (of 60 planned) · VALID" in head
+    assert any("read after an anytime-valid stop" in x for x in head)
+    assert any("steady.successes > clumsy.successes" in x for x in head)  # the registered rule's verdict
+    assert len(results.description) <= DESCRIPTION_MAX
