@@ -103,3 +103,50 @@ def test_the_span_limited_allowance_lets_it_launch(tmp_path):
     status = read_status(run_dir)
     assert status["state"] == rd.DONE and status["done"] == 1 and status["tripwires"]["passed"] is True
     assert "registered tripwires PASSED" in out.stdout and "registered tripwires PASSED" in (run_dir / rd.LOG).read_text()
+
+
+def test_a_policy_without_the_shim_is_recorded_as_not_applicable():
+    from engine.driver import RunConfig
+    from engine.launch_tripwires import run_registered
+    from engine.policies.factory import PolicySpec
+    from prereg.gates import GateSpec
+    from prereg.model import CoverageTripwire, Tripwires
+
+    cfg = RunConfig(run_id="r", arm="oracle", policy=PolicySpec(kind="scripted"), seeds=[0],
+                    gates=GateSpec(tripwires=Tripwires(coverage=CoverageTripwire()).as_dict()))
+    lines = []
+    record = run_registered(cfg, {None: None}, log=lines.append)
+    assert record["passed"] is True and record["failed"] == []
+    assert record["arms"] == [{"arm": "oracle", "policy": "scripted", "applies": False,
+                               "note": "not applicable: policy scripted has no joint-convention shim"}]
+    assert any("not applicable" in line for line in lines)
+    assert run_registered(RunConfig(run_id="r", arm="a", policy=PolicySpec(), seeds=[0]), {}) is None
+
+
+def test_the_cli_switch_names_joints_and_needs_the_instrument(tmp_path):
+    from engine.convmap_cli import ConvmapUsageError, parse_span_limited
+
+    assert parse_span_limited(None) == [] and parse_span_limited("wrist_roll, wrist_flex") == ["wrist_roll", "wrist_flex"]
+    for bad in ("wrist", "wrist_roll,wrist_roll", ","):
+        with pytest.raises(ConvmapUsageError, match="--convmap-span-limited"):
+            parse_span_limited(bad)
+    out = run_eval("--molmoact2", "tiny", "--convmap-span-limited", "wrist_roll", "--run-dir", str(tmp_path / "r"))
+    assert out.returncode == rd.EXIT_USAGE and "--convmap-tripwires" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_the_instrument_judges_wrist_roll_with_and_without_the_switch(tmp_path):
+    seam = tmp_path / "seam.json"
+    out = run_eval("--policy", "scripted", "--seeds", "0-5", "--convmap-seam-stats", str(seam))
+    assert out.returncode == 0, out.stderr
+    verdicts = {}
+    for name, extra in (("strict", ()), ("allowed", ("--convmap-span-limited", "wrist_roll"))):
+        run_dir = tmp_path / name
+        out = run_eval("--molmoact2", "tiny", "--dtype", "fp32", "--convmap", "official", "--convmap-seam-stats",
+                       str(seam), "--convmap-tripwires", *extra, "--seeds", "0", "--run-dir", str(run_dir))
+        assert out.returncode == 1, out.stderr  # the random tiny model fails first action either way
+        coverage = json.loads((run_dir / "convmap_tripwires.json").read_text())["tripwires"]["coverage"]
+        roll = next(j for j in coverage["joints"] if j["joint"] == "wrist_roll")
+        verdicts[name] = (coverage["passed"], roll["status"], round(roll["uncovered"], 3))
+    assert verdicts == {"strict": (False, "fail", 0.542), "allowed": (True, "warn", 0.542)}
