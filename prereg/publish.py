@@ -94,7 +94,7 @@ class PublishPlan:
 
     def lines(self, endpoint: str) -> list[str]:
         """What would go up: one line per file with its size, then the total and the notes."""
-        width = max((len(_size(i.size)) for i in self.items), default=1)
+        width = len(_size(self.total_bytes))
         out = [f"{_repo_url(endpoint, self.repo_id)} @ {self.revision or 'main'}: {len(self.items)} files "
                f"under {self.path_in_repo}/, one commit"]
         out += [f"  {_size(i.size):>{width}}  {i.path_in_repo}  ({i.what})" for i in self.items]
@@ -399,9 +399,11 @@ def _failure_line(exc: BaseException, step: str, repo: str, endpoint: str) -> st
         return f"{head} (the revision does not exist): nothing published; --revision a branch of {repo}"
     if isinstance(exc, RepositoryNotFoundError) or status == 404:
         return f"{head} (404: {repo} not found): nothing published; check --repo and that the token may see it"
+    said = _one_line(getattr(exc, "server_message", None) or exc)
+    if status is not None and status >= 500:
+        return f"{endpoint} failed while {step} ({status}, a server error: {said}): nothing published; run again later"
     if status is not None:
-        return (f"{head} ({status}: {_one_line(exc)}): nothing published; run again later, or --dry-run "
-                "to check what would go")
+        return f"{head} ({status}: {said}): nothing published; check --repo and --revision, or --dry-run"
     import httpx
 
     if isinstance(exc, (httpx.TransportError, OSError)):
@@ -411,7 +413,7 @@ def _failure_line(exc: BaseException, step: str, repo: str, endpoint: str) -> st
             "or --dry-run to check what would go")
 
 
-def _one_line(exc: BaseException, limit: int = 200) -> str:
+def _one_line(exc: BaseException | str, limit: int = 200) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

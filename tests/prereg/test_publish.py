@@ -198,7 +198,8 @@ def test_dry_run_lists_the_files_with_sizes_and_needs_no_token(demo, run_dir, hf
     assert "in all" in out and "nothing uploaded" in out
 
 
-@pytest.mark.parametrize("case", ["bad-token", "create-refused", "commit-refused", "unreachable", "offline"])
+@pytest.mark.parametrize("case", ["bad-token", "create-refused", "commit-refused", "server-error", "unreachable",
+                                  "offline"])
 def test_a_refused_or_unreachable_hub_publishes_nothing_and_records_nothing(demo, run_dir, hf_env, capsys, tmp_path,
                                                                             case):
     runs = reported_runs(run_dir, demo)
@@ -210,6 +211,8 @@ def test_a_refused_or_unreachable_hub_publishes_nothing_and_records_nothing(demo
             fake.refuse_create = True
         elif case == "commit-refused":
             fake.refuse_commit = 403
+        elif case == "server-error":
+            fake.refuse_commit = 500
         elif case == "unreachable":
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
@@ -224,8 +227,8 @@ def test_a_refused_or_unreachable_hub_publishes_nothing_and_records_nothing(demo
     assert snapshot(tmp_path) == before  # nothing recorded
     (line,) = err.strip().splitlines()
     assert line.startswith("fontaine-prereg: failed: ") and "nothing published" in line
-    want = {"bad-token": "401", "create-refused": "403", "commit-refused": "403", "unreachable": "cannot reach",
-            "offline": "HF_HUB_OFFLINE"}[case]
+    want = {"bad-token": "401", "create-refused": "403", "commit-refused": "403", "server-error": "500, a server error",
+            "unreachable": "cannot reach", "offline": "HF_HUB_OFFLINE"}[case]
     assert want in line
     no_token_anywhere(tmp_path, out, err)
 
