@@ -37,7 +37,6 @@ class Arm:
     env: str | None = None  # the scene and task (engine.envs name or env file); None: the protocol's
     env_sha256: str | None = None  # its content hash as frozen
     grasp_miss: float | None = None  # the scripted oracle's skill knob (engine/policies/scripted.py)
-    features: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE, a checkpoint input fed by another sim input
 
 
 @dataclass(frozen=True)

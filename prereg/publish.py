@@ -339,8 +339,10 @@ def publish(plan: PublishPlan, *, private: bool = False, log=print) -> Published
     if not token:
         raise UsageError("no Hugging Face token: set HF_TOKEN to a token with write access (or `hf auth login`); "
                          "nothing published (--dry-run lists what would go)")
-    offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "on", "yes", "true")
-    if offline:
+    from huggingface_hub import constants
+
+    env = os.environ.get("HF_HUB_OFFLINE")  # huggingface_hub read it at import; the environment now wins
+    if constants._is_true(env) if env is not None else constants.HF_HUB_OFFLINE:
         raise PublishFailed("HF_HUB_OFFLINE is set: nothing published; unset it to publish "
                             "(--dry-run lists what would go)")
     needle = token.encode()

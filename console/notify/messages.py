@@ -45,7 +45,7 @@ from prereg.vocabulary import DECODES, POLICIES
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
 
-MODEL_KINDS = (*DECODES, "lerobot")  # the policy kinds that load a model: only they have a checkpoint, decode, dtype, convmap
+MODEL_KINDS = tuple(DECODES)  # the policy kinds that load a model: only they have a checkpoint, decode, dtype, convmap
 MODEL_FACTS = ("checkpoint", "revision", "decode", "dtype", "convmap", "weights_sha256")
 
 EVERY_EPISODES = 10  # an update every this many episodes

@@ -55,12 +55,9 @@ class PolicySpec:
     @property
     def serve_in_driver(self) -> bool:
         if self.kind == "lerobot":  # batched in the driver, or select_action every tick in each worker
-            mode = self.extra.get("lerobot_serving")  # fontaine-eval records it before the run starts
-            if mode is None:
-                from engine.policies.lerobot_policy import serving
+            from engine.policies.lerobot_policy import serves_in_driver
 
-                mode = serving(self.checkpoint, self.revision)
-            return mode == "chunk"
+            return serves_in_driver(self.checkpoint, self.revision)
         return self.kind != "scripted"
 
 

@@ -59,6 +59,7 @@ def hf_env(tmp_path, monkeypatch):
     import huggingface_hub.constants as c
 
     monkeypatch.setattr(c, "HF_TOKEN_PATH", str(tmp_path / "no-saved-token"))
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", False)  # as read at import: a suite run offline still reaches the fake
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     for name in ("HF_HUB_OFFLINE", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"):
         monkeypatch.delenv(name, raising=False)
