@@ -721,7 +721,7 @@ class FontaineApp(App):
         if not isinstance(prereg, dict) or not prereg.get("id"):
             self.notify(f"{info.run_id} has no pre-registration: no arms to compare", severity="warning")
             return
-        self.push_screen(CompareScreen(str(prereg["id"])))
+        self.push_screen(CompareScreen(str(prereg["id"]), focus=info.path))  # a comparison run: both its arms
 
     def action_resume(self) -> None:
         """`R`: resume a stopped, failed or died run (`fontaine-eval --resume DIR`), after saying what will run."""

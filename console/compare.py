@@ -8,6 +8,12 @@ interval on the same denominator; validity with its first reason; each arm paire
 registered comparator (progress delta with the report's paired bootstrap, and the success
 difference with Newcombe's paired score interval); every registered rule's verdict by key.
 It reads files: call it off the UI thread.
+
+A comparison run (`fontaine-eval --arms A,B`, issue 24) stands for both of its arms, and the view
+carries its comparison (`ComparisonPanel`): the paired delta B - A over the seeds of the shared plan
+prefix with its confidence-sequence band (`prereg.comparison.path`, the statistics `decide` reads:
+nothing is computed twice), where the decision fell, and the evidence in words. `band_chart` draws
+it in cells (pure: the screen calls it with its own width).
 """
 
 from __future__ import annotations
@@ -16,7 +22,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.text import Text
+
 from prereg import rundir as rd
+from prereg.comparison import SUCCESS_METRIC, ComparisonPath
 from prereg.errors import PreregError
 
 ARM_COLUMNS = ("arm", "validity", "state", "done", "successes", "CI95 %", "knock-aways", "zero-fallbacks", "run")
@@ -33,6 +42,30 @@ class CompareView:
     verdicts: list[str] = field(default_factory=list)
     interval: str = ""
     error: str | None = None
+    comparison: "ComparisonPanel | None" = None
+
+
+@dataclass(frozen=True)
+class ComparisonPanel:
+    """A comparison run's comparison, as the view shows it."""
+
+    run: str  # the run directory's name
+    title: str  # "B vs A on success: <test>, alpha ..., max N seeds per arm"
+    path: ComparisonPath
+    decided_at: int | None  # the prefix seed the decision fell on (None: no decision, or void)
+    words: tuple[str, ...]  # the evidence in words, one line each
+
+
+def focused_runs(runs: dict[str, Path], focus: Path | None) -> dict[str, Path]:
+    """The newest run of each arm, with a comparison run the view was opened on standing for both of its arms."""
+    out = dict(runs)
+    if focus is None:
+        return out
+    m = rd.read_snapshot(focus).manifest
+    if m is not None and m.is_comparison:
+        out = {k: v for k, v in out.items() if Path(v) != Path(focus)}
+        out.update({arm: Path(focus) for arm in m.arms})
+    return out
 
 
 def compare_view(prereg_id: str, prereg_path: str | Path | None, runs: dict[str, Path]) -> CompareView:
@@ -42,10 +75,12 @@ def compare_view(prereg_id: str, prereg_path: str | Path | None, runs: dict[str,
 
     if not prereg_path:
         return CompareView(prereg_id, error="the runs do not say where their pre-registration is (manifest prereg.path)")
+    from prereg.comparison_report import comparison_runs
+
     try:
         doc = load(prereg_path)
         known = {a.name for a in doc.arms()}
-        runs = {a: d for a, d in runs.items() if a in known}
+        runs = {a: d for a, d in comparison_runs(doc, runs).items() if a in known}  # a comparison run: both arms
         doc, reports, judgement = read_registration(prereg_path, runs)
     except PreregError as exc:
         return CompareView(prereg_id, error=str(exc).splitlines()[0])
@@ -74,7 +109,106 @@ def compare_view(prereg_id: str, prereg_path: str | Path | None, runs: dict[str,
         paired.append((arm, _paired_cells(arm, c)))
     verdicts = [f"[{v.label}] {v.key}: if {v.rule.condition}" for v in judgement.verdicts]
     verdicts += [f"[{s.label}] sequential test of arm {s.arm}" for s in judgement.sequential]
-    return CompareView(doc.prereg_id or prereg_id, arms, paired, verdicts, interval)
+    return CompareView(doc.prereg_id or prereg_id, arms, paired, verdicts, interval,
+                       comparison=_panel(reports))
+
+
+def _panel(reports) -> ComparisonPanel | None:
+    from prereg.report import comparison_reads
+
+    found = comparison_reads(reports)
+    if not found:
+        return None
+    c = found[0]
+    words = [f"decision: {c.decision_text()}" if c.decision is not None else f"no decision yet: {c.path.evidence_text()}"]
+    if c.decision is not None and c.path.at and c.path.at[-1] != c.decided_at:
+        words.append(f"rows since (read, not deciding): {c.path.evidence_text()}")
+    if c.decision is not None:
+        words.append(c.savings_text())
+    if c.path.void_at is not None:
+        words.append(f"void: a delta broke the registered bound at prefix seed {c.path.void_at}; the band stops before it")
+    if c.stopped_by_decision:
+        words.append(f"the arms' counts above are {c.stop_label()}")
+    title = f"{c.spec.describe()}, max {c.max_seeds} seeds per arm"
+    return ComparisonPanel(c.run_dir.name, title, c.path, c.decided_at, tuple(words))
+
+
+BAND, MEAN, DECISION, ZERO, EFFECT = "░", "━", "│", "─", "┈"
+BAND_STYLE, MEAN_STYLE, DECISION_STYLE, AXIS_STYLE = "steel_blue", "bold white", "bold yellow", "grey50"
+
+
+def band_chart(path: ComparisonPath, decided_at: int | None, width: int, height: int) -> Text:
+    """The paired delta B - A over the seeds of the shared prefix: the confidence-sequence band (░), its
+    running mean (━), zero (─), the minimum effect (┈, both signs) and the seed the decision fell on (│),
+    `width` x `height` cells for the plot plus an axis column on the left and two lines under it."""
+    out = Text()
+    n = len(path.at)
+    if n == 0:
+        return Text("no pair finished yet: nothing to draw", style=AXIS_STYLE)
+    width, height = max(8, width), max(3, height)
+    eff = path.spec.minimum_effect
+    if path.spec.metric == SUCCESS_METRIC:
+        ymin, ymax = -1.0, 1.0
+    else:  # the band starts at +/- the registered bound: scale to the later seeds, clip the first ones
+        tail = slice(min(n - 1, n // 4), n)
+        vals = [v for v in (*path.lo[tail], *path.hi[tail], *path.mean) if v == v] + [0.0, eff, -eff]
+        ymin, ymax = min(vals), max(vals)
+        pad = 0.08 * (ymax - ymin or 1.0)
+        ymin, ymax = ymin - pad, ymax + pad
+    step = (ymax - ymin) / height
+
+    def row_of(v: float) -> int:
+        return min(height - 1, max(0, int((ymax - v) / step)))
+
+    cols = [min(n - 1, round(c * (n - 1) / (width - 1))) if width > 1 else n - 1 for c in range(width)]
+    mark = None if decided_at is None or not (1 <= decided_at <= path.at[-1]) else next(
+        (c for c in range(width) if path.at[cols[c]] >= decided_at), width - 1)
+    zero, effs = row_of(0.0), {row_of(eff), row_of(-eff)}
+    label_w = 8
+    for r in range(height):
+        y_hi, y_lo = ymax - r * step, ymax - (r + 1) * step
+        label = f"{y_hi:+.2f}" if r == 0 else f"{y_lo:+.2f}" if r == height - 1 else "0" if r == zero else ""
+        out.append(f"{label:>{label_w - 1}} ", style=AXIS_STYLE)
+        for c in range(width):
+            i = cols[c]
+            lo, hi, m = path.lo[i], path.hi[i], path.mean[i]
+            if row_of(m) == r:
+                out.append(MEAN, style=MEAN_STYLE)
+            elif mark == c:
+                out.append(DECISION, style=DECISION_STYLE)
+            elif lo == lo and hi == hi and lo <= y_hi and hi >= y_lo:
+                out.append(BAND, style=BAND_STYLE)
+            elif r == zero:
+                out.append(ZERO, style=AXIS_STYLE)
+            elif r in effs:
+                out.append(EFFECT, style=AXIS_STYLE)
+            else:
+                out.append(" ")
+        out.append("\n")
+    first, last = str(path.at[0]), str(path.at[-1])
+    axis = first + " " * max(1, width - len(first) - len(last)) + last
+    out.append(" " * label_w + axis + "\n", style=AXIS_STYLE)
+    if mark is None:
+        out.append(" " * label_w + "seeds of the shared plan prefix (both arms have a row)", style=AXIS_STYLE)
+        return out
+    under = " " * mark + "▲"
+    for said in (f"decided at seed {decided_at} of the prefix", f"decided at {decided_at}"):
+        if mark + 2 + len(said) <= width:  # the words to the right of the mark, else to its left: never wrapped
+            under = " " * mark + "▲ " + said
+            break
+        if mark >= len(said) + 1:
+            under = " " * (mark - len(said) - 1) + said + " ▲"
+            break
+    out.append(" " * label_w + under, style=DECISION_STYLE)
+    return out
+
+
+def band_legend(path: ComparisonPath) -> str:
+    spec = path.spec
+    unit = "rate difference" if spec.metric == SUCCESS_METRIC else "cm"
+    return (f"{spec.arm_b} - {spec.arm_a} per seed ({unit}): {BAND} {100 * (1 - spec.alpha):g}% confidence sequence "
+            f"(anytime-valid, running intersection)  {MEAN} running mean  {ZERO} 0  {EFFECT} ±minimum effect "
+            f"{spec.minimum_effect:g}  {DECISION} the decision")
 
 
 def _paired_cells(arm: str, c) -> tuple[str, ...]:

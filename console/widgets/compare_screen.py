@@ -1,6 +1,9 @@
-"""The compare view: the arms of one pre-registration side by side, refreshed live."""
+"""The compare view: the arms of one pre-registration side by side, refreshed live; for a comparison
+run (issue 24), its paired delta with the confidence-sequence band over seeds, the decision, in words."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -10,7 +13,16 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from console.compare import ARM_COLUMNS, PAIRED_COLUMNS, CompareView, compare_view, inputs_key
+from console.compare import (
+    ARM_COLUMNS,
+    PAIRED_COLUMNS,
+    CompareView,
+    band_chart,
+    band_legend,
+    compare_view,
+    focused_runs,
+    inputs_key,
+)
 
 
 class CompareScreen(Screen):
@@ -18,13 +30,16 @@ class CompareScreen(Screen):
     AUTO_FOCUS = None
     DEFAULT_CSS = """
     CompareScreen #compare-title, CompareScreen #paired-title, CompareScreen #compare-note,
-    CompareScreen #verdicts { height: auto; padding: 0 1; }
+    CompareScreen #verdicts, CompareScreen #comparison-title, CompareScreen #band,
+    CompareScreen #evidence { height: auto; padding: 0 1; }
+    CompareScreen #evidence { margin-bottom: 1; }
     CompareScreen #arms, CompareScreen #paired { height: auto; max-height: 40%; margin-bottom: 1; }
     """
 
-    def __init__(self, prereg_id: str, refresh_s: float = 1.0):
+    def __init__(self, prereg_id: str, refresh_s: float = 1.0, focus: Path | None = None):
         super().__init__()
         self.prereg_id, self.refresh_s = prereg_id, refresh_s
+        self.focus = focus  # the run the view was opened on: a comparison run stands for both of its arms
         self.view: CompareView | None = None
         self.updates = 0
         self._key: tuple | None = None
@@ -33,6 +48,9 @@ class CompareScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Arms of {self.prereg_id}: the newest run of each", style="bold"), id="compare-title")
         yield DataTable(id="arms", cursor_type="none")
+        yield Static("", id="comparison-title")
+        yield Static("", id="band")
+        yield Static("", id="evidence")
         yield Static("", id="paired-title")
         yield DataTable(id="paired", cursor_type="none")
         yield Static("", id="verdicts")
@@ -52,6 +70,7 @@ class CompareScreen(Screen):
     @work(thread=True, exclusive=True, group="compare")
     def refresh_worker(self) -> None:
         path, runs = self.app.watcher.arm_runs(self.prereg_id)
+        runs = focused_runs(runs, self.focus)
         key = inputs_key(path, runs)
         if key == self._key:  # nothing the view reads has changed: no re-read, no bootstrap
             return
@@ -72,6 +91,25 @@ class CompareScreen(Screen):
         self._set("#paired-title", title, "bold red" if view.error else "bold")
         _sync(self.query_one("#paired", DataTable), view.paired, PAIRED_COLUMNS)
         self._set("#verdicts", "Decision rules\n" + "\n".join(view.verdicts) if view.verdicts else "", "")
+        self._show_comparison(view)
+
+    def _show_comparison(self, view: CompareView) -> None:
+        """A comparison run's band over seeds, the decision marked, and the evidence in words (hidden otherwise)."""
+        c = view.comparison
+        for w in ("#comparison-title", "#band", "#evidence"):
+            self.query_one(w, Static).display = c is not None
+        if c is None:
+            return
+        self._set("#comparison-title", f"Comparison run {c.run}: {c.title}", "bold")
+        width = max(20, self.size.width - 12)
+        height = min(12, max(5, self.size.height - 30))
+        band = self.query_one("#band", Static)
+        band.update(band_chart(c.path, c.decided_at, width, height))
+        self._set("#evidence", "\n".join([band_legend(c.path), *c.words]), "")
+
+    def on_resize(self) -> None:
+        if self.view is not None and self.is_attached:
+            self._show_comparison(self.view)
 
     def _set(self, widget: str, text: str, style: str) -> None:
         if self._texts.get(widget) != text:  # refreshed every second: repaint only what changed
