@@ -16,6 +16,7 @@ from pathlib import Path
 from prereg.document import load
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
+from prereg.model import describe_tripwires
 from prereg.provenance import LAUNCH_DEFAULTS
 from prereg.vocabulary import DECODES
 
@@ -134,6 +135,9 @@ def launch_settings(path: Path, arm: str) -> tuple[list[tuple[str, str]], str | 
              f"projected wall ≤ {g.pace_limit_hours:g} h after {g.pace_after_episodes} episodes"
              if g.pace_limit_hours is not None else "no pace limit",
              f"stall beyond {g.stall_factor:g}x median episode (≥ {g.stall_min_s:g} s)"]
+    tripwires = describe_tripwires(g.tripwires)
+    if tripwires:
+        gates.append(tripwires)
     model = [("policy", f"{spec.policy}   checkpoint {checkpoint}"), ("model", model_settings(spec) or "—")]
     if spec.policy not in DECODES:
         model = [("policy", f"{spec.policy}   (reads the true boat pose: no model, no checkpoint)")]

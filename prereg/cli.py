@@ -20,6 +20,7 @@ from prereg.argcheck import repeated_option
 from prereg.errors import EXIT_DONE as EXIT_OK
 from prereg.errors import EXIT_FAILED, PreregError, RunFailed, UsageError, run_cli
 from prereg.errors import EXIT_USAGE as EXIT_BAD_INPUT
+from prereg.model import describe_tripwires
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -282,6 +283,9 @@ def cmd_show(args) -> int:
             gates.append(f"pace {g.pace_limit_hours:g} h after {g.pace_after_episodes} episodes")
         if g.decided:
             gates.append(f"decided: {g.decided}")
+        tripwires = describe_tripwires(g.tripwires)
+        if tripwires:
+            gates.append(tripwires)
         print(f"  gates: {', '.join(gates)}")
         for a in sm.arms:
             bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in

@@ -37,6 +37,7 @@ class Arm:
     env: str | None = None  # the scene and task (engine.envs name or env file); None: the protocol's
     env_sha256: str | None = None  # its content hash as frozen
     grasp_miss: float | None = None  # the scripted oracle's skill knob (engine/policies/scripted.py)
+    features: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE, a checkpoint input fed by another sim input
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,25 @@ def tripwires_from_dict(d: object) -> Tripwires | None:
     if coverage is None and first_action is None:
         return None
     return Tripwires(coverage, first_action)
+
+
+def describe_tripwires(d: object) -> str | None:
+    """The registered tripwires in one line (show, the launch dialog, the launch post); None when none."""
+    plan = tripwires_from_dict(d)
+    if plan is None:
+        return None
+    bits = []
+    if plan.coverage is not None:
+        c = plan.coverage
+        bits.append(f"coverage <= {c.max_uncovered:.0%} uncovered"
+                    + (f" (span-limited allowed: {', '.join(c.span_limited)})" if c.span_limited else ""))
+    if plan.first_action is not None:
+        f = plan.first_action
+        anchor = None if f.anchor_deg is None else sorted(set(f.anchor_deg))
+        bits.append("first action vs state " + (
+            f"(anchor {anchor[0]:g} deg)" if anchor and len(anchor) == 1 else
+            "(anchor per joint)" if anchor else f"(<= {f.max_deg:g} deg)"))
+    return "tripwires before the first episode: " + ", ".join(bits)
 
 
 @dataclass(frozen=True)

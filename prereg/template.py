@@ -48,6 +48,9 @@ gates:
     after_episodes: 10
     limit_hours: 2.5
   # decided: stop   # curtailment: stop once no remaining seed can change any decision rule (docs/prereg.md)
+  # tripwires:      # the shim's checks, run before the first episode; a failure spends nothing (docs/convmap.md)
+  #   coverage: {{max_uncovered: 0.30, span_limited: [wrist_roll]}}   # wrist_roll: a span mismatch on this scene
+  #   first_action: {{anchor_deg: 6.31}}   # mean |first action - state| vs max(2 x anchor, 5 deg)
 decision_rules:
   - if: successes >= 1
     then: WHAT HAPPENS IF THIS HOLDS

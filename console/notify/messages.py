@@ -39,13 +39,14 @@ from prereg import rundir as rd
 from prereg.comparison_report import live_evidence, savings
 from prereg.curtail import settled_text
 from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
+from prereg.model import describe_tripwires
 from prereg.rows import ERROR, OUTCOME_LABELS, count_rows, number, read_rows
 from prereg.vocabulary import DECODES, POLICIES
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
 
-MODEL_KINDS = tuple(DECODES)  # the policy kinds that load a model: only they have a checkpoint, decode, dtype, convmap
+MODEL_KINDS = (*DECODES, "lerobot")  # the policy kinds that load a model: only they have a checkpoint, decode, dtype, convmap
 MODEL_FACTS = ("checkpoint", "revision", "decode", "dtype", "convmap", "weights_sha256")
 
 EVERY_EPISODES = 10  # an update every this many episodes
@@ -483,6 +484,9 @@ def describe_gates(spec: GateSpec) -> str:
         bits.append(f"projected wall ≤ {spec.pace_limit_hours:g} h (judged after {spec.pace_after_episodes} episodes)")
     if getattr(spec, "decided", None) == "stop":
         bits.append("stops once its decision rules are settled")
+    tripwires = describe_tripwires(getattr(spec, "tripwires", None))
+    if tripwires:
+        bits.append(tripwires)
     return " · ".join(bits) or "none"
 
 

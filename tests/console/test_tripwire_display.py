@@ -68,3 +68,13 @@ def test_the_console_header_shows_the_table_of_a_run_the_tripwires_stopped(tmp_p
                    status=rd.read_json(passed.dir / rd.STATUS))
     text = header_text(info, False, "").plain
     assert "registered tripwires passed before the first episode" in text and "coverage: FAIL" not in text
+
+
+def test_the_launch_post_names_the_registered_tripwires():
+    from console.notify.messages import describe_gates
+    from prereg.gates import GateSpec
+    from prereg.model import CoverageTripwire, Tripwires
+
+    spec = GateSpec(gpu_hours=1.5, tripwires=Tripwires(CoverageTripwire(span_limited=("wrist_roll",))).as_dict())
+    assert describe_gates(spec) == ("GPU-hours ≤ 1.5 · tripwires before the first episode: coverage <= 30% uncovered "
+                                    "(span-limited allowed: wrist_roll)")

@@ -86,3 +86,29 @@ def test_tripwires_must_name_one():
         (pr,) = parse(with_tripwires(block), "t.md").problems
         assert pr.field.startswith("gates.tripwires") and pr.line == line_of(with_tripwires(block), "tripwires:") + (
             1 if "coverage: 0.3" in block else 0)
+
+
+def test_the_registered_tripwires_read_in_one_line():
+    from prereg.model import describe_tripwires
+
+    gates = parse(with_tripwires(REGISTERED), "t.md").sections[0].gates
+    assert describe_tripwires(gates.tripwires) == ("tripwires before the first episode: coverage <= 30% uncovered "
+                                                   "(span-limited allowed: wrist_roll), first action vs state "
+                                                   "(anchor 6.31 deg)")
+    assert describe_tripwires(None) is None
+    bare = parse(with_tripwires("  tripwires:\n    first_action:\n"), "t.md").sections[0].gates
+    assert describe_tripwires(bare.tripwires) == "tripwires before the first episode: first action vs state (<= 10 deg)"
+
+
+def test_show_lists_them_with_the_gates(tmp_path):
+    from prereg.cli import main
+
+    doc = tmp_path / "t.md"
+    doc.write_text(with_tripwires(REGISTERED))
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["show", str(doc)])
+    assert "gates: gpu_hours 0.5" in out.getvalue() and "span-limited allowed: wrist_roll" in out.getvalue()
