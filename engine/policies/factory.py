@@ -55,9 +55,12 @@ class PolicySpec:
     @property
     def serve_in_driver(self) -> bool:
         if self.kind == "lerobot":  # batched in the driver, or select_action every tick in each worker
-            from engine.policies.lerobot_policy import serves_in_driver
+            mode = self.extra.get("lerobot_serving")  # fontaine-eval records it before the run starts
+            if mode is None:
+                from engine.policies.lerobot_policy import serving
 
-            return serves_in_driver(self.checkpoint, self.revision)
+                mode = serving(self.checkpoint, self.revision)
+            return mode == "chunk"
         return self.kind != "scripted"
 
 
@@ -81,12 +84,9 @@ def make_policy(spec: PolicySpec):
     elif spec.kind == "lerobot":
         policy = _make_lerobot(spec)
     else:
-        from engine.policies.plugins import is_plugin, load_plugin
+        from engine.policies.plugins import load_plugin
 
-        if not is_plugin(spec.kind):
-            raise PolicyError(f"unknown policy {spec.kind!r}; choose one of {', '.join(POLICY_KINDS)} "
-                              "or a fontaine.policies entry point")
-        policy = load_plugin(spec.kind, convmap=_convmap(spec), task=spec.task)
+        policy = load_plugin(spec.kind, convmap=_convmap(spec), task=spec.task)  # unknown: one line naming the known
     if spec.inject_latency_ms > 0:
         policy = SlowedPolicy(policy, spec.inject_latency_ms / 1000.0)
     return policy

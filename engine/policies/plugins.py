@@ -72,7 +72,7 @@ def load_plugin(name: str, *, convmap: ConvMap = PRESETS["identity"], task: str 
     """The entry point called `name`, built and wrapped; PluginError (one line) when it cannot be."""
     found = [ep for ep in _entry_points() if ep.name == name and name not in RESERVED]
     if not found:
-        known = ", ".join(["scripted", "hold", *plugin_names()])
+        known = ", ".join(["scripted", "hold", *plugin_names()])  # (and --lerobot, --molmoact2 CKPT)
         raise PluginError(f"--policy {name}: no such policy (known: {known}); a lab's own is a "
                           f"'{ENTRY_POINT_GROUP}' entry point (docs/policies.md)")
     ep = found[0]

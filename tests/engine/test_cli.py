@@ -12,7 +12,7 @@ from tests.helpers import REPO, run_eval
     "argv, needle",
     [
         (["--num-seeds", "-3"], "--num-seeds: must be an integer from 1 to 100,000"),
-        (["--policy", "oracle"], "invalid choice: 'oracle'"),
+        (["--policy", "oracle"], "--policy oracle: no such policy (known: scripted, hold"),
         (["--seeds", "5-2"], "empty seed range"),
         (["--episode-seconds", "nan"], "not a finite number"),
         (["--video-draw", "sometimes", "--policy", "hold"], "--video-draw 'sometimes'"),

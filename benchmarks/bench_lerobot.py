@@ -1,0 +1,170 @@
+"""A lerobot checkpoint through the adapter vs lerobot's own select_action loop, on the same observations.
+
+    .venv/bin/python benchmarks/bench_lerobot.py [--image 96] [--batch 4] [--repeats 5] [--threads 1]
+
+A tiny randomly initialised ACT (lerobot's API, ResNet18 backbone, chunk 10, n_action_steps 5) and
+the same with temporal ensembling are saved to a temp folder and loaded both ways. The baseline,
+measured in the same run, is lerobot-eval's per-tick loop: `preprocess_observation`, the saved
+preprocessor, `select_action`, the saved postprocessor, every tick. Printed, as ratios against it:
+- per chunk: one adapter predict (batch 1, chunk mode) vs one lerobot tick that fills the queue;
+- per tick over an episode: the adapter's predicts / ticks vs the lerobot loop's cost per tick;
+- batched: the adapter's per-observation cost at batch N vs batch 1 (workers served together);
+- step mode (temporal ensembling: select_action every tick): adapter per tick vs the loop's;
+- images rendered at 224 px and resized to the checkpoint's size: the resize's share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine.policies.base import Observation  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--image", type=int, default=96, help="the checkpoint's image size (px a side)")
+    parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--ticks", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    import os
+
+    os.environ["FONTAINE_TORCH_THREADS"] = str(args.threads)
+    from engine.policies.lerobot_policy import load_policy
+    from tests.engine.lerobot_fixtures import build_checkpoint
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-lerobot-"))
+    image = (3, args.image, args.image)
+    act = build_checkpoint(tmp / "act", "act", image=image)
+    ens = build_checkpoint(tmp / "act-te", "act", image=image, n_action_steps=1, temporal_ensemble_coeff=0.01)
+    adapter = load_policy(str(act), device="cpu")
+    torch.set_num_threads(args.threads)
+    loop = _LerobotLoop(act)
+    n = adapter.n_action_steps
+    print(f"tiny ACT: {adapter.describe()['parameters']:,} parameters, {args.image} px images x2, "
+          f"n_action_steps {n}, torch threads {torch.get_num_threads()}")
+
+    episode = _episode(0, args.ticks, args.image)
+    _check_equal(adapter, loop, episode)
+
+    def lerobot_fill():
+        loop.reset()
+        loop.select([episode[0]])
+
+    base_chunk = _median(lerobot_fill, args.repeats)
+    ours_chunk = _median(lambda: adapter.predict_batch([episode[0]]), args.repeats)
+    print(f"per chunk   lerobot select_action (queue empty) {base_chunk * 1e3:7.1f} ms   "
+          f"adapter predict {ours_chunk * 1e3:7.1f} ms   ratio {ours_chunk / base_chunk:.2f}x")
+
+    def lerobot_episode():
+        loop.reset()
+        for obs in episode:
+            loop.select([obs])
+
+    def adapter_episode():
+        for t in range(0, len(episode), n):
+            adapter.predict_batch([episode[t]])
+
+    base_tick = _median(lerobot_episode, args.repeats) / len(episode)
+    ours_tick = _median(adapter_episode, args.repeats) / len(episode)
+    print(f"per tick    lerobot loop {base_tick * 1e3:7.2f} ms   adapter {ours_tick * 1e3:7.2f} ms   "
+          f"ratio {ours_tick / base_tick:.2f}x  (lerobot preprocesses every tick; the adapter once a chunk)")
+
+    batch = [_episode(s, 1, args.image)[0] for s in range(args.batch)]
+    many = _median(lambda: adapter.predict_batch(batch), args.repeats) / len(batch)
+    print(f"batched     adapter batch {len(batch)} {many * 1e3:7.1f} ms per observation vs batch 1 "
+          f"{ours_chunk * 1e3:7.1f} ms   ratio {many / ours_chunk:.2f}x   vs lerobot per chunk {many / base_chunk:.2f}x")
+
+    step = load_policy(str(ens), device="cpu")
+    loop_te = _LerobotLoop(ens)
+
+    def lerobot_step_episode():
+        loop_te.reset()
+        for obs in episode:
+            loop_te.select([obs])
+
+    def adapter_step_episode():
+        for obs in episode:
+            step.predict_batch([obs])
+
+    base_step = _median(lerobot_step_episode, args.repeats) / len(episode)
+    ours_step = _median(adapter_step_episode, args.repeats) / len(episode)
+    print(f"step mode   lerobot loop {base_step * 1e3:7.2f} ms per tick   adapter {ours_step * 1e3:7.2f} ms   "
+          f"ratio {ours_step / base_step:.2f}x")
+
+    big = _episode(0, 1, 224)[0]
+    resized = _median(lambda: adapter.predict_batch([big]), args.repeats)
+    print(f"resize      224 px rendered -> {args.image} px: adapter predict {resized * 1e3:7.1f} ms vs "
+          f"{ours_chunk * 1e3:7.1f} ms at the checkpoint's size   ratio {resized / ours_chunk:.2f}x")
+    return 0
+
+
+class _LerobotLoop:
+    """lerobot-eval's per-tick loop, with lerobot's own pieces."""
+
+    def __init__(self, path):
+        from lerobot.configs.policies import PreTrainedConfig
+        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+
+        cfg = PreTrainedConfig.from_pretrained(str(path))
+        cfg.device = "cpu"
+        self.policy = get_policy_class(cfg.type).from_pretrained(str(path), config=cfg)
+        self.policy.eval()
+        self.pre, self.post = make_pre_post_processors(cfg, pretrained_path=str(path),
+                                                       preprocessor_overrides={"device_processor": {"device": "cpu"}})
+
+    def reset(self):
+        self.policy.reset()
+
+    @torch.inference_mode()
+    def select(self, observations):
+        from lerobot.envs.utils import preprocess_observation
+
+        from engine.policies.convmap import sim_rad_to_rig_deg
+
+        raw = {"pixels": {c: np.stack([o.images[c] for o in observations]) for c in ("front", "wrist")},
+               "agent_pos": np.stack([sim_rad_to_rig_deg(o.state_rad) for o in observations])}
+        batch = preprocess_observation(raw)
+        batch["task"] = [o.task for o in observations]
+        return self.post(self.policy.select_action(self.pre(batch)))
+
+
+def _check_equal(adapter, loop, episode) -> None:
+    """The benchmark measures the same computation: the first chunk equals select_action's actions."""
+    loop.reset()
+    want = np.stack([loop.select([o]).numpy()[0] for o in episode[: adapter.n_action_steps]])
+    got = adapter.chunk_actions([episode[0]])[0]
+    assert np.array_equal(got, want.astype(np.float64)), "adapter and select_action disagree"
+
+
+def _episode(seed: int, ticks: int, size: int) -> list[Observation]:
+    rng = np.random.default_rng(seed)
+    state = rng.normal(size=6) * 0.3
+    return [Observation(seed=seed, tick=t, replan_index=t, state_rad=state + 0.01 * t,
+                        images={c: rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for c in ("front", "wrist")})
+            for t in range(ticks)]
+
+
+def _median(fn, repeats: int) -> float:
+    fn()  # warm-up
+    walls = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        walls.append(time.perf_counter() - started)
+    return statistics.median(walls)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
