@@ -513,6 +513,8 @@ DEVICE_RE = re.compile(r"cpu|cuda(:[0-9]{1,3})?|mps", re.ASCII)
 def _check_before_writing(args, config) -> None:
     """What can be refused before a run directory is written: the copy targets, the device, a
     checkpoint path that is there but cannot be read (each was a traceback or 'driver crashed')."""
+    import dataclasses
+
     for flag, target in (("--out-json", args.out_json), ("--rows-jsonl", args.rows_jsonl)):
         if target is None:
             continue
@@ -535,9 +537,12 @@ def _check_before_writing(args, config) -> None:
             check_local_path(spec.checkpoint)  # a CheckpointError is bad input: exit 2, nothing written
         if spec.kind == "lerobot":  # download, then every input the checkpoint reads must have a sim source
             from engine.envs import get_env
-            from engine.policies.lerobot_policy import check_feeds
+            from engine.policies.lerobot_policy import check_feeds, serving
 
             check_feeds(spec.checkpoint, spec.revision, get_env(config.env).cameras, spec.feature_map)
+            if not config.arms:  # where it is served, decided once (a worker then needs no lerobot to know)
+                config.policy = dataclasses.replace(spec, extra={**spec.extra, "lerobot_serving":
+                                                                 serving(spec.checkpoint, spec.revision)})
 
 
 def make_executor(cfg):

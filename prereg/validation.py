@@ -45,7 +45,7 @@ TOP_KEYS = ("fontaine", "id", "title", "created", "arms", "protocol", "reads", "
 AMEND_KEYS = ("title", "arms", "protocol", "reads", "gates", "decision_rules", "comparison")
 ARM_KEYS = (
     "name", "policy", "checkpoint", "revision", "decode", "convmap", "convmap_overrides",
-    "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256", "grasp_miss",
+    "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256", "grasp_miss", "features",
 )
 PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts", "env", "env_sha256")
 GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided", "sequential", "tripwires")
@@ -239,6 +239,17 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
         for k in ("checkpoint", "decode", "convmap", "convmap_overrides", "norm_tag", "flow_steps"):
             if a.get(k) is not None:
                 err(k, "does not apply to the scripted policy", "remove it")
+    elif policy == "lerobot":  # any lerobot checkpoint: loaded with lerobot's factory, the shim identity by default
+        if checkpoint is None:
+            err("checkpoint", "missing", "a lerobot policy checkpoint: a local directory or a Hugging Face id")
+        for k in ("decode", "norm_tag", "flow_steps", "dtype"):
+            if a.get(k) is not None:
+                err(k, "does not apply to a lerobot policy", "remove it (it runs at its checkpoint's own precision)")
+        convmap = convmap or "identity"
+        if convmap not in ("identity", "official"):
+            err("convmap", f"{convmap!r} is not a shim a lerobot policy takes",
+                "identity (the default) or official, with convmap_overrides for the rest")
+    features = _check_features(a.get("features"), err, policy)
     overrides = a.get("convmap_overrides") or []
     if isinstance(overrides, str):
         overrides = [overrides]
@@ -259,7 +270,7 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
     if flow_steps is not None and decode != "flow":
         err("flow_steps", "only the flow decode has flow steps", "remove it or use decode: flow")
     revision = a.get("revision")
-    if model and checkpoint is not None and not sec.sealed:
+    if (model or policy == "lerobot") and checkpoint is not None and not sec.sealed:
         # A frozen plan names an immutable checkpoint; a section frozen before this rule keeps its
         # text (it is sealed) and is refused at launch instead, when what loaded differs.
         pin_problem = revision_pin_problem(checkpoint, None if revision is None else str(revision))
@@ -280,12 +291,29 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
     return Arm(
         name=name, section=sec.name, line=ctx.line(path), policy=policy,
         checkpoint=checkpoint, revision=None if revision is None else str(revision),
-        decode=decode if model else None, convmap=convmap if model else None,
+        decode=decode if model else None, convmap=convmap if model or policy == "lerobot" else None,
         convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
         norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,
         flow_steps=flow_steps, task=task, **env,
-        grasp_miss=None if grasp_miss is None else float(grasp_miss),
+        grasp_miss=None if grasp_miss is None else float(grasp_miss), features=features,
     )
+
+
+def _check_features(raw, err, policy) -> tuple[str, ...]:
+    """`features:` {checkpoint feature: sim source}: a lerobot checkpoint's inputs fed from a camera or
+    `state` when their names differ (by name otherwise), as FEATURE=SOURCE tokens."""
+    if raw is None:
+        return ()
+    if policy != "lerobot":
+        err("features", f"only a lerobot policy reads features; policy {policy} has none", "remove it")
+        return ()
+    ok = isinstance(raw, dict) and raw and all(
+        isinstance(k, str) and isinstance(v, str) and k.strip() and v.strip() and "=" not in k for k, v in raw.items())
+    if not ok:
+        err("features", "must map each checkpoint feature to a sim input",
+            "e.g. features: {observation.images.top: front, observation.state: state}")
+        return ()
+    return tuple(f"{k.strip()}={v.strip()}" for k, v in raw.items())
 
 
 ENV_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # engine.envs.spec.NAME_RE

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 FORMAT = "fontaine-prereg/1"
 
-POLICIES = ("scripted", "molmoact2", "molmoact2-discrete")
+POLICIES = ("scripted", "molmoact2", "molmoact2-discrete", "lerobot")  # lerobot: any lerobot checkpoint (ACT, ...)
 DECODES = {"molmoact2": ("flow",), "molmoact2-discrete": ("reference", "grammar-masked")}
 CONVMAPS = ("official", "identity", "fit")
 DTYPES = ("bf16", "fp32")

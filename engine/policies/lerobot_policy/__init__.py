@@ -26,7 +26,7 @@ from engine.policies.convmap import PRESETS, ConvMap
 from engine.policies.lerobot_policy.features import FeatureError, FeaturePlan, parse_map, plan_features
 from prereg.errors import UsageError
 
-__all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map"]
+__all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map", "serving"]
 
 CONFIG_NAME = "config.json"
 
@@ -108,17 +108,32 @@ def probe(checkpoint: str, revision: str | None = None) -> Probe:
 
 
 def check_feeds(checkpoint: str, revision: str | None, cameras, feature_map=()) -> FeaturePlan:
-    """The feature plan, or the one-line refusal naming the feature the scene cannot feed."""
-    return plan_features(probe(checkpoint, revision).config, cameras, parse_map(feature_map))
+    """The feature plan, or the one-line refusal naming the feature the scene cannot feed.
+
+    Read from config.json as JSON (what lerobot's config parses it into, for the features): a refusal
+    costs no lerobot import (about 10 s on a loaded 2-core box)."""
+    import json
+    from types import SimpleNamespace
+
+    path, _, _ = resolve(checkpoint, revision)
+    try:
+        raw = json.loads((path / CONFIG_NAME).read_text())
+        features = {group: {k: SimpleNamespace(type=str(v["type"]), shape=tuple(v["shape"]))
+                            for k, v in (raw.get(group) or {}).items()}
+                    for group in ("input_features", "output_features")}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise LerobotError(f"{path / CONFIG_NAME} is not a lerobot policy config ({type(exc).__name__}: {exc})") from None
+    return plan_features(SimpleNamespace(**features), cameras, parse_map(feature_map))
 
 
-def serves_in_driver(checkpoint: str, revision: str | None = None) -> bool:
-    """True when the checkpoint is served batched in the driver (`chunk` mode), else in each worker."""
-    from engine.policies.lerobot_policy.policy import CHUNK, serving_mode
+@functools.lru_cache(maxsize=8)
+def serving(checkpoint: str, revision: str | None = None) -> str:
+    """`chunk` (batched in the driver) or `step` (select_action every tick in each worker), read from
+    the checkpoint's files without importing lerobot (policy.serving_mode)."""
+    from engine.policies.lerobot_policy.serving import serving_mode
 
-    info = probe(checkpoint, revision)
-    pre, post = _processors(info, "cpu")
-    return serving_mode(info.config, pre, post) == CHUNK
+    path, _, _ = resolve(checkpoint, revision)
+    return serving_mode(path)
 
 
 def _processors(info: Probe, device: str):
@@ -140,7 +155,8 @@ def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = 
     (None: not checked here; fontaine-eval checks them against the env before writing anything)."""
     import torch
 
-    from engine.policies.lerobot_policy.policy import LerobotPolicy, serving_mode
+    from engine.policies.lerobot_policy.policy import LerobotPolicy
+    from engine.policies.lerobot_policy.serving import serving_mode
 
     info = probe(checkpoint, revision)
     if pinned and revision != info.pin:
@@ -166,7 +182,7 @@ def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = 
         raise LerobotError(f"lerobot cannot load the {config.type} policy in {info.path}: {_one_line(exc)}") from None
     policy.eval()
     pre, post = _processors(info, device)
-    mode = serving_mode(config, pre, post)
+    mode = serving_mode(info.path)
     description = {
         "policy": "lerobot",
         "policy_type": config.type,

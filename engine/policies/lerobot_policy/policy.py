@@ -32,27 +32,8 @@ import torch
 from engine.policies.base import Chunk, Observation
 from engine.policies.convmap import ConvMap, rig_deg_to_sim_rad, sim_rad_to_rig_deg
 from engine.policies.lerobot_policy.features import FeaturePlan
+from engine.policies.lerobot_policy.serving import CHUNK
 from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD
-
-CHUNK, STEP = "chunk", "step"
-STATELESS_POST_STEPS = ("UnnormalizerProcessorStep", "DeviceProcessorStep")
-
-
-def serving_mode(config, preprocessor=None, postprocessor=None) -> str:
-    """`chunk` when a batched chunk call equals `select_action`'s queue for this policy, else `step`."""
-    if getattr(config, "type", None) != "act" or getattr(config, "temporal_ensemble_coeff", None) is not None:
-        return STEP
-    if int(getattr(config, "n_obs_steps", 1) or 1) != 1:
-        return STEP
-    for pipeline in (preprocessor, postprocessor):
-        for step in getattr(pipeline, "steps", ()) or ():
-            name = type(step).__name__
-            if "Relative" in name or "Absolute" in name:
-                return STEP
-    for step in getattr(postprocessor, "steps", ()) or ():
-        if type(step).__name__ not in STATELESS_POST_STEPS:
-            return STEP
-    return CHUNK
 
 
 def episode_seed(seed: int) -> int:

@@ -1,0 +1,44 @@
+"""A tiny ACT checkpoint, saved to a temporary folder, run end to end by a detached `fontaine-eval --lerobot`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import launch_detached, read_rows, read_status, run_eval, wait_until
+
+pytest.importorskip("lerobot")
+pytestmark = pytest.mark.slow
+
+
+def test_a_detached_run_of_a_lerobot_checkpoint(tmp_path):
+    from tests.engine.lerobot_fixtures import build_checkpoint
+
+    ckpt = build_checkpoint(tmp_path / "act", "act")
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, "--lerobot", str(ckpt), "--seed", "0", "--num-seeds", "2", "--workers", "2",
+                           "--episode-seconds", "1", "--render-size", "48", "--video-draw", "none", "--device", "cpu")
+    try:
+        assert proc.wait(timeout=240) == 0, (run_dir / "driver.log").read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    wait_until(lambda: read_status(run_dir).get("state") == "done", timeout=10, what="state done")
+    rows = read_rows(run_dir)
+    assert sorted(r["seed"] for r in rows) == [0, 1] and all(r["status"] == "ok" for r in rows)
+    assert all(r["predicts"] == 6 for r in rows)  # 30 ticks over chunks of n_action_steps=5: replans follow from it
+    resolved = json.loads((run_dir / "manifest.json").read_text())["policy_resolved"]
+    assert resolved["policy"] == "lerobot" and resolved["policy_type"] == "act" and resolved["serving"] == "chunk"
+    assert len(resolved["config_sha256"]) == 64 and resolved["convmap"]["name"] == "identity"
+
+
+def test_a_checkpoint_the_scene_cannot_feed_is_refused_with_nothing_written(tmp_path):
+    from tests.engine.lerobot_fixtures import build_checkpoint
+
+    ckpt = build_checkpoint(tmp_path / "top", "act", cameras=("top",))
+    run_dir = tmp_path / "run"
+    done = run_eval("--lerobot", str(ckpt), "--num-seeds", "1", "--episode-seconds", "1", "--run-dir", str(run_dir))
+    assert done.returncode == 2 and not run_dir.exists()
+    (line,) = done.stderr.strip().splitlines()
+    assert "observation.images.top" in line and "--lerobot-map" in line
