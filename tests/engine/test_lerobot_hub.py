@@ -1,0 +1,50 @@
+"""A lerobot checkpoint by Hugging Face id: downloaded from a loopback fake hub, pinned to its commit."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("lerobot")
+
+from engine.policies.lerobot_policy import LerobotError, check_feeds, load_policy, probe  # noqa: E402
+from tests.engine.lerobot_fixtures import build_checkpoint  # noqa: E402
+from tests.fake_hub import FakeHub  # noqa: E402
+
+REPO = "lab/tiny-act"
+COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
+
+
+@pytest.fixture
+def hub(tmp_path, monkeypatch):
+    for var in ("HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "5")
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "5")
+    ckpt = build_checkpoint(tmp_path / "act", "act")
+    probe.cache_clear()
+    with FakeHub(REPO, ckpt, commit=COMMIT) as fake:
+        monkeypatch.setenv("HF_ENDPOINT", fake.endpoint)
+        yield fake
+    probe.cache_clear()
+
+
+def test_a_hub_id_is_downloaded_loaded_and_pinned_to_its_commit(hub, tmp_path, monkeypatch):
+    policy = load_policy(REPO, device="cpu")
+    d = policy.describe()
+    assert d["checkpoint_source"] == "hub" and d["revision"] == COMMIT and d["pin"] == COMMIT
+    assert d["checkpoint_path"].startswith(str(tmp_path / "hf-home")) and d["policy_type"] == "act"
+    probe.cache_clear()
+    assert load_policy(REPO, revision=COMMIT, pinned=True, device="cpu").describe()["pin"] == COMMIT
+    probe.cache_clear()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # from the cache, no network
+    before = len(hub.requests)
+    assert check_feeds(REPO, COMMIT, ("front", "wrist")).state == "observation.state"
+    assert len(hub.requests) == before
+
+
+def test_a_revision_the_repo_lacks_is_one_line(hub):
+    with pytest.raises(LerobotError) as exc:
+        load_policy(REPO, revision="f" * 40, device="cpu")
+    assert "does not exist" in str(exc.value) and "\n" not in str(exc.value)
