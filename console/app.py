@@ -580,7 +580,9 @@ class FontaineApp(App):
         self.launch(path, preregs.read_entry(path).prereg_id, preregs.DEMO_ARM)
 
     def launch(self, prereg_file: Path, prereg_id: str, arm: str) -> Path | None:
-        run_id = rd.new_run_id(prereg_id, arm)
+        """Start a run of `arm` ("A,B": a comparison run of both arms, labelled "A-vs-B") detached."""
+        label = preregs.run_label(arm)
+        run_id = rd.new_run_id(prereg_id, label)
         run_dir = self.runs_dir / run_id
         argv = self.launch_argv(prereg_file, arm, run_dir)
         try:
@@ -589,7 +591,7 @@ class FontaineApp(App):
             self.notify(f"could not start {' '.join(argv)}: {exc}", severity="error", timeout=15)
             return None
         self.launched.append(run_dir)
-        self.watcher.adopt(run_dir, popen, arm)
+        self.watcher.adopt(run_dir, popen, label)
         self._select(run_dir)
         self.notify(f"launched {run_id} (pid {popen.pid}); output in {shown_path(run_dir / rd.LOG)}")
         return run_dir

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prereg.comparison import comparison_label
 from prereg.document import load
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
@@ -33,6 +34,7 @@ class PreregEntry:
     title: str = ""
     arms: list[str] = field(default_factory=list)
     problem: str = ""  # why its front matter could not be read (shown, not raised)
+    comparisons: list[str] = field(default_factory=list)  # registered comparisons, "A,B" as `--arms A,B` takes them
     frozen: bool | None = None  # None: could not tell (the prereg package is older, or the file unreadable)
 
 
@@ -81,11 +83,26 @@ def read_entry(path: Path) -> PreregEntry:
     entry.prereg_id = doc.prereg_id or path.stem
     entry.title = doc.title
     entry.arms = [a.name for a in doc.arms()]
+    entry.comparisons = list(dict.fromkeys(f"{sm.comparison.arm_a},{sm.comparison.arm_b}" for sm in doc.sections
+                                           if sm.comparison is not None))
     if not doc.sections and doc.problems:
         entry.problem = f"front matter unreadable: {doc.problems[0].render(path.name)}"
         return entry
     entry.frozen = is_frozen(path)
     return entry
+
+
+def comparison_pair(choice: str) -> tuple[str, str] | None:
+    """("A", "B") for a launch choice "A,B" (a comparison run, `fontaine-eval --arms A,B`; an arm name
+    never holds a comma), None for one arm."""
+    a, sep, b = choice.partition(",")
+    return (a.strip(), b.strip()) if sep and a.strip() and b.strip() and "," not in b else None
+
+
+def run_label(choice: str) -> str:
+    """The arm a run of this choice records (and its run id carries): the arm, or "A-vs-B"."""
+    pair = comparison_pair(choice)
+    return comparison_label(*pair) if pair else choice
 
 
 def validate_launch(path: Path, arm: str) -> str | None:
@@ -94,11 +111,22 @@ def validate_launch(path: Path, arm: str) -> str | None:
         return f"{path}: no such pre-registration file"
     if not arm:
         return "choose an arm"
+    pair = comparison_pair(arm)
     try:
-        resolve_launch(path, arm)
+        for a in pair or (arm,):
+            resolve_launch(path, a)
+        if pair and _registered_comparison(path, pair) is None:
+            return (f"{path}: no frozen comparison of {pair[0]} and {pair[1]}: register one "
+                    "(comparison: {arms: [A, B], ...}) and freeze it, or by amendment")
     except PreregError as exc:
         return str(exc)
     return None
+
+
+def _registered_comparison(path: Path, pair: tuple[str, str]):
+    from prereg.comparison_report import registered_comparison
+
+    return registered_comparison(load(path), pair)
 
 
 def is_frozen(path: Path) -> bool | None:
@@ -121,6 +149,9 @@ def launch_settings(path: Path, arm: str) -> tuple[list[tuple[str, str]], str | 
     problem = validate_launch(path, arm)
     if problem:
         return [], problem
+    pair = comparison_pair(arm)
+    if pair:
+        return comparison_settings(path, pair), None
     try:
         spec = resolve_launch(path, arm)
     except PreregError as exc:
@@ -149,6 +180,34 @@ def launch_settings(path: Path, arm: str) -> tuple[list[tuple[str, str]], str | 
         ("gates", "; ".join(gates)),
         ("frozen", f"{spec.section} · sha256 {str(getattr(spec, 'prereg_sha256', '') or '')[:12]}"),
     ], None
+
+
+def comparison_settings(path: Path, pair: tuple[str, str]) -> list[tuple[str, str]]:
+    """A comparison run's launch: the registered test, both arms' policies, then the protocol and gates
+    they share (fontaine-eval refuses arms that differ in them)."""
+    comp = _registered_comparison(path, pair)
+    a, b = comp.arm_a, comp.arm_b
+    lines = {n: dict(launch_settings(path, n)[0]) for n in (a, b)}
+    planned = len(resolve_launch(path, a).seeds)
+    cap = comp.seeds_cap(planned)
+    shared = [(k, v) for k, v in launch_settings(path, a)[0] if k not in ("policy", "model")]
+    seeds = dict(shared).get("seeds", "")
+    return [
+        ("compare", f"{comp.describe()}"),
+        ("runs", f"both arms in one run directory, seed k of each together, stopped when the comparison "
+                 f"decides (fontaine-eval --arms {a},{b})"),
+        *[(f"arm {tag}", f"{n}: {lines[n].get('policy', '')}" + (f" · {lines[n]['model']}"
+                                                                 if lines[n].get("model", "—") != "—" else "")
+           + _skill(path, n)) for tag, n in (("A", a), ("B", b))],
+        *[(k, v if k != "seeds" else f"{seeds} · at most {cap} seeds per arm ({2 * cap} episodes)")
+          for k, v in shared],
+    ]
+
+
+def _skill(path: Path, arm: str) -> str:
+    """The scripted oracle's registered skill knob, the one thing that tells two oracle arms apart."""
+    miss = getattr(resolve_launch(path, arm), "grasp_miss", None)
+    return f" · grasp_miss {miss:g}" if miss else ""
 
 
 def env_line(spec) -> str:

@@ -136,7 +136,10 @@ def read_run(path: str | Path) -> RunInfo:
 # -- run control ------------------------------------------------------------------
 
 def prereg_launch_argv(prereg_file: str | Path, arm: str, run_dir: str | Path) -> list[str]:
-    return [sys.executable, "-m", "engine.cli", "--prereg", str(prereg_file), "--arm", arm, "--run-dir", str(run_dir)]
+    """`fontaine-eval --prereg FILE --arm NAME`, or `--arms A,B` for a comparison run (the launch dialog's
+    "A,B": an arm name never holds a comma), as an argv list."""
+    which = "--arms" if "," in arm else "--arm"
+    return [sys.executable, "-m", "engine.cli", "--prereg", str(prereg_file), which, arm, "--run-dir", str(run_dir)]
 
 
 def resume_argv(run_dir: str | Path) -> list[str]:

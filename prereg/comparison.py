@@ -149,7 +149,7 @@ class ComparisonSpec:
     @property
     def label(self) -> str:
         """The run's arm label, as `fontaine-eval --arms` names a comparison run ("A-vs-B")."""
-        return f"{self.arm_a}-vs-{self.arm_b}"
+        return comparison_label(self.arm_a, self.arm_b)
 
     @classmethod
     def from_record(cls, d: dict) -> "ComparisonSpec":
@@ -164,6 +164,11 @@ class ComparisonSpec:
         return {"arms": [self.arm_a, self.arm_b], "metric": self.metric, "test": self.test, "alpha": self.alpha,
                 "power": self.power, "minimum_effect": self.minimum_effect, "max_seeds": self.max_seeds,
                 "delta_bound_cm": self.delta_bound_cm}
+
+
+def comparison_label(arm_a: str, arm_b: str) -> str:
+    """How a comparison run of arms A and B is labelled in its manifest, status and run id: "A-vs-B"."""
+    return f"{arm_a}-vs-{arm_b}"
 
 
 def _num(v) -> bool:

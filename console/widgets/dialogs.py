@@ -53,6 +53,11 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(answer)
 
 
+def _comparison_option(choice: str) -> str:
+    a, _, b = choice.partition(",")
+    return f"{b} vs {a} · comparison run of both arms (--arms {choice})"
+
+
 class LaunchScreen(ModalScreen[tuple | None]):
     """Pick a pre-registration and an arm; validation errors are shown here, in place."""
 
@@ -96,10 +101,11 @@ class LaunchScreen(ModalScreen[tuple | None]):
         entry = self.entries.get(str(event.value)) if event.value != Select.NULL else None
         arm_select = self.query_one("#arm", Select)
         arms = entry.arms if entry else []
-        arm_select.set_options([(a, a) for a in arms])
+        comparisons = entry.comparisons if entry and arms else []  # a comparison run: "A,B", as --arms takes it
+        arm_select.set_options([(a, a) for a in arms] + [(_comparison_option(c), c) for c in comparisons])
         if arms:
             last_arm = self.last.get("arm") if str(self.last.get("prereg") or "") == str(event.value) else None
-            arm_select.value = last_arm if last_arm in arms else arms[0]
+            arm_select.value = last_arm if last_arm in arms + comparisons else arms[0]
         arm_select.display = bool(arms) or entry is None
         self.query_one("#arm-input").display = entry is not None and not arms
         self.query_one("#launch-error").display = False
