@@ -141,7 +141,7 @@ def print_resolved_map(spec: PolicySpec, log=print) -> None:
     from engine.policies.convmap import ConvMapError, format_convmap
     from engine.policies.factory import resolve_spec_convmap
 
-    if not spec.kind.startswith("molmoact2"):
+    if spec.kind in ("scripted", "hold"):  # the shim applies to every policy that has a model's units
         return
     try:
         cmap = resolve_spec_convmap(spec)
@@ -164,14 +164,20 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
     from engine.policies.molmoact2.checkpoint import CheckpointError, hub_revision, resolve_checkpoint
     from engine.sim.env import BoatEnv
 
-    if not spec.kind.startswith("molmoact2"):
-        raise ConvmapUsageError("--convmap-tripwires checks a MolmoAct2 policy: give --molmoact2 or --molmoact2-discrete CKPT")
+    if not (spec.kind.startswith("molmoact2") or spec.kind == "lerobot"):
+        raise ConvmapUsageError("--convmap-tripwires checks a model's shim: give --molmoact2, --molmoact2-discrete "
+                                "or --lerobot CKPT")
     if seam_path is None or not Path(seam_path).exists():
         raise ConvmapUsageError("--convmap-tripwires needs the rig table: write it with "
                                 "`fontaine-eval --policy scripted --convmap-seam-stats PATH` and pass --convmap-seam-stats PATH")
     try:
-        ckpt = resolve_checkpoint(spec.checkpoint, revision=hub_revision(spec.revision))
-        rel_q01, rel_q99 = load_release_stats(ckpt.path, spec.norm_tag)
+        if spec.kind == "lerobot":  # the state range its saved normaliser holds
+            from engine.policies.lerobot_policy import release_state_box
+
+            rel_q01, rel_q99 = release_state_box(spec.checkpoint, spec.revision, spec.feature_map)
+        else:
+            ckpt = resolve_checkpoint(spec.checkpoint, revision=hub_revision(spec.revision))
+            rel_q01, rel_q99 = load_release_stats(ckpt.path, spec.norm_tag)
     except (CheckpointError, ValueError, OSError) as exc:
         raise ConvmapUsageError(str(exc)) from None
     rig_q01, rig_q99 = seam_box(load_seam_stats(seam_path))

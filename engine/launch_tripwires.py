@@ -30,8 +30,9 @@ class TripwireFailed(UsageError):
 
 
 def applies(spec) -> bool:
-    """The tripwires judge a joint-convention map: only a policy that has one."""
-    return spec.kind.startswith("molmoact2")
+    """The tripwires judge a joint-convention map: only a policy that has one and a release table
+    (MolmoAct2's norm_stats, a lerobot checkpoint's saved state stats)."""
+    return spec.kind.startswith("molmoact2") or spec.kind == "lerobot"
 
 
 def run_registered(cfg, policies: dict, *, policy_descriptions: dict | None = None, log=print) -> dict | None:
@@ -91,7 +92,12 @@ def _run_arm(cfg, spec, plan: Tripwires, policy, description: dict | None, rig_c
     from engine.policies.factory import resolve_spec_convmap
 
     cmap = resolve_spec_convmap(spec)
-    rel_q01, rel_q99 = load_release_stats(_checkpoint_dir(spec, description), spec.norm_tag)
+    if spec.kind == "lerobot":  # the state range its saved normaliser holds, in its own units
+        from engine.policies.lerobot_policy import release_state_box
+
+        rel_q01, rel_q99 = release_state_box(spec.checkpoint, spec.revision, spec.feature_map)
+    else:
+        rel_q01, rel_q99 = load_release_stats(_checkpoint_dir(spec, description), spec.norm_tag)
     reports, entry = [], {"policy": spec.kind, "applies": True, "convmap": cmap.as_dict()}
     if plan.coverage is not None:
         c = plan.coverage
@@ -107,6 +113,10 @@ def _run_arm(cfg, spec, plan: Tripwires, policy, description: dict | None, rig_c
                                          allow_span_limited=c.span_limited))
     if plan.first_action is not None:
         f = plan.first_action
+        if policy is None and spec.kind == "lerobot" and cfg.ray is None:  # served in each worker: a copy here
+            from engine.policies.factory import make_policy
+
+            policy = make_policy(spec)
         if policy is None:
             raise TripwireFailed(f"{rd.TRIPWIRE_REASON} first_action: the policy is not loaded in the driver (a Ray run "
                                  "loads it in each shard); run it without --ray, or register coverage only")

@@ -170,3 +170,30 @@ def test_features_the_scene_cannot_feed_are_refused_naming_the_feature(tmp_path)
         check_feeds(str(seven), None, ("front", "wrist"))
     with pytest.raises(FeatureError, match="does not read"):
         check_feeds(str(top), None, ("front", "wrist"), ["observation.images.side=front"])
+
+
+def test_the_shims_tripwires_judge_a_lerobot_checkpoint(ensembled_dir, monkeypatch):
+    """The coverage tripwire's release box is the checkpoint's saved state range (min/max when it has no
+    quantiles); the first-action tripwire predicts with the policy, loaded in the driver for it even
+    when the run serves it in each worker (step mode)."""
+    import engine.convmap_cli
+    from engine.driver import RunConfig
+    from engine.launch_tripwires import run_registered
+    from engine.policies.factory import PolicySpec
+    from engine.policies.lerobot_policy import release_state_box
+    from prereg.gates import GateSpec
+    from prereg.model import CoverageTripwire, FirstActionTripwire, Tripwires
+
+    lo, hi = release_state_box(str(ensembled_dir))
+    assert lo.shape == hi.shape == (6,) and np.all(lo == -150.0) and np.all(hi == 150.0)
+    rig = {"joints": {}}
+    monkeypatch.setattr(engine.convmap_cli, "scene_rig_table", lambda *a, **k: rig)
+    monkeypatch.setattr("engine.policies.convmap_fit.seam_box",
+                        lambda table: (np.full(6, -40.0), np.full(6, 40.0)))  # well inside the release box
+    spec = PolicySpec(kind="lerobot", checkpoint=str(ensembled_dir), convmap="identity", device="cpu")
+    plan = Tripwires(coverage=CoverageTripwire(), first_action=FirstActionTripwire(seeds=(0,), max_deg=360.0))
+    cfg = RunConfig(run_id="r", arm="act", policy=spec, seeds=[0], render_size=48, gates=GateSpec(tripwires=plan.as_dict()))
+    record = run_registered(cfg, {None: None}, log=lambda _: None)
+    (arm,) = record["arms"]
+    assert arm["applies"] is True and arm["policy"] == "lerobot" and set(arm["reports"]) == {"coverage", "first_action"}
+    assert record["passed"] is True, record["failed"]

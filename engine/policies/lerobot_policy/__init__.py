@@ -226,3 +226,34 @@ def _sha256_files(paths) -> str:
 def _one_line(exc: BaseException, limit: int = 240) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def release_state_box(checkpoint: str, revision: str | None = None, feature_map=()):
+    """(q01, q99) of the state the checkpoint was trained on, in its own units: the release box the
+    shim's coverage tripwire judges the sim's joints against (MolmoAct2's comes from norm_stats.json).
+
+    Read from the saved preprocessor's normaliser stats for the state feature: `q01`/`q99` where
+    lerobot computed quantiles (datasets since 0.4), else `min`/`max`."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    path, _, _ = resolve(checkpoint, revision)
+    feature = check_feeds(checkpoint, revision, None, feature_map).state
+    if feature is None:
+        raise LerobotError(f"{path}: the checkpoint reads no state, so the shim's coverage has nothing to judge")
+    try:
+        steps = json.loads((path / "policy_preprocessor.json").read_text()).get("steps", [])
+        for step in steps:
+            if not step.get("state_file"):
+                continue
+            stats = load_file(str(path / step["state_file"]))
+            for lo, hi in (("q01", "q99"), ("min", "max")):
+                if f"{feature}.{lo}" in stats and f"{feature}.{hi}" in stats:
+                    return (np.asarray(stats[f"{feature}.{lo}"], dtype=np.float64).reshape(-1)[:6],
+                            np.asarray(stats[f"{feature}.{hi}"], dtype=np.float64).reshape(-1)[:6])
+    except (OSError, ValueError, KeyError, AttributeError) as exc:
+        raise LerobotError(f"{path}: the saved normaliser stats cannot be read ({type(exc).__name__}: {exc})") from None
+    raise LerobotError(f"{path}: the saved preprocessor has no q01/q99 or min/max for {feature}; the coverage "
+                       "tripwire needs the state range the policy was trained on")
