@@ -892,10 +892,11 @@ def report_runs(info: runs.RunInfo, runs_dir: Path) -> list[tuple[str, Path]]:
     pre-registration (by id), so the report can compute its comparisons."""
     prereg = (info.manifest or {}).get("prereg") or {}
     chosen = {info.arm: info.path}
+    covered = set(rd.Manifest.from_dict(info.manifest or {}).arms)  # a comparison run is both its arms' run
     for path in reversed(runs.discover_runs(runs_dir)):  # newest first
         other = runs.read_run(path)
         p = (other.manifest or {}).get("prereg") or {}
-        if (other.arm not in chosen and other.recorded_state in runs.FINAL_STATES
+        if (other.arm not in chosen and other.arm not in covered and other.recorded_state in runs.FINAL_STATES
                 and p.get("id") == prereg.get("id")):
             chosen[other.arm] = other.path
     return list(chosen.items())

@@ -115,3 +115,21 @@ async def test_a_one_arm_registration_shows_no_band(runs_dir, tmp_path):
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.view is not None)
         assert not app.screen.query_one("#band").display and not app.screen.query_one("#evidence").display
+
+
+def test_the_report_of_a_comparison_run_reads_its_own_arms_not_older_runs_of_them(tmp_path):
+    from console import runs
+    from console.app import report_runs
+    from tests.prereg.conftest import launched_manifest
+
+    doc = compare_doc(tmp_path)
+    runs_dir = tmp_path / "runs"
+    old = runs_dir / "demo-compare-clumsy-20261201-140000"
+    old.mkdir(parents=True)
+    (old / "manifest.json").write_text(json.dumps(launched_manifest(doc, "clumsy", run_id=old.name)))
+    (old / "status.json").write_text(json.dumps({"schema": 1, "state": "done", "done": 0, "total": 60}))
+    (old / "rows.jsonl").write_text("")
+    run = make_comparison_run(doc, runs_dir / "demo-compare-clumsy-vs-steady-20261201-150000",
+                              comparison_rows(A_WINS, B_WINS))
+    assert report_runs(runs.read_run(run), runs_dir) == [("clumsy-vs-steady", run)]
+    assert dict(report_runs(runs.read_run(old), runs_dir)) == {"clumsy": old, "clumsy-vs-steady": run}
