@@ -527,7 +527,7 @@ def _check_before_writing(args, config) -> None:
                 if not part.is_dir():
                     raise UsageError(f"{flag} {target}: {part} is a file, not a directory; give another path")
                 break
-    for _, spec in config.arm_policies():  # the one policy, or a comparison's two
+    for arm, spec in config.arm_policies():  # the one policy, or a comparison's two
         if spec.device is not None and not DEVICE_RE.fullmatch(spec.device):
             raise UsageError(f"--device {spec.device!r}: not a device this engine runs on; use cpu, cuda or cuda:N "
                              "(or leave it out: cuda when available, else cpu)")
@@ -540,9 +540,13 @@ def _check_before_writing(args, config) -> None:
             from engine.policies.lerobot_policy import check_feeds, serving
 
             check_feeds(spec.checkpoint, spec.revision, get_env(config.env).cameras, spec.feature_map)
-            if not config.arms:  # where it is served, decided once (a worker then needs no lerobot to know)
-                config.policy = dataclasses.replace(spec, extra={**spec.extra, "lerobot_serving":
-                                                                 serving(spec.checkpoint, spec.revision)})
+            mode = serving(spec.checkpoint, spec.revision)  # decided once: a worker then reads no checkpoint to know
+            if not config.arms:
+                config.policy = dataclasses.replace(spec, extra={**spec.extra, "lerobot_serving": mode})
+            for entry in config.arms or ():
+                if entry["arm"] == arm:
+                    entry["policy"] = {**entry["policy"], "extra": {**entry["policy"].get("extra", {}),
+                                                                    "lerobot_serving": mode}}
 
 
 def make_executor(cfg):

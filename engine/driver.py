@@ -42,7 +42,7 @@ from pathlib import Path
 
 from engine.executor import DriverError, Executor, ExecutorFactory, StartInterrupted, local_executor
 from engine.launch_tripwires import TripwireFailed
-from engine.policies.factory import PolicySpec, make_policy
+from engine.policies.factory import PolicySpec, describe_unserved, make_policy
 from engine.provenance import package_versions, tool_git_commit
 from prereg import rundir as rd
 from prereg.errors import FontaineError, RunFailed, UsageError, write_traceback
@@ -343,13 +343,13 @@ class _Driver:
                     describe[arm] = self.policy[arm].describe()
                     default_gpus = max(default_gpus, int(str(describe[arm].get("device", "cpu")).startswith("cuda")))
                 else:
-                    describe[arm] = {"policy": arm_spec.kind, "served": "in each worker"}
+                    describe[arm] = describe_unserved(arm_spec)
         elif spec.serve_in_driver:
             self.policy = make_policy(spec)
             describe = self.policy.describe()
             default_gpus = 1 if str(describe.get("device", "cpu")).startswith("cuda") else 0
         else:
-            describe = {"policy": spec.kind, "served": "in each worker"}
+            describe = describe_unserved(spec)  # a lerobot checkpoint's type, config hash and pin
             default_gpus = 0
         self.policy_description = describe
         self.gpus = self.cfg.gpus if self.cfg.gpus is not None else default_gpus

@@ -98,6 +98,18 @@ def resolve_spec_convmap(spec: PolicySpec):
     return resolve_convmap(spec.convmap, list(spec.convmap_overrides))
 
 
+def describe_unserved(spec: PolicySpec) -> dict:
+    """The manifest's record of a policy each worker loads itself (the driver does not load it): a
+    lerobot checkpoint's type, config hash and pin are read from its files (its pin checked here)."""
+    out = {"policy": spec.kind, "served": "in each worker"}
+    if spec.kind == "lerobot":
+        from engine.policies.lerobot_policy import describe_checkpoint
+
+        out.update(describe_checkpoint(spec.checkpoint, revision=spec.revision, pinned=spec.pinned,
+                                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task))
+    return out
+
+
 def _convmap(spec: PolicySpec):
     from engine.policies.convmap import ConvMapError
 

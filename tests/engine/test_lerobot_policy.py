@@ -197,3 +197,38 @@ def test_the_shims_tripwires_judge_a_lerobot_checkpoint(ensembled_dir, monkeypat
     (arm,) = record["arms"]
     assert arm["applies"] is True and arm["policy"] == "lerobot" and set(arm["reports"]) == {"coverage", "first_action"}
     assert record["passed"] is True, record["failed"]
+
+
+def test_diffusion_runs_select_action_every_tick_seeded_per_episode(tmp_path):
+    """Diffusion keeps an observation history (n_obs_steps 2) and samples noise: lerobot's own
+    select_action every tick, torch seeded by the episode's seed. Needs lerobot's `diffusion` extra."""
+    pytest.importorskip("diffusers")
+    from engine.policies.lerobot_policy.policy import episode_seed
+
+    ckpt = build_checkpoint(tmp_path / "diffusion", "diffusion")
+    policy = load_policy(str(ckpt), device="cpu")
+    assert policy.mode == "step" and policy.chunk_horizon == 1 and not policy.serve_in_driver
+    ref = LerobotLoop(ckpt)
+    for seed in (0, 1):
+        episode = _episode(seed, 7)
+        ref.reset()
+        torch.manual_seed(episode_seed(seed))
+        want = np.stack([ref.select([o])[0] for o in episode])
+        np.testing.assert_array_equal(_adapter_actions(policy, [episode])[0], want)
+    again = _adapter_actions(policy, [_episode(1, 7)])[0]  # the same seed reproduces its episode
+    np.testing.assert_array_equal(again, want)
+
+
+def test_a_policy_served_in_each_worker_is_described_without_its_weights(ensembled_dir):
+    from engine.policies.factory import PolicySpec, describe_unserved
+    from engine.policies.lerobot_policy import LerobotError
+
+    spec = PolicySpec(kind="lerobot", checkpoint=str(ensembled_dir), convmap="identity")
+    assert not spec.serve_in_driver
+    d = describe_unserved(spec)
+    loaded = load_policy(str(ensembled_dir), device="cpu").describe()
+    same = ("policy_type", "config_sha256", "processors_sha256", "weights_sha256", "pin", "features", "serving")
+    assert {k: d[k] for k in same} == {k: loaded[k] for k in same} and d["served"].startswith("in each worker")
+    with pytest.raises(LerobotError, match="refused: the pre-registration pins"):
+        describe_unserved(PolicySpec(kind="lerobot", checkpoint=str(ensembled_dir), revision="sha256:" + "0" * 64,
+                                     pinned=True))

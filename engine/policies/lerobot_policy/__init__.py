@@ -184,6 +184,19 @@ def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = 
     pre, post = _processors(info, device)
     mode = serving_mode(info.path)
     description = {
+        **_facts(info, plan, declared, mode, convmap, task),
+        "device": device,
+        "parameters": int(sum(p.numel() for p in policy.parameters())),
+        "torch_threads": torch.get_num_threads() if device == "cpu" else None,
+    }
+    return LerobotPolicy(policy=policy, preprocessor=pre, postprocessor=post, plan=plan, convmap=convmap,
+                         task=task, mode=mode, description=description)
+
+
+def _facts(info: Probe, plan: FeaturePlan, declared: dict, mode: str, convmap: ConvMap, task) -> dict:
+    """What the manifest records of a lerobot checkpoint, loaded or not."""
+    config = info.config
+    return {
         "policy": "lerobot",
         "policy_type": config.type,
         "checkpoint": info.requested,
@@ -203,14 +216,24 @@ def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = 
         "n_obs_steps": int(getattr(config, "n_obs_steps", 1) or 1),
         "dtype": str(getattr(config, "dtype", None) or "fp32"),
         "use_amp": bool(getattr(config, "use_amp", False)),
-        "device": device,
         "convmap": convmap.as_dict(),
         "task": task,
-        "parameters": int(sum(p.numel() for p in policy.parameters())),
-        "torch_threads": torch.get_num_threads() if device == "cpu" else None,
     }
-    return LerobotPolicy(policy=policy, preprocessor=pre, postprocessor=post, plan=plan, convmap=convmap,
-                         task=task, mode=mode, description=description)
+
+
+def describe_checkpoint(checkpoint: str, *, revision: str | None = None, pinned: bool = False,
+                        convmap: ConvMap = PRESETS["identity"], feature_map=(), task: str | None = None) -> dict:
+    """The manifest's record of a checkpoint each worker loads itself (`step` mode), read in the driver
+    without its weights: the same facts as a loaded policy's describe(), the pin checked."""
+    from engine.policies.lerobot_policy.serving import serving_mode
+
+    info = probe(checkpoint, revision)
+    if pinned and revision != info.pin:
+        raise LerobotError(f"refused: the pre-registration pins {checkpoint} at revision {revision!r}, but what "
+                           f"loaded is {info.pin} (pin that, by amendment, or restore the checkpoint the plan named)")
+    declared = parse_map(feature_map)
+    plan = plan_features(info.config, None, declared)
+    return _facts(info, plan, declared, serving_mode(info.path), convmap, task)
 
 
 def _sha256_files(paths) -> str:
