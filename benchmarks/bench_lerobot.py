@@ -7,6 +7,7 @@ the same with temporal ensembling are saved to a temp folder and loaded both way
 measured in the same run, is lerobot-eval's per-tick loop: `preprocess_observation`, the saved
 preprocessor, `select_action`, the saved postprocessor, every tick. Printed, as ratios against it:
 - per chunk: one adapter predict (batch 1, chunk mode) vs one lerobot tick that fills the queue;
+  (each pair is timed back to back, alternating order; a ratio is the median of the per-pair ratios)
 - per tick over an episode: the adapter's predicts / ticks vs the lerobot loop's cost per tick;
 - batched: the adapter's per-observation cost at batch N vs batch 1 (workers served together);
 - step mode (temporal ensembling: select_action every tick): adapter per tick vs the loop's;
@@ -34,7 +35,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--image", type=int, default=96, help="the checkpoint's image size (px a side)")
     parser.add_argument("--batch", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--ticks", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
@@ -62,10 +63,9 @@ def main() -> int:
         loop.reset()
         loop.select([episode[0]])
 
-    base_chunk = _median(lerobot_fill, args.repeats)
-    ours_chunk = _median(lambda: adapter.predict_batch([episode[0]]), args.repeats)
+    base_chunk, ours_chunk, ratio = _paired(lerobot_fill, lambda: adapter.predict_batch([episode[0]]), args.repeats)
     print(f"per chunk   lerobot select_action (queue empty) {base_chunk * 1e3:7.1f} ms   "
-          f"adapter predict {ours_chunk * 1e3:7.1f} ms   ratio {ours_chunk / base_chunk:.2f}x")
+          f"adapter predict {ours_chunk * 1e3:7.1f} ms   ratio {ratio:.2f}x")
 
     def lerobot_episode():
         loop.reset()
@@ -76,15 +76,16 @@ def main() -> int:
         for t in range(0, len(episode), n):
             adapter.predict_batch([episode[t]])
 
-    base_tick = _median(lerobot_episode, args.repeats) / len(episode)
-    ours_tick = _median(adapter_episode, args.repeats) / len(episode)
-    print(f"per tick    lerobot loop {base_tick * 1e3:7.2f} ms   adapter {ours_tick * 1e3:7.2f} ms   "
-          f"ratio {ours_tick / base_tick:.2f}x  (lerobot preprocesses every tick; the adapter once a chunk)")
+    base_tick, ours_tick, ratio = _paired(lerobot_episode, adapter_episode, args.repeats)
+    print(f"per tick    lerobot loop {base_tick / len(episode) * 1e3:7.2f} ms   adapter "
+          f"{ours_tick / len(episode) * 1e3:7.2f} ms   ratio {ratio:.2f}x  "
+          "(lerobot preprocesses every tick; the adapter once a chunk)")
 
     batch = [_episode(s, 1, args.image)[0] for s in range(args.batch)]
-    many = _median(lambda: adapter.predict_batch(batch), args.repeats) / len(batch)
+    one, many, ratio = _paired(lambda: adapter.predict_batch(batch[:1]), lambda: adapter.predict_batch(batch),
+                               args.repeats, scale_b=1 / len(batch))
     print(f"batched     adapter batch {len(batch)} {many * 1e3:7.1f} ms per observation vs batch 1 "
-          f"{ours_chunk * 1e3:7.1f} ms   ratio {many / ours_chunk:.2f}x   vs lerobot per chunk {many / base_chunk:.2f}x")
+          f"{one * 1e3:7.1f} ms   ratio {ratio:.2f}x")
 
     step = load_policy(str(ens), device="cpu")
     loop_te = _LerobotLoop(ens)
@@ -98,15 +99,15 @@ def main() -> int:
         for obs in episode:
             step.predict_batch([obs])
 
-    base_step = _median(lerobot_step_episode, args.repeats) / len(episode)
-    ours_step = _median(adapter_step_episode, args.repeats) / len(episode)
-    print(f"step mode   lerobot loop {base_step * 1e3:7.2f} ms per tick   adapter {ours_step * 1e3:7.2f} ms   "
-          f"ratio {ours_step / base_step:.2f}x")
+    base_step, ours_step, ratio = _paired(lerobot_step_episode, adapter_step_episode, args.repeats)
+    print(f"step mode   lerobot loop {base_step / len(episode) * 1e3:7.2f} ms per tick   adapter "
+          f"{ours_step / len(episode) * 1e3:7.2f} ms   ratio {ratio:.2f}x")
 
     big = _episode(0, 1, 224)[0]
-    resized = _median(lambda: adapter.predict_batch([big]), args.repeats)
+    same, resized, ratio = _paired(lambda: adapter.predict_batch([episode[0]]), lambda: adapter.predict_batch([big]),
+                                   args.repeats)
     print(f"resize      224 px rendered -> {args.image} px: adapter predict {resized * 1e3:7.1f} ms vs "
-          f"{ours_chunk * 1e3:7.1f} ms at the checkpoint's size   ratio {resized / ours_chunk:.2f}x")
+          f"{same * 1e3:7.1f} ms at the checkpoint's size   ratio {ratio:.2f}x")
     return 0
 
 
@@ -156,14 +157,17 @@ def _episode(seed: int, ticks: int, size: int) -> list[Observation]:
             for t in range(ticks)]
 
 
-def _median(fn, repeats: int) -> float:
-    fn()  # warm-up
-    walls = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        fn()
-        walls.append(time.perf_counter() - started)
-    return statistics.median(walls)
+def _paired(base, ours, repeats: int, scale_b: float = 1.0) -> tuple[float, float, float]:
+    """(median base wall, median ours wall x scale_b, median of the per-repeat ratios): the two are timed
+    back to back, alternating which goes first, so a noisy neighbour hits both alike."""
+    base(), ours()  # warm-up
+    a, b = [], []
+    for i in range(repeats):
+        for fn, out, k in ((base, a, 1.0), (ours, b, scale_b))[:: 1 if i % 2 == 0 else -1]:
+            started = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - started) * k)
+    return statistics.median(a), statistics.median(b), statistics.median(y / x for x, y in zip(a, b))
 
 
 if __name__ == "__main__":
