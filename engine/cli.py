@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     ray.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: 'auto', 'host:port', or 'local' (a private one)")
     ray.add_argument("--ray-shards", type=_positive_int, default=None, help="shards (one per GPU node); default: one per node")
     ray.add_argument("--ray-gpus-per-shard", type=_nonneg_int, default=None,
-                     help="GPUs each shard holds (default 1 for MolmoAct2, 0 otherwise)")
+                     help="GPUs each shard holds (default 1 for MolmoAct2 and --lerobot, 0 otherwise)")
     ray.add_argument("--ray-dashboard", action="store_true", help="start Ray's dashboard (off by default)")
 
     gates = p.add_argument_group("gates and tripwires")
@@ -642,7 +642,7 @@ def _ray_settings(args, spec) -> dict | None:
         raise UsageError(f"--ray {args.ray!r}: use 'auto', 'local' or host:port (e.g. 10.0.0.5:6379)")
     gpus = args.ray_gpus_per_shard
     if gpus is None:
-        gpus = 1 if spec.kind.startswith("molmoact2") else 0
+        gpus = 1 if spec.kind.startswith("molmoact2") or spec.kind == "lerobot" else 0  # a model on each shard's GPU
     return {"address": address, "shards": args.ray_shards, "gpus_per_shard": gpus, "dashboard": bool(args.ray_dashboard)}
 
 
