@@ -42,3 +42,21 @@ def test_a_checkpoint_the_scene_cannot_feed_is_refused_with_nothing_written(tmp_
     assert done.returncode == 2 and not run_dir.exists()
     (line,) = done.stderr.strip().splitlines()
     assert "observation.images.top" in line and "--lerobot-map" in line
+
+
+def test_a_stateful_policy_runs_select_action_every_tick_in_its_worker(tmp_path):
+    """ACT with temporal ensembling is served in each worker: one predict per tick, and the manifest
+    still records its type, config hash and pin (read in the driver without its weights)."""
+    from tests.engine.lerobot_fixtures import build_checkpoint
+
+    ckpt = build_checkpoint(tmp_path / "act-te", "act", n_action_steps=1, temporal_ensemble_coeff=0.01)
+    run_dir = tmp_path / "run"
+    done = run_eval("--lerobot", str(ckpt), "--seed", "3", "--num-seeds", "1", "--episode-seconds", "0.5",
+                    "--render-size", "48", "--video-draw", "none", "--device", "cpu", "--run-dir", str(run_dir),
+                    timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = read_rows(run_dir)
+    assert row["status"] == "ok" and row["predicts"] == 15 and row["mean_batch"] == 1.0
+    resolved = json.loads((run_dir / "manifest.json").read_text())["policy_resolved"]
+    assert resolved["serving"] == "step" and resolved["served"].startswith("in each worker")
+    assert resolved["policy_type"] == "act" and len(resolved["config_sha256"]) == 64 and resolved["pin"].startswith("sha256:")
