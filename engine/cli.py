@@ -459,7 +459,8 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
                                             "too (a plan registers it as gates.tripwires.coverage.span_limited)")
     if args.convmap_fit_tiebreak == "off" and config.policy.convmap != "fit":
         raise convmap_cli.ConvmapUsageError("--convmap-fit-tiebreak off changes the fit: give --convmap fit too")
-    if not resume and args.convmap_seam_stats is not None and not config.policy.kind.startswith("molmoact2"):
+    shimmed = config.policy.kind.startswith("molmoact2") or config.policy.kind == "lerobot"  # reads the rig table
+    if not resume and args.convmap_seam_stats is not None and not shimmed:
         convmap_cli.write_seam_stats(config.policy, config.seeds, config.episode_seconds, args.convmap_seam_stats,
                                      log=_log)
         print(f"fontaine-eval: rig table written to {args.convmap_seam_stats}")

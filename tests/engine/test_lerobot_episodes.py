@@ -60,3 +60,24 @@ def test_a_stateful_policy_runs_select_action_every_tick_in_its_worker(tmp_path)
     resolved = json.loads((run_dir / "manifest.json").read_text())["policy_resolved"]
     assert resolved["serving"] == "step" and resolved["served"].startswith("in each worker")
     assert resolved["policy_type"] == "act" and len(resolved["config_sha256"]) == 64 and resolved["pin"].startswith("sha256:")
+
+
+def test_the_shims_tripwires_through_fontaine_eval(tmp_path):
+    """`--lerobot CKPT --convmap-tripwires --convmap-seam-stats RIG` reads the rig table (it does not
+    write one, as a reference policy's run would) and judges the checkpoint's saved state range."""
+    from engine.policies.base import JOINT_NAMES
+    from engine.policies.convmap_fit import SEAM_STATS_FORMAT, save_seam_stats
+    from tests.engine.lerobot_fixtures import build_checkpoint
+
+    ckpt = build_checkpoint(tmp_path / "act", "act")
+    seam = tmp_path / "rig.json"
+    rig = {"format": SEAM_STATS_FORMAT, "joints": {j: {"q01": -30.0, "q99": 30.0} for j in JOINT_NAMES}}
+    save_seam_stats(rig, seam)
+    written = seam.read_text()
+    out = run_eval("--lerobot", str(ckpt), "--seeds", "0", "--render-size", "48", "--device", "cpu",
+                   "--convmap-seam-stats", str(seam), "--convmap-tripwires", "--convmap-anchor-deg", "360",
+                   "--run-dir", str(tmp_path / "trip"), timeout=240)
+    assert "coverage" in out.stdout and "convmap tripwires" in out.stdout, out.stdout + out.stderr
+    assert seam.read_text() == written  # read, not rewritten
+    report = json.loads((tmp_path / "trip" / "convmap_tripwires.json").read_text())
+    assert set(report["tripwires"]) == {"coverage", "first_action"}
