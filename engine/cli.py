@@ -538,10 +538,12 @@ def _check_before_writing(args, config) -> None:
             check_local_path(spec.checkpoint)  # a CheckpointError is bad input: exit 2, nothing written
         if spec.kind == "lerobot":  # download, then every input the checkpoint reads must have a sim source
             from engine.envs import get_env
-            from engine.policies.lerobot_policy import check_feeds, serving
+            from engine.policies.lerobot_policy import check_feeds, check_pin, serving_of
 
             check_feeds(spec.checkpoint, spec.revision, get_env(config.env).cameras, spec.feature_map)
-            mode = serving(spec.checkpoint, spec.revision)  # decided once: a worker then reads no checkpoint to know
+            if spec.pinned:  # a plan's pin: what loads must be it (checked again at load)
+                check_pin(spec.checkpoint, spec.revision)
+            mode = serving_of(spec.checkpoint, spec.revision)  # decided once: a worker then reads no checkpoint to know
             if not config.arms:
                 config.policy = dataclasses.replace(spec, extra={**spec.extra, "lerobot_serving": mode})
             for entry in config.arms or ():

@@ -57,9 +57,9 @@ class PolicySpec:
         if self.kind == "lerobot":  # batched in the driver, or select_action every tick in each worker
             mode = self.extra.get("lerobot_serving")  # fontaine-eval records it before the run starts
             if mode is None:
-                from engine.policies.lerobot_policy import serving
+                from engine.policies.lerobot_policy import serving_of
 
-                mode = serving(self.checkpoint, self.revision)
+                mode = serving_of(self.checkpoint, self.revision)
             return mode == "chunk"
         return self.kind != "scripted"
 

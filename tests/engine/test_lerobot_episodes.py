@@ -81,3 +81,61 @@ def test_the_shims_tripwires_through_fontaine_eval(tmp_path):
     assert seam.read_text() == written  # read, not rewritten
     report = json.loads((tmp_path / "trip" / "convmap_tripwires.json").read_text())
     assert set(report["tripwires"]) == {"coverage", "first_action"}
+
+
+PLAN = """---
+fontaine: fontaine-prereg/1
+id: act-plan
+title: a tiny ACT, registered
+created: 2026-12-01
+arms:
+  - name: act
+    policy: lerobot
+    checkpoint: {ckpt}
+    revision: {pin}
+protocol:
+  seeds: [0]
+  episode_seconds: 1
+  workers: 1
+  video_draw: none
+reads:
+  primary: successes
+gates:
+  gpu_hours: 0.5
+decision_rules:
+  - if: act.successes >= 1
+    then: go
+---
+
+A tiny random ACT never succeeds; the plan proves the path.
+"""
+
+
+def test_a_registered_lerobot_arm_launches_and_reports_valid(tmp_path):
+    import subprocess
+    import sys
+
+    from engine.policies.lerobot_policy import probe
+    from tests.engine.lerobot_fixtures import build_checkpoint
+    from tests.helpers import REPO
+
+    ckpt = build_checkpoint(tmp_path / "act", "act")
+    doc = tmp_path / "plan.md"
+    doc.write_text(PLAN.format(ckpt=ckpt, pin=probe(str(ckpt)).pin))
+    frozen = subprocess.run([sys.executable, "-m", "prereg.cli", "freeze", str(doc)], cwd=REPO, capture_output=True,
+                            text=True)
+    assert frozen.returncode == 0, frozen.stdout + frozen.stderr
+    run_dir = tmp_path / "runs" / "act"
+    out = run_eval("--prereg", str(doc), "--arm", "act", "--render-size", "48", "--device", "cpu",
+                   "--run-dir", str(run_dir), timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (row,) = read_rows(run_dir)
+    assert row["status"] == "ok" and row["arm"] == "act"
+    rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"act={run_dir}"],
+                         cwd=REPO, capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert "validity  VALID" in rep.stdout
+    (ckpt / "model.safetensors").write_bytes((ckpt / "model.safetensors").read_bytes() + b" ")  # other weights
+    refused = run_eval("--prereg", str(doc), "--arm", "act", "--device", "cpu", "--run-dir", str(tmp_path / "r2"))
+    assert refused.returncode == 2 and "refused: the pre-registration pins" in refused.stderr
+    assert not (tmp_path / "r2").exists()  # refused before anything is written

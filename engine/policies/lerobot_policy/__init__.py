@@ -26,7 +26,7 @@ from engine.policies.convmap import PRESETS, ConvMap
 from engine.policies.lerobot_policy.features import FeatureError, FeaturePlan, parse_map, plan_features
 from prereg.errors import UsageError
 
-__all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map", "serving"]
+__all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map", "serving_of", "check_pin"]
 
 CONFIG_NAME = "config.json"
 
@@ -107,6 +107,15 @@ def probe(checkpoint: str, revision: str | None = None) -> Probe:
                  _sha256_files(processors), _sha256_files(weights))
 
 
+def check_pin(checkpoint: str, revision: str | None) -> str:
+    """The checkpoint's pin when it is `revision` (a plan's); else the one-line refusal."""
+    pin = probe(checkpoint, revision).pin
+    if revision != pin:
+        raise LerobotError(f"refused: the pre-registration pins {checkpoint} at revision {revision!r}, but what "
+                           f"loads is {pin} (pin that, by amendment, or restore the checkpoint the plan named)")
+    return pin
+
+
 def check_feeds(checkpoint: str, revision: str | None, cameras, feature_map=()) -> FeaturePlan:
     """The feature plan, or the one-line refusal naming the feature the scene cannot feed.
 
@@ -127,7 +136,7 @@ def check_feeds(checkpoint: str, revision: str | None, cameras, feature_map=()) 
 
 
 @functools.lru_cache(maxsize=8)
-def serving(checkpoint: str, revision: str | None = None) -> str:
+def serving_of(checkpoint: str, revision: str | None = None) -> str:
     """`chunk` (batched in the driver) or `step` (select_action every tick in each worker), read from
     the checkpoint's files without importing lerobot (policy.serving_mode)."""
     from engine.policies.lerobot_policy.serving import serving_mode
@@ -159,9 +168,8 @@ def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = 
     from engine.policies.lerobot_policy.serving import serving_mode
 
     info = probe(checkpoint, revision)
-    if pinned and revision != info.pin:
-        raise LerobotError(f"refused: the pre-registration pins {checkpoint} at revision {revision!r}, but what "
-                           f"loaded is {info.pin} (pin that, by amendment, or restore the checkpoint the plan named)")
+    if pinned:
+        check_pin(checkpoint, revision)
     declared = parse_map(feature_map)
     plan = plan_features(info.config, cameras, declared)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -228,9 +236,8 @@ def describe_checkpoint(checkpoint: str, *, revision: str | None = None, pinned:
     from engine.policies.lerobot_policy.serving import serving_mode
 
     info = probe(checkpoint, revision)
-    if pinned and revision != info.pin:
-        raise LerobotError(f"refused: the pre-registration pins {checkpoint} at revision {revision!r}, but what "
-                           f"loaded is {info.pin} (pin that, by amendment, or restore the checkpoint the plan named)")
+    if pinned:
+        check_pin(checkpoint, revision)
     declared = parse_map(feature_map)
     plan = plan_features(info.config, None, declared)
     return _facts(info, plan, declared, serving_mode(info.path), convmap, task)
