@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import re
 import sys
 import types
@@ -76,3 +77,32 @@ def test_a_wrong_answer_is_an_error_not_a_silent_chunk(towards_middle):
     policy.inner.predict = lambda obs: [np.zeros((3, 7)) for _ in obs]
     with pytest.raises(ValueError, match=r"shape \(3, 7\)"):
         policy.predict_batch([_obs(0, 0, np.zeros(6))])
+
+
+@pytest.mark.slow
+def test_an_installed_entry_point_runs_through_fontaine_eval(tmp_path):
+    """A distribution on the path (a dist-info with its entry_points.txt, as pip installs one) whose
+    `fontaine.policies` entry point is docs/policies.md's example: two seeds, batched in the driver."""
+    import json
+
+    from tests.helpers import read_rows, run_eval
+
+    site = tmp_path / "site"
+    site.mkdir()
+    text = (REPO / "docs" / "policies.md").read_text()
+    (site / "lab_policy.py").write_text(next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                                             if "class TowardsMiddle" in b))
+    dist = site / "lab_policy-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: lab-policy\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[fontaine.policies]\ntowards-middle = lab_policy:TowardsMiddle\n")
+    run_dir = tmp_path / "run"
+    env = {"PYTHONPATH": os.pathsep.join([str(site), str(REPO)])}
+    out = run_eval("--policy", "towards-middle", "--seed", "0", "--num-seeds", "2", "--workers", "2",
+                   "--episode-seconds", "1", "--video-draw", "none", "--run-dir", str(run_dir), env=env, timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = read_rows(run_dir)
+    assert sorted(r["seed"] for r in rows) == [0, 1] and all(r["status"] == "ok" and r["predicts"] == 2 for r in rows)
+    resolved = json.loads((run_dir / "manifest.json").read_text())["policy_resolved"]
+    assert resolved["policy"] == "towards-middle" and resolved["version"] == "0.1" and resolved["own"] == {"gain": 0.1}
+    assert resolved["convmap"]["name"] == "identity"
