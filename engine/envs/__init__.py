@@ -12,6 +12,7 @@ from engine.envs.registry import (
     ENTRY_POINT_GROUP,
     UnknownEnv,
     check_name,
+    compiled_scenes,
     entries,
     env_names,
     env_record,
@@ -23,6 +24,6 @@ from engine.envs.spec import BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec
 
 __all__ = [
     "DEFAULT_ENV", "ENTRY_POINT_GROUP", "BoundsSpec", "EnvError", "EnvFileError", "EnvSpec", "GraspSpec", "ResetSpec",
-    "SimEnv", "SuccessSpec", "UnknownEnv", "check_name", "entries", "env_names", "env_record", "env_sha256", "get_env",
+    "SimEnv", "SuccessSpec", "UnknownEnv", "check_name", "compiled_scenes", "entries", "env_names", "env_record", "env_sha256", "get_env",
     "is_env_file", "list_lines", "load_env_file",
 ]

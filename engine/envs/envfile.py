@@ -492,7 +492,17 @@ def build_scene(decl: Declared):
     return spec
 
 
+def scene_key(decl: Declared) -> str:
+    """The env file's scene among those handed to workers (engine/sim/handoff.py)."""
+    return f"env-file:{decl.path}"
+
+
 def _compile(decl: Declared):
+    from engine.sim import handoff
+
+    handed = handoff.model(scene_key(decl))  # a worker handed the compiled scene loads it, never compiles
+    if handed is not None:
+        return handed
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*empty prefix.*")
@@ -635,9 +645,11 @@ class _PlaceScene:
     privileged poses and film cameras; the tick, readings and images are ObjectEnv's (`_place_env_class`)."""
 
     def __init__(self, decl: Declared, model, *, render_size: int = 224):
+        from engine.sim import handoff
         from engine.sim.scene import JOINT_NAMES
 
-        model = copy.deepcopy(model)
+        if not handoff.is_handed(model):  # a worker's handed scene is its own already
+            model = copy.deepcopy(model)
         obj = model.body(decl.object_body)
         arm_root = model.body_rootid[model.jnt_bodyid[model.joint(JOINT_NAMES[0]).id]]
         super().__init__(model, render_size=render_size, cameras=decl.cameras,

@@ -20,7 +20,7 @@ import numpy as np
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
 from engine.envs.spec import BoundsSpec, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
-from engine.sim import scene
+from engine.sim import handoff, scene
 from engine.sim.env import HOME_RAD, MAX_RESET_STRIKES, PAD_GEOMS, POLICY_CAMERAS, SETTLE_TICKS, ObjectEnv, builtin_object, yaw_quat
 from engine.sim.metrics import GRASP_HOLD_TICKS, TICKS_PER_SECOND, BoatReading, EpisodeMetrics
 
@@ -105,7 +105,8 @@ class PickLiftEnv(ObjectEnv):
     def __init__(self, *, render_size: int = 224, cameras: dict[str, str] | None = None):
         import copy
 
-        model = copy.deepcopy(_compiled())
+        model = handoff.model(NAME)  # a worker handed the scene shares it with its oracle, read-only
+        model = copy.deepcopy(_compiled()) if model is None else model
         super().__init__(model, render_size=render_size, cameras=POLICY_CAMERAS if cameras is None else cameras,
                          target_body="lift_target", **builtin_object(model, "cube"))
         self.metrics: LiftMetrics | None = None

@@ -126,6 +126,24 @@ def get_env(name: str) -> EnvSpec:
                      "fontaine-eval --list-envs lists them")
 
 
+def compiled_scenes(name: str) -> dict:
+    """The compiled scenes the workers of env `name` would each compile, compiled here once to be
+    handed to them (engine/sim/handoff.py): {key: MjModel}. Empty for an entry-point env: how it
+    builds its model is its own, so its workers compile it as before."""
+    if name == DEFAULT_ENV:
+        from engine.sim import scene
+
+        return {scene.SCENE_KEY: scene.compiled_model()}
+    if name == "pick-lift":
+        from engine.envs import pick_lift
+
+        return {pick_lift.NAME: pick_lift._compiled()}
+    if is_env_file(name):
+        decl = envfile.read_declaration(Path(name).expanduser().resolve())
+        return {envfile.scene_key(decl): envfile._compile(decl)}
+    return {}
+
+
 def env_sha256(name: str) -> str:
     """The content hash of the env called `name` (EnvSpec.sha256), or of an env file (its YAML, its
     MJCF and every file they read), once per process and content: writing the scene's XML compiles

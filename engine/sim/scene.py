@@ -28,6 +28,7 @@ import mujoco
 import numpy as np
 
 from engine.policies.base import JOINT_NAMES
+from engine.sim import handoff
 
 TIMESTEP_S = 1.0 / 600.0  # divides the 30 Hz control tick: 20 substeps
 SUBSTEPS_PER_TICK = 20
@@ -77,6 +78,7 @@ FRONT_CAMERA_POS = (0.50, 0.0, 0.37)
 FRONT_CAMERA_TARGET = (0.15, 0.0, 0.03)
 FRONT_CAMERA_FOVY = 58.0
 
+SCENE_KEY = "boat-on-disk"  # its key among the scenes handed to workers (engine/sim/handoff.py)
 ARM_ASSET = "assets/SO101/so101_new_calib.xml"
 VISUAL_MESH_CELL_M = 0.0015
 
@@ -85,15 +87,25 @@ def build_model() -> mujoco.MjModel:
     """A fresh compiled scene; every worker and the oracle own their own instance.
 
     Compiling costs about 1.4 s (mesh hulls), so the first compile is cached per process and
-    later calls return an independent copy of it.
+    later calls return an independent copy of it. In a worker that was handed the scene
+    (engine/sim/handoff.py) it is the handed model, which the worker's env and oracle share
+    read-only instead (neither writes to its model).
     """
+    handed = handoff.model(SCENE_KEY)
+    if handed is not None:
+        return handed
+    return copy.deepcopy(compiled_model())
+
+
+def compiled_model() -> mujoco.MjModel:
+    """This process's one compile of the scene (cached): read it, never write to it."""
     global _COMPILED
     if _COMPILED is None:
         spec = build_spec()
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*empty prefix.*")
             _COMPILED = spec.compile()
-    return copy.deepcopy(_COMPILED)
+    return _COMPILED
 
 
 _COMPILED: mujoco.MjModel | None = None
