@@ -12,6 +12,13 @@ batches the waiting observations per served policy. Its rows carry their arm; it
 `rollout_<arm>_seed006.mp4`.
 
 The same pool runs inside a Ray shard (engine/scaleout.py): a shard is this pool on a node.
+
+Light workers (issue 26): the pool compiles the scenes its workers need once, here, and hands them
+over as MJB (engine/sim/handoff.py); workers are forked from multiprocessing's fork server, a clean
+process (never the driver, which may hold CUDA) that has imported what a worker runs (`PRELOAD`:
+MuJoCo, numpy, the envs and the oracle; never torch). A worker then starts in a fraction of a
+second and holds one model instead of compiling its own: benchmarks/bench_driver.py measures both
+ways in one run (`start_method="spawn", hand_scenes=False` is the old one).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
+import sys
 import time
 import traceback
 from dataclasses import dataclass
@@ -33,6 +41,10 @@ from prereg.video_draw import films
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TOGETHER_S = 60.0
+# What the fork server imports once for every worker it forks: what a simulating worker runs, no more.
+PRELOAD = ("__main__", "engine.worker_preload")
+FORK_SERVER_PARENT = "FONTAINE_FORK_SERVER_PARENT"  # engine.worker_preload.PARENT_ENV
+HEAVY_MODULES = ("torch", "lerobot", "transformers", "matplotlib", "ray")  # a worker that only simulates has none
 
 
 # -- the messages between the pool and its workers (pickled over a pipe) -----------------
@@ -42,6 +54,9 @@ START_TOGETHER_S = 60.0
 @dataclass(frozen=True)
 class Ready:
     """The worker has built its scene and waits for episodes."""
+
+    scenes: tuple = ()  # the scenes it was handed and loaded (engine/sim/handoff.py)
+    heavy: tuple = ()  # HEAVY_MODULES it has imported (none, for a worker that only simulates)
 
 
 @dataclass(frozen=True)
@@ -87,9 +102,11 @@ class Quit:
 class LocalPool:
     """Worker processes on this machine. Not thread-safe: one caller drives it."""
 
-    def __init__(self, cfg, run_dir: Path, policy, n_workers: int, log=print):
+    def __init__(self, cfg, run_dir: Path, policy, n_workers: int, log=print, *, start_method: str | None = None,
+                 hand_scenes: bool = True):
         """`policy`: the policy served here (None: local to the workers), or in a comparison run
-        {arm: policy} for the arms served here."""
+        {arm: policy} for the arms served here. `start_method` (default: forkserver where there is one,
+        else spawn) and `hand_scenes` exist for the benchmark's old-way baseline."""
         self.cfg, self.run_dir, self.policy, self.log = cfg, Path(run_dir), policy, log
         self.policies: dict = dict(policy) if isinstance(policy, dict) else ({None: policy} if policy is not None else {})
         self.workers: dict[int, _Worker] = {}
@@ -105,6 +122,13 @@ class LocalPool:
         self._start_by = time.monotonic() + START_TOGETHER_S
         self._started = False
         self.trail = PredictTrail.for_run(self.run_dir) if getattr(cfg, "record_predicts", False) else None
+        for var in _ONE_THREAD_ENV:  # one core per worker: BLAS/OpenMP pools would oversubscribe
+            os.environ.setdefault(var, "1")  # (before the fork server starts: it imports numpy)
+        self._ctx = _worker_context(start_method) if n_workers > 0 else None
+        self._export = None
+        self.scenes: dict[str, str] = {}
+        if hand_scenes and n_workers > 0:
+            self._export_scenes()
         for wid in range(max(0, n_workers)):
             self._spawn_worker(wid)
 
@@ -151,6 +175,8 @@ class LocalPool:
                             w.seed = None
                         case Ready():
                             w.ready = True
+                            w.ready_s = time.monotonic() - w.started_at
+                            w.info = msg
                         case LogMsg(text):
                             self.log(f"worker {w.wid}: {text}")
             if w.proc.sentinel in ready or not w.proc.is_alive():
@@ -188,6 +214,9 @@ class LocalPool:
             w.proc.join(timeout=max(0.0, deadline - time.monotonic()))
         for w in self.workers.values():
             w.kill()
+        if self._export is not None:
+            self._export.close()
+            self._export, self.scenes = None, {}
         if self.trail is not None:
             self.trail.close()
 
@@ -201,10 +230,35 @@ class LocalPool:
     # -- internals
 
     def _spawn_worker(self, wid: int) -> None:
-        for var in _ONE_THREAD_ENV:  # one core per worker: BLAS/OpenMP pools would oversubscribe
-            os.environ.setdefault(var, "1")
         served = {arm: (p.chunk_horizon, p.needs_images, p.needs_privileged) for arm, p in self.policies.items()}
-        self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served)
+        self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served, self._ctx, self.scenes)
+
+    def _export_scenes(self) -> None:
+        """Compile the scenes the workers would each compile (the env's; the boat scene for a scripted
+        oracle's kinematics), once, and hold them as MJB for the workers to load. Anything that fails
+        here leaves the workers to compile as they used to, with the reason in the log."""
+        export = None
+        try:  # (a driver that cannot import MuJoCo, with a bad MUJOCO_GL say, leaves it to the workers)
+            from engine.envs import DEFAULT_ENV, compiled_scenes
+            from engine.sim import handoff
+
+            if not handoff.available():
+                return
+            export = handoff.Export()
+            scenes = compiled_scenes(getattr(self.cfg, "env", DEFAULT_ENV))
+            arm_policies = self.cfg.arm_policies() if hasattr(self.cfg, "arm_policies") else [(None, self.cfg.policy)]
+            if any(spec.kind == "scripted" for _, spec in arm_policies):  # the oracle's own kinematics model
+                from engine.sim import scene
+
+                scenes.setdefault(scene.SCENE_KEY, scene.compiled_model())
+            for key, model in scenes.items():
+                export.add(key, model)
+        except Exception as exc:  # noqa: BLE001 - the workers compile it themselves and say what is wrong
+            if export is not None:
+                export.close()
+            self.log(f"scenes not handed to the workers (each compiles its own): {type(exc).__name__}: {exc}")
+            return
+        self._export, self.scenes = export, export.names()
 
     def _film(self, w: "_Worker", seed: int) -> bool:
         """Which episodes are filmed: prereg.video_draw's one rule (auto = every seed of a run of
@@ -266,19 +320,42 @@ class LocalPool:
         return row
 
 
+def _worker_context(start_method: str | None):
+    """Workers are forked from the fork server (where the platform has one) with `PRELOAD` imported
+    there once; `spawn` starts each from a bare interpreter. Never `fork`: the driver may hold CUDA."""
+    method = start_method or ("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        from multiprocessing import forkserver
+
+        ctx.set_forkserver_preload(list(PRELOAD))  # read when the server starts (once per process)
+        os.environ[FORK_SERVER_PARENT] = str(os.getpid())  # the server dies with this process (worker_preload)
+        try:
+            forkserver.ensure_running()  # now: it imports PRELOAD while the pool compiles the scenes
+        finally:
+            os.environ.pop(FORK_SERVER_PARENT, None)
+    return ctx
+
+
 class _Worker:
     """The driver's handle on one worker process."""
 
-    def __init__(self, wid: int, cfg, run_dir: Path, served: dict):
-        ctx = mp.get_context("spawn")
+    def __init__(self, wid: int, cfg, run_dir: Path, served: dict, ctx=None, scenes: dict | None = None):
+        ctx = ctx or mp.get_context("spawn")
         self.wid = wid
         self.conn, child = ctx.Pipe(duplex=True)
-        self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served, os.getpid()),
+        # A forked worker inherits the fork server's environment: it takes this process's, as a spawned one does.
+        environ = dict(os.environ) if ctx.get_start_method() == "forkserver" else None
+        self.started_at = time.monotonic()
+        self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served, os.getpid(),
+                                                          dict(scenes or {}), environ),
                                 name=f"fontaine-worker-{wid}", daemon=True)
         self.proc.start()
         child.close()
         self.alive = True
         self.ready = False  # the worker has built its scene and waits for episodes
+        self.ready_s: float | None = None  # from start() to its Ready
+        self.info: Ready | None = None
         self.chunk_sent_at: float | None = None
         self.seed: int | None = None
         self.arm: str | None = None  # the arm of the episode in flight (a comparison run)
@@ -315,11 +392,19 @@ class _Worker:
         self.alive = False
 
 
-def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int) -> None:
-    """One worker: owns its MuJoCo model; runs the episodes it is handed, one row each."""
+def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int,
+                scenes: dict | None = None, environ: dict | None = None) -> None:
+    """One worker: owns its MuJoCo model (handed to it, or compiled); runs the episodes it is handed, one row each."""
+    parent = os.getppid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides how a stop goes
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    die_with_parent(driver_pid)
+    die_with_parent(driver_pid, parent)
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
+    from engine.sim import handoff
+
+    handoff.install(scenes or {})
     try:
         _worker_loop(wid, conn, cfg, Path(run_dir), served)
     except (EOFError, BrokenPipeError, ConnectionResetError):
@@ -340,7 +425,12 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
         else:
             predictors[arm] = (spec, *served[arm], _RemotePredict(conn))
     env = get_env(getattr(cfg, "env", DEFAULT_ENV)).create(render_size=cfg.render_size)
-    conn.send(Ready())
+    from engine.sim import handoff
+
+    handed = handoff.report()
+    for key, why in handed["failed"].items():
+        conn.send(LogMsg(f"scene {key} could not be loaded as handed; compiled it here ({why})"))
+    conn.send(Ready(scenes=tuple(handed["loaded"]), heavy=tuple(m for m in HEAVY_MODULES if m in sys.modules)))
     while True:
         msg = conn.recv()
         if isinstance(msg, Quit):
@@ -381,9 +471,12 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
         conn.send(RowMsg(row))
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """Never outlive the driver: the kernel sends SIGKILL when it dies (Linux PR_SET_PDEATHSIG),
-    so a driver killed with -9 leaves no worker finishing its episode or writing its video."""
+def die_with_parent(driver_pid: int, parent: int | None = None) -> None:
+    """Never outlive the driver: the kernel sends SIGKILL when the parent dies (Linux PR_SET_PDEATHSIG),
+    so a driver killed with -9 leaves no worker finishing its episode or writing its video. A spawned
+    worker's parent is the driver; a forked one's is the fork server, which the kernel kills the same
+    way when the driver dies (engine/worker_preload.py), and a thread watches the driver too."""
+    parent = driver_pid if parent is None else parent
     try:
         import ctypes
 
@@ -391,8 +484,49 @@ def die_with_parent(parent_pid: int) -> None:
         libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
     except (OSError, AttributeError):  # not Linux: the pipe's EOF still ends the worker at its next message
         pass
-    if os.getppid() != parent_pid:  # the driver died before the line above took effect
+    if os.getppid() != parent or not _alive(driver_pid):  # a parent died before the line above took effect
         os._exit(0)
+    if parent != driver_pid:
+        _watch(driver_pid)
+
+
+def _watch(driver_pid: int) -> None:
+    """SIGKILL this worker once the driver has exited, should the fork server outlive it: a thread
+    blocked on the driver's pidfd (Linux 5.3+), or polling every 0.2 s where there is none."""
+    import threading
+
+    def kill_me() -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    try:
+        fd = os.pidfd_open(driver_pid)
+    except ProcessLookupError:
+        kill_me()
+        return
+    except (AttributeError, OSError):
+        fd = None
+
+    def watch() -> None:
+        if fd is not None:
+            import select
+
+            select.select([fd], [], [])  # readable when the driver has exited
+        else:
+            while _alive(driver_pid):
+                time.sleep(0.2)
+        kill_me()
+
+    threading.Thread(target=watch, name="driver-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _error_row(seed, wid, cfg, started, t0, message) -> dict:

@@ -1,8 +1,11 @@
 """Scenes compiled once and handed to the workers as MJB (engine/sim/handoff.py, issue 26): a model
 loaded from the MJB gives bit-identical rows, readings and images to one compiled in-process, for
-each built-in env and an env file."""
+each built-in env and an env file; a worker started by the pool loads what it was handed, imports
+no torch, and writes the row an in-process episode writes."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pytest
@@ -81,3 +84,29 @@ def test_a_handed_scene_that_cannot_be_loaded_is_compiled_by_the_worker(tmp_path
     assert model.nbody > 0 and not handoff.is_handed(model)
     report = handoff.report()
     assert report["loaded"] == [] and scene.SCENE_KEY in report["failed"]
+
+
+def test_a_pool_worker_loads_the_handed_scene_imports_no_torch_and_writes_the_in_process_row(tmp_path):
+    from engine.driver import RunConfig
+    from engine.pool import LocalPool
+
+    cfg = RunConfig(run_id="t", arm="scripted", policy=PolicySpec(kind="scripted"), seeds=[5], episode_seconds=4.0,
+                    workers=1, video_draw="none")
+    pool = LocalPool(cfg, tmp_path, None, 1, log=lambda _m: None)
+    try:
+        assert list(pool.scenes) == [scene.SCENE_KEY]
+        deadline = time.monotonic() + 120
+        while not all(w.ready for w in pool.workers.values()) and time.monotonic() < deadline:
+            pool.poll(0.05)
+        (w,) = pool.workers.values()
+        assert w.info is not None and w.info.scenes == (scene.SCENE_KEY,) and w.info.heavy == ()
+        pool.submit(5)
+        rows = []
+        while not rows and time.monotonic() < deadline:
+            rows = pool.poll(0.1)
+    finally:
+        pool.close()
+    (row,) = rows
+    assert row["status"] == "ok", row
+    here, _, _, _ = _episode("boat-on-disk", 5, 4.0)
+    assert {k: row[k] for k in here} == here
