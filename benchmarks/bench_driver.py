@@ -7,8 +7,11 @@ Prints three ratios (this machine is shared and noisy: compare ratios, not secon
   4. the cost of filming an episode (front and wrist side by side, encoded to mp4): seconds of
      wall per episode and the fraction of an unfilmed episode's wall (--video-draw auto films
      every seed of runs up to engine.pool.VIDEO_ALL_UP_TO seeds on the strength of this figure)
+  5. what a worker costs (issue 26): RSS and start time per worker, the old way (spawned, each
+     compiling its own scene) and the new (forked from the fork server, loading the scene the pool
+     compiled once and handed over as MJB), side by side in this run; goal <= 250 MB, <= 0.3 s
 
-Usage: .venv/bin/python benchmarks/bench_driver.py [--seeds N] [--episode-seconds S] [--only video]
+Usage: .venv/bin/python benchmarks/bench_driver.py [--seeds N] [--episode-seconds S] [--only video|workers]
 """
 
 from __future__ import annotations
@@ -33,11 +36,16 @@ def main() -> None:
     ap.add_argument("--episode-seconds", type=float, default=15.0)
     ap.add_argument("--batch-workers", type=int, default=4)
     ap.add_argument("--latency-ms", type=float, default=40.0)
-    ap.add_argument("--only", choices=("video",), default=None, help="run one measurement")
+    ap.add_argument("--only", choices=("video", "workers"), default=None, help="run one measurement")
+    ap.add_argument("--workers", type=int, default=4, help="workers started at once (--only workers)")
+    ap.add_argument("--env", default="boat-on-disk", help="the env of the worker measurement")
     args = ap.parse_args()
     seeds = list(range(args.seeds))
     if args.only == "video":
         video_cost(seeds, args.episode_seconds)
+        return
+    if args.only == "workers":
+        worker_cost(args.workers, args.env)
         return
 
     print(f"scripted oracle, {len(seeds)} seeds x {args.episode_seconds:g} s, video off")
@@ -62,6 +70,93 @@ def main() -> None:
           f"{summary['mean_batch']:.2f} over {summary['predict_rounds']} rounds -> mean batch / workers "
           f"{summary['mean_batch'] / n:.2f}  (goal >= 0.9)")
     video_cost(seeds, args.episode_seconds)
+    worker_cost(args.workers, args.env)
+
+
+def worker_cost(n: int, env: str) -> None:
+    """n workers started at once, each way; their memory at Ready, after an episode, after a filmed one."""
+    print(f"worker cost, {n} workers started at once, env {env}, scripted oracle:")
+    ways = (("old: spawned, each compiles its scene", dict(start_method="spawn", hand_scenes=False)),
+            ("new, first pool of the process (fork server starting)", {}),
+            ("new, fork server warm", {}))
+    got = []
+    for label, kwargs in ways:
+        r = _start_workers(n, env, **kwargs)
+        got.append(r)
+        print(f"  {label}:")
+        print(f"    all {n} ready {r['all_ready_s']:.2f} s after the pool was made (of which {r['init_s']:.2f} s "
+              f"in the pool: compile, hand-over, starts); per worker start to Ready: mean {r['start_s']:.2f} s, "
+              f"max {r['start_max_s']:.2f} s")
+        for when in ("ready", "episode", "filmed"):
+            m = r[when]
+            print(f"    per worker at {when:8s}: RSS {m['rss']:6.0f} MB  PSS {m['pss']:6.0f} MB  "
+                  f"private {m['private']:6.0f} MB  (peak RSS {m['hwm']:.0f} MB)")
+        print(f"    scenes handed: {r['scenes'] or 'none'}; heavy modules in workers: {r['heavy'] or 'none'}")
+    old, new = got[0], got[2]
+    for when in ("ready", "episode", "filmed"):
+        print(f"  new / old RSS per worker at {when}: {new[when]['rss'] / old[when]['rss']:.2f}  "
+              f"({old[when]['rss']:.0f} -> {new[when]['rss']:.0f} MB; private {old[when]['private']:.0f} -> "
+              f"{new[when]['private']:.0f} MB)")
+    print(f"  new / old start per worker (mean): {new['start_s'] / old['start_s']:.2f}  "
+          f"({old['start_s']:.2f} -> {new['start_s']:.2f} s; first pool {got[1]['start_s']:.2f} s)")
+    print(f"  new / old all {n} ready: {new['all_ready_s'] / old['all_ready_s']:.2f}  "
+          f"({old['all_ready_s']:.2f} -> {new['all_ready_s']:.2f} s; first pool {got[1]['all_ready_s']:.2f} s)")
+
+
+def _start_workers(n: int, env: str, **kwargs) -> dict:
+    from engine.pool import LocalPool
+
+    filmed = list(range(100, 100 + n))
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = RunConfig(run_id="bench", arm="scripted", policy=PolicySpec(kind="scripted"), seeds=list(range(n)) + filmed,
+                        episode_seconds=3.0, workers=n, video_draw="seeds:" + ",".join(map(str, filmed)), env=env)
+        t0 = time.perf_counter()
+        pool = LocalPool(cfg, Path(tmp), None, n, log=lambda _m: None, **kwargs)
+        init_s = time.perf_counter() - t0
+        try:
+            while not all(w.ready for w in pool.workers.values()):
+                pool.poll(0.01)
+            all_ready_s = time.perf_counter() - t0
+            workers = list(pool.workers.values())
+            out = {"init_s": init_s, "all_ready_s": all_ready_s,
+                   "start_s": sum(w.ready_s for w in workers) / n, "start_max_s": max(w.ready_s for w in workers),
+                   "scenes": ", ".join(sorted({s for w in workers for s in w.info.scenes})),
+                   "heavy": ", ".join(sorted({m for w in workers for m in w.info.heavy})),
+                   "ready": _memory(workers)}
+            for when, seeds in (("episode", range(n)), ("filmed", filmed)):
+                for seed in seeds:
+                    pool.submit(seed)
+                rows = []
+                while len(rows) < n:
+                    rows += pool.poll(0.1)
+                assert all(r["status"] == "ok" for r in rows), rows
+                out[when] = _memory(workers)
+        finally:
+            pool.close()
+    return out
+
+
+def _memory(workers) -> dict:
+    """Mean per worker, MB: RSS, PSS (shared pages split among their users) and private (what only it holds)."""
+    tot = {"rss": 0.0, "pss": 0.0, "private": 0.0, "hwm": 0.0}
+    for w in workers:
+        rollup = _kv(f"/proc/{w.proc.pid}/smaps_rollup")
+        status = _kv(f"/proc/{w.proc.pid}/status")
+        tot["rss"] += rollup["Rss"]
+        tot["pss"] += rollup["Pss"]
+        tot["private"] += rollup["Private_Clean"] + rollup["Private_Dirty"]
+        tot["hwm"] += status["VmHWM"]
+    return {k: v / 1024 / len(workers) for k, v in tot.items()}
+
+
+def _kv(path: str) -> dict:
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        key, _, value = line.partition(":")
+        parts = value.split()
+        if len(parts) == 2 and parts[1] == "kB":
+            out[key.strip()] = int(parts[0])
+    return out
 
 
 def video_cost(seeds, episode_seconds) -> None:
