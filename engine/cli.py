@@ -257,8 +257,10 @@ def _policy_spec_from_flags(args):
     if (args.lerobot or args.policy not in (None, "scripted", "hold")) and "convmap" not in args.explicit:
         common["convmap"] = "identity"  # the shim applies to any policy; identity unless asked
     if args.lerobot:  # lerobot runs at the checkpoint's own precision (fp32; autocast where it says use_amp)
-        if args.explicit.get("dtype"):
-            raise UsageError("--dtype is MolmoAct2's; a lerobot policy runs at its checkpoint's own precision")
+        molmo = [opt for dest, opt in args.explicit.items() if dest in ("dtype", "flow_steps", "norm_tag")]
+        if molmo:
+            raise UsageError(f"{', '.join(molmo)}: MolmoAct2's; a lerobot policy runs as its checkpoint says "
+                             "(its own precision, sampler and normalisation)")
         common["dtype"] = "fp32"
         return PolicySpec(kind="lerobot", checkpoint=args.lerobot, feature_map=tuple(args.lerobot_map), **common)
     if args.policy not in (None, "scripted", "hold"):
