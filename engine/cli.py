@@ -37,7 +37,7 @@ DECIDED_BY_DOCUMENT = (
     "policy", "molmoact2", "molmoact2_discrete", "molmoact2_grammar_masked", "dtype", "flow_steps", "norm_tag",
     "task", "convmap", "convmap_override", "convmap_declare", "seed", "num_seeds", "seeds", "episode_seconds",
     "workers", "video_draw", "gpu_hours_gate", "pace_limit_hours", "pace_after_episodes", "revision",
-    "convmap_fit_tiebreak", "env", "grasp_miss", "lerobot", "lerobot_map",
+    "convmap_fit_tiebreak", "env", "grasp_miss", "lerobot", "lerobot_map", "fast_revision",
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
     "prereg", "arm", "arms", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size",
@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the Hugging Face commit, branch or tag to download (default main); the manifest records the commit")
     pol.add_argument("--molmoact2-discrete", metavar="CKPT", help="MolmoAct2 discrete (token) pathway")
     pol.add_argument("--molmoact2-grammar-masked", action="store_true", help="discrete pathway with the grammar-masked decode")
+    pol.add_argument("--fast-revision", metavar="COMMIT",
+                     help="discrete pathway: the 40-hex commit of allenai/MolmoAct2-FAST-Tokenizer to fetch (a checkpoint "
+                          "with its own action_tokenizer/ needs none); the manifest records it")
     pol.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     pol.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
     pol.add_argument("--flow-steps", type=_bounded_int(1, 1000), default=10)
@@ -246,6 +249,8 @@ def _policy_spec_from_flags(args):
         raise UsageError("--grasp-miss is the scripted oracle's skill knob; give it with --policy scripted")
     if args.molmoact2_grammar_masked and not args.molmoact2_discrete:
         raise UsageError("--molmoact2-grammar-masked modifies --molmoact2-discrete CKPT; give that too")
+    if args.fast_revision is not None and not args.molmoact2_discrete:
+        raise UsageError("--fast-revision pins the FAST tokenizer of --molmoact2-discrete CKPT; give that too")
     _check_overrides(args.convmap_override)
     common = dict(revision=args.revision, dtype=args.dtype, device=args.device, convmap=args.convmap,
                   convmap_overrides=tuple(args.convmap_override), norm_tag=args.norm_tag,
@@ -272,7 +277,8 @@ def _policy_spec_from_flags(args):
         return PolicySpec(kind="molmoact2", checkpoint=args.molmoact2, decode="flow", **common)
     if args.molmoact2_discrete:
         decode = "grammar-masked" if args.molmoact2_grammar_masked else "reference"
-        return PolicySpec(kind="molmoact2-discrete", checkpoint=args.molmoact2_discrete, decode=decode, **common)
+        return PolicySpec(kind="molmoact2-discrete", checkpoint=args.molmoact2_discrete, decode=decode,
+                          fast_revision=args.fast_revision, **common)
     return PolicySpec(kind=args.policy or "scripted", grasp_miss=args.grasp_miss or 0.0, **common)
 
 
@@ -379,7 +385,7 @@ def _launch_policy(args, launch):
     from engine.policies.factory import PolicySpec
 
     return PolicySpec(kind=launch.policy, checkpoint=launch.checkpoint, revision=launch.revision,
-                      pinned=launch.policy != "scripted", decode=launch.decode, dtype=launch.dtype,
+                      fast_revision=launch.fast_revision, pinned=launch.policy != "scripted", decode=launch.decode, dtype=launch.dtype,
                       device=args.device, convmap=launch.convmap or "official",
                       convmap_overrides=tuple(launch.convmap_overrides or ()),
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,

@@ -289,7 +289,8 @@ def cmd_show(args) -> int:
         print(f"  gates: {', '.join(gates)}")
         for a in sm.arms:
             bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in
-                                 ("checkpoint", "revision", "decode", "convmap", "norm_tag", "dtype", "workers",
+                                 ("checkpoint", "revision", "fast_revision", "decode", "convmap", "norm_tag",
+                                  "dtype", "workers",
                                   "flow_steps", "grasp_miss") if getattr(a, k) is not None]
             if a.convmap_overrides:
                 bits.append("overrides=" + ",".join(a.convmap_overrides))

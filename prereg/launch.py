@@ -43,6 +43,7 @@ class LaunchSpec:
     env_sha256: str | None = None  # the content hash the plan froze with it (None: not pinned)
     grasp_miss: float | None = None  # the scripted oracle's skill knob (None: 0)
     features: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE (engine/policies/lerobot_policy/features.py)
+    fast_revision: str | None = None  # molmoact2-discrete: the release FAST tokenizer's commit
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -83,6 +84,7 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
         policy=arm.policy,
         checkpoint=arm.checkpoint,
         revision=arm.revision,
+        fast_revision=arm.fast_revision,
         decode=arm.decode,
         convmap=arm.convmap,
         convmap_overrides=list(arm.convmap_overrides),

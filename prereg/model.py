@@ -26,6 +26,7 @@ class Arm:
     policy: str
     checkpoint: str | None = None
     revision: str | None = None
+    fast_revision: str | None = None  # molmoact2-discrete: the release FAST tokenizer's commit
     decode: str | None = None
     convmap: str | None = None
     convmap_overrides: tuple[str, ...] = ()

@@ -15,6 +15,7 @@ arms:
     checkpoint: allenai/MolmoAct2-SO100_101   # a path, a Hugging Face id, or tiny
     revision: PIN-ME                 # a 40-hex commit (fontaine-eval prints the one it loaded); sha256:<weights_sha256> for a local dir
     decode: reference                # flow | reference | grammar-masked
+    # fast_revision: COMMIT          # reference / grammar-masked: the release FAST tokenizer's 40-hex commit
     convmap: official                # official | identity | fit
     convmap_overrides: []            # e.g. [shoulder_lift=-1,90, wrist_roll=-90]
     norm_tag: so100_so101_molmoact2

@@ -44,7 +44,7 @@ from prereg.yamlpos import PosYAMLError, load_with_lines
 TOP_KEYS = ("fontaine", "id", "title", "created", "arms", "protocol", "reads", "gates", "decision_rules", "comparison")
 AMEND_KEYS = ("title", "arms", "protocol", "reads", "gates", "decision_rules", "comparison")
 ARM_KEYS = (
-    "name", "policy", "checkpoint", "revision", "decode", "convmap", "convmap_overrides",
+    "name", "policy", "checkpoint", "revision", "fast_revision", "decode", "convmap", "convmap_overrides",
     "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256", "grasp_miss", "features",
 )
 PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts", "env", "env_sha256")
@@ -276,6 +276,13 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
         pin_problem = revision_pin_problem(checkpoint, None if revision is None else str(revision))
         if pin_problem:
             err("revision", *pin_problem)
+    fast_revision = _opt_str(a, "fast_revision", err)
+    if fast_revision is not None and policy != "molmoact2-discrete":
+        err("fast_revision", "pins the FAST tokenizer of the discrete pathway; policy "
+            f"{policy} has none", "remove it")
+    elif fast_revision is not None and not COMMIT_RE.match(fast_revision):
+        err("fast_revision", f"{fast_revision!r} is not a 40-hex commit (a branch or tag can move)",
+            "the commit of allenai/MolmoAct2-FAST-Tokenizer, e.g. the last folder of its snapshot path")
     norm_tag = _opt_str(a, "norm_tag", err)
     task = _opt_str(a, "task", err)
     grasp_miss = a.get("grasp_miss")
@@ -290,7 +297,7 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
         return None
     return Arm(
         name=name, section=sec.name, line=ctx.line(path), policy=policy,
-        checkpoint=checkpoint, revision=None if revision is None else str(revision),
+        checkpoint=checkpoint, revision=None if revision is None else str(revision), fast_revision=fast_revision,
         decode=decode if model else None, convmap=convmap if model or policy == "lerobot" else None,
         convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
         norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,

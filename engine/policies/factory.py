@@ -24,6 +24,7 @@ class PolicySpec:
     kind: str = "scripted"
     checkpoint: str | None = None
     revision: str | None = None  # a Hugging Face commit/branch/tag to download; with pinned, what must load
+    fast_revision: str | None = None  # the discrete pathway's release FAST tokenizer: the commit to fetch it at
     pinned: bool = False  # a pre-registration's revision: a launch whose checkpoint differs is refused
     decode: str | None = None  # flow | reference | grammar-masked
     dtype: str = "bf16"
@@ -159,6 +160,7 @@ def _make_molmoact2(spec: PolicySpec):
             task=spec.task,
             revision=spec.revision,
             pinned=spec.pinned,
+            fast_revision=spec.fast_revision,
         )
     except CheckpointError as exc:
         raise PolicyError(str(exc)) from None

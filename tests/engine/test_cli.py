@@ -19,6 +19,7 @@ from tests.helpers import REPO, run_eval
         (["--arm", "a"], "--arm needs --prereg"),
         (["--policy", "hold", "--molmoact2", "tiny"], "choose one policy"),
         (["--molmoact2-grammar-masked"], "modifies --molmoact2-discrete"),
+        (["--molmoact2", "tiny", "--fast-revision", "f" * 40], "--fast-revision pins the FAST tokenizer of --molmoact2-discrete"),
         (["--policy", "hold", "--grasp-miss", "0.5"], "--grasp-miss is the scripted oracle's skill knob"),
         (["--policy", "scripted", "--grasp-miss", "1.5"], "--grasp-miss: must be a probability from 0 to 1"),
         (["--resume", "/nonexistent/run"], "no readable manifest.json"),
@@ -79,6 +80,16 @@ def test_flags_the_frozen_document_decides_are_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--workers, --episode-seconds: the frozen pre-registration decides these" in err
     assert "fontaine-prereg amend" in err and not (tmp_path / "r").exists()
+
+
+def test_the_fast_revision_flag_reaches_the_discrete_policy_spec():
+    from engine.cli import _policy_spec_from_flags, build_parser
+
+    args = build_parser().parse_args(["--molmoact2-discrete", "tiny", "--fast-revision", "a" * 40])
+    args.explicit = {}
+    spec = _policy_spec_from_flags(args)
+    assert spec.kind == "molmoact2-discrete" and spec.fast_revision == "a" * 40
+    assert type(spec).from_dict(spec.as_dict()).fast_revision == "a" * 40  # a resume reads it back from the manifest
 
 
 def test_a_resume_refuses_flags_its_manifest_decides(tmp_path, capsys):

@@ -19,12 +19,32 @@ def no_download(monkeypatch):
     monkeypatch.setattr(ck, "download_snapshot", refuse)
 
 
-@pytest.mark.parametrize("pin", [None, "main", "v1.0", PIN.upper()])
-def test_an_unpinned_release_tokenizer_is_refused_before_any_fetch(tmp_path, monkeypatch, no_download, pin):
-    monkeypatch.setattr(ck, "RELEASE_FAST_TOKENIZER_REVISION", pin)
-    with pytest.raises(ck.CheckpointError, match="not pinned to a commit") as err:
+def test_no_pin_anywhere_is_refused_before_any_fetch_and_says_how_to_pin(tmp_path, monkeypatch, no_download):
+    monkeypatch.setattr(ck, "RELEASE_FAST_TOKENIZER_REVISION", None)
+    with pytest.raises(ck.CheckpointError, match="never fetched unpinned") as err:
         ck.fast_tokenizer_dir(tmp_path)
-    assert "RELEASE_FAST_TOKENIZER_REVISION" in str(err.value) and ck.FAST_TOKENIZER_SUBDIR in str(err.value)
+    assert "--fast-revision COMMIT" in str(err.value) and "fast_revision:" in str(err.value)
+    assert ck.FAST_TOKENIZER_SUBDIR in str(err.value)
+
+
+@pytest.mark.parametrize("where", ["constant", "run"])
+@pytest.mark.parametrize("pin", ["main", "v1.0", PIN.upper(), PIN[:12]])
+def test_a_pin_that_is_not_a_commit_is_refused_before_any_fetch(tmp_path, monkeypatch, no_download, pin, where):
+    monkeypatch.setattr(ck, "RELEASE_FAST_TOKENIZER_REVISION", pin if where == "constant" else None)
+    with pytest.raises(ck.CheckpointError, match="is not a 40-hex commit"):
+        ck.fast_tokenizer_dir(tmp_path, pin=pin if where == "run" else None)
+
+
+def test_the_runs_pin_wins_over_the_builds(tmp_path, monkeypatch):
+    other = "f" * 40
+    snapshot = tmp_path / "snapshots" / other
+    snapshot.mkdir(parents=True)
+    (snapshot / "tokenizer.json").write_text("{}")
+    asked = []
+    monkeypatch.setattr(ck, "RELEASE_FAST_TOKENIZER_REVISION", PIN)
+    monkeypatch.setattr(ck, "download_snapshot", lambda repo, revision, log=None: asked.append(revision) or (snapshot, other))
+    path, record = ck.fast_tokenizer_dir(tmp_path / "ckpt", pin=other)
+    assert asked == [other] and record["revision"] == other and path == snapshot
 
 
 def test_the_pinned_commit_is_what_is_fetched_and_recorded(tmp_path, monkeypatch):

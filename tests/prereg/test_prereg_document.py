@@ -93,6 +93,22 @@ def test_a_model_arm_pins_an_immutable_revision(checkpoint, revision, ok):
         assert pr.field == "arms[0].revision" and ("immutable" in pr.message or "missing" in pr.message)
 
 
+@pytest.mark.parametrize("value, ok", [("0123456789abcdef0123456789abcdef01234567", True), ("main", False),
+                                       ("0123456789ABCDEF0123456789ABCDEF01234567", False)])
+def test_a_discrete_arm_may_pin_the_fast_tokenizer_to_a_commit(value, ok):
+    text = GOOD.replace("    decode: reference\n", f"    decode: reference\n    fast_revision: '{value}'\n", 1)
+    found = problems_of(text)
+    if ok:
+        assert found == [] and parse(text).find_arm("a")[0].fast_revision == value
+    else:
+        (pr,) = found
+        assert pr.field == "arms[0].fast_revision" and "40-hex commit" in pr.message
+        assert pr.line == line_of(text, "fast_revision:")
+    text = GOOD.replace("    policy: scripted\n", f"    policy: scripted\n    fast_revision: '{value}'\n", 1)
+    (pr,) = problems_of(text)
+    assert pr.field == "arms[1].fast_revision" and "policy scripted has none" in pr.message
+
+
 def test_record_predicts_is_a_protocol_switch():
     doc = parse(GOOD.replace("  workers: 2\n", "  workers: 2\n  record_predicts: true\n", 1))
     assert doc.problems == [] and doc.find_arm("a")[1].protocol.record_predicts is True

@@ -43,6 +43,7 @@ def load_policy(
     cache_dir: str | os.PathLike | None = None,
     revision: str | None = None,
     pinned: bool = False,
+    fast_revision: str | None = None,
 ):
     """Resolve, check and load a checkpoint; every failure a person can fix is a CheckpointError.
 
@@ -108,7 +109,7 @@ def load_policy(
     codec = None
     fast_tokenizer = None  # the manifest's record of which FAST tokenizer decoded (discrete pathway only)
     if pathway == "discrete":
-        fast_dir, fast_tokenizer = ckptmod.fast_tokenizer_dir(resolved.path)
+        fast_dir, fast_tokenizer = ckptmod.fast_tokenizer_dir(resolved.path, pin=fast_revision)
         codec = load_fast(fast_dir, horizon=horizon, action_dim=action_dim)
         if codec.n_bpe > int(config.num_action_tokens):
             raise CheckpointError(

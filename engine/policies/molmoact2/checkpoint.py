@@ -310,14 +310,15 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def fast_tokenizer_dir(ckpt: Path, *, log=None) -> tuple[Path, dict]:
+def fast_tokenizer_dir(ckpt: Path, *, pin: str | None = None, log=None) -> tuple[Path, dict]:
     """(the FAST tokenizer's directory, its provenance for the manifest): ours beside the weights
-    (pinned by the sha256 of its tokenizer.json), else the release's at RELEASE_FAST_TOKENIZER_REVISION."""
+    (pinned by the sha256 of its tokenizer.json), else the release's at `pin` (the arm's
+    `fast_revision`, `--fast-revision`), else at RELEASE_FAST_TOKENIZER_REVISION."""
     local = ckpt / FAST_TOKENIZER_SUBDIR
     if (local / "tokenizer.json").is_file():
         return local, {"source": "checkpoint", "path": str(local),
                        "tokenizer_sha256": _file_sha256(local / "tokenizer.json")}
-    pin = fast_tokenizer_pin()
+    pin = fast_tokenizer_pin(pin)
     try:
         snapshot, commit = download_snapshot(RELEASE_FAST_TOKENIZER, pin, log=log)
     except CheckpointError as exc:
@@ -326,22 +327,32 @@ def fast_tokenizer_dir(ckpt: Path, *, log=None) -> tuple[Path, dict]:
         ) from None
     if commit != pin:
         raise CheckpointError(f"{RELEASE_FAST_TOKENIZER} at {pin} resolved to commit {commit}: refused, the "
-                              "tokenizer is pinned to one commit (RELEASE_FAST_TOKENIZER_REVISION)")
+                              "tokenizer is pinned to one commit")
     if not (snapshot / "tokenizer.json").is_file():
         raise CheckpointError(f"{RELEASE_FAST_TOKENIZER} ({snapshot}) has no tokenizer.json")
     return snapshot, {"source": "hub", "repo": RELEASE_FAST_TOKENIZER, "revision": commit, "path": str(snapshot)}
 
 
-def fast_tokenizer_pin() -> str:
-    """RELEASE_FAST_TOKENIZER_REVISION, refused unless it is a 40-hex commit (never an unpinned fetch)."""
-    pin = RELEASE_FAST_TOKENIZER_REVISION
-    if pin is None or not (len(pin) == 40 and all(c in "0123456789abcdef" for c in pin)):
+def fast_tokenizer_pin(pin: str | None = None) -> str:
+    """The commit the release FAST tokenizer is fetched at: `pin` (the run's), else
+    RELEASE_FAST_TOKENIZER_REVISION; refused unless a 40-hex commit (never an unpinned fetch)."""
+    if pin is None and RELEASE_FAST_TOKENIZER_REVISION is None:
         raise CheckpointError(
-            f"the release FAST tokenizer {RELEASE_FAST_TOKENIZER} is not pinned to a commit in this build "
-            f"(RELEASE_FAST_TOKENIZER_REVISION = {pin!r} in engine/policies/molmoact2/checkpoint.py), and it is "
-            "never fetched unpinned: set it to the repo's 40-hex commit, or put the tokenizer beside the weights "
-            f"in CKPT/{FAST_TOKENIZER_SUBDIR}")
+            f"the discrete pathway needs the release FAST tokenizer {RELEASE_FAST_TOKENIZER}, and it is never "
+            "fetched unpinned: pass --fast-revision COMMIT (or `fast_revision:` in the arm of a pre-registration) "
+            "with the repo's 40-hex commit (`huggingface-cli download allenai/MolmoAct2-FAST-Tokenizer` prints "
+            f"the snapshot path, whose last folder is the commit), or put the tokenizer beside the weights in "
+            f"CKPT/{FAST_TOKENIZER_SUBDIR}")
+    pin = RELEASE_FAST_TOKENIZER_REVISION if pin is None else pin
+    if not is_commit(pin):
+        raise CheckpointError(f"the FAST tokenizer's revision {pin!r} is not a 40-hex commit (a branch or tag "
+                              "can move); pass the commit itself")
     return pin
+
+
+def is_commit(text: str) -> bool:
+    """A full 40-hex Git commit (what pins a Hugging Face snapshot immutably)."""
+    return len(text) == 40 and all(c in "0123456789abcdef" for c in text)
 
 
 def load_config(ckpt: Path):
