@@ -33,6 +33,7 @@ if _parent:
     _die_with(_parent)
 
 try:
+    import engine.driver  # noqa: F401  (a worker unpickles the driver's RunConfig first thing)
     import engine.envs.boat_on_disk  # noqa: F401
     import engine.envs.pick_lift  # noqa: F401
     import engine.episode  # noqa: F401
