@@ -195,7 +195,7 @@ def model_config(shape: Shape, layers: int, ids: dict, eos: int, pad: int):
         MolmoAct2VitConfig,
     )
 
-    from engine.policies.molmoact2.tiny import CHUNK_HORIZON, FAST_VOCAB, NUM_STATE_TOKENS
+    from engine.policies.molmoact2.tiny import token_config
 
     text = MolmoAct2TextConfig(
         hidden_size=shape.text_hidden,
@@ -240,36 +240,8 @@ def model_config(shape: Shape, layers: int, ids: dict, eos: int, pad: int):
         ffn_multiple_of=shape.expert_ffn_multiple_of,
         timestep_embed_dim=shape.expert_timestep_dim,
     )
-    return MolmoAct2Config(
-        vit_config=vit,
-        adapter_config=adapter,
-        text_config=text,
-        action_expert_config=expert,
-        image_start_token_id=ids["<im_start>"],
-        low_res_image_start_token_id=ids["<low_res_im_start>"],
-        image_end_token_id=ids["<im_end>"],
-        image_low_res_id=ids["<im_low>"],
-        image_patch_id=ids["<im_patch>"],
-        image_col_id=ids["<im_col>"],
-        frame_start_token_id=ids["<frame_start>"],
-        frame_end_token_id=ids["<frame_end>"],
-        max_action_dim=32,
-        max_action_horizon=CHUNK_HORIZON,
-        n_obs_steps=1,
-        action_mode="both",
-        action_output_token_id=ids["<action_output>"],
-        action_start_token_id=ids["<action_start>"],
-        action_end_token_id=ids["<action_end>"],
-        action_token_start_id=ids["<action_0>"],
-        num_action_tokens=FAST_VOCAB,
-        state_start_token_id=ids["<state_start>"],
-        state_end_token_id=ids["<state_end>"],
-        state_token_start_id=ids["<state_0>"],
-        num_state_tokens=NUM_STATE_TOKENS,
-        eos_token_id=eos,
-        pad_token_id=pad,
-        bos_token_id=eos,
-    )
+    return MolmoAct2Config(vit_config=vit, adapter_config=adapter, text_config=text, action_expert_config=expert,
+                           **token_config(ids, eos=eos, pad=pad))
 
 
 def count_parameters(shape: Shape, layers: int) -> int:

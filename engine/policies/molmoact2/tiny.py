@@ -71,6 +71,38 @@ def default_cache_dir() -> Path:
     return Path(root) / "molmoact2-tiny"
 
 
+def token_config(ids: dict[str, int], *, eos: int, pad: int) -> dict:
+    """MolmoAct2Config's token ids and action/state layout for a text tokenizer built by
+    `_build_text_tokenizer` (its special tokens `ids`): the tiny model's and the release-shaped
+    benchmark's (benchmarks/bench_release_cost.py) one wiring."""
+    return dict(
+        image_start_token_id=ids["<im_start>"],
+        low_res_image_start_token_id=ids["<low_res_im_start>"],
+        image_end_token_id=ids["<im_end>"],
+        image_low_res_id=ids["<im_low>"],
+        image_patch_id=ids["<im_patch>"],
+        image_col_id=ids["<im_col>"],
+        frame_start_token_id=ids["<frame_start>"],
+        frame_end_token_id=ids["<frame_end>"],
+        max_action_dim=32,
+        max_action_horizon=CHUNK_HORIZON,
+        n_obs_steps=1,
+        action_mode="both",
+        action_output_token_id=ids["<action_output>"],
+        action_start_token_id=ids["<action_start>"],
+        action_end_token_id=ids["<action_end>"],
+        action_token_start_id=ids["<action_0>"],
+        num_action_tokens=FAST_VOCAB,
+        state_start_token_id=ids["<state_start>"],
+        state_end_token_id=ids["<state_end>"],
+        state_token_start_id=ids["<state_0>"],
+        num_state_tokens=NUM_STATE_TOKENS,
+        eos_token_id=eos,
+        pad_token_id=pad,
+        bos_token_id=eos,
+    )
+
+
 def build_tiny(path: str | os.PathLike | None = None, *, seed: int = 0, dims: ModelDims = TINY) -> Path:
     """Build the tiny model at `path` (or reuse the one there) and return the directory.
 
@@ -173,36 +205,8 @@ def _build_into(out: Path, seed: int, dims: ModelDims) -> None:
         ffn_multiple_of=32,
         timestep_embed_dim=32,
     )
-    config = MolmoAct2Config(
-        vit_config=vit,
-        adapter_config=adapter,
-        text_config=text,
-        action_expert_config=expert,
-        image_start_token_id=ids["<im_start>"],
-        low_res_image_start_token_id=ids["<low_res_im_start>"],
-        image_end_token_id=ids["<im_end>"],
-        image_low_res_id=ids["<im_low>"],
-        image_patch_id=ids["<im_patch>"],
-        image_col_id=ids["<im_col>"],
-        frame_start_token_id=ids["<frame_start>"],
-        frame_end_token_id=ids["<frame_end>"],
-        max_action_dim=32,
-        max_action_horizon=CHUNK_HORIZON,
-        n_obs_steps=1,
-        action_mode="both",
-        action_output_token_id=ids["<action_output>"],
-        action_start_token_id=ids["<action_start>"],
-        action_end_token_id=ids["<action_end>"],
-        action_token_start_id=ids["<action_0>"],
-        num_action_tokens=FAST_VOCAB,
-        state_start_token_id=ids["<state_start>"],
-        state_end_token_id=ids["<state_end>"],
-        state_token_start_id=ids["<state_0>"],
-        num_state_tokens=NUM_STATE_TOKENS,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.eos_token_id,
-    )
+    config = MolmoAct2Config(vit_config=vit, adapter_config=adapter, text_config=text, action_expert_config=expert,
+                             **token_config(ids, eos=tokenizer.eos_token_id, pad=tokenizer.pad_token_id))
     torch.manual_seed(seed)
     model = MolmoAct2ForConditionalGeneration(config)
     _randomise(model, seed)
