@@ -4,6 +4,7 @@ Update with: .venv/bin/python -m pytest tests/console/test_snapshots.py --snapsh
 """
 
 import os
+import time
 from pathlib import Path
 
 import psutil
@@ -59,7 +60,21 @@ async def until_drawn(pilot, app, run_name=None):
                 app.screen, app.selected)
 
     await wait_for(pilot, ready, what="the selected run's panels", state=state)
-    await pilot.pause(0.2)
+    await until_still(pilot, app)
+
+
+async def until_still(pilot, app, timeout: float = 10.0):
+    """Until two renders 0.1 s apart are the same picture: a DataTable rebuilt for a new size
+    repaints its rows over the next idles, later on a loaded machine than a fixed pause allows."""
+    last = None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.1)
+        shot = app.export_screenshot()
+        if shot == last:
+            return
+        last = shot
+    raise AssertionError(f"the screen was still changing after {timeout} s")
 
 
 def test_main_screen_finished_and_died_runs(snap_compare, here):
