@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import signal
 import time
@@ -153,7 +154,8 @@ def _one_printable_line(text: str, limit: int = rd.STOP_DETAIL_MAX) -> bool:
 
 
 @pytest.mark.parametrize("data", [
-    os.urandom(4096), os.urandom(64), b"stop\nnow\r\n\x1b[2J\x1b]0;owned\x07 \x00\x00" + "\u202egnp.exe".encode(),
+    random.Random(4096).randbytes(4096), random.Random(64).randbytes(64),  # seeded: the same ids in every process
+    b"stop\nnow\r\n\x1b[2J\x1b]0;owned\x07 \x00\x00" + "\u202egnp.exe".encode(),
     json.dumps({"by": "user", "detail": "line one\nline two\x1b[31m red " + "x" * 5000, "who": "ana\n\x00evil",
                 "gate": "pace\r\n", "at": "\x1b[0m"}).encode(),
     json.dumps({"by": ["user"], "detail": {"nested": ["a\nb"]}}).encode(),
