@@ -589,6 +589,14 @@ class _Driver:
                 self.stop = req
                 self.log(f"stop requested ({req.text()}); finishing in-flight episodes")
                 self._write_status(rd.STOPPING)
+        elif self.stop.by == rd.BY_USER and self.stop.detail == rd.EMPTY_STOP_DETAIL:
+            # an empty STOP may be one caught between its creation and its writing (`echo ... > STOP`):
+            # its words, once there, are the reason
+            req = rd.read_stop(self.run_dir)
+            if req is not None and req.detail != rd.EMPTY_STOP_DETAIL:
+                self.stop = req
+                self.log(f"stop reason: {req.text()}")
+                self._write_status(rd.STOPPING)
 
     def _request_stop(self, reason: rd.StopReason) -> None:
         if self.stop is None:
@@ -720,6 +728,7 @@ class _Driver:
             return self._finish(rd.FAILED, f"no episode could run: {len(session)} error row"
                                            f"{'s' if len(session) != 1 else ''} (first: {str(first)[:200]})")
         if self.stop is not None:
+            self._check_stop_file()  # the words of a STOP first read empty
             return self._finish(rd.STOPPED, "; ".join(filter(None, [self.stop.text(), self.aborted_note])))
         if complete:
             return self._finish(rd.DONE, None)

@@ -440,6 +440,9 @@ def write_stop(run_dir: str | Path, reason: StopReason, *, only_if_absent: bool 
     return path
 
 
+EMPTY_STOP_DETAIL = "STOP file present"  # a `touch STOP`, or a STOP read while its writer had written nothing yet
+
+
 def read_stop(run_dir: str | Path) -> StopReason | None:
     """The STOP request, if any. A STOP that is not our JSON (a person's `touch`) still stops,
     and so does one that cannot be read (a FIFO, a directory, a symlink loop): it is never
@@ -455,7 +458,7 @@ def read_stop(run_dir: str | Path) -> StopReason | None:
         return StopReason(BY_USER, f"STOP present (unreadable: {exc.strerror or exc})")
     text = data.decode("utf-8", errors="replace").strip()
     if not one_line(text):
-        return StopReason(BY_USER, "STOP file present")
+        return StopReason(BY_USER, EMPTY_STOP_DETAIL)
     try:
         obj = json.loads(text)
     except (ValueError, RecursionError):

@@ -174,3 +174,26 @@ def test_fault_injection_lives_in_the_tests_only():
     found = [f"{p.relative_to(REPO)}" for pkg in ("engine", "prereg", "console")
              for p in (REPO / pkg).rglob("*.py") if hooks.search(p.read_text(encoding="utf-8"))]
     assert found == []
+
+
+def test_a_stop_file_first_seen_empty_takes_its_words_once_they_are_written(tmp_path):
+    """`echo '{...}' > STOP` creates the file before writing it: a driver that read it in between
+    stops (a `touch` stops too) and takes the words as the reason when they arrive."""
+    from types import SimpleNamespace
+
+    from engine.driver import _Driver
+    from prereg import rundir as rd
+
+    said, states = [], []
+    d = SimpleNamespace(stop=None, run_dir=tmp_path, log=said.append, _write_status=states.append)
+    (tmp_path / "STOP").touch()
+    _Driver._check_stop_file(d)
+    assert d.stop.detail == rd.EMPTY_STOP_DETAIL and states == [rd.STOPPING]
+    _Driver._check_stop_file(d)  # still empty: nothing new to say
+    assert len(said) == 1
+    (tmp_path / "STOP").write_text(json.dumps({"by": "test", "detail": "enough", "who": "ana"}))
+    _Driver._check_stop_file(d)
+    assert d.stop.detail == "enough" and d.stop.who == "ana" and said[-1] == f"stop reason: {d.stop.text()}"
+    (tmp_path / "STOP").write_text(json.dumps({"by": "test", "detail": "changed my mind"}))
+    _Driver._check_stop_file(d)  # a stop with words keeps them
+    assert d.stop.detail == "enough"
