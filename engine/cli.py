@@ -320,6 +320,7 @@ def _resolve_comparison(args):
     A then B); both arms must share the protocol (seeds, episode length, video draw, env) and the
     gates, and run at most the comparison's max_seeds seeds each."""
     from engine.driver import RunConfig, comparison_record
+    from prereg.comparison import comparison_label
     from prereg.document import load
     from prereg.launch import resolve_launch
 
@@ -360,7 +361,7 @@ def _resolve_comparison(args):
             step_policy(len(seeds), comp.alpha / 2)
         except ValueError as exc:  # the package's own refusal (StepUnavailable, a UsageError, passes through)
             raise UsageError(f"{args.prereg}: test: step cannot be built for {len(seeds)} seeds ({exc})") from None
-    label = f"{a.arm}-vs-{b.arm}"
+    label = comparison_label(a.arm, b.arm)
     run_id = args.run_id or (args.run_dir.name if args.run_dir else rd.new_run_id(a.prereg_id, label))
     run_dir = args.run_dir or args.runs_dir / run_id
     workers = max(a.workers or 1, b.workers or 1)

@@ -563,12 +563,10 @@ class _Driver:
         if self.cfg.comparison is None or (self.comparison or {}).get("outcome") not in (None, "void"):
             return
         from prereg.comparison import decide
-        from prereg.rows import rows_by_seed
 
         try:
             spec = comparison_spec(self.cfg.comparison)
-            a, b = (rows_by_seed([r for r in self.rows if r.get("arm") == arm], self.cfg.seeds)
-                    for arm in (spec.arm_a, spec.arm_b))
+            a, b = spec.by_seed(self.rows, self.cfg.seeds)
             decision = decide(spec, a, b, self.cfg.seeds)
         except Exception as exc:  # noqa: BLE001 - a statistic that cannot be read must never end a run
             self.log(f"comparison check failed ({type(exc).__name__}: {exc}); the run goes on")

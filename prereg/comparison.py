@@ -151,6 +151,13 @@ class ComparisonSpec:
         """The run's arm label, as `fontaine-eval --arms` names a comparison run ("A-vs-B")."""
         return comparison_label(self.arm_a, self.arm_b)
 
+    def by_seed(self, rows: list[dict], planned_seeds) -> tuple[dict, dict]:
+        """A comparison run's rows as `decide` reads them: A's and B's, each by planned seed (rows_by_seed)."""
+        from prereg.rows import rows_by_seed
+
+        return tuple(rows_by_seed([r for r in rows if r.get("arm") == arm], planned_seeds)
+                     for arm in (self.arm_a, self.arm_b))
+
     @classmethod
     def from_record(cls, d: dict) -> "ComparisonSpec":
         """The spec back from its record in a run's manifest/config (engine.driver.comparison_record);

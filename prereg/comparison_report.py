@@ -34,7 +34,6 @@ from prereg.comparison import (
     path,
 )
 from prereg.model import Document
-from prereg.rows import rows_by_seed
 
 AFTER_STOP = "read after an anytime-valid stop"
 
@@ -154,7 +153,7 @@ def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], statu
     """The comparison of a comparison run: its rows (both arms), its status.json, the arms' plan."""
     planned = list(planned_seeds)
     cap = spec.seeds_cap(len(planned))
-    a, b = (rows_by_seed([r for r in rows if r.get("arm") == arm], planned) for arm in (spec.arm_a, spec.arm_b))
+    a, b = spec.by_seed(rows, planned)
     recorded = (status or {}).get("comparison")
     decision, was_recorded = (recorded, True) if isinstance(recorded, dict) else (None, False)
     if decision is None:
@@ -181,7 +180,7 @@ def live_evidence(manifest: dict | None, status: dict | None, rows: list[dict]) 
     try:
         spec = ComparisonSpec.from_record(m.comparison or {})
         seeds = list(m.seeds or ())
-        a, b = (rows_by_seed([r for r in rows if r.get("arm") == arm], seeds) for arm in (spec.arm_a, spec.arm_b))
+        a, b = spec.by_seed(rows, seeds)
         return "no decision yet: " + path(spec, a, b, seeds).evidence_text()
     except (TypeError, ValueError, KeyError):
         return "no decision yet (the manifest's comparison cannot be read)"
