@@ -43,7 +43,7 @@ def main() -> int:
 
     os.environ["FONTAINE_TORCH_THREADS"] = str(args.threads)
     from engine.policies.lerobot_policy import load_policy
-    from tests.engine.lerobot_fixtures import build_checkpoint
+    from tests.engine.lerobot_fixtures import LerobotLoop, build_checkpoint
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-lerobot-"))
     image = (3, args.image, args.image)
@@ -51,7 +51,7 @@ def main() -> int:
     ens = build_checkpoint(tmp / "act-te", "act", image=image, n_action_steps=1, temporal_ensemble_coeff=0.01)
     adapter = load_policy(str(act), device="cpu")
     torch.set_num_threads(args.threads)
-    loop = _LerobotLoop(act)
+    loop = LerobotLoop(act)
     n = adapter.n_action_steps
     print(f"tiny ACT: {adapter.describe()['parameters']:,} parameters, {args.image} px images x2, "
           f"n_action_steps {n}, torch threads {torch.get_num_threads()}")
@@ -88,7 +88,7 @@ def main() -> int:
           f"{one * 1e3:7.1f} ms   ratio {ratio:.2f}x")
 
     step = load_policy(str(ens), device="cpu")
-    loop_te = _LerobotLoop(ens)
+    loop_te = LerobotLoop(ens)
 
     def lerobot_step_episode():
         loop_te.reset()
@@ -111,42 +111,12 @@ def main() -> int:
     return 0
 
 
-class _LerobotLoop:
-    """lerobot-eval's per-tick loop, with lerobot's own pieces."""
-
-    def __init__(self, path):
-        from lerobot.configs.policies import PreTrainedConfig
-        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
-
-        cfg = PreTrainedConfig.from_pretrained(str(path))
-        cfg.device = "cpu"
-        self.policy = get_policy_class(cfg.type).from_pretrained(str(path), config=cfg)
-        self.policy.eval()
-        self.pre, self.post = make_pre_post_processors(cfg, pretrained_path=str(path),
-                                                       preprocessor_overrides={"device_processor": {"device": "cpu"}})
-
-    def reset(self):
-        self.policy.reset()
-
-    @torch.inference_mode()
-    def select(self, observations):
-        from lerobot.envs.utils import preprocess_observation
-
-        from engine.policies.convmap import sim_rad_to_rig_deg
-
-        raw = {"pixels": {c: np.stack([o.images[c] for o in observations]) for c in ("front", "wrist")},
-               "agent_pos": np.stack([sim_rad_to_rig_deg(o.state_rad) for o in observations])}
-        batch = preprocess_observation(raw)
-        batch["task"] = [o.task for o in observations]
-        return self.post(self.policy.select_action(self.pre(batch)))
-
-
 def _check_equal(adapter, loop, episode) -> None:
     """The benchmark measures the same computation: the first chunk equals select_action's actions."""
     loop.reset()
-    want = np.stack([loop.select([o]).numpy()[0] for o in episode[: adapter.n_action_steps]])
+    want = np.stack([loop.select([o])[0] for o in episode[: adapter.n_action_steps]])
     got = adapter.chunk_actions([episode[0]])[0]
-    assert np.array_equal(got, want.astype(np.float64)), "adapter and select_action disagree"
+    assert np.array_equal(got, want), "adapter and select_action disagree"
 
 
 def _episode(seed: int, ticks: int, size: int) -> list[Observation]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 IMAGE = (3, 48, 48)
 CAMERAS = ("front", "wrist")
 
@@ -55,3 +57,39 @@ def build_checkpoint(out: Path, kind: str = "act", *, cameras=CAMERAS, image=IMA
     pre.save_pretrained(out)
     post.save_pretrained(out)
     return out
+
+
+class LerobotLoop:
+    """lerobot-eval's per-tick loop with lerobot's own pieces: the reference the adapter is held to
+    (tests/engine/test_lerobot_policy.py) and timed against (benchmarks/bench_lerobot.py)."""
+
+    def __init__(self, path, convmap=None):
+        from lerobot.configs.policies import PreTrainedConfig
+        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
+
+        from engine.policies.convmap import PRESETS
+
+        cfg = PreTrainedConfig.from_pretrained(str(path))
+        cfg.device = "cpu"
+        self.policy = get_policy_class(cfg.type).from_pretrained(str(path), config=cfg)
+        self.policy.eval()
+        self.pre, self.post = make_pre_post_processors(cfg, pretrained_path=str(path),
+                                                       preprocessor_overrides={"device_processor": {"device": "cpu"}})
+        self.convmap = PRESETS["identity"] if convmap is None else convmap
+
+    def reset(self):
+        self.policy.reset()
+
+    def select(self, observations) -> np.ndarray:
+        """The actions lerobot's select_action gives for one observation per batch row, as float64."""
+        import torch
+        from lerobot.envs.utils import preprocess_observation
+
+        from engine.policies.convmap import sim_rad_to_rig_deg
+
+        raw = {"pixels": {c: np.stack([o.images[c] for o in observations]) for c in ("front", "wrist")},
+               "agent_pos": np.stack([self.convmap.to_model(sim_rad_to_rig_deg(o.state_rad)) for o in observations])}
+        batch = preprocess_observation(raw)
+        batch["task"] = [o.task for o in observations]
+        with torch.inference_mode():
+            return self.post(self.policy.select_action(self.pre(batch))).numpy().astype(np.float64)

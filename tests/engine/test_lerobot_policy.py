@@ -17,9 +17,9 @@ pytest.importorskip("lerobot")
 import torch  # noqa: E402
 
 from engine.policies.base import Observation  # noqa: E402
-from engine.policies.convmap import PRESETS, rig_deg_to_sim_rad, sim_rad_to_rig_deg  # noqa: E402
+from engine.policies.convmap import PRESETS, rig_deg_to_sim_rad  # noqa: E402
 from engine.policies.lerobot_policy import FeatureError, check_feeds, load_policy, probe  # noqa: E402
-from tests.engine.lerobot_fixtures import IMAGE, build_checkpoint  # noqa: E402
+from tests.engine.lerobot_fixtures import IMAGE, LerobotLoop, build_checkpoint  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -42,35 +42,6 @@ def _episode(seed: int, ticks: int, size: int = IMAGE[1]) -> list[Observation]:
         images = {c: rng.integers(0, 256, (size, size, 3), dtype=np.uint8) for c in ("front", "wrist")}
         out.append(Observation(seed=seed, tick=t, replan_index=t, state_rad=state.copy(), images=images))
     return out
-
-
-class LerobotLoop:
-    """lerobot-eval's per-tick loop with lerobot's own pieces (the reference)."""
-
-    def __init__(self, path, convmap=PRESETS["identity"]):
-        from lerobot.configs.policies import PreTrainedConfig
-        from lerobot.policies.factory import get_policy_class, make_pre_post_processors
-
-        cfg = PreTrainedConfig.from_pretrained(str(path))
-        cfg.device = "cpu"
-        self.policy = get_policy_class(cfg.type).from_pretrained(str(path), config=cfg)
-        self.policy.eval()
-        self.pre, self.post = make_pre_post_processors(cfg, pretrained_path=str(path),
-                                                       preprocessor_overrides={"device_processor": {"device": "cpu"}})
-        self.convmap = convmap
-
-    def reset(self):
-        self.policy.reset()
-
-    @torch.inference_mode()
-    def select(self, observations: list[Observation]) -> np.ndarray:
-        from lerobot.envs.utils import preprocess_observation
-
-        raw = {"pixels": {c: np.stack([o.images[c] for o in observations]) for c in ("front", "wrist")},
-               "agent_pos": np.stack([self.convmap.to_model(sim_rad_to_rig_deg(o.state_rad)) for o in observations])}
-        batch = preprocess_observation(raw)
-        batch["task"] = ["put the boat on the disk"] * len(observations)
-        return self.post(self.policy.select_action(self.pre(batch))).numpy().astype(np.float64)
 
 
 def _adapter_actions(policy, episodes: list[list[Observation]]) -> np.ndarray:
