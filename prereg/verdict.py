@@ -5,8 +5,10 @@ an `ArmEvidence`: that arm's reads (prereg.reads), its rows by planned seed, whe
 live, every reason it is not VALID, its resumes, and its pairing with its registered
 comparator. Its output is a `Judgement`: one verdict per registered decision rule, keyed by
 (section, position in that section) -- never by condition text -- and one per registered
-sequential test. The report, the driver's curtailment and sequential stops, the console's
-compare view and the Discord results post (through results.md) all read verdicts from here.
+sequential test. The report, the console's compare view and the Discord results post (through
+results.md) read verdicts from here. The driver's stops (prereg.curtail.check_run,
+prereg.sequential.check_rows) use the same plan-prefix building blocks but not judge(): the
+stop is theirs, the verdict on it is judge()'s.
 
 How a rule is judged:
 
