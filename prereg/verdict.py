@@ -227,13 +227,17 @@ def judge_rule(doc: Document | None, key: str, rule: Rule, evidence: Mapping[str
         detail = (f"{settled.verdict} whatever the remaining seeds do; on the rows read: {plain.detail}" if short else
                   f"{plain.detail} (settled at {at} by curtailment)")
         return _verdict(plain, key, arms, settled.verdict, "", detail=detail, decided=how, early=bool(short))
-    if reasons:
-        return _verdict(plain, key, arms, UNDETERMINED, "; ".join(reasons), reasons=reasons)
-    cut = [a for a in arms if evidence[a].stopped_by == rd.BY_DECIDED and evidence[a].reads.stopped_early]
+    cut = [a for a in arms if a in evidence and evidence[a].stopped_by == rd.BY_DECIDED
+           and evidence[a].reads.stopped_early]
+    why = ""
     if cut:
         ev = evidence[cut[0]]
         why = (f"a registered stop ended arm {', '.join(cut)} at {ev.reads.n}/{ev.reads.n_planned} before this rule "
                f"was settled ({ev.stop_detail[:160]}); its verdict at completion is not known")
+    if reasons:  # every reason: an INVALID arm that a registered stop also cut short says both
+        every = reasons + ([why] if why else [])
+        return _verdict(plain, key, arms, UNDETERMINED, "; ".join(every), reasons=every)
+    if cut:
         return _verdict(plain, key, arms, UNDETERMINED, why, reasons=[why],
                         detail=f"on the rows read: {plain.detail}" if plain.detail else "")
     if plain.verdict == UNDETERMINED:

@@ -1,7 +1,7 @@
 """The one verdict engine (prereg/verdict.py): each case the issue measured, built from hand-written rows.
 
 - a paired rule reads its comparator: INVALID, partial, live or missing comparator arms make it so;
-- a curtailed verdict never overrides INVALID;
+- a curtailed verdict never overrides INVALID (nor does a sequential one);
 - two sections with the same rule text keep their own answers (keyed by section, not text);
 - sequential decisions read the plan prefix, so completion order and workers cannot move them
   (a simulation with successes finishing early at 1, 8 and 32 workers);
@@ -145,6 +145,60 @@ def test_a_curtailed_verdict_never_overrides_invalid(tmp_path, run_dir):
     clean = run_dir("oracle-ok", rows[:5], status={"state": "stopped", "stop": stop}, launched=(doc, "oracle"))
     v = verdict_of(build_report(doc, {"oracle": clean}, append=False, now=NOW), "successes >= 5")
     assert v.label == "HOLDS (final: decided at 5/20 by a registered curtailment)"
+
+
+
+SEQUENTIAL = """---
+fontaine: fontaine-prereg/1
+id: sequential-test
+title: "a registered sequential test on one arm"
+created: 2026-12-01
+arms:
+  - name: a
+    policy: scripted
+protocol:
+  seeds: 0-19
+  episode_seconds: 10
+  workers: 2
+reads:
+  primary: successes
+  validity: {reset_strikes_max: 0, error_rows_max: 0}
+gates:
+  gpu_hours: 1
+  sequential: {p0: 0.1, p1: 0.6, alpha: 0.05, beta: 0.1}
+decision_rules:
+  - if: successes >= 15
+    then: a works
+---
+
+# a, with a registered SPRT
+"""
+
+
+def test_a_sequential_decision_on_an_arm_that_ends_invalid_is_undetermined_with_both_reasons(tmp_path, run_dir):
+    # two successes cross the SPRT's upper bound (2 log 6 = 3.58 >= log(0.9 / 0.05) = 2.89): the driver
+    # stops; an episode in flight then crashes and leaves an error row, over the registered limit of 0
+    doc = tmp_path / "sequential.md"
+    doc.write_text(SEQUENTIAL)
+    freeze(doc, now=NOW, commit="test")
+    stop = rd.StopReason(rd.BY_DECIDED, "(sequential) H1 accepted at 2/20").as_dict()
+    rows = [make_row(0, success=True), make_row(1, success=True)]
+    d = run_dir("a", rows + [make_row(2, status="error")], status={"state": "stopped", "stop": stop},
+                launched=(doc, "a"))
+    rep = build_report(doc, {"a": d}, now=NOW)
+    (s,) = rep.sequential
+    assert s.verdict == "undetermined" and s.decision.decision == H1 and s.decision.at == 2
+    assert s.why.startswith("INVALID: error rows 1") and "the test reached H1 at 2/20" in s.why  # both reasons
+    v = verdict_of(rep, "successes >= 15")  # the rule the stop cut short: both reasons too, not the first alone
+    assert v.verdict == "undetermined" and len(v.reasons) == 2
+    assert v.reasons[0].startswith("a: INVALID: error rows 1")
+    assert v.reasons[1].startswith("a registered stop ended arm a at 3/20 before this rule was settled")
+    for text in ((d / "results.md").read_text(), doc.read_text()):
+        assert "final: H1" not in text and "the test reached H1 at 2/20" in text
+    assert "[final" not in rep.summary_text()
+    clean = run_dir("a-ok", rows, status={"state": "stopped", "stop": stop}, launched=(doc, "a"))
+    (s,) = build_report(doc, {"a": clean}, append=False, now=NOW).sequential
+    assert s.verdict == "final" and s.label == "final: H1 accepted at 2/20"
 
 
 def test_two_sections_with_the_same_rule_text_keep_their_own_answers(tmp_path, run_dir):
