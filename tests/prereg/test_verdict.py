@@ -1,7 +1,7 @@
 """The one verdict engine (prereg/verdict.py): each case the issue measured, built from hand-written rows.
 
 - a paired rule reads its comparator: INVALID, partial, live or missing comparator arms make it so;
-- a curtailed verdict never overrides INVALID (nor does a sequential one);
+- a curtailed verdict never overrides INVALID (nor does a sequential one, nor another plan's hash);
 - two sections with the same rule text keep their own answers (keyed by section, not text);
 - sequential decisions read the plan prefix, so completion order and workers cannot move them
   (a simulation with successes finishing early at 1, 8 and 32 workers);
@@ -200,6 +200,34 @@ def test_a_sequential_decision_on_an_arm_that_ends_invalid_is_undetermined_with_
     (s,) = build_report(doc, {"a": clean}, append=False, now=NOW).sequential
     assert s.verdict == "final" and s.label == "final: H1 accepted at 2/20"
 
+
+def test_a_curtailed_run_reported_against_another_plan_is_undetermined(tmp_path, run_dir):
+    # the same rule text, the same id, another registration: the run's manifest carries the
+    # other frozen hash, so its provenance is INVALID and the curtailed decision cannot stand
+    doc = tmp_path / "curtailment.md"
+    shutil.copy(EXAMPLES / "curtailment.md", doc)
+    text = doc.read_text()
+    other = tmp_path / "other" / "curtailment.md"
+    other.parent.mkdir()
+    other.write_text(text[:text.index("<!-- fontaine:sealed")].rstrip("\n").replace(
+        "The arm stays valid:", "The arm stays VALID:") + "\n")
+    freeze(other, now=NOW, commit="test")
+    stop = rd.StopReason(rd.BY_DECIDED, "rules settled at 5/20").as_dict()
+    d = run_dir("oracle", [make_row(s, success=True) for s in range(5)], status={"state": "stopped", "stop": stop},
+                launched=(doc, "oracle"))
+    v = verdict_of(build_report(doc, {"oracle": d}, append=False, now=NOW), "successes >= 5")
+    assert v.label == "HOLDS (final: decided at 5/20 by a registered curtailment)"  # against its own plan
+    before = other.read_text()
+    rep = build_report(other, {"oracle": d}, now=NOW)
+    assert not rep.arms["oracle"].reads.valid
+    assert [c.ok for c in rep.arms["oracle"].reads.checks if c.name == "provenance"] == [False]
+    for cond in ("successes >= 5", "successes == 0"):
+        v = verdict_of(rep, cond)
+        assert v.verdict == "undetermined" and v.reasons and v.reasons[0].startswith("oracle: INVALID: ")
+        assert "by curtailment, but a decision never stands on an arm that cannot bear one" in v.why
+    assert "settled HOLDS at 5/20" in verdict_of(rep, "successes >= 5").why
+    assert "[HOLDS" not in rep.summary_text() and "[does not hold" not in rep.summary_text()
+    assert not rep.appended and other.read_text() == before  # and nothing appended to the other plan
 
 def test_two_sections_with_the_same_rule_text_keep_their_own_answers(tmp_path, run_dir):
     doc = tmp_path / "same.md"
