@@ -371,3 +371,29 @@ def test_a_run_not_of_this_registration_is_never_appended_and_a_new_report_repla
     build_report(demo, {"scripted": first}, now="2026-12-01T11:00:00Z")
     third = demo.read_text()
     assert third.count("<details>") == 2 and third.count("_Earlier reports") == 1 and verify(demo).ok
+
+
+def test_a_resumed_runs_resumes_are_listed_in_its_reads(demo, run_dir):
+    from prereg.layout import RESULTS_BEGIN_RE, RESULTS_END
+
+    # the driver appends one entry to the manifest's "resumes" per `fontaine-eval --resume` (engine/driver.py)
+    resumes = [{"at": at, "argv": ["fontaine-eval", "--resume", "runs/scripted"], "host": "lab-1"}
+               for at in ("2026-11-29T08:00:00Z", "2026-11-29T13:30:00Z")]
+    d = run_dir("scripted", [make_row(s, success=True, progress_cm=8.0, progress_final_cm=7.5) for s in range(6)],
+                status={"state": "done"}, manifest={"resumes": resumes}, launched=(demo, "scripted"))
+    rep = build_report(demo, {"scripted": d}, now=NOW)
+    arm = rep.arms["scripted"]
+    assert arm.reads.valid and rep.appended  # a resume is not a provenance problem
+    assert arm.evidence.resumes == ["2026-11-29T08:00:00Z", "2026-11-29T13:30:00Z"]
+    (note,) = [n for n in arm.reads.notes if n.startswith("resumed")]
+    assert note.startswith("resumed 2 time(s), at 2026-11-29T08:00:00Z, 2026-11-29T13:30:00Z:")
+    assert note in rep.as_dict()["arms"]["scripted"]["reads"]["notes"]
+    assert f"- Note: {note}" in (d / "results.md").read_text().splitlines()
+    lines = demo.read_text().splitlines()
+    (begin,) = [i for i, line in enumerate(lines) if RESULTS_BEGIN_RE.match(line)]
+    section = lines[begin:lines.index(RESULTS_END, begin)]
+    assert f"- Note: {note}" in section  # in the document's results section, not only beside the run
+    assert f"- Note: {note}" in rep.registration_md.read_text().splitlines()
+    plain = run_dir("plain", [make_row(s) for s in range(6)], status={"state": "done"}, launched=(demo, "scripted"))
+    rep = build_report(demo, {"scripted": plain}, append=False, now=NOW)
+    assert not any(n.startswith("resumed") for n in rep.arms["scripted"].reads.notes)
