@@ -78,6 +78,32 @@ def test_the_view_shows_what_the_report_computes(tmp_path):
     assert rep.verdicts[0].label in view.verdicts[0]
 
 
+
+def test_the_paired_success_interval_does_not_collapse_and_stray_rows_are_not_counted(tmp_path):
+    from console.compare import PAIRED_COLUMNS
+
+    # every pair disagrees one way: flow succeeds on seeds 0-9, discrete fails on all of them
+    flow = [make_row(3, arm="flow", success=False, progress_final_cm=0.0)]  # superseded: a seed's last row wins
+    flow += [make_row(s, arm="flow", success=True, progress_final_cm=5.0) for s in range(10)]
+    flow.append(make_row(42, arm="flow", success=True, progress_final_cm=5.0))  # not a planned seed (0-9)
+    disc = [make_row(s, arm="discrete", success=False, progress_final_cm=1.0) for s in range(10)]
+    disc += [make_row(4, arm="discrete", success=False, progress_final_cm=1.0),  # a duplicate
+             make_row(42, arm="discrete", success=True, progress_final_cm=9.0)]  # out of plan: would pair as a tie
+    doc, runs = registered_runs(tmp_path / "runs", tmp_path, flow_rows=flow, discrete_rows=disc, discrete_state="done")
+    view = compare_view("flow-vs-discrete", str(doc), runs)
+    arms = dict(view.arms)
+    assert arms["flow"][3:5] == ("10/10", "10/10 100.0%") and arms["discrete"][3:5] == ("10/10", "0/10 0.0%")
+    assert arms["flow"][1] == arms["discrete"][1] == "VALID"
+    (key, cells), = view.paired
+    assert PAIRED_COLUMNS[4:6] == ("Δ success pp", "CI95 (Newcombe paired)")
+    assert cells[1] == "10" and cells[6] == "0/0/10"  # 10 planned pairs, seed 42 left out
+    # the Wald form's variance is 0 here ([-100.0, -100.0]); Newcombe's paired interval (method 10, phi = 0)
+    # is -1 + sqrt(2 * (1 - 0.7225)^2) = -0.608 at its top, 0.7225 being Wilson's lower bound for 10/10
+    assert cells[4:6] == ("-100.0", "[-100.0, -60.8]")
+    rep = build_report(doc, runs, append=False, now="2026-12-01T09:00:00Z")
+    ps = rep.arms["discrete"].comparators[0].paired.success
+    assert (ps.shared, ps.both, ps.only_arm, ps.only_comparator, ps.neither) == (10, 0, 0, 10, 0)  # as the report
+
 def test_a_modified_registration_is_said_not_shown(tmp_path):
     doc, runs = registered_runs(tmp_path / "runs", tmp_path, flow_rows=[make_row(0)], discrete_rows=[make_row(0)])
     doc.write_text(doc.read_text().replace("gpu_hours: 1", "gpu_hours: 2"))
