@@ -326,8 +326,6 @@ def _resolve_comparison(args):
 
     _refuse_decided(args, DECIDED_BY_DOCUMENT, "the frozen pre-registration",
                     "to change the plan, amend it: fontaine-prereg amend")
-    if args.ray is not None:
-        raise UsageError("--ray with --arms is not supported yet: run a comparison on this machine (leave out --ray)")
     names = [n.strip() for n in args.arms.split(",")]
     if len(names) != 2 or not all(names) or names[0] == names[1]:
         raise UsageError(f"--arms {args.arms!r}: name two different arms of the pre-registration, e.g. --arms A,B")
@@ -370,6 +368,7 @@ def _resolve_comparison(args):
                        video_draw=str(a.video_draw if a.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=a.gates,
                        gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
+                       ray=_ray_settings(args, *specs.values()),  # both arms' policies on each shard
                        record_predicts=bool(a.record_predicts or args.record_predicts),
                        env=_check_env(a.env, Path(a.prereg_path).parent, a.env_sha256),
                        prereg={"id": a.prereg_id, "sha256": a.prereg_sha256, "path": str(Path(a.prereg_path).resolve()),
@@ -644,7 +643,9 @@ def _check_overrides(overrides: list[str]) -> None:
         raise UsageError(str(exc)) from None
 
 
-def _ray_settings(args, spec) -> dict | None:
+def _ray_settings(args, *specs) -> dict | None:
+    """The run's Ray settings from the flags; `specs`: the policies each shard loads (one, or a
+    comparison run's two)."""
     if args.ray is None:
         if args.ray_shards or args.ray_gpus_per_shard is not None or args.ray_dashboard:
             raise UsageError("--ray-shards / --ray-gpus-per-shard / --ray-dashboard need --ray ADDRESS")
@@ -654,7 +655,7 @@ def _ray_settings(args, spec) -> dict | None:
         raise UsageError(f"--ray {args.ray!r}: use 'auto', 'local' or host:port (e.g. 10.0.0.5:6379)")
     gpus = args.ray_gpus_per_shard
     if gpus is None:
-        gpus = 1 if spec.kind.startswith("molmoact2") or spec.kind == "lerobot" else 0  # a model on each shard's GPU
+        gpus = int(any(s.kind.startswith("molmoact2") or s.kind == "lerobot" for s in specs))  # a model: its GPU
     return {"address": address, "shards": args.ray_shards, "gpus_per_shard": gpus, "dashboard": bool(args.ray_dashboard)}
 
 

@@ -331,8 +331,9 @@ class _Driver:
 
     def _load_policy(self) -> None:
         spec = self.cfg.policy
-        if self.cfg.ray is not None:  # each shard loads its own copy on its node
-            describe = {"policy": spec.kind, "served": "in each Ray shard"}
+        if self.cfg.ray is not None:  # each shard loads its own copy on its node (a comparison: each arm's)
+            describe = ({arm: {"policy": s.kind, "served": "in each Ray shard"} for arm, s in self.cfg.arm_policies()}
+                        if self.arms else {"policy": spec.kind, "served": "in each Ray shard"})
             shards = int(self.cfg.ray.get("shards") or 1)
             default_gpus = shards * int(self.cfg.ray.get("gpus_per_shard") or 0)
         elif self.arms:  # both arms' policies, once: the served ones here, the local ones in each worker

@@ -28,6 +28,8 @@ Design (facts in docs/design-notes.md: a policy call through Ray on every step c
 - Videos: a shard films into a scratch directory on its own node (no shared filesystem is
   assumed), reads the mp4 back when the episode's row is ready and ships the bytes with the
   row; the driver writes it to `<run_dir>/videos/` before recording the row.
+- A comparison run (`cfg.arms`): a job is (arm, seed), as in the driver; each shard loads both
+  arms' served policies once and hands its workers both arms, as a local comparison run does.
 - Every node needs the same fontaine install (same commit, same venv path is simplest): the
   shard actor is `engine.scaleout._Shard`, imported on the node. `describe()` records each
   shard's git commit, and the driver log warns when it differs from the driver's.
@@ -120,9 +122,14 @@ class _Shard:
         self._lock = threading.Lock()
         self._abort = threading.Event()
         self._closed = False
-        policy = make_policy(cfg.policy) if cfg.policy.serve_in_driver else None  # once, on this node
-        self.policy_description = policy.describe() if policy is not None else {
-            "policy": cfg.policy.kind, "served": "in each worker"}
+        if cfg.arms:  # a comparison run: each arm's served policy once on this node, keyed by arm
+            specs = dict(cfg.arm_policies())
+            policy = {arm: make_policy(spec) for arm, spec in specs.items() if spec.serve_in_driver}
+            self.policy_description = {arm: policy[arm].describe() if arm in policy else _unserved(spec)
+                                       for arm, spec in specs.items()}
+        else:
+            policy = make_policy(cfg.policy) if cfg.policy.serve_in_driver else None  # once, on this node
+            self.policy_description = policy.describe() if policy is not None else _unserved(cfg.policy)
         self.pool = LocalPool(cfg, self.scratch, policy, n_workers, log=self._logs.append)
 
     def info(self) -> dict:
@@ -140,20 +147,22 @@ class _Shard:
                 "env_secrets": secret_env_names(),  # names only: what a shard's node could leak
                 "policy": self.policy_description, "video_scratch": str(self.scratch)}
 
-    def step(self, seeds: list[int], known_free: int, respawn: bool, wait_s: float) -> dict:
-        """Start `seeds`, then drive the pool until an episode finishes, a worker becomes free
-        that the driver does not know of, the shard is aborted, or `wait_s` passes."""
+    def step(self, jobs: list, known_free: int, respawn: bool, wait_s: float) -> dict:
+        """Start `jobs` (seeds, or (arm, seed) in a comparison run), then drive the pool until an
+        episode finishes, a worker becomes free that the driver does not know of, the shard is
+        aborted, or `wait_s` passes."""
         with self._lock:
             if self._closed:
                 return self._report([], [], aborted=[])
             pool = self.pool
             pool.respawn = respawn
             refused = []
-            for seed in seeds:
+            for job in jobs:
                 if pool.free_slots() > 0:
-                    pool.submit(seed)
+                    arm, seed = job_parts(job)
+                    pool.submit(seed, arm=arm)
                 else:  # a worker died since the driver counted our free slots
-                    refused.append(seed)
+                    refused.append(job)
             deadline = time.monotonic() + wait_s
             rows: list[dict] = []
             while True:
@@ -198,6 +207,29 @@ class _Shard:
                 "alive": (not self._closed) and pool.alive(), "stats": pool.stats(), "logs": logs}
 
 
+def job_parts(job) -> tuple[str | None, int]:
+    """(arm, seed) of a job: the driver's jobs are seeds, or (arm, seed) pairs in a comparison run."""
+    if isinstance(job, (tuple, list)):
+        return job[0], int(job[1])
+    return None, int(job)
+
+
+def _as_job(job):
+    """A job as the driver holds it (Ray may hand a tuple back as a list)."""
+    return tuple(job) if isinstance(job, list) else job
+
+
+def _job_words(job) -> str:
+    arm, seed = job_parts(job)
+    return f"seed {seed}" + (f" of arm {arm}" if arm is not None else "")
+
+
+def _unserved(spec) -> dict:
+    from engine.policies.factory import describe_unserved
+
+    return describe_unserved(spec)
+
+
 # --------------------------------------------------------------------------- the driver's side
 
 
@@ -211,8 +243,8 @@ class _ShardHandle:
     state: str = "starting"  # running | lost | closed
     ref: object = None  # the outstanding step() call
     free: int = 0  # idle workers, as last reported, minus seeds handed out since
-    outbox: list[int] = field(default_factory=list)  # seeds for the next step() call
-    assigned: set[int] = field(default_factory=set)  # seeds handed to this shard, no row yet
+    outbox: list = field(default_factory=list)  # jobs for the next step() call (seeds, or (arm, seed))
+    assigned: set = field(default_factory=set)  # jobs handed to this shard, no row yet
     episodes: int = 0
     reported: bool = False  # its workers are up: it has reported free slots once
     stats: dict = field(default_factory=dict)
@@ -229,12 +261,15 @@ class RayPool:
         self.address = str(self.settings.get("address") or "auto")
         self.gpus_per_shard = int(self.settings.get("gpus_per_shard") or 0)
         self.workers_per_shard = max(1, int(cfg.workers))
+        arms = getattr(cfg, "arms", None) or []  # a comparison run: a job is (arm, seed), as the driver's
+        self.arms = bool(arms)
+        self._arm_rank = {a["arm"]: i for i, a in enumerate(arms)}  # registered order: A's seed k before B's
         self.respawn = True
         self.shards: list[_ShardHandle] = []
         self.lost_shards: list[dict] = []
-        self.requeued_total: list[int] = []
-        self._requeued: list[int] = []
-        self._returned: set[int] = set()
+        self.requeued_total: list = []  # jobs: seeds, or (arm, seed) in a comparison run
+        self._requeued: list = []
+        self._returned: set = set()  # jobs that have their row
         self._nodes: list[dict] = []
         self._closed = False
         self.gpus_held = 0
@@ -262,14 +297,15 @@ class RayPool:
                 return 0
         return sum(s.free for s in self._running())
 
-    def submit(self, seed: int) -> None:
+    def submit(self, seed: int, arm: str | None = None) -> None:
         shard = max((s for s in self._running() if s.free > 0), key=lambda s: s.free)
+        job = (arm, seed) if self.arms else seed  # the driver's own job, handed back as is when re-queued
         shard.free -= 1
-        shard.outbox.append(seed)
-        shard.assigned.add(seed)
+        shard.outbox.append(job)
+        shard.assigned.add(job)
 
     def in_flight(self) -> list[int]:
-        return sorted(seed for s in self._running() for seed in s.assigned)
+        return sorted(job_parts(job)[1] for s in self._running() for job in s.assigned)
 
     def alive(self) -> bool:
         return any(True for _ in self._running())
@@ -299,12 +335,13 @@ class RayPool:
             rows.extend(self._take_report(shard, report))
         return rows
 
-    def take_requeued(self) -> list[int]:
+    def take_requeued(self) -> list:
         out, self._requeued = self._requeued, []
         return out
 
     def abort(self) -> list[int]:
-        """Kill every shard's episodes now; return the seeds that were in flight (no rows)."""
+        """Kill every shard's episodes now; return the seeds that were in flight (no rows; a seed
+        in flight on both arms of a comparison run is listed twice, as a LocalPool lists it)."""
         lost = self.in_flight()
         live = list(self._running())
         for s in live:
@@ -319,7 +356,7 @@ class RayPool:
             self._kill(s)
             s.state, s.ref, s.free = "closed", None, 0
             s.assigned.clear()
-        return sorted(set(lost))
+        return lost
 
     def close(self) -> None:
         if self._closed:
@@ -535,14 +572,14 @@ class RayPool:
                  + ", ".join(f"{s.info.get('host')}({s.node_ip})" for s in self.shards))
 
     def _issue(self) -> None:
-        """Keep one step() call outstanding on every running shard; it carries the new seeds."""
+        """Keep one step() call outstanding on every running shard; it carries the new jobs."""
         for s in self._running():
             if s.ref is None:
-                seeds, s.outbox = s.outbox, []
+                jobs, s.outbox = s.outbox, []
                 try:
-                    s.ref = s.actor.step.remote(seeds, s.free, bool(self.respawn), STEP_WAIT_S)
+                    s.ref = s.actor.step.remote(jobs, s.free, bool(self.respawn), STEP_WAIT_S)
                 except Exception as exc:
-                    s.outbox = seeds
+                    s.outbox = jobs
                     self._lose(s, f"{type(exc).__name__}: {_first_line(exc)}")
 
     def _take_report(self, shard: _ShardHandle, report: dict) -> list[dict]:
@@ -552,11 +589,12 @@ class RayPool:
         rows = []
         for partial, blob in report.get("rows") or []:
             seed = partial.get("seed")
-            if seed not in shard.assigned or seed in self._returned:  # never two rows for a seed
-                self.log(f"shard {shard.index}: dropped a row for seed {seed} it does not hold")
+            job = (partial.get("arm"), seed) if self.arms else seed
+            if job not in shard.assigned or job in self._returned:  # never two rows for a job
+                self.log(f"shard {shard.index}: dropped a row for {_job_words(job)} it does not hold")
                 continue
-            shard.assigned.discard(seed)
-            self._returned.add(seed)
+            shard.assigned.discard(job)
+            self._returned.add(job)
             shard.episodes += 1
             partial = dict(partial)
             if partial.get("worker") is not None:  # worker ids unique over the cluster
@@ -564,9 +602,9 @@ class RayPool:
             if blob is not None and partial.get("video"):
                 self._write_video(partial, blob)
             rows.append(partial)
-        refused = [s for s in report.get("refused") or [] if s in shard.assigned]
-        for seed in refused:
-            shard.assigned.discard(seed)
+        refused = [j for j in map(_as_job, report.get("refused") or []) if j in shard.assigned]
+        for job in refused:
+            shard.assigned.discard(job)
         if refused:
             self._requeued.extend(refused)
         # seeds handed out after this call was issued are still in the outbox: not free
@@ -575,6 +613,10 @@ class RayPool:
         if not report.get("alive", True):
             self._lose(shard, "every worker of the shard died")
         return rows
+
+    def _plan_order(self, job) -> tuple[int, int]:
+        arm, seed = job_parts(job)
+        return seed, self._arm_rank.get(arm, 0)
 
     def _write_video(self, row: dict, blob: bytes) -> None:
         path = self.run_dir / row["video"]
@@ -588,7 +630,7 @@ class RayPool:
             row["video"] = None
 
     def _lose(self, shard: _ShardHandle, reason: str) -> None:
-        seeds = sorted(set(shard.assigned) | set(shard.outbox))
+        seeds = sorted(set(shard.assigned) | set(shard.outbox), key=self._plan_order)  # seeds, or (arm, seed)
         shard.state, shard.ref, shard.free = "lost", None, 0
         shard.assigned.clear()
         shard.outbox = []

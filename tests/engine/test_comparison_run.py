@@ -22,7 +22,7 @@ DECIDED_AT = 19  # seeds 0-18: the 8th seed only steady wins (the discordant e-p
 
 @pytest.mark.parametrize("argv, needle", [
     (["--arms", "a,b"], "--arms needs --prereg FILE"),
-    ([*ARMS, "--ray", "local"], "--ray with --arms is not supported yet"),
+    ([*ARMS, "--ray-shards", "2"], "--ray-shards / --ray-gpus-per-shard / --ray-dashboard need --ray ADDRESS"),
     (["--prereg", str(COMPARE), "--arms", "clumsy"], "name two different arms"),
     (["--prereg", str(COMPARE), "--arms", "steady,steady"], "name two different arms"),
     ([*ARMS, "--arm", "steady"], "give --arm NAME (one arm) or --arms A,B"),

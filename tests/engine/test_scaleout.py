@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -274,6 +275,56 @@ def test_second_sigterm_aborts_every_shard_without_rows(cluster, tmp_path):
     assert all(r["status"] == "ok" for r in rows) and len(rows) + len(status["lost_seeds"]) < 8
 
 
+def _small_comparison(folder: Path) -> Path:
+    """The shipped comparison example at one worker per shard (the loopback nodes have 1 CPU each)
+    and 4 seeds, frozen afresh: too few to decide, so both arms run every seed."""
+    from prereg.seal import freeze
+    from tests.comparison_run import compare_doc
+
+    doc = compare_doc(folder)
+    text = doc.read_text()
+    text = text[:text.index("<!-- fontaine:sealed")]  # the plan, unfrozen
+    for old, new in (("workers: 2", "workers: 1"), ("seeds: 0-59", "seeds: 0-3"), ("max_seeds: 60", "max_seeds: 4"),
+                     ("after_episodes: 4", "after_episodes: 8")):
+        assert old in text, old
+        text = text.replace(old, new)
+    doc.write_text(text)
+    freeze(doc)
+    return doc
+
+
+@pytest.mark.slow
+def test_a_comparison_run_spreads_both_arms_over_the_shards_and_equals_a_local_one(cluster, tmp_path):
+    """`--prereg DOC --arms A,B --ray ADDR` (issue 24): every (arm, seed) once, each arm's rows equal to
+    the same comparison run on this machine, the decision read the same way."""
+    doc = _small_comparison(tmp_path)
+    arms = ("--prereg", str(doc), "--arms", "clumsy,steady")
+    ref = tmp_path / "local"
+    out = run_eval(*arms, "--run-dir", str(ref))
+    assert out.returncode == 0, out.stderr + out.stdout
+    run_dir = tmp_path / "ray"
+    out = run_eval(*arms, "--ray", cluster.address, "--run-dir", str(run_dir), env=cluster.client_env)
+    assert out.returncode == 0, out.stderr + out.stdout
+    rows = read_rows(run_dir)
+    pairs = {(r["arm"], r["seed"]): r for r in rows}
+    expected = [(a, s) for a in ("clumsy", "steady") for s in range(4)]
+    assert sorted(pairs) == expected and len(rows) == 8  # every (arm, seed) exactly once
+    ref_pairs = {(r["arm"], r["seed"]): r for r in read_rows(ref)}
+    for key in expected:
+        assert stable(pairs[key]) == stable(ref_pairs[key]), f"{key} differs on Ray"
+    status, ref_status = read_status(run_dir), read_status(ref)
+    ex = status["executor"]
+    assert status["state"] == "done" and ex["executor"] == "ray" and ex["shards"] == 2
+    assert all(s["episodes"] >= 1 for s in ex["per_shard"]), ex  # both shards ran episodes
+    assert status["arms"] == ["clumsy", "steady"] and (status["done"], status["total"]) == (8, 8)
+    assert status["comparison"] == ref_status["comparison"] and status["comparison"]["outcome"] == "undecided"
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["arm"] == "clumsy-vs-steady" and manifest["cluster"]["shards"] == 2
+    assert manifest["policy_resolved"] == {a: {"policy": "scripted", "served": "in each Ray shard"}
+                                           for a in ("clumsy", "steady")}
+    assert all(set(s["policy"]) == {"clumsy", "steady"} for s in manifest["cluster"]["per_shard"])
+
+
 @pytest.mark.slow
 def test_a_node_that_dies_mid_run_leaves_every_seed_exactly_once(cluster, tmp_path):
     run_dir = tmp_path / "run"
@@ -302,8 +353,6 @@ def test_a_node_that_dies_mid_run_leaves_every_seed_exactly_once(cluster, tmp_pa
 def test_sigterm_while_connecting_to_a_cluster_that_never_answers_stops_the_run_at_once(tmp_path):
     """`--ray nohost:1`: ray.init blocks in C for ~40 s, where no signal handler runs; the run
     ignored SIGTERM and stayed `running`. Now it ends promptly `stopped`, by the signal, exit 3."""
-    import time
-
     run_dir = tmp_path / "run"
     proc = launch_detached(run_dir, "--policy", "hold", "--episode-seconds", "2", "--video-draw", "none",
                            "--seeds", "0-1", "--ray", "nohost:1")
@@ -321,3 +370,68 @@ def test_sigterm_while_connecting_to_a_cluster_that_never_answers_stops_the_run_
     assert code == 3 and took < 10, (code, took, (run_dir / "driver.log").read_text()[-2000:])
     assert status["state"] == "stopped" and status["stop"]["by"] == "signal", status
     assert read_rows(run_dir) == []
+
+
+def _comparison_config(**over):
+    from engine.driver import RunConfig
+    from engine.policies.factory import PolicySpec
+
+    held, oracle = PolicySpec(kind="hold"), PolicySpec(kind="scripted")
+    return RunConfig(run_id="cmp", arm="oracle-vs-held", policy=oracle, seeds=[0, 1], episode_seconds=1.0,
+                     workers=2, video_draw="none", render_size=48,
+                     arms=[{"arm": "oracle", "policy": oracle.as_dict()}, {"arm": "held", "policy": held.as_dict()}],
+                     **over)
+
+
+def test_a_shard_serves_each_arm_of_a_comparison_run_on_its_node(tmp_path):
+    """The shard actor's own code, called in this process (a Ray actor runs the same methods): the
+    served arm's policy is loaded once on the shard and answers that arm's episodes; the other arm's
+    runs in each worker; every (arm, seed) handed over comes back as one row that names its arm."""
+    from engine.scaleout import _Shard
+
+    shard = _Shard(_comparison_config(), 0, 2, {})
+    try:
+        assert shard.policy_description["held"]["policy"] == "hold"
+        assert shard.policy_description["oracle"] == {"policy": "scripted", "served": "in each worker"}
+        assert set(shard.pool.policies) == {"held"}  # only the served arm is loaded on the shard
+        wait_until(lambda: shard.step([], 0, True, 0.5)["free"] == 2, timeout=120, what="the shard's two workers")
+        jobs, rows = [("oracle", 0), ("held", 0)], []
+        report = shard.step(jobs, 2, True, 1.0)
+        assert report["refused"] == []
+        rows += [r for r, _ in report["rows"]]
+        deadline = time.monotonic() + 120
+        while len(rows) < 2 and time.monotonic() < deadline:
+            rows += [r for r, _ in shard.step([], report["free"], True, 1.0)["rows"]]
+        assert sorted((r["arm"], r["seed"]) for r in rows) == [("held", 0), ("oracle", 0)]
+        held = next(r for r in rows if r["arm"] == "held")
+        assert held["predicts"] > 0 and shard.pool.stats()["predict_rounds"] > 0  # served here, batched
+    finally:
+        shard.close()
+
+
+def test_the_pool_hands_a_lost_shards_comparison_jobs_back_as_arm_and_seed_in_plan_order():
+    """A lost shard's jobs go back to the driver in its own form, (arm, seed), A's seed k before B's,
+    and a row is taken once per (arm, seed): a seed's row of one arm never answers for the other."""
+    from engine.scaleout import RayPool, _ShardHandle
+
+    pool = RayPool.__new__(RayPool)  # the bookkeeping alone: no cluster
+    pool.cfg, pool.log, logs = _comparison_config(), None, []
+    pool.log = logs.append
+    pool.arms, pool._arm_rank = True, {"oracle": 0, "held": 1}
+    pool.workers_per_shard, pool._requeued, pool.requeued_total, pool._returned = 2, [], [], set()
+    pool.lost_shards, pool.ray, pool._started = [], None, True
+    shard = _ShardHandle(index=0, node_id="n", node_ip="127.0.0.1", pg=None, state="running", free=4)
+    pool.shards = [shard]
+    pool._kill = lambda s: None
+    for arm, seed in (("held", 1), ("oracle", 1), ("held", 0), ("oracle", 0)):
+        pool.submit(seed, arm=arm)
+    assert pool.in_flight() == [0, 0, 1, 1]
+    shard.outbox = []  # the step call that carries them is out (what _issue does)
+    rows = pool._take_report(shard, {"rows": [({"arm": "held", "seed": 0}, None), ({"arm": "held", "seed": 0}, None),
+                                              ({"arm": "oracle", "seed": 7}, None)],
+                                     "refused": [["held", 1]], "free": 0, "alive": True})
+    assert rows == [{"arm": "held", "seed": 0}]  # the repeat and the job it was never handed are dropped
+    assert sum("dropped a row" in ln for ln in logs) == 2 and pool.take_requeued() == [("held", 1)]
+    pool._lose(shard, "node died")
+    assert pool.take_requeued() == [("oracle", 0), ("oracle", 1)]
+    assert pool.lost_shards[0]["seeds_requeued"] == [("oracle", 0), ("oracle", 1)]
