@@ -476,14 +476,10 @@ def die_with_parent(driver_pid: int, parent: int | None = None) -> None:
     so a driver killed with -9 leaves no worker finishing its episode or writing its video. A spawned
     worker's parent is the driver; a forked one's is the fork server, which the kernel kills the same
     way when the driver dies (engine/worker_preload.py), and a thread watches the driver too."""
-    parent = driver_pid if parent is None else parent
-    try:
-        import ctypes
+    from engine.deathsig import die_with_parent_signal
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the pipe's EOF still ends the worker at its next message
-        pass
+    parent = driver_pid if parent is None else parent
+    die_with_parent_signal()  # not Linux: the pipe's EOF still ends the worker at its next message
     if os.getppid() != parent or not _alive(driver_pid):  # a parent died before the line above took effect
         os._exit(0)
     if parent != driver_pid:

@@ -12,17 +12,14 @@ the fork server itself must stay up.
 """
 
 import os
-import signal
 
 PARENT_ENV = "FONTAINE_FORK_SERVER_PARENT"
 
 
 def _die_with(parent: str) -> None:
-    try:
-        import ctypes
+    from engine.deathsig import die_with_parent_signal
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    if not die_with_parent_signal():
         return
     if str(os.getppid()) != parent:  # it died before the line above took effect
         os._exit(0)
