@@ -418,7 +418,12 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
     if decided:
         reads.notes.append(decided)
     if not (run_dir / rd.ROWS).exists():
-        reads.notes.append("the run directory has no rows.jsonl")
+        if m is not None:  # the driver creates rows.jsonl before its first episode: this run's rows are gone
+            reads.checks.append(Check("rows_file", None, None, False,
+                                      f"{rd.ROWS} is missing: the rows this run wrote are gone (deleted or moved); "
+                                      "restore the file, or run the arm again"))
+        else:
+            reads.notes.append("the run directory has no rows.jsonl")
     manifest = snap.manifest.raw if snap.manifest is not None else None
     evidence = evidence_from_reads(reads, rows, planned=seeds, interval=sm.reads.interval,
                                    status=status, manifest=manifest, run_dir=run_dir)

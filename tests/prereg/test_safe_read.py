@@ -140,6 +140,21 @@ def test_the_report_of_unreadable_rows_is_invalid_with_the_reason(demo, run_dir,
     assert WHY[kind] in (d / rd.RESULTS).read_text()
 
 
+def test_the_report_of_a_run_whose_rows_file_was_deleted_is_invalid(demo, run_dir):
+    """The driver fails a run whose rows.jsonl is deleted mid-run ('rows.jsonl was replaced or
+    deleted'); its report said "0 / 0 achieved ... VALID". A run that started (it has a manifest)
+    always had the file, so its absence is lost rows: INVALID, with what to do."""
+    d = run_dir("scripted", [make_row(s, success=True) for s in range(3)],
+                status={"state": "failed", "reason": "rows.jsonl was replaced or deleted"}, launched=(demo, "scripted"))
+    (d / rd.ROWS).unlink()
+    rep = build_report(demo, {"scripted": d}, now="2026-11-30T09:00:00Z")
+    reads = rep.arms["scripted"].reads
+    assert not reads.valid and reads.n == 0
+    lost = next(c for c in reads.checks if c.name == "rows_file")
+    assert not lost.ok and "rows.jsonl is missing" in lost.text and "run the arm again" in lost.text
+    assert "rows.jsonl is missing" in (d / rd.RESULTS).read_text()
+
+
 def test_the_report_with_a_fifo_manifest_says_so(demo, run_dir):
     d = run_dir("scripted", [make_row(s, success=True) for s in range(6)], status={"state": "done"},
                 launched=(demo, "scripted"))
