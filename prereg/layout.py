@@ -12,6 +12,7 @@ SEAL_RE = re.compile(r"^<!-- fontaine:sealed (?P<attrs>.*?) -->\s*$")
 AMEND_RE = re.compile(r"^<!-- fontaine:amendment (?P<n>\d+) -->\s*$")
 RESULTS_BEGIN_RE = re.compile(r"^<!-- fontaine:results begin (?P<key>.*?) -->\s*$")
 RESULTS_END = "<!-- fontaine:results end -->"
+REPLACED_MARK = "<!-- fontaine:replaced -->"  # inside a results block: the reports it replaced, newest first
 FENCE_YAML_RE = re.compile(r"^```\s*ya?ml\s*$")
 FENCE_END_RE = re.compile(r"^```\s*$")
 

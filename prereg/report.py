@@ -28,7 +28,7 @@ from prereg.comparison_report import ComparisonRead, comparison_runs, read_compa
 from prereg.document import load_valid, parse
 from prereg.errors import PreregError
 from prereg.launch import resolve_launch
-from prereg.layout import RESULTS_END, results_begin
+from prereg.layout import REPLACED_MARK, RESULTS_END, results_begin
 from prereg.model import Comparator, Document
 from prereg.provenance import manifest_problems
 from prereg.reads import (
@@ -752,9 +752,6 @@ def _distance_table(shown: dict[str, ArmReport]) -> list[str]:
         out.append(f"| {i} | " + " | ".join(cells) + " |")
     out.append("")
     return out
-
-
-REPLACED_MARK = "<!-- fontaine:replaced -->"  # inside a results block: the reports it replaced, newest first
 
 
 def _append_section(doc: Document, arms: list[str], section: list[str], now: str) -> None:
