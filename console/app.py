@@ -8,7 +8,6 @@ running and a new console reattaches from pid.json.
 
 from __future__ import annotations
 
-import argparse
 import getpass
 import os
 import shlex
@@ -49,6 +48,7 @@ from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
 from console.widgets.runs_table import RunsTable
 from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
 from prereg import rundir as rd
+from prereg.argcheck import OneLineParser, parse_once, path_type, positive_float
 from prereg.errors import UsageError, run_cli
 
 FROM_ENV = "from-env"
@@ -61,12 +61,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="fontaine-console", description="Launch, watch and stop pre-registered runs.")
-    parser.add_argument("--runs-dir", default="runs", help="folder of run directories (default: ./runs)")
-    parser.add_argument("--prereg-dir", action="append", default=None,
+    parser = OneLineParser(prog="fontaine-console", description="Launch, watch and stop pre-registered runs.",
+                           allow_abbrev=False)
+    parser.add_argument("--runs-dir", type=path_type, default=Path("runs"), help="folder of run directories (default: ./runs)")
+    parser.add_argument("--prereg-dir", type=path_type, action="append", default=None,
                         help="folder of pre-registrations (*.md); repeatable (default: ./preregs and the shipped examples)")
-    parser.add_argument("--poll", type=float, default=0.5, help="seconds between polls of the run directories")
-    args = parser.parse_args(argv)
+    parser.add_argument("--poll", type=positive_float, default=0.5, help="seconds between polls of the run directories")
+    args = parse_once(parser, list(sys.argv[1:] if argv is None else argv))  # ASCII numbers, no flag given twice
     runs_dir = Path(args.runs_dir)
     if runs_dir.exists() and not runs_dir.is_dir():
         raise UsageError(f"--runs-dir {runs_dir} is a file, not a folder of run directories")

@@ -20,7 +20,18 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from prereg import rundir as rd  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
-from prereg.argcheck import ascii_float, ascii_int, repeated_option  # noqa: E402
+from prereg.argcheck import (  # noqa: E402
+    OneLineParser,
+    bounded_float,
+    bounded_int,
+    nonneg_float,
+    nonneg_int,
+    parse_once,
+    path_type,
+    positive_float,
+    positive_int,
+    probability,
+)
 from prereg.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
 from prereg.limits import MAX_SEED, MAX_SEEDS  # noqa: E402 - one bound for the flags and the documents
 from prereg.video_draw import parse_video_draw  # noqa: E402
@@ -53,10 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str]) -> int:
     parser = build_parser()
-    repeated = repeated_option(parser, argv)
-    if repeated:
-        raise UsageError(repeated)
-    args = parser.parse_args(argv)
+    args = parse_once(parser, argv)
     args.explicit = explicit_flags(parser, argv)
     if args.list_envs:
         return _list_envs(args.env)
@@ -85,13 +93,8 @@ def _refuse_decided(args, decided: tuple[str, ...], by: str, hint: str) -> None:
                          f"remove the flag{'s' if len(given) != 1 else ''} ({hint})")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, not usage + traceback
-        raise UsageError(f"{message} (see fontaine-eval --help)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="fontaine-eval", description="Run a policy evaluation on the embedded SO-101 boat scene.",
+    p = OneLineParser(prog="fontaine-eval", description="Run a policy evaluation on the embedded SO-101 boat scene.",
                 allow_abbrev=False)  # an abbreviated flag would slip past the pre-registration's check
     pol = p.add_argument_group("policy")
     pol.add_argument("--policy", metavar="NAME",
@@ -114,12 +117,12 @@ def build_parser() -> argparse.ArgumentParser:
                           "with its own action_tokenizer/ needs none); the manifest records it")
     pol.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     pol.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
-    pol.add_argument("--flow-steps", type=_bounded_int(1, 1000), default=10)
+    pol.add_argument("--flow-steps", type=bounded_int(1, 1000), default=10)
     pol.add_argument("--norm-tag", default="so100_so101_molmoact2")
     pol.add_argument("--task", default=None, help="task text (default: 'put the boat on the disk')")
     pol.add_argument("--convmap", choices=list(CONVMAPS), default="official", help="joint-convention shim preset")
     pol.add_argument("--convmap-override", action="append", default=[], metavar="JOINT=[SIGN,]OFFSET")
-    pol.add_argument("--convmap-seam-stats", type=_path, metavar="PATH",
+    pol.add_argument("--convmap-seam-stats", type=path_type, metavar="PATH",
                      help="with --policy scripted: write the rig table (per-joint q01/q99 of the sim's state) and exit; "
                           "with --convmap fit / --convmap-tripwires: read it")
     pol.add_argument("--convmap-declare", choices=["official"], help="external documentation: this preset wins in the fit")
@@ -132,48 +135,48 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--convmap-span-limited", metavar="JOINT[,JOINT]",
                      help="tripwire (a)'s span-limited allowance: these joints, when no offset can cover their "
                           "span (a checkpoint property), warn instead of failing (e.g. wrist_roll)")
-    pol.add_argument("--grasp-miss", type=_probability, default=None, metavar="P",
+    pol.add_argument("--grasp-miss", type=probability, default=None, metavar="P",
                      help="the scripted oracle's skill knob: the probability (seeded per seed) that an "
                           "episode's grasps miss; its success rate is about its no-miss rate x (1 - P)")
-    pol.add_argument("--inject-latency-ms", type=_nonneg_float, default=0.0, help=argparse.SUPPRESS)
+    pol.add_argument("--inject-latency-ms", type=nonneg_float, default=0.0, help=argparse.SUPPRESS)
 
     proto = p.add_argument_group("protocol")
-    proto.add_argument("--seed", type=_bounded_int(0, MAX_SEED), default=0, help="first seed")
-    proto.add_argument("--num-seeds", type=_bounded_int(1, MAX_SEEDS), default=None,
+    proto.add_argument("--seed", type=bounded_int(0, MAX_SEED), default=0, help="first seed")
+    proto.add_argument("--num-seeds", type=bounded_int(1, MAX_SEEDS), default=None,
                        help=f"number of consecutive seeds (default 10, at most {MAX_SEEDS:,})")
     proto.add_argument("--seeds", type=_seed_list, default=None, help="explicit seeds, e.g. 0,3,10-19")
-    proto.add_argument("--episode-seconds", type=_bounded_float(0, MAX_EPISODE_SECONDS), default=30.0,
+    proto.add_argument("--episode-seconds", type=bounded_float(0, MAX_EPISODE_SECONDS), default=30.0,
                        help=f"episode budget in seconds (30 Hz ticks; at most {MAX_EPISODE_SECONDS:g})")
     proto.add_argument("--env", metavar="NAME|FILE", default=None,
                        help="the scene and task to run (default boat-on-disk), or an env file, path/to/env.yaml "
                             "(docs/envs.md); --list-envs lists the names")
     proto.add_argument("--list-envs", action="store_true",
                        help="print the envs this engine can run, one a line (name first), and exit")
-    proto.add_argument("--workers", type=_bounded_int(1, MAX_WORKERS), default=1,
+    proto.add_argument("--workers", type=bounded_int(1, MAX_WORKERS), default=1,
                        help="worker processes (at most one per seed is started)")
     proto.add_argument("--video-draw", default="auto",
                        help="'auto' (default) = every seed of a run of up to 100 seeds, else the first episode of "
                             "each worker; '0' = first episode of each worker; 'none', 'all', or 'seeds:6,28'. "
                             "A video shows the front and wrist views side by side")
-    proto.add_argument("--batch-wait-ms", type=_nonneg_float, default=20.0,
+    proto.add_argument("--batch-wait-ms", type=nonneg_float, default=20.0,
                        help="shortest wait to fill a batch (it adapts to the workers' chunk time)")
-    proto.add_argument("--batch-wait-max-ms", type=_nonneg_float, default=1000.0, help="longest wait to fill a batch")
-    proto.add_argument("--render-size", type=_bounded_int(16, 1024), default=224)
-    proto.add_argument("--video-size", type=_bounded_int(16, 1024), default=None,
+    proto.add_argument("--batch-wait-max-ms", type=nonneg_float, default=1000.0, help="longest wait to fill a batch")
+    proto.add_argument("--render-size", type=bounded_int(16, 1024), default=224)
+    proto.add_argument("--video-size", type=bounded_int(16, 1024), default=None,
                        help="pixels a side of each filmed view (default: --render-size, the policy's image size)")
 
     out = p.add_argument_group("run directory")
-    out.add_argument("--run-dir", type=_path, help="the run directory (default runs/<run id>)")
-    out.add_argument("--runs-dir", type=_path, default=Path("runs"))
+    out.add_argument("--run-dir", type=path_type, help="the run directory (default runs/<run id>)")
+    out.add_argument("--runs-dir", type=path_type, default=Path("runs"))
     out.add_argument("--run-id")
-    out.add_argument("--out-json", type=_path, help="also copy rows.json here at the end")
-    out.add_argument("--rows-jsonl", type=_path, help="also copy rows.jsonl here at the end")
-    out.add_argument("--resume", type=_path, metavar="DIR", help="resume a run: skip seeds with an ok row, run the rest")
+    out.add_argument("--out-json", type=path_type, help="also copy rows.json here at the end")
+    out.add_argument("--rows-jsonl", type=path_type, help="also copy rows.jsonl here at the end")
+    out.add_argument("--resume", type=path_type, metavar="DIR", help="resume a run: skip seeds with an ok row, run the rest")
     out.add_argument("--record-predicts", action="store_true",
                      help="write predicts.jsonl: tokens, normalised chunk, fallback and first action of every predict")
 
     pre = p.add_argument_group("pre-registration")
-    pre.add_argument("--prereg", type=_path, metavar="FILE", help="a frozen pre-registration: everything comes from it")
+    pre.add_argument("--prereg", type=path_type, metavar="FILE", help="a frozen pre-registration: everything comes from it")
     pre.add_argument("--arm", help="the arm of --prereg to run")
     pre.add_argument("--arms", metavar="A,B",
                      help="a comparison run: both arms of the registered comparison in one run directory, "
@@ -181,16 +184,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     ray = p.add_argument_group("scale-out (Ray; pip install '.[ray]')")
     ray.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster: 'auto', 'host:port', or 'local' (a private one)")
-    ray.add_argument("--ray-shards", type=_positive_int, default=None, help="shards (one per GPU node); default: one per node")
-    ray.add_argument("--ray-gpus-per-shard", type=_nonneg_int, default=None,
+    ray.add_argument("--ray-shards", type=positive_int, default=None, help="shards (one per GPU node); default: one per node")
+    ray.add_argument("--ray-gpus-per-shard", type=nonneg_int, default=None,
                      help="GPUs each shard holds (default 1 for MolmoAct2 and --lerobot, 0 otherwise)")
     ray.add_argument("--ray-dashboard", action="store_true", help="start Ray's dashboard (off by default)")
 
     gates = p.add_argument_group("gates and tripwires")
-    gates.add_argument("--gpu-hours-gate", type=_nonneg_float, default=None)
-    gates.add_argument("--pace-limit-hours", type=_positive_float, default=None)
-    gates.add_argument("--pace-after-episodes", type=_positive_int, default=10)
-    gates.add_argument("--gpus", type=_nonneg_int, default=None, help="GPUs held (default: 1 on CUDA, else 0)")
+    gates.add_argument("--gpu-hours-gate", type=nonneg_float, default=None)
+    gates.add_argument("--pace-limit-hours", type=positive_float, default=None)
+    gates.add_argument("--pace-after-episodes", type=positive_int, default=10)
+    gates.add_argument("--gpus", type=nonneg_int, default=None, help="GPUs held (default: 1 on CUDA, else 0)")
     return p
 
 
@@ -669,46 +672,6 @@ def _check_video_draw(draw: str) -> str:
 
 def _stamp() -> str:
     return rd.run_stamp()
-
-
-def _number(parse, *, minimum: float, inclusive: bool, what: str, maximum: float | None = None):
-    """An argparse type: parse, require finite, and bound it with a message that states the bounds."""
-
-    def convert(text: str):
-        try:  # ASCII digits only: int() and float() also read '٣' and '３' (and '1_000')
-            v = (ascii_int if parse is int else ascii_float)(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not {'an integer' if parse is int else 'a number'}: {text!r}") from None
-        if v != v or v in (float("inf"), float("-inf")):
-            raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
-        if v < minimum or (v == minimum and not inclusive) or (maximum is not None and v > maximum):
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-        return v
-
-    return convert
-
-
-def _bounded_int(lo: int, hi: int):
-    return _number(int, minimum=lo, inclusive=True, maximum=hi, what=f"an integer from {lo:,} to {hi:,}")
-
-
-def _bounded_float(lo: float, hi: float):
-    return _number(float, minimum=lo, inclusive=False, maximum=hi, what=f"more than {lo:g} and at most {hi:g}")
-
-
-_positive_int = _number(int, minimum=0, inclusive=False, what="a positive integer")
-_nonneg_int = _number(int, minimum=0, inclusive=True, what="zero or positive")
-_positive_float = _number(float, minimum=0, inclusive=False, what="positive")
-_nonneg_float = _number(float, minimum=0, inclusive=True, what="zero or positive")
-_probability = _number(float, minimum=0, inclusive=True, maximum=1, what="a probability from 0 to 1")
-
-
-def _path(text: str) -> Path:
-    """A path flag: never empty (Path('') is the working directory: `--run-dir ''` wrote a run there)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("an empty path would mean the working directory; "
-                                         "give a folder or file name, e.g. runs/my-run")
-    return Path(text)
 
 
 def _seed_list(text: str) -> list[int]:

@@ -45,11 +45,14 @@ from pathlib import Path
 import psutil
 
 from console.notify import messages as msgs
-from console.notify.ledger import LOCK, REQUESTS, STATUS, NotifierLock, NotifierLocked, home
+from console.notify.ledger import LOCK, LOG, REQUESTS, STATUS, NotifierLock, NotifierLocked, home
 from console.notify.sender import OFF, RETRY, Notifier, RetryPolicy
 from console.notify.webhook import ENV_FILE, ENV_URL, fingerprint, webhook_setting
 from prereg import rundir as rd
+from prereg.argcheck import OneLineParser, nonneg_float, parse_once, path_type, positive_float, positive_int
+from prereg.errors import UsageError, log_to, run_cli
 from prereg.runs_discovery import discover_runs, driver_live
+from prereg.safe_read import os_error_why
 
 STATUS_SCHEMA = 1
 TESTS_KEPT = 5
@@ -61,36 +64,62 @@ log = logging.getLogger("fontaine.notifier")
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="fontaine-notify", description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs-dir", default="runs", help="the folder of run directories (default: ./runs)")
-    p.add_argument("--every", type=int, default=msgs.EVERY_EPISODES,
+    """`fontaine-notify`; an error is one line and its exit code (prereg.errors.run_cli), a bug's
+    traceback goes to DIR/.notifier/notifier.log once the runs folder is known."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return run_cli("fontaine-notify", lambda: _main(argv))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog="fontaine-notify", description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    p.add_argument("--runs-dir", type=path_type, default=Path("runs"), help="the folder of run directories (default: ./runs)")
+    p.add_argument("--every", type=positive_int, default=msgs.EVERY_EPISODES,
                    help=f"an update every N episodes (default {msgs.EVERY_EPISODES})")
-    p.add_argument("--poll", type=float, default=2.0, help="seconds between looks at the runs (default 2)")
-    p.add_argument("--grace", type=float, default=120.0,
+    p.add_argument("--poll", type=positive_float, default=2.0, help="seconds between looks at the runs (default 2)")
+    p.add_argument("--grace", type=nonneg_float, default=120.0,
                    help="exit when no run has been live for this many seconds and nothing is left to send")
-    p.add_argument("--linger-max", type=float, default=3600.0,
+    p.add_argument("--linger-max", type=nonneg_float, default=3600.0,
                    help="with no live run, give up on a failing Discord after this many seconds (the posts stay owed)")
-    p.add_argument("--backoff", type=float, default=RETRY.backoff_s,
+    p.add_argument("--backoff", type=nonneg_float, default=RETRY.backoff_s,
                    help=f"first retry delay after a failed post (s; default {RETRY.backoff_s:g})")
-    p.add_argument("--backoff-max", type=float, default=RETRY.backoff_max_s,
+    p.add_argument("--backoff-max", type=nonneg_float, default=RETRY.backoff_max_s,
                    help=f"longest retry delay (s; default {RETRY.backoff_max_s:g})")
-    p.add_argument("--http-timeout", type=float, default=RETRY.request_timeout_s,
+    p.add_argument("--http-timeout", type=positive_float, default=RETRY.request_timeout_s,
                    help=f"HTTP timeout of one request to Discord (s; default {RETRY.request_timeout_s:g})")
-    p.add_argument("--gone-after", type=int, default=RETRY.gone_after,
+    p.add_argument("--gone-after", type=positive_int, default=RETRY.gone_after,
                    help=f"401/403/404 this many times: stop until the URL changes (default {RETRY.gone_after})")
     p.add_argument("--no-check", action="store_true", help="do not GET the webhook at start")
-    args = p.parse_args(argv)
+    return p
+
+
+def _main(argv: list[str]) -> int:
+    args = parse_once(build_parser(), argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
-    runs_dir = Path(args.runs_dir).resolve()
+    runs_dir = _runs_folder(args.runs_dir)
     try:
         lock = NotifierLock(runs_dir).acquire()
     except NotifierLocked:
         log.info("another notifier already serves %s (it holds %s); exiting", runs_dir, home(runs_dir) / LOCK)
         return 0
+    except OSError as exc:
+        raise UsageError(f"--runs-dir {args.runs_dir}: cannot hold the notifier's lock in {home(runs_dir)}: "
+                         f"{os_error_why(exc)}") from None
+    log_to(home(runs_dir) / LOG)  # a bug's traceback, from here on, goes to the notifier's own log
     try:
         return Service(runs_dir, args).run()
     finally:
         lock.release()
+
+
+def _runs_folder(given: Path) -> Path:
+    """--runs-dir, resolved: a folder (or one to be made), never a file or a symlink loop."""
+    try:
+        runs_dir = given.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise UsageError(f"--runs-dir {given}: cannot be resolved ({exc})") from None
+    if runs_dir.exists() and not runs_dir.is_dir():
+        raise UsageError(f"--runs-dir {given} is a file, not a folder of run directories")
+    return runs_dir
 
 
 class Service:
@@ -143,13 +172,7 @@ class Service:
             if self._file_changed():
                 n.set_url(self._load_url())
                 log.info("webhook file changed: now %s", n.masked_url or "off")
-            live = 0
-            for path in discover_runs(self.runs_dir):
-                try:
-                    n.poll_run(path)
-                except Exception as exc:  # one bad run directory must not stop the others
-                    log.warning("cannot poll %s: %s", path.name, exc)
-                live += driver_live(path, self.args.grace)
+            live = self.scan()
             self._take_requests()
             now = time.monotonic()
             if live:
@@ -171,6 +194,22 @@ class Service:
         self.write_status(live=0, exited=reason)
         log.info("notifier exited (%s)", reason)
         return 0
+
+    def scan(self) -> int:
+        """One look at every run in the folder: queue the posts each is owed. A run directory that
+        cannot be read (a FIFO, a loop, a wrong type) is logged and skipped; the others go on.
+        Returns how many runs are live."""
+        live = 0
+        for path in discover_runs(self.runs_dir):
+            try:
+                self.notifier.poll_run(path)
+            except Exception as exc:  # noqa: BLE001 - one bad run directory must not stop the others
+                log.warning("cannot poll %s: %s", path.name, exc)
+            try:  # counted apart: a live run whose posts cannot be built still keeps the notifier up
+                live += driver_live(path, self.args.grace)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("cannot tell whether %s is live: %s", path.name, exc)
+        return live
 
     # -- test posts ---------------------------------------------------------------------
 
