@@ -6,61 +6,13 @@ the console (which shows: a warning before a gate trips, a banner when it does).
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import asdict, dataclass
 
+from prereg.rows import number
+from prereg.rundir import GateSpec as GateSpec  # noqa: F401 - the run-directory contract's type, used here
+
 OK, WARN, TRIPPED, PENDING = "ok", "warn", "tripped", "pending"
-
-
-@dataclass(frozen=True)
-class GateSpec:
-    gpu_hours: float | None = None  # budget of allocated GPU-hours; None = no gate
-    pace_limit_hours: float | None = None  # max projected wall time of the whole run
-    pace_after_episodes: int = 10  # the pace tripwire is judged once this many episodes are done
-    stall_factor: float = 4.0  # heartbeat age beyond this many median episode walls is a stall
-    stall_min_s: float = 60.0  # ... and never below this many seconds
-    warn_fraction: float = 0.8  # warn at this fraction of a limit
-    decided: str | None = None  # "stop": stop once every decision rule on the arm is settled (prereg/curtail.py)
-    sequential: dict | None = None  # {p0, p1, alpha, beta}: a registered SPRT of the success rate (prereg/sequential.py)
-    tripwires: dict | None = None  # the shim's registered tripwires, run before the first episode (prereg.model.Tripwires.as_dict())
-
-    @classmethod
-    def from_dict(cls, d: object) -> "GateSpec":
-        """A GateSpec from a file someone else wrote (a manifest's `gates`): a field of the wrong
-        type (a string, a bool, NaN, a list) is left at its default, never passed on to crash a reader.
-        The driver's flag names are accepted too."""
-        if not isinstance(d, dict):
-            return cls()
-        kw: dict = {}
-        for key, v in d.items():
-            name = _GATE_ALIASES.get(key, key)
-            if name in ("decided",):
-                if isinstance(v, str):
-                    kw[name] = v
-            elif name in ("sequential", "tripwires"):
-                if isinstance(v, dict):
-                    kw[name] = v
-            elif name == "pace_after_episodes":
-                if type(v) is int and v >= 0:
-                    kw[name] = v
-            elif name in cls.__dataclass_fields__:
-                x = _finite(v)
-                if x is not None and x >= 0:
-                    kw[name] = x
-        return cls(**kw)
-
-
-_GATE_ALIASES = {"gpu_hours_gate": "gpu_hours", "pace_limit_h": "pace_limit_hours"}
-
-
-def _finite(v: object) -> float | None:
-    """A finite number as float; None for anything else (null, bools, strings, NaN, infinities)."""
-    if type(v) is int:
-        return float(v)
-    if type(v) is float and math.isfinite(v):
-        return v
-    return None
 
 
 @dataclass(frozen=True)
@@ -120,7 +72,7 @@ class PaceInputs:
             elif v is None and k == "episode_wall_s":
                 kw[k] = None
             else:
-                x = _finite(v)
+                x = number(v)
                 if x is None or x < 0:
                     return None
                 kw[k] = x

@@ -20,6 +20,7 @@ import math
 import os
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,7 +30,7 @@ from prereg.errors import EXIT_FAILED as EXIT_FAILED  # noqa: F401
 from prereg.errors import EXIT_STOPPED as EXIT_STOPPED  # noqa: F401
 from prereg.errors import EXIT_USAGE as EXIT_USAGE  # noqa: F401
 from prereg.errors import UsageError
-from prereg.rows import BadLine, RowsRead, read_rows
+from prereg.rows import BadLine, RowsRead, number, read_rows
 from prereg.safe_read import JSON_MAX_BYTES, STOP_MAX_BYTES, Unreadable, kind_of, os_error_why, read_regular
 
 # -- file names ------------------------------------------------------------------------
@@ -466,19 +467,16 @@ def read_stop(run_dir: str | Path) -> StopReason | None:
     return StopReason.from_dict(obj) or StopReason(BY_USER, one_line(text))
 
 
-def status_stop(status: dict | None) -> StopReason | None:
+def status_stop(status: "Status | Mapping | None") -> StopReason | None:
     """The structured stop reason a status.json carries (None while nothing asked for a stop)."""
-    return StopReason.from_dict((status or {}).get("stop"))
+    status = Status.of(status)
+    return status.stop if status is not None else None
 
 
-def status_reason_text(status: dict | None) -> str:
+def status_reason_text(status: "Status | Mapping | None") -> str:
     """status.json's reason in words: the failure, or the stop reason, or ''."""
-    status = status or {}
-    reason = status.get("reason")
-    if isinstance(reason, str) and reason:
-        return reason
-    stop = status_stop(status)
-    return stop.text() if stop else ""
+    status = Status.of(status)
+    return status.reason_text if status is not None else ""
 
 
 # -- resume ----------------------------------------------------------------------------
@@ -529,9 +527,10 @@ def done_stop_name(ts: float) -> str:
 # -- the small files as types --------------------------------------------------------------
 # status.json and manifest.json are other processes' files: every field is type-checked on the
 # way in. A field of the wrong type reads as None and is named in `.problems`, never a crash.
+# Writers build the same types and write `to_dict()`: one definition of each field's type.
 
 
-def _field(d: dict, key: str, kinds: tuple, problems: list[str], where: str):
+def _field(d: Mapping, key: str, kinds: tuple, problems: list[str], where: str):
     v = d.get(key)
     if v is None:
         return None
@@ -548,9 +547,59 @@ _NUM = (int, float)
 
 
 @dataclass(frozen=True)
-class Status:
-    """status.json, typed (the driver writes it; `raw` keeps every field as read)."""
+class GateSpec:
+    """The run's gates (manifest.json's `gates`; a plan's `gates:`), evaluated by prereg/gates.py."""
 
+    gpu_hours: float | None = None  # budget of allocated GPU-hours; None = no gate
+    pace_limit_hours: float | None = None  # max projected wall time of the whole run
+    pace_after_episodes: int = 10  # the pace tripwire is judged once this many episodes are done
+    stall_factor: float = 4.0  # heartbeat age beyond this many median episode walls is a stall
+    stall_min_s: float = 60.0  # ... and never below this many seconds
+    warn_fraction: float = 0.8  # warn at this fraction of a limit
+    decided: str | None = None  # "stop": stop once every decision rule on the arm is settled (prereg/curtail.py)
+    sequential: dict | None = None  # {p0, p1, alpha, beta}: a registered SPRT of the success rate (prereg/sequential.py)
+    tripwires: dict | None = None  # the shim's registered tripwires, run before the first episode (prereg.model.Tripwires.as_dict())
+
+    @classmethod
+    def from_dict(cls, d: object) -> "GateSpec":
+        """A GateSpec from a file someone else wrote (a manifest's `gates`): a field of the wrong
+        type (a string, a bool, NaN, a list) is left at its default, never passed on to crash a reader.
+        The driver's flag names are accepted too."""
+        if not isinstance(d, Mapping):
+            return cls()
+        kw: dict = {}
+        for key, v in d.items():
+            name = _GATE_ALIASES.get(key, key)
+            if name in ("decided",):
+                if isinstance(v, str):
+                    kw[name] = v
+            elif name in ("sequential", "tripwires"):
+                if isinstance(v, dict):
+                    kw[name] = v
+            elif name == "pace_after_episodes":
+                if type(v) is int and v >= 0:
+                    kw[name] = v
+            elif name in cls.__dataclass_fields__:
+                x = number(v)
+                if x is not None and x >= 0:
+                    kw[name] = x
+        return cls(**kw)
+
+    def to_dict(self) -> dict:
+        """manifest.json's `gates` (what the driver records; `from_dict` reads it back equal)."""
+        return asdict(self)
+
+
+_GATE_ALIASES = {"gpu_hours_gate": "gpu_hours", "pace_limit_h": "pace_limit_hours"}
+
+
+@dataclass(frozen=True)
+class Status:
+    """status.json, typed: the driver writes `to_dict()` of one (the console's kill record too); a
+    reader gets one from `read_snapshot` (`raw` keeps every field as read). The fields are in the
+    order the driver writes them."""
+
+    schema: int | None = None
     state: str | None = None
     run_id: str | None = None
     arm: str | None = None
@@ -562,19 +611,27 @@ class Status:
     elapsed_s: float | None = None
     projected_wall_s: float | None = None
     eta_s: float | None = None
+    pace: dict | None = None  # prereg.gates.PaceInputs.as_dict() + projected_wall_s, naive_projected_wall_s
+    settled: dict | None = None  # curtailment (prereg/curtail.py)
+    sequential: dict | None = None  # the registered sequential test's decision (prereg/sequential.py)
+    arms: list | None = None  # a comparison run's two arms (written only in one) ...
+    comparison: dict | None = None  # ... and its latest decision (prereg.comparison.Decision.as_dict())
     gpu_hours: float | None = None
     gpu_hours_source: str | None = None
+    gpu_busy_hours: float | None = None
+    gpu_busy_source: str | None = None
     gpus: int | None = None
     mean_batch: float | None = None
+    predict_rounds: int | None = None
+    worker_crashes: int | None = None
+    lost_seeds: list | None = None  # seeds (or [arm, seed]) that never got a row: aborted in flight, or a kill
+    executor: dict | None = None
     reason: str | None = None
     stop: StopReason | None = None
-    pace: dict | None = None
-    settled: dict | None = None
-    sequential: dict | None = None
-    comparison: dict | None = None  # a comparison run's latest decision (prereg.comparison.Decision.as_dict())
+    gates: list | None = None  # the gate readings (prereg.gates.GateReading.as_dict() each)
+    tripwires: dict | None = None  # the registered tripwires' record (TRIPWIRES_FIELD), once they ran
     pid: int | None = None
     updated_at: str | None = None
-    tripwires: dict | None = None  # the registered tripwires' record (TRIPWIRES_FIELD), once they ran
     raw: dict = field(default_factory=dict, compare=False, repr=False)
     problems: tuple[str, ...] = ()
 
@@ -586,34 +643,49 @@ class Status:
     def final(self) -> bool:
         return self.state in FINAL_STATES
 
+    @property
+    def reason_text(self) -> str:
+        """The reason in words: the failure, or the stop reason, or ''."""
+        return self.reason or (self.stop.text() if self.stop else "")
+
+    @classmethod
+    def of(cls, status: "Status | Mapping | None") -> "Status | None":
+        """A Status from a Status, a status.json object or None (no status.json): None stays None."""
+        return status if status is None or isinstance(status, Status) else cls.from_dict(status)
+
     @classmethod
     def from_dict(cls, d: object) -> "Status":
-        if not isinstance(d, dict):
+        if not isinstance(d, Mapping):
             return cls(problems=(f"{STATUS}: not a JSON object",))
         probs: list[str] = []
-        kw = {}
-        for name, kinds in _STATUS_FIELDS.items():
-            kw[name] = _field(d, name, kinds, probs, STATUS)
+        kw = {name: _field(d, name, kinds, probs, STATUS) for name, kinds in _STATUS_FIELDS.items()}
         if kw["state"] is not None and kw["state"] not in STATES:
             probs.append(f"{STATUS}: state {kw['state'][:40]!r} is not one of {', '.join(STATES)}")
         stop = StopReason.from_dict(d.get("stop")) if d.get("stop") is not None else None
         return cls(**kw, stop=stop, raw=dict(d), problems=tuple(probs))
 
     def to_dict(self) -> dict:
+        """status.json: every field in order (None as null; `arms`/`comparison` only in a comparison
+        run, `tripwires` only once they ran), over whatever else `raw` held."""
         out = dict(self.raw)
-        out.update({k: getattr(self, k) for k in _STATUS_FIELDS if getattr(self, k) is not None or k in out})
-        out["stop"] = self.stop.as_dict() if self.stop else None
+        for name in _STATUS_ORDER:
+            v = getattr(self, name)
+            if v is None and name in _STATUS_ONLY_WITH and getattr(self, _STATUS_ONLY_WITH[name]) is None and name not in out:
+                continue
+            out[name] = v.as_dict() if isinstance(v, StopReason) else v
         return out
 
 
 _STATUS_FIELDS = {
-    "state": (str,), "run_id": (str,), "arm": (str,), "done": (int,), "total": (int,), "ok": (int,),
+    "schema": (int,), "state": (str,), "run_id": (str,), "arm": (str,), "done": (int,), "total": (int,), "ok": (int,),
     "errors": (int,), "successes": (int,), "elapsed_s": _NUM, "projected_wall_s": _NUM, "eta_s": _NUM,
-    "gpu_hours": _NUM, "gpu_hours_source": (str,), "gpus": (int,), "mean_batch": _NUM, "reason": (str,),
-    "pace": (dict,), "settled": (dict,), "sequential": (dict,), "comparison": (dict,), "pid": (int,),
-    "updated_at": (str,),
-    TRIPWIRES_FIELD: (dict,),
+    "pace": (dict,), "settled": (dict,), "sequential": (dict,), "arms": (list,), "comparison": (dict,),
+    "gpu_hours": _NUM, "gpu_hours_source": (str,), "gpu_busy_hours": _NUM, "gpu_busy_source": (str,), "gpus": (int,),
+    "mean_batch": _NUM, "predict_rounds": (int,), "worker_crashes": (int,), "lost_seeds": (list,), "executor": (dict,),
+    "reason": (str,), "gates": (list,), TRIPWIRES_FIELD: (dict,), "pid": (int,), "updated_at": (str,),
 }
+_STATUS_ORDER = tuple(f for f in Status.__dataclass_fields__ if f not in ("raw", "problems"))
+_STATUS_ONLY_WITH = {"arms": "arms", "comparison": "arms", TRIPWIRES_FIELD: TRIPWIRES_FIELD}  # written when that field is set
 
 
 @dataclass(frozen=True)
@@ -630,19 +702,23 @@ class Manifest:
     """manifest.json, typed (the driver writes it at start; `raw` keeps every field as read)."""
 
     run_id: str | None = None
-    arm: str | None = None
+    arm: str | None = None  # (an early manifest's {name: ...} reads as its name)
     prereg: PreregRef | None = None
-    policy: dict | None = None
-    policy_resolved: dict | None = None
+    policy: dict | None = None  # the PolicySpec (a bare string reads as {kind: ...})
+    policy_resolved: dict | None = None  # what the policy loaded (a comparison run: one per arm, by arm)
+    env: dict | None = None  # {name, sha256, file?}: the scene the run ran (absent before envs: boat-on-disk)
     seeds: tuple[int, ...] | None = None
     episode_seconds: float | None = None
     workers: int | None = None
-    gates: object = None  # prereg.gates.GateSpec (read with GateSpec.from_dict)
+    gates: GateSpec = field(default_factory=GateSpec)
+    config: dict | None = None  # engine.driver.RunConfig.as_dict(): what a resume starts from
     started_at: str | None = None
     tripwires: dict | None = None  # the registered tripwires' record (TRIPWIRES_FIELD), once they ran
     resumes: tuple[dict, ...] = ()
     arms: tuple[str, ...] = ()  # a comparison run (`fontaine-eval --arms A,B`): its two arms, A then B
     comparison: dict | None = None  # ... and its registered comparison (prereg.comparison.ComparisonSpec, as recorded)
+    legacy_prereg_id: str | None = None  # an early manifest: `prereg` as a bare id, or `prereg_id`
+    legacy_prereg_sha256: str | None = None  # ... and `prereg_sha256`
     raw: dict = field(default_factory=dict, compare=False, repr=False)
     problems: tuple[str, ...] = ()
 
@@ -651,12 +727,36 @@ class Manifest:
         """A comparison run: one directory, both arms' rows, each row naming its `arm`."""
         return len(self.arms) == 2
 
+    @property
+    def policy_kind(self) -> str | None:
+        k = (self.policy or {}).get("kind")
+        return k if isinstance(k, str) else None
+
+    @property
+    def prereg_id(self) -> str | None:
+        return (self.prereg.id if self.prereg else None) or self.legacy_prereg_id
+
+    @property
+    def prereg_sha256(self) -> str | None:
+        return (self.prereg.sha256 if self.prereg else None) or self.legacy_prereg_sha256
+
+    def recorded(self, key: str) -> bool:
+        """Whether manifest.json has `key` at all, of whatever type (a field from before it existed is absent)."""
+        return key in self.raw
+
+    @classmethod
+    def of(cls, manifest: "Manifest | Mapping | None") -> "Manifest | None":
+        """A Manifest from a Manifest, a manifest.json object or None (no manifest): None stays None."""
+        return manifest if manifest is None or isinstance(manifest, Manifest) else cls.from_dict(manifest)
+
     @classmethod
     def from_dict(cls, d: object) -> "Manifest":
-        from prereg.gates import GateSpec
-
-        if not isinstance(d, dict):
+        if not isinstance(d, Mapping):
             return cls(problems=(f"{MANIFEST}: not a JSON object",))
+        d = dict(d)
+        arm = d.get("arm")
+        if isinstance(arm, dict) and isinstance(arm.get("name"), str):
+            d["arm"] = arm["name"]
         probs: list[str] = []
         kw = {name: _field(d, name, kinds, probs, MANIFEST) for name, kinds in _MANIFEST_FIELDS.items()}
         policy = d.get("policy")
@@ -665,8 +765,13 @@ class Manifest:
         ref = None
         if isinstance(pr, dict):
             ref = PreregRef(*(pr.get(k) if isinstance(pr.get(k), str) else None for k in ("id", "sha256", "path")))
+        elif isinstance(pr, str):
+            kw["legacy_prereg_id"] = pr
         elif pr is not None:
             probs.append(f"{MANIFEST}: prereg is {type(pr).__name__}, not an object")
+        for key in ("prereg_id", "prereg_sha256"):
+            if kw.get(f"legacy_{key}") is None and isinstance(d.get(key), str):
+                kw[f"legacy_{key}"] = d[key]
         seeds = d.get("seeds")
         if isinstance(seeds, list) and all(type(x) is int for x in seeds):
             kw["seeds"] = tuple(seeds)
@@ -683,41 +788,64 @@ class Manifest:
                 probs.append(f"{MANIFEST}: arms is not two different arms ({{arm, policy}} each)")
         return cls(**kw, prereg=ref, gates=GateSpec.from_dict(d.get("gates")), raw=dict(d), problems=tuple(probs))
 
-    @property
-    def policy_kind(self) -> str | None:
-        k = (self.policy or {}).get("kind")
-        return k if isinstance(k, str) else None
+    def arm_view(self, arm: str) -> "Manifest | None":
+        """One arm of a comparison run, as a run of that arm alone would record it: `arm`, its `policy`
+        and `policy_resolved`, the hash of the section that registers it; None when this is not a
+        comparison run of `arm`. (`fontaine-eval --arms A,B` records `arm` "A-vs-B", A's policy at the
+        top, both under `arms`, each arm's section under `prereg.arms`.)"""
+        arms = self.raw.get("arms")
+        entry = next((a for a in arms if isinstance(a, dict) and a.get("arm") == arm), None) if isinstance(arms, list) else None
+        if entry is None:
+            return None
+        view = dict(self.raw, arm=arm, policy=entry.get("policy"))
+        resolved = self.raw.get("policy_resolved")
+        if isinstance(resolved, dict) and isinstance(resolved.get(arm), dict):
+            view["policy_resolved"] = resolved[arm]
+        pre = self.raw.get("prereg")
+        if isinstance(pre, dict):
+            per_arm = (pre.get("arms") or {}).get(arm) if isinstance(pre.get("arms"), dict) else None
+            view["prereg"] = dict(pre, sha256=per_arm.get("sha256") if isinstance(per_arm, dict) else pre.get("sha256"))
+        return Manifest.from_dict(view)
 
     def to_dict(self) -> dict:
         out = dict(self.raw)
         for k in _MANIFEST_FIELDS:
             if getattr(self, k) is not None:
                 out[k] = getattr(self, k)
+        if self.policy is not None:
+            out["policy"] = self.policy
         if self.seeds is not None:
             out["seeds"] = list(self.seeds)
         if self.prereg is not None:
             out["prereg"] = asdict(self.prereg)
+        if "gates" in out or self.gates != GateSpec():
+            out["gates"] = self.gates.to_dict()
         return out
 
 
 _MANIFEST_FIELDS = {
-    "run_id": (str,), "arm": (str,), "policy_resolved": (dict,), "episode_seconds": _NUM, "workers": (int,),
-    "started_at": (str,), "comparison": (dict,), TRIPWIRES_FIELD: (dict,),
+    "run_id": (str,), "arm": (str,), "policy_resolved": (dict,), "env": (dict,), "episode_seconds": _NUM,
+    "workers": (int,), "config": (dict,), "started_at": (str,), "comparison": (dict,), TRIPWIRES_FIELD: (dict,),
 }
 
 
-def tripwire_table(status: object, manifest: object = None) -> tuple[bool | None, str]:
+def tripwire_table(status: "Status | Mapping | None", manifest: "Manifest | Mapping | None" = None) -> tuple[bool | None, str]:
     """(passed, the per-joint tables as text) of a run's registered tripwires, from status.json's
-    record, else the manifest's (raw dicts, or the typed Status/Manifest); (None, '') when none ran.
+    record, else the manifest's (typed, or the files' objects); (None, '') when none ran.
     Never raises on a record someone else wrote."""
-    for holder in (status, manifest):
-        raw = getattr(holder, "raw", holder)
-        record = raw.get(TRIPWIRES_FIELD) if isinstance(raw, dict) else None
+    for holder in (Status.of(status), Manifest.of(manifest)):
+        record = holder.tripwires if holder is not None else None
         if isinstance(record, dict):
             passed = record.get("passed")
             table = record.get("table")
             return (passed if isinstance(passed, bool) else None), (table if isinstance(table, str) else "")
     return None, ""
+
+
+def read_manifest(run_dir: str | Path) -> tuple[Manifest | None, str | None]:
+    """(the run's manifest, None), or (None, why not): 'missing', or a problem in words (never blocks)."""
+    d, why = load_json_object(Path(run_dir) / MANIFEST)
+    return (None, why) if d is None else (Manifest.from_dict(d), None)
 
 
 @dataclass(frozen=True)

@@ -58,3 +58,47 @@ def test_a_run_directory_reads_as_one_snapshot(tmp_path):
 def test_the_run_id_and_a_done_stop_are_named_in_one_place():
     assert rd.new_run_id("demo", "scripted", 0) == "demo-scripted-19700101-000000"
     assert rd.done_stop_name(1780000000.7) == "STOP.1780000000.done"
+
+
+def test_a_gate_spec_round_trips_and_is_the_one_prereg_gates_uses():
+    from prereg import gates
+
+    assert gates.GateSpec is rd.GateSpec  # one definition: the run directory's
+    spec = rd.GateSpec(gpu_hours=1.5, pace_limit_hours=2.0, pace_after_episodes=4, stall_factor=3.0, stall_min_s=30.0,
+                       warn_fraction=0.5, decided="stop", sequential={"p0": 0.2, "p1": 0.5, "alpha": 0.05, "beta": 0.2},
+                       tripwires={"coverage": {"max_uncovered": 0.3}})
+    assert rd.GateSpec.from_dict(spec.to_dict()) == spec
+    assert rd.GateSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    assert rd.GateSpec.from_dict(rd.GateSpec().to_dict()) == rd.GateSpec()
+    m = rd.Manifest.from_dict({"run_id": "r", "gates": spec.to_dict()})
+    assert m.gates == spec and rd.Manifest.from_dict(m.to_dict()) == m
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["gpu_hours", "pace_limit_hours", "pace_after_episodes", "stall_factor",
+                                        "decided", "sequential", "warn_fraction"]), JSON, max_size=5))
+def test_any_gates_read_back_equal_after_a_round_trip(d):
+    spec = rd.GateSpec.from_dict(d)
+    assert rd.GateSpec.from_dict(spec.to_dict()) == spec
+
+
+def test_a_status_round_trips_with_the_keys_the_driver_writes():
+    s = rd.Status(schema=rd.STATUS_SCHEMA, state=rd.STOPPED, run_id="r", arm="a", done=3, total=5, ok=3, errors=0,
+                  successes=2, elapsed_s=12.5, stop=rd.StopReason(rd.BY_USER, "stop key", who="ana", at="t"),
+                  reason="user (ana): stop key", lost_seeds=[3, 4], gates=[], pid=7, updated_at="t")
+    d = s.to_dict()
+    assert list(d) == [k for k in rd.Status.__dataclass_fields__ if k not in ("raw", "problems", "arms", "comparison",
+                                                                              rd.TRIPWIRES_FIELD)]
+    assert d["stop"] == {"by": "user", "detail": "stop key", "gate": None, "who": "ana", "at": "t"} and d["eta_s"] is None
+    back = rd.Status.from_dict(json.loads(json.dumps(d)))
+    assert back == s and back.problems == ()
+    both = rd.Status(state=rd.RUNNING, arms=["a", "b"], tripwires={"passed": True}).to_dict()
+    assert both["arms"] == ["a", "b"] and both["comparison"] is None and both["tripwires"] == {"passed": True}
+
+
+def test_a_manifest_reads_the_early_forms_of_its_fields():
+    m = rd.Manifest.from_dict({"arm": {"name": "a"}, "prereg": "demo", "prereg_sha256": "abc", "env": {"name": "e"}})
+    assert m.arm == "a" and m.prereg_id == "demo" and m.prereg_sha256 == "abc" and m.problems == ()
+    assert m.recorded("env") and not m.recorded("config") and m.env == {"name": "e"}
+    new = rd.Manifest.from_dict({"prereg": {"id": "p", "sha256": "s", "path": "x.md"}, "prereg_sha256": "old"})
+    assert new.prereg_id == "p" and new.prereg_sha256 == "s"
