@@ -20,16 +20,23 @@ from pathlib import Path
 from prereg.errors import PreregError
 from prereg.layout import parse_layout
 from prereg.model import Document
+from prereg.safe_read import Unreadable, read_regular
 from prereg.validation import build_model
+
+DOC_MAX_BYTES = 16 * 1024 * 1024  # a document with every amendment and results block is a few hundred KB
 
 
 def load(path: str | Path) -> Document:
     """Read and validate a document; problems are collected in `doc.problems`, never raised."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
+    try:  # bounded, regular files only: a FIFO named *.md would otherwise wait for a writer forever
+        text = read_regular(p, DOC_MAX_BYTES).decode("utf-8")
+        text = text.replace("\r\n", "\n").replace("\r", "\n")  # universal newlines, as read_text gave
     except FileNotFoundError:
         raise PreregError(f"{p}: no such file (check the path; `fontaine-prereg new {p}` writes a template)") from None
+    except Unreadable as exc:
+        raise PreregError(f"{p}: cannot be read: it {exc.why}" if exc.why.startswith("is ") else
+                          f"{p}: cannot be read: {exc.why}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise PreregError(f"{p}: cannot be read ({exc})") from None
     return parse(text, p)

@@ -58,6 +58,12 @@ def _comparison_option(choice: str) -> str:
     return f"{b} vs {a} · comparison run of both arms (--arms {choice})"
 
 
+def _entry_label(e: PreregEntry) -> str:
+    """A pre-registration in the launch list: its id and path, marked when it cannot be read or is a draft."""
+    mark = "  [unreadable]" if e.problem else "  [not frozen]" if e.frozen is False else ""
+    return f"{e.prereg_id}  ({e.path}){mark}"
+
+
 class LaunchScreen(ModalScreen[tuple | None]):
     """Pick a pre-registration and an arm; validation errors are shown here, in place."""
 
@@ -74,8 +80,7 @@ class LaunchScreen(ModalScreen[tuple | None]):
             if not self.entries:
                 yield Static("No pre-registrations found (*.md in the --prereg-dir folders).", id="launch-empty")
             yield Select(
-                [(f"{e.prereg_id}  ({e.path})" + ("  [not frozen]" if e.frozen is False else ""), str(e.path))
-                 for e in self.entries.values()],
+                [(_entry_label(e), str(e.path)) for e in self.entries.values()],
                 prompt="pre-registration", id="prereg",
             )
             yield Select([], prompt="arm", id="arm")
@@ -126,13 +131,15 @@ class LaunchScreen(ModalScreen[tuple | None]):
             box.display = False
             return
         t = Text()
-        if entry.frozen is False:
-            t.append(freeze_hint(entry.path) + "\n", style="bold yellow")
         lines, problem = launch_settings(entry.path, arm)
+        # a draft is told how to freeze it; one that does not validate is told why first (freezing would fail)
+        only_unfrozen = entry.frozen is False and (not problem or "not frozen" in problem)
+        if only_unfrozen:
+            t.append(freeze_hint(entry.path) + "\n", style="bold yellow")
         for label, value in lines:
             t.append(f"{label:<8}", style="grey62")
             t.append(value + "\n")
-        if problem and entry.frozen is not False:
+        if problem and not only_unfrozen:
             t.append(problem, style="yellow")
         box.update(t)
         box.display = True
@@ -159,7 +166,7 @@ class LaunchScreen(ModalScreen[tuple | None]):
         if entry is None:
             self.show_error("choose a pre-registration")
             return
-        problem = validate_launch(entry.path, arm)
+        problem = entry.problem or validate_launch(entry.path, arm)  # an unreadable document: why, not "choose an arm"
         if problem:
             self.show_error(problem)
             return

@@ -163,3 +163,102 @@ def test_the_launch_list_reads_documents_with_the_one_parser_and_its_refusals(tm
     p.write_text("---\nid: &a x\ntitle: *a\narms: [scripted]\n---\n")
     e = read_entry(p)
     assert e.arms == [] and "alias.md:2" in e.problem and "aliases" in e.problem
+
+
+def _returns_within(fn, timeout: float = 10.0):
+    """fn()'s result, run in a thread; an AssertionError when it has not returned within `timeout`
+    seconds (a read that waits on a FIFO would hang the console's UI thread instead)."""
+    import threading
+
+    out: dict = {}
+
+    def call():
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            out["error"] = exc
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), f"still reading after {timeout} s: a hang"
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def _release_readers(fifo) -> None:
+    """A reader blocked on the FIFO (the bug this guards against) gets end-of-file and returns."""
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:
+        pass  # no reader waiting: nothing to release
+
+
+async def test_a_fifo_named_md_is_listed_as_unreadable_and_never_hangs_the_dialog(runs_dir, prereg_dir):
+    """A FIFO `*.md` hung `fontaine-prereg validate` and the launch list (an unbounded read_text)."""
+    from console.preregs import list_preregs, validate_launch
+
+    demo_copy(prereg_dir)
+    fifo = prereg_dir / "pipe.md"
+    os.mkfifo(fifo)
+    why = "pipe.md: cannot be read: it is a FIFO (named pipe), not a regular file"
+    try:
+        entries = _returns_within(lambda: list_preregs([prereg_dir]))
+        (bad,) = [e for e in entries if e.path == fifo]
+        assert why in bad.problem and bad.arms == [] and bad.frozen is None, bad
+        assert why in _returns_within(lambda: validate_launch(fifo, "scripted"))
+        app = make_app(runs_dir, prereg_dir)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("l")
+            await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen), what="the launch dialog")
+            labels = [str(label) for label, _ in app.screen.query_one("#prereg", Select)._options]
+            assert any("pipe.md" in lbl and "[unreadable]" in lbl for lbl in labels), labels
+            assert any("demo.md" in lbl and "[unreadable]" not in lbl for lbl in labels), labels
+            app.screen.query_one("#prereg", Select).value = str(fifo)
+            err = app.screen.query_one("#launch-error")
+            await wait_for(pilot, lambda: err.display and why in plain(err), what="why it cannot be read",
+                           state=lambda: plain(err))
+            assert "\n" not in plain(err).strip()
+            await pilot.click("#launch")
+            await wait_for(pilot, lambda: why in plain(err), what="the launch refused")
+            assert isinstance(app.screen, LaunchScreen) and app.launched == []
+    finally:
+        _release_readers(fifo)
+
+
+async def test_a_plan_of_ten_million_seeds_is_refused_in_the_dialog_at_once(runs_dir, prereg_dir):
+    """`seeds: 0-10000000` hung the launch and grew the dialog to 3 GB: the plan is refused at its
+    line, by the validation `fontaine-prereg validate` does, before any seed list is built."""
+    import resource
+
+    frozen = demo_copy(prereg_dir)
+    text = frozen.read_text().replace("seeds: 0-5", "seeds: 0-10000000")
+    frozen.write_text(text)  # an edited frozen document: it does not validate, before its seal is even checked
+    line = text[:text.index("seeds: 0-10000000")].count("\n") + 1
+    end = text.find("\n---", 3)
+    draft = prereg_dir / "draft.md"
+    draft.write_text(text[:end + 4] + "\n\nA draft, never frozen.\n")
+    refusal = "protocol.seeds: '0-10000000' names more than 100,000 seeds, the most one run takes"
+    ran = []
+    rss_before_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    app = make_app(runs_dir, prereg_dir, launch_argv=lambda *a: ran.append(a) or fake_argv(*a))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen), what="the launch dialog")
+        box, err = app.screen.query_one("#launch-settings"), app.screen.query_one("#launch-error")
+        for doc in (frozen, draft):
+            app.screen.query_one("#prereg", Select).value = str(doc)
+            want = f"{doc}:{line}: {refusal}"
+            await wait_for(pilot, lambda want=want: box.display and want in plain(box), timeout=5,
+                           what=f"the refusal of {doc.name}", state=lambda: plain(box))
+            shown = plain(box)
+            assert [ln.strip().split(" (a list")[0] for ln in shown.splitlines() if refusal in ln] == [want], shown
+            assert "policy" not in shown and "fontaine-prereg freeze" not in shown, shown  # no settings, no freeze hint
+            await pilot.click("#launch")
+            await wait_for(pilot, lambda want=want: err.display and want in plain(err), timeout=5,
+                           what="the launch refused", state=lambda: plain(err))
+            assert isinstance(app.screen, LaunchScreen)
+    assert ran == [] and app.launched == []
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before_kb) / 1024
+    assert grew_mb < 300, f"the dialog's process grew by {grew_mb:.0f} MB: were the seeds expanded?"

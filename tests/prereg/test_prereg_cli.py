@@ -66,6 +66,26 @@ def test_validate_refuses_the_seeds_the_cli_refuses_at_once(tmp_path, capsys, se
     assert rc == 2 and why in err and "protocol.seeds" in err and time.monotonic() - t0 < 2.0
 
 
+@pytest.mark.parametrize("make, why", [
+    (lambda p: __import__("os").mkfifo(p), "cannot be read: it is a FIFO (named pipe), not a regular file"),
+    (lambda p: p.mkdir(), "cannot be read: it is a directory, not a regular file"),
+    (lambda p: p.symlink_to(p), "cannot be read: a symbolic link loop (too many levels of symbolic links)"),
+], ids=["fifo", "directory", "symlink-loop"])
+def test_a_document_that_is_no_regular_file_is_one_line_at_once(tmp_path, make, why):
+    """A FIFO named *.md hung validate (an unbounded read_text): it is refused, exit 2, in one line.
+    Run as a process with a timeout, so a hang fails the test instead of stopping the suite."""
+    p = tmp_path / "plan.md"
+    make(p)
+    for command in (["validate", str(p)], ["launch-spec", str(p), "--arm", "a"], ["verify", str(p)]):
+        try:
+            out = subprocess.run([sys.executable, "-m", "prereg.cli", *command], cwd=Path(__file__).resolve().parents[2],
+                                 capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"fontaine-prereg {command[0]} still reading {p} after 60 s: a hang") from None
+        assert out.returncode == 2, (command, out)
+        assert out.stderr == f"fontaine-prereg: error: {p}: {why}\n", (command, out.stderr)
+
+
 def test_bad_input_exits_2(tmp_path, capsys, demo):
     assert run(capsys, "validate", str(tmp_path / "nope.md"))[0] == 2
     assert run(capsys, "launch-spec", str(demo), "--arm", "nope")[0] == 2
