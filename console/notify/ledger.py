@@ -26,6 +26,7 @@ from pathlib import Path
 
 from prereg import rundir as rd
 from prereg.rows import read_rows
+from prereg.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, check_regular, read_regular
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ LOCK = "lock"
 STATUS = rd.NOTIFIER_STATUS
 LOG = "notifier.log"
 REQUESTS = "requests"
+LEDGER_MAX_BYTES = 64 * 1024 * 1024  # a post is a line of ~200 bytes: far above any run's ledger
 
 
 def home(runs_dir: Path | str) -> Path:
@@ -67,11 +69,7 @@ def lock_held(runs_dir: Path) -> bool:
 def read_ledger_keys(run_dir: Path) -> set[str]:
     """Keys of the posts Discord confirmed for this run (a torn last line is ignored)."""
     keys = set()
-    try:
-        text = (Path(run_dir) / LEDGER).read_text(encoding="utf-8")
-    except OSError:
-        return keys
-    for line in text.splitlines():
+    for line in _ledger_lines(run_dir):
         try:
             obj = json.loads(line)
         except ValueError:
@@ -86,17 +84,43 @@ def read_ledger_keys(run_dir: Path) -> set[str]:
 def read_ledger(run_dir: Path) -> list[dict]:
     """The ledger's lines, in the order the posts were confirmed."""
     out = []
-    try:
-        text = (Path(run_dir) / LEDGER).read_text(encoding="utf-8")
-    except OSError:
-        return out
-    for line in text.splitlines():
+    for line in _ledger_lines(run_dir):
         try:
             obj = json.loads(line)
         except ValueError:
             continue
         if isinstance(obj, dict):
             out.append(obj)
+    return out
+
+
+def _ledger_lines(run_dir: Path) -> list[str]:
+    """posts.jsonl's lines, read bounded and only from a regular file: a FIFO is never opened
+    for a blocking read (none when it is missing or cannot be read)."""
+    try:
+        data = read_regular(Path(run_dir) / LEDGER, LEDGER_MAX_BYTES)
+    except (OSError, Unreadable):
+        return []
+    return data.decode("utf-8", errors="replace").splitlines()
+
+
+# each file a post is read from (or, the ledger, written to), with the most a reader takes of it
+POSTED_FROM = ((rd.MANIFEST, JSON_MAX_BYTES), (rd.STATUS, JSON_MAX_BYTES), (rd.ROWS, ROWS_MAX_BYTES),
+               (LEDGER, LEDGER_MAX_BYTES))
+
+
+def unreadable_files(run_dir: Path) -> list[str]:
+    """One line per file a post of this run is read from or recorded in that is there but cannot
+    be read ('status.json: is a FIFO (named pipe), not a regular file', a directory, a symlink
+    loop, too large); [] when each can be read or is not there yet. A stat each, never an open."""
+    out = []
+    for name, max_bytes in POSTED_FROM:
+        try:
+            check_regular(Path(run_dir) / name, max_bytes)
+        except FileNotFoundError:
+            continue
+        except Unreadable as exc:
+            out.append(f"{name}: {exc.why}")
     return out
 
 
@@ -147,6 +171,7 @@ class RunBook:
         self.loaded = False
         self.sig: tuple | None = None  # the run directory's files (size, mtime) at the last poll
         self.over = False  # the run had ended at the last poll
+        self.unreadable: str | None = None  # why its files could not be read at the last poll (no post then)
 
     def load(self) -> None:
         """The ledger's keys (a catch-up's `covers` included), and a leftover in-flight marker:

@@ -211,6 +211,8 @@ class Notifier:
         run_dir = Path(run_dir)
         with self._poll_lock:
             book = self._runs.setdefault(run_dir, RunBook(run_dir))
+            if self._unreadable(book):
+                return []
             if not book.loaded:
                 book.load()
             sig = run_signature(run_dir)
@@ -231,6 +233,21 @@ class Notifier:
         if posts:
             self._kick()
         return [p.key for p in posts]
+
+    @staticmethod
+    def _unreadable(book: RunBook) -> bool:
+        """Whether this run's files cannot be read now (a FIFO, a directory, a symlink loop): then
+        it gets no post, since one would say '0 successes' of rows it cannot read or 'gates: none'
+        of a manifest it cannot read. Said once in the log; its posts stay owed and go once the
+        files can be read again."""
+        why = "; ".join(ledger.unreadable_files(book.run_dir)) or None
+        if why != book.unreadable:
+            if why:
+                log.warning("Discord: no post for %s while its files cannot be read: %s", book.run_dir.name, why)
+            else:
+                log.info("Discord: the files of %s can be read again", book.run_dir.name)
+            book.unreadable = why
+        return why is not None
 
     def send_test(self, test_id: str | None = None, host: str | None = None) -> bool:
         """Queue a test post (also retries a failing queue now). False when posts are off or the
