@@ -87,9 +87,14 @@ def _fill(path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_full_disk_fails_the_run_in_seconds_with_rows_intact(small_disk):
+def test_a_full_disk_fails_the_run_in_seconds_with_rows_intact(small_disk, tmp_path):
     run_dir = small_disk / "run"
-    proc = launch_detached(run_dir, *SCRIPTED, "--seeds", "0-40", "--workers", "2", "--video-draw", "none")
+    # what the driver prints goes off the full disk, so every byte of it is kept and read below
+    log, err_log = tmp_path / "driver.log", tmp_path / "stderr.log"
+    with open(log, "wb") as out, open(err_log, "wb") as err:
+        proc = subprocess.Popen(eval_argv(*SCRIPTED, "--seeds", "0-40", "--workers", "2", "--video-draw", "none",
+                                          "--run-dir", str(run_dir)),
+                                cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
     try:
         workers = _workers_started(proc, 2)
         wait_until(lambda: len(read_rows(run_dir)) >= 2, timeout=120, what="two rows")
@@ -104,6 +109,11 @@ def test_a_full_disk_fails_the_run_in_seconds_with_rows_intact(small_disk):
     status = read_status(run_dir)
     assert status["state"] == "failed" and status["reason"].startswith("disk full"), status
     assert status["stop"]["by"] == "error"
+    text, err = log.read_text(), err_log.read_text()
+    # one line says it (the issue found a traceback printed before it), never a traceback
+    assert "Traceback" not in text + err, (text[-3000:], err[-3000:])
+    failed = [ln for ln in err.splitlines() if ln.startswith("fontaine-eval: ")]
+    assert len(failed) == 1 and failed[0].startswith("fontaine-eval: failed: disk full"), (failed, err[-3000:])
     rows = _rows_intact(run_dir)
     assert len(rows) >= 2 and len({r["seed"] for r in rows}) == len(rows)
     wait_until(lambda: _all_gone(workers), timeout=5, what="the workers to be gone")
