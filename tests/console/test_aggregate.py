@@ -115,3 +115,38 @@ def test_bad_lines_and_reset():
     before = agg.version
     agg.reset()
     assert agg.rows == 0 and agg.corrupt == 0 and agg.restarts == 1 and agg.version > before
+
+
+def test_the_seed_grid_shows_carried_dropped_and_off_table_cells():
+    from console.render import GRID_LABEL_W, seed_grid_text
+    from prereg.rows import CARRIED, DROPPED, OFF_TABLE, TOUCHED
+
+    held = {"success": False, "knock_away": False, "progress_final_cm": 0.5, "grasped": True, "grasp_tick": 50,
+            "lift_max_mm": 25.0, "touched": True, "off_table": False}
+    rows = [
+        make_row(10, **held, released=False, carried_cm=14.0),  # held to the end
+        make_row(11, **held, released=True, carried_cm=0.3, tipped=False),  # let go where it was lifted
+        make_row(12, success=False, knock_away=True, progress_final_cm=-40.0, off_table=True, boat_z_mm=-748.0,
+                 touched=True, grasped=False),
+        make_row(13, success=False, progress_cm=2.0, progress_final_cm=0.5, touched=True, grasped=False,
+                 off_table=False),
+        make_row(14, success=True, grasped=True, grasp_tick=80, released=True, carried_cm=9.0, tipped=False, touched=True,
+                 off_table=False),  # carried, placed and let go: the success wins
+    ]
+    view = fold(rows).snapshot()
+    assert view.seed_outcomes == {10: CARRIED, 11: DROPPED, 12: OFF_TABLE, 13: TOUCHED, 14: SUCCESS}
+
+    text = seed_grid_text(view, [10, 11, 12, 13, 14], 60)
+
+    def cell(i):  # the glyph and the style drawn for the i-th seed (one line: 6 label columns, 2 per cell)
+        offset = GRID_LABEL_W + 2 * i
+        styles = [str(s.style) for s in text.spans if s.start <= offset < s.end]
+        return text.plain[offset], styles[-1]
+
+    assert [cell(i) for i in range(5)] == [
+        ("■", "bold cyan"),  # carried not placed
+        ("■", "blue"),  # grasped then dropped
+        ("▼", "bold red reverse"),  # off the table
+        ("■", "yellow"),  # touched
+        ("■", "bold green"),  # success
+    ]

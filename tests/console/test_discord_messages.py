@@ -313,3 +313,32 @@ def test_the_results_post_states_the_reports_own_reads_and_verdicts(tmp_path):
     assert first.startswith("successes **6 / 7 achieved (of 20 planned") and "**INVALID** (error rows 1" in first
     assert "[undetermined (oracle: INVALID: error rows 1" in post.description and "`successes >= 5`" in post.description
     assert "results: 6/7 successes" in post.content
+
+
+def test_an_update_tallies_the_outcomes_read_from_the_grasp_fields(tmp_path):
+    from console.notify.messages import progress_lines, update_post
+    from prereg.rows import complete_row
+
+    run = HandMadeRun(tmp_path, total=10)
+    base = {"run_id": run.run_id, "arm": "A", "worker": 0, "success": False, "progress_cm": 4.0,
+            "progress_final_cm": 1.0, "reset_strikes": 0, "predicts": 30, "zero_fallbacks": 0, "wall_s": 30.0,
+            "status": "ok", "touched": True, "off_table": False, "grasped": False, "released": False}
+    held = {"grasped": True, "grasp_tick": 40, "lift_max_mm": 30.0}
+    rows = [
+        {**held, "released": False, "carried_cm": 12.0},  # still held at the end: carried not placed
+        {**held, "released": True, "carried_cm": 9.0, "tipped": False, "dist_final_cm": 11.0},  # carried, set down away
+        {**held, "released": True, "carried_cm": 0.4, "tipped": False},  # grasped then dropped
+        {"off_table": True, "progress_final_cm": -30.0, "boat_z_mm": -745.0},  # on the floor
+        {"success": True},
+        {"progress_final_cm": -3.0},  # knocked away, never grasped
+    ]
+    with open(run.dir / "rows.jsonl", "w") as f:
+        for seed, extra in enumerate(rows):
+            f.write(json.dumps(complete_row({**base, "seed": seed, **extra})) + "\n")
+    run.done = len(rows)
+    run.status("running")
+    snap = read_snapshot(run.dir)
+    tallies = [line for line in progress_lines(snap) if line.startswith("outcomes: ")]
+    assert tallies == ["outcomes: success 1 · off the table 1 · carried not placed 2 · grasped then dropped 1"
+                       " · knocked away 1"]
+    assert tallies[0] in update_post(snap, 5).description
