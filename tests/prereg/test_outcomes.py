@@ -3,6 +3,8 @@ fields, schema-1 rows by classify's order, the counts, and the report's table an
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from prereg.report import build_report, outcome_transitions
@@ -91,3 +93,35 @@ def test_the_report_tables_outcomes_and_pairs_them_across_arms(demo, run_dir):
     assert "carried not placed → success 3 (seeds 0, 1, 2)" in text
     assert "carried not placed → success 3 (seeds 0, 1, 2)" in (masked / "results.md").read_text()
     assert "outcomes  success 3 · carried not placed 3" in rep.summary_text()
+
+
+def test_a_run_written_before_the_grasp_fields_reports_valid_with_its_counts_and_outcomes(demo, run_dir):
+    """A whole run of schema-1 rows (no grasp fields, no touched, no off_table) and a manifest from
+    before envs (no `env`): VALID, the counts as before, and each outcome derivable without grasps."""
+    def old(seed, **kw):
+        row = make_row(seed, **kw)
+        for k in ("grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released", "touched", "off_table"):
+            del row[k]
+        row["schema"] = 1
+        return row
+
+    rows = [old(0, success=True, progress_cm=9.0, progress_final_cm=9.0, boat_z_mm=0.0),
+            old(1, success=True, progress_cm=7.5, progress_final_cm=7.0, boat_z_mm=0.0),
+            old(2, progress_cm=0.4, progress_final_cm=-4.0, knock_away=True, boat_z_mm=0.0),
+            old(3, progress_cm=3.0, progress_final_cm=2.5, engaged=True, boat_z_mm=0.0),
+            old(4, progress_final_cm=-1078.7, knock_away=True, boat_z_mm=-471000.0),  # fell forever, no floor then
+            old(5, boat_z_mm=0.0)]
+    d = run_dir("old", rows, status={"state": "done"}, launched=(demo, "scripted"))
+    assert "env" not in json.loads((d / "manifest.json").read_text())
+    assert "grasped" not in (d / "rows.jsonl").read_text()
+    rep = build_report(demo, {"scripted": d}, append=False, now=NOW)
+    r = rep.arms["scripted"].reads
+    assert r.valid, [c.text for c in r.checks if not c.ok]
+    assert (r.n, r.successes, r.knock_aways, r.engaged, r.quiet, r.error_rows) == (6, 2, 2, 3, 1, 0)
+    assert r.outcome_by_seed == {0: SUCCESS, 1: SUCCESS, 2: KNOCK_AWAY, 3: TOUCHED, 4: OFF_TABLE, 5: QUIET}
+    assert {o: n for o, n in r.outcomes.items() if n} == {SUCCESS: 2, OFF_TABLE: 1, KNOCK_AWAY: 1, TOUCHED: 1,
+                                                          QUIET: 1}
+    text = (d / "results.md").read_text()
+    assert "- **Validity**: VALID" in text and "- **Primary**: " in text
+    assert "success 2 · off the table 1 · knocked away 1 · touched 1 · quiet 1" in text
+    assert {v.rule.condition: v.verdict for v in rep.verdicts}["scripted.successes >= 1"] == "HOLDS"
