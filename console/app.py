@@ -496,11 +496,10 @@ class FontaineApp(App):
                     age_step(run_elapsed(d.info, now)) if d.info.live else None)  # a live run's elapsed moves with the clock
         self._update_if(screen.query_one("#pace", Panel), pace_key,
                         lambda w: w.update(pace_table(d.info, d.view, readings, now)))
-        seeds = (d.info.manifest or {}).get("seeds")
+        seeds = list(d.info.seeds) if d.info.seeds is not None else None
         grid = screen.query_one("#grid", SeedGrid)
-        n_seeds = len(seeds) if isinstance(seeds, list) else None
-        self._update_if(grid, (version, grid.size.width, n_seeds), lambda w: w.show(
-            d.view, seeds if isinstance(seeds, list) else None))
+        n_seeds = len(seeds) if seeds is not None else None
+        self._update_if(grid, (version, grid.size.width, n_seeds), lambda w: w.show(d.view, seeds))
         hist = screen.query_one("#hist", Panel)
         self._update_if(hist, (version, hist.size.width), lambda w: w.update(
             histogram_text(d.view, width=(w.size.width or 52) - 2)))
@@ -607,13 +606,13 @@ class FontaineApp(App):
         info = self.selected_info()
         if info is None:
             return
-        if info.recorded_state in runs.FINAL_STATES or info.state == "died":
+        if info.recorded_state in runs.FINAL_STATES or info.state == rd.DIED:
             self.notify(f"{info.run_id} has already ended ({info.state}); nothing to stop", severity="warning")
             return
         if info.stop is not None:
             self.notify(f"STOP already requested for {info.run_id}; waiting for the driver to confirm", severity="warning")
             return
-        workers = (info.manifest or {}).get("workers")
+        workers = info.manifest.workers if info.manifest is not None else None
         in_flight = f"up to {workers} episodes" if workers else "the episodes"
         body = (
             f"The driver finishes {in_flight} in flight, writes their rows, starts no new episode, "
@@ -720,11 +719,11 @@ class FontaineApp(App):
         info = self.selected_info()
         if info is None:
             return
-        prereg = (info.manifest or {}).get("prereg")
-        if not isinstance(prereg, dict) or not prereg.get("id"):
+        prereg = info.prereg
+        if prereg is None or not prereg.id:
             self.notify(f"{info.run_id} has no pre-registration: no arms to compare", severity="warning")
             return
-        self.push_screen(CompareScreen(str(prereg["id"]), focus=info.path))  # a comparison run: both its arms
+        self.push_screen(CompareScreen(prereg.id, focus=info.path))  # a comparison run: both its arms
 
     def action_resume(self) -> None:
         """`R`: resume a stopped, failed or died run (`fontaine-eval --resume DIR`), after saying what will run."""
@@ -891,14 +890,13 @@ def discord_line(notifier: ConsoleNotifier | None) -> Text:
 def report_runs(info: runs.RunInfo, runs_dir: Path) -> list[tuple[str, Path]]:
     """The selected run for its arm, plus the newest ended run of each other arm of the same
     pre-registration (by id), so the report can compute its comparisons."""
-    prereg = (info.manifest or {}).get("prereg") or {}
+    prereg_id = info.prereg.id if info.prereg is not None else None
     chosen = {info.arm: info.path}
-    covered = set(rd.Manifest.from_dict(info.manifest or {}).arms)  # a comparison run is both its arms' run
+    covered = set(info.manifest.arms if info.manifest is not None else ())  # a comparison run is both its arms' run
     for path in reversed(runs.discover_runs(runs_dir)):  # newest first
         other = runs.read_run(path)
-        p = (other.manifest or {}).get("prereg") or {}
         if (other.arm not in chosen and other.arm not in covered and other.recorded_state in runs.FINAL_STATES
-                and p.get("id") == prereg.get("id")):
+                and (other.prereg.id if other.prereg is not None else None) == prereg_id):
             chosen[other.arm] = other.path
     return list(chosen.items())
 

@@ -36,8 +36,8 @@ GRID_LEGEND = ((SUCCESS, "success"), (PLACED_TIPPED, "tipped"), (CARRIED, "carri
                (OFF_TABLE, "off-table"), (KNOCK_AWAY, "knock"), (TOUCHED, "touched"), (QUIET, "quiet"),
                (ERROR, "error"), (None, "none"))
 STATE_STYLE = {
-    "starting": "cyan", "running": "bold cyan", "stopping": "bold yellow", "stopped": "yellow",
-    "done": "green", "failed": "bold red", "died": "bold red reverse", "unknown": "grey50",
+    rd.STARTING: "cyan", rd.RUNNING: "bold cyan", rd.STOPPING: "bold yellow", rd.STOPPED: "yellow",
+    rd.DONE: "green", rd.FAILED: "bold red", rd.DIED: "bold red reverse", rd.UNKNOWN: "grey50",
 }
 GATE_STYLE = {OK: "green", WARN: "bold yellow", TRIPPED: "bold white on red", PENDING: "grey50"}
 GRID_MAX_SEEDS = 600
@@ -75,40 +75,41 @@ def state_text(state: str) -> Text:
 
 def gate_spec(info: RunInfo) -> GateSpec:
     """The manifest's gates as the shared GateSpec (unknown keys and wrong-typed values ignored)."""
-    return GateSpec.from_dict((info.manifest or {}).get("gates"))
+    return info.manifest.gates if info.manifest is not None else GateSpec()
 
 
 def gate_readings(info: RunInfo, view: AggregateView, now: float) -> list[GateReading]:
     """The same pure evaluation the driver enforces, fed from the run directory (a field of the
     wrong type in status.json reads as unknown)."""
-    status = info.status or {}
+    status = _status(info)
     walls = (view.median_wall_s,) if view.median_wall_s else ()
-    done = _count(status.get("done"))
+    done = info.done
     return evaluate_gates(
         gate_spec(info),
-        elapsed_s=_amount(status.get("elapsed_s")) or 0.0,
+        elapsed_s=_amount(status.elapsed_s) or 0.0,
         done=done if done is not None else view.rows,
         total=int(info.total or 0),
-        gpu_hours=_amount(status.get("gpu_hours")),
+        gpu_hours=_amount(status.gpu_hours),
         heartbeat_age_s=info.heartbeat_age(now),
         episode_walls_s=walls,
         live=info.live,
-        pace=PaceInputs.from_dict(status.get("pace")),
-        gpus=_amount(status.get("gpus")),
+        pace=PaceInputs.from_dict(status.pace),
+        gpus=_amount(status.gpus),
     )
 
 
-def _amount(v: object) -> float | None:
-    """A non-negative finite number from status.json, else None (unknown): never a string, a bool, NaN."""
+def _status(info: RunInfo) -> rd.Status:
+    """The run's typed status.json (every field None when there is none)."""
+    return info.status if info.status is not None else rd.Status()
+
+
+def _amount(v: float | None) -> float | None:
+    """A number from status.json (typed: never a string, a bool, NaN) that is plausible, else None (unknown)."""
     x = number(v)
     return x if x is not None and 0 <= x < 1e12 else None
 
 
-def _count(v: object) -> int | None:
-    return v if type(v) is int and v >= 0 else None
-
-
-def _guarded_text(fn, status: dict) -> str | None:
+def _guarded_text(fn, status: rd.Status) -> str | None:
     """A one-line text from status.json made elsewhere (prereg/curtail.py): None when a field of
     the wrong type makes it fail, rather than the panel."""
     try:
@@ -124,9 +125,9 @@ def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
     t.append("  ")
     t.append_text(state_text(info.state))
     t.append(f"  arm {info.arm}")
-    prereg = (info.manifest or {}).get("prereg")
-    if isinstance(prereg, dict):
-        t.append(f"  prereg {str(prereg.get('id'))[:60]} ({str(prereg.get('sha256') or '')[:10]})")
+    prereg = info.manifest.prereg if info.manifest is not None else None
+    if prereg is not None:
+        t.append(f"  prereg {str(prereg.id)[:60]} ({str(prereg.sha256 or '')[:10]})")
     elif info.manifest is not None:
         t.append("  no pre-registration", style="grey50")
     if info.stop is not None and info.recorded_state not in FINAL_STATES:
@@ -134,9 +135,9 @@ def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
                  " — waiting for the in-flight episodes to finish", style="yellow")
     reason = rd.status_reason_text(info.status)
     if reason and info.recorded_state in FINAL_STATES:
-        t.append(f"\n{info.recorded_state}: {reason}", style="yellow" if info.recorded_state != "failed" else "red")
+        t.append(f"\n{info.recorded_state}: {reason}", style="yellow" if info.recorded_state != rd.FAILED else "red")
     t.append_text(tripwires_text(info))
-    if info.state == "died":
+    if info.state == rd.DIED:
         t.append("\nThe run's process is gone without a final status: it died. Its rows so far are below;"
                  " driver.log says why. Resume with fontaine-eval --resume.", style="bold red")
     if info.missing and info.state == rd.STARTING and info.live:
@@ -200,7 +201,7 @@ def counts_table(view: AggregateView) -> Table:
 def run_elapsed(info: RunInfo, now: float) -> float | None:
     """status.json's elapsed_s; for a live run, at least the time since its process started (pid.json's
     create time): the driver writes elapsed_s between episodes, so a run loading its model showed 0s."""
-    elapsed = _amount((info.status or {}).get("elapsed_s"))
+    elapsed = _amount(_status(info).elapsed_s)
     started = _amount((info.pid or {}).get("create_time"))
     if info.live and started is not None and now > started:
         elapsed = max(elapsed or 0.0, now - started)
@@ -208,13 +209,13 @@ def run_elapsed(info: RunInfo, now: float) -> float | None:
 
 
 def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], now: float) -> Table:
-    status = info.status or {}
+    status = _status(info)
     t = Table.grid(padding=(0, 1))
     t.add_column(style="grey70")
     t.add_column()
     elapsed = run_elapsed(info, now)
-    done, total = _count(status.get("done")), info.total
-    projected = _amount(status.get("projected_wall_s"))
+    done, total = info.done, info.total
+    projected = _amount(status.projected_wall_s)
     t.add_row("elapsed", f"{fmt_duration(elapsed)}   done {done if done is not None else view.rows}/{total if total is not None else '?'}")
     by_name = {r.name: r for r in readings}
     pace = by_name.get("pace")
@@ -229,7 +230,7 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
     eta = (projected - elapsed) if projected is not None and elapsed is not None else None
     t.add_row("ETA", fmt_duration(eta) if info.recorded_state not in FINAL_STATES else "ended")
     gpu = by_name.get("gpu_hours")
-    spent = _amount(status.get("gpu_hours"))
+    spent = _amount(status.gpu_hours)
     gpu_text = Text("—" if spent is None else f"{spent:.3f}")
     if gpu is not None:
         gpu_text.append(f" of {gpu.limit:g}  ")

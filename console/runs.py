@@ -39,20 +39,24 @@ class RunInfo:
 
     run_id: str
     path: Path
-    manifest: dict | None = None
-    status: dict | None = None
+    manifest: rd.Manifest | None = None  # typed (a manifest.json object given here is read as one)
+    status: rd.Status | None = None  # typed (likewise)
     pid: dict | None = None
     stop: rd.StopReason | None = None  # the STOP request, when present
     heartbeat_mtime: float | None = None
     rows_size: int | None = None
     missing: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)  # unreadable files, with why
+    problems: list[str] = field(default_factory=list)  # unreadable files and fields, with why
     liveness: str = UNKNOWN
     launched_arm: str | None = None  # the arm this console launched, until manifest.json names it
 
+    def __post_init__(self) -> None:
+        self.manifest = rd.Manifest.of(self.manifest)
+        self.status = rd.Status.of(self.status)
+
     @property
     def recorded_state(self) -> str | None:
-        st = (self.status or {}).get("state")
+        st = self.status.state if self.status is not None else None
         return st if st in rd.STATES else None
 
     @property
@@ -79,35 +83,41 @@ class RunInfo:
 
     @property
     def arm(self) -> str:
-        arm = (self.manifest or {}).get("arm")
-        if isinstance(arm, str) and arm:
-            return arm
-        return self.launched_arm or "?"
+        arm = self.manifest.arm if self.manifest is not None else None
+        return arm or self.launched_arm or "?"
 
     @property
     def done(self) -> int | None:
-        return _count((self.status or {}).get("done"))
+        return _count(self.status.done if self.status is not None else None)
 
     @property
     def total(self) -> int | None:
-        total = _count((self.status or {}).get("total"))
-        if total is None and self.manifest and isinstance(self.manifest.get("seeds"), list):
-            total = len(self.manifest["seeds"])
+        total = _count(self.status.total if self.status is not None else None)
+        if total is None and self.manifest is not None and self.manifest.seeds is not None:
+            total = len(self.manifest.seeds)
         return total
 
     @property
+    def prereg(self) -> rd.PreregRef | None:
+        """The frozen section the run was launched from (manifest.json's `prereg`), if it says."""
+        return self.manifest.prereg if self.manifest is not None else None
+
+    @property
     def prereg_path(self) -> str | None:
-        prereg = (self.manifest or {}).get("prereg")
-        path = prereg.get("path") if isinstance(prereg, dict) else None
-        return path if isinstance(path, str) else None
+        return self.prereg.path if self.prereg is not None else None
+
+    @property
+    def seeds(self) -> tuple[int, ...] | None:
+        """The manifest's seeds (None: no manifest, or its seeds cannot be read)."""
+        return self.manifest.seeds if self.manifest is not None else None
 
     def heartbeat_age(self, now: float) -> float | None:
         return None if self.heartbeat_mtime is None else max(0.0, now - self.heartbeat_mtime)
 
 
-def _count(v: object) -> int | None:
-    """A count from a file someone else wrote: a non-negative int, or None (never a bool or a list)."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+def _count(v: int | None) -> int | None:
+    """A count from a file someone else wrote (typed already): a non-negative int, or None."""
+    return v if v is not None and v >= 0 else None
 
 
 def read_run(path: str | Path) -> RunInfo:
@@ -116,14 +126,11 @@ def read_run(path: str | Path) -> RunInfo:
     path = Path(path)
     snap = rd.read_snapshot(path)
     info = RunInfo(run_id=path.name, path=path)
-    info.manifest = snap.manifest.raw if snap.manifest is not None else None
-    info.status = snap.status.raw if snap.status is not None else None
+    info.manifest, info.status = snap.manifest, snap.status
     info.pid = snap.pid
     info.missing = list(snap.missing)
-    info.problems = snap.unreadable_lines
-    if snap.status is not None and snap.status.state not in rd.STATES:
-        state = info.status.get("state")
-        info.problems.append(f"{rd.STATUS}: state {str(state)[:40]!r} is not one of {', '.join(rd.STATES)}")
+    # what cannot be read: a file, or a field of the wrong type ('status.json: elapsed_s is str 'x', ...')
+    info.problems = snap.unreadable_lines + list(snap.problems)
     if snap.manifest is not None and snap.manifest.run_id:
         info.run_id = snap.manifest.run_id
     info.heartbeat_mtime = snap.heartbeat_mtime

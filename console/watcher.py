@@ -277,8 +277,8 @@ class Watcher:
         with self._lock:
             newest: dict[str, RunWatch] = {}
             for w in self.watches.values():
-                prereg = (w.info.manifest or {}).get("prereg")
-                if not isinstance(prereg, dict) or prereg.get("id") != prereg_id:
+                prereg = w.info.prereg
+                if prereg is None or prereg.id != prereg_id:
                     continue
                 held = newest.get(w.info.arm)
                 if held is None or run_sort_key(w.path.name) > run_sort_key(held.path.name):

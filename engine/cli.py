@@ -405,17 +405,17 @@ def _resolve_resume(args):
     if run_dir.exists() and not run_dir.is_dir():
         raise UsageError(f"--resume {run_dir}: is a file, not a run directory")
     snap = rd.read_snapshot(run_dir)  # the contract's one read of a run's small files, as the console's
-    manifest = snap.manifest.raw if snap.manifest is not None else None
-    if manifest is None or not isinstance(manifest.get("config"), dict):
+    manifest = snap.manifest
+    if manifest is None or manifest.config is None:
         problem = snap.unreadable.get(rd.MANIFEST)
         why = f" ({problem})" if problem else ""
         raise UsageError(f"{run_dir} has no readable manifest.json{why}: not a run directory (or it never started)")
     try:
-        config = RunConfig.from_dict(manifest["config"])
+        config = RunConfig.from_dict(manifest.config)
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{run_dir / rd.MANIFEST}: its config cannot be read back ({exc}); "
                          "the run cannot be resumed") from None
-    recorded = manifest.get("env") if isinstance(manifest.get("env"), dict) else {}
+    recorded = manifest.env or {}
     _check_env(config.env, pin=recorded.get("sha256") if recorded.get("file") else None,
                pinned_by="the run started on")  # the env the run was started on must still be there, unchanged
     return config, Path(run_dir), True

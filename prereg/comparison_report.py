@@ -4,7 +4,7 @@
 `arm` is "A-vs-B", its `arms` the two, every row carries its `arm`; status.json's `comparison` is
 the driver's latest `prereg.comparison.Decision`). The report reads such a directory as two arms
 (prereg/report.py: the rows split by their `arm`, each arm's provenance through
-`prereg.provenance.comparison_arm_view`) and, once, the comparison itself: what this module reads.
+`prereg.rundir.Manifest.arm_view`) and, once, the comparison itself: what this module reads.
 
 - `comparison_runs(doc, runs)`: `--run A=DIR` (or `--run A-vs-B=DIR`) for a comparison run names
   both of its arms; an arm given its own `--run` keeps it.
@@ -148,33 +148,33 @@ class ComparisonRead:
                 "max_seeds": self.max_seeds}
 
 
-def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], status: dict | None,
+def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], status: rd.Status | dict | None,
                     planned_seeds) -> ComparisonRead:
-    """The comparison of a comparison run: its rows (both arms), its status.json, the arms' plan."""
+    """The comparison of a comparison run: its rows (both arms), its status.json (typed), the arms' plan."""
     planned = list(planned_seeds)
     cap = spec.seeds_cap(len(planned))
     a, b = spec.by_seed(rows, planned)
-    recorded = (status or {}).get("comparison")
-    decision, was_recorded = (recorded, True) if isinstance(recorded, dict) else (None, False)
+    status = rd.Status.of(status) or rd.Status()
+    recorded = status.comparison
+    decision, was_recorded = (recorded, True) if recorded is not None else (None, False)
     if decision is None:
         d = decide(spec, a, b, planned)
         decision = None if d is None else {**d.as_dict(), "episodes_saved": d.episodes_saved}
-    stop = rd.status_stop(status)
+    stop = status.stop
     stopped = bool(stop is not None and stop.by == rd.BY_DECIDED and stop.detail.startswith("(comparison)"))
     episodes = {(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in (spec.arm_a, spec.arm_b)}
-    state = (status or {}).get("state")
     return ComparisonRead(spec, Path(run_dir), decision, was_recorded, stopped,
-                          state if isinstance(state, str) else None, len(episodes), cap, path(spec, a, b, planned))
+                          status.state, len(episodes), cap, path(spec, a, b, planned))
 
 
-def live_evidence(manifest: dict | None, status: dict | None, rows: list[dict]) -> str | None:
+def live_evidence(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None, rows: list[dict]) -> str | None:
     """One line of a comparison run's evidence now (what a Discord update carries): the driver's latest
     decision (status.json `comparison`'s text), or, before one, the evidence so far read from the rows
     (`ComparisonPath.evidence_text`); None when the run is not a comparison run."""
-    m = rd.Manifest.from_dict(manifest or {})
+    m = rd.Manifest.of(manifest) or rd.Manifest()
     if not m.is_comparison:
         return None
-    recorded = (status or {}).get("comparison")
+    recorded = (rd.Status.of(status) or rd.Status()).comparison
     if isinstance(recorded, dict) and isinstance(recorded.get("text"), str):
         return recorded["text"]
     try:
@@ -186,11 +186,12 @@ def live_evidence(manifest: dict | None, status: dict | None, rows: list[dict]) 
         return "no decision yet (the manifest's comparison cannot be read)"
 
 
-def savings(manifest: dict | None, status: dict | None, rows: list[dict]) -> tuple[str, int, int, int] | None:
+def savings(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None,
+            rows: list[dict]) -> tuple[str, int, int, int] | None:
     """(outcome text, episodes run, batch episodes, episodes saved) of a comparison run from its own
     files (before or without a report), or None when it is not a comparison run or has no decision."""
-    m = rd.Manifest.from_dict(manifest or {})
-    recorded = (status or {}).get("comparison")
+    m = rd.Manifest.of(manifest) or rd.Manifest()
+    recorded = (rd.Status.of(status) or rd.Status()).comparison
     if not m.is_comparison or not isinstance(recorded, dict) or not isinstance(recorded.get("text"), str):
         return None
     max_seeds = recorded.get("max_seeds")

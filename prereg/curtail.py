@@ -370,29 +370,30 @@ def decided_detail(settled: dict) -> str:
 # ---------------------------------------------------------------- the report
 
 
-def savings_note(status: dict | None, reads) -> str | None:
-    """'decided at 63/100 ...: 37 episodes not run, ~0.41 GPU-hours saved' for a run stopped by `decided`."""
+def savings_note(status, reads) -> str | None:
+    """'decided at 63/100 ...: 37 episodes not run, ~0.41 GPU-hours saved' for a run stopped by `decided`
+    (`status`: the run's prereg.rundir.Status, or its status.json object, or None)."""
     from prereg import rundir as rd
 
-    stop = rd.status_stop(status)
-    settled = (status or {}).get("settled")
-    seq = (status or {}).get("sequential")
+    status = rd.Status.of(status)
+    if status is None:
+        return None
+    stop, settled, seq = status.stop, status.settled, status.sequential
     if stop is None or stop.by != rd.BY_DECIDED or not isinstance(settled or seq, dict):
         return None
     if isinstance(seq, dict) and seq.get("text"):
         how, at, total = f"the registered sequential test ({seq['text']})", seq.get("at"), seq.get("total")
     else:
-        how, at, total = "a registered curtailment (gates: decided: stop)", settled.get("at"), settled.get("total")
+        how, at, total = "a registered curtailment (gates: decided: stop)", (settled or {}).get("at"), (settled or {}).get("total")
     n, planned = reads.n, reads.n_planned or total or reads.n
     left = max(0, planned - n)
-    gpu = status.get("gpu_hours")
-    wall = status.get("elapsed_s")
+    gpu, wall = status.gpu_hours, status.elapsed_s
     saved = ""
-    if isinstance(gpu, (int, float)) and gpu > 0 and n:
+    if gpu is not None and gpu > 0 and n:
         saved = f", ~{gpu / n * left:.3f} GPU-hours saved at the {gpu / n:.4f} GPU-hours per episode measured"
-    elif isinstance(gpu, (int, float)) and n:
+    elif gpu is not None and n:
         saved = ", no GPU-hours at stake (no GPU held)"
-    if isinstance(wall, (int, float)) and n:
+    if wall is not None and n:
         saved += f" (~{wall / n * left / 60:.1f} min of wall)"
     return f"decided at {at}/{total} by {how}: {left} of {planned} episodes not run{saved}"
 
@@ -470,11 +471,12 @@ def savings_table(doc) -> list[str]:
     return out
 
 
-def settled_text(status: dict | None) -> str | None:
-    """One line for the console and Discord: 'settled at 63/100: [HOLDS] ...', or how many rules are settled.
+def settled_text(status) -> str | None:
+    """One line for the console and Discord: 'settled at 63/100: [HOLDS] ...', or how many rules are settled
+    (`status`: the run's prereg.rundir.Status, or its status.json object, or None).
 
     status.json is someone else's file: a field of the wrong type is left out, never a crash."""
-    s = (status or {}).get("settled") if isinstance(status, dict) else None
+    s = _typed_status(status).settled
     rules = s.get("rules") if isinstance(s, dict) else None
     if not isinstance(rules, list) or not rules:
         return None
@@ -491,12 +493,19 @@ def _int_or_q(v) -> str:
     return str(v) if type(v) is int else "?"
 
 
-def pace_text(status: dict | None) -> str | None:
-    """The fair projection's inputs in one line, with the naive projection beside it."""
+def _typed_status(status):
+    """A prereg.rundir.Status from a Status or a status.json object; an empty one from anything else."""
+    from prereg import rundir as rd
+
+    return rd.Status.of(status) if isinstance(status, (rd.Status, dict)) else rd.Status()
+
+
+def pace_text(status) -> str | None:
+    """The fair projection's inputs in one line, with the naive projection beside it (`status` as for settled_text)."""
     from prereg.gates import PaceInputs, per_episode_wall_s
     from prereg.rows import number
 
-    p = (status or {}).get("pace") if isinstance(status, dict) else None
+    p = _typed_status(status).pace
     inputs = PaceInputs.from_dict(p) if isinstance(p, dict) else None
     if inputs is None or number(p.get("startup_s")) is None:
         return None

@@ -40,43 +40,23 @@ def registered_settings(spec: LaunchSpec) -> dict[str, object]:
     }
 
 
-def recorded_settings(manifest: dict) -> dict[str, object]:
-    """The same settings as the manifest records them (absent ones as None)."""
-    pol = manifest.get("policy") if isinstance(manifest.get("policy"), dict) else {}
-    resolved = manifest.get("policy_resolved") if isinstance(manifest.get("policy_resolved"), dict) else {}
+def recorded_settings(manifest: rd.Manifest | dict) -> dict[str, object]:
+    """The same settings as the manifest (typed, prereg.rundir.Manifest) records them (absent or unreadable ones as None)."""
+    manifest = rd.Manifest.of(manifest)
+    pol = manifest.policy or {}
+    resolved = manifest.policy_resolved or {}
     revision = resolved.get("revision", pol.get("revision", (pol.get("extra") or {}).get("revision")
                                                 if isinstance(pol.get("extra"), dict) else None))
-    es = manifest.get("episode_seconds")
     return {
         "policy": pol.get("kind"),
         "checkpoint": pol.get("checkpoint"),
         "revision": revision,
         "decode": pol.get("decode"),
-        "seeds": manifest.get("seeds"),
-        "episode_seconds": float(es) if isinstance(es, (int, float)) and not isinstance(es, bool) else es,
+        "seeds": list(manifest.seeds) if manifest.seeds is not None else None,
+        "episode_seconds": manifest.episode_seconds,
         "convmap": pol.get("convmap"),
         "convmap_overrides": list(pol.get("convmap_overrides") or []) if "convmap_overrides" in pol else None,
     }
-
-
-def comparison_arm_view(manifest: dict, arm: str) -> dict | None:
-    """One arm of a comparison run's manifest, as a run of that arm alone would record it: `arm`,
-    its `policy` and `policy_resolved`, the hash of the section that registers it; None when the
-    manifest is not a comparison run of this arm. (`fontaine-eval --arms A,B` records `arm` "A-vs-B",
-    A's policy at the top, both under `arms`, each arm's section under `prereg.arms`.)"""
-    arms = manifest.get("arms")
-    entry = next((a for a in arms if isinstance(a, dict) and a.get("arm") == arm), None) if isinstance(arms, list) else None
-    if entry is None:
-        return None
-    view = dict(manifest, arm=arm, policy=entry.get("policy"))
-    resolved = manifest.get("policy_resolved")
-    if isinstance(resolved, dict) and isinstance(resolved.get(arm), dict):
-        view["policy_resolved"] = resolved[arm]
-    pre = manifest.get("prereg")
-    if isinstance(pre, dict):
-        per_arm = (pre.get("arms") or {}).get(arm) if isinstance(pre.get("arms"), dict) else None
-        view["prereg"] = dict(pre, sha256=per_arm.get("sha256") if isinstance(per_arm, dict) else pre.get("sha256"))
-    return view
 
 
 def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None = None,
@@ -86,10 +66,10 @@ def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None =
     A registered revision is compared with the Hugging Face snapshot the engine resolved; a
     local or built checkpoint has none to record, which goes to `notes`, not to the problems.
     `comparison` (a prereg.comparison.ComparisonSpec, the frozen one for this arm): the run is read
-    as one arm of a comparison run (`comparison_arm_view`), which runs the plan's first max_seeds
+    as one arm of a comparison run (`rd.Manifest.arm_view`), which runs the plan's first max_seeds
     seeds and must record exactly this registered comparison.
     """
-    manifest, why = rd.load_json_object(Path(run_dir) / rd.MANIFEST)
+    manifest, why = rd.read_manifest(run_dir)
     if why == "missing":
         return [f"no {rd.MANIFEST}: nothing says this run was launched from this registration "
                 "(rows alone are reported only with --unregistered)"]
@@ -97,23 +77,20 @@ def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None =
         return [f"{why}: the run's provenance cannot be checked"]
     out = []
     if comparison is not None:
-        view = comparison_arm_view(manifest, spec.arm)
+        view = manifest.arm_view(spec.arm)
         if view is None:
-            return [f"the manifest is not a comparison run of arm {spec.arm!r} (arm {manifest.get('arm')!r})"]
-        out += _comparison_problems(manifest.get("comparison"), comparison)
+            return [f"the manifest is not a comparison run of arm {spec.arm!r} (arm {manifest.arm!r})"]
+        out += _comparison_problems(manifest.comparison, comparison)
         manifest = view
         seeds = list(spec.seeds)[:comparison.seeds_cap(len(spec.seeds))]
         spec = replace(spec, seeds=seeds)
-    pre = manifest.get("prereg") if isinstance(manifest.get("prereg"), dict) else {}
-    recorded = pre.get("sha256") or manifest.get("prereg_sha256")
+    recorded = manifest.prereg_sha256
     if not recorded:
         out.append("the manifest records no pre-registration hash (launched without --prereg)")
     elif recorded != spec.prereg_sha256:
         out.append(f"launched from a different registration text: manifest sha256 {str(recorded)[:12]}, "
                    f"the frozen {spec.section} {spec.prereg_sha256[:12]}")
-    m_arm = manifest.get("arm")
-    if isinstance(m_arm, dict):
-        m_arm = m_arm.get("name")
+    m_arm = manifest.arm
     if m_arm != spec.arm:
         out.append(f"the manifest names arm {m_arm!r}, not {spec.arm!r}" if m_arm else
                    f"the manifest names no arm (reported as {spec.arm!r})")
@@ -149,14 +126,15 @@ def _comparison_problems(recorded, registered) -> list[str]:
             for k in want if not _same(have.get(k), want[k])]
 
 
-def env_problems(manifest: dict, spec: LaunchSpec) -> list[str]:
+def env_problems(manifest: rd.Manifest | dict, spec: LaunchSpec) -> list[str]:
     """The run's env against the registered one: its name, then (when the plan pinned it) its
     content hash, so an env edited after freezing (a tolerance, a camera, a mesh) is named."""
+    manifest = rd.Manifest.of(manifest)
     want = spec.env or LAUNCH_DEFAULTS["env"]
-    env = manifest.get("env") if isinstance(manifest.get("env"), dict) else {}
+    env = manifest.env or {}
     if want.endswith(ENV_FILE_SUFFIXES):
         return _env_file_problems(env, want, spec)
-    have = env.get("name") if "env" in manifest else LAUNCH_DEFAULTS["env"]  # a manifest from before envs
+    have = env.get("name") if manifest.recorded("env") else LAUNCH_DEFAULTS["env"]  # a manifest from before envs
     if have != want:
         return [f"recorded env {_show(have)} is not the registered {want!r}"]
     if spec.env_sha256 and env.get("sha256") != spec.env_sha256:

@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 from scipy import stats
 
+from prereg import rundir as rd
 from prereg.model import Validity
 from prereg.rows import ERROR, SUCCESS, RowCounts, episode_outcome, number
 from prereg.rules import Clause, Rule
-from prereg.rundir import status_reason_text
 
 CONFIDENCE = 0.95
 WILSON, CLOPPER_PEARSON = "wilson", "exact"  # scipy's method names (Clopper-Pearson is "exact")
@@ -151,10 +151,11 @@ def arm_reads(
     planned_seeds: list[int] | tuple[int, ...] | None = None,
     validity: Validity | None = None,
     interval: str = "both",
-    run_state: dict | None = None,
+    run_state: rd.Status | dict | None = None,
     bad_lines: list[str] = (),
 ) -> ArmReads:
-    """Every read of one arm's rows. `run_state` is the run's status.json (for the stop label)."""
+    """Every read of one arm's rows. `run_state` is the run's status.json, typed (prereg.rundir.Status) or
+    its object (for the stop label, the wall and the GPU-hours)."""
     validity = validity or Validity()
     by_seed: dict[int, dict] = {}
     dups = []
@@ -213,7 +214,8 @@ def arm_reads(
     walls = values_of("wall_s", seeds)
     batch_w = [(number(by_seed[s].get("mean_batch")), by_seed[s].get("predicts")) for s in seeds]
     batch_w = [(b, p) for b, p in batch_w if b is not None and type(p) is int and p > 0]
-    state = run_state or {}
+    run_state = rd.Status.of(run_state)
+    state = run_state or rd.Status()
     by_second = _by_second([by_seed[s].get("dist_by_second_cm") for s in ok_seeds])
     reads = ArmReads(
         arm=arm, n_planned=len(planned_seeds) if planned_seeds is not None else None, n=n, successes=k,
@@ -236,11 +238,11 @@ def arm_reads(
         success_tick_median=float(statistics.median(ticks)) if ticks else None,
         success_tick_range=(ticks[0], ticks[-1]) if ticks else None,
         wall_s_episodes=round(sum(walls.values()), 3) if walls else None,
-        elapsed_s=number(state.get("elapsed_s")), gpu_hours=number(state.get("gpu_hours")),
+        elapsed_s=state.elapsed_s, gpu_hours=state.gpu_hours,
         mean_batch=(sum(b * p for b, p in batch_w) / sum(p for _, p in batch_w)) if batch_w else None,
         mask_per_predict=counts.mask_violations / counts.predicts if counts.predicts else None,
         dist_by_second_mean=by_second[0], dist_by_second_n=by_second[1],
-        run_state=state.get("state") if isinstance(state.get("state"), str) else None,
+        run_state=state.state,
         outcomes=dict(counts.by_outcome),
         outcome_by_seed={s: episode_outcome(by_seed[s], cls[s]) for s in seeds},
     )
@@ -278,17 +280,17 @@ def _by_second(lists: list) -> tuple[list[float | None], list[int]]:
     return [s / n if n else None for s, n in zip(sums, ns)], ns
 
 
-def _completion(n: int, planned, run_state: dict | None) -> str:
+def _completion(n: int, planned, run_state: rd.Status | None) -> str:
     if planned is None or n >= len(planned):
         return "complete"
-    state = (run_state or {}).get("state")
-    reason = status_reason_text(run_state)
+    state = run_state.state if run_state is not None else None
+    reason = run_state.reason_text if run_state is not None else ""
     why = f": {reason}" if reason else ""
-    if state == "stopped":
+    if state == rd.STOPPED:
         return f"stopped early{why}"
-    if state == "failed":
+    if state == rd.FAILED:
         return f"run failed{why}"
-    if state in ("starting", "running", "stopping"):
+    if state in rd.LIVE_STATES:
         return f"partial: the run is still {state}"
     return "incomplete" + (f" (run state {state!r})" if state else " (no status.json)")
 

@@ -384,7 +384,7 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
         raise PreregError(f"{run_dir}: no such run directory (for arm {arm!r}); pass --run {arm}=RUN_DIR")
     got = read_rows(run_dir / rd.ROWS)
     snap = rd.read_snapshot(run_dir)
-    status = snap.status.raw if snap.status is not None else None
+    status = snap.status
     bad = [f"line {b.line_no}: {b.reason}" for b in got.bad]
     rows, seeds, comparison, spec, notes = got.rows, list(sm.protocol.seeds), None, None, []
     m = snap.manifest
@@ -424,9 +424,8 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
                                       "restore the file, or run the arm again"))
         else:
             reads.notes.append("the run directory has no rows.jsonl")
-    manifest = snap.manifest.raw if snap.manifest is not None else None
     evidence = evidence_from_reads(reads, rows, planned=seeds, interval=sm.reads.interval,
-                                   status=status, manifest=manifest, run_dir=run_dir)
+                                   status=status, manifest=m, run_dir=run_dir)
     if evidence.resumes:
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")
@@ -452,10 +451,9 @@ def _comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict
             return ComparatorRead(c, None, None, f"not paired: the comparator run {run} is not on this machine")
         got = read_rows(run / rd.ROWS)
         csnap = rd.read_snapshot(run)
-        cstatus = csnap.status.raw if csnap.status is not None else None
-        creads = arm_reads(c.name, got.rows, run_state=cstatus)
+        creads = arm_reads(c.name, got.rows, run_state=csnap.status)
         bad = [f"{len(got.bad)} line(s) of its rows.jsonl are not valid rows"] if got.bad else []
-        ext = evidence_from_reads(creads, got.rows, status=cstatus, manifest=csnap.manifest.raw if csnap.manifest is not None else None,
+        ext = evidence_from_reads(creads, got.rows, status=csnap.status, manifest=csnap.manifest,
                                   extra_problems=bad, external=True, run_dir=run)
     paired = paired_reads(rep.reads, creads, c.name)
     note = found_note

@@ -18,6 +18,7 @@ import fcntl
 import json
 import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Mapping
@@ -510,6 +511,15 @@ def set_aside_bad_rows(run_dir: Path) -> tuple[RowsRead, list[BadLine]]:
 RUN_STAMP_FORMAT = "%Y%m%d-%H%M%S"  # a run id ends with its start in UTC: <prereg-id>-<arm>-20260101-120000
 
 
+RUN_STAMP_RE = re.compile(r"(\d{8}-\d{6})$")  # what RUN_STAMP_FORMAT writes, at the end of a run id
+
+
+def stamp_of(run_id: str) -> str | None:
+    """The UTC start a run id ends with ('20260101-120000'), or None for an id without one."""
+    m = RUN_STAMP_RE.search(run_id)
+    return m.group(1) if m else None
+
+
 def run_stamp(now: float | None = None) -> str:
     return datetime.fromtimestamp(time.time() if now is None else now, tz=timezone.utc).strftime(RUN_STAMP_FORMAT)
 
@@ -704,7 +714,7 @@ class Manifest:
     run_id: str | None = None
     arm: str | None = None  # (an early manifest's {name: ...} reads as its name)
     prereg: PreregRef | None = None
-    policy: dict | None = None  # the PolicySpec (a bare string reads as {kind: ...})
+    policy: dict | None = None  # the PolicySpec (an early manifest's bare kind reads as {kind, its flat settings})
     policy_resolved: dict | None = None  # what the policy loaded (a comparison run: one per arm, by arm)
     env: dict | None = None  # {name, sha256, file?}: the scene the run ran (absent before envs: boat-on-disk)
     seeds: tuple[int, ...] | None = None
@@ -760,7 +770,10 @@ class Manifest:
         probs: list[str] = []
         kw = {name: _field(d, name, kinds, probs, MANIFEST) for name, kinds in _MANIFEST_FIELDS.items()}
         policy = d.get("policy")
-        kw["policy"] = policy if isinstance(policy, dict) else ({"kind": policy} if isinstance(policy, str) else None)
+        if isinstance(policy, str):  # an early manifest: the kind alone, its settings flat (or under `settings`)
+            flat = {**d, **next((d[k] for k in ("arm_settings", "settings") if isinstance(d.get(k), dict)), {})}
+            policy = {"kind": policy, **{k: flat[k] for k in _EARLY_POLICY_KEYS if flat.get(k) is not None}}
+        kw["policy"] = policy if isinstance(policy, dict) else None
         pr = d.get("prereg")
         ref = None
         if isinstance(pr, dict):
@@ -823,6 +836,7 @@ class Manifest:
         return out
 
 
+_EARLY_POLICY_KEYS = ("checkpoint", "decode", "dtype", "convmap", "revision")
 _MANIFEST_FIELDS = {
     "run_id": (str,), "arm": (str,), "policy_resolved": (dict,), "env": (dict,), "episode_seconds": _NUM,
     "workers": (int,), "config": (dict,), "started_at": (str,), "comparison": (dict,), TRIPWIRES_FIELD: (dict,),
@@ -867,6 +881,16 @@ class Snapshot:
     def unreadable_lines(self) -> list[str]:
         """One line per file that could not be read, naming the file ('status.json: is a FIFO ...')."""
         return [why if why.startswith(name) else f"{name}: {why}" for name, why in self.unreadable.items()]
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """The fields of status.json and manifest.json that cannot be read, one line each naming the
+        file and the field ('status.json: elapsed_s is str 'x', not int or float'); a status.json
+        without a state is one too."""
+        out = [p for doc in (self.status, self.manifest) if doc is not None for p in doc.problems]
+        if self.status is not None and self.status.state is None and not any(p.startswith(f"{STATUS}: state ") for p in out):
+            out.append(f"{STATUS}: no state")
+        return tuple(out)
 
 
 def read_snapshot(run_dir: str | Path) -> Snapshot:

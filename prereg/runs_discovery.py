@@ -11,7 +11,6 @@ run (and never signalled).
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import psutil
@@ -23,15 +22,11 @@ CREATE_TIME_TOLERANCE_S = 1.0
 # liveness of a recorded process (not a run state: those are prereg.rundir's)
 ALIVE, GONE, UNKNOWN = "alive", "gone", "unknown"
 
-_STAMP = re.compile(r"(\d{8}-\d{6})$")
-
-
 def run_sort_key(run_id: str) -> tuple[str, str]:
     """Run ids end in their UTC launch time (new_run_id): sort on it, then the id, so the order is
     launch order whatever the pre-registration's name, the same after every restart. Ids without
     a timestamp sort as the oldest."""
-    m = _STAMP.search(run_id)
-    return (m.group(1) if m else "", run_id)
+    return (rd.stamp_of(run_id) or "", run_id)
 
 
 def discover_runs(runs_dir: str | Path) -> list[Path]:
@@ -79,8 +74,8 @@ def driver_live(run_dir: str | Path, grace_s: float) -> bool:
     """Live: the recorded state is live and the driver's process is there (or, before its
     pid.json exists, status.json or the manifest was written within `grace_s`)."""
     path = Path(run_dir)
-    status = rd.read_json(path / rd.STATUS) or {}
-    if status.get("state") not in rd.LIVE_STATES and (status or (path / rd.PID).exists()):
+    status = rd.Status.of(rd.read_json(path / rd.STATUS))
+    if not (status is not None and status.live) and (status is not None or (path / rd.PID).exists()):
         return False
     alive = liveness(rd.read_json(path / rd.PID))
     if alive == ALIVE:

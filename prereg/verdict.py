@@ -111,24 +111,24 @@ class ArmEvidence:
 
 
 def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Sequence[int] | None = None,
-                        interval: str = "both", status: Mapping | None = None, manifest: Mapping | None = None,
+                        interval: str = "both", status: rd.Status | Mapping | None = None,
+                        manifest: rd.Manifest | Mapping | None = None,
                         extra_problems: Sequence[str] = (), external: bool = False,
                         run_dir: Path | None = None) -> ArmEvidence:
-    """Evidence from an arm's reads and rows (the rows as read; planned None: every seed read, in order)."""
+    """Evidence from an arm's reads and rows (the rows as read; planned None: every seed read, in order);
+    `status` and `manifest` typed (prereg.rundir), or their files' objects."""
     rows = list(rows)
     if planned is None:
         planned = sorted({r["seed"] for r in rows if isinstance(r, dict) and type(r.get("seed")) is int})
     plan = tuple(planned)
     by_seed = rows_by_seed(rows, plan)
     problems = list(extra_problems) + [c.text for c in reads.checks if not c.ok]
-    stop = rd.status_stop(dict(status) if isinstance(status, Mapping) else None)
-    state = (status or {}).get("state") if isinstance(status, Mapping) else None
-    resumes = []
-    for x in ((manifest or {}).get("resumes") or []) if isinstance(manifest, Mapping) else []:
-        if isinstance(x, dict) and isinstance(x.get("at"), str):
-            resumes.append(x["at"])
+    status = rd.Status.of(status) if isinstance(status, (rd.Status, Mapping)) else None
+    manifest = rd.Manifest.of(manifest) if isinstance(manifest, (rd.Manifest, Mapping)) else None
+    stop = status.stop if status is not None else None
+    resumes = [x["at"] for x in (manifest.resumes if manifest is not None else ()) if isinstance(x.get("at"), str)]
     return ArmEvidence(reads.arm, reads, by_seed, plan, interval, problems,
-                       state if isinstance(state, str) else None,
+                       status.state if status is not None else None,
                        stop.by if stop else None, stop.detail if stop else "", resumes, external=external,
                        run_dir=run_dir)
 

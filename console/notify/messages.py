@@ -95,14 +95,13 @@ class Post:
 @dataclass(frozen=True)
 class RunSnapshot:
     """What the run directory says at one moment: the contract's one read (`rd.read_snapshot`, typed
-    and never blocking) with the rows and the report's files. `manifest` and `status` are the raw
-    documents (empty when missing) for fields the types leave to the caller."""
+    and never blocking) with the rows and the report's files. `manifest` and `status` are typed (every
+    field None when the file is missing or cannot be read: `present` says which were read);
+    `problems` names what could not be read (a file, or a field of the wrong type)."""
 
     run_dir: Path
-    manifest: dict
-    status: dict
-    typed_status: rd.Status
-    typed_manifest: rd.Manifest
+    manifest: rd.Manifest
+    status: rd.Status
     rows: list[dict]
     results_md: str | None
     results_json: dict | None
@@ -110,14 +109,16 @@ class RunSnapshot:
     heartbeat_age_s: float | None
     status_age_s: float | None  # how long ago status.json last changed
     now: float
+    present: tuple[str, ...] = ()  # which of manifest.json and status.json were read
+    problems: tuple[str, ...] = ()  # 'status.json: elapsed_s is str 'x', not int or float', 'manifest.json: is a FIFO ...'
 
     @property
     def run_id(self) -> str:
-        return self.typed_manifest.run_id or self.typed_status.run_id or self.run_dir.name
+        return self.manifest.run_id or self.status.run_id or self.run_dir.name
 
     @property
     def state(self) -> str:
-        return self.typed_status.state or (rd.STARTING if self.manifest else rd.UNKNOWN)
+        return self.status.state or (rd.STARTING if rd.MANIFEST in self.present else rd.UNKNOWN)
 
     @property
     def live(self) -> bool:
@@ -129,24 +130,24 @@ class RunSnapshot:
 
     @property
     def done(self) -> int:
-        return max(self.typed_status.done or 0, len(self.rows))
+        return max(self.status.done or 0, len(self.rows))
 
     @property
     def total(self) -> int:
-        if self.typed_status.total is not None:
-            return self.typed_status.total
-        return len(self.typed_manifest.seeds or ())
+        if self.status.total is not None:
+            return self.status.total
+        return len(self.manifest.seeds or ())
 
     @property
     def elapsed_s(self) -> float | None:
-        return self.typed_status.elapsed_s
+        return self.status.elapsed_s
 
     @property
     def gpu_hours(self) -> float | None:
-        return self.typed_status.gpu_hours
+        return self.status.gpu_hours
 
     def gate_spec(self) -> GateSpec:
-        return self.typed_manifest.gates
+        return self.manifest.gates
 
 
 def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] | None = None) -> RunSnapshot:
@@ -156,14 +157,10 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] |
     results = run_dir / rd.RESULTS
     chart = run_dir / CHART_NAME
     contract = rd.read_snapshot(run_dir)
-    status = contract.status or rd.Status.from_dict({})
-    manifest = contract.manifest or rd.Manifest.from_dict({})
     return RunSnapshot(
         run_dir=run_dir,
-        manifest=manifest.raw,
-        status=status.raw,
-        typed_status=status,
-        typed_manifest=manifest,
+        manifest=contract.manifest or rd.Manifest(),
+        status=contract.status or rd.Status(),
         rows=rows if rows is not None else read_rows(run_dir / rd.ROWS).rows,
         results_md=_read_text(results),
         results_json=read_json_object(run_dir / rd.RESULTS_JSON) if results.exists() else None,
@@ -171,6 +168,8 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] |
         heartbeat_age_s=rd.mtime_age_s(run_dir / rd.HEARTBEAT, now),
         status_age_s=rd.mtime_age_s(run_dir / rd.STATUS, now),
         now=now,
+        present=tuple(name for name, doc in ((rd.MANIFEST, contract.manifest), (rd.STATUS, contract.status)) if doc is not None),
+        problems=(*[line for line in contract.unreadable_lines if line.startswith((rd.MANIFEST, rd.STATUS))], *contract.problems),
     )
 
 
@@ -188,7 +187,7 @@ def due_posts(
     the latest missed update is owed (with a note), never one post per missed milestone; once
     it is over, the end posts replace the updates.
     """
-    if not snap.manifest and not snap.status:
+    if not snap.present:
         return []
     if snap.over and not posted and (snap.status_age_s is None or snap.status_age_s > catch_up_s):
         return []
@@ -209,11 +208,11 @@ def launch_post(snap: RunSnapshot) -> Post:
     """The launch, from the manifest as engine/driver.py writes it (the policy nested)."""
     m = snap.manifest
     lines = []
-    prereg_id, sha = _prereg(m)
+    prereg_id, sha = m.prereg_id, m.prereg_sha256
     if prereg_id or sha:
         lines.append(f"prereg **{_esc(prereg_id or '?')}**" + (f" (sha256 `{sha[:12]}`)" if sha else ""))
     pol = policy_facts(m)
-    arm = str(m.get("arm") or "?")
+    arm = m.arm or "?"
     arm_bits = [f"arm **{_esc(arm)}**", f"policy **{_esc(pol['kind'])}**"]
     lines.append(" · ".join(arm_bits))
     if pol.get("checkpoint"):
@@ -225,12 +224,12 @@ def launch_post(snap: RunSnapshot) -> Post:
     bits = [f"{name} {_esc(_short(pol[name], 60))}" for name in ("decode", "dtype", "convmap") if pol.get(name)]
     if bits:
         lines.append(" · ".join(bits))
-    seeds = m.get("seeds") if isinstance(m.get("seeds"), list) else []
+    seeds = list(m.seeds or ())
     proto = [f"{len(seeds) or snap.total} seeds" + (f" ({seed_span(seeds)})" if seeds else "")]
-    secs = _num(m.get("episode_seconds"))
+    secs = m.episode_seconds
     if secs is not None:
         proto.append(f"{secs:g} s episodes")
-    workers = m.get("workers")
+    workers = m.workers
     if workers:
         proto.append(f"{workers} workers")
     lines.append(" · ".join(proto))
@@ -245,18 +244,16 @@ def launch_post(snap: RunSnapshot) -> Post:
     return _post(snap, LAUNCH, LAUNCH, what, f"Launch · {snap.run_id}", "\n".join(lines))
 
 
-def policy_facts(m: dict) -> dict:
+def policy_facts(m: "rd.Manifest | dict") -> dict:
     """kind, checkpoint, revision, decode, dtype, convmap (+ weights_sha256) from a manifest:
     `policy` as the driver writes it (a dict), `policy_resolved` for what it resolved to; the
-    flat keys of older manifests are read too. A checkpoint given as a local path shows only its
+    flat keys of older manifests are read too (prereg.rundir.Manifest). A checkpoint given as a local path shows only its
     last component. Only the facts the policy kind uses are given: the scripted oracle has no
     checkpoint, decode, dtype or convmap (a flag launch records the flags' defaults for them, a
     registered one does not), so they are None for it, whichever way it was launched."""
-    pol = m.get("policy")
-    res = m.get("policy_resolved") if isinstance(m.get("policy_resolved"), dict) else {}
-    flat = _settings(m)
-    if not isinstance(pol, dict):
-        pol = {"kind": pol, **{k: flat.get(k) for k in ("checkpoint", "decode", "dtype", "convmap", "revision")}}
+    m = rd.Manifest.of(m)
+    pol = m.policy or {}
+    res = m.policy_resolved or {}
     extra = pol.get("extra") if isinstance(pol.get("extra"), dict) else {}
 
     def first(*vals):
@@ -314,7 +311,7 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
     spec = snap.gate_spec()
     elapsed, done, total = snap.elapsed_s, snap.done, snap.total
     if elapsed is not None and done > 0:
-        proj = _num(snap.status.get("projected_wall_s")) or projected_wall_s(elapsed, done, total)
+        proj = snap.status.projected_wall_s or projected_wall_s(elapsed, done, total)
         pace = f"pace {elapsed / done:.0f} s/episode"
         if proj is not None:
             pace += f" · projected wall {_hours(proj)}"
@@ -333,6 +330,8 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
     settled = settled_text(snap.status)
     if settled:
         lines.append(_esc(settled))
+    # a file or a field the notifier cannot read is said, not shown as a blank figure
+    lines.extend(f"unreadable: {_esc(_short(p, 200))}" for p in snap.problems[:5])
     return lines + comparison_lines(snap)
 
 
@@ -343,7 +342,7 @@ def comparison_lines(snap: RunSnapshot) -> list[str]:
     evidence = live_evidence(snap.manifest, snap.status, snap.rows)
     if evidence is None:
         return []
-    arms = snap.typed_manifest.arms
+    arms = snap.manifest.arms
     per_arm = " · ".join(f"{_esc(a)} {tally([r for r in snap.rows if r.get('arm') == a]).successes}/"
                          f"{len({r.get('seed') for r in snap.rows if r.get('arm') == a})}" for a in arms)
     out = [f"successes by arm: {per_arm}", f"comparison: {_esc(_short(evidence, 400))}"]
@@ -357,15 +356,14 @@ def _saved_line(run: int, batch: int, saved: int) -> str:
     return f"episodes saved against the batch: **{saved}** ({run} run of {batch}: max seeds x 2 arms)"
 
 
-def gpu_hours_source(status: dict) -> str | None:
+def gpu_hours_source(status: "rd.Status | dict") -> str | None:
     """What the GPU-hours figure is, in words: the driver's `gpu_hours_source` ('allocated (wall x
     1 GPU held)'), or 'no GPU held' when the run holds none (the driver's words would read
     'allocated (wall x 0 GPUs held)' beside 0.00)."""
-    gpus = status.get("gpus")
-    if type(gpus) is int and gpus == 0:
+    status = rd.Status.of(status)
+    if status.gpus == 0:
         return "no GPU held"
-    source = status.get("gpu_hours_source")
-    return str(source) if source else None
+    return status.gpu_hours_source or None
 
 
 def results_post(snap: RunSnapshot) -> Post:
@@ -566,7 +564,7 @@ def _readings(snap: RunSnapshot):
     return evaluate_gates(
         snap.gate_spec(), elapsed_s=elapsed, done=snap.done, total=snap.total, gpu_hours=snap.gpu_hours,
         heartbeat_age_s=snap.heartbeat_age_s, episode_walls_s=walls, live=snap.live,
-        pace=PaceInputs.from_dict(snap.status.get("pace")), gpus=_num(snap.status.get("gpus")),
+        pace=PaceInputs.from_dict(snap.status.pace), gpus=_num(snap.status.gpus),
     )
 
 
@@ -621,7 +619,7 @@ def _end_posts(snap: RunSnapshot, posted: set[str]) -> list[Post]:
 def _tripwire_table_lines(snap: RunSnapshot, room: int) -> list[str]:
     """A run stopped by its registered tripwires: the failing tripwires' per-joint tables (notes left
     out) as a code block of at most `room` characters, cut at a line."""
-    passed, table = rd.tripwire_table(snap.typed_status, snap.typed_manifest)
+    passed, table = rd.tripwire_table(snap.status, snap.manifest)
     if passed is not False or not table:
         return []
     keep, lines = False, []
@@ -648,12 +646,12 @@ def _tripwire_table_lines(snap: RunSnapshot, room: int) -> list[str]:
 
 def _post(snap: RunSnapshot, kind: str, key: str, content: str, title: str, description: str,
           image: bytes | None = None) -> Post:
-    prereg_id, _ = _prereg(snap.manifest)
+    prereg_id = snap.manifest.prereg_id
     foot = ["fontaine", snap.run_id]
     if prereg_id:
         foot.append(str(prereg_id))
     foot.append(key)
-    arm = str(snap.manifest.get("arm") or snap.status.get("arm") or "?")
+    arm = snap.manifest.arm or snap.status.arm or "?"
     lead = f"{_esc(arm)} {snap.done}/{snap.total}"  # what a phone's lock screen shows first
     return Post(
         kind=kind, key=key, episodes=snap.done,
@@ -685,20 +683,6 @@ def _reason(snap: RunSnapshot) -> str:
         stop = rd.read_stop(snap.run_dir)
         reason = stop.text() if stop else ""
     return reason
-
-
-def _prereg(m: dict) -> tuple[str | None, str | None]:
-    p = m.get("prereg")
-    if isinstance(p, dict):
-        return (p.get("id") or m.get("prereg_id"), p.get("sha256") or m.get("prereg_sha256"))
-    return (p if isinstance(p, str) else m.get("prereg_id"), m.get("prereg_sha256"))
-
-
-def _settings(m: dict) -> dict:
-    for name in ("arm_settings", "settings"):
-        if isinstance(m.get(name), dict):
-            return {**m, **m[name]}
-    return m
 
 
 def read_json_object(path: Path) -> dict:

@@ -160,3 +160,26 @@ async def test_the_app_shows_a_run_with_a_wrong_typed_status(runs_dir):
                        what="the run selected")
         await wait_for(pilot, lambda: "elapsed" in plain(app.screen.query_one("#pace")), what="the pace panel drawn")
         assert "—" in plain(app.screen.query_one("#pace"))
+
+
+def test_a_wrong_typed_field_is_shown_as_unreadable_by_the_console_and_the_notifier(runs_dir):
+    """Not only `state`: a field of the wrong type is named with why (the field alone would show '—')."""
+    from console.notify.messages import progress_lines
+    from console.notify.messages import read_snapshot as notifier_snapshot
+    from console.render import header_text
+    from console.runs import read_run
+
+    d = make_run_dir(runs_dir, "z-wrong-fields", total=4, done=2, state="running")
+    status = json.loads((d / rd.STATUS).read_text())
+    (d / rd.STATUS).write_text(json.dumps({**status, "elapsed_s": "x", "done": "many"}))
+    info = read_run(d)
+    assert info.state == rd.RUNNING and info.done is None  # the state stands; the field reads unknown ...
+    assert "status.json: elapsed_s is str 'x', not int or float" in info.problems  # ... and why
+    assert "status.json: done is str 'many', not int" in info.problems
+    text = header_text(info, False, "").plain
+    assert "unreadable: status.json: elapsed_s is str 'x'" in text and "unreadable: status.json: done is str 'many'" in text
+    lines = progress_lines(notifier_snapshot(d))
+    assert any(line.startswith("unreadable: status.json: elapsed\\_s is str 'x'") for line in lines), lines
+    assert any("done is str 'many'" in line for line in lines), lines
+    clean = make_run_dir(runs_dir, "z-clean", total=4, done=2, state="running")
+    assert read_run(clean).problems == [] and not any("unreadable" in x for x in progress_lines(notifier_snapshot(clean)))
