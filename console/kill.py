@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -99,12 +100,11 @@ def record_kill(run_dir: str | Path, who: str | None = None, killed_after: float
     seeds that have no row (`lost_seeds`: in flight when it died, or never started), so the run
     never shows `died` and `R` resumes those seeds. What was recorded, in words (None: nothing)."""
     run_dir = Path(run_dir)
-    status, _ = rd.load_json_object(run_dir / rd.STATUS)
-    status = status or {}
-    if status.get("state") in rd.FINAL_STATES:
+    snap = rd.read_snapshot(run_dir)
+    status = snap.status or rd.Status()
+    if status.final:
         return None  # the driver wrote its own end
-    manifest, _ = rd.load_json_object(run_dir / rd.MANIFEST)
-    seeds = [s for s in (manifest or {}).get("seeds") or [] if type(s) is int]
+    seeds = list(snap.manifest.seeds or ()) if snap.manifest is not None else []
     read = read_rows(run_dir / rd.ROWS)
     with_row = {r.get("seed") for r in read.rows}
     lost = [s for s in seeds if s not in with_row]
@@ -113,13 +113,10 @@ def record_kill(run_dir: str | Path, who: str | None = None, killed_after: float
     shown = ", ".join(map(str, lost[:20])) + (", ..." if len(lost) > 20 else "")
     detail = f"killed from the console ({how}); {len(lost)} seed(s) without a row, which a resume runs: [{shown}]"
     stop = rd.StopReason(rd.BY_KILL, rd.one_line(detail), who=who, at=rd.utc_now())
-    status.update({
-        "schema": status.get("schema", rd.STATUS_SCHEMA), "state": rd.STOPPED, "stop": stop.as_dict(),
-        "reason": stop.text(), "lost_seeds": lost, "done": len(with_row), "total": len(seeds) or status.get("total"),
-        "updated_at": rd.utc_now(),
-    })
+    ended = replace(status, schema=status.schema or rd.STATUS_SCHEMA, state=rd.STOPPED, stop=stop, reason=stop.text(),
+                    lost_seeds=lost, done=len(with_row), total=len(seeds) or status.total, updated_at=rd.utc_now())
     try:
-        rd.write_json_atomic(run_dir / rd.STATUS, status)
+        rd.write_json_atomic(run_dir / rd.STATUS, ended.to_dict())
     except OSError as exc:
         return f"its final state could not be written ({exc.strerror or exc})"
     return f"recorded as stopped by kill ({len(lost)} seed(s) without a row; R resumes them)"

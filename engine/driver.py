@@ -90,7 +90,7 @@ class RunConfig:
     def as_dict(self) -> dict:
         d = asdict(self)
         d["policy"] = self.policy.as_dict()
-        d["gates"] = asdict(self.gates)
+        d["gates"] = self.gates.to_dict()
         return d
 
     @classmethod
@@ -381,7 +381,7 @@ class _Driver:
                 "batch_wait_ms": [self.cfg.batch_wait_ms, self.cfg.batch_wait_max_ms],
                 "video_draw": self.cfg.video_draw,
                 "video_size": self.cfg.video_size or self.cfg.render_size,
-                "gates": asdict(self.cfg.gates),
+                "gates": self.cfg.gates.to_dict(),
                 "gpus": self.gpus,
                 "config": self.cfg.as_dict(),
                 "argv": self.argv,
@@ -680,43 +680,43 @@ class _Driver:
         total = len(self.jobs)
         pace, fair, naive, eta = self._projections()
         counts = self.counts
-        status = {
-            "schema": rd.STATUS_SCHEMA,
-            "state": state,
-            "run_id": self.cfg.run_id,
-            "arm": self.cfg.arm,
-            "done": done,
-            "total": total,
-            "ok": counts.ok,
-            "errors": counts.errors,
-            "successes": counts.successes,
-            "elapsed_s": round(self.elapsed_s, 2),
-            "projected_wall_s": round(fair, 1) if fair is not None else naive,
-            "eta_s": None if eta is None else round(eta, 1),
-            "pace": {**(pace.as_dict() if pace else {}), "projected_wall_s": None if fair is None else round(fair, 1),
-                     "naive_projected_wall_s": naive},
-            "settled": self.settled,
-            "sequential": self.sequential,
-            **({"arms": self.arms, "comparison": self.comparison} if self.arms else {}),
-            "gpu_hours": round(self.gpu_hours, 5),
-            "gpu_hours_source": f"allocated (wall x {self.gpus} GPU{'s' if self.gpus != 1 else ''} held)",
-            "gpu_busy_hours": self._busy_hours(),
-            "gpu_busy_source": self.gpu_meter.source if self.gpu_meter is not None else None,
-            "gpus": self.gpus,
-            "mean_batch": round(self._stat('predicted_obs') / self._stat('predict_rounds'), 3) if self._stat('predict_rounds') else None,
-            "predict_rounds": self._stat('predict_rounds'),
-            "worker_crashes": self._stat('worker_crashes'),
-            "lost_seeds": self.lost_seeds,
-            "executor": self.pool.stats() if self.pool is not None else None,
-            "reason": reason if reason is not None else (self.stop.text() if self.stop else None),
-            "stop": self.stop.as_dict() if self.stop else None,
-            "gates": [g.as_dict() for g in self._gate_readings()] if state != rd.STARTING else [],
-            **({rd.TRIPWIRES_FIELD: {k: self.tripwires.get(k) for k in ("passed", "failed", "checked_at", "table")}}
-               if self.tripwires else {}),
-            "pid": os.getpid(),
-            "updated_at": rd.utc_now(),
-        }
-        rd.write_json_atomic(self.run_dir / rd.STATUS, status)
+        status = rd.Status(  # the contract's type: status.json is its to_dict()
+            schema=rd.STATUS_SCHEMA,
+            state=state,
+            run_id=self.cfg.run_id,
+            arm=self.cfg.arm,
+            done=done,
+            total=total,
+            ok=counts.ok,
+            errors=counts.errors,
+            successes=counts.successes,
+            elapsed_s=round(self.elapsed_s, 2),
+            projected_wall_s=round(fair, 1) if fair is not None else naive,
+            eta_s=None if eta is None else round(eta, 1),
+            pace={**(pace.as_dict() if pace else {}), "projected_wall_s": None if fair is None else round(fair, 1),
+                  "naive_projected_wall_s": naive},
+            settled=self.settled,
+            sequential=self.sequential,
+            arms=self.arms or None,  # a comparison run's (arms and comparison are written only in one)
+            comparison=self.comparison if self.arms else None,
+            gpu_hours=round(self.gpu_hours, 5),
+            gpu_hours_source=f"allocated (wall x {self.gpus} GPU{'s' if self.gpus != 1 else ''} held)",
+            gpu_busy_hours=self._busy_hours(),
+            gpu_busy_source=self.gpu_meter.source if self.gpu_meter is not None else None,
+            gpus=self.gpus,
+            mean_batch=round(self._stat('predicted_obs') / self._stat('predict_rounds'), 3) if self._stat('predict_rounds') else None,
+            predict_rounds=self._stat('predict_rounds'),
+            worker_crashes=self._stat('worker_crashes'),
+            lost_seeds=self.lost_seeds,
+            executor=self.pool.stats() if self.pool is not None else None,
+            reason=reason if reason is not None else (self.stop.text() if self.stop else None),
+            stop=self.stop,
+            gates=[g.as_dict() for g in self._gate_readings()] if state != rd.STARTING else [],
+            tripwires={k: self.tripwires.get(k) for k in ("passed", "failed", "checked_at", "table")} if self.tripwires else None,
+            pid=os.getpid(),
+            updated_at=rd.utc_now(),
+        )
+        rd.write_json_atomic(self.run_dir / rd.STATUS, status.to_dict())
 
     def _finish_normally(self) -> RunResult:
         self._check_rows_file()  # a run whose rows file is gone is not done

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from prereg import rundir as rd
 from tests.helpers import REPO, eval_argv, launch_detached, read_rows, read_status, run_eval, stable, wait_until
 
 pytestmark = pytest.mark.slow
@@ -40,6 +41,13 @@ def test_detached_run_survives_its_parent_and_writes_the_contract(tmp_path):
     assert out.returncode == 0, out.stderr
     status = _final(run_dir)
     assert status["state"] == "done", (run_dir / "driver.log").read_text()
+    # status.json is the contract's Status written whole: every key, in its order, and it reads back clean
+    assert list(status) == ["schema", "state", "run_id", "arm", "done", "total", "ok", "errors", "successes", "elapsed_s",
+                            "projected_wall_s", "eta_s", "pace", "settled", "sequential", "gpu_hours", "gpu_hours_source",
+                            "gpu_busy_hours", "gpu_busy_source", "gpus", "mean_batch", "predict_rounds", "worker_crashes",
+                            "lost_seeds", "executor", "reason", "stop", "gates", "pid", "updated_at"]
+    typed = rd.Status.from_dict(status)
+    assert typed.problems == () and typed.to_dict() == status and typed.done == 2
     rows = read_rows(run_dir)
     assert sorted(r["seed"] for r in rows) == [0, 1]
     assert all(r["status"] == "ok" for r in rows)
