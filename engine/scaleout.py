@@ -233,6 +233,10 @@ def _unserved(spec) -> dict:
 # --------------------------------------------------------------------------- the driver's side
 
 
+# a shard's own life (not a run's state: those are prereg.rundir's)
+SHARD_STARTING, SHARD_RUNNING, SHARD_LOST, SHARD_CLOSED = "starting", "running", "lost", "closed"
+
+
 @dataclass
 class _ShardHandle:
     index: int
@@ -240,7 +244,7 @@ class _ShardHandle:
     node_ip: str
     pg: object
     actor: object = None
-    state: str = "starting"  # running | lost | closed
+    state: str = SHARD_STARTING  # SHARD_RUNNING | SHARD_LOST | SHARD_CLOSED
     ref: object = None  # the outstanding step() call
     free: int = 0  # idle workers, as last reported, minus seeds handed out since
     outbox: list = field(default_factory=list)  # jobs for the next step() call (seeds, or (arm, seed))
@@ -354,7 +358,7 @@ class RayPool:
             self.ray.wait(refs, num_returns=len(refs), timeout=ABORT_WAIT_S)
         for s in live:
             self._kill(s)
-            s.state, s.ref, s.free = "closed", None, 0
+            s.state, s.ref, s.free = SHARD_CLOSED, None, 0
             s.assigned.clear()
         return lost
 
@@ -374,7 +378,7 @@ class RayPool:
         if refs:
             self.ray.wait(refs, num_returns=len(refs), timeout=CLOSE_WAIT_S)
         for s in live:
-            s.state = "closed"
+            s.state = SHARD_CLOSED
         self._teardown()
 
     def stats(self) -> dict:
@@ -426,7 +430,7 @@ class RayPool:
     # -- internals
 
     def _running(self):
-        return (s for s in self.shards if s.state == "running")
+        return (s for s in self.shards if s.state == SHARD_RUNNING)
 
     def _connect(self) -> None:
         ray = self.ray
@@ -559,7 +563,7 @@ class RayPool:
             except Exception as exc:
                 raise DriverError(f"Ray shard {s.index} on node {s.node_ip} failed to start: "
                                   f"{type(exc).__name__}: {_first_line(exc)}") from None
-            s.state = "running"
+            s.state = SHARD_RUNNING
             # the node's real placement (the soft target may have been overridden)
             s.node_id = s.info.get("node_id") or s.node_id
             s.node_ip = next((n.get("NodeManagerAddress") for n in self._nodes if n["NodeID"] == s.node_id), s.node_ip)
@@ -631,7 +635,7 @@ class RayPool:
 
     def _lose(self, shard: _ShardHandle, reason: str) -> None:
         seeds = sorted(set(shard.assigned) | set(shard.outbox), key=self._plan_order)  # seeds, or (arm, seed)
-        shard.state, shard.ref, shard.free = "lost", None, 0
+        shard.state, shard.ref, shard.free = SHARD_LOST, None, 0
         shard.assigned.clear()
         shard.outbox = []
         self._requeued.extend(seeds)
