@@ -33,9 +33,9 @@ def grace_s(run_dir: str | Path) -> float:
     """How long SIGTERM may take to end this run: its longest episode (the manifest's length or
     the slowest row's wall time so far), times GRACE_FACTOR, plus GRACE_MARGIN_S."""
     run_dir = Path(run_dir)
-    manifest, _ = rd.load_json_object(run_dir / rd.MANIFEST)
-    ep = (manifest or {}).get("episode_seconds")
-    episode = float(ep) if type(ep) in (int, float) and 0 < ep <= 3600 else DEFAULT_EPISODE_S
+    manifest, _ = rd.read_manifest(run_dir)
+    ep = manifest.episode_seconds if manifest is not None else None
+    episode = ep if ep is not None and 0 < ep <= 3600 else DEFAULT_EPISODE_S
     walls = [r.get("wall_s") for r in read_rows(run_dir / rd.ROWS).rows]
     longest = max([episode] + [float(w) for w in walls if type(w) in (int, float) and 0 < w < 86400])
     return max(MIN_GRACE_S, GRACE_FACTOR * longest + GRACE_MARGIN_S)

@@ -297,9 +297,9 @@ class _Driver:
             jobs = set(self.jobs)
             self.rows = [r for r in read.rows if self._key(r) in jobs]
             self.counts.add_many(self.rows)
-            prior = rd.read_json(self.run_dir / rd.STATUS) or {}
-            elapsed = prior.get("elapsed_s")
-            self.prior_elapsed_s = float(elapsed) if type(elapsed) in (int, float) and 0 <= elapsed < 1e9 else 0.0
+            prior = rd.Status.of(rd.read_json(self.run_dir / rd.STATUS))
+            elapsed = prior.elapsed_s if prior is not None else None
+            self.prior_elapsed_s = elapsed if elapsed is not None and 0 <= elapsed < 1e9 else 0.0
             stop = self.run_dir / rd.STOP
             if stop.exists():  # the stop that ended the last session is history, kept in the log
                 stop.rename(self.run_dir / rd.done_stop_name(time.time()))
@@ -400,7 +400,8 @@ class _Driver:
         if not self.cfg.gates.tripwires:
             return
         if self.resume:
-            prior = (rd.read_json(self.run_dir / rd.MANIFEST) or {}).get(rd.TRIPWIRES_FIELD)
+            manifest, _ = rd.read_manifest(self.run_dir)
+            prior = manifest.tripwires if manifest is not None else None
             if isinstance(prior, dict) and prior.get("passed") is True:
                 self.log("registered tripwires: passed at the run's start (manifest.json); not run again")
                 self.tripwires = prior

@@ -179,7 +179,8 @@ class SeedScreen(Screen):
         worker = get_current_worker()
         row, problem = seedview.find_row(self.run_dir, self.seed)
         trail = seedview.read_predicts(self.run_dir, self.seed)
-        policy = (seedview.rd.read_json(self.run_dir / seedview.rd.MANIFEST) or {}).get("policy")
+        manifest, _ = seedview.rd.read_manifest(self.run_dir)
+        policy = manifest.policy_kind if manifest is not None else None
         self.app.call_from_thread(self._show_row, row, problem, trail, policy)
         path = seedview.video_path(self.run_dir, row)
         if path is None:
@@ -196,7 +197,7 @@ class SeedScreen(Screen):
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_frames, frames, path)
 
-    def _show_row(self, row: dict | None, problem: str, trail: seedview.PredictTrail, policy=None) -> None:
+    def _show_row(self, row: dict | None, problem: str, trail: seedview.PredictTrail, policy: str | None = None) -> None:
         if not self.is_attached:
             return
         self.row = row
