@@ -105,18 +105,37 @@ def record_kill(run_dir: str | Path, who: str | None = None, killed_after: float
     if status.final:
         return None  # the driver wrote its own end
     seeds = list(snap.manifest.seeds or ()) if snap.manifest is not None else []
-    read = read_rows(run_dir / rd.ROWS)
-    with_row = {r.get("seed") for r in read.rows}
-    lost = [s for s in seeds if s not in with_row]
+    arms = list(snap.manifest.arms) if snap.manifest is not None and snap.manifest.is_comparison else []
+    rows = read_rows(run_dir / rd.ROWS).rows
+    if arms:  # a comparison run: an episode is (arm, seed), and a seed may have a row of one arm only
+        with_row = {(r.get("arm"), r.get("seed")) for r in rows}
+        lost = [[a, s] for s in seeds for a in arms if (a, s) not in with_row]
+    else:
+        with_row = {r.get("seed") for r in rows}
+        lost = [s for s in seeds if s not in with_row]
+    lost_seeds = {x[1] if arms else x for x in lost}
+    flying = [s for s in dict.fromkeys(status.in_flight_seeds or ()) if s in lost_seeds]  # the driver's last word
     how = (f"SIGKILL after {killed_after:g} s without reaching an episode boundary" if killed_after is not None
            else "ended by SIGTERM without writing its final state")
-    shown = ", ".join(map(str, lost[:20])) + (", ..." if len(lost) > 20 else "")
-    detail = f"killed from the console ({how}); {len(lost)} seed(s) without a row, which a resume runs: [{shown}]"
+    what = "episode(s)" if arms else "seed(s)"
+    detail = (f"killed from the console ({how}); {len(lost)} {what} without a row, which a resume runs"
+              + (f": in flight when killed, seeds [{_listed(flying)}]; never started {len(lost) - _count(flying, lost, arms)}"
+                 if flying else f": [{_listed(lost)}]"))
     stop = rd.StopReason(rd.BY_KILL, rd.one_line(detail), who=who, at=rd.utc_now())
     ended = replace(status, schema=status.schema or rd.STATUS_SCHEMA, state=rd.STOPPED, stop=stop, reason=stop.text(),
-                    lost_seeds=lost, done=len(with_row), total=len(seeds) or status.total, updated_at=rd.utc_now())
+                    lost_seeds=lost, in_flight_seeds=flying, done=len(with_row),
+                    total=len(seeds) * max(1, len(arms)) or status.total, updated_at=rd.utc_now())
     try:
         rd.write_json_atomic(run_dir / rd.STATUS, ended.to_dict())
     except OSError as exc:
         return f"its final state could not be written ({exc.strerror or exc})"
-    return f"recorded as stopped by kill ({len(lost)} seed(s) without a row; R resumes them)"
+    return f"recorded as stopped by kill ({len(lost)} {what} without a row; R resumes them)"
+
+
+def _listed(items: list, limit: int = 20) -> str:
+    return ", ".join(map(str, items[:limit])) + (", ..." if len(items) > limit else "")
+
+
+def _count(flying: list, lost: list, arms: list) -> int:
+    """Episodes without a row that were in flight (a comparison run: every lost arm of a flying seed)."""
+    return sum(1 for x in lost if (x[1] if arms else x) in set(flying))

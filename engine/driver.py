@@ -709,6 +709,7 @@ class _Driver:
             predict_rounds=self._stat('predict_rounds'),
             worker_crashes=self._stat('worker_crashes'),
             lost_seeds=self.lost_seeds,
+            in_flight_seeds=sorted(self.pool.in_flight()) if self.pool is not None and not self._pool_closed else [],
             executor=self.pool.stats() if self.pool is not None else None,
             reason=reason if reason is not None else (self.stop.text() if self.stop else None),
             stop=self.stop,

@@ -55,7 +55,8 @@ def main() -> None:
         write_json(d / rd.STATUS, {"state": state, "done": done, "total": args.total,
                                        "elapsed_s": time.time() - start, "projected_wall_s": None,
                                        "gpu_hours": 0.0, "gpu_hours_source": "allocated", "reason": reason,
-                                       "updated_at": "2026-01-01T00:00:00Z", "errors": 0})
+                                       "updated_at": "2026-01-01T00:00:00Z", "errors": 0,
+                                       "in_flight_seeds": list(range(done, min(done + 2, args.total)))})  # 2 workers
 
     status("running")
     next_row = time.time() + args.row_every
