@@ -692,7 +692,8 @@ _STATUS_FIELDS = {
     "errors": (int,), "successes": (int,), "elapsed_s": _NUM, "projected_wall_s": _NUM, "eta_s": _NUM,
     "pace": (dict,), "settled": (dict,), "sequential": (dict,), "arms": (list,), "comparison": (dict,),
     "gpu_hours": _NUM, "gpu_hours_source": (str,), "gpu_busy_hours": _NUM, "gpu_busy_source": (str,), "gpus": (int,),
-    "mean_batch": _NUM, "predict_rounds": (int,), "worker_crashes": (int,), "lost_seeds": (list,), "in_flight_seeds": (list,), "executor": (dict,),
+    "mean_batch": _NUM, "predict_rounds": (int,), "worker_crashes": (int,), "lost_seeds": (list,),
+    "in_flight_seeds": (list,), "executor": (dict,),
     "reason": (str,), "gates": (list,), TRIPWIRES_FIELD: (dict,), "pid": (int,), "updated_at": (str,),
 }
 _STATUS_ORDER = tuple(f for f in Status.__dataclass_fields__ if f not in ("raw", "problems"))
