@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Mapping
@@ -142,8 +143,20 @@ def write_json_atomic(path: str | Path, obj: object) -> None:
 
 
 def append_line(path: str | Path, obj: object) -> None:
-    """Append one JSON line to `path`, flushed and fsynced (for ledgers written now and then)."""
-    with open(path, "a", encoding="utf-8") as f:
+    """Append one JSON line to `path`, flushed and fsynced (for ledgers written now and then).
+
+    A regular file only, and never a wait: the file is opened non-blocking, so a FIFO put where
+    the ledger was raises OSError (ENXIO with no reader, else 'not a regular file') instead of
+    blocking until something reads it."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "a", encoding="utf-8") as f:
         f.write(dumps_line(obj))
         f.flush()
         os.fsync(f.fileno())

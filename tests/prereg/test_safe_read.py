@@ -193,3 +193,21 @@ def test_one_line_keeps_plain_words_and_marks_a_cut():
     assert rd.one_line("é ü 日本") == "é ü 日本"
     cut = rd.one_line("x" * 1000)
     assert len(cut) == rd.STOP_DETAIL_MAX and cut.endswith("…")
+
+
+def test_a_ledger_line_appended_where_a_fifo_now_is_is_an_error_not_a_wait(tmp_path):
+    """The notifier appends its posts.jsonl with rd.append_line; a FIFO swapped in there would have
+    held it until something read the pipe. Now: OSError at once (the notifier logs it and the post's
+    in-flight marker stays, so nothing is lost), and a regular file still takes the line."""
+    fifo = _hostile(tmp_path / "posts.jsonl", "fifo")
+    t0 = time.monotonic()
+    with pytest.raises(OSError):
+        rd.append_line(fifo, {"key": "k"})
+    assert time.monotonic() - t0 < 5  # a wait would be forever: the bound only names the failure
+    folder = _hostile(tmp_path / "dir.jsonl", "dir")
+    with pytest.raises(OSError):
+        rd.append_line(folder, {"key": "k"})
+    ok = tmp_path / "ok.jsonl"
+    rd.append_line(ok, {"key": "a"})
+    rd.append_line(ok, {"key": "b"})
+    assert [json.loads(x)["key"] for x in ok.read_text().splitlines()] == ["a", "b"]
