@@ -23,6 +23,28 @@ def wait_until(predicate, timeout: float = 60.0, interval: float = 0.1, what: st
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
+def returns_within(fn, timeout: float = 10.0, what: str = "the call"):
+    """fn()'s result, run in a thread; an AssertionError when it has not returned within `timeout`
+    seconds: for reads that must never wait (a FIFO where a file should be would hang them)."""
+    import threading
+
+    out: dict = {}
+
+    def call():
+        try:
+            out["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            out["error"] = exc
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), f"{what} still running after {timeout} s: a hang"
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
 def eval_argv(*args: str, module: str = "engine.cli") -> list[str]:
     return [sys.executable, "-m", module, *args]
 

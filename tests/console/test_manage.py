@@ -11,6 +11,7 @@ from textual.widgets import Select
 from console.widgets.dialogs import ConfirmScreen, LaunchScreen
 from prereg import rundir as rd
 from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_for
+from tests.helpers import returns_within
 
 FAKE = os.path.join(os.path.dirname(__file__), "fake_driver.py")
 
@@ -165,28 +166,6 @@ def test_the_launch_list_reads_documents_with_the_one_parser_and_its_refusals(tm
     assert e.arms == [] and "alias.md:2" in e.problem and "aliases" in e.problem
 
 
-def _returns_within(fn, timeout: float = 10.0):
-    """fn()'s result, run in a thread; an AssertionError when it has not returned within `timeout`
-    seconds (a read that waits on a FIFO would hang the console's UI thread instead)."""
-    import threading
-
-    out: dict = {}
-
-    def call():
-        try:
-            out["value"] = fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
-            out["error"] = exc
-
-    t = threading.Thread(target=call, daemon=True)
-    t.start()
-    t.join(timeout)
-    assert not t.is_alive(), f"still reading after {timeout} s: a hang"
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
-
-
 def _release_readers(fifo) -> None:
     """A reader blocked on the FIFO (the bug this guards against) gets end-of-file and returns."""
     try:
@@ -204,10 +183,10 @@ async def test_a_fifo_named_md_is_listed_as_unreadable_and_never_hangs_the_dialo
     os.mkfifo(fifo)
     why = "pipe.md: cannot be read: it is a FIFO (named pipe), not a regular file"
     try:
-        entries = _returns_within(lambda: list_preregs([prereg_dir]))
+        entries = returns_within(lambda: list_preregs([prereg_dir]))
         (bad,) = [e for e in entries if e.path == fifo]
         assert why in bad.problem and bad.arms == [] and bad.frozen is None, bad
-        assert why in _returns_within(lambda: validate_launch(fifo, "scripted"))
+        assert why in returns_within(lambda: validate_launch(fifo, "scripted"))
         app = make_app(runs_dir, prereg_dir)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press("l")

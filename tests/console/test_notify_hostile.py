@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import stat
-import threading
 
 import pytest
 
@@ -19,6 +18,7 @@ from console.notify import service
 from console.notify.ledger import read_ledger
 from console.notify.webhook import ENV_FILE, ENV_URL
 from tests.console.fake_discord import FAKE_WEBHOOK_URL, HandMadeRun
+from tests.helpers import returns_within
 
 STAMP = "20261130-080000"
 
@@ -42,21 +42,7 @@ def _runs(runs_dir):
 
 def _scan(svc: service.Service, timeout: float = 20.0) -> int:
     """One scan of the runs folder, in a thread: a scan still reading after `timeout` is a hang."""
-    out: dict = {}
-
-    def scan():
-        try:
-            out["live"] = svc.scan()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
-            out["error"] = exc
-
-    t = threading.Thread(target=scan, daemon=True)
-    t.start()
-    t.join(timeout)
-    assert not t.is_alive(), f"the notifier's scan still reading after {timeout} s: a hang"
-    if "error" in out:
-        raise out["error"]
-    return out["live"]
+    return returns_within(svc.scan, timeout, what="the notifier's scan")
 
 
 def _posted(fake) -> dict[str, list[str]]:
