@@ -113,13 +113,12 @@ def record_kill(run_dir: str | Path, who: str | None = None, killed_after: float
     else:
         with_row = {r.get("seed") for r in rows}
         lost = [s for s in seeds if s not in with_row]
-    lost_seeds = {x[1] if arms else x for x in lost}
-    flying = [s for s in dict.fromkeys(status.in_flight_seeds or ()) if s in lost_seeds]  # the driver's last word
+    flying = [x for x in status.in_flight_seeds or () if x in lost]  # the driver's last word on what was running
     how = (f"SIGKILL after {killed_after:g} s without reaching an episode boundary" if killed_after is not None
            else "ended by SIGTERM without writing its final state")
     what = "episode(s)" if arms else "seed(s)"
     detail = (f"killed from the console ({how}); {len(lost)} {what} without a row, which a resume runs"
-              + (f": in flight when killed, seeds [{_listed(flying)}]; never started {len(lost) - _count(flying, lost, arms)}"
+              + (f": in flight when killed [{_listed(flying)}]; never started {len(lost) - len(flying)}"
                  if flying else f": [{_listed(lost)}]"))
     stop = rd.StopReason(rd.BY_KILL, rd.one_line(detail), who=who, at=rd.utc_now())
     ended = replace(status, schema=status.schema or rd.STATUS_SCHEMA, state=rd.STOPPED, stop=stop, reason=stop.text(),
@@ -133,9 +132,6 @@ def record_kill(run_dir: str | Path, who: str | None = None, killed_after: float
 
 
 def _listed(items: list, limit: int = 20) -> str:
-    return ", ".join(map(str, items[:limit])) + (", ..." if len(items) > limit else "")
-
-
-def _count(flying: list, lost: list, arms: list) -> int:
-    """Episodes without a row that were in flight (a comparison run: every lost arm of a flying seed)."""
-    return sum(1 for x in lost if (x[1] if arms else x) in set(flying))
+    """Seeds as numbers, a comparison run's episodes as arm:seed."""
+    shown = [f"{x[0]}:{x[1]}" if isinstance(x, list) else str(x) for x in items[:limit]]
+    return ", ".join(shown) + (", ..." if len(items) > limit else "")

@@ -188,7 +188,7 @@ class _Driver:
         self._resume_noted = False  # a resume appends to the manifest once
         self._first_submit_at: float | None = None  # rollout time excludes worker start-up
         self._last_row_at: float | None = None
-        self.lost_seeds: list[int] = []
+        self.lost_seeds: list = []  # episodes aborted in flight: seeds, or [arm, seed] in a comparison run
         self.aborted_note: str | None = None
         self.summary: dict = {}
         self.counts = RowCounts()  # of self.rows, kept as rows arrive (status.json every 2 s never recounts)
@@ -506,7 +506,7 @@ class _Driver:
                 f"not run{' and no episode finished' if not ran else ''}; driver.log has their output")
 
     def _abort_pool(self) -> None:
-        self.lost_seeds.extend(self.pool.abort())
+        self.lost_seeds.extend(list(j) if isinstance(j, tuple) else j for j in self.pool.abort())  # JSON's form
         self.aborted_note = f"aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}"
 
     def _check_rows_file(self, pending: dict | None = None) -> None:
@@ -709,7 +709,7 @@ class _Driver:
             predict_rounds=self._stat('predict_rounds'),
             worker_crashes=self._stat('worker_crashes'),
             lost_seeds=self.lost_seeds,
-            in_flight_seeds=sorted(self.pool.in_flight()) if self.pool is not None and not self._pool_closed else [],
+            in_flight_seeds=self._in_flight(),
             executor=self.pool.stats() if self.pool is not None else None,
             reason=reason if reason is not None else (self.stop.text() if self.stop else None),
             stop=self.stop,
@@ -719,6 +719,13 @@ class _Driver:
             updated_at=rd.utc_now(),
         )
         rd.write_json_atomic(self.run_dir / rd.STATUS, status.to_dict())
+
+    def _in_flight(self) -> list:
+        """The episodes running now, in plan order: seeds, or [arm, seed] in a comparison run."""
+        if self.pool is None or self._pool_closed:
+            return []
+        order = {job: i for i, job in enumerate(self.jobs)}
+        return [list(j) if isinstance(j, tuple) else j for j in sorted(self.pool.in_flight(), key=lambda j: order.get(j, -1))]
 
     def _finish_normally(self) -> RunResult:
         self._check_rows_file()  # a run whose rows file is gone is not done

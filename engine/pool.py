@@ -147,8 +147,9 @@ class LocalPool:
         w = next(w for w in self.workers.values() if w.alive and w.ready and w.idle)
         w.start_episode(seed, self._film(w, seed), arm)
 
-    def in_flight(self) -> list[int]:
-        return [w.seed for w in self.workers.values() if w.seed is not None]
+    def in_flight(self) -> list:
+        """The episodes running: seeds, or (arm, seed) in a comparison run (the driver's jobs)."""
+        return [w.seed if w.arm is None else (w.arm, w.seed) for w in self.workers.values() if w.seed is not None]
 
     def alive(self) -> bool:
         return any(w.alive for w in self.workers.values())
@@ -196,8 +197,8 @@ class LocalPool:
         """Seeds to hand out again (a lost Ray shard's); a local worker's crash is an error row."""
         return []
 
-    def abort(self) -> list[int]:
-        """Kill every worker now; return the seeds that were in flight (not run, no rows)."""
+    def abort(self) -> list:
+        """Kill every worker now; return the episodes that were in flight (not run, no rows)."""
         lost = self.in_flight()
         for w in self.workers.values():
             w.kill()

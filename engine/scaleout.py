@@ -308,8 +308,9 @@ class RayPool:
         shard.outbox.append(job)
         shard.assigned.add(job)
 
-    def in_flight(self) -> list[int]:
-        return sorted(job_parts(job)[1] for s in self._running() for job in s.assigned)
+    def in_flight(self) -> list:
+        """The episodes running over the cluster, in plan order: seeds, or (arm, seed) in a comparison run."""
+        return sorted((job for s in self._running() for job in s.assigned), key=self._plan_order)
 
     def alive(self) -> bool:
         return any(True for _ in self._running())
@@ -343,9 +344,8 @@ class RayPool:
         out, self._requeued = self._requeued, []
         return out
 
-    def abort(self) -> list[int]:
-        """Kill every shard's episodes now; return the seeds that were in flight (no rows; a seed
-        in flight on both arms of a comparison run is listed twice, as a LocalPool lists it)."""
+    def abort(self) -> list:
+        """Kill every shard's episodes now; return the episodes that were in flight (no rows)."""
         lost = self.in_flight()
         live = list(self._running())
         for s in live:

@@ -49,7 +49,7 @@ def test_a_kill_past_the_grace_is_recorded_stopped_by_kill_with_the_seeds_to_res
     assert status["state"] == "stopped" and status["stop"]["by"] == "kill", status
     assert status["lost_seeds"] == [3, 4, 5] and "SIGKILL after 0.5 s" in status["reason"]
     assert status["in_flight_seeds"] == [3, 4]  # the driver's last word on its two workers' episodes
-    assert "in flight when killed, seeds [3, 4]; never started 1" in status["reason"]
+    assert "in flight when killed [3, 4]; never started 1" in status["reason"]
     assert status["stop"]["who"] == "fontaine-console (test)"
     info = runs.read_run(d)
     assert info.state == "stopped"  # never `died`: R resumes it like any stopped run
@@ -81,10 +81,12 @@ def test_a_killed_comparison_run_lists_its_episodes_by_arm_and_seed(tmp_path):
     rd.write_json_atomic(tmp_path / rd.MANIFEST, {"arm": "a-vs-b", "seeds": [0, 1, 2], "episode_seconds": 5.0,
                                                   "arms": [{"arm": "a", "policy": {"kind": "scripted"}},
                                                            {"arm": "b", "policy": {"kind": "scripted"}}]})
-    rd.write_json_atomic(tmp_path / rd.STATUS, {"state": "running", "done": 3, "total": 6, "in_flight_seeds": [1, 2]})
+    rd.write_json_atomic(tmp_path / rd.STATUS, {"state": "running", "done": 3, "total": 6,
+                                                "in_flight_seeds": [["b", 1], ["a", 2]]})
     (tmp_path / rd.ROWS).write_text("".join(json.dumps({"arm": a, "seed": s, "status": "ok", "success": False}) + "\n"
                                             for a, s in (("a", 0), ("b", 0), ("a", 1))))
     said = kill.record_kill(tmp_path, killed_after=12.0)
     status = json.loads((tmp_path / rd.STATUS).read_text())
     assert status["lost_seeds"] == [["b", 1], ["a", 2], ["b", 2]] and (status["done"], status["total"]) == (3, 6)
-    assert "3 episode(s) without a row" in said and "in flight when killed, seeds [1, 2]; never started 0" in status["reason"]
+    assert "3 episode(s) without a row" in said
+    assert "in flight when killed [b:1, a:2]; never started 1" in status["reason"]

@@ -425,7 +425,7 @@ def test_the_pool_hands_a_lost_shards_comparison_jobs_back_as_arm_and_seed_in_pl
     pool._kill = lambda s: None
     for arm, seed in (("held", 1), ("oracle", 1), ("held", 0), ("oracle", 0)):
         pool.submit(seed, arm=arm)
-    assert pool.in_flight() == [0, 0, 1, 1]
+    assert pool.in_flight() == [("oracle", 0), ("held", 0), ("oracle", 1), ("held", 1)]  # plan order, as the driver's jobs
     shard.outbox = []  # the step call that carries them is out (what _issue does)
     rows = pool._take_report(shard, {"rows": [({"arm": "held", "seed": 0}, None), ({"arm": "held", "seed": 0}, None),
                                               ({"arm": "oracle", "seed": 7}, None)],
