@@ -61,7 +61,7 @@ def focused_runs(runs: dict[str, Path], focus: Path | None) -> dict[str, Path]:
     out = dict(runs)
     if focus is None:
         return out
-    m = rd.read_snapshot(focus).manifest
+    m, _ = rd.read_manifest(focus)  # only the manifest: this runs every refresh, before the nothing-changed check
     if m is not None and m.is_comparison:
         out = {k: v for k, v in out.items() if Path(v) != Path(focus)}
         out.update({arm: Path(focus) for arm in m.arms})
