@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from prereg.argcheck import repeated_option
+from prereg.argcheck import parse_once
 from prereg.errors import EXIT_DONE as EXIT_OK
 from prereg.errors import EXIT_FAILED, PreregError, RunFailed, UsageError, run_cli
 from prereg.errors import EXIT_USAGE as EXIT_BAD_INPUT
@@ -29,11 +29,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    parser = _parser()
-    repeated = repeated_option(parser, argv)  # argparse would silently keep the last
-    if repeated:
-        raise UsageError(repeated)
-    args = parser.parse_args(argv)
+    args = parse_once(_parser(), argv)  # a flag given twice is refused (argparse would silently keep the last)
     return args.func(args)
 
 
