@@ -107,20 +107,27 @@ def run_label(choice: str) -> str:
 
 def validate_launch(path: Path, arm: str) -> str | None:
     """None when the launch is allowed, else the reason in words (from the prereg package)."""
+    return _checked_launch(path, arm)[2]
+
+
+def _checked_launch(path: Path, arm: str) -> tuple[dict, object, str | None]:
+    """(each arm's LaunchSpec by name, a comparison's registered ComparisonSpec or None, None) when the
+    launch is allowed, else ({}, None, why): validate_launch's one read of each arm, which
+    launch_settings goes on from rather than resolving the arms again."""
     if not path.exists():
-        return f"{path}: no such pre-registration file"
+        return {}, None, f"{path}: no such pre-registration file"
     if not arm:
-        return "choose an arm"
+        return {}, None, "choose an arm"
     pair = comparison_pair(arm)
     try:
-        for a in pair or (arm,):
-            resolve_launch(path, a)
-        if pair and _registered_comparison(path, pair) is None:
-            return (f"{path}: no frozen comparison of {pair[0]} and {pair[1]}: register one "
-                    "(comparison: {arms: [A, B], ...}) and freeze it, or by amendment")
+        specs = {a: resolve_launch(path, a) for a in pair or (arm,)}
+        comp = _registered_comparison(path, pair) if pair else None
+        if pair and comp is None:
+            return {}, None, (f"{path}: no frozen comparison of {pair[0]} and {pair[1]}: register one "
+                              "(comparison: {arms: [A, B], ...}) and freeze it, or by amendment")
     except PreregError as exc:
-        return str(exc)
-    return None
+        return {}, None, str(exc)
+    return specs, comp, None
 
 
 def _registered_comparison(path: Path, pair: tuple[str, str]):
@@ -146,16 +153,16 @@ def freeze_hint(path: Path) -> str:
 
 def launch_settings(path: Path, arm: str) -> tuple[list[tuple[str, str]], str | None]:
     """What a launch of `arm` would run, as (label, value) lines, or the reason it cannot launch."""
-    problem = validate_launch(path, arm)
+    specs, comp, problem = _checked_launch(path, arm)
     if problem:
         return [], problem
-    pair = comparison_pair(arm)
-    if pair:
-        return comparison_settings(path, pair), None
-    try:
-        spec = resolve_launch(path, arm)
-    except PreregError as exc:
-        return [], str(exc)
+    if comp is not None:
+        return comparison_settings(comp, specs), None
+    return arm_settings(specs[arm]), None
+
+
+def arm_settings(spec) -> list[tuple[str, str]]:
+    """One resolved arm's launch (a LaunchSpec), as (label, value) lines."""
     seeds = spec.seeds
     seed_text = f"{len(seeds)} seeds" + (f" ({seeds[0]}..{seeds[-1]})" if seeds else "")
     checkpoint = spec.checkpoint or "—"
@@ -179,18 +186,18 @@ def launch_settings(path: Path, arm: str) -> tuple[list[tuple[str, str]], str | 
         ("video", f"draw {spec.video_draw}" + (" · predict trail recorded" if spec.record_predicts else "")),
         ("gates", "; ".join(gates)),
         ("frozen", f"{spec.section} · sha256 {str(getattr(spec, 'prereg_sha256', '') or '')[:12]}"),
-    ], None
+    ]
 
 
-def comparison_settings(path: Path, pair: tuple[str, str]) -> list[tuple[str, str]]:
-    """A comparison run's launch: the registered test, both arms' policies, then the protocol and gates
-    they share (fontaine-eval refuses arms that differ in them)."""
-    comp = _registered_comparison(path, pair)
+def comparison_settings(comp, specs: dict) -> list[tuple[str, str]]:
+    """A comparison run's launch: the registered test (`comp`, a ComparisonSpec), both arms' policies,
+    then the protocol and gates they share (fontaine-eval refuses arms that differ in them). `specs`:
+    each arm's LaunchSpec by name, as validate_launch resolved them (each once)."""
     a, b = comp.arm_a, comp.arm_b
-    lines = {n: dict(launch_settings(path, n)[0]) for n in (a, b)}
-    planned = len(resolve_launch(path, a).seeds)
-    cap = comp.seeds_cap(planned)
-    shared = [(k, v) for k, v in launch_settings(path, a)[0] if k not in ("policy", "model")]
+    settings = {n: arm_settings(specs[n]) for n in (a, b)}
+    lines = {n: dict(settings[n]) for n in (a, b)}
+    cap = comp.seeds_cap(len(specs[a].seeds))
+    shared = [(k, v) for k, v in settings[a] if k not in ("policy", "model")]
     seeds = dict(shared).get("seeds", "")
     return [
         ("compare", f"{comp.describe()}"),
@@ -198,15 +205,15 @@ def comparison_settings(path: Path, pair: tuple[str, str]) -> list[tuple[str, st
                  f"decides (fontaine-eval --arms {a},{b})"),
         *[(f"arm {tag}", f"{n}: {lines[n].get('policy', '')}" + (f" · {lines[n]['model']}"
                                                                  if lines[n].get("model", "—") != "—" else "")
-           + _skill(path, n)) for tag, n in (("A", a), ("B", b))],
+           + _skill(specs[n])) for tag, n in (("A", a), ("B", b))],
         *[(k, v if k != "seeds" else f"{seeds} · at most {cap} seeds per arm ({2 * cap} episodes)")
           for k, v in shared],
     ]
 
 
-def _skill(path: Path, arm: str) -> str:
+def _skill(spec) -> str:
     """The scripted oracle's registered skill knob, the one thing that tells two oracle arms apart."""
-    miss = getattr(resolve_launch(path, arm), "grasp_miss", None)
+    miss = getattr(spec, "grasp_miss", None)
     return f" · grasp_miss {miss:g}" if miss else ""
 
 
