@@ -643,7 +643,7 @@ def _check_coverage_tripwire(body: dict, err) -> CoverageTripwire:
     out: dict = {}
     if "max_uncovered" in body:
         v = body["max_uncovered"]
-        if not (_nonneg(v) and 0 < v < 1):
+        if not _rate(v):
             err(("coverage", "max_uncovered"), f"must be a fraction in (0, 1), got {v!r}",
                 "the share of a joint's reachable range the map may leave clipped: 0.30 is 30%")
         else:
@@ -677,15 +677,10 @@ def _check_coverage_tripwire(body: dict, err) -> CoverageTripwire:
                 if k not in RIG_KEYS:
                     err(("coverage", "rig", k), f"unknown rig field '{k}'", "known: " + ", ".join(RIG_KEYS))
             if "seeds" in rig:
-                try:
-                    seeds = parse_seeds(rig["seeds"])
-                except ValueError as exc:
-                    err(("coverage", "rig", "seeds"), str(exc), "a list [0, 1, 2] or a range '0-5'")
-                else:
-                    if not seeds or len(set(seeds)) != len(seeds):
-                        err(("coverage", "rig", "seeds"), "must name at least one seed, each once", "e.g. 0-5")
-                    else:
-                        out["rig_seeds"] = tuple(seeds)
+                seeds = _tripwire_seeds(rig["seeds"], ("coverage", "rig", "seeds"), err,
+                                        "a list [0, 1, 2] or a range '0-5'", "e.g. 0-5")
+                if seeds is not None:
+                    out["rig_seeds"] = seeds
             if "episode_seconds" in rig:
                 v = rig["episode_seconds"]
                 if not (_nonneg(v) and 0 < v <= 3600):
@@ -695,18 +690,26 @@ def _check_coverage_tripwire(body: dict, err) -> CoverageTripwire:
     return CoverageTripwire(**out)
 
 
+def _tripwire_seeds(raw, sub: tuple, err, form_hint: str, example: str) -> tuple[int, ...] | None:
+    """A tripwire's seeds: at least one, each once (a list or a range); None, said through `err`, when not."""
+    try:
+        seeds = parse_seeds(raw)
+    except ValueError as exc:
+        err(sub, str(exc), form_hint)
+        return None
+    if not seeds or len(set(seeds)) != len(seeds):
+        err(sub, "must name at least one seed, each once", example)
+        return None
+    return tuple(seeds)
+
+
 def _check_first_action_tripwire(body: dict, err) -> FirstActionTripwire:
     out: dict = {}
     if "seeds" in body:
-        try:
-            seeds = parse_seeds(body["seeds"])
-        except ValueError as exc:
-            err(("first_action", "seeds"), str(exc), "a list [0, 1, 2] or a range '0-2'")
-        else:
-            if not seeds or len(set(seeds)) != len(seeds):
-                err(("first_action", "seeds"), "must name at least one seed, each once", "e.g. [0, 1, 2]")
-            else:
-                out["seeds"] = tuple(seeds)
+        seeds = _tripwire_seeds(body["seeds"], ("first_action", "seeds"), err,
+                                "a list [0, 1, 2] or a range '0-2'", "e.g. [0, 1, 2]")
+        if seeds is not None:
+            out["seeds"] = seeds
     if "anchor_deg" in body:
         v = body["anchor_deg"]
         values = v if isinstance(v, list) else [v]
