@@ -400,8 +400,7 @@ def _comparison_head(res: dict | None) -> tuple[str, str, list[str]] | None:
         head.append("*the arms' counts are read after an anytime-valid stop: fixed-n numbers on the episodes run*")
     outcome = str(c.get("outcome") or "no decision")
     saved = f" · {nums[2]} episodes saved" if type(nums[2]) is int and nums[2] else ""
-    _, _, verdicts = _report_head({k: v for k, v in res.items() if k != "comparison"} | {"primary": {"successes": 0, "n": 0}})
-    return "\n".join(head), f"results: {_esc(_short(outcome, 60))}{saved}", verdicts
+    return "\n".join(head), f"results: {_esc(_short(outcome, 60))}{saved}", _verdict_lines(res)
 
 
 def _report_head(res: dict | None) -> tuple[str | None, str, list[str]]:
@@ -419,6 +418,11 @@ def _report_head(res: dict | None) -> tuple[str | None, str, list[str]]:
         valid += f" ({_esc(_short(why[0], 120))})"
     head = (f"successes **{_esc(_short(p.get('text') or f'{k} / {n}', 120))}** · knock-aways {_num(res.get('knock_aways'))}"
             f" · engaged {_num(res.get('engaged'))} · {valid}")
+    return head, f"results: {k}/{n} successes", _verdict_lines(res)
+
+
+def _verdict_lines(res: dict) -> list[str]:
+    """One line per verdict and per sequential test of results.json (a one-arm run's or a comparison run's)."""
     lines = []
     for v in (res.get("verdicts") or [])[:8]:
         if isinstance(v, dict) and isinstance(v.get("label"), str) and isinstance(v.get("condition"), str):
@@ -426,7 +430,7 @@ def _report_head(res: dict | None) -> tuple[str | None, str, list[str]]:
     for s in (res.get("sequential_tests") or [])[:4]:
         if isinstance(s, dict) and isinstance(s.get("label"), str):
             lines.append(f"[{_esc(_short(s['label'], 120))}] sequential test")
-    return head, f"results: {k}/{n} successes", lines
+    return lines
 
 
 def _published_lines(res: dict | None) -> list[str]:
