@@ -90,6 +90,24 @@ class _Ctx:
         self.problems.append(Problem(self.name(path), msg, line or self.line(path), hint))
 
 
+class _Errors:
+    """`ctx.err` under one item's path (`errs(sub, msg, hint)` reports at path + sub), remembering
+    whether any was reported: an item with a problem is not built."""
+
+    def __init__(self, ctx: _Ctx, path: tuple) -> None:
+        self.ctx, self.path, self.bad = ctx, path, False
+
+    def __call__(self, sub: tuple, msg: str, hint: str = "") -> None:
+        self.bad = True
+        self.ctx.err(self.path + sub, msg, hint)
+
+    def unknown_keys(self, raw: dict, known, what: str) -> None:
+        """Each key of `raw` not in `known`: "unknown {what} 'k'", naming the known ones."""
+        for k in raw:
+            if k not in known:
+                self((k,), f"unknown {what} '{k}'", "known: " + ", ".join(known))
+
+
 def build_model(doc: Document) -> None:
     """Validate each section's machine part into `doc.sections`; problems go to `doc.problems`."""
     lay = doc.layout
@@ -194,14 +212,12 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
     if not isinstance(a, dict):
         ctx.err(path, "an arm must be a mapping (name: ..., policy: ...)")
         return None
-    bad = False
+    errs = _Errors(ctx, path)
 
-    def err(key, msg, hint=""):
-        nonlocal bad
-        bad = True
-        ctx.err(path + (key,) if key else path, msg, hint)
+    def err(key, msg, hint=""):  # by one key of the arm (the helpers below take this form); no key: the arm
+        errs((key,) if key else (), msg, hint)
 
-    for k in a:
+    for k in a:  # not errs.unknown_keys: a falsy key (null, 0, '') is reported at the arm itself
         if k not in ARM_KEYS:
             err(k, f"unknown arm field '{k}'", "known: " + ", ".join(ARM_KEYS))
     name = a.get("name")
@@ -259,12 +275,10 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
     for j, o in enumerate(overrides):
         m = OVERRIDE_RE.match(str(o).replace(" ", ""))
         if not m:
-            ctx.err(path + ("convmap_overrides", j), f"malformed override {o!r}",
-                    "JOINT=[SIGN,]OFFSET, e.g. shoulder_lift=-1,90 or wrist_roll=-90")
-            bad = True
+            errs(("convmap_overrides", j), f"malformed override {o!r}",
+                 "JOINT=[SIGN,]OFFSET, e.g. shoulder_lift=-1,90 or wrist_roll=-90")
         elif m.group("joint") not in JOINT_NAMES:
-            ctx.err(path + ("convmap_overrides", j), f"unknown joint {m.group('joint')!r}", "one of " + ", ".join(JOINT_NAMES))
-            bad = True
+            errs(("convmap_overrides", j), f"unknown joint {m.group('joint')!r}", "one of " + ", ".join(JOINT_NAMES))
     workers = _opt_int(a, "workers", err, minimum=1)
     flow_steps = _opt_int(a, "flow_steps", err, minimum=1)
     if flow_steps is not None and decode != "flow":
@@ -293,7 +307,7 @@ def _check_arm(a, ctx: _Ctx, path: tuple, sec: Section) -> Arm | None:
             err("grasp_miss", f"must be a probability from 0 to 1, got {grasp_miss!r}",
                 "the chance (seeded per seed) that an episode's grasps miss, e.g. grasp_miss: 0.5")
     env = _check_env_fields(a, err, sec.sealed)
-    if bad:
+    if errs.bad:
         return None
     return Arm(
         name=name, section=sec.name, line=ctx.line(path), policy=policy,
@@ -606,16 +620,8 @@ def _check_tripwires(raw, ctx: _Ctx) -> Tripwires | None:
     if not isinstance(raw, dict) or not raw:
         ctx.err(path, "must be a mapping naming at least one of " + ", ".join(TRIPWIRES), TRIPWIRES_HINT)
         return None
-    bad = False
-
-    def err(sub: tuple, msg: str, hint: str = "") -> None:
-        nonlocal bad
-        bad = True
-        ctx.err(path + sub, msg, hint)
-
-    for k in raw:
-        if k not in TRIPWIRES:
-            err((k,), f"unknown tripwire '{k}'", "known: " + ", ".join(TRIPWIRES))
+    err = _Errors(ctx, path)
+    err.unknown_keys(raw, TRIPWIRES, "tripwire")
     kw: dict = {}
     for name in TRIPWIRES:
         if name not in raw:
@@ -636,7 +642,7 @@ def _check_tripwires(raw, ctx: _Ctx) -> Tripwires | None:
         coverage = _check_coverage_tripwire(kw["coverage"], err)
     if "first_action" in kw:
         first_action = _check_first_action_tripwire(kw["first_action"], err)
-    return None if bad else Tripwires(coverage, first_action)
+    return None if err.bad else Tripwires(coverage, first_action)
 
 
 def _check_coverage_tripwire(body: dict, err) -> CoverageTripwire:
@@ -786,16 +792,8 @@ def _check_power(raw, ctx: _Ctx, known: set[str]) -> PowerPlan | None:
     if not isinstance(raw, dict):
         ctx.err(path, "must be a mapping (" + ", ".join(POWER_KEYS) + ")", hint)
         return None
-    bad = False
-
-    def err(sub: tuple, msg: str, why: str = "") -> None:
-        nonlocal bad
-        bad = True
-        ctx.err(path + sub, msg, why)
-
-    for k in raw:
-        if k not in POWER_KEYS:
-            err((k,), f"unknown power field '{k}'", "known: " + ", ".join(POWER_KEYS))
+    err = _Errors(ctx, path)
+    err.unknown_keys(raw, POWER_KEYS, "power field")
     kw: dict = {"line": ctx.line(path)}
     rates = raw.get("assumed_rates")
     if rates is not None:
@@ -847,7 +845,7 @@ def _check_power(raw, ctx: _Ctx, known: set[str]) -> PowerPlan | None:
             err(("pilot",), f"must be a run directory (a path), got {pilot!r}", "relative to this document")
         else:
             kw["pilot"] = pilot
-    return None if bad else PowerPlan(**kw)
+    return None if err.bad else PowerPlan(**kw)
 
 
 def _check_validity(v, ctx: _Ctx) -> Validity:
