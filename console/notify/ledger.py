@@ -69,12 +69,8 @@ def lock_held(runs_dir: Path) -> bool:
 def read_ledger_keys(run_dir: Path) -> set[str]:
     """Keys of the posts Discord confirmed for this run (a torn last line is ignored)."""
     keys = set()
-    for line in _ledger_lines(run_dir):
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict) and obj.get("key"):
+    for obj in read_ledger(run_dir):
+        if obj.get("key"):
             keys.add(str(obj["key"]))
             if isinstance(obj.get("covers"), list):  # a catch-up listed these missed milestones
                 keys.update(str(k) for k in obj["covers"])
