@@ -40,7 +40,7 @@ from prereg.reads import (
     arm_reads,
     paired_reads,
 )
-from prereg.rows import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES, read_rows
+from prereg.rows import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES, RowsRead, read_rows
 from prereg.rundir import utc_now
 from prereg.runs_discovery import newest_registered_run
 from prereg.seal import require_intact, verify_layout, write_lines
@@ -225,8 +225,9 @@ def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
                    modified="Results are not computed against a modified registration: revert the change "
                             "(e.g. `git diff`)")
     reports: dict[str, ArmReport] = {}
+    runs_read: dict[Path, _RunRead] = {}  # a comparison run stands for two arms: read once
     for arm, run_dir in runs.items():
-        reports[arm] = _arm_report(doc, arm, Path(run_dir), unregistered)
+        reports[arm] = _arm_report(doc, arm, Path(run_dir), unregistered, runs_read=runs_read)
     for arm, rep in reports.items():
         rep.comparators = [_comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
         _pair_comparison_arms(rep, reports)
@@ -370,7 +371,30 @@ def _is_shipped_example(path: Path) -> bool:
 # ---------------------------------------------------------------- reading runs
 
 
-def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = False) -> ArmReport:
+@dataclass
+class _RunRead:
+    """One read of a run directory for one report: its rows.jsonl and its snapshot, and the comparison
+    of a comparison run, read once for both of its arms (by the run's path as given and the arm's
+    planned seeds, what `read_comparison` reads besides the rows and the status)."""
+
+    rows: RowsRead
+    snapshot: rd.Snapshot
+    comparisons: dict[tuple[Path, tuple], ComparisonRead] = field(default_factory=dict)
+
+
+def _read_run(run_dir: Path, runs_read: dict[Path, _RunRead] | None) -> _RunRead:
+    """The run's rows and snapshot, from `runs_read` (by resolved directory) when this report already
+    read them: a comparison run's two arms are one run."""
+    if runs_read is None:
+        return _RunRead(read_rows(run_dir / rd.ROWS), rd.read_snapshot(run_dir))
+    key = run_dir.resolve()
+    if key not in runs_read:
+        runs_read[key] = _RunRead(read_rows(run_dir / rd.ROWS), rd.read_snapshot(run_dir))
+    return runs_read[key]
+
+
+def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = False, *,
+                runs_read: dict[Path, _RunRead] | None = None) -> ArmReport:
     p = str(doc.path)
     found = doc.find_arm(arm)
     if found is None:
@@ -382,8 +406,8 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
                           "it has no registered reads yet")
     if not run_dir.is_dir():
         raise PreregError(f"{run_dir}: no such run directory (for arm {arm!r}); pass --run {arm}=RUN_DIR")
-    got = read_rows(run_dir / rd.ROWS)
-    snap = rd.read_snapshot(run_dir)
+    run = _read_run(run_dir, runs_read)
+    got, snap = run.rows, run.snapshot
     status = snap.status
     bad = [f"line {b.line_no}: {b.reason}" for b in got.bad]
     rows, seeds, comparison, spec, notes = got.rows, list(sm.protocol.seeds), None, None, []
@@ -393,7 +417,10 @@ def _arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fal
         spec = registered_comparison(doc, m.arms)
         if spec is not None:
             seeds = seeds[:spec.seeds_cap(len(seeds))]
-            comparison = read_comparison(spec, run_dir, got.rows, status, seeds)
+            key = (run_dir, tuple(seeds))
+            comparison = run.comparisons.get(key)
+            if comparison is None:
+                comparison = run.comparisons[key] = read_comparison(spec, run_dir, got.rows, status, seeds)
         notes.append(f"one arm of comparison run {run_dir.name} ({' and '.join(m.arms)}, interleaved by seed): the "
                      f"rows whose arm is {arm}; the run's wall and GPU-hours are both arms'")
     reads = arm_reads(arm, rows, planned_seeds=seeds, validity=sm.reads.validity,
