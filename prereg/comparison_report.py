@@ -44,8 +44,7 @@ def comparison_runs(doc: Document, runs: dict[str, Path]) -> dict[str, Path]:
     known = {a.name for a in doc.arms()}
     out = {k: Path(d) for k, d in runs.items() if k in known}
     for key, d in runs.items():
-        snap = rd.read_snapshot(d)
-        m = snap.manifest
+        m, _ = rd.read_manifest(d)  # only the manifest says a run is a comparison run
         if m is not None and m.is_comparison and (key in m.arms or key == m.arm):
             for arm in m.arms:
                 out.setdefault(arm, Path(d))
