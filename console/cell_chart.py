@@ -20,10 +20,11 @@ from pathlib import Path
 
 from rich.text import Text
 
+from console.render import BAR_BLOCKS
 from prereg.colors import KNOCK_COLOR, SUCCESS_COLOR, TIED_COLOR, arm_colors, registration_colors
 from prereg.reads import ArmReads, Paired
 
-UP = " ▁▂▃▄▅▆▇█"  # a bar growing up from the bottom of a cell, in eighths
+UP = BAR_BLOCKS  # a bar growing up from the bottom of a cell, in eighths (the console's one set of them)
 DOWN = ("", "▔", "▔", "▀", "▀", "▀", "█", "█", "█")  # hanging down from the top (Unicode has no 3/8..7/8 upper blocks)
 LABEL_W = 9  # the y-axis labels: "+123.4 cm"
 
