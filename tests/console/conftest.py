@@ -14,6 +14,7 @@ from textual.css.query import NoMatches  # noqa: E402
 
 from console.app import FontaineApp  # noqa: E402
 from console.fixtures import FIXED_TIME, make_row, make_run_dir  # noqa: E402
+from console.widgets.compare_screen import CompareScreen  # noqa: E402
 from tests.helpers import wait_until  # noqa: E402
 
 
@@ -33,6 +34,18 @@ async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "conditi
         raise AssertionError(f"timed out after {timeout} s waiting for {what}: the predicate raised "
                              f"{type(last_error).__name__}: {last_error}") from last_error
     raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f"; state: {state()}" if state else ""))
+
+
+async def open_compare(pilot, app, run_name: str, what: str = "two arms"):
+    """Wait until the run `run_name` is the one selected, press `c`, wait for the compare view and for its
+    arms table to hold both arms' rows (`what` names them if they never come); returns (the screen, the arms table)."""
+    await wait_for(pilot, lambda: app.detail is not None and app.detail.info.path.name == run_name)
+    await pilot.press("c")
+    await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+    screen = app.screen
+    table = screen.query_one("#arms")
+    await wait_for(pilot, lambda: table.row_count == 2, what=what)
+    return screen, table
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from console.compare import compare_view
 from console.widgets.compare_screen import CompareScreen
 from prereg.report import build_report
 from prereg.seal import freeze
-from tests.console.conftest import make_app, make_row, make_run_dir, wait_for
+from tests.console.conftest import make_app, make_row, make_run_dir, open_compare, wait_for
 from tests.prereg.conftest import launched_manifest
 
 DOC = """---
@@ -118,12 +118,7 @@ async def test_compare_view_follows_new_rows(runs_dir, tmp_path):
     app = make_app(runs_dir)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: len(app.runs) == 2 and app.detail is not None)
-        await wait_for(pilot, lambda: app.detail.info.path.name == runs["discrete"].name)  # the newest is selected
-        await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
-        screen = app.screen
-        arms = screen.query_one("#arms")
-        await wait_for(pilot, lambda: arms.row_count == 2, what="two arms")
+        screen, arms = await open_compare(pilot, app, runs["discrete"].name, what="two arms")  # the newest is selected
         assert str(arms.get_cell("discrete", "successes")).startswith("4/4")
         assert str(arms.get_cell("discrete", "state")) == "running"
         paired_table = screen.query_one("#paired")

@@ -10,7 +10,7 @@ from console.widgets.compare_screen import CompareScreen
 from prereg.comparison import ComparisonPath, ComparisonSpec, decide
 from prereg.rows import rows_by_seed
 from tests.comparison_run import compare_doc, comparison_rows, comparison_spec, make_comparison_run, row
-from tests.console.conftest import make_app, plain, wait_for
+from tests.console.conftest import make_app, open_compare, plain, wait_for
 
 A_WINS = [s < 4 for s in range(12)]  # the 8th seed only steady wins (seed 11) decides "B better" at 12/60
 B_WINS = [True] * 12
@@ -75,12 +75,7 @@ async def test_the_compare_screen_draws_the_band_and_marks_the_decision_live(run
     _write_status(run, state="running", stop=None, reason=None)
     app = make_app(runs_dir)
     async with app.run_test(size=(160, 48)) as pilot:
-        await wait_for(pilot, lambda: app.detail is not None and app.detail.info.path.name == run.name)
-        await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
-        screen = app.screen
-        arms = screen.query_one("#arms")
-        await wait_for(pilot, lambda: arms.row_count == 2, what="both arms from the one run")
+        screen, arms = await open_compare(pilot, app, run.name, what="both arms from the one run")
         assert str(arms.get_cell("steady", "successes")).startswith("6/6")
         band, evidence = screen.query_one("#band"), screen.query_one("#evidence")
         await wait_for(pilot, lambda: band.display and BAND in plain(band), what="the band")
