@@ -470,7 +470,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
                                             "too (a plan registers it as gates.tripwires.coverage.span_limited)")
     if args.convmap_fit_tiebreak == "off" and config.policy.convmap != "fit":
         raise convmap_cli.ConvmapUsageError("--convmap-fit-tiebreak off changes the fit: give --convmap fit too")
-    shimmed = config.policy.kind.startswith("molmoact2") or config.policy.kind == "lerobot"  # reads the rig table
+    shimmed = config.policy.is_model  # reads the rig table
     if not resume and args.convmap_seam_stats is not None and not shimmed:
         convmap_cli.write_seam_stats(config.policy, config.seeds, config.episode_seconds, args.convmap_seam_stats,
                                      log=_log)
@@ -586,7 +586,7 @@ def _log(msg: str) -> None:
 
 def _preflight_rendering(config) -> None:
     """Fail before any episode when frames are needed and no GL library can make a context."""
-    needs_frames = (any(spec.kind.startswith("molmoact2") or spec.kind == "lerobot" for _, spec in config.arm_policies())
+    needs_frames = (any(spec.is_model for _, spec in config.arm_policies())
                     or config.video_draw.strip().lower() not in ("none", "off"))
     if not needs_frames:
         return
@@ -658,7 +658,7 @@ def _ray_settings(args, *specs) -> dict | None:
         raise UsageError(f"--ray {args.ray!r}: use 'auto', 'local' or host:port (e.g. 10.0.0.5:6379)")
     gpus = args.ray_gpus_per_shard
     if gpus is None:
-        gpus = int(any(s.kind.startswith("molmoact2") or s.kind == "lerobot" for s in specs))  # a model: its GPU
+        gpus = int(any(s.is_model for s in specs))  # a model: its GPU
     return {"address": address, "shards": args.ray_shards, "gpus_per_shard": gpus, "dashboard": bool(args.ray_dashboard)}
 
 

@@ -164,7 +164,7 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
     from engine.policies.molmoact2.checkpoint import CheckpointError, hub_revision, resolve_checkpoint
     from engine.sim.env import BoatEnv
 
-    if not (spec.kind.startswith("molmoact2") or spec.kind == "lerobot"):
+    if not spec.is_model:
         raise ConvmapUsageError("--convmap-tripwires checks a model's shim: give --molmoact2, --molmoact2-discrete "
                                 "or --lerobot CKPT")
     if seam_path is None or not Path(seam_path).exists():

@@ -32,7 +32,7 @@ class TripwireFailed(UsageError):
 def applies(spec) -> bool:
     """The tripwires judge a joint-convention map: only a policy that has one and a release table
     (MolmoAct2's norm_stats, a lerobot checkpoint's saved state stats)."""
-    return spec.kind.startswith("molmoact2") or spec.kind == "lerobot"
+    return spec.is_model
 
 
 def run_registered(cfg, policies: dict, *, policy_descriptions: dict | None = None, log=print) -> dict | None:

@@ -54,6 +54,12 @@ class PolicySpec:
         return cls(**known)
 
     @property
+    def is_model(self) -> bool:
+        """A learned model (MolmoAct2, a lerobot checkpoint): it sees camera frames, reads and writes
+        joints through the joint-convention shim (with its release table), and wants a GPU."""
+        return self.kind.startswith("molmoact2") or self.kind == "lerobot"
+
+    @property
     def serve_in_driver(self) -> bool:
         if self.kind == "lerobot":  # batched in the driver, or select_action every tick in each worker
             mode = self.extra.get("lerobot_serving")  # fontaine-eval records it before the run starts
