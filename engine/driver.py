@@ -42,7 +42,7 @@ from pathlib import Path
 
 from engine.executor import DriverError, Executor, ExecutorFactory, StartInterrupted, local_executor
 from engine.launch_tripwires import TripwireFailed
-from engine.policies.factory import PolicySpec, describe_unserved, make_policy
+from engine.policies.factory import PolicySpec, load_served
 from engine.provenance import package_versions, tool_git_commit
 from prereg import rundir as rd
 from prereg.errors import FontaineError, RunFailed, UsageError, write_traceback
@@ -204,6 +204,7 @@ class _Driver:
         self.tripwires: dict | None = None  # the registered tripwires' record (engine/launch_tripwires.py)
         # the episodes to run, in dispatch order: seeds, or (arm, seed) interleaved by seed
         self.jobs: list = [(a, s) for s in cfg.seeds for a in self.arms] if self.arms else list(cfg.seeds)
+        self._plan_order = {job: i for i, job in enumerate(self.jobs)}  # a job's place in the plan
 
     def _key(self, row: dict):
         """A row's episode: its seed, or (arm, seed) in a comparison run."""
@@ -336,22 +337,10 @@ class _Driver:
                         if self.arms else {"policy": spec.kind, "served": "in each Ray shard"})
             shards = int(self.cfg.ray.get("shards") or 1)
             default_gpus = shards * int(self.cfg.ray.get("gpus_per_shard") or 0)
-        elif self.arms:  # both arms' policies, once: the served ones here, the local ones in each worker
-            self.policy, describe, default_gpus = {}, {}, 0
-            for arm, arm_spec in self.cfg.arm_policies():
-                if arm_spec.serve_in_driver:
-                    self.policy[arm] = make_policy(arm_spec)
-                    describe[arm] = self.policy[arm].describe()
-                    default_gpus = max(default_gpus, int(str(describe[arm].get("device", "cpu")).startswith("cuda")))
-                else:
-                    describe[arm] = describe_unserved(arm_spec)
-        elif spec.serve_in_driver:
-            self.policy = make_policy(spec)
-            describe = self.policy.describe()
-            default_gpus = 1 if str(describe.get("device", "cpu")).startswith("cuda") else 0
-        else:
-            describe = describe_unserved(spec)  # a lerobot checkpoint's type, config hash and pin
-            default_gpus = 0
+        else:  # the served policies here (a comparison run: each arm's, once), the others in each worker
+            self.policy, describe = load_served(self.cfg)
+            served = ([describe[a] for a in self.policy] if self.arms else [describe] if self.policy is not None else [])
+            default_gpus = int(any(str(d.get("device", "cpu")).startswith("cuda") for d in served))
         self.policy_description = describe
         self.gpus = self.cfg.gpus if self.cfg.gpus is not None else default_gpus
         from engine.gpumeter import GpuMeter
@@ -506,7 +495,7 @@ class _Driver:
                 f"not run{' and no episode finished' if not ran else ''}; driver.log has their output")
 
     def _abort_pool(self) -> None:
-        self.lost_seeds.extend(list(j) if isinstance(j, tuple) else j for j in self.pool.abort())  # JSON's form
+        self.lost_seeds.extend(_as_json_jobs(self.pool.abort()))
         self.aborted_note = f"aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}"
 
     def _check_rows_file(self, pending: dict | None = None) -> None:
@@ -724,8 +713,7 @@ class _Driver:
         """The episodes running now, in plan order: seeds, or [arm, seed] in a comparison run."""
         if self.pool is None or self._pool_closed:
             return []
-        order = {job: i for i, job in enumerate(self.jobs)}
-        return [list(j) if isinstance(j, tuple) else j for j in sorted(self.pool.in_flight(), key=lambda j: order.get(j, -1))]
+        return _as_json_jobs(sorted(self.pool.in_flight(), key=lambda j: self._plan_order.get(j, -1)))
 
     def _finish_normally(self) -> RunResult:
         self._check_rows_file()  # a run whose rows file is gone is not done
@@ -785,6 +773,11 @@ class _Driver:
         })
         self.summary = summary
         rd.write_json_atomic(self.run_dir / rd.ROWS_SUMMARY, {"summary": summary, "rows": self.rows})
+
+
+def _as_json_jobs(jobs) -> list:
+    """Jobs as status.json holds them: seeds, or [arm, seed] in a comparison run."""
+    return [list(j) if isinstance(j, tuple) else j for j in jobs]
 
 
 def comparison_record(spec) -> dict:

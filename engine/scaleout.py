@@ -112,7 +112,7 @@ class _Shard:
 
     def __init__(self, cfg, shard_index: int, n_workers: int, env: dict):
         os.environ.update(env)  # before the pool spawns its workers, which inherit it
-        from engine.policies.factory import make_policy
+        from engine.policies.factory import load_served
         from engine.pool import LocalPool
 
         self.index = shard_index
@@ -122,14 +122,7 @@ class _Shard:
         self._lock = threading.Lock()
         self._abort = threading.Event()
         self._closed = False
-        if cfg.arms:  # a comparison run: each arm's served policy once on this node, keyed by arm
-            specs = dict(cfg.arm_policies())
-            policy = {arm: make_policy(spec) for arm, spec in specs.items() if spec.serve_in_driver}
-            self.policy_description = {arm: policy[arm].describe() if arm in policy else _unserved(spec)
-                                       for arm, spec in specs.items()}
-        else:
-            policy = make_policy(cfg.policy) if cfg.policy.serve_in_driver else None  # once, on this node
-            self.policy_description = policy.describe() if policy is not None else _unserved(cfg.policy)
+        policy, self.policy_description = load_served(cfg)  # once, on this node (a comparison: each arm's)
         self.pool = LocalPool(cfg, self.scratch, policy, n_workers, log=self._logs.append)
 
     def info(self) -> dict:
@@ -222,12 +215,6 @@ def _as_job(job):
 def _job_words(job) -> str:
     arm, seed = job_parts(job)
     return f"seed {seed}" + (f" of arm {arm}" if arm is not None else "")
-
-
-def _unserved(spec) -> dict:
-    from engine.policies.factory import describe_unserved
-
-    return describe_unserved(spec)
 
 
 # --------------------------------------------------------------------------- the driver's side

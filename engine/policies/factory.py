@@ -117,6 +117,26 @@ def describe_unserved(spec: PolicySpec) -> dict:
     return out
 
 
+def load_served(cfg) -> tuple[object, dict]:
+    """What this process serves for a run (the driver, or a Ray shard on its node) and the manifest's
+    record of it: (the policy, or None when each worker loads its own; its description), or in a
+    comparison run (`cfg.arms`) ({arm: policy} for the served arms; {arm: description} for both)."""
+    if not cfg.arms:
+        spec = cfg.policy
+        if not spec.serve_in_driver:
+            return None, describe_unserved(spec)  # a lerobot checkpoint's type, config hash and pin
+        policy = make_policy(spec)
+        return policy, policy.describe()
+    policies, described = {}, {}
+    for arm, spec in cfg.arm_policies():
+        if spec.serve_in_driver:
+            policies[arm] = make_policy(spec)
+            described[arm] = policies[arm].describe()
+        else:
+            described[arm] = describe_unserved(spec)
+    return policies, described
+
+
 def _convmap(spec: PolicySpec):
     from engine.policies.convmap import ConvMapError
 
