@@ -65,6 +65,13 @@ def sim_rad_to_rig_deg(q: np.ndarray) -> np.ndarray:
     return out
 
 
+def first_action_delta_deg(state_rad, targets: np.ndarray) -> list[float]:
+    """Per-joint |first target - current state| in rig degrees, rounded for a row: the shim's
+    unit-bug detector (a predict's `first_action_delta_deg`)."""
+    delta = np.abs(sim_rad_to_rig_deg(targets[0]) - sim_rad_to_rig_deg(np.asarray(state_rad)))
+    return [round(float(v), 4) for v in delta]
+
+
 def rig_deg_to_sim_rad(d: np.ndarray) -> np.ndarray:
     """Inverse of `sim_rad_to_rig_deg`."""
     d = np.asarray(d, dtype=np.float64)

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from engine.policies.base import Chunk, Observation
-from engine.policies.convmap import ConvMap, rig_deg_to_sim_rad, sim_rad_to_rig_deg
+from engine.policies.convmap import ConvMap, first_action_delta_deg, rig_deg_to_sim_rad, sim_rad_to_rig_deg
 from engine.policies.lerobot_policy.features import FeaturePlan
 from engine.policies.lerobot_policy.serving import CHUNK
 from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD
@@ -110,7 +110,7 @@ class LerobotPolicy:
         targets = self.to_sim(actions)
         wall = time.perf_counter() - started
         return [Chunk(targets_rad=targets[i], batch_size=len(observations),
-                      info={"predict_wall_s": wall, "first_action_delta_deg": _first_delta(o, targets[i])})
+                      info={"predict_wall_s": wall, "first_action_delta_deg": first_action_delta_deg(o.state_rad, targets[i])})
                 for i, o in enumerate(observations)]
 
     @torch.inference_mode()
@@ -139,7 +139,3 @@ class LerobotPolicy:
         sim = rig_deg_to_sim_rad(self.convmap.to_rig(np.asarray(actions, dtype=np.float64)))
         return np.clip(sim, JOINT_LOW_RAD, JOINT_HIGH_RAD)
 
-
-def _first_delta(obs: Observation, targets: np.ndarray) -> list[float]:
-    delta = np.abs(sim_rad_to_rig_deg(targets[0]) - sim_rad_to_rig_deg(np.asarray(obs.state_rad)))
-    return [round(float(v), 4) for v in delta]

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from engine.policies.base import JOINT_NAMES, Chunk, Observation
-from engine.policies.convmap import ConvMap, rig_deg_to_sim_rad, sim_rad_to_rig_deg
+from engine.policies.convmap import ConvMap, first_action_delta_deg, rig_deg_to_sim_rad, sim_rad_to_rig_deg
 from engine.policies.molmoact2 import fast as fastmod
 from engine.policies.molmoact2.fast import FastCodec
 from engine.policies.molmoact2.grammar import GrammarMask
@@ -132,7 +132,7 @@ class MolmoAct2Policy:
         for i, obs in enumerate(observations):
             info: dict[str, Any] = {
                 "predict_wall_s": wall,
-                "first_action_delta_deg": self._first_delta(obs, targets[i]),
+                "first_action_delta_deg": first_action_delta_deg(obs.state_rad, targets[i]),
                 "pathway": self.pathway,
                 "decode": self.decode,
                 "chunk_normalized": normalised[i].astype(np.float32),  # model convention, before unnormalising
@@ -320,12 +320,6 @@ class MolmoAct2Policy:
         model_deg = model_deg[..., : len(JOINT_NAMES)].astype(np.float64)
         sim = rig_deg_to_sim_rad(self.convmap.to_rig(model_deg))
         return np.clip(sim, JOINT_LOW_RAD, JOINT_HIGH_RAD)
-
-    @staticmethod
-    def _first_delta(obs: Observation, targets: np.ndarray) -> list[float]:
-        """Per-joint |first target - current state| in rig degrees: the shim's unit-bug detector."""
-        delta = np.abs(sim_rad_to_rig_deg(targets[0]) - sim_rad_to_rig_deg(np.asarray(obs.state_rad)))
-        return [round(float(v), 4) for v in delta]
 
 
 @dataclass
