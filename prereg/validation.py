@@ -27,6 +27,7 @@ from prereg.model import (
 from prereg.rules import Rule, parse_condition
 from prereg.video_draw import parse_video_draw
 from prereg.vocabulary import (
+    COMMIT_RE,
     CONVMAPS,
     DECODES,
     DTYPES,
@@ -368,7 +369,6 @@ def _check_env_fields(raw: dict, err, sealed: bool) -> dict:
     return out
 
 
-COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 SHA256_PIN_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 TINY_PINS = ("local", "tiny")  # the tiny model is rebuilt from its recipe, not downloaded
 

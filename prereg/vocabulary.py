@@ -4,6 +4,8 @@ imports nothing from the engine); tests/test_vocabulary.py keeps the engine's ow
 
 from __future__ import annotations
 
+import re
+
 FORMAT = "fontaine-prereg/1"
 
 POLICIES = ("scripted", "molmoact2", "molmoact2-discrete", "lerobot")  # lerobot: any lerobot checkpoint (ACT, ...)
@@ -39,3 +41,7 @@ RIG_TABLE_SEEDS = (0, 1, 2, 3, 4, 5)  # the scripted oracle's rollouts that make
 RIG_TABLE_EPISODE_SECONDS = 30.0  # ... and their budget
 FIRST_ACTION_SEEDS = 3  # the probe's seeds: the first few of the protocol's
 FIRST_ACTION_MAX_DEG = 10.0  # the limit without an anchor
+
+# A revision that pins a Hugging Face snapshot immutably: a full 40-hex Git commit (a plan's
+# revision or fast_revision; the engine's download refuses anything else where it needs a pin).
+COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")

@@ -292,7 +292,6 @@ def run_convmap_tripwires(
     anchor_deg=None,
     coverage_threshold: float = COVERAGE_THRESHOLD,
     allow_span_limited: bool | Collection[str] = False,
-    max_delta_deg: float = 10.0,
 ) -> list[TripwireReport]:
     """(a) always; (b) when a policy and an observation builder are given."""
     reports = [coverage_tripwire(cmap, rig_q01, rig_q99, release_q01, release_q99, coverage_threshold,
@@ -300,7 +299,7 @@ def run_convmap_tripwires(
     if policy is not None and make_observation is not None:
         actions, states = run_first_action_probe(policy, make_observation, seeds)
         box_lo, box_hi = release_box_in_rig(cmap, release_q01, release_q99)
-        reports.append(first_action_tripwire(actions, states, box_lo, box_hi, anchor_deg, max_delta_deg=max_delta_deg))
+        reports.append(first_action_tripwire(actions, states, box_lo, box_hi, anchor_deg))
     return reports
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from engine.policies.convmap import PRESETS, ConvMap
 from engine.policies.lerobot_policy.features import FeatureError, FeaturePlan, parse_map, plan_features
+from engine.policies.molmoact2.checkpoint import _one_line
 from prereg.errors import UsageError
 
 __all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map", "serving_of", "check_pin"]
@@ -102,7 +103,7 @@ def probe(checkpoint: str, revision: str | None = None) -> Probe:
     try:
         config = PreTrainedConfig.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - draccus/lerobot's refusal, as one line
-        raise LerobotError(f"{path / CONFIG_NAME} is not a lerobot policy config: {_one_line(exc)}") from None
+        raise LerobotError(f"{path / CONFIG_NAME} is not a lerobot policy config: {_one_line(exc, 240)}") from None
     return Probe(checkpoint, path, source, commit, config, _sha256_files([path / CONFIG_NAME]),
                  _sha256_files(processors), _sha256_files(weights))
 
@@ -152,7 +153,7 @@ def _processors(info: Probe, device: str):
         return make_pre_post_processors(info.config, pretrained_path=str(info.path),
                                         preprocessor_overrides={"device_processor": {"device": device}})
     except Exception as exc:  # noqa: BLE001
-        raise LerobotError(f"the saved processors in {info.path} do not load: {_one_line(exc)}") from None
+        raise LerobotError(f"the saved processors in {info.path} do not load: {_one_line(exc, 240)}") from None
 
 
 def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = False, device: str | None = None,
@@ -187,7 +188,7 @@ def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = 
         cls = get_policy_class(config.type)
         policy = cls.from_pretrained(str(info.path), config=config, local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - a missing extra, weights that do not fit: one line
-        raise LerobotError(f"lerobot cannot load the {config.type} policy in {info.path}: {_one_line(exc)}") from None
+        raise LerobotError(f"lerobot cannot load the {config.type} policy in {info.path}: {_one_line(exc, 240)}") from None
     policy.eval()
     pre, post = _processors(info, device)
     mode = serving_mode(info.path)
@@ -251,11 +252,6 @@ def _sha256_files(paths) -> str:
         digest.update(Path(path).name.encode())
         digest.update(_file_sha256(Path(path)).encode())
     return digest.hexdigest()
-
-
-def _one_line(exc: BaseException, limit: int = 240) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def release_state_box(checkpoint: str, revision: str | None = None, feature_map=()):

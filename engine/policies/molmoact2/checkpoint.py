@@ -21,6 +21,7 @@ from typing import Any
 
 from prereg.errors import UsageError
 from prereg.safe_read import os_error_why
+from prereg.vocabulary import COMMIT_RE
 
 FAST_TOKENIZER_SUBDIR = "action_tokenizer"
 RELEASE_FAST_TOKENIZER = "allenai/MolmoAct2-FAST-Tokenizer"
@@ -352,7 +353,7 @@ def fast_tokenizer_pin(pin: str | None = None) -> str:
 
 def is_commit(text: str) -> bool:
     """A full 40-hex Git commit (what pins a Hugging Face snapshot immutably)."""
-    return len(text) == 40 and all(c in "0123456789abcdef" for c in text)
+    return COMMIT_RE.fullmatch(text) is not None
 
 
 def load_config(ckpt: Path):
