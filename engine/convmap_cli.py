@@ -158,10 +158,10 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
                   render_size: int = 224, anchor_deg: list[float] | None = None,
                   span_limited: list[str] | None = None, log=print) -> bool:
     """Both tripwires against the policy and the scene; JSON into the run directory."""
-    from engine.policies.convmap_fit import load_release_stats, load_seam_stats, seam_box
+    from engine.policies.convmap_fit import load_seam_stats, policy_release_box, seam_box
     from engine.policies.convmap_tripwires import format_tripwires, run_convmap_tripwires, tripwires_passed, write_tripwires_json
     from engine.policies.factory import make_policy, resolve_spec_convmap
-    from engine.policies.molmoact2.checkpoint import CheckpointError, hub_revision, resolve_checkpoint
+    from engine.policies.molmoact2.checkpoint import CheckpointError
     from engine.sim.env import BoatEnv
 
     if not spec.is_model:
@@ -171,13 +171,7 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
         raise ConvmapUsageError("--convmap-tripwires needs the rig table: write it with "
                                 "`fontaine-eval --policy scripted --convmap-seam-stats PATH` and pass --convmap-seam-stats PATH")
     try:
-        if spec.kind == "lerobot":  # the state range its saved normaliser holds
-            from engine.policies.lerobot_policy import release_state_box
-
-            rel_q01, rel_q99 = release_state_box(spec.checkpoint, spec.revision, spec.feature_map)
-        else:
-            ckpt = resolve_checkpoint(spec.checkpoint, revision=hub_revision(spec.revision))
-            rel_q01, rel_q99 = load_release_stats(ckpt.path, spec.norm_tag)
+        rel_q01, rel_q99 = policy_release_box(spec)
     except (CheckpointError, ValueError, OSError) as exc:
         raise ConvmapUsageError(str(exc)) from None
     rig_q01, rig_q99 = seam_box(load_seam_stats(seam_path))

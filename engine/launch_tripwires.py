@@ -82,7 +82,7 @@ def failure_reason(record: dict) -> str:
 
 def _run_arm(cfg, spec, plan: Tripwires, policy, description: dict | None, rig_cache: dict, log) -> dict:
     from engine.convmap_cli import scene_rig_table
-    from engine.policies.convmap_fit import load_release_stats, release_box_in_rig, seam_box
+    from engine.policies.convmap_fit import policy_release_box, release_box_in_rig, seam_box
     from engine.policies.convmap_tripwires import (
         coverage_tripwire,
         first_action_tripwire,
@@ -92,12 +92,7 @@ def _run_arm(cfg, spec, plan: Tripwires, policy, description: dict | None, rig_c
     from engine.policies.factory import resolve_spec_convmap
 
     cmap = resolve_spec_convmap(spec)
-    if spec.kind == "lerobot":  # the state range its saved normaliser holds, in its own units
-        from engine.policies.lerobot_policy import release_state_box
-
-        rel_q01, rel_q99 = release_state_box(spec.checkpoint, spec.revision, spec.feature_map)
-    else:
-        rel_q01, rel_q99 = load_release_stats(_checkpoint_dir(spec, description), spec.norm_tag)
+    rel_q01, rel_q99 = policy_release_box(spec, (description or {}).get("checkpoint_path") or None)
     reports, entry = [], {"policy": spec.kind, "applies": True, "convmap": cmap.as_dict()}
     if plan.coverage is not None:
         c = plan.coverage
@@ -146,16 +141,6 @@ def _failing_joints(report) -> str:
         else:
             parts.append(f"{row['joint']} {row.get('why', '')}")
     return ", ".join(parts) or "failed"
-
-
-def _checkpoint_dir(spec, description: dict | None):
-    """The checkpoint the policy loaded (its norm_stats is the release table); resolved again when
-    the policy is not loaded here."""
-    if description and description.get("checkpoint_path"):
-        return description["checkpoint_path"]
-    from engine.policies.molmoact2.checkpoint import hub_revision, resolve_checkpoint
-
-    return resolve_checkpoint(spec.checkpoint, revision=hub_revision(spec.revision)).path
 
 
 def _reset_observations(cfg, spec, policy):

@@ -127,6 +127,21 @@ def load_seam_stats(path: str | Path) -> dict:
     return stats
 
 
+def policy_release_box(spec, checkpoint_path: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(q01, q99) of the state range a model policy (a factory.PolicySpec) was trained on, in its own
+    units: a lerobot checkpoint's saved normaliser, or MolmoAct2's norm_stats from `checkpoint_path`
+    (where the loaded policy found it), else from the checkpoint resolved at the spec's revision."""
+    if spec.kind == "lerobot":
+        from engine.policies.lerobot_policy import release_state_box
+
+        return release_state_box(spec.checkpoint, spec.revision, spec.feature_map)
+    if checkpoint_path is None:
+        from engine.policies.molmoact2.checkpoint import hub_revision, resolve_checkpoint
+
+        checkpoint_path = resolve_checkpoint(spec.checkpoint, revision=hub_revision(spec.revision)).path
+    return load_release_stats(checkpoint_path, spec.norm_tag)
+
+
 def load_release_stats(
     norm_stats_path: str | Path, norm_tag: str = DEFAULT_NORM_TAG, *, kind: str = "state_stats"
 ) -> tuple[np.ndarray, np.ndarray]:
