@@ -122,9 +122,10 @@ def _median_wall(fn, repeats: int) -> float:
     return statistics.median(walls)
 
 
-def _obs(seed: int) -> Observation:
+def _obs(seed: int, px: int = 224) -> Observation:
+    """A seeded random observation: two px x px camera images and a joint state."""
     rng = np.random.default_rng(seed)
-    images = {cam: rng.integers(0, 256, size=(224, 224, 3), dtype=np.uint8) for cam in ("front", "wrist")}
+    images = {cam: rng.integers(0, 256, size=(px, px, 3), dtype=np.uint8) for cam in ("front", "wrist")}
     return Observation(seed=seed, tick=0, replan_index=0, state_rad=rng.uniform(-0.5, 0.5, 6), images=images)
 
 

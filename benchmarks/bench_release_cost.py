@@ -317,7 +317,9 @@ def measure_depth(shape: Shape, layers: int, *, batch: int, flow_steps: int, thr
         description={},
         action_horizon=30,
     )
-    observations = [_observation(i, shape.camera_px) for i in range(batch)]
+    from bench_molmoact2 import _obs  # the CPU benchmark's random observations (this folder is on sys.path)
+
+    observations = [_obs(i, shape.camera_px) for i in range(batch)]
     seq_len = int(policy._model_inputs(observations)["input_ids"].shape[1])
 
     flow_walls, flow_cpus = [], []
@@ -388,16 +390,6 @@ def _time_modules(modules) -> dict:
         module.register_forward_pre_hook(pre)
         module.register_forward_hook(post)
     return acc
-
-
-def _observation(seed: int, px: int):
-    import numpy as np
-
-    from engine.policies.base import Observation
-
-    rng = np.random.default_rng(seed)
-    images = {cam: rng.integers(0, 256, size=(px, px, 3), dtype=np.uint8) for cam in ("front", "wrist")}
-    return Observation(seed=seed, tick=0, replan_index=0, state_rad=rng.uniform(-0.5, 0.5, 6), images=images)
 
 
 def _rss() -> int:
