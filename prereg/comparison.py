@@ -656,24 +656,29 @@ def shared_prefix(rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> 
 
 def _arrays(spec: ComparisonSpec, pairs):
     """Success booleans (a, b) or progress deltas (d, skipped, first bound break) of the pairs."""
-    from prereg.rows import SUCCESS, classify, is_error, number
+    from prereg.rows import SUCCESS, classify
 
     if spec.metric == SUCCESS_METRIC:
         a = np.array([classify(ra)[0] == SUCCESS for ra, _ in pairs], dtype=bool)
         b = np.array([classify(rb)[0] == SUCCESS for _, rb in pairs], dtype=bool)
         return a, b
-    d, skipped, broken = [], 0, None
+    kept = _progress_deltas(pairs)
+    broken = next(((i, v) for i, v in kept if abs(v) > spec.delta_bound_cm), None)
+    return np.array([v for _, v in kept], dtype=float), len(pairs) - len(kept), broken
+
+
+def _progress_deltas(pairs) -> list[tuple[int, float]]:
+    """(1-based prefix index, B - A progress_final_cm) of each pair read on both sides: a pair with
+    an error row or no finite progress on either side has no delta (it is skipped and counted)."""
+    from prereg.rows import is_error, number
+
+    out = []
     for i, (ra, rb) in enumerate(pairs, 1):
         pa = number(ra.get("progress_final_cm")) if not is_error(ra) else None
         pb = number(rb.get("progress_final_cm")) if not is_error(rb) else None
-        if pa is None or pb is None:
-            skipped += 1
-            continue
-        v = pb - pa
-        if abs(v) > spec.delta_bound_cm and broken is None:
-            broken = (i, v)
-        d.append(v)
-    return np.array(d, dtype=float), skipped, broken
+        if pa is not None and pb is not None:
+            out.append((i, pb - pa))
+    return out
 
 
 def decide(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> Decision | None:
@@ -874,11 +879,7 @@ def path(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, plann
 
 def _delta_seed_indices(pairs) -> list[int]:
     """The 1-based prefix index of each pair that has a progress delta (both sides read)."""
-    from prereg.rows import is_error, number
-
-    return [i for i, (ra, rb) in enumerate(pairs, 1)
-            if not is_error(ra) and not is_error(rb)
-            and number(ra.get("progress_final_cm")) is not None and number(rb.get("progress_final_cm")) is not None]
+    return [i for i, _ in _progress_deltas(pairs)]
 
 
 def batch_episodes(max_seeds: int) -> int:
