@@ -23,6 +23,7 @@ from console.compare import (
     focused_runs,
     inputs_key,
 )
+from console.widgets.table import Table
 
 
 class CompareScreen(Screen):
@@ -47,12 +48,12 @@ class CompareScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Arms of {self.prereg_id}: the newest run of each", style="bold"), id="compare-title")
-        yield DataTable(id="arms", cursor_type="none")
+        yield Table(id="arms", cursor_type="none")
         yield Static("", id="comparison-title")
         yield Static("", id="band")
         yield Static("", id="evidence")
         yield Static("", id="paired-title")
-        yield DataTable(id="paired", cursor_type="none")
+        yield Table(id="paired", cursor_type="none")
         yield Static("", id="verdicts")
         yield Static(Text("Read as `fontaine-prereg report` reads them (prereg/verdict.py): successes over every "
                           "episode with a row, an error row a non-success; each arm against its registered "

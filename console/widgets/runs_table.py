@@ -5,18 +5,18 @@ from __future__ import annotations
 from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import DataTable
 
 from console.render import fmt_age, state_text
 from console.runs import run_sort_key
 from console.watcher import RunSummary
+from console.widgets.table import Table
 
 ID_MIN, ARM_MIN = 14, 10  # the narrowest the run id and the arm are clipped to
 
 COLUMNS = (("run", "run"), ("state", "state"), ("arm", "arm"), ("done", "done"), ("succ", "successes"), ("heartbeat", "heartbeat"))
 
 
-class RunsTable(DataTable):
+class RunsTable(Table):
     """Rows are keyed by the run directory's path; cells are updated only when they change."""
 
     # DataTable's home/end scroll sideways (to the first/last column): in a list of runs they

@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 from console import seedview
 from console.render import OUTCOME_STYLE, fmt_signed
 from console.widgets.images import DRAWS_CELLS, Image, VideoFrame, half_block_strips
+from console.widgets.table import Table
 from prereg.rows import OUTCOME_LABELS, episode_outcome
 
 PREDICT_COLUMNS = ("replan", "tick", "pathway", "decode", "tokens", "chunk (normalised)", "fallback", "mask", "first action °")
@@ -157,10 +158,10 @@ class SeedScreen(Screen):
                         yield Static(Text("last frame", style="grey62"))
                         yield Image(None, id="thumb-last")
             with TabPane("row (w)", id="tab-row"):
-                yield DataTable(id="row-fields", cursor_type="row", zebra_stripes=True)
+                yield Table(id="row-fields", cursor_type="row", zebra_stripes=True)
             with TabPane("predicts (p)", id="tab-predicts"):
                 yield Static("", id="predicts-note")
-                yield DataTable(id="predicts", cursor_type="row", zebra_stripes=True)
+                yield Table(id="predicts", cursor_type="row", zebra_stripes=True)
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:

@@ -138,3 +138,53 @@ def fake(monkeypatch):
     monkeypatch.setattr(discord.http.Route, "BASE", server.base)
     yield server
     server.close()
+
+
+def svg_cells(svg: str) -> dict[float, tuple]:
+    """One terminal SVG (Textual's export) as {row y: (its text runs, its background runs)}, each run
+    (x, width or style, text or colour), with the per-export class prefix taken out."""
+    import html
+    import re
+
+    styles = dict(re.findall(r"\.terminal-(?:\d+-)?(r\d+) \{ ([^}]*) \}", svg))
+    rows: dict[float, tuple[list, list]] = {}
+    for fill, x, y, w in re.findall(r'<rect fill="(#\w+)" x="([\d.]+)" y="([\d.]+)" width="([\d.]+)"', svg):
+        rows.setdefault(round(float(y)), ([], []))[1].append((float(x), float(w), fill))
+    for cls, x, y, text in re.findall(r'<text class="terminal-(?:\d+-)?(r\d+)" x="([\d.]+)" y="([\d.]+)"[^>]*>([^<]*)<', svg):
+        rows.setdefault(round(float(y) - 18.5), ([], []))[0].append(
+            (float(x), styles.get(cls, cls), html.unescape(text).replace("\xa0", " ")))
+    return {y: (tuple(sorted(t)), tuple(sorted(b))) for y, (t, b) in rows.items()}
+
+
+def snapshot_difference(expected: str, actual: str, limit: int = 6) -> str:
+    """The screen rows where two terminal SVGs differ, in words: what CI prints when a snapshot
+    fails, since its HTML report stays on the CI machine."""
+    a, b = svg_cells(expected), svg_cells(actual)
+    out = []
+    for y in sorted(set(a) | set(b)):
+        if a.get(y) != b.get(y):
+            (ta, ba), (tb, bb) = a.get(y, ((), ())), b.get(y, ((), ()))
+            what = "text" if ta != tb else "colours"
+            out.append(f"screen row at y={y} differs in its {what}:\n  expected {(ta if ta != tb else ba)!r:.600}"
+                       f"\n  actual   {(tb if ta != tb else bb)!r:.600}")
+    return "\n".join(out[:limit] + ([f"... and {len(out) - limit} more rows"] if len(out) > limit else []))
+
+
+@pytest.fixture
+def snap_compare(snap_compare, request):
+    """pytest-textual-snapshot's snap_compare, printing which screen rows differed when it fails."""
+    import pickle
+
+    from pytest_textual_snapshot import node_to_report_path
+
+    def compare(*args, **kwargs) -> bool:
+        same = snap_compare(*args, **kwargs)
+        if not same:
+            try:
+                data = pickle.loads(node_to_report_path(request.node).read_bytes())
+                print(snapshot_difference(data[1], data[2]))  # (result, expected svg, actual svg, ...)
+            except Exception as exc:  # noqa: BLE001 - the mismatch itself is the failure to report
+                print(f"(could not say where the snapshots differ: {type(exc).__name__}: {exc})")
+        return same
+
+    return compare

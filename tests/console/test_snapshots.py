@@ -305,3 +305,17 @@ def test_seed_drill_down_resized(snap_compare, here, size):
         await pilot.pause(0.2)
 
     assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
+
+
+def test_a_failing_snapshot_says_which_screen_rows_differ():
+    """What CI prints on a mismatch (its HTML report stays on the CI machine): the rows, in words."""
+    from tests.console.conftest import snapshot_difference
+
+    shots = Path(__file__).parent / "__snapshots__" / "test_snapshots"
+    wide = (shots / "test_main_screen_resized[160x48-to-200x60].svg").read_text()
+    other = (shots / "test_main_screen_died_run.svg").read_text()
+    assert snapshot_difference(wide, wide) == ""
+    said = snapshot_difference(wide, other, limit=2)
+    assert said.count("differs in its") == 2 and "... and " in said and "more rows" in said
+    first = said.split("\n")
+    assert first[0] == "screen row at y=2 differs in its text:" and "╭─ runs ─" in first[1] and "╭─ runs ─" in first[2]
