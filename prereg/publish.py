@@ -35,6 +35,7 @@ from urllib.parse import quote
 from prereg import rundir as rd
 from prereg.errors import RunFailed, UsageError
 from prereg.rows import read_rows, rows_by_seed
+from prereg.safe_read import JSON_MAX_BYTES, Unreadable, read_regular
 
 REPO_TYPE = "dataset"
 VIDEO_CHOICES = ("named", "all", "none")
@@ -216,7 +217,7 @@ def _run_items(doc, plan: RunPlan, videos: str, extra_seeds: tuple[int, ...], no
         f = run_dir / name
         if not f.is_file():
             continue
-        data = _as_reported(f) if name in REPORT_FILES else None
+        data = _as_reported(f, res if name == rd.RESULTS_JSON else None) if name in REPORT_FILES else None
         size = len(data) if data is not None else f.stat().st_size
         out.append(Item(f"{plan.folder}/{name}", f, _WHAT[name], size, data))
     if videos == "none":
@@ -289,23 +290,28 @@ def _video_file(run_dir: Path, row: dict | None) -> Path | None:
 
 
 def _report_json(path: Path) -> dict:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot be read ({exc}); run `fontaine-prereg report` again") from None
-    if not isinstance(obj, dict):
-        raise UsageError(f"{path}: not a JSON object; run `fontaine-prereg report` again")
+    """results.json's object, read bounded (a FIFO or a file past the limit is a problem, not a wait)."""
+    obj, why = rd.load_json_object(path)
+    if obj is None:
+        raise UsageError(f"{path}: cannot be read ({why.removeprefix(path.name + ': ')}); "
+                         "run `fontaine-prereg report` again")
     return obj
 
 
-def _as_reported(path: Path) -> bytes:
+def _as_reported(path: Path, results: dict | None = None) -> bytes:
     """A report file as the report wrote it: without a publication recorded in it since (so the
-    commit holds the report, and publishing again sends the same bytes)."""
+    commit holds the report, and publishing again sends the same bytes). `results`: results.json's
+    object when the caller has read it already."""
     if path.name == rd.RESULTS_JSON:
-        obj = _report_json(path)
+        obj = dict(results if results is not None else _report_json(path))
         obj.pop(PUBLISHED_KEY, None)
         return _json_text(obj).encode()
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_regular(path, JSON_MAX_BYTES).decode("utf-8")
+    except Unreadable as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.why}); run `fontaine-prereg report` again") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot be read ({exc}); run `fontaine-prereg report` again") from None
     kept = [line for line in text.splitlines() if not line.startswith(PUBLISHED_LINE)]
     return ("\n".join(kept).rstrip("\n") + "\n").encode()
 

@@ -266,3 +266,17 @@ def test_only_reported_finished_runs_of_a_valid_repo_id_are_published(demo, run_
     code, _, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"tiny-reference={runs['tiny-reference']}")
     assert code == 2 and "still running" in err
     assert hub.requests == []
+
+
+@pytest.mark.parametrize("name, content, said", [
+    (rd.RESULTS_JSON, b'{"prereg_id": ', "results.json: cannot be read (not JSON"),
+    (rd.RESULTS_JSON, b"[1, 2]", "results.json: cannot be read (not a JSON object)"),
+    (rd.RESULTS, b"# results\n\xff\xfe broken\n", "results.md: cannot be read ("),
+])
+def test_a_damaged_report_is_one_line_and_nothing_is_sent(demo, run_dir, hub, capsys, tmp_path, name, content, said):
+    runs = reported_runs(run_dir, demo)
+    (runs["scripted"] / name).write_bytes(content)
+    code, _, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={runs['scripted']}")
+    assert code == 2 and said in err and "run `fontaine-prereg report` again" in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert hub.requests == []
