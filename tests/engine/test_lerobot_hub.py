@@ -48,3 +48,22 @@ def test_a_revision_the_repo_lacks_is_one_line(hub):
     with pytest.raises(LerobotError) as exc:
         load_policy(REPO, revision="f" * 40, device="cpu")
     assert "does not exist" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_launch_asks_the_hub_once_per_environment(hub, monkeypatch):
+    """The CLI's checks, the probe, the feature plan and the serving mode each want the checkpoint's
+    folder: an unpinned id (its main branch) is resolved once in all (each asked the hub again, a
+    timeout each when unreachable; a pinned commit already cached asks nothing)."""
+    from engine.policies.lerobot_policy import release_state_box, serving_of
+
+    serving_of.cache_clear()
+    assert probe(REPO).revision == COMMIT
+    asked = len(hub.requests)
+    assert asked > 0
+    assert check_feeds(REPO, None, ("front", "wrist")).state == "observation.state"
+    assert serving_of(REPO) in ("chunk", "step")
+    release_state_box(REPO)
+    assert len(hub.requests) == asked
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # another environment: looked up again, from the cache
+    probe.cache_clear()
+    assert probe(REPO).revision == COMMIT and len(hub.requests) == asked

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from engine.policies.convmap import PRESETS, ConvMap
 from engine.policies.lerobot_policy.features import FeatureError, FeaturePlan, parse_map, plan_features
-from engine.policies.molmoact2.checkpoint import _one_line
+from engine.policies.molmoact2.checkpoint import HubSettings, _one_line
 from prereg.errors import UsageError
 
 __all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map", "serving_of", "check_pin"]
@@ -56,7 +56,7 @@ class Probe:
 
 def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[Path, str, str | None]:
     """(directory, source, commit) of a local checkpoint directory or a Hugging Face id."""
-    from engine.policies.molmoact2.checkpoint import CheckpointError, download_snapshot, hub_revision
+    from engine.policies.molmoact2.checkpoint import CheckpointError, hub_revision, hub_settings
 
     requested = str(checkpoint or "").strip()
     if not requested:
@@ -78,10 +78,27 @@ def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[
         raise LerobotError(f"lerobot checkpoint {requested!r} not found: not a directory, and not a Hugging Face "
                            "id (owner/name)")
     try:
-        path, commit = download_snapshot(requested, hub_revision(revision), log=log, who="lerobot")
+        path, commit = _hub_snapshot(requested, hub_revision(revision), hub_settings(), log)
     except CheckpointError as exc:
         raise LerobotError(str(exc)) from None
     return path, "hub", commit
+
+
+_HUB_SNAPSHOTS: dict[tuple[str, str | None, HubSettings], tuple[Path, str]] = {}
+
+
+def _hub_snapshot(repo_id: str, revision: str | None, hub: HubSettings, log) -> tuple[Path, str]:
+    """One download (or cache look-up) per hub id, revision and Hugging Face environment in a
+    process: a launch asks for the checkpoint's directory from the CLI's checks, the probe, the
+    feature plan and the serving mode, and each asked the hub again (a revision request each, and
+    a timeout each when the hub is unreachable). A changed endpoint, cache, offline switch or
+    token is a new key; a failure is not remembered."""
+    from engine.policies.molmoact2.checkpoint import download_snapshot
+
+    key = (repo_id, revision, hub)
+    if key not in _HUB_SNAPSHOTS:
+        _HUB_SNAPSHOTS[key] = download_snapshot(repo_id, revision, log=log, who="lerobot")
+    return _HUB_SNAPSHOTS[key]
 
 
 @functools.lru_cache(maxsize=8)
