@@ -553,7 +553,10 @@ def done_stop_name(ts: float) -> str:
 # Writers build the same types and write `to_dict()`: one definition of each field's type.
 
 
-def _field(d: Mapping, key: str, kinds: tuple, problems: list[str], where: str):
+def typed_field(d: Mapping, key: str, kinds: tuple, problems: list[str], where: str):
+    """`d[key]` when it is one of `kinds` (a number finite); else None, with the problem added to
+    `problems` (a missing key or null is None and no problem). Used by every typed file here and by
+    the notifier's status (console/notify/ledger.py)."""
     v = d.get(key)
     if v is None:
         return None
@@ -682,7 +685,7 @@ class Status:
         if not isinstance(d, Mapping):
             return cls(problems=(f"{STATUS}: not a JSON object",))
         probs: list[str] = []
-        kw = {name: _field(d, name, kinds, probs, STATUS) for name, kinds in _STATUS_FIELDS.items()}
+        kw = {name: typed_field(d, name, kinds, probs, STATUS) for name, kinds in _STATUS_FIELDS.items()}
         if kw["state"] is not None and kw["state"] not in STATES:
             probs.append(f"{STATUS}: state {kw['state'][:40]!r} is not one of {', '.join(STATES)}")
         stop = StopReason.from_dict(d.get("stop")) if d.get("stop") is not None else None
@@ -783,7 +786,7 @@ class Manifest:
         if isinstance(arm, dict) and isinstance(arm.get("name"), str):
             d["arm"] = arm["name"]
         probs: list[str] = []
-        kw = {name: _field(d, name, kinds, probs, MANIFEST) for name, kinds in _MANIFEST_FIELDS.items()}
+        kw = {name: typed_field(d, name, kinds, probs, MANIFEST) for name, kinds in _MANIFEST_FIELDS.items()}
         policy = d.get("policy")
         if isinstance(policy, str):  # an early manifest: the kind alone, its settings flat (or under `settings`)
             flat = {**d, **next((d[k] for k in ("arm_settings", "settings") if isinstance(d.get(k), dict)), {})}

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from prereg import rundir as rd
@@ -43,6 +45,63 @@ LEDGER_MAX_BYTES = 64 * 1024 * 1024  # a post is a line of ~200 bytes: far above
 
 def home(runs_dir: Path | str) -> Path:
     return Path(runs_dir) / HOME
+
+
+STATUS_SCHEMA = 1
+_NUM = (int, float)
+
+
+@dataclass(frozen=True)
+class NotifierDoc:
+    """RUNS/.notifier/status.json as a type: the notifier writes `to_dict()`, the console reads
+    `from_dict` (every field type-checked: a wrong type reads as None or empty and is named in
+    `problems`, never a crash)."""
+
+    schema: int | None = None
+    pid: int | None = None
+    create_time: float | None = None
+    started_at: str | None = None
+    updated_at: str | None = None
+    state: str | None = None
+    error: str | None = None
+    line: str | None = None
+    pending: int | None = None
+    sent: int | None = None
+    target: str | None = None
+    fingerprint: str | None = None  # of the webhook URL it serves, never the URL
+    live_runs: int | None = None
+    grace_s: float | None = None
+    tests: dict[str, dict] = field(default_factory=dict)  # test request id -> outcome (sent / dropped, why)
+    tests_queued: tuple[str, ...] = ()
+    closing: str | None = None
+    exited: str | None = None
+    exited_at: str | None = None
+    problems: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: object) -> "NotifierDoc":
+        where = f"{HOME}/{STATUS}"
+        if not isinstance(d, Mapping):
+            return cls(problems=(f"{where}: not a JSON object",) if d is not None else ())
+        probs: list[str] = []
+        kw = {name: rd.typed_field(d, name, kinds, probs, where) for name, kinds in _DOC_FIELDS.items()}
+        tests = rd.typed_field(d, "tests", (dict,), probs, where) or {}
+        kw["tests"] = {k: v for k, v in tests.items() if isinstance(k, str) and isinstance(v, dict)}
+        queued = rd.typed_field(d, "tests_queued", (list,), probs, where) or []
+        kw["tests_queued"] = tuple(q for q in queued if isinstance(q, str))
+        return cls(**kw, problems=tuple(probs))
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "problems"}
+        out["tests_queued"] = list(self.tests_queued)
+        return out
+
+
+_DOC_FIELDS = {
+    "schema": (int,), "pid": (int,), "create_time": _NUM, "started_at": (str,), "updated_at": (str,), "state": (str,),
+    "error": (str,), "line": (str,), "pending": (int,), "sent": (int,), "target": (str,), "fingerprint": (str,),
+    "live_runs": (int,), "grace_s": _NUM, "closing": (str,), "exited": (str,), "exited_at": (str,),
+}
 
 
 # --- the lock: one notifier per runs folder ----------------------------------------------------

@@ -24,7 +24,7 @@ from typing import Protocol
 
 import psutil
 
-from console.notify.ledger import LOG, REQUESTS, STATUS, home, lock_held
+from console.notify.ledger import LOG, REQUESTS, STATUS, NotifierDoc, home, lock_held
 from console.notify.sender import NOT_RUNNING, OFF, status_line
 from console.notify.webhook import ENV_URL, SETUP_HINT, fingerprint, mask_webhook_url, webhook_setting
 from prereg import rundir as rd
@@ -35,28 +35,29 @@ log = logging.getLogger("fontaine.notifier")
 
 @dataclass(frozen=True)
 class NotifierStatus:
-    """The detached notifier as the console sees it: running or not, and its last status."""
+    """The detached notifier as the console sees it: running or not, and its last status (typed:
+    a wrong-typed field in the file reads as unknown, never a crash)."""
 
     running: bool
-    doc: dict
+    doc: NotifierDoc
 
     @property
     def state(self) -> str:
-        return str(self.doc.get("state") or "unknown")
+        return self.doc.state or "unknown"
 
     def line(self) -> str:
         """The line the notifier wrote (status_line, in its process), or that none is running."""
         if not self.running:
-            return status_line(NOT_RUNNING, last=self.doc.get("line") or None)
-        return str(self.doc.get("line") or status_line(self.state))
+            return status_line(NOT_RUNNING, last=self.doc.line or None)
+        return self.doc.line or status_line(self.state)
 
 
 def read_status(runs_dir: Path | str) -> NotifierStatus:
     """The notifier's status file, and whether the process it names is still the one running
     (its pid, with the same create time, not a zombie) and holding the lock."""
-    doc = rd.read_json(home(runs_dir) / STATUS) or {}
-    recorded = isinstance(doc.get("create_time"), (int, float)) and not isinstance(doc.get("create_time"), bool)
-    running = recorded and not doc.get("exited") and run_process(doc) is not None
+    doc = NotifierDoc.from_dict(rd.read_json(home(runs_dir) / STATUS))
+    running = (doc.pid is not None and doc.create_time is not None and not doc.exited
+               and run_process({"pid": doc.pid, "create_time": doc.create_time}) is not None)
     return NotifierStatus(running=running, doc=doc)
 
 
@@ -91,7 +92,7 @@ def stop_notifier(runs_dir: Path | str, timeout: float = 40.0) -> bool:
     if not st.running:
         return True
     try:
-        proc = psutil.Process(st.doc["pid"])
+        proc = psutil.Process(st.doc.pid)
         proc.terminate()
         proc.wait(timeout)
         return True
@@ -162,14 +163,14 @@ class NotifierLink:
                 return None
             st = read_status(self.runs_dir)
             self._status = st
-            if st.running and self.url_from_env and st.doc.get("fingerprint") not in (None, fingerprint(self.url)):
+            if st.running and self.url_from_env and st.doc.fingerprint not in (None, fingerprint(self.url)):
                 log.info("the notifier serves another webhook than this console's: restarting it")
                 stop_notifier(self.runs_dir)
                 st = read_status(self.runs_dir)
             if st.running or lock_held(self.runs_dir):
                 self._opened = True
                 return st
-            wanted = live or not self._opened or bool(self._asked - set(st.doc.get("tests") or {}))
+            wanted = live or not self._opened or bool(self._asked - set(st.doc.tests))
             if wanted and time.monotonic() - self._last_start >= self.start_every_s:
                 self._last_start = time.monotonic()
                 self._opened = True
@@ -186,7 +187,7 @@ class NotifierLink:
         st = self._status or read_status(self.runs_dir)
         if not st.running:
             return LinkState(NOT_RUNNING, st.line())
-        return LinkState(st.state, st.line() + f" · notifier pid {st.doc.get('pid')}")
+        return LinkState(st.state, st.line() + f" · notifier pid {st.doc.pid}")
 
     def send_test(self) -> bool:
         """Ask the notifier for a test post (starting one if none runs). False when posts are off."""
@@ -205,7 +206,7 @@ class NotifierLink:
         if st is None:
             return []
         out = []
-        for rid, outcome in (st.doc.get("tests") or {}).items():
+        for rid, outcome in st.doc.tests.items():
             if rid in self._asked and rid not in self._told:
                 self._told.add(rid)
                 out.append((rid, outcome))

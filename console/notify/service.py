@@ -45,7 +45,7 @@ from pathlib import Path
 import psutil
 
 from console.notify import messages as msgs
-from console.notify.ledger import LOCK, LOG, REQUESTS, STATUS, NotifierLock, NotifierLocked, home
+from console.notify.ledger import LOCK, LOG, REQUESTS, STATUS, STATUS_SCHEMA, NotifierDoc, NotifierLock, NotifierLocked, home
 from console.notify.sender import OFF, RETRY, Notifier, RetryPolicy
 from console.notify.webhook import ENV_FILE, ENV_URL, fingerprint, webhook_setting
 from prereg import rundir as rd
@@ -54,7 +54,6 @@ from prereg.errors import UsageError, log_to, run_cli
 from prereg.runs_discovery import discover_runs, driver_live
 from prereg.safe_read import os_error_why
 
-STATUS_SCHEMA = 1
 TESTS_KEPT = 5
 
 log = logging.getLogger("fontaine.notifier")
@@ -252,15 +251,14 @@ class Service:
 
     def write_status(self, *, live: int, closing: str | None = None, exited: str | None = None) -> None:
         st = self.notifier.state
-        doc = {
-            "schema": STATUS_SCHEMA, **self.ident, "started_at": self.started_at, "updated_at": rd.utc_now(),
-            "state": st.name, "error": st.last_error, "line": st.line(), "pending": st.pending, "sent": st.sent,
-            "target": st.target, "fingerprint": fingerprint(self.notifier._url), "live_runs": live,
-            "grace_s": self.args.grace, "tests": self.tests, "tests_queued": sorted(self.pending_tests),
-            "closing": closing, "exited": exited, "exited_at": rd.utc_now() if exited else None,
-        }
+        doc = NotifierDoc(
+            schema=STATUS_SCHEMA, pid=self.ident["pid"], create_time=self.ident["create_time"],
+            started_at=self.started_at, updated_at=rd.utc_now(), state=st.name, error=st.last_error, line=st.line(),
+            pending=st.pending, sent=st.sent, target=st.target, fingerprint=fingerprint(self.notifier._url),
+            live_runs=live, grace_s=self.args.grace, tests=self.tests, tests_queued=tuple(sorted(self.pending_tests)),
+            closing=closing, exited=exited, exited_at=rd.utc_now() if exited else None)
         try:
-            rd.write_json_atomic(home(self.runs_dir) / STATUS, doc)
+            rd.write_json_atomic(home(self.runs_dir) / STATUS, doc.to_dict())
         except OSError as exc:
             log.warning("cannot write the notifier status: %s", exc)
 

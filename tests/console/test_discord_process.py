@@ -41,7 +41,7 @@ def runs(tmp_path):
     st = read_status(d)
     if st.running:
         try:
-            os.killpg(st.doc["pid"], signal.SIGKILL)
+            os.killpg(st.doc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
     for p in _started:
@@ -88,7 +88,7 @@ async def test_the_notifier_keeps_posting_updates_at_10_20_30_with_the_console_c
                        what="the notifier's status in the console", state=lambda: plain(app.screen.query_one("#discord")))
     _started.extend(link._popens)
     # the console is closed; the notifier is not
-    pid = read_status(runs).doc["pid"]
+    pid = read_status(runs).doc.pid
     assert read_status(runs).running and psutil.Process(pid).is_running()
     wait_until(lambda: keys_posted(fake) == ["launch"], what="the launch post")
     for n in (10, 20, 30):
@@ -101,13 +101,13 @@ async def test_the_notifier_keeps_posting_updates_at_10_20_30_with_the_console_c
     # a second notifier for the same folder sees the lock and leaves at once: nothing twice
     p = spawn(fake, runs)
     assert p.wait(20) == 0 and "another notifier already serves" in log_of(runs)
-    assert read_status(runs).doc["pid"] == pid
+    assert read_status(runs).doc.pid == pid
 
     # the run ends: the notifier posts the end and exits after its grace period
     run.episodes(100, state="done")
     wait_until(lambda: keys_posted(fake)[-1:] == ["done"], what="the done post")
     wait_until(lambda: not read_status(runs).running, timeout=30, what="the notifier to exit when no run is live")
-    assert read_status(runs).doc["exited"].startswith("no live run")
+    assert read_status(runs).doc.exited.startswith("no live run")
     assert len(fake.messages) == 5
     for path in runs.rglob("*"):  # the status file, the log, the ledgers: no webhook anywhere
         if path.is_file():
@@ -120,8 +120,8 @@ def test_a_notifier_stopped_during_an_outage_leaves_no_hole(fake, runs):
     wait_until(lambda: keys_posted(fake) == ["launch"], what="the launch post")
     fake.stop()
     run.episodes(10)
-    wait_until(lambda: read_status(runs).doc.get("pending") == 1
-               and read_status(runs).doc.get("state") in ("retrying", "failing"), what="update:10 stuck in the queue")
+    wait_until(lambda: read_status(runs).doc.pending == 1
+               and read_status(runs).doc.state in ("retrying", "failing"), what="update:10 stuck in the queue")
     p.send_signal(signal.SIGTERM)  # the owner quits; Discord is down
     assert p.wait(20) == 0
     assert "update:10" not in {e.get("key") for e in read_ledger(run.dir)}
@@ -153,8 +153,8 @@ def test_a_notifier_stopped_during_an_8_s_send_posts_exactly_one_copy(fake, runs
     assert not (run.dir / "posts.inflight.json").exists()
 
     second = spawn(fake, runs)
-    wait_until(lambda: read_status(runs).doc.get("pid") == second.pid and read_status(runs).doc.get("state") == "ok"
-               and read_status(runs).doc.get("pending") == 0, what="the second notifier's first round")
+    wait_until(lambda: read_status(runs).doc.pid == second.pid and read_status(runs).doc.state == "ok"
+               and read_status(runs).doc.pending == 0, what="the second notifier's first round")
     assert len(fake.messages) == 1
 
 
@@ -202,13 +202,13 @@ async def test_a_test_post_from_the_console_is_sent_by_the_notifier_and_reported
 
 def test_a_console_with_another_webhook_url_restarts_the_notifier_on_it(fake, runs):
     spawn(fake, runs)
-    wait_until(lambda: read_status(runs).running and read_status(runs).doc.get("state") == "ok", what="the first notifier")
-    first = read_status(runs).doc["pid"]
-    assert read_status(runs).doc["fingerprint"] == fingerprint(FAKE_WEBHOOK_URL)
+    wait_until(lambda: read_status(runs).running and read_status(runs).doc.state == "ok", what="the first notifier")
+    first = read_status(runs).doc.pid
+    assert read_status(runs).doc.fingerprint == fingerprint(FAKE_WEBHOOK_URL)
     link = NotifierLink(runs, argv=argv(fake, runs), environ=env(FONTAINE_DISCORD_WEBHOOK_URL=OTHER_URL))
     link.tick(live=True)  # what the console's watcher thread does every 2 s
     _started.extend(link._popens)
-    wait_until(lambda: read_status(runs).running and read_status(runs).doc["pid"] != first
-               and read_status(runs).doc.get("state") == "ok", what="the restarted notifier")
-    assert read_status(runs).doc["fingerprint"] == fingerprint(OTHER_URL)
+    wait_until(lambda: read_status(runs).running and read_status(runs).doc.pid != first
+               and read_status(runs).doc.state == "ok", what="the restarted notifier")
+    assert read_status(runs).doc.fingerprint == fingerprint(OTHER_URL)
     assert not psutil.pid_exists(first) or psutil.Process(first).status() == psutil.STATUS_ZOMBIE

@@ -118,3 +118,35 @@ def test_the_notifier_skips_hostile_runs_says_why_once_and_keeps_posting(fake, n
     assert _posted(fake)["fifo-status"] == ["launch", "update:10"]
     assert any(f"the files of fifo-status-{STAMP} can be read again" in r.getMessage() for r in caplog.records)
     assert set(_posted(fake)) == {"wrong-type", "good", "fifo-status"}  # the others: still nothing false
+
+
+def test_the_notifier_status_file_is_a_type_and_a_wrong_field_never_crashes_the_console(tmp_path):
+    """RUNS/.notifier/status.json, written by the notifier from NotifierDoc and read back by the
+    console: a wrong-typed field (an edited or foreign file) reads as unknown, named in `problems`."""
+    import psutil
+
+    from console.notify.ledger import STATUS, NotifierDoc, home
+    from console.notify.link import NotifierLink, read_status
+    from prereg import rundir as rd
+
+    me = psutil.Process()
+    doc = NotifierDoc(schema=1, pid=me.pid, create_time=me.create_time(), state="ok", line="Discord: ok", sent=3,
+                      tests={"test-1": {"state": "sent"}}, tests_queued=("test-2",), grace_s=120.0)
+    assert NotifierDoc.from_dict(json.loads(json.dumps(doc.to_dict()))) == doc
+    runs = tmp_path / "runs"
+    home(runs).mkdir(parents=True)
+    hostile = {**doc.to_dict(), "state": 5, "line": {"x": 1}, "tests": ["test-1"], "fingerprint": [1],
+               "tests_queued": "test-2", "sent": "3"}
+    rd.write_json_atomic(home(runs) / STATUS, hostile)
+    st = read_status(runs)
+    assert st.running  # pid and create time are right: this process
+    assert (st.state, st.line(), st.doc.tests, st.doc.tests_queued, st.doc.sent) == ("unknown", "Discord: unknown", {}, (), None)
+    assert {p.split(": ")[1].split(" ")[0] for p in st.doc.problems} == {"state", "line", "tests", "fingerprint",
+                                                                          "tests_queued", "sent"}
+    link = NotifierLink(runs, argv=["false"], environ={ENV_URL: FAKE_WEBHOOK_URL})
+    assert link.tick(live=True) is not None and link._popens == []  # running: nothing started
+    assert link.state.line() == f"Discord: unknown · notifier pid {me.pid}" and link.test_outcomes() == []
+    for garbage in (b"[1, 2]", b"{not json", b""):
+        (home(runs) / STATUS).write_bytes(garbage)
+        st = read_status(runs)
+        assert not st.running and st.line() == "Discord: notifier not running"
