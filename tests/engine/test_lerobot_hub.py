@@ -67,3 +67,9 @@ def test_a_launch_asks_the_hub_once_per_environment(hub, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # another environment: looked up again, from the cache
     probe.cache_clear()
     assert probe(REPO).revision == COMMIT and len(hub.requests) == asked
+    import shutil
+
+    monkeypatch.delenv("HF_HUB_OFFLINE")  # the first environment again, its snapshot deleted from the cache
+    shutil.rmtree(probe(REPO).path)
+    probe.cache_clear()
+    assert probe(REPO).path.is_dir() and len(hub.requests) > asked

@@ -92,11 +92,11 @@ def _hub_snapshot(repo_id: str, revision: str | None, hub: HubSettings, log) -> 
     process: a launch asks for the checkpoint's directory from the CLI's checks, the probe, the
     feature plan and the serving mode, and each asked the hub again (a revision request each, and
     a timeout each when the hub is unreachable). A changed endpoint, cache, offline switch or
-    token is a new key; a failure is not remembered."""
+    token is a new key; a failure is not remembered, nor a snapshot since deleted from the cache."""
     from engine.policies.molmoact2.checkpoint import download_snapshot
 
     key = (repo_id, revision, hub)
-    if key not in _HUB_SNAPSHOTS:
+    if key not in _HUB_SNAPSHOTS or not _HUB_SNAPSHOTS[key][0].is_dir():
         _HUB_SNAPSHOTS[key] = download_snapshot(repo_id, revision, log=log, who="lerobot")
     return _HUB_SNAPSHOTS[key]
 
