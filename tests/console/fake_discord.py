@@ -51,6 +51,7 @@ class FakeDiscord:
         self.messages: list[Request] = []  # accepted posts, in the order they arrived
         self._failures: list[Failure] = []
         self._delays: list[float] = []
+        self._released: asyncio.Event | None = None  # set: every late answer goes now (release_delays)
         self._ids = count(1_300_000_000_000_000_001)
         self._cond = threading.Condition()
         self.port = _free_port()
@@ -82,6 +83,21 @@ class FakeDiscord:
     def delay_next(self, seconds: float, *, times: int = 1) -> None:
         with self._cond:
             self._delays.extend([seconds] * times)
+
+    def release_delays(self) -> None:
+        """Every late answer still waiting goes now, and later ones are not held (a test that made
+        Discord slow ends without waiting out its delays)."""
+        with self._cond:
+            self._delays.clear()
+        self._call(self._release())
+
+    async def _release(self) -> None:
+        self._event().set()
+
+    def _event(self) -> asyncio.Event:
+        if self._released is None:
+            self._released = asyncio.Event()
+        return self._released
 
     def wait_for(self, predicate, timeout: float = 10.0) -> bool:
         """Wait until predicate(self) holds (checked on every request)."""
@@ -136,8 +152,11 @@ class FakeDiscord:
         with self._cond:
             delay = self._delays.pop(0) if self._delays else 0.0
         response = self._record(request, payload, files, 200, _json(200, body), accepted=True)
-        if delay:
-            await asyncio.sleep(delay)  # created already; only the answer is late
+        if delay:  # created already; only the answer is late
+            try:
+                await asyncio.wait_for(self._event().wait(), delay)
+            except TimeoutError:
+                pass
         return response
 
     def _record(self, request, payload, files, status, response, accepted=False):

