@@ -118,7 +118,7 @@ def test_stop_confirmation(snap_compare, here):
         await until_drawn(pilot, app)
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.pause(0.2)
+        await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
@@ -135,7 +135,7 @@ def test_launch_dialog(snap_compare, here):
         await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
         app.screen.query_one("#prereg", Select).value = "preregs/demo.md"
         await wait_for(pilot, lambda: app.screen.query_one("#arm", Select).value == "scripted")
-        await pilot.pause(0.2)
+        await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
@@ -146,7 +146,7 @@ def test_help_screen(snap_compare, here):
     async def run_before(pilot):
         await pilot.press("question_mark")
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
-        await pilot.pause(0.2)
+        await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
@@ -198,7 +198,7 @@ def test_seed_drill_down_sizes(snap_compare, here, size):
         await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.frames_shown >= 1)
         await pilot.press("right", "right", "right")
         await wait_for(pilot, lambda: app.screen.index == 3)
-        await pilot.pause(0.2)
+        await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -229,7 +229,7 @@ def test_results_with_the_chart_inline_sizes(snap_compare, here, size, monkeypat
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
         await wait_for(pilot, lambda: app.screen.query_one("#results-chart").display)
-        await pilot.pause(0.2)
+        await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -248,7 +248,7 @@ def test_compare_view_sizes(snap_compare, here, size):
         await until_drawn(pilot, app)
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.query_one("#paired").row_count == 1)
-        await pilot.pause(0.2)
+        await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
 
@@ -302,7 +302,7 @@ def test_seed_drill_down_resized(snap_compare, here, size):
         thumb = app.screen.query_one("#thumb-first")
         await wait_for(pilot, lambda: app.screen.size.width == size[0]
                        and abs(thumb.region.width / (2 * max(1, thumb.region.height)) - 2.0) < 0.25)
-        await pilot.pause(0.2)
+        await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=(160, 48), run_before=run_before)
 
