@@ -79,6 +79,11 @@ __all__ = ["wait_for", "make_app", "make_row", "make_run_dir", "FIXED_TIME", "as
 FAKE_DRIVER = __import__("pathlib").Path(__file__).with_name("fake_driver.py")
 
 
+def notified(app, text: str) -> bool:
+    """Whether the app has shown a notification containing `text`."""
+    return any(text in str(n.message) for n in app._notifications)
+
+
 def plain(widget) -> str:
     """The text a Static shows, whatever renderable it holds."""
     from rich.console import Console

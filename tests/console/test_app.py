@@ -9,7 +9,7 @@ import psutil
 from textual.widgets import Select
 
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
-from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_file, wait_for
+from tests.console.conftest import make_app, make_row, make_run_dir, notified, plain, wait_file, wait_for
 
 
 def counts_text(app):
@@ -81,11 +81,9 @@ async def test_stop_key_with_confirmation_writes_stop_and_shows_stopping(runs_di
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         body = plain(app.screen.query_one("#dialog-body"))
         assert "finishes up to 4 episodes in flight" in body and "STOP" in body
-        await pilot.press("s", "d", "l")  # main-screen keys do nothing inside a dialog
-        await pilot.pause(0.1)
-        assert len(app.screen_stack) == 2 and not app.launched
-        await pilot.press("n")
+        await pilot.press("s", "d", "l", "n")  # main-screen keys do nothing inside a dialog; n answers it
         await wait_for(pilot, lambda: not isinstance(app.screen, ConfirmScreen))
+        assert len(app.screen_stack) == 1 and not app.launched  # no second dialog, no launch behind it
         assert not (d / "STOP").exists()
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen))
@@ -113,7 +111,7 @@ async def test_stop_on_an_ended_run_says_so(runs_dir):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.detail is not None)
         await pilot.press("s")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: notified(app, "has already ended (done); nothing to stop"))
         assert not isinstance(app.screen, ConfirmScreen)
         assert not (d / "STOP").exists()
 
@@ -161,7 +159,7 @@ async def test_a_reused_pid_is_not_the_run(runs_dir):
         await wait_for(pilot, lambda: app.detail is not None)
         assert app.detail.info.state == "died" and not app.detail.info.live
         await pilot.press("K")  # no live process: nothing to signal, and no dialog
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: notified(app, "has no live process to signal (died)"))
         assert not isinstance(app.screen, ConfirmScreen)
 
 
@@ -250,7 +248,7 @@ async def test_results_without_prereg_and_with_one(runs_dir):
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.detail is not None)
         await pilot.press("r")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: notified(app, "has no pre-registration in its manifest"))
         assert not isinstance(app.screen, ResultsScreen)
 
 
@@ -416,11 +414,10 @@ async def test_q_does_not_close_the_results_dialog_while_the_report_runs(runs_di
         await wait_for(pilot, lambda: app.detail is not None)
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, ResultsScreen))
-        await pilot.press("q")
-        await pilot.pause(0.1)
-        assert isinstance(app.screen, ResultsScreen) and app.is_running
+        await pilot.press("q")  # does not quit while the report runs: the app is still there to show it
         release.set()
         await wait_for(pilot, lambda: "report output" in plain(app.screen.query_one("#results-output")))
+        assert isinstance(app.screen, ResultsScreen) and app.is_running
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, ResultsScreen))
 

@@ -10,7 +10,7 @@ from textual.widgets import Select
 
 from console.widgets.dialogs import ConfirmScreen, LaunchScreen
 from prereg import rundir as rd
-from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_for
+from tests.console.conftest import make_app, make_row, make_run_dir, notified, plain, wait_for
 from tests.helpers import returns_within
 
 FAKE = os.path.join(os.path.dirname(__file__), "fake_driver.py")
@@ -106,12 +106,12 @@ async def test_resume_refuses_a_locked_run_and_a_done_run(runs_dir):
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_for(pilot, lambda: app.detail is not None and app.detail.info.path.name == d.name)
             await pilot.press("R")
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: notified(app, f"{d.name} is being written by process"))
             assert not isinstance(app.screen, ConfirmScreen)
             app._select(done)
             await wait_for(pilot, lambda: app.detail is not None and app.detail.info.path.name == done.name)
             await pilot.press("R")
-            await pilot.pause(0.1)
+            await wait_for(pilot, lambda: notified(app, "only a stopped, failed or died run is resumed"))
             assert not isinstance(app.screen, ConfirmScreen)
     finally:
         lock.release()
