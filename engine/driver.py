@@ -456,7 +456,10 @@ class _Driver:
             self.gpus = self.pool.gpus_held  # what the cluster actually granted
         described = self.pool.describe()
         if described is not None:  # e.g. the cluster: into the manifest
-            self._merge_manifest({"cluster": described, "gpus": self.gpus})
+            extra = {"cluster": described, "gpus": self.gpus}
+            if self.pool.policy_resolved is not None:  # what the shards loaded, not what was asked for
+                self.policy_description = extra["policy_resolved"] = self.pool.policy_resolved
+            self._merge_manifest(extra)
         while True:
             if self.abort:
                 self._abort_pool()

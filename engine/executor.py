@@ -30,6 +30,7 @@ class StartInterrupted(FontaineError):
 class Executor(Protocol):
     respawn: bool  # replace a worker that dies (off once no seed is left to run)
     gpus_held: int | None  # GPUs the executor was granted (None: the driver decides)
+    policy_resolved: dict | None  # what the policies resolved to where it loaded them (None: the driver's own)
 
     def free_slots(self) -> int: ...
     def submit(self, seed: int, arm: str | None = None) -> None: ...

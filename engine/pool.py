@@ -112,6 +112,7 @@ class LocalPool:
         self.workers: dict[int, _Worker] = {}
         self.respawn = True
         self.gpus_held: int | None = None  # the driver counts the GPUs it serves the policy on
+        self.policy_resolved: dict | None = None  # the driver loaded them: its description stands
         self.predict_rounds = 0
         self.predicted_obs = 0
         self.worker_crashes = 0

@@ -264,6 +264,7 @@ class RayPool:
         self._nodes: list[dict] = []
         self._closed = False
         self.gpus_held = 0
+        self.policy_resolved: dict | None = None  # from the shards' own descriptions, once they started
         self._started = False
         self._start_by = 0.0
         if n_seeds == 0:  # nothing to run (a resume of a finished run): no cluster needed
@@ -558,6 +559,7 @@ class RayPool:
                 self.log(f"ray: shard {s.index} on {s.info.get('host')} runs fontaine {s.info.get('git_commit')}, "
                          f"the driver {mine}: install the same commit on every node")
         self.gpus_held = g * len(self.shards)
+        self.policy_resolved = shards_policy([s.info.get("policy") for s in self.shards], comparison=self.arms)
         self._start_by = time.monotonic() + START_TOGETHER_S
         self.log(f"ray: {len(self.shards)} shard(s) x {w} worker(s), {g} GPU(s) each, on "
                  + ", ".join(f"{s.info.get('host')}({s.node_ip})" for s in self.shards))
@@ -675,6 +677,54 @@ def _ephemeral_token_for_a_private_cluster() -> None:
     except Exception:  # a Ray without these internals: its own default applies
         for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
             os.environ.pop(k, None)
+
+
+# what names the weights a shard loaded: every shard must agree on these, or the run is not one policy
+IDENTITY_KEYS = ("policy", "checkpoint", "revision", "pin", "weights_sha256", "config_sha256", "processors_sha256",
+                 "tokenizer_sha256", "policy_type", "decode", "dtype", "convmap")
+
+
+def shards_policy(descriptions: list, comparison: bool = False) -> dict:
+    """The manifest's `policy_resolved` from what each shard loaded (a comparison run: per arm): the
+    fields every shard agrees on, `served` in each Ray shard, and any other field that differs (a
+    node's own cache path, its device) under `by_shard`, one value per shard. A DriverError when
+    the shards loaded different weights, revisions or settings: such a run is not one policy."""
+    if comparison:
+        arms = sorted({a for d in descriptions if isinstance(d, dict) for a in d})
+        return {a: _agreed([(d or {}).get(a) for d in descriptions], a) for a in arms}
+    return _agreed(descriptions, None)
+
+
+def _agreed(descriptions: list, arm: str | None) -> dict:
+    descs = [d if isinstance(d, dict) else {} for d in descriptions]
+    out: dict = {}
+    by_shard: dict = {}
+    for key in dict.fromkeys(k for d in descs for k in d):
+        values = [d.get(key) for d in descs]
+        if all(v == values[0] for v in values):
+            out[key] = values[0]
+        elif key in IDENTITY_KEYS:
+            said = ", ".join(f"shard {i}: {str(v)[:24]}" for i, v in enumerate(values))
+            raise DriverError(f"the Ray shards loaded different {key}{f' for arm {arm}' if arm else ''} ({said}): "
+                              "give every node the same checkpoint (a Hugging Face id pinned to a revision, or "
+                              "the same folder at the same path)")
+        else:
+            by_shard[key] = values
+    out["served"] = _served_on_shards(out.get("served"))
+    if by_shard:
+        out["by_shard"] = by_shard
+    return out
+
+
+def _served_on_shards(served) -> str:
+    """Where a policy runs, said of a Ray run: a shard stands where the driver would ('in the driver,
+    batched' is 'in each Ray shard, batched'); one run in each worker runs in each worker of each shard."""
+    if not isinstance(served, str) or not served:
+        return "in each Ray shard"
+    if served.startswith("in the driver"):
+        return "in each Ray shard" + served[len("in the driver"):]
+    head, _, rest = served.partition(",")
+    return f"{head} of each Ray shard" + (f",{rest}" if rest else "")
 
 
 def _node_summary(nodes: list[dict]) -> str:

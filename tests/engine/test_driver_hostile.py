@@ -19,7 +19,7 @@ class FakeExecutor:
     """Finishes each submitted seed at the next poll; `on_poll(n)` runs before the n-th poll."""
 
     def __init__(self, on_poll=None):
-        self.respawn, self.gpus_held = True, None
+        self.respawn, self.gpus_held, self.policy_resolved = True, None, None
         self._flight: list[int] = []
         self.polls = 0
         self.on_poll = on_poll

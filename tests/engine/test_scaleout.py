@@ -172,6 +172,57 @@ def test_a_run_spreads_over_both_shards_and_its_rows_equal_a_local_runs(cluster,
 
 
 @pytest.mark.slow
+def test_a_lerobot_checkpoint_runs_on_the_shards(cluster, tmp_path):
+    """What the README says of `--lerobot ... --ray`: each shard loads the checkpoint once and serves
+    its own workers' chunks; the rows and the manifest are those of a local lerobot run."""
+    pytest.importorskip("lerobot")
+    from tests.engine.lerobot_fixtures import build_checkpoint
+
+    ckpt = build_checkpoint(tmp_path / "act", "act")  # the same path on both (loopback) nodes
+    run_dir = tmp_path / "ray"
+    out = run_eval("--lerobot", str(ckpt), "--seeds", "0-3", "--episode-seconds", "1", "--render-size", "48",
+                   "--video-draw", "none", "--device", "cpu", "--workers", "1", "--ray", cluster.address,
+                   "--ray-gpus-per-shard", "0", "--run-dir", str(run_dir), env=cluster.client_env)
+    assert out.returncode == 0, out.stderr + out.stdout + _log(run_dir)
+    rows = read_rows(run_dir)
+    assert sorted(r["seed"] for r in rows) == [0, 1, 2, 3]
+    assert all(r["status"] == "ok" and r["predicts"] == 6 for r in rows)  # 30 ticks, chunks of 5: as locally
+    ex = read_status(run_dir)["executor"]
+    assert ex["executor"] == "ray" and ex["shards"] == 2 and sum(s["episodes"] for s in ex["per_shard"]) == 4
+    assert not ex["lost_shards"] and ex["worker_crashes"] == 0
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    resolved = manifest["policy_resolved"]  # what the shards loaded (they agree), not the placeholder of the ask
+    assert resolved["policy"] == "lerobot" and resolved["policy_type"] == "act" and resolved["serving"] == "chunk"
+    assert len(resolved["weights_sha256"]) == 64 and resolved["served"] == "in each Ray shard, batched"
+    assert [s["policy"]["weights_sha256"] for s in manifest["cluster"]["per_shard"]] == [resolved["weights_sha256"]] * 2
+    assert manifest["cluster"]["shards"] == 2 and manifest["cluster"]["gpus_per_shard"] == 0
+
+
+def test_the_manifest_records_what_the_shards_loaded_and_refuses_shards_that_disagree():
+    """policy_resolved of a Ray run: the fields every shard agrees on; a node's own path or device
+    per shard; different weights (or revision, decode, ...) on two nodes are not one policy."""
+    from engine.driver import DriverError
+    from engine.scaleout import shards_policy
+
+    a = {"policy": "lerobot", "weights_sha256": "ab" * 32, "device": "cuda:0", "checkpoint_path": "/home/a/hf/x"}
+    b = {**a, "checkpoint_path": "/home/b/hf/x"}
+    got = shards_policy([a, b])
+    assert got == {"policy": "lerobot", "weights_sha256": "ab" * 32, "device": "cuda:0", "served": "in each Ray shard",
+                   "by_shard": {"checkpoint_path": ["/home/a/hf/x", "/home/b/hf/x"]}}
+    with pytest.raises(DriverError) as exc:
+        shards_policy([a, {**b, "weights_sha256": "cd" * 32}])
+    assert "different weights_sha256 (shard 0: abab" in str(exc.value) and "same checkpoint" in str(exc.value)
+    oracle = {"policy": "scripted", "served": "in each worker"}
+    stepped = {"policy": "lerobot", "served": "in each worker, select_action every tick"}
+    both = shards_policy([{"held": {"policy": "hold"}, "oracle": oracle, "act": stepped}] * 2, comparison=True)
+    assert both == {"held": {"policy": "hold", "served": "in each Ray shard"},
+                    "oracle": {"policy": "scripted", "served": "in each worker of each Ray shard"},
+                    "act": {"policy": "lerobot", "served": "in each worker of each Ray shard, select_action every tick"}}
+    with pytest.raises(DriverError, match="different decode for arm b"):
+        shards_policy([{"b": {"decode": "grammar-masked"}}, {"b": {"decode": "reference"}}], comparison=True)
+
+
+@pytest.mark.slow
 def test_gpu_shards_go_where_the_gpus_are_and_count_in_gpu_hours(cluster, tmp_path):
     run_dir = tmp_path / "run"
     out = run_eval(*SCRIPTED, "--seeds", "0-1", "--workers", "1", "--ray", cluster.address, "--ray-gpus-per-shard", "1",
@@ -320,7 +371,7 @@ def test_a_comparison_run_spreads_both_arms_over_the_shards_and_equals_a_local_o
     assert status["comparison"] == ref_status["comparison"] and status["comparison"]["outcome"] == "undecided"
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["arm"] == "clumsy-vs-steady" and manifest["cluster"]["shards"] == 2
-    assert manifest["policy_resolved"] == {a: {"policy": "scripted", "served": "in each Ray shard"}
+    assert manifest["policy_resolved"] == {a: {"policy": "scripted", "served": "in each worker of each Ray shard"}
                                            for a in ("clumsy", "steady")}
     assert all(set(s["policy"]) == {"clumsy", "steady"} for s in manifest["cluster"]["per_shard"])
 
