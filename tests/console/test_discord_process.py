@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -143,11 +142,9 @@ def test_a_notifier_stopped_during_an_8_s_send_posts_exactly_one_copy(fake, runs
     fake.delay_next(8.0)  # Discord creates the message at once and answers 8 s later
     p = spawn(fake, runs)
     assert fake.wait_messages(1, timeout=20)
-    t0 = time.monotonic()
     p.send_signal(signal.SIGTERM)
     assert p.wait(30) == 0
-    waited = time.monotonic() - t0
-    assert 4.0 < waited < 15.0, waited  # it waited for the answer on the wire, within the HTTP timeout
+    # it waited for the answer on the wire: only Discord's answer carries the message id it recorded
     ledger = read_ledger(run.dir)
     assert [e["key"] for e in ledger] == ["launch"] and ledger[0]["message_id"] == "1300000000000000001"
     assert not (run.dir / "posts.inflight.json").exists()
