@@ -51,7 +51,7 @@ class FakeDiscord:
         self.messages: list[Request] = []  # accepted posts, in the order they arrived
         self._failures: list[Failure] = []
         self._delays: list[float] = []
-        self._released: asyncio.Event | None = None  # set: every late answer goes now (release_delays)
+        self._released = asyncio.Event()  # set: every late answer goes now (release_delays)
         self._ids = count(1_300_000_000_000_000_001)
         self._cond = threading.Condition()
         self.port = _free_port()
@@ -89,15 +89,7 @@ class FakeDiscord:
         Discord slow ends without waiting out its delays)."""
         with self._cond:
             self._delays.clear()
-        self._call(self._release())
-
-    async def _release(self) -> None:
-        self._event().set()
-
-    def _event(self) -> asyncio.Event:
-        if self._released is None:
-            self._released = asyncio.Event()
-        return self._released
+        self._loop.call_soon_threadsafe(self._released.set)
 
     def wait_for(self, predicate, timeout: float = 10.0) -> bool:
         """Wait until predicate(self) holds (checked on every request)."""
@@ -154,7 +146,7 @@ class FakeDiscord:
         response = self._record(request, payload, files, 200, _json(200, body), accepted=True)
         if delay:  # created already; only the answer is late
             try:
-                await asyncio.wait_for(self._event().wait(), delay)
+                await asyncio.wait_for(self._released.wait(), delay)
             except TimeoutError:
                 pass
         return response
