@@ -590,7 +590,7 @@ async def test_a_deleted_run_leaves_the_header_and_the_panels(runs_dir):
                        and "a-scripted" in header_text(app) and "/20" in counts_text(app),
                        state=lambda: (header_text(app), counts_text(app)[:60]))
         assert "b-scripted" not in header_text(app) and app.screen.query_one("#runs").row_count == 1
-        assert any("b-scripted-20260101-010000 is no longer in" in n.message for n in app._notifications)
+        assert notified(app, "b-scripted-20260101-010000 is no longer in")
         shutil.rmtree(runs_dir / "a-scripted-20260101-000000")
         app.watcher.rescan()
         await wait_for(pilot, lambda: "No runs in" in header_text(app) and counts_text(app) == "",

@@ -20,7 +20,7 @@ import pytest
 from console.notify.ledger import home, read_ledger
 from console.notify.link import NotifierLink, read_status, start_detached
 from console.notify.webhook import fingerprint
-from tests.console.conftest import make_app, plain, wait_for
+from tests.console.conftest import make_app, notified, plain, wait_for
 from tests.console.fake_discord import FAKE_WEBHOOK_URL, HandMadeRun
 from tests.helpers import wait_until
 
@@ -190,7 +190,7 @@ async def test_a_test_post_from_the_console_is_sent_by_the_notifier_and_reported
         await pilot.press("t")
         await wait_for(pilot, lambda: [m for m in fake.messages if m.payload["embeds"][0]["title"] == "Test post"],
                        timeout=20, what="the test post")
-        await wait_for(pilot, lambda: any("test post sent" in str(n.message) for n in app._notifications),
+        await wait_for(pilot, lambda: notified(app, "test post sent"),
                        timeout=20, what="the console to say it was sent")
         _started.extend(link._popens)
     assert not list((home(runs) / "requests").glob("*.json"))
