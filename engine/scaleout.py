@@ -690,7 +690,7 @@ def shards_policy(descriptions: list, comparison: bool = False) -> dict:
     node's own cache path, its device) under `by_shard`, one value per shard. A DriverError when
     the shards loaded different weights, revisions or settings: such a run is not one policy."""
     if comparison:
-        arms = sorted({a for d in descriptions if isinstance(d, dict) for a in d})
+        arms = dict.fromkeys(a for d in descriptions if isinstance(d, dict) for a in d)  # as the shards list them
         return {a: _agreed([(d or {}).get(a) for d in descriptions], a) for a in arms}
     return _agreed(descriptions, None)
 
