@@ -9,7 +9,7 @@ import psutil
 from textual.widgets import Select
 
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
-from tests.console.conftest import make_app, make_row, make_run_dir, notified, plain, wait_file, wait_for
+from tests.console.conftest import make_app, make_row, make_run_dir, notified, plain, press_button, wait_file, wait_for
 
 
 def counts_text(app):
@@ -216,7 +216,7 @@ async def test_launch_dialog_shows_validation_errors_in_place(runs_dir, prereg_d
     app = make_app(runs_dir, prereg_dir, launch_argv=fake_argv)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_launch(pilot, app, path)
-        await pilot.click("#launch")
+        await press_button(pilot, "#launch")
         err = app.screen.query_one("#launch-error")
         await wait_for(pilot, lambda: err.display and plain(err), what="the validation message")
         assert "demo.md" in plain(err)
@@ -229,7 +229,7 @@ async def test_launch_dialog_starts_a_detached_run_that_the_console_follows(runs
     app = make_app(runs_dir, prereg_dir, launch_argv=fake_argv, clock=__import__("time").time)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_launch(pilot, app, path)
-        await pilot.click("#launch")
+        await press_button(pilot, "#launch")
         await wait_for(pilot, lambda: not isinstance(app.screen, LaunchScreen))
         assert app.launched, "a run directory was created"
         run_dir = app.launched[0]
@@ -375,7 +375,7 @@ async def test_a_starting_run_shows_starting_and_its_arm_and_quit_lists_only_liv
     app = make_app(runs_dir, prereg_dir, launch_argv=slow_start, clock=__import__("time").time)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_launch(pilot, app, path)
-        await pilot.click("#launch")
+        await press_button(pilot, "#launch")
         await wait_for(pilot, lambda: app.launched and app.detail is not None
                        and app.detail.info.path.resolve() == app.launched[0].resolve(), what="the launched run shown")
         run_dir = app.launched[0]

@@ -12,7 +12,7 @@ from textual.widgets import Select
 from console.widgets.compare_screen import CompareScreen
 from console.widgets.dialogs import LaunchScreen
 from prereg.report import build_report
-from tests.console.conftest import make_app, plain, wait_for
+from tests.console.conftest import make_app, plain, press_button, wait_for
 
 pytestmark = [
     pytest.mark.slow,
@@ -36,7 +36,7 @@ async def test_a_comparison_run_launched_watched_and_reported(runs_dir, prereg_d
         arm.value = "clumsy,steady"
         box = app.screen.query_one("#launch-settings")
         await wait_for(pilot, lambda: "--arms clumsy,steady" in plain(box), what="the comparison's settings")
-        await pilot.click("#launch")
+        await press_button(pilot, "#launch")
         await wait_for(pilot, lambda: app.launched, what="the launch",
                        state=lambda: plain(app.screen.query_one("#launch-error")))
         run = app.launched[0]

@@ -11,7 +11,7 @@ from textual.widgets import Select
 
 from console import preregs, runs
 from console.widgets.dialogs import LaunchScreen
-from tests.console.conftest import make_app, plain, wait_for
+from tests.console.conftest import make_app, plain, press_button, wait_for
 
 COMPARE = Path(__file__).resolve().parents[2] / "prereg" / "examples" / "compare.md"
 LAUNCHED: list[list[str]] = []
@@ -55,7 +55,7 @@ async def test_the_launch_dialog_starts_a_comparison_run(runs_dir, prereg_dir):
         assert "compare steady vs clumsy on success: paired discordant-seed e-process" in text
         assert "arm A   clumsy: scripted" in text and "grasp_miss 0.5" in text and "grasp_miss 0.1" in text
         assert "at most 60 seeds per arm (120 episodes)" in text
-        await pilot.click("#launch")
+        await press_button(pilot, "#launch")
         await wait_for(pilot, lambda: not isinstance(app.screen, LaunchScreen) and LAUNCHED, what="the launch")
         (argv,) = LAUNCHED
         assert argv[argv.index("--prereg") + 1] == str(doc) and argv[argv.index("--arms") + 1] == "clumsy,steady"
