@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from console.app import FontaineApp  # noqa: E402
 from console.fixtures import make_row, make_run_dir  # noqa: E402
 from console.watcher import Watcher  # noqa: E402
-from prereg.rows import read_rows  # noqa: E402
+from prereg.rundir.rows import read_rows  # noqa: E402
 
 WRITER = r"""
 import json, os, sys, time
@@ -82,7 +82,7 @@ def main() -> None:
     t0 = time.perf_counter()
     read_rows(big / "rows.jsonl")
     parse_s = time.perf_counter() - t0
-    print(f"[yardstick] prereg.rows.read_rows of the same file (parse only, every row kept): "
+    print(f"[yardstick] prereg.rundir.rows.read_rows of the same file (parse only, every row kept): "
           f"{parse_s:.2f} s on this machine now")
     bench_open_watcher(big_runs, args.rows)
     open_s = bench_open_app(big_runs, args.rows)

@@ -161,7 +161,7 @@ def _kv(path: str) -> dict:
 
 def video_cost(seeds, episode_seconds) -> None:
     """Each episode filmed vs none, one worker, same seeds: the added wall per episode."""
-    from prereg.video_draw import VIDEO_ALL_UP_TO
+    from prereg.core.video_draw import VIDEO_ALL_UP_TO
 
     print(f"video cost, scripted oracle, {len(seeds)} seeds x {episode_seconds:g} s, --workers 1:")
     base = None

@@ -2,7 +2,7 @@
 
 The console shows what a researcher reads off a run while it goes: successes with an
 interval, knock-aways, engaged vs quiet, zero-fallbacks per predict, reset strikes (must
-be 0), error rows, one outcome per seed (prereg.rows.episode_outcome), the spread of `progress_final_cm`, the latest
+be 0), error rows, one outcome per seed (prereg.rundir.rows.episode_outcome), the spread of `progress_final_cm`, the latest
 rows and the median episode wall (the stall gate's yardstick). Rows are folded in one at
 a time and dropped; only a bounded window of recent rows is kept. Distributions are kept
 as counts of values rounded to display precision, so their size depends on the range of
@@ -19,18 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
 
-from prereg.rows import (  # noqa: F401  (the outcome names are re-exported for the panels)
-    ENGAGED,
-    ERROR,
-    KNOCK_AWAY,
-    QUIET,
-    SUCCESS,
-    BadLine,
-    RowCounts,
-    episode_outcome,
-    number,
-    row_outcome,
-)
+from prereg.rundir.rows import ERROR, BadLine, RowCounts, episode_outcome, number
 
 RECENT_ROWS = 120  # the latest-rows panel shows as many as it has lines for: a tall terminal (220x60) has ~40
 RECENT_BAD = 20
@@ -101,7 +90,7 @@ class AggregateView:
 class RunAggregate:
     """Fold rows in with `add`; `snapshot()` for the UI; `reset()` when the file restarts."""
 
-    counts: RowCounts = field(default_factory=RowCounts)  # prereg.rows: the counts every consumer shows
+    counts: RowCounts = field(default_factory=RowCounts)  # prereg.rundir.rows: the counts every consumer shows
     duplicate_seeds: int = 0
     corrupt: int = 0
     restarts: int = 0
@@ -120,7 +109,7 @@ class RunAggregate:
         self.add_many((row,))
 
     def add_many(self, rows) -> None:
-        """Fold rows in: the counts through `prereg.rows.RowCounts` (the one classifier), then the
+        """Fold rows in: the counts through `prereg.rundir.rows.RowCounts` (the one classifier), then the
         distributions in one loop with locals: a 100k-row file is folded in well under a second
         (see benchmarks/bench_console.py)."""
         rows = rows if isinstance(rows, (list, tuple)) else list(rows)

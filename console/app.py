@@ -48,15 +48,15 @@ from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
 from console.widgets.runs_table import RunsTable
 from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
 from prereg import rundir as rd
-from prereg.argcheck import OneLineParser, parse_once, path_type, positive_float
-from prereg.errors import UsageError, run_cli
+from prereg.core.argcheck import OneLineParser, parse_once, path_type, positive_float
+from prereg.core.errors import UsageError, run_cli
 
 FROM_ENV = "from-env"
 _NEVER = object()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`fontaine-console`; an error is one line and its exit code (prereg.errors.run_cli)."""
+    """`fontaine-console`; an error is one line and its exit code (prereg.core.errors.run_cli)."""
     return run_cli("fontaine-console", lambda: _main(argv))
 
 

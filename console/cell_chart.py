@@ -2,7 +2,7 @@
 
 The report's chart.png is drawn for a screen: at half-block resolution (two pixels a cell,
 plain tmux) its tick labels, legend and title become smudges. Here the same reads (the
-report's own, `prereg.report.read_registration`) are drawn with text where text is needed
+report's own, `prereg.outputs.report.read_registration`) are drawn with text where text is needed
 (the arm names in their chart colours, the y range, the seeds under the columns, the counts
 in words) and eighth-blocks only for the bars: one panel per arm on a shared scale, its
 successes (✓) and knock-aways (✗) marked under its columns, and the paired per-seed deltas
@@ -21,8 +21,8 @@ from pathlib import Path
 from rich.text import Text
 
 from console.render import BAR_BLOCKS
-from prereg.colors import KNOCK_COLOR, SUCCESS_COLOR, TIED_COLOR, arm_colors, registration_colors
-from prereg.reads import ArmReads, Paired
+from prereg.core.colors import KNOCK_COLOR, SUCCESS_COLOR, TIED_COLOR, arm_colors, registration_colors
+from prereg.stats.reads import ArmReads, Paired
 
 UP = BAR_BLOCKS  # a bar growing up from the bottom of a cell, in eighths (the console's one set of them)
 DOWN = ("", "▔", "▔", "▀", "▀", "▀", "█", "█", "█")  # hanging down from the top (Unicode has no 3/8..7/8 upper blocks)
@@ -181,7 +181,7 @@ def _mean(values: list[float | None]) -> float | None:
 
 def registration_cell_chart(prereg_file: str | Path, arm_runs: list[tuple[str, Path]], width: int) -> Text:
     """The cell chart of these runs, read against their frozen registration (the report's reads and colours)."""
-    from prereg.report import read_registration
+    from prereg.outputs.report import read_registration
 
     doc, reports, _ = read_registration(prereg_file, dict(arm_runs))
     order = [a.name for a in doc.arms() if a.name in reports]

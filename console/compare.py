@@ -2,7 +2,7 @@
 paired reads and verdicts as `fontaine-prereg report`, never a second computation.
 
 `compare_view(prereg_path, runs)` reads the newest run of each arm (`{arm: run_dir}`) with
-`prereg.report.read_registration` (which writes nothing) and turns it into table cells:
+`prereg.outputs.report.read_registration` (which writes nothing) and turns it into table cells:
 successes over every episode with a row (an error row is a non-success) beside the registered
 interval on the same denominator; validity with its first reason; each arm paired with its
 registered comparator (progress delta with the report's paired bootstrap, and the success
@@ -11,7 +11,7 @@ It reads files: call it off the UI thread.
 
 A comparison run (`fontaine-eval --arms A,B`, issue 24) stands for both of its arms, and the view
 carries its comparison (`ComparisonPanel`): the paired delta B - A over the seeds of the shared plan
-prefix with its confidence-sequence band (`prereg.comparison.path`, the statistics `decide` reads:
+prefix with its confidence-sequence band (`prereg.stats.comparison.path`, the statistics `decide` reads:
 nothing is computed twice), where the decision fell, and the evidence in words. `band_chart` draws
 it in cells (pure: the screen calls it with its own width).
 """
@@ -25,8 +25,9 @@ from pathlib import Path
 from rich.text import Text
 
 from prereg import rundir as rd
-from prereg.comparison import SUCCESS_METRIC, ComparisonPath
-from prereg.errors import PreregError
+from prereg.core.errors import PreregError
+from prereg.document.comparison_spec import SUCCESS_METRIC
+from prereg.stats.comparison import ComparisonPath
 
 ARM_COLUMNS = ("arm", "validity", "state", "done", "successes", "CI95 %", "knock-aways", "zero-fallbacks", "run")
 PAIRED_COLUMNS = ("pair", "shared", "Δ progress cm", "CI95 (bootstrap)", "Δ success pp", "CI95 (Newcombe paired)",
@@ -70,12 +71,12 @@ def focused_runs(runs: dict[str, Path], focus: Path | None) -> dict[str, Path]:
 
 def compare_view(prereg_id: str, prereg_path: str | Path | None, runs: dict[str, Path]) -> CompareView:
     """The compare view of a registration's newest runs, or the one line that says why there is none."""
-    from prereg.document import load
-    from prereg.report import read_registration
+    from prereg.document.read import load
+    from prereg.outputs.report import read_registration
 
     if not prereg_path:
         return CompareView(prereg_id, error="the runs do not say where their pre-registration is (manifest prereg.path)")
-    from prereg.comparison_report import comparison_runs
+    from prereg.stats.comparison_report import comparison_runs
 
     try:
         doc = load(prereg_path)
@@ -114,7 +115,7 @@ def compare_view(prereg_id: str, prereg_path: str | Path | None, runs: dict[str,
 
 
 def _panel(reports) -> ComparisonPanel | None:
-    from prereg.report import comparison_reads
+    from prereg.outputs.report_read import comparison_reads
 
     found = comparison_reads(reports)
     if not found:

@@ -1,6 +1,6 @@
 """Deterministic run directories for tests, snapshots, benchmarks and a demo without a driver.
 
-They follow the run-directory contract exactly (prereg/rundir.py), so the console can be
+They follow the run-directory contract exactly (prereg/rundir/), so the console can be
 built and checked before the driver exists and without a simulator.
 """
 
@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from prereg import rundir as rd
-from prereg.rows import complete_row
+from prereg.rundir.rows import complete_row
 
 FIXED_TIME = 1_780_000_000.0  # 2026-05-28T20:26:40Z, the clock of snapshot tests
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import psutil
 
 from prereg import rundir as rd
-from prereg.rows import read_rows
-from prereg.runs_discovery import run_process
+from prereg.rundir.discovery import run_process
+from prereg.rundir.rows import read_rows
 
 MIN_GRACE_S = 10.0
 GRACE_MARGIN_S = 15.0  # beyond the longest episode: writing its row and video, the final files

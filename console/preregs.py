@@ -1,7 +1,7 @@
 """The console's view of pre-registrations: which can be launched, with which arms, and why not.
 
 Reading and validation are the prereg package's (`prereg.document.load`, the one parser, with
-its refusals; `prereg.launch.resolve_launch`, raising `PreregError` with a message a person can
+its refusals; `prereg.document.launch.resolve_launch`, raising `PreregError` with a message a person can
 act on); the console only shows that message in place. Reports are produced by the
 `fontaine-prereg report` command, run as a subprocess.
 """
@@ -13,13 +13,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prereg.comparison import comparison_label
-from prereg.document import load
-from prereg.errors import PreregError
-from prereg.launch import resolve_launch
-from prereg.model import describe_tripwires
-from prereg.provenance import LAUNCH_DEFAULTS
-from prereg.vocabulary import DECODES
+from prereg.core.errors import PreregError
+from prereg.core.vocabulary import DECODES
+from prereg.document.comparison_spec import comparison_label
+from prereg.document.launch import resolve_launch
+from prereg.document.model import describe_tripwires
+from prereg.document.read import load
+from prereg.outputs.provenance import LAUNCH_DEFAULTS
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "prereg" / "examples"
 DEMO_PREREG = EXAMPLES_DIR / "demo.md"
@@ -131,7 +131,7 @@ def _checked_launch(path: Path, arm: str) -> tuple[dict, object, str | None]:
 
 
 def _registered_comparison(path: Path, pair: tuple[str, str]):
-    from prereg.comparison_report import registered_comparison
+    from prereg.stats.comparison_report import registered_comparison
 
     return registered_comparison(load(path), pair)
 
@@ -139,7 +139,7 @@ def _registered_comparison(path: Path, pair: tuple[str, str]):
 def is_frozen(path: Path) -> bool | None:
     """Whether the document's base section is sealed (`fontaine-prereg freeze`)."""
     try:
-        from prereg.seal import verify
+        from prereg.document.seal import verify
 
         return bool(verify(path).frozen)
     except Exception:  # noqa: BLE001 - an unreadable document is said by validate_launch, not here
@@ -235,7 +235,7 @@ def model_settings(spec) -> str:
 
 
 def report_argv(prereg_file: str | Path, arm_runs: list[tuple[str, Path]], append: bool = True) -> list[str]:
-    argv = [sys.executable, "-m", "prereg.cli", "report", str(prereg_file)]
+    argv = [sys.executable, "-m", "prereg.outputs.cli", "report", str(prereg_file)]
     for arm, run_dir in arm_runs:
         argv += ["--run", f"{arm}={run_dir}"]
     return argv + ([] if append else ["--no-append"])

@@ -10,13 +10,14 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from console.aggregate import ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, AggregateView
+from console.aggregate import ERROR, AggregateView
 from console.notify.messages import gpu_hours_source
 from console.runs import FINAL_STATES, RunInfo
 from prereg import rundir as rd
-from prereg.curtail import pace_text, settled_text
-from prereg.gates import OK, PENDING, TRIPPED, WARN, GateReading, GateSpec, PaceInputs, evaluate_gates
-from prereg.rows import CARRIED, DROPPED, OFF_TABLE, PLACED_TIPPED, TOUCHED, number
+from prereg.rundir.gates import OK, PENDING, TRIPPED, WARN, GateReading, PaceInputs, evaluate_gates
+from prereg.rundir.rows import CARRIED, DROPPED, ENGAGED, KNOCK_AWAY, OFF_TABLE, PLACED_TIPPED, QUIET, SUCCESS, TOUCHED, number
+from prereg.rundir.status import GateSpec
+from prereg.stats.curtail import pace_text, settled_text
 
 OUTCOME_STYLE = {
     SUCCESS: "bold green",
@@ -110,7 +111,7 @@ def _amount(v: float | None) -> float | None:
 
 
 def _guarded_text(fn, status: rd.Status) -> str | None:
-    """A one-line text from status.json made elsewhere (prereg/curtail.py): None when a field of
+    """A one-line text from status.json made elsewhere (prereg/stats/curtail.py): None when a field of
     the wrong type makes it fail, rather than the panel."""
     try:
         text = fn(status)
@@ -447,7 +448,7 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
 
 
 def recent_row_cells(row: dict) -> tuple:
-    from console.aggregate import row_outcome
+    from prereg.rundir.rows import row_outcome
 
     outcome = row_outcome(row)
     pf = row.get("progress_final_cm")

@@ -1,12 +1,12 @@
 """Runs as the console sees them: run directories, their processes, and run control.
 
-Everything here goes through the run directory contract (prereg/rundir.py, docs/run-directory.md) and the
+Everything here goes through the run directory contract (prereg/rundir/, docs/run-directory.md) and the
 `fontaine-eval` command line; the console never imports the engine. A run's state is
 what `status.json` says, corrected by what the process table says: a run whose process
 is gone without a final state has died; a run with a STOP file and no final state is
 stopping. Finding runs and their liveness (the process create time compared with the one in
 `pid.json`, so a reused pid is never mistaken for the run, and never signalled) are
-prereg/runs_discovery.py's, shared with the Discord notifier.
+prereg/rundir/discovery.py's, shared with the Discord notifier.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import rundir as rd
-from prereg.errors import UsageError
-from prereg.rundir import FINAL_STATES
-from prereg.runs_discovery import (  # noqa: F401 - re-exported: the console's names for them
+from prereg.core.errors import UsageError
+from prereg.core.webhook_env import without_webhooks
+from prereg.rundir.discovery import (  # noqa: F401 - re-exported: the console's names for them
     ALIVE,
     GONE,
     UNKNOWN,
@@ -30,7 +30,7 @@ from prereg.runs_discovery import (  # noqa: F401 - re-exported: the console's n
     run_process,
     run_sort_key,
 )
-from prereg.webhook_env import without_webhooks
+from prereg.rundir.files import FINAL_STATES
 
 
 @dataclass

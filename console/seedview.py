@@ -1,7 +1,7 @@
 """One seed of a run, as the drill-down shows it: its row in words, its predict trail, its video.
 
 Pure reading, no Textual: the seed screen calls these from a thread worker. Files are the run
-directory's (prereg/rundir.py names them); the engine is never imported. Every reader is
+directory's (prereg/rundir/ names them); the engine is never imported. Every reader is
 tolerant: a torn line, a missing file or an mp4 that does not decode is said in words, never raised.
 """
 
@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import rundir as rd
-from prereg.predicts import Trail
-from prereg.predicts import read_predicts as prereg_read_predicts
-from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM, last_row_of_seed
+from prereg.rundir.predicts import Trail
+from prereg.rundir.predicts import read_predicts as prereg_read_predicts
+from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM, last_row_of_seed
 
 PREDICTS_SHOWN = 2000  # lines of one seed's trail kept for the table (a long episode has ~100)
 MAX_FRAMES = 1200  # frames decoded from one video (2 minutes at 10 fps)
 FRAME_MAX_PX = (640, 240)  # frames are shrunk to at most this (width, height) before display
 
-# What each field of a row means, in words (the row contract is prereg/rows.py).
+# What each field of a row means, in words (the row contract is prereg/rundir/rows.py).
 FIELD_WORDS: dict[str, str] = {
     "schema": "row schema version",
     "run_id": "the run this row belongs to",

@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prereg.rows import BadLine, all_valid, parse_line
+from prereg.rundir.rows import BadLine, all_valid, parse_line
 
 CHUNK_BYTES = 4 * 1024 * 1024  # one read; a poll reads at most max_bytes in such chunks
 
@@ -178,7 +178,7 @@ class RowsTailer:
 
 def _parse_all(numbered: list[tuple[int, str]]) -> list[dict] | None:
     """All lines as rows in one json.loads call (several times faster than one call per line),
-    each checked against the row schema's types (`prereg.rows.all_valid`, field by field over the batch),
+    each checked against the row schema's types (`prereg.rundir.rows.all_valid`, field by field over the batch),
     or None when any line is not a row, so the caller can name the bad ones and why."""
     if not numbered:
         return []

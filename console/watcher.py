@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Callable
 
 from console.aggregate import AggregateView, RunAggregate
-from console.runs import ALIVE, FINAL_STATES, GONE, RunInfo, discover_runs, liveness, read_run, run_sort_key
+from console.runs import ALIVE, FINAL_STATES, GONE, RunInfo, liveness, read_run
 from console.tailer import RowsTailer
 from prereg import rundir as rd
+from prereg.rundir.discovery import discover_runs, run_sort_key
 
 WATCHED_FILES = (rd.MANIFEST, rd.STATUS, rd.PID, rd.STOP, rd.HEARTBEAT)
 RESCAN_EVERY_S = 2.0

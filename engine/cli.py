@@ -5,7 +5,7 @@ written or is being written by another process, a missing GL library, a checkpoi
 be loaded, an unfrozen or edited pre-registration, a flag the pre-registration decides) gets one
 clear line on stderr and exit code 2, never a traceback. Exit codes: prereg.rundir.EXIT_* (0
 done, 1 failed, 2 bad input, 3 stopped); the table is in docs/run-directory.md. Every error is
-mapped to its line and code in one place, prereg.errors.run_cli, by its class.
+mapped to its line and code in one place, prereg.core.errors.run_cli, by its class.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from prereg import rundir as rd  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
-from prereg.argcheck import (  # noqa: E402
+from prereg.core.argcheck import (
     OneLineParser,
     bounded_float,
     bounded_int,
@@ -32,10 +32,10 @@ from prereg.argcheck import (  # noqa: E402
     positive_int,
     probability,
 )
-from prereg.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
-from prereg.limits import MAX_SEED, MAX_SEEDS  # noqa: E402 - one bound for the flags and the documents
-from prereg.video_draw import parse_video_draw  # noqa: E402
-from prereg.vocabulary import CONVMAPS, DTYPES  # noqa: E402 - the one vocabulary, shared with the documents
+from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
+from prereg.core.limits import MAX_SEED, MAX_SEEDS  # noqa: E402 - one bound for the flags and the documents
+from prereg.core.video_draw import parse_video_draw  # noqa: E402
+from prereg.core.vocabulary import CONVMAPS, DTYPES  # noqa: E402 - the one vocabulary, shared with the documents
 
 EXIT_BAD_INPUT = rd.EXIT_USAGE
 MAX_EPISODE_SECONDS = 3600.0  # one hour of simulated time per episode
@@ -203,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve(args):
     """Turn flags (or a frozen pre-registration, or a run to resume) into a RunConfig."""
     from engine.driver import RunConfig
-    from prereg.gates import GateSpec
+    from prereg.rundir.status import GateSpec
 
     if not hasattr(args, "explicit"):
         args.explicit = {}
@@ -296,7 +296,7 @@ def _resolve_prereg(args):
         raise UsageError("--prereg needs --arm NAME (the arm of the pre-registration to run)")
     _refuse_decided(args, DECIDED_BY_DOCUMENT, "the frozen pre-registration",
                     "to change the plan, amend it: fontaine-prereg amend")
-    from prereg.launch import resolve_launch
+    from prereg.document.launch import resolve_launch
 
     launch = resolve_launch(args.prereg, args.arm)  # a PreregError is bad input (exit 2)
     spec = _launch_policy(args, launch)
@@ -323,9 +323,9 @@ def _resolve_comparison(args):
     A then B); both arms must share the protocol (seeds, episode length, video draw, env) and the
     gates, and run at most the comparison's max_seeds seeds each."""
     from engine.driver import RunConfig, comparison_record
-    from prereg.comparison import comparison_label
-    from prereg.document import load
-    from prereg.launch import resolve_launch
+    from prereg.document.comparison_spec import comparison_label
+    from prereg.document.launch import resolve_launch
+    from prereg.document.read import load
 
     _refuse_decided(args, DECIDED_BY_DOCUMENT, "the frozen pre-registration",
                     "to change the plan, amend it: fontaine-prereg amend")
@@ -356,7 +356,7 @@ def _resolve_comparison(args):
             raise UsageError(f"arm {n}: convmap fit is not supported with --arms yet; run it on its own (--arm)")
     seeds = list(a.seeds)[:comp.seeds_cap(len(a.seeds))]  # the comparison reads at most max_seeds seeds
     if comp.test == "step":  # the package and its policy now, before anything is written (exit 2 if missing)
-        from prereg.comparison import step_policy
+        from prereg.stats.step import step_policy
 
         try:
             step_policy(len(seeds), comp.alpha / 2)
@@ -663,7 +663,7 @@ def _ray_settings(args, *specs) -> dict | None:
 
 
 def _check_video_draw(draw: str) -> str:
-    """The draw in its one written form (prereg.video_draw, the grammar a document's protocol uses too)."""
+    """The draw in its one written form (prereg.core.video_draw, the grammar a document's protocol uses too)."""
     try:
         return parse_video_draw(draw)
     except ValueError as exc:

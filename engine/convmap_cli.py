@@ -22,8 +22,8 @@ import numpy as np
 
 from engine.policies.base import JOINT_NAMES, Chunk, Observation
 from engine.policies.factory import PolicySpec
-from prereg.argcheck import ascii_float
-from prereg.errors import UsageError
+from prereg.core.argcheck import ascii_float
+from prereg.core.errors import UsageError
 
 
 class ConvmapUsageError(UsageError):

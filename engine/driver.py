@@ -14,7 +14,7 @@ Comparison runs (`fontaine-eval --prereg DOC --arms A,B`, issue 24): `RunConfig.
 arms and their policies, `RunConfig.comparison` the registered comparison. Every seed is a job per
 arm, dispatched in plan order with the arms interleaved (seed k of A, then seed k of B), both
 policies loaded once (served ones in the driver, local ones in each worker), every row carrying its
-arm. After each row `prereg.comparison.decide` reads the rows by arm and seed; a decision that
+arm. After each row `prereg.stats.comparison.decide` reads the rows by arm and seed; a decision that
 stops the run stops it at the episode boundary (`decided`, "(comparison) ..."), and status.json
 carries the latest decision under `comparison`. Stop, resume, the lock and the gates are the
 single-arm run's, counted in episodes (arm, seed).
@@ -45,10 +45,11 @@ from engine.launch_tripwires import TripwireFailed
 from engine.policies.factory import PolicySpec, load_served
 from engine.provenance import package_versions, tool_git_commit
 from prereg import rundir as rd
-from prereg.errors import FontaineError, RunFailed, UsageError, write_traceback
-from prereg.gates import GateSpec, PaceInputs, evaluate_gates, fair_projected_wall_s, first_tripped, projected_wall_s
-from prereg.rows import ERROR, SUCCESS, RowCounts, classify, complete_row, count_rows, is_error, number
-from prereg.webhook_env import scrub_webhooks
+from prereg.core.errors import FontaineError, RunFailed, UsageError, write_traceback
+from prereg.core.webhook_env import scrub_webhooks
+from prereg.rundir.gates import PaceInputs, evaluate_gates, fair_projected_wall_s, first_tripped, projected_wall_s
+from prereg.rundir.rows import ERROR, SUCCESS, RowCounts, classify, complete_row, count_rows, is_error, number
+from prereg.rundir.status import GateSpec
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -76,7 +77,7 @@ class RunConfig:
     record_predicts: bool = False  # predicts.jsonl: one line per served observation (engine/predict_trail.py)
     env: str = "boat-on-disk"  # the scene and task (engine.envs); a manifest from before envs ran this one
     arms: list[dict] | None = None  # a comparison run: [{"arm": A, "policy": {...}}, {"arm": B, ...}]
-    comparison: dict | None = None  # ... and its registered comparison (prereg.comparison.ComparisonSpec.as_dict())
+    comparison: dict | None = None  # ... and its registered comparison (prereg.stats.comparison.ComparisonSpec.as_dict())
 
     def arm_policies(self) -> list[tuple[str | None, PolicySpec]]:
         """(arm, policy) per arm a worker may be handed: the comparison's two, or (None, the one policy)."""
@@ -197,10 +198,10 @@ class _Driver:
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
         self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
-        self.settled: dict | None = None  # curtailment (prereg/curtail.py): which frozen rules are settled
-        self.sequential: dict | None = None  # the registered sequential test's decision (prereg/sequential.py)
+        self.settled: dict | None = None  # curtailment (prereg/stats/curtail.py): which frozen rules are settled
+        self.sequential: dict | None = None  # the registered sequential test's decision (prereg/stats/sequential.py)
         self.arms = cfg.arm_names()  # a comparison run's two arms, else None
-        self.comparison: dict | None = None  # its latest decision (prereg/comparison.py), for status.json
+        self.comparison: dict | None = None  # its latest decision (prereg/stats/comparison.py), for status.json
         self.tripwires: dict | None = None  # the registered tripwires' record (engine/launch_tripwires.py)
         # the episodes to run, in dispatch order: seeds, or (arm, seed) interleaved by seed
         self.jobs: list = [(a, s) for s in cfg.seeds for a in self.arms] if self.arms else list(cfg.seeds)
@@ -535,8 +536,8 @@ class _Driver:
             return
         if self.cfg.prereg is None:
             return
-        from prereg.curtail import check_run, decided_detail
-        from prereg.sequential import check_rows
+        from prereg.stats.curtail import check_run, decided_detail
+        from prereg.stats.sequential import check_rows
 
         if not (self.settled or {}).get("all"):
             try:
@@ -553,10 +554,10 @@ class _Driver:
 
     def _check_comparison(self) -> None:
         """After a row of a comparison run: the registered comparison read on the plan prefix both
-        arms have (prereg.comparison.decide); a decision that stops the run stops it here."""
+        arms have (prereg.stats.comparison.decide); a decision that stops the run stops it here."""
         if self.cfg.comparison is None or (self.comparison or {}).get("outcome") not in (None, "void"):
             return
-        from prereg.comparison import decide
+        from prereg.stats.comparison import decide
 
         try:
             spec = comparison_spec(self.cfg.comparison)
@@ -608,7 +609,7 @@ class _Driver:
                               pace=self._pace_inputs(), gpus=self.gpus)
 
     def _pace_inputs(self) -> PaceInputs | None:
-        """The fair pace projection's inputs (prereg/gates.py does the arithmetic)."""
+        """The fair pace projection's inputs (prereg/rundir/gates.py does the arithmetic)."""
         if self._first_submit_at is None:
             return None
         walls = [r["wall_s"] for r in self.rows[len(self.rows) - self.session_done:] if r.get("wall_s")]
@@ -638,7 +639,7 @@ class _Driver:
     def _projections(self) -> tuple[PaceInputs | None, float | None, float | None, float | None]:
         """(pace inputs, fair projected wall, naive projected wall, ETA): the same numbers for
         status.json and the log's progress lines. The ETA follows the fair projection
-        (prereg/gates.py) when it has its inputs, else the naive one."""
+        (prereg/rundir/gates.py) when it has its inputs, else the naive one."""
         session_elapsed = time.monotonic() - self.t0
         proj = projected_wall_s(session_elapsed, self.session_done, self.session_done + self._remaining())
         pace = self._pace_inputs()
@@ -792,13 +793,13 @@ def comparison_record(spec) -> dict:
 
 
 def comparison_spec(d: dict):
-    from prereg.comparison import ComparisonSpec
+    from prereg.document.comparison_spec import ComparisonSpec
 
     return ComparisonSpec.from_record(d)
 
 
 def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:
-    """The run's counts by `prereg.rows` (the one classifier: any status but "ok" is an error row,
+    """The run's counts by `prereg.rundir.rows` (the one classifier: any status but "ok" is an error row,
     never a success; knock-away/engaged from the distances), so the driver's summary, the
     console, the Discord post and the report agree."""
     c = count_rows(rows)

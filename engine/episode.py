@@ -14,7 +14,7 @@ import numpy as np
 
 from engine.policies.base import CONTROL_HZ, DEFAULT_TASK, Chunk, Observation
 from engine.policies.convmap import sim_rad_to_rig_deg
-from prereg.rundir import utc_now
+from prereg.rundir.files import utc_now
 
 VIDEO_FPS = 10  # video frames (front and wrist views side by side, BoatEnv.film) handed to frame_sink
 

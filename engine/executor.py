@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Protocol
 
-from prereg.errors import EXIT_STOPPED, FontaineError, UsageError
+from prereg.core.errors import EXIT_STOPPED, FontaineError, UsageError
 
 
 class DriverError(UsageError):

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from engine.policies.base import Observation
 from prereg import rundir as rd
-from prereg.errors import UsageError
-from prereg.model import Tripwires, tripwires_from_dict
-from prereg.vocabulary import FIRST_ACTION_SEEDS
+from prereg.core.errors import UsageError
+from prereg.core.vocabulary import FIRST_ACTION_SEEDS
+from prereg.document.model import Tripwires, tripwires_from_dict
 
 
 class TripwireFailed(UsageError):
@@ -43,7 +43,7 @@ def run_registered(cfg, policies: dict, *, policy_descriptions: dict | None = No
     plan = tripwires_from_dict(cfg.gates.tripwires)
     if plan is None:
         return None
-    from prereg.rundir import utc_now
+    from prereg.rundir.files import utc_now
 
     record: dict = {"registered": plan.as_dict(), "checked_at": utc_now(), "passed": True, "failed": [], "arms": []}
     tables = []

@@ -36,8 +36,8 @@ from pathlib import Path
 from engine.policies.factory import make_policy
 from engine.predict_trail import PredictTrail
 from prereg import rundir as rd
-from prereg.errors import FontaineError
-from prereg.video_draw import films
+from prereg.core.errors import FontaineError
+from prereg.core.video_draw import films
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TOGETHER_S = 60.0
@@ -263,7 +263,7 @@ class LocalPool:
         self._export, self.scenes = export, export.names()
 
     def _film(self, w: "_Worker", seed: int) -> bool:
-        """Which episodes are filmed: prereg.video_draw's one rule (auto = every seed of a run of
+        """Which episodes are filmed: prereg.core.video_draw's one rule (auto = every seed of a run of
         up to VIDEO_ALL_UP_TO seeds, else the first episode of each worker)."""
         return films(self.cfg.video_draw, seed, len(self.cfg.seeds), w.episodes_started)
 

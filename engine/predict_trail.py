@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from prereg.rundir import PREDICTS  # the file name is the run-directory contract's
+from prereg.rundir.files import PREDICTS  # the file name is the run-directory contract's
 
 
 class PredictTrail:

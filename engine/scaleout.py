@@ -60,7 +60,7 @@ from pathlib import Path
 
 from engine.executor import DriverError, StartInterrupted
 from prereg import rundir as rd
-from prereg.webhook_env import is_webhook_var, scrub_webhooks
+from prereg.core.webhook_env import is_webhook_var, scrub_webhooks
 
 STEP_WAIT_S = 1.0  # longest a step call waits on its shard before it reports back anyway
 PLACE_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_PLACE_TIMEOUT_S", "120"))

@@ -4,7 +4,7 @@
     .venv/bin/python scripts/convmap_figures.py --write   # and replace it in docs/convmap.md
 
 The rig table is the scripted oracle's rollouts on this repo's scene (seeds 0-5, 30 s each: the
-defaults a plan's registered coverage tripwire uses, prereg/vocabulary.py), the release table the
+defaults a plan's registered coverage tripwire uses, prereg/core/vocabulary.py), the release table the
 release's reported state stats (the tiny model carries the same table). The section sits between
 two markers in docs/convmap.md; tests/engine/test_convmap_figures.py renders it again and requires
 the document to hold exactly that text, so the doc's figures cannot drift from the code's.
@@ -36,7 +36,7 @@ def figures() -> dict:
     from engine.policies.convmap_tripwires import coverage_tripwire
     from engine.policies.molmoact2.tiny import STATE_Q01, STATE_Q99
     from engine.sim.env import HOME_RAD
-    from prereg.vocabulary import COVERAGE_MAX_UNCOVERED, RIG_TABLE_EPISODE_SECONDS, RIG_TABLE_SEEDS
+    from prereg.core.vocabulary import COVERAGE_MAX_UNCOVERED, RIG_TABLE_EPISODE_SECONDS, RIG_TABLE_SEEDS
 
     rig = scene_rig_table(RIG_TABLE_SEEDS, RIG_TABLE_EPISODE_SECONDS, log=lambda _m: None)
     rig_q01, rig_q99 = seam_box(rig)

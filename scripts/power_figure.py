@@ -1,4 +1,4 @@
-"""docs/power.png: power against effect for a 100-seed plan, exact (prereg/power.py) vs simulated.
+"""docs/power.png: power against effect for a 100-seed plan, exact (prereg/stats/power.py) vs simulated.
 
 Three panels, one per test `validate` reports: the exact binomial test of one arm's rate
 (assumed 0.1), Newcombe's difference test against a comparator at 0.1 (arms independent), and
@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from prereg import power  # noqa: E402
+from prereg.stats import power  # noqa: E402
 
 N = 100
 P0 = 0.1

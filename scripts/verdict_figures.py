@@ -20,8 +20,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from prereg.reads import newcombe_paired_ci  # noqa: E402
-from prereg.sequential import Sprt, oc  # noqa: E402
+from prereg.stats.reads import newcombe_paired_ci  # noqa: E402
+from prereg.stats.sequential import Sprt, oc  # noqa: E402
 from tests.prereg.test_verdict import simulate  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """A comparison run directory as `fontaine-eval --prereg DOC --arms A,B` leaves it (issue 24), hand-made:
 manifest (arm "A-vs-B", both arms under `arms`, each arm's section under `prereg.arms`, the recorded
 comparison), rows that carry their arm, and status.json with the driver's latest decision, computed
-the way the driver computes it (prereg.comparison.decide on the rows by arm)."""
+the way the driver computes it (prereg.stats.comparison.decide on the rows by arm)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
-from prereg.comparison import decide
-from prereg.document import load
-from prereg.rows import complete_row, rows_by_seed
+from prereg.document.read import load
+from prereg.rundir.rows import complete_row, rows_by_seed
+from prereg.stats.comparison import decide
 from tests.prereg.conftest import launched_manifest
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "prereg" / "examples"

@@ -1,5 +1,5 @@
 """One source of truth for the run-directory contract: its file names, run states and run-id format
-live in prereg/rundir.py and a row's meaning in prereg/rows.py. A file name written as a literal
+live in prereg/rundir/ and a row's meaning in prereg/rundir/rows.py. A file name written as a literal
 elsewhere, a run state compared or listed by hand (`state == "done"`, `("starting", "running")`),
 a run-id stamp format or pattern, or a row's status compared by hand (`.get("status") ==`), is a
 second copy that will one day disagree."""
@@ -13,7 +13,7 @@ from pathlib import Path
 from prereg import rundir as rd
 
 REPO = Path(__file__).resolve().parent.parent
-OWNERS = {REPO / "prereg" / "rundir.py", REPO / "prereg" / "rows.py"}
+OWNERS = {REPO / "prereg" / "rundir" / "__init__.py", REPO / "prereg" / "rundir" / "files.py", REPO / "prereg" / "rundir" / "rows.py"}
 NAMES = {v for k, v in vars(rd).items() if k.isupper() and isinstance(v, str) and len(v) > 2
          and (v.endswith((".json", ".jsonl", ".md", ".png", ".log", ".lock")) or v == rd.STOP)}
 # (`heartbeat` is also a word the console shows as a column title: it is not held to this test)
@@ -49,7 +49,7 @@ def test_no_row_status_is_compared_by_hand():
     for path in _sources():
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if ROW_STATUS.search(line):
-                found.append(f"{path.relative_to(REPO)}:{i}: {line.strip()} (use prereg.rows.is_error / classify)")
+                found.append(f"{path.relative_to(REPO)}:{i}: {line.strip()} (use prereg.rundir.rows.is_error / classify)")
     assert not found, "\n".join(found)
 
 

@@ -1,4 +1,5 @@
-"""The layering, enforced: prereg imports neither engine nor console, console never imports
+"""The layering, enforced: prereg's rooms stand on one another in one order (core, rundir, document,
+stats, outputs: a room imports only the rooms below it), prereg imports neither engine nor console, console never imports
 engine, engine.envs (the env contract) imports only engine.sim and prereg (and never console), engine.sim
 never imports engine.envs, console.notify (the Discord notifier) imports nothing of console outside itself, and no
 module imports itself back through others (lazy imports inside functions count: a cycle broken
@@ -60,6 +61,27 @@ def test_prereg_imports_neither_engine_nor_console():
     assert not {m: d for m, d in bad.items() if d}
 
 
+# prereg's rooms, ground floor first: a module may import its own room and the rooms below it, never above
+PREREG_ROOMS = ("core", "rundir", "document", "stats", "outputs")
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "prereg" and len(parts) > 1 else None
+
+
+def test_prereg_rooms_import_only_the_rooms_below_them():
+    graph = _graph()
+    rooms = {m: _room(m) for m in graph if m.startswith("prereg.")}
+    outside = sorted(m for m, r in rooms.items() if r not in PREREG_ROOMS)
+    assert not outside, f"modules of prereg/ outside its rooms: {outside}"
+    floor = {r: i for i, r in enumerate(PREREG_ROOMS)}
+    bad = {m: sorted(d for d in deps if _room(d) and floor[_room(d)] > floor[rooms[m]])
+           for m, deps in graph.items() if m in rooms}
+    assert not {m: d for m, d in bad.items() if d}
+    assert not {d for d in graph["prereg"] if d.startswith("prereg.")}  # the package face imports nothing
+
+
 def test_console_never_imports_engine():
     bad = {m: sorted(d for d in deps if d.split(".")[0] == "engine")
            for m, deps in _graph().items() if m.split(".")[0] == "console"}
@@ -119,7 +141,7 @@ def test_no_import_cycles():
 
 
 def test_prereg_imports_the_hub_client_only_inside_functions():
-    """prereg/publish.py talks to the Hugging Face hub; `import prereg...` must not load huggingface_hub
+    """prereg/outputs/publish.py talks to the Hugging Face hub; `import prereg...` must not load huggingface_hub
     (nor httpx): every other prereg command, the console and the notifier import prereg without it."""
     heavy = ("huggingface_hub", "httpx")
     bad = []

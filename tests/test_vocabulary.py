@@ -1,8 +1,8 @@
-"""One vocabulary (prereg/vocabulary.py): what a pre-registration may name is what the engine runs."""
+"""One vocabulary (prereg/core/vocabulary.py): what a pre-registration may name is what the engine runs."""
 
 from __future__ import annotations
 
-from prereg import vocabulary as v
+from prereg.core import vocabulary as v
 
 
 def test_the_engine_uses_the_documents_lists():

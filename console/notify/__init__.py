@@ -9,6 +9,6 @@
     link.py      the console's side: start the process, read its status, ask for a test post
 
 It imports nothing of the console outside this package and nothing of the engine: runs,
-states and liveness come from prereg (prereg/rundir.py, prereg/runs_discovery.py).
+states and liveness come from prereg (prereg/rundir/, prereg/rundir/discovery.py).
 tests/test_import_rules.py holds it to that.
 """

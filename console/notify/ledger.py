@@ -27,8 +27,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from prereg import rundir as rd
-from prereg.rows import read_rows
-from prereg.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, check_regular, read_regular
+from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, check_regular, read_regular
+from prereg.rundir.rows import read_rows
 
 log = logging.getLogger(__name__)
 

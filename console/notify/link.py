@@ -5,7 +5,7 @@ console.notify's process (no discord.py, no sender thread).
 `NotifierLink` is the console's handle (`ConsoleNotifier` is what the console needs of it, which
 a test's fake implements too); `read_status` reads RUNS/.notifier/status.json and checks that
 the process it names is still the one running (its pid with the same create time, as a run's
-pid.json is checked: prereg/runs_discovery.py); `start_detached` starts one in its own session;
+pid.json is checked: prereg/rundir/discovery.py); `start_detached` starts one in its own session;
 `request_test` drops a test request in RUNS/.notifier/requests/.
 """
 
@@ -28,7 +28,7 @@ from console.notify.ledger import LOG, REQUESTS, STATUS, NotifierDoc, home, lock
 from console.notify.sender import NOT_RUNNING, OFF, status_line
 from console.notify.webhook import ENV_URL, SETUP_HINT, fingerprint, mask_webhook_url, webhook_setting
 from prereg import rundir as rd
-from prereg.runs_discovery import run_process
+from prereg.rundir.discovery import run_process
 
 log = logging.getLogger("fontaine.notifier")
 

@@ -36,12 +36,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prereg import rundir as rd
-from prereg.comparison_report import live_evidence, savings
-from prereg.curtail import settled_text
-from prereg.gates import TRIPPED, WARN, GateSpec, PaceInputs, evaluate_gates, projected_wall_s
-from prereg.model import describe_tripwires
-from prereg.rows import ERROR, OUTCOME_LABELS, count_rows, number, read_rows
-from prereg.vocabulary import DECODES, POLICIES
+from prereg.core.vocabulary import DECODES, POLICIES
+from prereg.document.model import describe_tripwires
+from prereg.rundir.gates import TRIPPED, WARN, PaceInputs, evaluate_gates, projected_wall_s
+from prereg.rundir.rows import ERROR, OUTCOME_LABELS, count_rows, number, read_rows
+from prereg.rundir.status import GateSpec
+from prereg.stats.comparison_report import live_evidence, savings
+from prereg.stats.curtail import settled_text
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
@@ -471,7 +472,7 @@ class Tally:
 
 
 def tally(rows: list[dict]) -> Tally:
-    """Counts over rows, by `prereg.rows.RowCounts`: the same counts as the console and the report."""
+    """Counts over rows, by `prereg.rundir.rows.RowCounts`: the same counts as the console and the report."""
     c = count_rows(rows)
     outcomes = tuple((o, n) for o, n in c.by_outcome.items() if n and o != ERROR)
     return Tally(c.successes, c.knock_aways, c.engaged, c.zero_fallbacks, c.predicts, c.reset_strikes, c.errors,

@@ -23,7 +23,7 @@ recent test posts), and each run's posts.jsonl ledger. Test posts are asked for 
 small JSON file in DIR/.notifier/requests/ (`console/notify/link.py`'s `request_test`, which is
 also how the console starts this process and reads its status).
 
-Which runs there are, and which are live, is prereg/runs_discovery.py's (the console's too).
+Which runs there are, and which are live, is prereg/rundir/discovery.py's (the console's too).
 
 The webhook comes from FONTAINE_DISCORD_WEBHOOK_URL or FONTAINE_DISCORD_WEBHOOK_FILE in its
 environment (the console passes its own). A webhook file is re-read when it changes, so a new
@@ -49,10 +49,10 @@ from console.notify.ledger import LOCK, LOG, REQUESTS, STATUS, STATUS_SCHEMA, No
 from console.notify.sender import OFF, RETRY, Notifier, RetryPolicy
 from console.notify.webhook import ENV_FILE, ENV_URL, fingerprint, webhook_setting
 from prereg import rundir as rd
-from prereg.argcheck import OneLineParser, nonneg_float, parse_once, path_type, positive_float, positive_int
-from prereg.errors import UsageError, log_to, run_cli
-from prereg.runs_discovery import discover_runs, driver_live
-from prereg.safe_read import os_error_why
+from prereg.core.argcheck import OneLineParser, nonneg_float, parse_once, path_type, positive_float, positive_int
+from prereg.core.errors import UsageError, log_to, run_cli
+from prereg.core.safe_read import os_error_why
+from prereg.rundir.discovery import discover_runs, driver_live
 
 TESTS_KEPT = 5
 
@@ -63,7 +63,7 @@ log = logging.getLogger("fontaine.notifier")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`fontaine-notify`; an error is one line and its exit code (prereg.errors.run_cli), a bug's
+    """`fontaine-notify`; an error is one line and its exit code (prereg.core.errors.run_cli), a bug's
     traceback goes to DIR/.notifier/notifier.log once the runs folder is known."""
     argv = list(sys.argv[1:] if argv is None else argv)
     return run_cli("fontaine-notify", lambda: _main(argv))

@@ -16,7 +16,7 @@ import re
 import stat
 from pathlib import Path
 
-from prereg.errors import UsageError
+from prereg.core.errors import UsageError
 
 ENV_URL = "FONTAINE_DISCORD_WEBHOOK_URL"
 ENV_FILE = "FONTAINE_DISCORD_WEBHOOK_FILE"

@@ -55,7 +55,7 @@ class CompareScreen(Screen):
         yield Static("", id="paired-title")
         yield Table(id="paired", cursor_type="none")
         yield Static("", id="verdicts")
-        yield Static(Text("Read as `fontaine-prereg report` reads them (prereg/verdict.py): successes over every "
+        yield Static(Text("Read as `fontaine-prereg report` reads them: successes over every "
                           "episode with a row, an error row a non-success; each arm against its registered "
                           "comparator. Live: refreshed when a run's files change.", style="grey62"), id="compare-note")
         yield Footer(compact=True, show_command_palette=False)

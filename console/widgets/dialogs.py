@@ -217,7 +217,7 @@ class ResultsScreen(ModalScreen[None]):
     def cell_chart(self) -> Text | None:
         """In a terminal drawn in cells, the chart as text and eighth-blocks (the PNG's labels would be smudges)."""
         from console.cell_chart import registration_cell_chart
-        from prereg.errors import FontaineError
+        from prereg.core.errors import FontaineError
 
         width = min(100, self.app.size.width) - 8  # the dialog's width (app.py's #results) less frame, padding, scrollbar
         try:
@@ -320,7 +320,7 @@ HELP_SECTIONS: tuple[tuple[str, str | None, tuple[tuple[str, str], ...]], ...] =
     ("Panels", "Successes with a Wilson 95% interval; knock-aways (progress_final <= -1 cm); engaged "
      "(progress > 1 cm) vs quiet; zero-fallbacks per predict; reset strikes (must be 0); error rows; "
      "corrupt lines of rows.jsonl (counted, never parsed as data). Tripwires (GPU-hours, pace, heartbeat "
-     "stall) are evaluated by prereg.gates, the same code the driver enforces: amber warns before a "
+     "stall) are evaluated by prereg.rundir.gates, the same code the driver enforces: amber warns before a "
      "limit, a red banner means it tripped.", ()),
 )
 

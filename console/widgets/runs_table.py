@@ -7,9 +7,9 @@ from rich.text import Text
 from textual.binding import Binding
 
 from console.render import fmt_age, state_text
-from console.runs import run_sort_key
 from console.watcher import RunSummary
 from console.widgets.table import Table
+from prereg.rundir.discovery import run_sort_key
 
 ID_MIN, ARM_MIN = 14, 10  # the narrowest the run id and the arm are clipped to
 

@@ -23,7 +23,7 @@ from console import seedview
 from console.render import OUTCOME_STYLE, fmt_signed
 from console.widgets.images import DRAWS_CELLS, Image, VideoFrame, half_block_strips
 from console.widgets.table import Table
-from prereg.rows import OUTCOME_LABELS, episode_outcome
+from prereg.rundir.rows import OUTCOME_LABELS, episode_outcome
 
 PREDICT_COLUMNS = ("replan", "tick", "pathway", "decode", "tokens", "chunk (normalised)", "fallback", "mask", "first action °")
 
@@ -198,7 +198,7 @@ class SeedScreen(Screen):
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_frames, frames, path)
 
-    def _show_row(self, row: dict | None, problem: str, trail: seedview.PredictTrail, policy: str | None = None) -> None:
+    def _show_row(self, row: dict | None, problem: str, trail: seedview.Trail, policy: str | None = None) -> None:
         if not self.is_attached:
             return
         self.row = row

@@ -29,7 +29,7 @@ import numpy as np
 
 from engine.envs.spec import NAME_RE, BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
 
-SUFFIXES = (".yaml", ".yml")  # prereg.validation.ENV_FILE_SUFFIXES
+SUFFIXES = (".yaml", ".yml")  # prereg.document.validation.ENV_FILE_SUFFIXES
 MAX_FILE_BYTES = 1 << 20  # an env file (and each MJCF it includes) is a few KB
 POLICY_INPUTS = ("front", "wrist")  # the image inputs a policy reads (engine.sim.env.POLICY_CAMERAS's keys)
 TOLERANCES = ("radius_m", "place_height_m", "height_tolerance_m", "upright_cos_min", "still_speed_m_s")
@@ -196,7 +196,7 @@ def load_env_file(ref) -> EnvSpec:
 
 def read_declaration(path: Path) -> Declared:
     """Read and check the YAML and the MJCF it names; every problem found, one line each."""
-    from prereg.yamlpos import PosYAMLError, load_with_lines
+    from prereg.core.yamlpos import PosYAMLError, load_with_lines
 
     f = str(path)
     if not path.is_file():

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
-from prereg.errors import UsageError
+from prereg.core.errors import UsageError
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}", re.ASCII)
 

@@ -12,9 +12,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from prereg.vocabulary import JOINT_NAMES as VOCAB_JOINTS
+from prereg.core.vocabulary import JOINT_NAMES as VOCAB_JOINTS
 
-JOINT_NAMES: tuple[str, ...] = VOCAB_JOINTS  # the one list, shared with pre-registrations (prereg/vocabulary.py)
+JOINT_NAMES: tuple[str, ...] = VOCAB_JOINTS  # the one list, shared with pre-registrations (prereg/core/vocabulary.py)
 CONTROL_HZ = 30
 DEFAULT_TASK = "put the boat on the disk"
 

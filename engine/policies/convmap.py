@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.policies.base import JOINT_NAMES
-from prereg.argcheck import ascii_float
-from prereg.errors import UsageError
-from prereg.vocabulary import CONVMAPS
+from prereg.core.argcheck import ascii_float
+from prereg.core.errors import UsageError
+from prereg.core.vocabulary import CONVMAPS
 
 GRIPPER_RANGE_RAD = (-0.17453, 1.74533)  # so101_new_calib.xml, low = closed
 
@@ -87,7 +87,7 @@ def rig_deg_to_sim_rad(d: np.ndarray) -> np.ndarray:
 # margin rule rejected a real, documented mirror: it must carry a sign, and a typo must fail
 # loudly (a silently ignored override is a wrong unit contract that looks like a weak policy).
 
-PRESET_NAMES: tuple[str, ...] = CONVMAPS  # prereg.vocabulary: what a pre-registration may name
+PRESET_NAMES: tuple[str, ...] = CONVMAPS  # prereg.core.vocabulary: what a pre-registration may name
 
 
 class ConvMapError(UsageError, ValueError):

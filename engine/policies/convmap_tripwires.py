@@ -33,7 +33,7 @@ from engine.policies.convmap_fit import (
     release_box_in_rig,
     uncovered_fraction,
 )
-from prereg.vocabulary import COVERAGE_MAX_UNCOVERED
+from prereg.core.vocabulary import COVERAGE_MAX_UNCOVERED
 
 COVERAGE_THRESHOLD = COVERAGE_MAX_UNCOVERED  # max share of a joint's reachable range the map may leave clipped
 ARM_JOINTS: tuple[str, ...] = JOINT_NAMES[:5]  # the gripper is reported, not judged, by default

@@ -6,9 +6,9 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from engine.policies.base import DEFAULT_TASK, Chunk, Observation
-from prereg.errors import UsageError
-from prereg.vocabulary import DECODES as VOCAB_DECODES
-from prereg.vocabulary import POLICIES
+from prereg.core.errors import UsageError
+from prereg.core.vocabulary import DECODES as VOCAB_DECODES
+from prereg.core.vocabulary import POLICIES
 
 POLICY_KINDS = POLICIES + ("hold",)  # a pre-registration's policies, and the engine's own no-op baseline
 # ... and any `fontaine.policies` entry point by its name (engine/policies/plugins.py)

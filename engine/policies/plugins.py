@@ -33,7 +33,7 @@ import numpy as np
 
 from engine.policies.base import JOINT_NAMES, Chunk, Observation
 from engine.policies.convmap import PRESETS, ConvMap, rig_deg_to_sim_rad, sim_rad_to_rig_deg
-from prereg.errors import UsageError
+from prereg.core.errors import UsageError
 
 ENTRY_POINT_GROUP = "fontaine.policies"
 RESERVED = ("scripted", "hold", "lerobot", "molmoact2", "molmoact2-discrete")

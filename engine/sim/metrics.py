@@ -14,7 +14,7 @@ the boat's base rose above where the episode started while held; `carried_cm` = 
 XY travel (path length) over consecutive held ticks; `released` = grasped and not held at the
 end (false when never grasped); `touched` = the arm touched the boat at some tick; `off_table` =
 the boat's base ended more than `OFF_TABLE_DROP_M` below where it started (it fell off the table:
-on the floor). prereg.rows.episode_outcome reads these into the episode's one outcome.
+on the floor). prereg.rundir.rows.episode_outcome reads these into the episode's one outcome.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prereg.rows import ENGAGED_CM, KNOCK_AWAY_CM
+from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM
 
 DISK_RADIUS_M = 0.045
 HEIGHT_TOLERANCE_M = 0.0015  # |base z - disk top|
@@ -119,7 +119,7 @@ class EpisodeMetrics:
         return rests_on_disk(reading, self.disk_pos, self.disk_top_z)
 
     def row(self) -> dict:
-        """The row fields owned by the simulator (see prereg.rows.ROW_FIELDS)."""
+        """The row fields owned by the simulator (see prereg.rundir.rows.ROW_FIELDS)."""
         dist_final_m = self._dist(self.last)
         progress_cm = (self.dist_initial_m - self.dist_min_m) * 100.0
         progress_final_cm = (self.dist_initial_m - dist_final_m) * 100.0

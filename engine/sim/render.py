@@ -8,7 +8,7 @@ import weakref
 import mujoco
 import numpy as np
 
-from prereg.errors import UsageError
+from prereg.core.errors import UsageError
 
 INSTALL_HINT = (
     "install an offscreen GL: `apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri` with "

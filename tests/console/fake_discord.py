@@ -251,7 +251,7 @@ class HandMadeRun:
 
     def episodes(self, n: int, state: str = "running") -> "HandMadeRun":
         """Append rows up to `n` episodes done and say so in status.json (heartbeat touched)."""
-        from prereg.rows import complete_row
+        from prereg.rundir.rows import complete_row
 
         with open(self.dir / "rows.jsonl", "a") as f:
             for seed in range(self.done, n):
@@ -287,6 +287,6 @@ class HandMadeRun:
         return self
 
     def _write(self, name: str, obj: dict) -> None:
-        from prereg.rundir import write_json_atomic
+        from prereg.rundir.files import write_json_atomic
 
         write_json_atomic(self.dir / name, obj)

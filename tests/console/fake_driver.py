@@ -17,7 +17,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from console.fixtures import make_row  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
-from prereg.rundir import write_json_atomic as write_json  # noqa: E402
+from prereg.rundir.files import write_json_atomic as write_json  # noqa: E402
 
 
 def main() -> None:

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from console.cell_chart import LABEL_W, Columns, cell_chart
-from prereg.colors import arm_colors
-from prereg.reads import arm_reads, paired_reads
+from prereg.core.colors import arm_colors
+from prereg.stats.reads import arm_reads, paired_reads
 from tests.prereg.conftest import make_row
 
 

@@ -1,5 +1,5 @@
 """`fontaine-notify` and `fontaine-console` refuse bad input as `fontaine-eval` does, with the same
-helpers (prereg/argcheck.py): one line, exit 2, ASCII digits only, no flag given twice, no empty
+helpers (prereg/core/argcheck.py): one line, exit 2, ASCII digits only, no flag given twice, no empty
 path; and a bug in the notifier is one line on stderr with its traceback in the notifier's log."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from console import app as console_app
 from console.notify import service
 from console.notify.ledger import LOG, home
-from prereg.errors import EXIT_FAILED, EXIT_USAGE
+from prereg.core.errors import EXIT_FAILED, EXIT_USAGE
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -103,12 +103,12 @@ def test_the_console_still_takes_repeated_prereg_dirs(tmp_path, monkeypatch):
 
 
 def test_the_number_and_path_types_are_the_ones_fontaine_eval_uses():
-    """One source of truth: the engine's CLI takes its types from prereg.argcheck, it defines none of its own."""
+    """One source of truth: the engine's CLI takes its types from prereg.core.argcheck, it defines none of its own."""
     import ast
 
     tree = ast.parse((REPO / "engine" / "cli.py").read_text(encoding="utf-8"))
     defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert not defined & {"_number", "_path", "_Parser", "_bounded_int", "_bounded_float"}
-    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "prereg.argcheck"
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "prereg.core.argcheck"
                 for a in n.names}
     assert {"parse_once", "path_type", "OneLineParser", "positive_int"} <= imported

@@ -5,8 +5,8 @@ from pathlib import Path
 
 from console.compare import compare_view
 from console.widgets.compare_screen import CompareScreen
-from prereg.report import build_report
-from prereg.seal import freeze
+from prereg.document.seal import freeze
+from prereg.outputs.report import build_report
 from tests.console.conftest import make_app, make_row, make_run_dir, open_compare, wait_for
 from tests.prereg.conftest import launched_manifest
 

@@ -7,8 +7,9 @@ import json
 
 from console.compare import BAND, DECISION, MEAN, band_chart, compare_view, focused_runs
 from console.widgets.compare_screen import CompareScreen
-from prereg.comparison import ComparisonPath, ComparisonSpec, decide
-from prereg.rows import rows_by_seed
+from prereg.document.comparison_spec import ComparisonSpec
+from prereg.rundir.rows import rows_by_seed
+from prereg.stats.comparison import ComparisonPath, decide
 from tests.comparison_run import compare_doc, comparison_rows, comparison_spec, make_comparison_run, row
 from tests.console.conftest import make_app, open_compare, plain, wait_for
 
@@ -43,7 +44,7 @@ def test_the_band_chart_marks_the_decision_and_draws_the_sequence():
     spec = ComparisonSpec("a", "b", "success", "savi", minimum_effect=0.2, max_seeds=60)
     a = {s: row("a", s, s < 4) for s in range(14)}
     b = {s: row("b", s, True) for s in range(14)}
-    from prereg.comparison import path
+    from prereg.stats.comparison import path
 
     p = path(spec, rows_by_seed(list(a.values()), range(60)), rows_by_seed(list(b.values()), range(60)), range(60))
     d = decide(spec, a, b, range(60))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from console.notify.messages import DESCRIPTION_MAX, due_posts, read_snapshot
-from prereg.report import build_report
+from prereg.outputs.report import build_report
 from tests.comparison_run import compare_doc, comparison_rows, make_comparison_run, row
 
 A_WINS = [s < 4 for s in range(12)]  # the 8th seed only steady wins (seed 11) decides "B better" at 12/60

@@ -21,8 +21,8 @@ from console.notify.messages import (
     seed_span,
     shorten_markdown,
 )
-from prereg.gates import GateSpec
-from prereg.rundir import StopReason
+from prereg.rundir.status import GateSpec
+from prereg.rundir.stop import StopReason
 from tests.console.fake_discord import HandMadeRun
 
 
@@ -216,7 +216,7 @@ def _scripted_manifest(**policy) -> dict:
 
 
 def test_a_registered_and_a_flag_launch_of_the_oracle_say_the_same_policy_facts(tmp_path):
-    from prereg.rundir import write_json_atomic
+    from prereg.rundir.files import write_json_atomic
 
     flags = _scripted_manifest(dtype="bf16", convmap="official", device="cpu")  # fontaine-eval --policy scripted
     registered = {**_scripted_manifest(dtype=None, convmap="official"),  # --prereg demo.md --arm scripted
@@ -243,7 +243,7 @@ def test_a_model_launch_keeps_its_model_facts_and_names_the_policy_beside_a_diff
 
 
 def test_gpu_hours_of_a_run_holding_no_gpu_say_so(tmp_path):
-    from prereg.rundir import write_json_atomic
+    from prereg.rundir.files import write_json_atomic
 
     run = HandMadeRun(tmp_path, total=100).episodes(10)
     status = json.loads((run.dir / "status.json").read_text())
@@ -296,7 +296,7 @@ def test_the_results_post_states_the_reports_own_reads_and_verdicts(tmp_path):
     verdicts are undetermined there, and so in the post, whatever the rows' tally says."""
     import shutil
 
-    from prereg.report import build_report
+    from prereg.outputs.report import build_report
     from tests.prereg.conftest import EXAMPLES, launched_manifest, make_row
 
     doc = tmp_path / "curtailment.md"
@@ -317,7 +317,7 @@ def test_the_results_post_states_the_reports_own_reads_and_verdicts(tmp_path):
 
 def test_an_update_tallies_the_outcomes_read_from_the_grasp_fields(tmp_path):
     from console.notify.messages import progress_lines, update_post
-    from prereg.rows import complete_row
+    from prereg.rundir.rows import complete_row
 
     run = HandMadeRun(tmp_path, total=10)
     base = {"run_id": run.run_id, "arm": "A", "worker": 0, "success": False, "progress_cm": 4.0,

@@ -11,7 +11,7 @@ import pytest
 
 from console import runs
 from console.widgets.dialogs import ConfirmScreen
-from prereg.rows import ROW_FIELDS, read_rows
+from prereg.rundir.rows import ROW_FIELDS, read_rows
 from tests.console.conftest import make_app, wait_for
 
 pytestmark = [

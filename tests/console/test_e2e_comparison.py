@@ -11,7 +11,7 @@ from textual.widgets import Select
 
 from console.widgets.compare_screen import CompareScreen
 from console.widgets.dialogs import LaunchScreen
-from prereg.report import build_report
+from prereg.outputs.report import build_report
 from tests.console.conftest import make_app, plain, press_button, wait_for
 
 pytestmark = [

@@ -128,7 +128,7 @@ def test_wrong_typed_status_and_gates_are_shown_as_unknown_never_a_crash(runs_di
     from console.aggregate import RunAggregate
     from console.render import gate_readings, gate_spec, header_text, pace_table
     from console.runs import read_run
-    from prereg.gates import GateSpec
+    from prereg.rundir.status import GateSpec
 
     agg = RunAggregate()
     agg.add_many([make_row(s) for s in range(2)])

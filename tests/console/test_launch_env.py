@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 from console import preregs
-from prereg.seal import amend, freeze
+from prereg.document.seal import amend, freeze
 from tests.helpers import REPO
 
 PIN = "1047e8d2" + "ab" * 28

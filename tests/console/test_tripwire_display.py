@@ -72,8 +72,8 @@ def test_the_console_header_shows_the_table_of_a_run_the_tripwires_stopped(tmp_p
 
 def test_the_launch_post_names_the_registered_tripwires():
     from console.notify.messages import describe_gates
-    from prereg.gates import GateSpec
-    from prereg.model import CoverageTripwire, Tripwires
+    from prereg.document.model import CoverageTripwire, Tripwires
+    from prereg.rundir.status import GateSpec
 
     spec = GateSpec(gpu_hours=1.5, tripwires=Tripwires(CoverageTripwire(span_limited=("wrist_roll",))).as_dict())
     assert describe_gates(spec) == ("GPU-hours ≤ 1.5 · tripwires before the first episode: coverage <= 30% uncovered "

@@ -133,7 +133,7 @@ def test_missing_gl_library_is_a_clear_error(tmp_path):
 
 def test_flags_that_collect_may_repeat_and_ascii_numbers_pass():
     from engine.cli import build_parser
-    from prereg.argcheck import ascii_float, ascii_int, repeated_option
+    from prereg.core.argcheck import ascii_float, ascii_int, repeated_option
 
     argv = ["--policy", "scripted", "--convmap-override", "elbow_flex=2", "--convmap-override", "wrist_roll=-1,3"]
     assert repeated_option(build_parser(), argv) is None

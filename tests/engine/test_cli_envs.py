@@ -80,7 +80,7 @@ def test_an_arm_that_names_an_env_runs_on_it(tmp_path, monkeypatch):
     import shutil
 
     from engine.cli import build_parser, resolve
-    from prereg.seal import amend, freeze
+    from prereg.document.seal import amend, freeze
 
     ep = importlib.metadata.EntryPoint(name="lab-boat", value="tests.engine.test_cli_envs:lab_boat",
                                        group="fontaine.envs")

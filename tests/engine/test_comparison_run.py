@@ -70,7 +70,7 @@ Plain words.
 
 @pytest.mark.slow
 def test_a_comparison_run_interleaves_the_arms_and_stops_when_b_is_worse(tmp_path):
-    from prereg.seal import freeze
+    from prereg.document.seal import freeze
 
     doc = tmp_path / "swapped.md"
     doc.write_text(SWAPPED)
@@ -99,7 +99,7 @@ def test_a_comparison_run_interleaves_the_arms_and_stops_when_b_is_worse(tmp_pat
 
 @pytest.mark.slow
 def test_a_comparison_that_runs_every_seed_undecided_is_done(tmp_path):
-    from prereg.seal import freeze
+    from prereg.document.seal import freeze
 
     doc = tmp_path / "short.md"
     doc.write_text(SWAPPED.replace("max_seeds: 30", "max_seeds: 3").replace('video_draw: "seeds:0"', "video_draw: none"))
@@ -150,7 +150,7 @@ Plain words.
 @pytest.mark.slow
 def test_a_served_model_and_a_local_oracle_run_side_by_side(tmp_path):
     """One arm served in the driver (its predicts batched there), the other local to each worker."""
-    from prereg.seal import freeze
+    from prereg.document.seal import freeze
 
     doc = tmp_path / "mixed.md"
     doc.write_text(MIXED)

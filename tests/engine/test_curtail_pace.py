@@ -11,8 +11,9 @@ import sys
 
 import pytest
 
-from prereg.gates import GateSpec, evaluate_gates
-from prereg.seal import freeze
+from prereg.document.seal import freeze
+from prereg.rundir.gates import evaluate_gates
+from prereg.rundir.status import GateSpec
 from tests.helpers import REPO, read_rows, read_status, run_eval
 
 pytestmark = pytest.mark.slow
@@ -71,7 +72,7 @@ def test_a_registered_curtailment_stops_as_soon_as_k_successes_are_in(tmp_path):
     assert status["stop"]["detail"] == "rules settled at 2/6: [HOLDS] successes >= 2"
     assert status["settled"]["at"] == 2 and status["settled"]["all"]
 
-    rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"oracle={run_dir}"],
+    rep = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "report", str(doc), "--run", f"oracle={run_dir}"],
                          cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
     assert "[HOLDS (final: decided at 2/6 by a registered curtailment)] if successes >= 2" in rep.stdout
@@ -161,7 +162,7 @@ def test_a_registered_sequential_test_stops_and_the_unsettled_rules_are_not_read
     assert len(read_rows(run_dir)) == 3  # 3 successes: LLR 3 log 4 = 4.16 >= log(0.9 / 0.05) = 2.89
     assert status["stop"]["by"] == "decided" and status["stop"]["detail"].startswith("(sequential) ")
     assert status["sequential"]["decision"] == "H1" and status["sequential"]["at"] == 3
-    rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"oracle={run_dir}"],
+    rep = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "report", str(doc), "--run", f"oracle={run_dir}"],
                          cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
     assert "[undetermined (a registered stop ended arm oracle at 3/20 before this rule was settled" in rep.stdout

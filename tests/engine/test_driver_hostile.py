@@ -12,7 +12,7 @@ import pytest
 from engine.driver import DriverError, RunConfig, run
 from engine.policies.factory import PolicySpec
 from prereg import rundir as rd
-from prereg.rows import complete_row
+from prereg.rundir.rows import complete_row
 
 
 class FakeExecutor:
@@ -203,7 +203,7 @@ def test_the_driver_scrubs_webhook_variables_before_it_starts_workers(tmp_path, 
 
 
 def test_one_test_of_a_webhook_variable():
-    from prereg.webhook_env import is_webhook_var, scrub_webhooks, without_webhooks
+    from prereg.core.webhook_env import is_webhook_var, scrub_webhooks, without_webhooks
 
     env = {"FONTAINE_DISCORD_WEBHOOK_URL": "x", "A": HOOK, "B": HOOK.replace("https://discord", "http://ptb.discord"),
            "C": "https://discordapp.com/api/v10/webhooks/1/abc", "HF_TOKEN": "h", "HOME": "/root"}

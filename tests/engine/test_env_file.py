@@ -12,7 +12,7 @@ import pytest
 
 from engine.cli import main
 from engine.envs import EnvFileError, env_record, env_sha256, get_env
-from prereg.errors import UsageError
+from prereg.core.errors import UsageError
 from tests.engine.env_file_fixture import ENV, SCENE, line_of, write_env, write_stl
 from tests.helpers import REPO
 
@@ -134,9 +134,9 @@ def test_list_envs_prints_a_files_hash_and_a_resume_on_a_changed_file_is_refused
 
 def test_a_plan_names_the_file_beside_it_and_the_launch_compares_by_content(lab, tmp_path, capsys):
     from engine.cli import build_parser, resolve
-    from prereg.launch import resolve_launch
-    from prereg.provenance import env_problems
-    from prereg.seal import amend, freeze
+    from prereg.document.launch import resolve_launch
+    from prereg.document.seal import amend, freeze
+    from prereg.outputs.provenance import env_problems
 
     doc = lab.parent.parent / "plan.md"
     shutil.copy(REPO / "prereg" / "examples" / "demo.md", doc)

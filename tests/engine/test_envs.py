@@ -12,7 +12,7 @@ from engine.envs import DEFAULT_ENV, EnvError, EnvSpec, SimEnv, UnknownEnv, env_
 from engine.policies.base import DEFAULT_TASK
 from engine.sim import env as sim_env
 from engine.sim import metrics, scene
-from prereg.errors import EXIT_USAGE, UsageError
+from prereg.core.errors import EXIT_USAGE, UsageError
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from engine.episode import run_episode
 from engine.policies.base import Chunk, Observation
 from engine.sim.env import BoatEnv
 from engine.sim.render import RenderUnavailable
-from prereg.rows import ROW_FIELDS
+from prereg.rundir.rows import ROW_FIELDS
 
 DRIVER_FIELDS = {"schema", "run_id", "arm", "worker", "video", "note", "status", "error"}  # note: "video not written: <why>"
 

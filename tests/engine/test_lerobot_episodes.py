@@ -122,7 +122,7 @@ def test_a_registered_lerobot_arm_launches_and_reports_valid(tmp_path):
     ckpt = build_checkpoint(tmp_path / "act", "act")
     doc = tmp_path / "plan.md"
     doc.write_text(PLAN.format(ckpt=ckpt, pin=probe(str(ckpt)).pin))
-    frozen = subprocess.run([sys.executable, "-m", "prereg.cli", "freeze", str(doc)], cwd=REPO, capture_output=True,
+    frozen = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "freeze", str(doc)], cwd=REPO, capture_output=True,
                             text=True)
     assert frozen.returncode == 0, frozen.stdout + frozen.stderr
     run_dir = tmp_path / "runs" / "act"
@@ -131,7 +131,7 @@ def test_a_registered_lerobot_arm_launches_and_reports_valid(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     (row,) = read_rows(run_dir)
     assert row["status"] == "ok" and row["arm"] == "act"
-    rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"act={run_dir}"],
+    rep = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "report", str(doc), "--run", f"act={run_dir}"],
                          cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stdout + rep.stderr
     assert "validity  VALID" in rep.stdout

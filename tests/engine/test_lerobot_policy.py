@@ -152,8 +152,8 @@ def test_the_shims_tripwires_judge_a_lerobot_checkpoint(ensembled_dir, monkeypat
     from engine.launch_tripwires import run_registered
     from engine.policies.factory import PolicySpec
     from engine.policies.lerobot_policy import release_state_box
-    from prereg.gates import GateSpec
-    from prereg.model import CoverageTripwire, FirstActionTripwire, Tripwires
+    from prereg.document.model import CoverageTripwire, FirstActionTripwire, Tripwires
+    from prereg.rundir.status import GateSpec
 
     lo, hi = release_state_box(str(ensembled_dir))
     assert lo.shape == hi.shape == (6,) and np.all(lo == -150.0) and np.all(hi == 150.0)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from engine.predict_trail import PREDICTS, PredictTrail
-from prereg.predicts import read_predicts
+from prereg.rundir.predicts import read_predicts
 from tests.engine.molmoact2_fixtures import make_obs
 from tests.helpers import run_eval
 

@@ -38,7 +38,7 @@ def test_the_demo_launches_from_its_frozen_document_and_reports(tmp_path):
     out = run_eval("--prereg", str(doc), "--arm", "scripted", "--run-dir", str(run_dir))
     assert out.returncode == 0, out.stderr
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    launch = json.loads(subprocess.run([sys.executable, "-m", "prereg.cli", "launch-spec", str(doc), "--arm", "scripted"],
+    launch = json.loads(subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "launch-spec", str(doc), "--arm", "scripted"],
                                        cwd=REPO, capture_output=True, text=True, check=True).stdout)
     assert manifest["prereg"]["sha256"] == launch["prereg_sha256"]
     assert manifest["seeds"] == launch["seeds"] and manifest["episode_seconds"] == launch["episode_seconds"]
@@ -46,7 +46,7 @@ def test_the_demo_launches_from_its_frozen_document_and_reports(tmp_path):
     rows = read_rows(run_dir)
     assert sorted(r["seed"] for r in rows) == launch["seeds"]
 
-    rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run", f"scripted={run_dir}"],
+    rep = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "report", str(doc), "--run", f"scripted={run_dir}"],
                          cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
     assert (run_dir / "results.md").exists() and (run_dir / "chart.png").stat().st_size > 1000
@@ -54,7 +54,7 @@ def test_the_demo_launches_from_its_frozen_document_and_reports(tmp_path):
     assert "validity  VALID" in rep.stdout  # the engine's own manifest establishes the provenance
     assert (run_dir.parent / "demo-tiny-engine.results.md").exists()  # the registration's results file
     assert "fontaine:results" in doc.read_text()  # appended to the copy, the frozen parts untouched
-    verify = subprocess.run([sys.executable, "-m", "prereg.cli", "verify", str(doc)], cwd=REPO, capture_output=True, text=True)
+    verify = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "verify", str(doc)], cwd=REPO, capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
@@ -65,7 +65,7 @@ def test_the_demo_model_arms_report_valid_with_the_paired_delta_chart(tmp_path):
     10 s, frozen afresh (its 6 seeds of 20 s took about 100 s of the suite on 2 cores for the same checks)."""
     from matplotlib.image import imread
 
-    from prereg.seal import freeze
+    from prereg.document.seal import freeze
 
     doc = tmp_path / "demo.md"
     text = DEMO.read_text()
@@ -81,7 +81,7 @@ def test_the_demo_model_arms_report_valid_with_the_paired_delta_chart(tmp_path):
     for arm, p in zip(arms, procs):
         _, err = p.communicate(timeout=900)
         assert p.returncode == 0, (arm, err)
-    rep = subprocess.run([sys.executable, "-m", "prereg.cli", "report", str(doc), "--run",
+    rep = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "report", str(doc), "--run",
                           f"tiny-masked={runs / 'tiny-masked'}"], cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout.count("validity  VALID") == 1 and "vs tiny-reference: progress_final_cm delta" in rep.stdout

@@ -13,7 +13,7 @@ import json
 import pytest
 
 from prereg import rundir as rd
-from prereg.seal import freeze
+from prereg.document.seal import freeze
 from tests.helpers import read_status, run_eval
 
 PLAN = """---
@@ -109,8 +109,8 @@ def test_a_policy_without_the_shim_is_recorded_as_not_applicable():
     from engine.driver import RunConfig
     from engine.launch_tripwires import run_registered
     from engine.policies.factory import PolicySpec
-    from prereg.gates import GateSpec
-    from prereg.model import CoverageTripwire, Tripwires
+    from prereg.document.model import CoverageTripwire, Tripwires
+    from prereg.rundir.status import GateSpec
 
     cfg = RunConfig(run_id="r", arm="oracle", policy=PolicySpec(kind="scripted"), seeds=[0],
                     gates=GateSpec(tripwires=Tripwires(coverage=CoverageTripwire()).as_dict()))

@@ -329,7 +329,7 @@ def test_second_sigterm_aborts_every_shard_without_rows(cluster, tmp_path):
 def _small_comparison(folder: Path) -> Path:
     """The shipped comparison example at one worker per shard (the loopback nodes have 1 CPU each)
     and 4 seeds, frozen afresh: too few to decide, so both arms run every seed."""
-    from prereg.seal import freeze
+    from prereg.document.seal import freeze
     from tests.comparison_run import compare_doc
 
     doc = compare_doc(folder)

@@ -16,7 +16,7 @@ from engine.sim.metrics import (
     rests_on_disk,
 )
 from engine.sim.render import FrameRenderer, RenderUnavailable
-from prereg.rows import complete_row, row_problem
+from prereg.rundir.rows import complete_row, row_problem
 
 DISK_XY = np.array([0.20, -0.10])
 

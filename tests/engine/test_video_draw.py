@@ -1,5 +1,5 @@
 """Which episodes are filmed (video_draw), without running any: one grammar for the document's
-protocol and the flag (prereg.video_draw), one rule the pool applies."""
+protocol and the flag (prereg.core.video_draw), one rule the pool applies."""
 
 from types import SimpleNamespace
 
@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine.pool import LocalPool
-from prereg.video_draw import VIDEO_ALL_UP_TO, parse_video_draw
+from prereg.core.video_draw import VIDEO_ALL_UP_TO, parse_video_draw
 
 
 def filmed(draw, n_seeds, started, seed=0):

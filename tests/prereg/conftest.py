@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from prereg.launch import resolve_launch
-from prereg.rows import complete_row
+from prereg.document.launch import resolve_launch
+from prereg.rundir.rows import complete_row
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "prereg" / "examples"
 

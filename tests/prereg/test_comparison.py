@@ -1,4 +1,4 @@
-"""Comparison runs (prereg/comparison.py): STEP read as its authors' package reads it, the paired
+"""Comparison runs (prereg/stats/comparison.py): STEP read as its authors' package reads it, the paired
 discordant e-process, the betting confidence sequence and the fixed-n batch test; type-I by
 simulation (10,000 sequences per null case), power and expected seeds against the batch, and the
 order-free read at 8 workers. The STEP policy for 100 seeds at alpha/2 = 0.025 is synthesised
@@ -11,9 +11,12 @@ import math
 import numpy as np
 import pytest
 
-from prereg import comparison as C
-from prereg.document import load
-from prereg.rows import rows_by_seed
+from prereg.document.comparison_spec import SCENE_MAX_DISTANCE_CM, ComparisonSpec
+from prereg.document.read import load
+from prereg.rundir.rows import rows_by_seed
+from prereg.stats.comparison import BETTER, EQUIVALENT, UNDECIDED, VOID, decide, run_betting, run_step
+from prereg.stats.operating import batch_seeds, pair_probs, run_sequences, simulate_deltas, simulate_success
+from prereg.stats.step import step_oc
 
 ALPHA = 0.05
 SIMS = 10_000
@@ -22,10 +25,10 @@ SE = math.sqrt(ALPHA * (1 - ALPHA) / SIMS)  # Monte Carlo error of a rejection r
 LAB_SD = (1.325 - 0.147) / 2 / 1.96 * math.sqrt(100)  # CI95 [+0.147, +1.325] on 100 seeds: SE 0.3005 -> SD 3.005 cm
 
 
-def spec(**kw) -> C.ComparisonSpec:
+def spec(**kw) -> ComparisonSpec:
     base = dict(arm_a="a", arm_b="b", metric="success", test="step", alpha=ALPHA, minimum_effect=0.15, max_seeds=N)
     base.update(kw)
-    return C.ComparisonSpec(**base)
+    return ComparisonSpec(**base)
 
 
 def rows(outcomes, progress=None) -> dict:
@@ -67,14 +70,14 @@ def test_our_step_reader_is_the_packages_step_test_state_for_state():
             if r.decision != D.FailToDecide:
                 theirs = (1 if r.decision == D.AcceptAlternative else 2, t + 1)
                 break
-        code, when = C.run_step(a[None], b[None], 2 * 0.05, n, u=u[None])
+        code, when = run_step(a[None], b[None], 2 * 0.05, n, u=u[None])
         assert (int(code[0]), int(when[0])) == theirs, i
 
 
 def test_step_exact_type_one_is_at_most_alpha_on_a_grid_of_rates():
-    worst = max(sum(C.step_oc(N, ALPHA, p, p)[:2]) for p in np.linspace(0.01, 0.99, 15))
+    worst = max(sum(step_oc(N, ALPHA, p, p)[:2]) for p in np.linspace(0.01, 0.99, 15))
     assert worst <= ALPHA
-    better, worse, en = C.step_oc(N, ALPHA, 0.01, 0.09)
+    better, worse, en = step_oc(N, ALPHA, 0.01, 0.09)
     assert 0.6 < better < 0.7 and worse < 1e-5 and en < 85  # the lab notes' effect, 100 seeds
 
 
@@ -84,9 +87,9 @@ def test_step_exact_type_one_is_at_most_alpha_on_a_grid_of_rates():
 @pytest.mark.parametrize("p,rho", [(0.05, 0.0), (0.5, 0.0), (0.3, 0.5), (0.9, 0.3)])
 def test_success_tests_keep_type_one_at_alpha(p, rho):
     rng = np.random.default_rng(int(p * 1000) + int(rho * 10))
-    a, b = C.simulate_success(rng, SIMS, N, p, p, rho)
+    a, b = simulate_success(rng, SIMS, N, p, p, rho)
     for test in ("step", "savi", "fixed"):
-        code, _ = C.run_sequences(spec(test=test, minimum_effect=None), N, a=a, b=b)
+        code, _ = run_sequences(spec(test=test, minimum_effect=None), N, a=a, b=b)
         rate = np.mean((code == 1) | (code == 2))
         assert rate <= ALPHA + 3 * SE, (test, p, rho, rate)
 
@@ -94,13 +97,13 @@ def test_success_tests_keep_type_one_at_alpha(p, rho):
 @pytest.mark.parametrize("sd", [3.0, 40.0])
 def test_the_betting_sequence_keeps_type_one_at_alpha(sd):
     rng = np.random.default_rng(int(sd))
-    bound = 10.0 if sd < 10 else C.SCENE_MAX_DISTANCE_CM  # a tight registered bound, and the scene's
-    d = C.simulate_deltas(rng, SIMS, 200, 0.0, sd, bound)
-    code, _ = C.run_betting(d, bound, ALPHA, None)
+    bound = 10.0 if sd < 10 else SCENE_MAX_DISTANCE_CM  # a tight registered bound, and the scene's
+    d = simulate_deltas(rng, SIMS, 200, 0.0, sd, bound)
+    code, _ = run_betting(d, bound, ALPHA, None)
     assert np.mean(code > 0) <= ALPHA + 3 * SE
     # equivalence is not claimed when the true mean sits at the margin
-    d = C.simulate_deltas(rng, SIMS, 200, 1.0, sd, bound)
-    code, _ = C.run_betting(d, bound, ALPHA, 1.0)
+    d = simulate_deltas(rng, SIMS, 200, 1.0, sd, bound)
+    code, _ = run_betting(d, bound, ALPHA, 1.0)
     assert np.mean(code == 3) + np.mean(code == 2) <= ALPHA + 3 * SE
 
 
@@ -127,13 +130,13 @@ def test_successes_finishing_early_at_8_workers_do_not_move_the_decision():
         for _, arm, seed in sorted(finished):
             (ra if arm == "a" else rb)[seed] = {"seed": seed, "status": "ok",
                                                 "success": bool((a if arm == "a" else b)[seed])}
-            d = C.decide(s, ra, rb, planned)
+            d = decide(s, ra, rb, planned)
             if d is not None:
                 first = d
                 break
-        ref = C.decide(s, rows(a), rows(b), planned)
+        ref = decide(s, rows(a), rows(b), planned)
         assert (first.outcome, first.at) == (ref.outcome, ref.at)
-        decided += ref.outcome == C.BETTER
+        decided += ref.outcome == BETTER
     assert decided >= 10
 
 
@@ -143,12 +146,12 @@ def test_successes_finishing_early_at_8_workers_do_not_move_the_decision():
 def test_lab_success_effect_step_against_the_batch():
     """9% vs 1% (the lab notes), arms independent: STEP at 100 seeds against the exact McNemar test."""
     rng = np.random.default_rng(5)
-    a, b = C.simulate_success(rng, 4000, N, 0.01, 0.09)
-    code, seeds = C.run_sequences(spec(minimum_effect=None), N, a=a, b=b)
+    a, b = simulate_success(rng, 4000, N, 0.01, 0.09)
+    code, seeds = run_sequences(spec(minimum_effect=None), N, a=a, b=b)
     power = np.mean(code == 1)
     assert 0.60 < power < 0.70 and np.mean(code == 2) < 0.005
-    bo, ao = C.pair_probs(0.01, 0.09)
-    n_batch = C.batch_seeds(power, b_only=bo, a_only=ao)
+    bo, ao = pair_probs(0.01, 0.09)
+    n_batch = batch_seeds(power, b_only=bo, a_only=ao)
     assert 85 < n_batch < 105
     # measured: E[seeds] about 80 against about 94 for the batch at the same power: 0.86, not the goal's 0.5
     assert 0.75 < seeds.mean() / n_batch < 0.95
@@ -159,16 +162,16 @@ def test_lab_progress_effect_the_scene_bound_is_too_wide_to_help():
     scene's bound (272 cm) decides nothing in 400 seeds. With a registered 10 cm bound it needs ~0.73 of the
     batch's seeds at its own 95% power, but ~1.17 at a matched 80% (scripts/comparison_figures.py)."""
     assert LAB_SD == pytest.approx(3.005, abs=0.001)
-    assert 125 <= C.batch_seeds(0.8, delta=0.73, sd=LAB_SD) <= 140
+    assert 125 <= batch_seeds(0.8, delta=0.73, sd=LAB_SD) <= 140
     rng = np.random.default_rng(9)
-    d = C.simulate_deltas(rng, 1000, 400, 0.73, LAB_SD, C.SCENE_MAX_DISTANCE_CM)
-    code, _ = C.run_betting(d, C.SCENE_MAX_DISTANCE_CM, ALPHA, None)
+    d = simulate_deltas(rng, 1000, 400, 0.73, LAB_SD, SCENE_MAX_DISTANCE_CM)
+    code, _ = run_betting(d, SCENE_MAX_DISTANCE_CM, ALPHA, None)
     assert np.mean(code == 1) < 0.01
-    d = C.simulate_deltas(rng, 1000, 400, 0.73, LAB_SD, 10.0)
-    code, when = C.run_betting(d, 10.0, ALPHA, None)
+    d = simulate_deltas(rng, 1000, 400, 0.73, LAB_SD, 10.0)
+    code, when = run_betting(d, 10.0, ALPHA, None)
     power, seeds = np.mean(code == 1), np.where(code > 0, when, 400).mean()
     assert power > 0.9  # measured 0.95: E[seeds] ~175 against ~240 for the batch at that power (0.73)
-    assert 0.6 < seeds / C.batch_seeds(power, delta=0.73, sd=LAB_SD) < 0.85
+    assert 0.6 < seeds / batch_seeds(power, delta=0.73, sd=LAB_SD) < 0.85
 
 
 # ---------------------------------------------------------------- decide(): the API the driver calls
@@ -179,46 +182,46 @@ def test_decide_reads_the_shared_prefix_and_says_why():
     planned = list(range(40))
     b = rows([1] * 40)
     a = rows([0] * 40)
-    d = C.decide(s, a, b, planned)
-    assert d.outcome == C.BETTER and d.at == 8 and d.stops_run and d.episodes_saved == 64
+    d = decide(s, a, b, planned)
+    assert d.outcome == BETTER and d.at == 8 and d.stops_run and d.episodes_saved == 64
     assert "e-value" in d.text and "b 8/8 vs a 0/8" in d.text
     del a[3]  # a gap: only seeds 0-2 are read
-    assert C.decide(s, a, b, planned) is None
+    assert decide(s, a, b, planned) is None
     planned = list(range(100))
     a, b = rows([0] * 100), rows([1] * 100)
     for r in b.values():
         r["status"] = "error"  # an error row is a non-success, whatever it says
-    d = C.decide(spec(test="savi"), a, b, planned)
-    assert d.outcome == C.EQUIVALENT and "b 0/" in d.text
+    d = decide(spec(test="savi"), a, b, planned)
+    assert d.outcome == EQUIVALENT and "b 0/" in d.text
 
 
 def test_decide_is_undecided_at_max_seeds_and_void_past_the_bound():
     s = spec(test="savi", max_seeds=10)
     planned = list(range(30))
     out = [1, 0] * 15
-    assert C.decide(s, rows(out[:9]), rows(out[:9]), planned) is None
-    d = C.decide(s, rows(out), rows(out[::-1]), planned)
-    assert d.outcome == C.UNDECIDED and d.at == 10
+    assert decide(s, rows(out[:9]), rows(out[:9]), planned) is None
+    d = decide(s, rows(out), rows(out[::-1]), planned)
+    assert d.outcome == UNDECIDED and d.at == 10
     p = spec(metric="progress_final_cm", test="savi", minimum_effect=1.0, max_seeds=30, delta_bound_cm=5.0)
     prog = rows([0] * 30, progress=[0.0] * 30)
     prog_b = rows([0] * 30, progress=[0.5] * 5 + [9.0] + [0.5] * 24)
-    d = C.decide(p, prog, prog_b, planned)
-    assert d.outcome == C.VOID and d.at == 6 and not d.stops_run
+    d = decide(p, prog, prog_b, planned)
+    assert d.outcome == VOID and d.at == 6 and not d.stops_run
     prog_b = rows([0] * 30, progress=[1.5] * 30)
     prog_b[2]["progress_final_cm"] = None  # skipped and counted
-    d = C.decide(p, prog, prog_b, planned)
-    assert d.outcome == C.BETTER and "skipped" in d.text
+    d = decide(p, prog, prog_b, planned)
+    assert d.outcome == BETTER and "skipped" in d.text
     assert rows_by_seed(list(prog.values()), planned) == prog
 
 
 def test_step_and_fixed_decide_through_the_same_api():
     planned = list(range(N))
     a, b = rows([0] * N), rows([1] * N)
-    d = C.decide(spec(), a, b, planned)
-    assert d.outcome == C.BETTER and d.at < 15 and "STEP" in d.text
-    d = C.decide(spec(test="fixed"), a, b, planned)
-    assert d.outcome == C.BETTER and d.at == N and "McNemar" in d.text
-    assert C.decide(spec(test="fixed"), rows([0] * 50), rows([1] * 50), planned) is None
+    d = decide(spec(), a, b, planned)
+    assert d.outcome == BETTER and d.at < 15 and "STEP" in d.text
+    d = decide(spec(test="fixed"), a, b, planned)
+    assert d.outcome == BETTER and d.at == N and "McNemar" in d.text
+    assert decide(spec(test="fixed"), rows([0] * 50), rows([1] * 50), planned) is None
 
 
 # ---------------------------------------------------------------- the registration
@@ -281,7 +284,7 @@ def test_step_needs_at_least_ten_seeds_said_at_its_line(tmp_path):
 
 
 def test_validate_prints_the_operating_table(tmp_path, capsys):
-    from prereg.cli import main
+    from prereg.outputs.cli import main
 
     p = tmp_path / "cmp.md"
     p.write_text(DOC.replace("max_seeds: 60", "max_seeds: 60\n  assumed_rates: [0.1, 0.5]"))

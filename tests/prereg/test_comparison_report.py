@@ -9,8 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from prereg import comparison as C
-from prereg.report import build_report, read_registration
+from prereg.document.comparison_spec import PROGRESS_METRIC, ComparisonSpec
+from prereg.outputs.report import build_report, read_registration
+from prereg.stats.comparison import BETTER, UNDECIDED, betting_cs, betting_cs_path, decide
+from prereg.stats.comparison import path as comparison_path
 from tests.comparison_run import compare_doc, comparison_rows, comparison_spec, make_comparison_run, row
 
 NOW = "2026-12-01T15:00:00Z"
@@ -34,7 +36,7 @@ def test_a_comparison_run_is_read_as_both_of_its_arms(tmp_path, key):
     assert (a.successes, a.n, b.successes, b.n) == (4, 13, 12, 12)  # each arm its own rows, not the other's
     assert a.n_planned == b.n_planned == 60 and a.valid and b.valid, (a.checks, b.checks)
     (c,) = rep.comparisons
-    assert c.outcome == C.BETTER and c.decided_at == 12 and c.recorded
+    assert c.outcome == BETTER and c.decided_at == 12 and c.recorded
     assert (c.episodes_run, c.batch, c.saved) == (25, 120, 95)  # max_seeds x 2 minus the episodes run
     assert rep.arms["steady"].after_stop.startswith("read after an anytime-valid stop")
     (pair,) = rep.arms["steady"].comparators
@@ -74,13 +76,13 @@ def test_a_run_that_reached_max_seeds_undecided_is_not_labelled(tmp_path):
     doc = compare_doc(tmp_path)
     body = doc.read_text().replace("max_seeds: 60", "max_seeds: 4")
     doc.write_text(body[:body.index("<!-- fontaine:sealed")])
-    from prereg.seal import freeze
+    from prereg.document.seal import freeze
 
     freeze(doc)
     run = make_comparison_run(doc, tmp_path / "runs" / "short", comparison_rows([True] * 4, [True] * 4))
     rep = build_report(doc, {"steady": run}, append=False, now=NOW)
     (c,) = rep.comparisons
-    assert c.outcome == C.UNDECIDED and not c.stopped_by_decision and c.saved == 0
+    assert c.outcome == UNDECIDED and not c.stopped_by_decision and c.saved == 0
     assert rep.arms["clumsy"].reads.n_planned == 4 and rep.arms["clumsy"].reads.valid  # the capped plan
     assert not rep.arms["steady"].after_stop
     assert "no decision before max seeds: 8 of the batch's 8 episodes run" in rep.summary_text()
@@ -89,7 +91,7 @@ def test_a_run_that_reached_max_seeds_undecided_is_not_labelled(tmp_path):
 def test_a_run_of_another_comparison_is_invalid(tmp_path):
     doc = compare_doc(tmp_path)
     spec = comparison_spec(doc)
-    other = {**C.ComparisonSpec.from_record({**spec.__dict__, "alpha": 0.1}).__dict__}
+    other = {**ComparisonSpec.from_record({**spec.__dict__, "alpha": 0.1}).__dict__}
     other.pop("line")
     run = make_comparison_run(doc, tmp_path / "runs" / "cmp", comparison_rows(A_WINS, B_WINS),
                               manifest_over={"comparison": {**other, "assumed_rates": list(spec.assumed_rates)}})
@@ -104,7 +106,7 @@ def test_a_decision_the_driver_did_not_record_is_read_from_the_rows_and_said(tmp
     doc, run = decided_run(tmp_path, record=False)
     _, reports, _ = read_registration(doc, {"steady": run})
     c = reports["steady"].comparison
-    assert not c.recorded and c.outcome == C.BETTER and "status.json records no decision" in c.decision_text()
+    assert not c.recorded and c.outcome == BETTER and "status.json records no decision" in c.decision_text()
 
 
 # ---------------------------------------------------------------- the path the console draws (pure)
@@ -113,9 +115,9 @@ def test_a_decision_the_driver_did_not_record_is_read_from_the_rows_and_said(tmp
 def test_the_band_over_seeds_is_the_confidence_sequence_of_each_prefix():
     rng = np.random.default_rng(7)
     d = rng.normal(0.8, 2.0, 40)
-    lo, hi = C.betting_cs_path(d, 20.0, 0.05)
+    lo, hi = betting_cs_path(d, 20.0, 0.05)
     for k in (1, 5, 17, 40):
-        assert (lo[k - 1], hi[k - 1]) == C.betting_cs(d[:k], 20.0, 0.05)
+        assert (lo[k - 1], hi[k - 1]) == betting_cs(d[:k], 20.0, 0.05)
     assert np.all(np.diff(lo) >= 0) and np.all(np.diff(hi) <= 0)  # a running intersection only narrows
 
 
@@ -124,12 +126,12 @@ def test_the_path_and_the_decision_read_the_same_rows(tmp_path):
     spec = comparison_spec(doc)
     rows = comparison_rows(A_WINS, B_WINS)
     seeds = list(range(60))
-    from prereg.rows import rows_by_seed
+    from prereg.rundir.rows import rows_by_seed
 
     a = rows_by_seed([r for r in rows if r["arm"] == "clumsy"], seeds)
     b = rows_by_seed([r for r in rows if r["arm"] == "steady"], seeds)
-    p = C.path(spec, a, b, seeds)
-    d = C.decide(spec, a, b, seeds)
+    p = comparison_path(spec, a, b, seeds)
+    d = decide(spec, a, b, seeds)
     assert p.at == tuple(range(1, 13)) and p.max_seeds == 60
     assert p.e_better[d.at - 1] >= p.threshold > p.e_better[d.at - 2]  # the e-process crosses 2/alpha where it decided
     assert (round(p.lo[-1], 4), round(p.hi[-1], 4)) == tuple(d.values["cs"])
@@ -137,9 +139,9 @@ def test_the_path_and_the_decision_read_the_same_rows(tmp_path):
 
 
 def test_a_progress_path_stops_before_a_delta_that_breaks_the_bound():
-    spec = C.ComparisonSpec("a", "b", C.PROGRESS_METRIC, "savi", minimum_effect=1.0, delta_bound_cm=5.0)
+    spec = ComparisonSpec("a", "b", PROGRESS_METRIC, "savi", minimum_effect=1.0, delta_bound_cm=5.0)
     a = {s: row("a", s, False, progress=0.0) for s in range(6)}
     b = {s: row("b", s, False, progress=3.0 if s != 4 else 9.0) for s in range(6)}
-    p = C.path(spec, a, b, range(6))
+    p = comparison_path(spec, a, b, range(6))
     assert p.void_at == 5 and p.at == (1, 2, 3, 4) and p.mean[-1] == 3.0
     assert "mean b - a +3.000 cm" in p.evidence_text()

@@ -1,4 +1,4 @@
-"""Curtailment (prereg/curtail.py): a rule is declared settled only when every completion of the
+"""Curtailment (prereg/stats/curtail.py): a rule is declared settled only when every completion of the
 remaining seeds agrees (brute force over small N), and exactly so for single count clauses."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prereg import curtail
-from prereg.reads import HOLDS, NOT_HOLDS, UNDETERMINED, arm_reads, evaluate_rule
-from prereg.rules import Clause, Rule, parse_condition
+from prereg.document.rules import Clause, Rule, parse_condition
+from prereg.stats import curtail
+from prereg.stats.reads import HOLDS, NOT_HOLDS, UNDETERMINED, arm_reads, evaluate_rule
 from tests.prereg.conftest import make_row
 
 OPS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt}
@@ -161,7 +161,7 @@ def test_the_savings_table_shrinks_with_the_success_rate():
 
 @pytest.mark.parametrize("bad", ["yes", "true", 1])
 def test_the_decided_gate_is_validated(bad, demo):
-    from prereg.document import parse
+    from prereg.document.read import parse
 
     text = demo.read_text().replace("gates:\n", f"gates:\n  decided: {bad}\n", 1)
     doc = parse(text, demo)
@@ -176,7 +176,7 @@ def test_the_decided_gate_is_validated(bad, demo):
 
 def lockstep_inputs(startup_s, episode_s, lanes, done, total):
     """A pool of `lanes` workers finishing in lock-step: the inputs the driver gives at row `done`."""
-    from prereg.gates import PaceInputs
+    from prereg.rundir.gates import PaceInputs
 
     waves = -(-done // lanes)  # the wave the row belongs to has ended
     in_flight = min(waves * lanes, total) - done  # the rest of that wave is about to land
@@ -185,7 +185,7 @@ def lockstep_inputs(startup_s, episode_s, lanes, done, total):
 
 
 def test_the_naive_projection_over_projects_a_slow_start_and_the_fair_one_does_not():
-    from prereg.gates import fair_projected_wall_s, projected_wall_s
+    from prereg.rundir.gates import fair_projected_wall_s, projected_wall_s
 
     # the lab note's figures: 100 seeds, 8 workers, a checkpoint that takes minutes to load
     startup, episode, lanes, total = 240.0, 240.0, 8, 100
@@ -201,7 +201,7 @@ def test_the_naive_projection_over_projects_a_slow_start_and_the_fair_one_does_n
 
 
 def test_a_staggered_pool_is_projected_from_its_episode_walls():
-    from prereg.gates import PaceInputs, fair_projected_wall_s
+    from prereg.rundir.gates import PaceInputs, fair_projected_wall_s
 
     # 4 lanes, 100 s episodes, staggered by 25 s: at a row, 3 episodes are in flight, on average half done
     p = PaceInputs(startup_s=50, rollout_s=275, done=8, in_flight=3, total=40, episode_wall_s=100, lanes=4)
@@ -210,7 +210,7 @@ def test_a_staggered_pool_is_projected_from_its_episode_walls():
 
 
 def test_the_fair_projection_uses_the_throughput_when_episodes_cost_more_than_their_clocks():
-    from prereg.gates import PaceInputs, fair_projected_wall_s
+    from prereg.rundir.gates import PaceInputs, fair_projected_wall_s
 
     # episodes say 1 s each, but the rollout spent 10 s on 2 (resets outside the episode clock)
     p = PaceInputs(startup_s=0.0, rollout_s=10.0, done=2, in_flight=0, total=10, episode_wall_s=1.0, lanes=1)
@@ -218,7 +218,8 @@ def test_the_fair_projection_uses_the_throughput_when_episodes_cost_more_than_th
 
 
 def test_the_pace_gate_trips_on_the_fair_projection_only_after_the_registered_episodes():
-    from prereg.gates import GateSpec, PaceInputs, evaluate_gates
+    from prereg.rundir.gates import PaceInputs, evaluate_gates
+    from prereg.rundir.status import GateSpec
 
     spec = GateSpec(pace_limit_hours=1.0, pace_after_episodes=5, gpu_hours=2.0)
     slow = PaceInputs(startup_s=60, rollout_s=3000, done=4, in_flight=0, total=10, episode_wall_s=750, lanes=1)
@@ -235,7 +236,7 @@ def test_validate_prints_what_curtailment_buys(examples_dir):
 
     from tests.helpers import REPO
 
-    out = subprocess.run([sys.executable, "-m", "prereg.cli", "validate", str(examples_dir / "discrete_ar_100.md")],
+    out = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "validate", str(examples_dir / "discrete_ar_100.md")],
                          cwd=REPO, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "arm ar-reference (100 seeds, curtailment NOT registered" in out.stdout
@@ -244,7 +245,7 @@ def test_validate_prints_what_curtailment_buys(examples_dir):
 
 
 def test_the_one_line_texts_never_crash_on_a_wrong_typed_status():
-    from prereg.curtail import pace_text, settled_text
+    from prereg.stats.curtail import pace_text, settled_text
 
     for bad in ({"settled": {"rules": ["x", 3], "at": "x", "all": "yes"}}, {"settled": []}, {"pace": {"startup_s": "x"}},
                 {"pace": {"startup_s": 3, "total": "9", "done": None}}, {"pace": []}, [], None):

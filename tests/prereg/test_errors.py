@@ -1,5 +1,5 @@
 """One error root: every error raised on purpose knows its exit code and its one line, and each
-command maps them in one place (prereg.errors.run_cli); a bug's traceback goes to a log."""
+command maps them in one place (prereg.core.errors.run_cli); a bug's traceback goes to a log."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from prereg import rundir as rd
-from prereg.errors import EXIT_FAILED, EXIT_USAGE, FontaineError, PreregError, RunFailed, UsageError, log_to, run_cli
+from prereg.core.errors import EXIT_FAILED, EXIT_USAGE, FontaineError, PreregError, RunFailed, UsageError, log_to, run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 
 # every error class of the project, with the exit code it ends a command with
 ERRORS = [
-    ("prereg.errors", "PreregError", EXIT_USAGE),
-    ("prereg.safe_read", "Unreadable", EXIT_USAGE),
+    ("prereg.core.errors", "PreregError", EXIT_USAGE),
+    ("prereg.core.safe_read", "Unreadable", EXIT_USAGE),
     ("prereg.rundir", "Locked", EXIT_USAGE),
     ("prereg.rundir", "RunLocked", EXIT_USAGE),
     ("engine.executor", "DriverError", EXIT_USAGE),
@@ -30,7 +30,7 @@ ERRORS = [
     ("engine.driver", "RunFailed", EXIT_FAILED),
     ("engine.pool", "_PredictFailed", EXIT_FAILED),
     ("console.runs", "RunBusy", EXIT_USAGE),
-    ("prereg.yamlpos", "PosYAMLError", EXIT_USAGE),
+    ("prereg.core.yamlpos", "PosYAMLError", EXIT_USAGE),
     ("console.notify.webhook", "WebhookConfigError", EXIT_USAGE),
 ]
 
@@ -55,7 +55,7 @@ def test_the_old_bases_still_catch_them():
 
 
 def test_no_other_exception_root_in_the_packages():
-    """A class deriving straight from a builtin exception is a new root: derive from prereg.errors."""
+    """A class deriving straight from a builtin exception is a new root: derive from prereg.core.errors."""
     builtin = {n for n in dir(__import__("builtins")) if n.endswith(("Error", "Exception"))}
     roots = []
     for pkg in ("engine", "prereg", "console"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prereg.document import parse
+from prereg.document.read import parse
 from tests.prereg.test_prereg_document import GOOD, line_of, problems_of
 
 PIN = "sha256:" + "ab" * 32

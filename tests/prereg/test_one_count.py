@@ -1,5 +1,5 @@
 """The same run directory read by the console panel, the Discord post, the driver's summary and the
-report gives the same counts: one classifier (prereg.rows) decides them all."""
+report gives the same counts: one classifier (prereg.rundir.rows) decides them all."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 from console.notify.messages import progress_lines, read_snapshot, results_post, tally
 from console.watcher import RunWatch
 from engine.driver import summarize
-from prereg.report import build_report
-from prereg.rows import read_rows
+from prereg.outputs.report import build_report
+from prereg.rundir.rows import read_rows
 from tests.prereg.conftest import make_row
 
 NOW = "2026-11-30T09:00:00Z"

@@ -1,4 +1,4 @@
-"""One outcome per episode (prereg.rows.episode_outcome): each of the eight from a row's physics
+"""One outcome per episode (prereg.rundir.rows.episode_outcome): each of the eight from a row's physics
 fields, schema-1 rows by classify's order, the counts, and the report's table and outcome moves."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import json
 
 import pytest
 
-from prereg.report import build_report, outcome_transitions
-from prereg.rows import (
+from prereg.outputs.report import build_report
+from prereg.outputs.report_markdown import outcome_transitions
+from prereg.rundir.rows import (
     CARRIED,
     DROPPED,
     EPISODE_OUTCOMES,

@@ -1,4 +1,4 @@
-"""Power before spending (prereg/power.py): every MDE against 10,000 simulated plans of the same test,
+"""Power before spending (prereg/stats/power.py): every MDE against 10,000 simulated plans of the same test,
 the parser's FILE:LINE messages for reads.power, and the block `validate` prints."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from prereg import power
-from prereg.cli import main
-from prereg.document import parse
+from prereg.document.read import parse
+from prereg.outputs.cli import main
+from prereg.stats import power
 from tests.prereg.conftest import make_row
 from tests.prereg.test_prereg_document import GOOD, line_of
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from prereg.cli import main
+from prereg.outputs.cli import main
 from tests.prereg.conftest import make_row
 from tests.prereg.test_prereg_document import GOOD
 
@@ -75,7 +75,7 @@ def test_a_document_that_is_no_regular_file_is_one_line_at_once(tmp_path, make, 
     make(p)
     for command in (["validate", str(p)], ["launch-spec", str(p), "--arm", "a"], ["verify", str(p)]):
         try:
-            out = subprocess.run([sys.executable, "-m", "prereg.cli", *command], cwd=Path(__file__).resolve().parents[2],
+            out = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", *command], cwd=Path(__file__).resolve().parents[2],
                                  capture_output=True, text=True, timeout=60)
         except subprocess.TimeoutExpired:
             raise AssertionError(f"fontaine-prereg {command[0]} still reading {p} after 60 s: a hang") from None
@@ -143,7 +143,7 @@ def test_report_cli_unregistered(demo, run_dir, capsys):
 
 def test_console_script_runs_as_a_subprocess(demo):
     exe = Path(sys.executable).with_name("fontaine-prereg")
-    argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "prereg.cli"]
+    argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "prereg.outputs.cli"]
     res = subprocess.run(argv + ["verify", str(demo)], capture_output=True, text=True, timeout=60, check=False)
     assert res.returncode == 0, res.stderr
     assert "verified" in res.stdout
@@ -162,8 +162,8 @@ def test_a_repeated_flag_is_refused_in_one_line(tmp_path, capsys, monkeypatch, a
 
 
 def test_flags_that_collect_may_repeat():
-    from prereg.argcheck import repeated_option
-    from prereg.cli import _parser
+    from prereg.core.argcheck import repeated_option
+    from prereg.outputs.cli import _parser
 
     assert repeated_option(_parser(), ["report", "x.md", "--run", "a=r", "--run", "b=s"]) is None
     assert repeated_option(_parser(), ["amend", "x.md", "--set", "a=1", "--set", "b=2"]) is None

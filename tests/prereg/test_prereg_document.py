@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from prereg.document import load, parse
-from prereg.validation import parse_seeds
+from prereg.document.check_arms import parse_seeds
+from prereg.document.read import load, parse
 
 GOOD = """---
 fontaine: fontaine-prereg/1
@@ -269,7 +269,7 @@ def test_two_billion_seeds_are_refused_without_being_expanded(spec):
 
 def test_the_seed_bounds_are_one_pair_of_constants_for_documents_and_flags():
     from engine import cli
-    from prereg import limits
+    from prereg.core import limits
 
     assert (cli.MAX_SEEDS, cli.MAX_SEED) == (limits.MAX_SEEDS, limits.MAX_SEED) == (100_000, 2**31 - 1)
     assert parse_seeds(f"{limits.MAX_SEED}") == [limits.MAX_SEED]
@@ -291,7 +291,7 @@ def test_the_package_stays_pure():
     import subprocess
     import sys
 
-    code = ("import sys, prereg.cli, prereg.report, prereg.launch, prereg.seal; "
+    code = ("import sys, prereg.outputs.cli, prereg.outputs.report, prereg.document.launch, prereg.document.seal; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('engine', 'console', 'mujoco', 'torch')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 
-from prereg.document import load
-from prereg.launch import resolve_launch
-from prereg.provenance import manifest_problems
-from prereg.seal import amend, freeze
+from prereg.document.launch import resolve_launch
+from prereg.document.read import load
+from prereg.document.seal import amend, freeze
+from prereg.outputs.provenance import manifest_problems
 from tests.prereg.conftest import launched_manifest
 
 PIN = "ab" * 32

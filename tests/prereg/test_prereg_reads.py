@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from prereg.document import parse
-from prereg.model import Validity
-from prereg.reads import (
+from prereg.document.model import Validity
+from prereg.document.read import parse
+from prereg.rundir.rows import read_rows
+from prereg.stats.reads import (
     BOOTSTRAP_METHOD,
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -22,7 +23,6 @@ from prereg.reads import (
     paired_bootstrap_ci,
     paired_reads,
 )
-from prereg.rows import read_rows
 from tests.prereg.conftest import make_row
 from tests.prereg.test_prereg_document import GOOD
 

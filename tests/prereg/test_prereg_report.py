@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from prereg.document import load
-from prereg.errors import PreregError
-from prereg.launch import resolve_launch
-from prereg.report import build_report
-from prereg.seal import amend, freeze, verify
+from prereg.core.errors import PreregError
+from prereg.document.launch import resolve_launch
+from prereg.document.read import load
+from prereg.document.seal import amend, freeze, verify
+from prereg.outputs.report import build_report
 from tests.prereg.conftest import make_row
 
 NOW = "2026-11-30T09:00:00Z"
@@ -270,7 +270,7 @@ def test_every_registered_rule_appears_even_without_its_arms(demo, run_dir):
     runs = demo_runs(run_dir, demo)
     (runs["tiny-reference"] / "manifest.json").unlink()
     rep = build_report(demo, {"scripted": runs["scripted"]}, append=False, now=NOW)
-    from prereg.document import load as load_doc
+    from prereg.document.read import load as load_doc
     assert [v.rule.condition for v in rep.verdicts] == [r.condition for r in load_doc(demo).rules()]
     v = {x.rule.condition: x for x in rep.verdicts}
     assert "no run of this arm" in v["tiny-masked.zero_fallbacks == 0 and tiny-reference.zero_fallbacks > 0"].label
@@ -282,7 +282,7 @@ def test_every_registered_rule_appears_even_without_its_arms(demo, run_dir):
 
 
 def test_a_paired_ci_needs_the_minimum_of_shared_seeds(demo, run_dir):
-    from prereg.reads import MIN_PAIRED_SEEDS
+    from prereg.stats.reads import MIN_PAIRED_SEEDS
 
     few = MIN_PAIRED_SEEDS - 1
     ref = run_dir("ref", [make_row(s, progress_final_cm=0.0) for s in range(few)], status={"state": "done"},
@@ -310,8 +310,8 @@ def test_dropped_values_are_counted(demo, run_dir):
 
 
 def test_verdict_numbers_have_the_digits_that_tell_them_apart():
-    from prereg.document import parse
-    from prereg.reads import evaluate_rule
+    from prereg.document.read import parse
+    from prereg.stats.reads import evaluate_rule
     from tests.prereg.test_prereg_document import GOOD
 
     doc = parse(GOOD.replace("a.successes >= 1", "a.progress_final_mean < b.progress_final_mean"), "t.md")
@@ -333,7 +333,7 @@ def test_registration_results_file_and_the_paired_delta_chart(demo, run_dir):
 
 
 def test_every_report_carries_every_registered_rule(demo, run_dir):
-    from prereg.document import load as load_doc
+    from prereg.document.read import load as load_doc
 
     runs = demo_runs(run_dir, demo)
     build_report(demo, {"scripted": runs["scripted"]}, now=NOW)
@@ -374,7 +374,7 @@ def test_a_run_not_of_this_registration_is_never_appended_and_a_new_report_repla
 
 
 def test_a_resumed_runs_resumes_are_listed_in_its_reads(demo, run_dir):
-    from prereg.layout import RESULTS_BEGIN_RE, RESULTS_END
+    from prereg.document.layout import RESULTS_BEGIN_RE, RESULTS_END
 
     # the driver appends one entry to the manifest's "resumes" per `fontaine-eval --resume` (engine/driver.py)
     resumes = [{"at": at, "argv": ["fontaine-eval", "--resume", "runs/scripted"], "host": "lab-1"}

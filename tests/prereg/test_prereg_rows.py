@@ -13,8 +13,7 @@ from console.aggregate import RunAggregate
 from console.fixtures import make_row
 from console.notify.messages import tally
 from console.tailer import RowsTailer
-from prereg.reads import arm_reads
-from prereg.rows import (
+from prereg.rundir.rows import (
     ERROR,
     FIELD_TYPES,
     KNOCK_AWAY,
@@ -28,6 +27,7 @@ from prereg.rows import (
     read_rows,
     row_problem,
 )
+from prereg.stats.reads import arm_reads
 
 
 @pytest.mark.parametrize("field, value", [
@@ -152,7 +152,7 @@ def test_a_seeds_last_row_is_read_through_the_one_row_parser(tmp_path):
     import json
     import os
 
-    from prereg.rows import last_row_of_seed
+    from prereg.rundir.rows import last_row_of_seed
 
     p = tmp_path / "rows.jsonl"
     good = {"seed": 3, "success": True, "status": "ok"}

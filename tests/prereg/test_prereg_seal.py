@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from prereg.document import load
-from prereg.errors import PreregError
-from prereg.launch import resolve_launch
-from prereg.seal import CHAIN, CHANGED, INTACT, OPEN, amend, freeze, verify
+from prereg.core.errors import PreregError
+from prereg.document.launch import resolve_launch
+from prereg.document.read import load
+from prereg.document.seal import CHAIN, CHANGED, INTACT, OPEN, amend, freeze, verify
 from tests.prereg.test_prereg_document import GOOD
 
 
@@ -191,7 +191,7 @@ def test_amend_template_does_not_validate_until_edited(tmp_path):
 
 
 def test_a_draft_amendment_does_not_block_frozen_arms(tmp_path):
-    from prereg.launch import launchable_arms
+    from prereg.document.launch import launchable_arms
 
     p = tmp_path / "t.md"
     p.write_text(GOOD)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from prereg.document import parse
-from prereg.gates import GateSpec
-from prereg.model import CoverageTripwire, FirstActionTripwire, Tripwires, tripwires_from_dict
-from prereg.vocabulary import COVERAGE_MAX_UNCOVERED, FIRST_ACTION_MAX_DEG, RIG_TABLE_SEEDS
+from prereg.core.vocabulary import COVERAGE_MAX_UNCOVERED, FIRST_ACTION_MAX_DEG, RIG_TABLE_SEEDS
+from prereg.document.model import CoverageTripwire, FirstActionTripwire, Tripwires, tripwires_from_dict
+from prereg.document.read import parse
+from prereg.rundir.status import GateSpec
 from tests.prereg.test_prereg_document import GOOD, line_of
 
 REGISTERED = """  tripwires:
@@ -89,7 +89,7 @@ def test_tripwires_must_name_one():
 
 
 def test_the_registered_tripwires_read_in_one_line():
-    from prereg.model import describe_tripwires
+    from prereg.document.model import describe_tripwires
 
     gates = parse(with_tripwires(REGISTERED), "t.md").sections[0].gates
     assert describe_tripwires(gates.tripwires) == ("tripwires before the first episode: coverage <= 30% uncovered "
@@ -101,7 +101,7 @@ def test_the_registered_tripwires_read_in_one_line():
 
 
 def test_show_lists_them_with_the_gates(tmp_path):
-    from prereg.cli import main
+    from prereg.outputs.cli import main
 
     doc = tmp_path / "t.md"
     doc.write_text(with_tripwires(REGISTERED))

@@ -14,10 +14,10 @@ import urllib.request
 
 import pytest
 
-from prereg import publish as pub
 from prereg import rundir as rd
-from prereg.cli import main
-from prereg.report import build_report
+from prereg.outputs import publish as pub
+from prereg.outputs.cli import main
+from prereg.outputs.report import build_report
 from tests.fake_hub import FakeHub
 from tests.prereg.conftest import make_row
 

@@ -1,4 +1,4 @@
-"""The run-directory contract as types (prereg/rundir.py): Status, Manifest, read_snapshot.
+"""The run-directory contract as types (prereg/rundir/): Status, Manifest, read_snapshot.
 
 status.json and manifest.json are other processes' files: any JSON at all reads without an
 exception, a wrong-typed field is None and named, and the driver's own files read clean."""
@@ -61,7 +61,7 @@ def test_the_run_id_and_a_done_stop_are_named_in_one_place():
 
 
 def test_a_gate_spec_round_trips_and_is_the_one_prereg_gates_uses():
-    from prereg import gates
+    from prereg.rundir import gates
 
     assert gates.GateSpec is rd.GateSpec  # one definition: the run directory's
     spec = rd.GateSpec(gpu_hours=1.5, pace_limit_hours=2.0, pace_after_episodes=4, stall_factor=3.0, stall_min_s=30.0,

@@ -12,9 +12,9 @@ import signal
 import pytest
 
 from prereg import rundir as rd
-from prereg.report import build_report
-from prereg.rows import read_rows
-from prereg.safe_read import Unreadable, read_regular
+from prereg.core.safe_read import Unreadable, read_regular
+from prereg.outputs.report import build_report
+from prereg.rundir.rows import read_rows
 from tests.helpers import returns_within
 from tests.prereg.conftest import make_row
 

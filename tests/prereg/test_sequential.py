@@ -1,4 +1,4 @@
-"""The registered sequential test (prereg/sequential.py) against simulated truth: its error rates
+"""The registered sequential test (prereg/stats/sequential.py) against simulated truth: its error rates
 stay within Wald's bounds, and the exact operating characteristic matches many simulated runs."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from prereg.sequential import H0, H1, Sprt, check_rows, oc, oc_lines, problems
+from prereg.document.check_plan import sequential_problems
+from prereg.stats.sequential import H0, H1, Sprt, check_rows, oc, oc_lines
 
 SPECS = [Sprt(0.05, 0.2, 0.05, 0.1), Sprt(0.01, 0.09, 0.05, 0.2), Sprt(0.3, 0.5, 0.1, 0.1)]
 
@@ -81,13 +82,13 @@ def test_the_driver_check_counts_errors_as_failures_and_reads_the_plan_prefix():
 
 
 def test_registration_is_validated():
-    assert problems({"p0": 0.05, "p1": 0.2, "alpha": 0.05, "beta": 0.1}) == []
-    assert [f for f, _ in problems({"p0": 0.3, "p1": 0.2, "alpha": 0.05, "beta": 0.1})] == ["p1"]
-    assert [f for f, _ in problems({"p0": 0.05, "p1": 0.2, "alpha": 0.7, "beta": 0.1, "gamma": 1})] == ["gamma", "alpha"]
+    assert sequential_problems({"p0": 0.05, "p1": 0.2, "alpha": 0.05, "beta": 0.1}) == []
+    assert [f for f, _ in sequential_problems({"p0": 0.3, "p1": 0.2, "alpha": 0.05, "beta": 0.1})] == ["p1"]
+    assert [f for f, _ in sequential_problems({"p0": 0.05, "p1": 0.2, "alpha": 0.7, "beta": 0.1, "gamma": 1})] == ["gamma", "alpha"]
 
 
 def test_the_document_registers_the_sequential_test_and_names_a_bad_field(demo):
-    from prereg.document import parse
+    from prereg.document.read import parse
 
     good = demo.read_text().replace("gates:\n", "gates:\n  sequential: {p0: 0.05, p1: 0.2, alpha: 0.05, beta: 0.1}\n", 1)
     doc = parse(good, demo)

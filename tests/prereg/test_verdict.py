@@ -1,4 +1,4 @@
-"""The one verdict engine (prereg/verdict.py): each case the issue measured, built from hand-written rows.
+"""The one verdict engine (prereg/stats/verdict.py): each case the issue measured, built from hand-written rows.
 
 - a paired rule reads its comparator: INVALID, partial, live or missing comparator arms make it so;
 - a curtailed verdict never overrides INVALID (nor does a sequential one, nor another plan's hash);
@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from prereg import rundir as rd
-from prereg.curtail import check_run
-from prereg.report import build_report
-from prereg.seal import amend, freeze
-from prereg.sequential import H1, Sprt, oc
-from prereg.verdict import plan_prefix, rows_by_seed, sequential_decision
+from prereg.document.seal import amend, freeze
+from prereg.outputs.report import build_report
+from prereg.rundir.rows import plan_prefix, rows_by_seed
+from prereg.stats.curtail import check_run
+from prereg.stats.sequential import H1, Sprt, oc, sequential_decision
 from tests.prereg.conftest import EXAMPLES, make_row
 
 NOW = "2026-12-01T09:00:00Z"
@@ -342,7 +342,7 @@ def test_the_prefix_is_the_plan_order_not_the_arrival_order():
 
 
 def test_the_paired_success_interval_never_collapses_and_is_antisymmetric():
-    from prereg.reads import newcombe_paired_ci
+    from prereg.stats.reads import newcombe_paired_ci
 
     lo, hi = newcombe_paired_ci(0, 0, 20, 0)  # every pair disagrees one way: Wald gave [-100, -100] pp
     assert lo == -1.0 and -1.0 < hi < -0.7
@@ -355,7 +355,7 @@ def test_the_paired_success_interval_never_collapses_and_is_antisymmetric():
 @pytest.mark.parametrize("pa,pb,rho", [(0.1, 0.1, 0.0), (0.3, 0.1, 0.5), (0.5, 0.4, 0.3), (0.9, 0.6, 0.2)])
 def test_the_paired_success_interval_covers_at_its_level(pa, pb, rho):
     """Coverage of Newcombe's paired interval at n = 30 seeds, 2000 simulated tables (figure: docs/newcombe-coverage.png)."""
-    from prereg.reads import newcombe_paired_ci
+    from prereg.stats.reads import newcombe_paired_ci
 
     n, sims = 30, 2000
     both = pa * pb + rho * ((pa * (1 - pa) * pb * (1 - pb)) ** 0.5)
@@ -381,8 +381,8 @@ def test_the_report_shows_the_paired_success_difference(paired_doc, run_dir):
 
 
 def test_with_uncorrelated_margins_the_paired_interval_is_newcombes_independent_one():
-    from prereg.power import newcombe_interval  # checked there against Newcombe's published example
-    from prereg.reads import newcombe_paired_ci
+    from prereg.stats.power import newcombe_interval  # checked there against Newcombe's published example
+    from prereg.stats.reads import newcombe_paired_ci
 
     for both, only_a, only_b, neither in [(2, 4, 1, 2), (3, 6, 1, 2), (1, 1, 1, 1)]:  # phi = 0: a*d == b*c
         n = both + only_a + only_b + neither

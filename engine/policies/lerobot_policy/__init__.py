@@ -25,7 +25,7 @@ from pathlib import Path
 from engine.policies.convmap import PRESETS, ConvMap
 from engine.policies.lerobot_policy.features import FeatureError, FeaturePlan, parse_map, plan_features
 from engine.policies.molmoact2.checkpoint import HubSettings, _one_line
-from prereg.errors import UsageError
+from prereg.core.errors import UsageError
 
 __all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map", "serving_of", "check_pin"]
 

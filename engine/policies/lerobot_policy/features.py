@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prereg.errors import UsageError
+from prereg.core.errors import UsageError
 
 STATE_SOURCE = "state"  # the arm's 6 joints (LeRobot calibrated degrees, through the joint-convention shim)
 IMAGE_PREFIX = "observation.images."

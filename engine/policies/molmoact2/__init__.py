@@ -18,11 +18,11 @@ warnings.filterwarnings("ignore", message=r"`rope_config_validation` is deprecat
 from engine.policies.base import DEFAULT_TASK  # noqa: E402 - after the filter: importing these imports lerobot
 from engine.policies.convmap import PRESETS, ConvMap  # noqa: E402
 from engine.policies.molmoact2.checkpoint import CheckpointError  # noqa: E402
-from prereg.vocabulary import DECODES as VOCAB_DECODES  # noqa: E402
-from prereg.vocabulary import DTYPES as VOCAB_DTYPES  # noqa: E402
+from prereg.core.vocabulary import DECODES as VOCAB_DECODES  # noqa: E402
+from prereg.core.vocabulary import DTYPES as VOCAB_DTYPES  # noqa: E402
 
 PATHWAYS = ("flow", "discrete")
-# the pre-registration's vocabulary by policy name, here by pathway (prereg/vocabulary.py: one list)
+# the pre-registration's vocabulary by policy name, here by pathway (prereg/core/vocabulary.py: one list)
 DECODES = {"flow": VOCAB_DECODES["molmoact2"], "discrete": VOCAB_DECODES["molmoact2-discrete"]}
 DTYPES = VOCAB_DTYPES
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prereg.errors import UsageError
-from prereg.safe_read import os_error_why
-from prereg.vocabulary import COMMIT_RE
+from prereg.core.errors import UsageError
+from prereg.core.safe_read import os_error_why
+from prereg.core.vocabulary import COMMIT_RE
 
 FAST_TOKENIZER_SUBDIR = "action_tokenizer"
 RELEASE_FAST_TOKENIZER = "allenai/MolmoAct2-FAST-Tokenizer"

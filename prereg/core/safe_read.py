@@ -1,0 +1,113 @@
+"""Reading a file someone else may have put there: bounded, regular files only, never blocking.
+
+A run directory is written by the driver, but anything can be put in it: a FIFO named `STOP`
+(an `open` for reading would wait for a writer forever), a device, a directory, a symlink
+loop, a file of many gigabytes. Every read of a run-directory file goes through
+`read_regular`: it stats the path first (a FIFO or a device is never opened), opens it with
+O_NONBLOCK, checks the open file is still a regular file (it may have been swapped since the
+stat) and reads at most `max_bytes`. What cannot be read raises `Unreadable` with why in words;
+a missing file raises FileNotFoundError, which callers treat as "not there yet".
+
+Pure (no third-party imports), so every layer can use it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from prereg.core.errors import UsageError
+
+JSON_MAX_BYTES = 16 * 1024 * 1024  # manifest.json, status.json, pid.json, ...: far above any the driver writes
+ROWS_MAX_BYTES = 1024 * 1024 * 1024  # rows.jsonl: 100,000 rows of 10 KB each fit ten times over
+STOP_MAX_BYTES = 64 * 1024  # STOP: a small JSON object (a bigger one still stops the run)
+_CHUNK = 4 * 1024 * 1024
+
+
+class Unreadable(UsageError):
+    """A file is there but cannot be read as one: `why` says what it is instead."""
+
+    def __init__(self, path: str | Path, why: str):
+        self.path, self.why = Path(path), why
+        super().__init__(f"{self.path.name}: {why}")
+
+
+def kind_of(mode: int) -> str | None:
+    """What a file is when it is not a regular file ('a FIFO (named pipe)', ...); None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def os_error_why(exc: OSError) -> str:
+    """An OSError in words, for a line that names the file itself."""
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link loop (too many levels of symbolic links)"
+    if exc.errno == errno.EACCES:
+        return "permission denied"
+    return exc.strerror or str(exc)
+
+
+def check_regular(path: str | Path, max_bytes: int | None = None) -> os.stat_result:
+    """stat `path` (following links): its stat when it is a regular file of at most `max_bytes`,
+    else Unreadable; FileNotFoundError when it is missing (a dangling link included)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise Unreadable(path, os_error_why(exc)) from None
+    _check_stat(path, st, max_bytes)
+    return st
+
+
+def _check_stat(path, st: os.stat_result, max_bytes: int | None) -> None:
+    kind = kind_of(st.st_mode)
+    if kind is not None:
+        raise Unreadable(path, f"is {kind}, not a regular file")
+    if max_bytes is not None and st.st_size > max_bytes:
+        raise Unreadable(path, f"is {st.st_size:,} bytes, more than the {max_bytes:,} a reader takes")
+
+
+def read_regular(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file `path` (at most `max_bytes`), without ever blocking.
+
+    FileNotFoundError when it is missing; Unreadable (with why) when it is anything but a
+    regular file, a symlink loop, unreadable, or larger than `max_bytes`."""
+    check_regular(path, max_bytes)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise Unreadable(path, os_error_why(exc)) from None
+    try:
+        _check_stat(path, os.fstat(fd), max_bytes)  # swapped between the stat and the open
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            try:
+                data = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
+            except OSError as exc:
+                raise Unreadable(path, os_error_why(exc)) from None
+            if not data:
+                break
+            chunks.append(data)
+            total += len(data)
+            if total > max_bytes:
+                raise Unreadable(path, f"grew past the {max_bytes:,} bytes a reader takes while being read")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

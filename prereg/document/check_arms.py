@@ -1,0 +1,374 @@
+"""Validation of a section's arms (policy, checkpoint and its pin, decode, convmap, env, features) and its
+protocol (seeds, episode seconds, workers, video draw, env): each problem names its field and line."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+from prereg.core.limits import MAX_SEED, MAX_SEEDS
+from prereg.core.video_draw import parse_video_draw
+from prereg.core.vocabulary import (
+    COMMIT_RE,
+    CONVMAPS,
+    DECODES,
+    DTYPES,
+    JOINT_NAMES,
+    POLICIES,
+)
+from prereg.document.fields import ARM_KEYS, NAME_RE, OVERRIDE_RE, PROTOCOL_KEYS, Ctx, Errors
+from prereg.document.layout import Section
+from prereg.document.model import (
+    Arm,
+)
+
+
+def check_arms(raw, ctx: Ctx, sec: Section, known: set[str], required: bool) -> tuple[list[Arm], set[str]]:
+    """The valid arms, and every arm name declared (so a bad arm does not also break its rules)."""
+    if raw is None:
+        if required:
+            ctx.err(("arms",), "missing", "declare at least one arm")
+        return [], set()
+    if not isinstance(raw, list) or not raw:
+        ctx.err(("arms",), "must be a non-empty list of arms", "each arm is a mapping with name, policy, ...")
+        return [], set()
+    arms, names = [], set()
+    for i, a in enumerate(raw):
+        name = a.get("name") if isinstance(a, dict) else None
+        if isinstance(name, str) and (name in known or name in names):
+            ctx.err(("arms", i, "name"), f"arm '{name}' is already declared",
+                    "an amendment adds new arms; give the changed arm a new name")
+            continue
+        if isinstance(name, str):
+            names.add(name)
+        arm = _check_arm(a, ctx, ("arms", i), sec)
+        if arm is not None:
+            arms.append(arm)
+    return arms, names
+
+
+def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
+    if not isinstance(a, dict):
+        ctx.err(path, "an arm must be a mapping (name: ..., policy: ...)")
+        return None
+    errs = Errors(ctx, path)
+
+    def err(key, msg, hint=""):  # by one key of the arm (the helpers below take this form); no key: the arm
+        errs((key,) if key else (), msg, hint)
+
+    for k in a:  # not errs.unknown_keys: a falsy key (null, 0, '') is reported at the arm itself
+        if k not in ARM_KEYS:
+            err(k, f"unknown arm field '{k}'", "known: " + ", ".join(ARM_KEYS))
+    name = a.get("name")
+    if name is None:
+        err("name", "missing", "every arm has a name")
+    elif not isinstance(name, str) or not NAME_RE.match(name):
+        err("name", f"{name!r} is not a plain name", "letters, digits, '-' and '_', e.g. tiny-masked")
+    policy = _opt_str(a, "policy", err)  # a list or a mapping is said there
+    if a.get("policy") is None:
+        err("policy", "missing", "one of " + ", ".join(POLICIES))
+    elif policy is not None and policy not in POLICIES:
+        err("policy", f"unknown policy {policy!r}", "one of " + ", ".join(POLICIES))
+    model = policy in DECODES
+    checkpoint = _opt_str(a, "checkpoint", err)
+    decode = _opt_str(a, "decode", err)
+    convmap = _opt_str(a, "convmap", err)
+    dtype = _opt_str(a, "dtype", err)
+    if model:
+        if checkpoint is None:
+            err("checkpoint", "missing", "a path, a Hugging Face id, or 'tiny'")
+        if decode is None and policy == "molmoact2":
+            decode = "flow"
+        if decode is None:
+            err("decode", "missing", "one of " + ", ".join(DECODES[policy]))
+        elif decode not in DECODES[policy]:
+            err("decode", f"{decode!r} is not a decode of policy {policy}", "one of " + ", ".join(DECODES[policy]))
+        if convmap is None:
+            err("convmap", "missing", "the joint-convention shim: one of " + ", ".join(CONVMAPS))
+        elif convmap not in CONVMAPS:
+            err("convmap", f"unknown convmap {convmap!r}", "one of " + ", ".join(CONVMAPS))
+        dtype = dtype or "bf16"
+        if dtype not in DTYPES:
+            err("dtype", f"unknown dtype {dtype!r}", "one of " + ", ".join(DTYPES))
+    elif policy == "scripted":
+        for k in ("checkpoint", "decode", "convmap", "convmap_overrides", "norm_tag", "flow_steps"):
+            if a.get(k) is not None:
+                err(k, "does not apply to the scripted policy", "remove it")
+    elif policy == "lerobot":  # any lerobot checkpoint: loaded with lerobot's factory, the shim identity by default
+        if checkpoint is None:
+            err("checkpoint", "missing", "a lerobot policy checkpoint: a local directory or a Hugging Face id")
+        for k in ("decode", "norm_tag", "flow_steps", "dtype"):
+            if a.get(k) is not None:
+                err(k, "does not apply to a lerobot policy", "remove it (it runs at its checkpoint's own precision)")
+        convmap = convmap or "identity"
+        if convmap not in ("identity", "official"):
+            err("convmap", f"{convmap!r} is not a shim a lerobot policy takes",
+                "identity (the default) or official, with convmap_overrides for the rest")
+    features = _check_features(a.get("features"), err, policy)
+    overrides = a.get("convmap_overrides") or []
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    if not isinstance(overrides, list):
+        err("convmap_overrides", "must be a list like [shoulder_lift=-1,90, wrist_roll=-90]")
+        overrides = []
+    for j, o in enumerate(overrides):
+        m = OVERRIDE_RE.match(str(o).replace(" ", ""))
+        if not m:
+            errs(("convmap_overrides", j), f"malformed override {o!r}",
+                 "JOINT=[SIGN,]OFFSET, e.g. shoulder_lift=-1,90 or wrist_roll=-90")
+        elif m.group("joint") not in JOINT_NAMES:
+            errs(("convmap_overrides", j), f"unknown joint {m.group('joint')!r}", "one of " + ", ".join(JOINT_NAMES))
+    workers = _opt_int(a, "workers", err, minimum=1)
+    flow_steps = _opt_int(a, "flow_steps", err, minimum=1)
+    if flow_steps is not None and decode != "flow":
+        err("flow_steps", "only the flow decode has flow steps", "remove it or use decode: flow")
+    revision = a.get("revision")
+    if (model or policy == "lerobot") and checkpoint is not None and not sec.sealed:
+        # A frozen plan names an immutable checkpoint; a section frozen before this rule keeps its
+        # text (it is sealed) and is refused at launch instead, when what loaded differs.
+        pin_problem = revision_pin_problem(checkpoint, None if revision is None else str(revision))
+        if pin_problem:
+            err("revision", *pin_problem)
+    fast_revision = _opt_str(a, "fast_revision", err)
+    if fast_revision is not None and policy != "molmoact2-discrete":
+        err("fast_revision", "pins the FAST tokenizer of the discrete pathway; policy "
+            f"{policy} has none", "remove it")
+    elif fast_revision is not None and not COMMIT_RE.match(fast_revision):
+        err("fast_revision", f"{fast_revision!r} is not a 40-hex commit (a branch or tag can move)",
+            "the commit of allenai/MolmoAct2-FAST-Tokenizer, e.g. the last folder of its snapshot path")
+    norm_tag = _opt_str(a, "norm_tag", err)
+    task = _opt_str(a, "task", err)
+    grasp_miss = a.get("grasp_miss")
+    if grasp_miss is not None:
+        if policy != "scripted":
+            err("grasp_miss", f"is the scripted oracle's skill knob; policy {policy} has none", "remove it")
+        elif isinstance(grasp_miss, bool) or not isinstance(grasp_miss, (int, float)) or not 0 <= grasp_miss <= 1:
+            err("grasp_miss", f"must be a probability from 0 to 1, got {grasp_miss!r}",
+                "the chance (seeded per seed) that an episode's grasps miss, e.g. grasp_miss: 0.5")
+    env = _check_env_fields(a, err, sec.sealed)
+    if errs.bad:
+        return None
+    return Arm(
+        name=name, section=sec.name, line=ctx.line(path), policy=policy,
+        checkpoint=checkpoint, revision=None if revision is None else str(revision), fast_revision=fast_revision,
+        decode=decode if model else None, convmap=convmap if model or policy == "lerobot" else None,
+        convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
+        norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,
+        flow_steps=flow_steps, task=task, **env,
+        grasp_miss=None if grasp_miss is None else float(grasp_miss), features=features,
+    )
+
+
+def _check_features(raw, err, policy) -> tuple[str, ...]:
+    """`features:` {checkpoint feature: sim source}: a lerobot checkpoint's inputs fed from a camera or
+    `state` when their names differ (by name otherwise), as FEATURE=SOURCE tokens."""
+    if raw is None:
+        return ()
+    if policy != "lerobot":
+        err("features", f"only a lerobot policy reads features; policy {policy} has none", "remove it")
+        return ()
+    ok = isinstance(raw, dict) and raw and all(
+        isinstance(k, str) and isinstance(v, str) and k.strip() and v.strip() and "=" not in k for k, v in raw.items())
+    if not ok:
+        err("features", "must map each checkpoint feature to a sim input",
+            "e.g. features: {observation.images.top: front, observation.state: state}")
+        return ()
+    return tuple(f"{k.strip()}={v.strip()}" for k, v in raw.items())
+
+
+ENV_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # engine.envs.spec.NAME_RE
+ENV_FILE_SUFFIXES = (".yaml", ".yml")  # a declarative env file, relative to the document's folder
+ENV_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_env_fields(raw: dict, err, sealed: bool) -> dict:
+    """`env` (a registered env's name or an env file) and `env_sha256` (its content hash, which a
+    plan frozen from now on must give: an env changed after freezing makes a run INVALID)."""
+    out: dict = {}
+    env = raw.get("env")
+    if env is not None:
+        if not isinstance(env, str) or not (ENV_NAME_RE.fullmatch(env) or env.endswith(ENV_FILE_SUFFIXES)):
+            err("env", f"{env!r} is not an env", "a name from `fontaine-eval --list-envs` (e.g. boat-on-disk) "
+                "or an env file, path/to/env.yaml")
+        else:
+            out["env"] = env
+    sha = raw.get("env_sha256")
+    if sha is not None:
+        if env is None:
+            err("env_sha256", "pins an env the plan does not name", "add env: NAME beside it")
+        elif not isinstance(sha, str) or not ENV_SHA256_RE.fullmatch(sha):
+            err("env_sha256", f"{sha!r} is not a sha256 (64 lower-case hex digits)",
+                f"`fontaine-eval --list-envs --env {env}` prints it")
+        else:
+            out["env_sha256"] = sha
+    elif env is not None and not sealed:
+        err("env_sha256", "missing: a frozen plan pins its env by content",
+            f"`fontaine-eval --list-envs --env {env}` prints its sha256")
+    return out
+
+
+SHA256_PIN_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+TINY_PINS = ("local", "tiny")  # the tiny model is rebuilt from its recipe, not downloaded
+
+
+def revision_pin_problem(checkpoint: str, revision: str | None) -> tuple[str, str] | None:
+    """(message, hint) when `revision` does not pin `checkpoint` immutably, else None.
+
+    A Hugging Face id is pinned by a 40-hex commit; a local directory by `sha256:` of its weight
+    files (what the manifest records as `weights_sha256`); `tiny` by `local`.
+    """
+    if checkpoint == "tiny":
+        if revision is None or revision in TINY_PINS or SHA256_PIN_RE.match(revision):
+            return None
+        return f"{revision!r} does not pin the tiny model", "use `revision: local`"
+    if revision is None:
+        return "missing: a frozen plan names one immutable checkpoint", (
+            "a 40-hex commit for a Hugging Face id, or sha256:<weights_sha256> for a local directory"
+        )
+    if COMMIT_RE.match(revision) or SHA256_PIN_RE.match(revision):
+        return None
+    return f"{revision!r} is not immutable (a branch or tag can move)", (
+        "a 40-hex commit for a Hugging Face id (`fontaine-eval --molmoact2 ID` prints the commit it loaded), "
+        "or sha256:<weights_sha256> for a local directory"
+    )
+
+
+def _opt_str(a: dict, key: str, err) -> str | None:
+    v = a.get(key)
+    if v is None:
+        return None
+    if isinstance(v, (dict, list, bool)):
+        err(key, f"must be a single value, got {v!r}")
+        return None
+    return str(v)
+
+
+def _opt_int(a: dict, key: str, err, minimum: int) -> int | None:
+    v = a.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        err(key, f"must be a whole number >= {minimum}, got {v!r}")
+        return None
+    return v
+
+
+def parse_seeds(v) -> list[int]:
+    """An explicit list, a range string ('0-99', '0-4,10'), an int, or {start, count}. Raises ValueError.
+
+    Bounded as `fontaine-eval --seeds` is (prereg/core/limits.py): at most MAX_SEEDS seeds, none past
+    MAX_SEED, checked before anything is expanded, so '0-10000000' is refused at once."""
+    out: list[int] = []
+    _add_seeds(v, out, top=True)
+    return out
+
+
+def _seed_bound(lo: int, hi: int, out: list[int], what: str) -> None:
+    if lo < 0:
+        raise ValueError("seeds are >= 0")
+    if hi > MAX_SEED:
+        raise ValueError(f"seed {hi} in {what} is past the largest seed, {MAX_SEED}")
+    if len(out) + (hi - lo + 1) > MAX_SEEDS:
+        raise ValueError(f"{what} names more than {MAX_SEEDS:,} seeds, the most one run takes")
+
+
+def _add_seeds(v, out: list[int], top: bool) -> None:
+    if isinstance(v, bool):
+        raise ValueError(f"{v!r} is not a seed")
+    if isinstance(v, int):
+        _seed_bound(v, v, out, str(v))
+        out.append(v)
+    elif isinstance(v, dict):
+        if set(v) != {"start", "count"}:
+            raise ValueError("a seed range mapping has exactly 'start' and 'count'")
+        start, count = v["start"], v["count"]
+        if not all(isinstance(x, int) and not isinstance(x, bool) for x in (start, count)) or count < 1:
+            raise ValueError("start and count must be whole numbers, count >= 1")
+        _seed_bound(start, start + count - 1, out, f"{{start: {start}, count: {count}}}")
+        out.extend(range(start, start + count))
+    elif isinstance(v, list) and top:
+        for x in v:
+            if isinstance(x, list):
+                raise ValueError("nested lists are not seeds")
+            _add_seeds(x, out, top=False)
+    elif isinstance(v, str):
+        if len(v) > 100_000:
+            raise ValueError(f"a seed string of {len(v):,} characters is too long; use a range like 0-99")
+        for part in v.replace(" ", "").split(","):
+            if not part:
+                continue
+            m = re.fullmatch(r"([0-9]{1,20})(?:-([0-9]{1,20}))?", part)
+            if not m:
+                raise ValueError(f"{part[:40]!r} is not a seed or a range like 0-99")
+            lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+            if hi < lo:
+                raise ValueError(f"range {part!r} runs backwards")
+            _seed_bound(lo, hi, out, repr(part))
+            out.extend(range(lo, hi + 1))
+    else:
+        raise ValueError(f"{str(v)[:40]!r} is not a seed list")
+
+
+def check_protocol(raw, ctx: Ctx, required: bool, sealed: bool = False) -> dict:
+    if raw is None:
+        if required:
+            ctx.err(("protocol",), "missing", "seeds, episode_seconds, workers, video_draw")
+        return {}
+    if not isinstance(raw, dict):
+        ctx.err(("protocol",), "must be a mapping (seeds, episode_seconds, workers, video_draw)")
+        return {}
+    out: dict = {}
+    for k in raw:
+        if k not in PROTOCOL_KEYS:
+            ctx.err(("protocol", k), f"unknown protocol field '{k}'", "known: " + ", ".join(PROTOCOL_KEYS))
+    if "seeds" in raw:
+        try:
+            seeds = parse_seeds(raw["seeds"])
+        except ValueError as exc:
+            ctx.err(("protocol", "seeds"), str(exc), "a list [0, 1, 2], a range '0-99', or {start: 0, count: 100}")
+        else:
+            dup = sorted(s for s, n in Counter(seeds).items() if n > 1)
+            if not seeds:
+                ctx.err(("protocol", "seeds"), "the seed list is empty", "list at least one seed, e.g. 0-99")
+            elif dup:
+                ctx.err(("protocol", "seeds"), f"seeds given twice: {dup[:10]}", "each seed runs once")
+            else:
+                out["seeds"] = tuple(seeds)
+    elif required:
+        ctx.err(("protocol", "seeds"), "missing", "a list [0, 1, 2], a range '0-99', or {start: 0, count: 100}")
+    if "episode_seconds" in raw:
+        v = raw["episode_seconds"]
+        if not nonneg(v) or v <= 0:
+            ctx.err(("protocol", "episode_seconds"), f"must be a finite number of seconds > 0, got {v!r}",
+                    "the budget is stated in seconds, e.g. 30")
+        else:
+            out["episode_seconds"] = float(v)
+    elif required:
+        ctx.err(("protocol", "episode_seconds"), "missing", "the episode budget in seconds, e.g. 30")
+    if "workers" in raw:
+        v = raw["workers"]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            ctx.err(("protocol", "workers"), f"must be a whole number >= 1, got {v!r}")
+        else:
+            out["workers"] = v
+    if "video_draw" in raw:
+        try:
+            out["video_draw"] = parse_video_draw(raw["video_draw"])
+        except ValueError as exc:
+            ctx.err(("protocol", "video_draw"), str(exc),
+                    "auto films every seed of a run of up to 100 seeds; 0 the first episode of each worker")
+    if "record_predicts" in raw:
+        v = raw["record_predicts"]
+        if not isinstance(v, bool):
+            ctx.err(("protocol", "record_predicts"), f"must be true or false, got {v!r}",
+                    "true writes predicts.jsonl: every predict's tokens, chunk and fallback")
+        else:
+            out["record_predicts"] = v
+    out.update(_check_env_fields(raw, lambda k, msg, hint="": ctx.err(("protocol", k), msg, hint), sealed))
+    return out
+
+
+def nonneg(v) -> bool:
+    """A finite number >= 0 (YAML's .nan and .inf are numbers, and neither is a budget)."""
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v >= 0

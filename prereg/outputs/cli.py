@@ -1,0 +1,369 @@
+"""`fontaine-prereg`: write, validate, freeze, amend, verify, show, report and publish pre-registrations.
+
+Exit codes: 0 done; 1 `verify` found the document not frozen or modified, or `publish` could not
+reach the hub or was refused (nothing published); 2 bad input (an invalid or modified document, a
+missing file, an unknown arm, no Hugging Face token). Bad input never prints a traceback: the
+message says what, where (file:line) and what to do. Errors are mapped to their line and code in
+one place, prereg.core.errors.run_cli, by class.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from prereg.core.argcheck import parse_once
+from prereg.core.errors import EXIT_DONE as EXIT_OK
+from prereg.core.errors import EXIT_FAILED, PreregError, RunFailed, UsageError, run_cli
+from prereg.core.errors import EXIT_USAGE as EXIT_BAD_INPUT
+from prereg.document.model import describe_tripwires
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    return run_cli("fontaine-prereg", lambda: _main(argv))
+
+
+def _main(argv: list[str]) -> int:
+    args = parse_once(_parser(), argv)  # a flag given twice is refused (argparse would silently keep the last)
+    return args.func(args)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own exit code is 2 as well; keep it, add a hint
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fontaine-prereg", description=__doc__.split("\n")[0],
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                epilog="Format and rules: docs/prereg.md. Examples: prereg/examples/.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("new", help="write a template pre-registration")
+    s.add_argument("path", nargs="?", default="prereg.md")
+    s.add_argument("--id", dest="prereg_id", default=None, help="default: the file name")
+    s.add_argument("--title", default="TITLE")
+    s.set_defaults(func=cmd_new)
+
+    s = sub.add_parser("validate", help="check a document; every problem names its field and line")
+    s.add_argument("file")
+    s.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("freeze", help="seal the base section, or the newest amendment")
+    s.add_argument("file")
+    s.set_defaults(func=cmd_freeze)
+
+    s = sub.add_parser("amend", help="append an amendment (a template, or an arm copied with changes)")
+    s.add_argument("file")
+    s.add_argument("--title", default="")
+    s.add_argument("--why", default="", help="the amendment's plain words")
+    s.add_argument("--from-arm", default=None, help="copy this arm ...")
+    s.add_argument("--name", default=None, help="... under this new name ...")
+    s.add_argument("--set", dest="sets", action="append", default=[], metavar="FIELD=VALUE",
+                   help="... with these changes, e.g. --set decode=grammar-masked (repeatable)")
+    s.add_argument("--yaml", dest="yaml_file", default=None,
+                   help="a YAML file with the amendment's arms/protocol/reads/gates/decision_rules")
+    s.add_argument("--freeze", action="store_true", help="freeze the amendment right away")
+    s.set_defaults(func=cmd_amend)
+
+    s = sub.add_parser("verify", help="say whether the frozen parts are unchanged (exit 1 if not)")
+    s.add_argument("file")
+    s.set_defaults(func=cmd_verify)
+
+    s = sub.add_parser("show", help="summary: arms, protocol, gates, rules, freeze status")
+    s.add_argument("file")
+    s.set_defaults(func=cmd_show)
+
+    s = sub.add_parser("launch-spec", help="the settings fontaine-eval takes for an arm, as JSON")
+    s.add_argument("file")
+    s.add_argument("--arm", required=True)
+    s.set_defaults(func=cmd_launch_spec)
+
+    s = sub.add_parser("report", help="compute the frozen reads of runs and append the results")
+    s.add_argument("file")
+    s.add_argument("--run", dest="runs", action="append", default=[], metavar="ARM=RUN_DIR", required=True,
+                   help="the run directory of an arm (repeatable; give the comparator arm's run too)")
+    s.add_argument("--no-append", action="store_true", help="write results.md and chart.png only")
+    s.add_argument("--unregistered", action="store_true",
+                   help="read runs that were not launched from this registration (rows from elsewhere): every "
+                        "output is labelled UNREGISTERED in its first line and nothing is appended to the document")
+    s.add_argument("--json", action="store_true", help="print the reads as JSON")
+    s.set_defaults(func=cmd_report)
+
+    s = sub.add_parser("publish", help="upload reported results to a Hugging Face dataset repo (one commit)",
+                       description="Upload a registration's reported results (results files, charts, rows, manifests, "
+                                   "the videos the plan names) to a Hugging Face dataset repo in one commit, and record "
+                                   "the commit and links in each run's results files. The token is huggingface_hub's "
+                                   "own (HF_TOKEN, or `hf auth login`); HF_ENDPOINT picks the hub.")
+    s.add_argument("file")
+    s.add_argument("--repo", required=True, metavar="OWNER/NAME", help="the dataset repo (created if missing)")
+    s.add_argument("--run", dest="runs", action="append", default=[], metavar="ARM=RUN_DIR",
+                   help="a reported run of an arm (repeatable); default: the newest reported run of each arm in --runs-dir")
+    s.add_argument("--runs-dir", default="runs", help="where to find the runs without --run (default: runs)")
+    s.add_argument("--path-in-repo", default=None, metavar="FOLDER", help="the folder in the repo (default: the prereg id)")
+    s.add_argument("--revision", default=None, metavar="BRANCH", help="the branch to commit to (created if missing; "
+                                                                      "default: main)")
+    s.add_argument("--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)")
+    s.add_argument("--videos", choices=("named", "all", "none"), default="named",
+                   help="named (default): the filmed successes, the worst knock-away and the seeds the plan's video_draw "
+                        "names; all: every filmed episode; none")
+    s.add_argument("--video-seeds", default="", metavar="6,28", help="more seeds whose videos to share (with named)")
+    s.add_argument("--dry-run", action="store_true", help="list what would be uploaded, with sizes; send nothing")
+    s.set_defaults(func=cmd_publish)
+    return p
+
+
+# ---------------------------------------------------------------- commands
+
+
+def cmd_new(args) -> int:
+    from prereg.document.template import render
+
+    path = Path(args.path)
+    if path.exists():
+        raise PreregError(f"{path}: already exists; choose another path (new never overwrites)")
+    if not path.parent.exists():
+        raise PreregError(f"{path.parent}: no such folder")
+    pid = args.prereg_id or "".join(c if c.isalnum() or c in "-_" else "-" for c in path.stem) or "my-eval"
+    path.write_text(render(pid, args.title), encoding="utf-8")
+    print(f"wrote {path}: edit the arms, protocol, reads, gates and decision rules, then\n"
+          f"  fontaine-prereg validate {path}\n  fontaine-prereg freeze {path}")
+    return EXIT_OK
+
+
+def cmd_validate(args) -> int:
+    from prereg.document.read import load
+
+    doc = load(args.file)
+    if doc.problems:
+        for pr in doc.problems:
+            print(pr.render(str(doc.path)), file=sys.stderr)
+        print(f"{doc.path}: {len(doc.problems)} problem(s)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    arms = ", ".join(a.name for a in doc.arms())
+    print(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
+    _print_savings(doc)
+    _print_power(doc)
+    _print_comparison(doc)
+    return EXIT_OK
+
+
+def _print_savings(doc) -> None:
+    """What curtailment buys: expected episodes per arm at a few success rates (prereg/stats/curtail.py)."""
+    from prereg.stats.curtail import savings_table
+
+    lines = savings_table(doc)
+    if lines:
+        print("stopping early: curtailment (once no remaining seed can change a decision rule; simulated, "
+              "400 runs, seeded) and any registered sequential test (exact):")
+        print("\n".join(lines))
+
+
+def _print_power(doc) -> None:
+    """What the planned seeds can detect, before any GPU-hour is spent (prereg/stats/power.py, reads.power)."""
+    from prereg.stats.power import power_lines
+
+    lines = power_lines(doc)
+    if lines:
+        print("\n".join(lines))
+
+
+def _print_comparison(doc) -> None:
+    """A registered comparison's type-I, power and expected episodes against the batch (prereg/stats/operating.py)."""
+    from prereg.stats.operating import operating_lines
+    from prereg.stats.step import StepUnavailable
+
+    for sm in doc.sections:
+        spec = sm.comparison
+        if spec is None or sm.protocol is None:
+            continue
+        if spec.test == "step":
+            print(f"  (STEP's policy for {spec.seeds_cap(len(sm.protocol.seeds))} seeds: built once by "
+                  "sequentialized-barnard-tests and cached; a minute at 200 seeds)", flush=True)
+        try:
+            print("\n".join(operating_lines(spec, len(sm.protocol.seeds), power_plan=sm.reads.power)))
+        except StepUnavailable as exc:
+            print(f"comparison registered: {spec.describe()}; {exc}")
+
+
+def cmd_freeze(args) -> int:
+    from prereg.document.seal import freeze
+
+    res = freeze(args.file)
+    if res is None:
+        print(f"{args.file}: every section is already frozen; nothing to do "
+              f"(`fontaine-prereg amend {args.file}` to register a change)")
+        return EXIT_OK
+    print(f"{args.file}: froze {res.section} at {res.frozen_at}\n  sha256 {res.sha256}\n"
+          f"  tool commit {res.tool_commit}\n  seal on line {res.seal_line}")
+    from prereg.document.read import load
+
+    doc = load(args.file)
+    _print_savings(doc)
+    _print_power(doc)
+    _print_comparison(doc)
+    return EXIT_OK
+
+
+def cmd_amend(args) -> int:
+    from prereg.document.seal import amend, freeze
+
+    data = {}
+    if args.yaml_file:
+        try:
+            data = yaml.safe_load(Path(args.yaml_file).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise PreregError(f"{args.yaml_file}: cannot be read as YAML ({exc})") from None
+        if not isinstance(data, dict):
+            raise PreregError(f"{args.yaml_file}: must be a mapping (arms, protocol, reads, gates, decision_rules)")
+    sets = {}
+    for item in args.sets:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise PreregError(f"--set {item!r}: expected FIELD=VALUE, e.g. --set decode=grammar-masked")
+        sets[key.strip()] = yaml.safe_load(value) if value.strip() else None
+    n = amend(args.file, title=args.title, why=args.why, data=data, from_arm=args.from_arm,
+              name=args.name, sets=sets)
+    print(f"{args.file}: appended amendment {n}")
+    if args.freeze:
+        res = freeze(args.file)
+        print(f"  froze {res.section}: sha256 {res.sha256}")
+    else:
+        print(f"  edit it (its ```yaml block and plain words), then `fontaine-prereg freeze {args.file}`")
+    return EXIT_OK
+
+
+def cmd_verify(args) -> int:
+    from prereg.document.read import load
+    from prereg.document.seal import CHAIN, CHANGED, INTACT, verify_layout
+
+    doc = load(args.file)
+    ver = verify_layout(doc.layout)
+    for c in ver.checks:
+        mark = {INTACT: "ok", CHANGED: "CHANGED", CHAIN: "CHAIN BROKEN"}.get(c.state, "open")
+        print(f"{doc.path}:{c.line}: [{mark}] {c.message}")
+    if not ver.frozen:
+        print(f"{doc.path}: not frozen (`fontaine-prereg freeze {doc.path}`)", file=sys.stderr)
+        return EXIT_FAILED
+    if not ver.ok:
+        print(f"{doc.path}: DOES NOT VERIFY: a frozen section was modified; revert it (e.g. `git diff`), "
+              "and register changes as amendments", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"{doc.path}: verified")
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    from prereg.document.read import load
+    from prereg.document.seal import verify_layout
+
+    doc = load(args.file)
+    ver = verify_layout(doc.layout)
+    print(f"{doc.prereg_id}: {doc.title}  (created {doc.created})")
+    for sm in doc.sections:
+        chk = ver.check(sm.section.name)
+        state = chk.message if chk else ""
+        print(f"\n[{sm.section.name}] {sm.title if sm.section.number else ''}  -- {state}")
+        pr = sm.protocol
+        if pr:
+            print(f"  protocol: {_seed_text(pr.seeds)}, {pr.episode_seconds:g} s, workers {pr.workers}, "
+                  f"video draw {pr.video_draw}")
+        g = sm.gates
+        gates = [f"gpu_hours {g.gpu_hours:g}" if g.gpu_hours is not None else "no GPU-hour gate"]
+        if g.pace_limit_hours is not None:
+            gates.append(f"pace {g.pace_limit_hours:g} h after {g.pace_after_episodes} episodes")
+        if g.decided:
+            gates.append(f"decided: {g.decided}")
+        tripwires = describe_tripwires(g.tripwires)
+        if tripwires:
+            gates.append(tripwires)
+        print(f"  gates: {', '.join(gates)}")
+        for a in sm.arms:
+            bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in
+                                 ("checkpoint", "revision", "fast_revision", "decode", "convmap", "norm_tag",
+                                  "dtype", "workers",
+                                  "flow_steps", "grasp_miss") if getattr(a, k) is not None]
+            if a.convmap_overrides:
+                bits.append("overrides=" + ",".join(a.convmap_overrides))
+            print(f"  arm {a.name}: {' '.join(bits)}")
+        for c in sm.reads.comparators:
+            print(f"  comparator: {c.name} for {', '.join(c.for_arms) if c.for_arms else 'every other arm'}")
+        for r in sm.rules:
+            print(f"  rule: if {r.condition} -> {r.action}")
+    for pr in doc.problems:
+        print("problem: " + pr.render(str(doc.path)), file=sys.stderr)
+    if doc.layout.results:
+        print(f"\nresults sections: {', '.join(b.key for b in doc.layout.results)}")
+    return EXIT_BAD_INPUT if doc.problems else EXIT_OK
+
+
+def _seed_text(seeds) -> str:
+    s = list(seeds)
+    if s == list(range(s[0], s[0] + len(s))):
+        return f"seeds {s[0]}-{s[-1]} ({len(s)})"
+    return f"seeds {','.join(map(str, s[:12]))}{'...' if len(s) > 12 else ''} ({len(s)})"
+
+
+def cmd_launch_spec(args) -> int:
+    from prereg.document.launch import resolve_launch
+
+    spec = resolve_launch(args.file, args.arm)
+    print(json.dumps(spec.as_dict(), indent=2))
+    return EXIT_OK
+
+
+def cmd_report(args) -> int:
+    from prereg.outputs.report import build_report, parse_run_args
+
+    runs = parse_run_args(args.runs)
+    rep = build_report(args.file, runs, append=not args.no_append, unregistered=args.unregistered)
+    if args.json:
+        print(json.dumps(rep.as_dict(), indent=2, default=str))
+    else:
+        print(rep.summary_text())
+    return EXIT_OK
+
+
+def cmd_publish(args) -> int:
+    from prereg.outputs.publish import hub_endpoint, plan_publish, publish, record
+    from prereg.outputs.report import parse_run_args
+
+    seeds = []
+    for s in (x.strip() for x in args.video_seeds.split(",")):
+        if s and not (s.isascii() and s.isdigit()):
+            raise UsageError(f"--video-seeds {args.video_seeds!r}: whole seed numbers separated by commas, e.g. 6,28")
+        if s:
+            seeds.append(int(s))
+    plan = plan_publish(args.file, parse_run_args(args.runs) or None, repo_id=args.repo, runs_dir=args.runs_dir,
+                        path_in_repo=args.path_in_repo, revision=args.revision, videos=args.videos,
+                        video_seeds=tuple(seeds))
+    endpoint = hub_endpoint()
+    if args.dry_run:
+        print("\n".join(plan.lines(endpoint)))
+        print("dry run: nothing uploaded, nothing recorded")
+        return EXIT_OK
+    for n in plan.notes:
+        print(f"note: {n}")
+    print(f"publishing {len(plan.items)} files to {endpoint}/datasets/{plan.repo_id} in one commit ...", flush=True)
+    pub = publish(plan, private=args.private)
+    print(f"published: commit {pub.commit} ({pub.commit_url})")
+    for run in plan.runs:
+        print(f"  {run.arm}: {pub.tree_url(run.folder)}")
+    try:
+        written = record(plan, pub)
+    except OSError as exc:
+        raise RunFailed(f"published as commit {pub.commit} ({pub.commit_url}) but could not record it in the runs' "
+                        f"results files ({exc}); the commit stands") from None
+    for path in written:
+        print(f"  recorded in {path}")
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

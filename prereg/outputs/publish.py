@@ -1,0 +1,468 @@
+"""`fontaine-prereg publish`: a registration's reported results shared on a Hugging Face dataset
+repo, in one commit, and the commit and its links recorded in each run's results files.
+
+What goes up, under PATH_IN_REPO (default: the pre-registration's id):
+
+    <document>.md                          the pre-registration, with its appended results sections
+    <id>.results.md, <id>.paired.*.png     the registration's results file and paired charts (beside the runs)
+    <run id>/results.md, results.json      the run's report (as the report wrote them)
+    <run id>/chart.png, rows.jsonl, rows.json, manifest.json, status.json
+    <run id>/videos/rollout_seed006.mp4    the videos the plan names (below), those that were filmed
+
+The videos: `named` (the default) shares the filmed episodes of every success, of the worst
+knock-away, of the seeds the protocol's `video_draw: seeds:...` names and of `--video-seeds`; `all`
+every filmed episode; `none` none. Which episodes were filmed is the plan's `video_draw`
+(prereg/core/video_draw.py): a named seed that was not filmed is said, never an error.
+
+Only reported runs are published (results.json present, written after the last row), of a
+registration that verifies, and never a run that is still going. One `create_commit`: the hub
+applies all of it or none of it, so an offline, refused or failed publish leaves nothing half
+published, and records nothing locally. The token is huggingface_hub's own (HF_TOKEN, or the one
+`hf auth login` saved): it is never written, printed or uploaded (a file that contains it is
+refused before anything is sent). huggingface_hub is imported inside the functions that talk to
+the hub, so `prereg` stays importable without it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from prereg import rundir as rd
+from prereg.core.errors import RunFailed, UsageError
+from prereg.core.safe_read import JSON_MAX_BYTES, Unreadable, read_regular
+from prereg.rundir.rows import read_rows, rows_by_seed
+
+REPO_TYPE = "dataset"
+VIDEO_CHOICES = ("named", "all", "none")
+# a run's files that go up (those present), in this order; the first two carry the local record of a publication
+REPORT_FILES = (rd.RESULTS, rd.RESULTS_JSON)
+RUN_FILES = (*REPORT_FILES, rd.CHART, rd.ROWS, rd.ROWS_SUMMARY, rd.MANIFEST, rd.STATUS)
+PUBLISHED_KEY = "published"  # results.json: the publication record
+PUBLISHED_LINE = "- **Published**: "  # results.md: its one line, last in the file
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+_BAD_NAME = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class PublishFailed(RunFailed):
+    """The hub could not be reached or refused the upload: nothing was published or recorded (exit 1)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One file of the commit: where it goes in the repo, where it comes from, what it is."""
+
+    path_in_repo: str
+    local: Path
+    what: str
+    size: int
+    data: bytes | None = field(default=None, repr=False)  # the bytes to send when not the file's own (a report file)
+
+    def content(self) -> bytes:
+        return self.data if self.data is not None else self.local.read_bytes()
+
+
+@dataclass
+class RunPlan:
+    arms: list[str]  # one arm, or the two of a comparison run (one directory, rows interleaved by seed)
+    run_dir: Path
+    folder: str  # the run's folder in the repo
+    videos: dict[str, str] = field(default_factory=dict)  # "6" (a comparison run: "arm:6") -> path in the repo
+
+    @property
+    def arm(self) -> str:
+        return " and ".join(self.arms)
+
+
+@dataclass
+class PublishPlan:
+    prereg_path: Path
+    prereg_id: str
+    repo_id: str
+    revision: str | None
+    path_in_repo: str
+    items: list[Item]
+    runs: list[RunPlan]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(i.size for i in self.items)
+
+    def lines(self, endpoint: str) -> list[str]:
+        """What would go up: one line per file with its size, then the total and the notes."""
+        width = len(_size(self.total_bytes))
+        out = [f"{_repo_url(endpoint, self.repo_id)} @ {self.revision or 'main'}: {len(self.items)} files "
+               f"under {self.path_in_repo}/, one commit"]
+        out += [f"  {_size(i.size):>{width}}  {i.path_in_repo}  ({i.what})" for i in self.items]
+        out.append(f"  {_size(self.total_bytes):>{width}}  in all")
+        out += [f"note: {n}" for n in self.notes]
+        return out
+
+
+@dataclass(frozen=True)
+class Published:
+    repo_id: str
+    revision: str
+    commit: str
+    commit_url: str
+    endpoint: str
+    at: str
+
+    def tree_url(self, path: str) -> str:
+        return f"{_repo_url(self.endpoint, self.repo_id)}/tree/{self.commit}/{quote(path, safe='/')}"
+
+    def file_url(self, path: str) -> str:
+        """The file's bytes at this commit (what `curl -L` fetches)."""
+        return f"{_repo_url(self.endpoint, self.repo_id)}/resolve/{self.commit}/{quote(path, safe='/')}"
+
+
+# ---------------------------------------------------------------- what goes up
+
+
+def plan_publish(prereg_path: str | Path, runs: dict[str, Path] | None, *, repo_id: str,
+                 runs_dir: str | Path = "runs", path_in_repo: str | None = None, revision: str | None = None,
+                 videos: str = "named", video_seeds: tuple[int, ...] = ()) -> PublishPlan:
+    """The files of these runs' reports (or of the newest reported run of each arm in `runs_dir`),
+    checked and listed; nothing is sent. Bad input is a UsageError naming what and what to do."""
+    from prereg.document.read import load_valid
+    from prereg.document.seal import require_intact
+    from prereg.outputs.report import registration_files
+
+    if not _REPO_ID.fullmatch(repo_id or ""):
+        raise UsageError(f"--repo {repo_id!r}: expected OWNER/NAME, a Hugging Face dataset repo, e.g. "
+                         "--repo my-lab/fontaine-reports")
+    if videos not in VIDEO_CHOICES:
+        raise UsageError(f"--videos {videos!r}: one of {', '.join(VIDEO_CHOICES)}")
+    doc = load_valid(prereg_path)
+    p = str(doc.path)
+    require_intact(doc.layout, p, not_frozen="and only a frozen registration's results are published",
+                   modified="Results of a modified registration are not published: revert the change (e.g. `git diff`)")
+    runs = {arm: Path(d) for arm, d in runs.items()} if runs else _discover(doc, Path(runs_dir))
+    prefix = _prefix(path_in_repo if path_in_repo is not None else doc.prereg_id or doc.path.stem)
+    notes: list[str] = []
+    items = [Item(f"{prefix}/{doc.path.name}", doc.path, "the pre-registration", doc.path.stat().st_size)]
+    for f in registration_files(doc, runs):
+        items.append(Item(f"{prefix}/{f.name}", f, "the registration's results" if f.suffix == ".md" else "paired chart",
+                          f.stat().st_size))
+    by_dir: dict[Path, list[str]] = {}
+    for arm, run_dir in runs.items():
+        by_dir.setdefault(run_dir.resolve(), []).append(arm)
+    plans: list[RunPlan] = []
+    for arms in by_dir.values():
+        run_dir = runs[arms[0]]
+        plan = RunPlan(arms, run_dir, f"{prefix}/{run_dir.name}")
+        if any(r.folder == plan.folder for r in plans):
+            raise UsageError(f"--run {arms[0]}={run_dir}: another run has the same folder name {run_dir.name!r}; "
+                             "publish them separately (--path-in-repo)")
+        items += _run_items(doc, plan, videos, video_seeds, notes)
+        plans.append(plan)
+    return PublishPlan(doc.path, doc.prereg_id, repo_id, revision, prefix, items, plans, notes)
+
+
+def _discover(doc, runs_dir: Path) -> dict[str, Path]:
+    """The newest reported run of each frozen arm in `runs_dir`, by manifest (as the report pairs runs)."""
+    from prereg.rundir.discovery import newest_registered_run
+
+    found = {}
+    for a in doc.arms():
+        sm = doc.find_arm(a.name)[1]
+        if not sm.section.sealed:
+            continue
+        d = newest_registered_run(runs_dir, a.name, sm.section.seal.sha256)
+        if d is not None and (d / rd.RESULTS_JSON).is_file():
+            found[a.name] = d
+    if not found:
+        raise UsageError(f"no reported run of {doc.prereg_id} in {runs_dir}: pass --run ARM=RUN_DIR (or --runs-dir), "
+                         f"after `fontaine-prereg report {doc.path} --run ARM=RUN_DIR`")
+    return found
+
+
+def _prefix(text: str) -> str:
+    parts = [s for s in text.strip().strip("/").split("/") if s]
+    if not parts or any(s in (".", "..") or _BAD_NAME.search(s) for s in parts):
+        raise UsageError(f"--path-in-repo {text!r}: a folder in the repo, e.g. my-eval or evals/my-eval "
+                         "(letters, digits, . _ - and /)")
+    return "/".join(parts)
+
+
+def _run_items(doc, plan: RunPlan, videos: str, extra_seeds: tuple[int, ...], notes: list[str]) -> list[Item]:
+    run_dir, arm = plan.run_dir, plan.arms[0]
+    for a in plan.arms:
+        if doc.find_arm(a) is None:
+            raise UsageError(f"{doc.path}: no arm {a!r} to publish (arms: {', '.join(x.name for x in doc.arms())})")
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such run directory (for arm {arm!r})")
+    snap = rd.read_snapshot(run_dir)
+    if snap.status is not None and snap.status.live:
+        raise UsageError(f"{run_dir}: still {snap.status.state}; publish once it has ended and been reported")
+    res_json = run_dir / rd.RESULTS_JSON
+    if not res_json.is_file() or not (run_dir / rd.RESULTS).is_file():
+        raise UsageError(f"{run_dir}: not reported ({rd.RESULTS_JSON} missing); run "
+                         f"`fontaine-prereg report {doc.path} --run {arm}={run_dir}` first")
+    res = _report_json(res_json)
+    reported = {res.get("arm")} | set(res.get("arms") or ())  # a comparison run's report names both arms
+    if res.get("prereg_id") != doc.prereg_id or not set(plan.arms) <= reported:
+        raise UsageError(f"{res_json}: the report of {res.get('prereg_id')!r} arm {res.get('arm')!r}, not of "
+                         f"{doc.prereg_id!r} arm {plan.arm!r}; report this run against {doc.path} first")
+    rows_path = run_dir / rd.ROWS
+    if rows_path.is_file() and rows_path.stat().st_mtime > res_json.stat().st_mtime:
+        raise UsageError(f"{run_dir}: {rd.ROWS} changed after the report; run `fontaine-prereg report` again first")
+    out = []
+    for name in RUN_FILES:
+        f = run_dir / name
+        if not f.is_file():
+            continue
+        data = _as_reported(f, res if name == rd.RESULTS_JSON else None) if name in REPORT_FILES else None
+        size = len(data) if data is not None else f.stat().st_size
+        out.append(Item(f"{plan.folder}/{name}", f, _WHAT[name], size, data))
+    if videos == "none":
+        return out
+    rows = read_rows(rows_path).rows
+    for a in plan.arms:
+        arm_rows = [r for r in rows if r.get("arm") == a] if len(plan.arms) > 1 else rows
+        out += _video_items(doc, a, arm_rows, plan, videos, extra_seeds, notes)
+    return out
+
+
+def _video_items(doc, arm: str, rows: list[dict], plan: RunPlan, videos: str, extra_seeds: tuple[int, ...],
+                 notes: list[str]) -> list[Item]:
+    """The videos of `arm` the plan names (or all of them), those filmed; the named ones not filmed go to `notes`."""
+    from prereg.stats.reads import arm_reads
+
+    sm = doc.find_arm(arm)[1]
+    by_seed = rows_by_seed(rows, sm.protocol.seeds)
+    reads = arm_reads(arm, rows, planned_seeds=list(sm.protocol.seeds))
+    why: dict[int, list[str]] = {}
+    if videos == "all":
+        for s in sorted(by_seed):
+            why.setdefault(s, []).append("filmed")
+    else:
+        for s in reads.success_seeds:
+            why.setdefault(s, []).append("success")
+        if reads.worst_knock_seed is not None:
+            why.setdefault(reads.worst_knock_seed, []).append(f"worst knock-away {reads.worst_knock_cm:+.2f} cm")
+        draw = sm.protocol.video_draw
+        for s in (int(x) for x in draw[6:].split(",")) if draw.startswith("seeds:") else ():
+            why.setdefault(s, []).append("named by the plan")
+        for s in extra_seeds:
+            why.setdefault(s, []).append("--video-seeds")
+    out, unfilmed = [], []
+    for seed in sorted(why):
+        video = _video_file(plan.run_dir, by_seed.get(seed))
+        if video is None:
+            if videos != "all":
+                unfilmed.append(seed)
+            continue
+        path = f"{plan.folder}/{video.relative_to(plan.run_dir.resolve()).as_posix()}"
+        if path in plan.videos.values():
+            continue
+        plan.videos[f"{arm}:{seed}" if len(plan.arms) > 1 else str(seed)] = path
+        out.append(Item(path, video, f"video of seed {seed}: {', '.join(why[seed])}", video.stat().st_size))
+    if unfilmed:
+        notes.append(f"{arm}: no video of seed{'s' if len(unfilmed) > 1 else ''} {', '.join(map(str, unfilmed))} "
+                     f"(not filmed under video_draw {sm.protocol.video_draw!r}, or the file is gone)")
+    return out
+
+
+_WHAT = {rd.RESULTS: "the run's results", rd.RESULTS_JSON: "the run's results, for machines", rd.CHART: "per-seed chart",
+         rd.ROWS: "one row per episode", rd.ROWS_SUMMARY: "summary + rows", rd.MANIFEST: "what was run",
+         rd.STATUS: "how it ended"}
+
+
+def _video_file(run_dir: Path, row: dict | None) -> Path | None:
+    """The row's video, when it is a regular file inside the run directory (never a path out of it)."""
+    rel = row.get("video") if isinstance(row, dict) else None
+    if not isinstance(rel, str) or not rel:
+        return None
+    root = run_dir.resolve()
+    try:
+        path = (run_dir / rel).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    return path
+
+
+def _report_json(path: Path) -> dict:
+    """results.json's object, read bounded (a FIFO or a file past the limit is a problem, not a wait)."""
+    obj, why = rd.load_json_object(path)
+    if obj is None:
+        raise UsageError(f"{path}: cannot be read ({why.removeprefix(path.name + ': ')}); "
+                         "run `fontaine-prereg report` again")
+    return obj
+
+
+def _as_reported(path: Path, results: dict | None = None) -> bytes:
+    """A report file as the report wrote it: without a publication recorded in it since (so the
+    commit holds the report, and publishing again sends the same bytes). `results`: results.json's
+    object when the caller has read it already."""
+    if path.name == rd.RESULTS_JSON:
+        obj = dict(results if results is not None else _report_json(path))
+        obj.pop(PUBLISHED_KEY, None)
+        return _json_text(obj).encode()
+    try:
+        text = read_regular(path, JSON_MAX_BYTES).decode("utf-8")
+    except Unreadable as exc:
+        raise UsageError(f"{path}: cannot be read ({exc.why}); run `fontaine-prereg report` again") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot be read ({exc}); run `fontaine-prereg report` again") from None
+    kept = [line for line in text.splitlines() if not line.startswith(PUBLISHED_LINE)]
+    return ("\n".join(kept).rstrip("\n") + "\n").encode()
+
+
+def _json_text(obj: dict) -> str:
+    return json.dumps(obj, indent=2) + "\n"  # as rd.write_json_atomic writes it
+
+
+# ---------------------------------------------------------------- sending
+
+
+def hub_endpoint() -> str:
+    """The hub's address as the environment says now (HF_ENDPOINT; huggingface_hub reads it once, at import)."""
+    env = os.environ.get("HF_ENDPOINT")
+    if env:
+        return env.rstrip("/")
+    from huggingface_hub import constants
+
+    return constants.ENDPOINT.rstrip("/")
+
+
+def publish(plan: PublishPlan, *, private: bool = False, log=print) -> Published:
+    """Create the dataset repo if needed (and the branch), then send every file in one commit.
+
+    Raises PublishFailed (one line, nothing published) when the hub is offline, unreachable or
+    refuses; UsageError when there is no token or a file holds it. The token is never in a message."""
+    from huggingface_hub import CommitOperationAdd, HfApi, get_token
+
+    endpoint = hub_endpoint()
+    token = get_token()
+    if not token:
+        raise UsageError("no Hugging Face token: set HF_TOKEN to a token with write access (or `hf auth login`); "
+                         "nothing published (--dry-run lists what would go)")
+    from huggingface_hub import constants
+
+    env = os.environ.get("HF_HUB_OFFLINE")  # huggingface_hub read it at import; the environment now wins
+    if constants._is_true(env) if env is not None else constants.HF_HUB_OFFLINE:
+        raise PublishFailed("HF_HUB_OFFLINE is set: nothing published; unset it to publish "
+                            "(--dry-run lists what would go)")
+    needle = token.encode()
+    ops = []
+    for item in plan.items:
+        data = item.content()
+        if needle in data:
+            raise UsageError(f"{item.local}: contains the Hugging Face token; nothing published. Remove it from the "
+                             "file (and revoke the token: it was written to disk)")
+        ops.append(CommitOperationAdd(path_in_repo=item.path_in_repo, path_or_fileobj=data))
+    api = HfApi(endpoint=endpoint, token=token)
+    repo = plan.repo_id
+    try:
+        step = f"creating the dataset repo {repo}"
+        api.create_repo(repo, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
+        if plan.revision and plan.revision != "main":
+            step = f"creating the branch {plan.revision} of {repo}"
+            api.create_branch(repo, branch=plan.revision, repo_type=REPO_TYPE, exist_ok=True)
+        step = f"committing {len(ops)} files to {repo}"
+        info = api.create_commit(repo, operations=ops, repo_type=REPO_TYPE, revision=plan.revision,
+                                 commit_message=f"fontaine-prereg publish: {plan.prereg_id} "
+                                                f"({', '.join(r.arm for r in plan.runs)})",
+                                 commit_description=_description(plan))
+    except Exception as exc:  # noqa: BLE001 - every failure talking to the hub: one line, nothing published
+        raise PublishFailed(_scrub(_failure_line(exc, step, repo, endpoint), token)) from None
+    return Published(repo, plan.revision or "main", info.oid, info.commit_url, endpoint, rd.utc_now())
+
+
+def _description(plan: PublishPlan) -> str:
+    lines = [f"Pre-registration {plan.prereg_id} ({plan.prereg_path.name}), reported runs:"]
+    lines += [f"- {r.arm}: {r.run_dir.name}" for r in plan.runs]
+    return "\n".join(lines)
+
+
+def _failure_line(exc: BaseException, step: str, repo: str, endpoint: str) -> str:
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    if isinstance(exc, OfflineModeIsEnabled):
+        return "HF_HUB_OFFLINE is set: nothing published; unset it to publish"
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None) if isinstance(exc, HfHubHTTPError) else None
+    head = f"{endpoint} refused {step}"
+    if status == 401:
+        return (f"{head} (401: the token was not accepted): nothing published; set HF_TOKEN to a valid token "
+                "with write access (`hf auth whoami` checks it)")
+    if status == 403:
+        owner = repo.split("/")[0]
+        return (f"{head} (403: the token may not write there): nothing published; use a token with write access to "
+                f"{owner} (a fine-grained token needs write on it), or --repo a dataset repo you can write")
+    if isinstance(exc, RevisionNotFoundError):
+        return f"{head} (the revision does not exist): nothing published; --revision a branch of {repo}"
+    if isinstance(exc, RepositoryNotFoundError) or status == 404:
+        return f"{head} (404: {repo} not found): nothing published; check --repo and that the token may see it"
+    said = _one_line(getattr(exc, "server_message", None) or exc)
+    if status is not None and status >= 500:
+        return f"{endpoint} failed while {step} ({status}, a server error: {said}): nothing published; run again later"
+    if status is not None:
+        return f"{head} ({status}: {said}): nothing published; check --repo and --revision, or --dry-run"
+    import httpx
+
+    if isinstance(exc, (httpx.TransportError, OSError)):
+        return (f"cannot reach {endpoint} while {step} ({type(exc).__name__}: {_one_line(exc)}): nothing published; "
+                "check the network (and HF_ENDPOINT), then run again")
+    return (f"{step} on {endpoint} failed ({type(exc).__name__}: {_one_line(exc)}): nothing published; run again, "
+            "or --dry-run to check what would go")
+
+
+def _one_line(exc: BaseException | str, limit: int = 200) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _scrub(text: str, token: str | None) -> str:
+    return text.replace(token, "<token>") if token else text
+
+
+# ---------------------------------------------------------------- recording
+
+
+def record(plan: PublishPlan, pub: Published) -> list[Path]:
+    """Write the publication into each run's results.json (`published`) and results.md (one line)."""
+    written = []
+    for run in plan.runs:
+        entry = {
+            "repo": pub.repo_id, "repo_type": REPO_TYPE, "revision": pub.revision, "commit": pub.commit,
+            "commit_url": pub.commit_url, "folder_url": pub.tree_url(run.folder), "published_at": pub.at,
+            "files": {name: pub.file_url(f"{run.folder}/{name}") for name in RUN_FILES if (run.run_dir / name).is_file()},
+            "videos": {label: pub.file_url(path) for label, path in run.videos.items()},
+        }
+        res_path = run.run_dir / rd.RESULTS_JSON
+        obj = json.loads(_as_reported(res_path))
+        obj[PUBLISHED_KEY] = entry
+        md_path = run.run_dir / rd.RESULTS
+        md = _as_reported(md_path).decode("utf-8")
+        vids = f", {len(run.videos)} video{'s' if len(run.videos) != 1 else ''}" if run.videos else ""
+        line = (f"{PUBLISHED_LINE}{entry['folder_url']} (commit `{pub.commit[:12]}` of {pub.repo_id}, "
+                f"{pub.at}{vids})")
+        rd.write_json_atomic(res_path, obj)
+        rd.write_text_atomic(md_path, md.rstrip("\n") + "\n\n" + line + "\n")
+        written += [res_path, md_path]
+    return written
+
+
+def _repo_url(endpoint: str, repo_id: str) -> str:
+    return f"{endpoint.rstrip('/')}/datasets/{repo_id}"
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("MB", 1 << 20), ("kB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"

@@ -1,0 +1,300 @@
+"""`fontaine-prereg report`: the frozen reads of finished (or stopped) runs, written down.
+
+For each `ARM=RUN_DIR`: reads from RUN_DIR/rows.jsonl (through prereg.rundir.rows), RUN_DIR/results.md
+and RUN_DIR/chart.png (with the paired-delta panel when the arm has a comparator); the
+registration's results file beside the runs (`<prereg-id>.results.md`: every registered arm,
+every rule, every pairing, with one paired-delta chart per pairing); and one dated results
+section appended to the pre-registration, owned by the tool: re-reporting the same arms
+replaces that section and nothing else. The document must verify first: results are only
+ever computed against an unmodified registration.
+
+An arm is VALID only with provenance (prereg.outputs.provenance: its manifest names this frozen
+section's hash, the arm and the registered settings) and rows that pass the registered
+validity checks. Rows from elsewhere are read only with `unregistered=True`
+(`--unregistered`), which labels every output unregistered in its first line and never
+appends to the pre-registration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prereg import rundir as rd
+from prereg.core.colors import registration_colors
+from prereg.core.errors import PreregError
+from prereg.document.model import Document
+from prereg.document.read import load_valid
+from prereg.document.seal import require_intact
+from prereg.outputs.report_markdown import (
+    append_section,
+    arm_markdown,
+    cm_text,
+    outcomes_line,
+    paired_line,
+    primary_line,
+    registration_markdown,
+    rules_markdown,
+    section_markdown,
+    validity_head,
+    validity_lines,
+)
+from prereg.outputs.report_read import (
+    UNREGISTERED_LINE,
+    ArmReport,
+    RunRead,
+    arm_report,
+    arms_by_run,
+    comparator_read,
+    comparison_reads,
+    draw_paired_charts,
+    judge_reports,
+    pair_comparison_arms,
+    paired_chart_name,
+    registration_results_name,
+)
+from prereg.rundir import utc_now
+from prereg.stats.chart import per_seed_chart
+from prereg.stats.comparison_report import ComparisonRead, comparison_runs
+from prereg.stats.reads import ArmReads, Verdict
+from prereg.stats.verdict import Judgement, SequentialVerdict
+
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+
+
+@dataclass
+class Report:
+    prereg_path: Path
+    prereg_id: str
+    generated_at: str
+    arms: dict[str, ArmReport]
+    verdicts: list[Verdict]
+    section_markdown: str
+    appended: bool
+    not_appended_because: str = ""
+    unregistered: bool = False
+    registration_md: Path | None = None
+    paired_charts: list[Path] = field(default_factory=list)
+    sequential: list[SequentialVerdict] = field(default_factory=list)
+
+    @property
+    def comparisons(self) -> list[ComparisonRead]:
+        return comparison_reads(self.arms)
+
+    def as_dict(self) -> dict:
+        return {
+            "prereg_path": str(self.prereg_path), "prereg_id": self.prereg_id, "generated_at": self.generated_at,
+            "arms": {
+                name: {
+                    "run_dir": str(r.run_dir), "section": r.section, "prereg_sha256": r.sha256,
+                    "reads": r.reads.as_dict(),
+                    "comparators": [{"name": c.comparator.name, "note": c.note,
+                                     "paired": c.paired.as_dict() if c.paired else None} for c in r.comparators],
+                    "chart": str(r.chart) if r.chart else None,
+                    "results_md": str(r.results_md) if r.results_md else None,
+                } for name, r in self.arms.items()
+            },
+            "decision_rules": [v.as_dict() for v in self.verdicts],
+            "sequential_tests": [s.as_dict() for s in self.sequential],
+            "comparisons": [c.as_dict() for c in self.comparisons],
+            "appended": self.appended,
+            "unregistered": self.unregistered,
+            "registration_results": str(self.registration_md) if self.registration_md else None,
+        }
+
+    def summary_text(self) -> str:
+        out = [UNREGISTERED_LINE.replace("**", "")] if self.unregistered else []
+        out.append(f"{self.prereg_id} ({self.prereg_path}), report {self.generated_at}")
+        for name, r in self.arms.items():
+            a = r.reads
+            out.append(f"\n{name}  [{r.run_dir}]")
+            out.append(f"  primary   {primary_line(a).replace('**', '')}")
+            if r.after_stop:
+                out.append(f"  label     {r.after_stop}")
+            out.append(f"  validity  {validity_head(a)}")
+            out += [f"    - {t}" for t in validity_lines(a)]
+            out.append(f"  secondary engaged {a.engaged}, knock-aways {a.knock_aways}, quiet {a.quiet}, "
+                       f"progress_final mean {cm_text(a.progress_final_mean)} median {cm_text(a.progress_final_median)}, "
+                       f"success seeds {a.success_seeds}")
+            if a.outcomes:
+                out.append(f"  outcomes  {outcomes_line(a.outcomes)}")
+            for c in r.comparators:
+                out.append(f"  vs {c.comparator.name}: " + (paired_line(c.paired) if c.paired else c.note))
+            out.append(f"  wrote     {r.results_md}, {r.chart}")
+        for c in self.comparisons:
+            out.append(f"\ncomparison {c.title}  [{c.run_dir}]")
+            out += [f"  {line}" for line in c.lines()]
+        if self.verdicts:
+            out.append("\ndecision rules")
+            for v in self.verdicts:
+                out.append(f"  [{v.label}] if {v.rule.condition} -> {v.rule.action}  ({v.key})"
+                           + (f"\n      ({v.detail})" if v.detail else ""))
+        for s in self.sequential:
+            out.append(f"  [{s.label}] sequential test of arm {s.arm} ({s.section})"
+                       + (f"\n      ({s.decision.text})" if s.decision else ""))
+        if self.registration_md:
+            out.append(f"\nregistration results: {self.registration_md}")
+        if self.appended:
+            out.append(f"\nappended the results section to {self.prereg_path}")
+        else:
+            out.append(f"\ndid not touch {self.prereg_path}" + (f": {self.not_appended_because}"
+                                                                 if self.not_appended_because else ""))
+        return "\n".join(out)
+
+
+def parse_run_args(items: list[str]) -> dict[str, Path]:
+    """['arm=runs/x', ...] -> {arm: Path}; a malformed or repeated item is bad input."""
+    out: dict[str, Path] = {}
+    for item in items:
+        arm, eq, d = item.partition("=")
+        if not eq or not arm or not d:
+            raise PreregError(f"--run {item!r}: expected ARM=RUN_DIR, e.g. --run tiny-masked=runs/demo-tiny-masked")
+        if arm in out:
+            raise PreregError(f"--run: arm {arm!r} given twice")
+        out[arm] = Path(d)
+    return out
+
+
+def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append: bool = True,
+                 now: str | None = None, unregistered: bool = False) -> Report:
+    """Compute the reads of each arm's run, write results.md + chart.png per run, the registration's
+    results file beside the runs, and append the results section (never with `unregistered`)."""
+    if not runs:
+        raise PreregError("no runs given: pass --run ARM=RUN_DIR for each arm to report")
+    doc, reports, judgement = read_registration(prereg_path, runs, unregistered=unregistered)
+    verdicts = judgement.verdicts
+    now = now or utc_now()
+    colors = registration_colors(doc)
+    head = [UNREGISTERED_LINE, ""] if unregistered else []
+    for arms in arms_by_run(reports).values():
+        _write_run_files(doc, [reports[a] for a in arms], judgement, now, colors, head, unregistered)
+    folder = _runs_folder([r.run_dir for r in reports.values()])
+    charts = draw_paired_charts(doc, reports, folder, colors)
+    reg_md = folder / registration_results_name(doc)
+    reg_lines = registration_markdown(doc, reports, judgement, now, charts, folder, unregistered)
+    rd.write_text_atomic(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
+    section = section_markdown(doc, reports, judgement, now, reg_md)
+    skipped = ""
+    if append and unregistered:
+        append, skipped = False, "an unregistered report is never appended to the pre-registration"
+    foreign = sorted(a for a, r in reports.items() if r.provenance)
+    if append and foreign and not unregistered:
+        append, skipped = False, (f"the run of {', '.join(foreign)} is not a run of this registration "
+                                  f"({reports[foreign[0]].provenance[0]}); only its own runs are appended. The "
+                                  "results files beside the runs say why")
+    if append and _is_shipped_example(doc.path):
+        append, skipped = False, (f"{doc.path} is a shipped example and stays as shipped; to keep results in the "
+                                  "document, report against a copy (same frozen hash) in your own folder")
+    if append:
+        append_section(doc, sorted(reports), section, now)
+    return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped,
+                  unregistered, reg_md, charts, judgement.sequential)
+
+
+def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
+                      unregistered: bool = False) -> tuple[Document, dict[str, ArmReport], Judgement]:
+    """The reads and verdicts of these runs against their frozen registration, writing nothing.
+
+    What the report writes down and what the console's compare view shows: one computation."""
+    doc = load_valid(prereg_path)
+    p = str(doc.path)
+    runs = comparison_runs(doc, runs)  # a comparison run's directory stands for both of its arms
+    require_intact(doc.layout, p,
+                   not_frozen=f"and results are read only against a frozen pre-registration "
+                              f"(`fontaine-prereg freeze {p}` before the launch)",
+                   modified="Results are not computed against a modified registration: revert the change "
+                            "(e.g. `git diff`)")
+    reports: dict[str, ArmReport] = {}
+    runs_read: dict[Path, RunRead] = {}  # a comparison run stands for two arms: read once
+    for arm, run_dir in runs.items():
+        reports[arm] = arm_report(doc, arm, Path(run_dir), unregistered, runs_read=runs_read)
+    for arm, rep in reports.items():
+        rep.comparators = [comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
+        pair_comparison_arms(rep, reports)
+    return doc, reports, judge_reports(doc, reports)
+
+
+def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement, now: str, colors: dict,
+                     head: list[str], unregistered: bool) -> None:
+    """results.md, results.json and chart.png of one run directory: one arm's, or a comparison run's
+    two arms together (one chart of both, paired B - A; one results file that states the decision)."""
+    rep = reps[0]
+    run_dir = rep.run_dir
+    if len(reps) == 1:
+        cr = next((c for c in rep.comparators if c.reads is not None), None)
+        series = [rep.reads] + ([cr.reads] if cr else [])
+    else:
+        cr = next((c for r in reps for c in r.comparators if not c.registered and c.reads is not None), None)
+        series = [r.reads for r in reps]
+        if cr is not None:  # A first, B second: the chart's paired panel is B - A
+            series.sort(key=lambda a: a.arm != cr.comparator.name)
+    title = f"{doc.prereg_id}: " + " vs ".join(a.arm for a in series)
+    paired = cr.paired if cr and cr.paired and cr.paired.shared_seeds else None
+    chart = per_seed_chart(series, run_dir / rd.CHART, title, colors=colors, paired=paired)
+    name = " and ".join(r.reads.arm for r in reps)
+    md = head + [f"# Results: {name}" + (" (one comparison run)" if len(reps) > 1 else ""), "",
+                 f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
+    comparisons = comparison_reads({r.reads.arm: r for r in reps})
+    for c in comparisons:
+        md += c.markdown()
+    for r in reps:
+        r.chart, r.results_md = chart, run_dir / rd.RESULTS
+        md += arm_markdown(r, chart_rel=rd.CHART) + [""]
+    md += rules_markdown(judgement)  # every registered rule
+    rd.write_text_atomic(run_dir / rd.RESULTS, "\n".join(md).rstrip("\n") + "\n")
+    if len(reps) == 1:
+        doc_json = _results_json(doc, rep, judgement, now, unregistered)
+    else:
+        doc_json = _comparison_results_json(doc, reps, comparisons, judgement, now, unregistered)
+    rd.write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
+
+
+def _arm_json(r: ArmReads) -> dict:
+    return {"valid": r.valid, "invalid_because": [c.text for c in r.checks if not c.ok],
+            "primary": {"successes": r.successes, "n": r.n, "n_planned": r.n_planned, "text": r.primary_text(),
+                        "intervals": {k: list(v) for k, v in r.intervals.items()}},
+            "knock_aways": r.knock_aways, "engaged": r.engaged}
+
+
+def _results_json(doc: Document, rep: ArmReport, judgement: Judgement, now: str, unregistered: bool) -> dict:
+    """results.json: what a machine reads of this run's report (the Discord results post)."""
+    r = rep.reads
+    return {"prereg_id": doc.prereg_id, "arm": r.arm, "generated_at": now, "unregistered": unregistered,
+            **_arm_json(r),
+            "verdicts": [v.as_dict() for v in judgement.verdicts],
+            "sequential_tests": [s.as_dict() for s in judgement.sequential]}
+
+
+def _comparison_results_json(doc: Document, reps: list[ArmReport], comparisons: list[ComparisonRead],
+                             judgement: Judgement, now: str, unregistered: bool) -> dict:
+    """results.json of a comparison run: each arm's reads under `arms` (labelled when read after an
+    anytime-valid stop) and the comparison's decision and savings under `comparison`."""
+    c = comparisons[0] if comparisons else None
+    return {"prereg_id": doc.prereg_id, "arm": "-vs-".join(r.reads.arm for r in reps) if c is None else c.spec.label,
+            "generated_at": now, "unregistered": unregistered, "valid": all(r.reads.valid for r in reps),
+            "arms": {r.reads.arm: {**_arm_json(r.reads), "label": r.after_stop} for r in reps},
+            "comparison": c.as_dict() if c is not None else None,
+            "verdicts": [v.as_dict() for v in judgement.verdicts],
+            "sequential_tests": [s.as_dict() for s in judgement.sequential]}
+
+
+def _runs_folder(dirs: list[Path]) -> Path:
+    """Where the registration's results go: the folder that holds the runs (their common parent)."""
+    parents = {d.resolve().parent for d in dirs}
+    if len(parents) == 1:
+        return parents.pop()
+    import os
+    return Path(os.path.commonpath([str(p) for p in parents]))
+
+
+def registration_files(doc: Document, runs: dict[str, Path]) -> list[Path]:
+    """The files a report of these runs (arm -> run directory) wrote beside them, those that exist:
+    the registration's results file and each arm's paired charts (what `fontaine-prereg publish` shares)."""
+    folder = _runs_folder([Path(d) for d in runs.values()])
+    names = [registration_results_name(doc)]
+    names += [paired_chart_name(doc, arm, c.name) for arm in runs for c in doc.comparators_for(arm)]
+    return [folder / n for n in names if (folder / n).is_file()]
+
+
+def _is_shipped_example(path: Path) -> bool:
+    return path.resolve().parent == EXAMPLES_DIR

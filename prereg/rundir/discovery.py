@@ -1,0 +1,108 @@
+"""Which runs a folder holds, and whether each one's driver is alive: read from the run
+directory contract (prereg/rundir/) and the process table, nothing else.
+
+The console (console/runs.py, console/watcher.py) and the detached Discord notifier
+(console/notify/service.py) both find runs and judge liveness here, so the two never disagree
+about which runs exist, in what order, or whether a run is live. Liveness compares the process
+create time with the one recorded beside the pid, so a reused pid is never mistaken for the
+run (and never signalled).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import psutil
+
+from prereg import rundir as rd
+
+CREATE_TIME_TOLERANCE_S = 1.0
+
+# liveness of a recorded process (not a run state: those are prereg.rundir's)
+ALIVE, GONE, UNKNOWN = "alive", "gone", "unknown"
+
+def run_sort_key(run_id: str) -> tuple[str, str]:
+    """Run ids end in their UTC launch time (new_run_id): sort on it, then the id, so the order is
+    launch order whatever the pre-registration's name, the same after every restart. Ids without
+    a timestamp sort as the oldest."""
+    return (rd.stamp_of(run_id) or "", run_id)
+
+
+def discover_runs(runs_dir: str | Path) -> list[Path]:
+    """Run directories under runs_dir, newest name last (run ids end in a UTC timestamp); dot
+    folders (.archive, .notifier) are never runs."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    out = []
+    with os.scandir(root) as it:
+        for entry in it:
+            if entry.is_dir() and not entry.name.startswith("."):
+                out.append(Path(entry.path))
+    return sorted(out, key=lambda p: p.name)
+
+
+def run_process(pid_info: dict | None) -> psutil.Process | None:
+    """The recorded process ({pid, create_time}, as pid.json holds it), or None if it is gone, a
+    zombie, or a different process on a reused pid."""
+    if not pid_info or not isinstance(pid_info.get("pid"), int):
+        return None
+    try:
+        proc = psutil.Process(pid_info["pid"])
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        recorded = pid_info.get("create_time")
+        if isinstance(recorded, (int, float)) and abs(proc.create_time() - recorded) > CREATE_TIME_TOLERANCE_S:
+            return None
+        return proc
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+
+
+def liveness(pid_info: dict | None) -> str:
+    """ALIVE when pid.json's process exists with the recorded create time; GONE when not."""
+    proc = run_process(pid_info)
+    if proc is not None:
+        return ALIVE
+    if not pid_info or not isinstance(pid_info.get("pid"), int):
+        return UNKNOWN
+    return GONE
+
+
+def driver_live(run_dir: str | Path, grace_s: float) -> bool:
+    """Live: the recorded state is live and the driver's process is there (or, before its
+    pid.json exists, status.json or the manifest was written within `grace_s`)."""
+    path = Path(run_dir)
+    status = rd.Status.of(rd.read_json(path / rd.STATUS))
+    if not (status is not None and status.live) and (status is not None or (path / rd.PID).exists()):
+        return False
+    alive = liveness(rd.read_json(path / rd.PID))
+    if alive == ALIVE:
+        return True
+    if alive == UNKNOWN:
+        age = rd.mtime_age_s(path / rd.STATUS) or rd.mtime_age_s(path / rd.MANIFEST)
+        return age is not None and age < grace_s
+    return False
+
+
+def newest_registered_run(runs_dir: str | Path, arm: str, sha256: str, *, exclude: Path | None = None) -> Path | None:
+    """The run of `arm` launched from the frozen section `sha256` in `runs_dir`: finished runs first,
+    then the newest start. What the report pairs a run with, and what curtailment reads of the
+    other arms a rule names (one rule for both, by manifest, never by folder name)."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return None
+    skip = Path(exclude).resolve() if exclude is not None else None
+    best = None
+    for d in root.iterdir():
+        if d.name.startswith(".") or not d.is_dir() or (skip is not None and d.resolve() == skip):
+            continue
+        snap = rd.read_snapshot(d)
+        m = snap.manifest
+        if m is None or m.arm != arm or m.prereg is None or m.prereg.sha256 != sha256:
+            continue
+        key = (snap.status is not None and snap.status.state == rd.DONE, m.started_at or "", d.name)
+        if best is None or key > best[0]:
+            best = (key, d)
+    return best[1] if best else None

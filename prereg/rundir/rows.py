@@ -1,0 +1,484 @@
+"""The row contract (`rows.jsonl`, schema 2): its fields and their types, one reader, one classifier.
+
+Schema 2 added the grasp fields read from the simulator's contacts (`grasped`, `grasp_tick`,
+`lift_max_mm`, `carried_cm`, `released`), then `touched` (the arm touched the object at some
+tick) and `off_table` (the object ended below the table top: on the floor); a schema-2 row
+written before those two reads them as null, and `episode_outcome` falls back on the distances.
+A schema-1 row (written before) is still a valid row: the fields it lacks read as null, like any
+field a row leaves out.
+
+A row is one finished episode. Unknown values are null, never omitted. A line that does not
+parse (a torn last line after a crash, a hand edit), or that parses but carries a field of
+the wrong type (`"seed": true`, `"status": 5`, `"success": "yes"` or `1`), is a bad line:
+reported with its line number and why, and set aside. A row is never coerced into shape.
+
+`classify` is the one meaning of a row that every consumer uses (the console's panels, the
+Discord posts, the driver's summary and the frozen reads), and `RowCounts` the one way of
+counting rows, so none of them can show a count that another does not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prereg.core.safe_read import ROWS_MAX_BYTES, Unreadable, read_regular
+
+SCHEMA = 2
+
+ROW_FIELDS: tuple[str, ...] = (
+    "schema", "run_id", "arm", "seed", "worker",
+    "success", "success_tick",
+    "ticks", "episode_seconds",
+    "dist_initial_cm", "dist_final_cm", "dist_min_cm",
+    "progress_cm", "progress_final_cm",
+    "dist_by_second_cm",
+    "knock_away", "engaged",
+    "upright_final", "boat_z_mm", "tipped",
+    "reset_strikes",
+    "grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released",
+    "touched", "off_table",
+    "predicts", "zero_fallbacks", "mask_violations", "mean_batch",
+    "first_action_delta_deg",
+    "wall_s", "started_at", "finished_at",
+    "video", "note",
+    "status", "error",
+)
+
+KNOCK_AWAY_CM = -1.0  # progress_final_cm at or below this is a knock-away
+ENGAGED_CM = 1.0  # progress_cm above this is engagement
+OK = "ok"  # the one status of a finished episode; any other status (or none) is an error row
+
+# ---------------------------------------------------------------- field types
+
+_NONE = type(None)
+_INT = frozenset({int})  # `type(v) in ...`: a bool is never an int here, a float never an int
+_OPT_INT = frozenset({int, _NONE})
+_OPT_NUM = frozenset({int, float, _NONE})
+_OPT_STR = frozenset({str, _NONE})
+_OPT_BOOL = frozenset({bool, _NONE})
+_OPT_NUMS = frozenset({list, _NONE})  # a list of numbers (checked element by element)
+_OPT_NUM_OR_NUMS = frozenset({int, float, list, _NONE})
+
+FIELD_TYPES: dict[str, frozenset] = {
+    "schema": _OPT_INT, "run_id": _OPT_STR, "arm": _OPT_STR, "seed": _INT,
+    "worker": frozenset({int, str, _NONE}),
+    "success": _OPT_BOOL, "success_tick": _OPT_INT,
+    "ticks": _OPT_INT, "episode_seconds": _OPT_NUM,
+    "dist_initial_cm": _OPT_NUM, "dist_final_cm": _OPT_NUM, "dist_min_cm": _OPT_NUM,
+    "progress_cm": _OPT_NUM, "progress_final_cm": _OPT_NUM,
+    "dist_by_second_cm": _OPT_NUMS,
+    "knock_away": _OPT_BOOL, "engaged": _OPT_BOOL,
+    "upright_final": _OPT_NUM, "boat_z_mm": _OPT_NUM, "tipped": _OPT_BOOL,
+    "reset_strikes": _OPT_INT,
+    "grasped": _OPT_BOOL, "grasp_tick": _OPT_INT, "lift_max_mm": _OPT_NUM, "carried_cm": _OPT_NUM,
+    "released": _OPT_BOOL, "touched": _OPT_BOOL, "off_table": _OPT_BOOL,
+    "predicts": _OPT_INT, "zero_fallbacks": _OPT_INT, "mask_violations": _OPT_INT, "mean_batch": _OPT_NUM,
+    "first_action_delta_deg": _OPT_NUM_OR_NUMS,  # per-joint list from the engine; a number is accepted
+    "wall_s": _OPT_NUM, "started_at": _OPT_STR, "finished_at": _OPT_STR,
+    "video": _OPT_STR, "note": _OPT_STR,
+    "status": _OPT_STR, "error": _OPT_STR,
+}
+_TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", _NONE: "null",
+               list: "a list of numbers"}
+_NUMBER = (int, float)
+
+
+def row_problem(row: object) -> str | None:
+    """Why `row` is not a valid row of any readable schema (None when it is): not an object, no seed, a field of the wrong type.
+
+    Checked against `FIELD_TYPES` with exact type checks: a bool is not an integer, 1 is not
+    true, "yes" is not true, and nothing is coerced. Fields outside the schema are allowed (a
+    later schema may add them); a field the row lacks reads as null.
+    """
+    if type(row) is not dict:
+        return "not a JSON object"
+    if "seed" not in row:
+        return "no 'seed' field"
+    types = FIELD_TYPES
+    for k, v in row.items():
+        allowed = types.get(k)
+        if allowed is None:
+            continue
+        t = type(v)
+        if t not in allowed:
+            return _wrong(k, v, allowed)
+        if t is list and not all(type(x) in _NUMBER for x in v):
+            return f"{k!r} is {_short(v)}: expected a list of numbers"
+    return None
+
+
+def all_valid(rows: list) -> bool:
+    """True when every item of `rows` is a valid row; on False, `row_problem` names the bad ones.
+
+    One `row_problem` pass per row: about a third of what `json.loads` of the same rows costs
+    (benchmarks/bench_console.py opens a 100k-row run with it).
+    """
+    for r in rows:
+        if row_problem(r) is not None:
+            return False
+    return True
+
+
+def _wrong(key: str, value: object, allowed: frozenset) -> str:
+    order = (int, float, list, str, bool, _NONE)
+    want = " or ".join(_TYPE_NAMES[t] for t in order if t in allowed)
+    return f"{key!r} is {_short(value)}: expected {want}"
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ---------------------------------------------------------------- reading
+
+
+@dataclass
+class BadLine:
+    line_no: int  # 1-based
+    text: str
+    reason: str
+    torn: bool = False  # the last line, without its newline: a write cut short
+
+
+@dataclass
+class RowsRead:
+    rows: list[dict] = field(default_factory=list)
+    bad: list[BadLine] = field(default_factory=list)
+    line_nos: list[int] = field(default_factory=list)  # the line of each row, in order
+    problem: str | None = None  # the file is there but cannot be read: why ('is a FIFO (named pipe), not a ...')
+
+
+def complete_row(partial: dict) -> dict:
+    """Order a row's fields by the schema, with null for every field not given."""
+    row = {k: partial.get(k) for k in ROW_FIELDS}
+    row["schema"] = SCHEMA
+    extra = {k: v for k, v in partial.items() if k not in row}
+    row.update(extra)
+    return row
+
+
+def missing_fields(row: dict) -> list[str]:
+    return [k for k in ROW_FIELDS if k not in row]
+
+
+def parse_line(text: str, line_no: int) -> tuple[dict | None, BadLine | None]:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, BadLine(line_no, text[:200], f"not JSON ({exc.msg} at column {exc.colno})")
+    problem = row_problem(obj)
+    if problem is not None:
+        return None, BadLine(line_no, text[:200], problem)
+    return obj, None
+
+
+def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
+    """Read a whole rows.jsonl (missing file = no rows).
+
+    A rows.jsonl that is there but cannot be read (a FIFO, a device, a directory, a symlink
+    loop, more than `max_bytes`) is never opened for a blocking read: `problem` says why, and
+    it is also one bad line (line 0), so every consumer that counts bad lines (the report's
+    validity, the console's corrupt count) sees that the run's rows could not be read rather
+    than a run with no rows."""
+    out = RowsRead()
+    try:
+        data = read_regular(path, max_bytes)
+    except FileNotFoundError:
+        return out
+    except Unreadable as exc:
+        out.problem = exc.why
+        out.bad.append(BadLine(0, "", f"{exc} (no row of this run can be read)"))
+        return out
+    lines = data.split(b"\n")
+    torn_tail = data and not data.endswith(b"\n")
+    for i, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        is_last = i == len(lines)
+        text = raw.decode("utf-8", errors="replace")
+        if is_last and torn_tail:
+            out.bad.append(BadLine(i, text[:200], "torn last line (no newline: a write was cut short)", torn=True))
+            continue
+        row, bad = parse_line(text, i)
+        if bad is not None:
+            out.bad.append(bad)
+        else:
+            out.rows.append(row)
+            out.line_nos.append(i)
+    return out
+
+
+def last_row_of_seed(path: str | Path, seed: int, max_bytes: int = ROWS_MAX_BYTES) -> tuple[dict | None, str]:
+    """The last row of `seed` in a rows.jsonl (a resumed seed's latest), and a problem in words.
+
+    Read as `read_rows` reads (regular files only, bounded, each candidate line through
+    `parse_line`, so a wrong-typed row is never shown as a row); lines that do not mention the
+    seed are skipped unparsed, so the seed view opens fast on a 100,000-row run."""
+    name = Path(path).name
+    try:
+        data = read_regular(path, max_bytes)
+    except FileNotFoundError:
+        return None, f"{name} is missing"
+    except Unreadable as exc:
+        return None, str(exc)
+    except OSError as exc:
+        return None, f"{name}: {exc.strerror or exc}"
+    needles = (f'"seed": {seed}'.encode(), f'"seed":{seed}'.encode())
+    found = None
+    for i, raw in enumerate(data.split(b"\n"), 1):
+        if not any(n in raw for n in needles):
+            continue
+        row, bad = parse_line(raw.decode("utf-8", errors="replace"), i)
+        if bad is None and row.get("seed") == seed:
+            found = row
+    return found, "" if found is not None else f"no row for seed {seed} yet"
+
+
+# ---------------------------------------------------------------- the one classifier
+
+ERROR, SUCCESS, KNOCK_AWAY, ENGAGED, QUIET = "error", "success", "knock_away", "engaged", "quiet"
+OUTCOMES = (ERROR, SUCCESS, KNOCK_AWAY, ENGAGED, QUIET)  # the order that decides a row's one outcome
+
+
+def number(value) -> float | None:
+    """A finite number as float; None for null, bools, strings, NaN and infinities."""
+    t = type(value)
+    if t is float:
+        return value if math.isfinite(value) else None
+    if t is int:
+        return float(value)
+    return None
+
+
+def is_error(row: dict) -> bool:
+    """Any status other than "ok" (null included) is an error row."""
+    return row.get("status") != OK
+
+
+def classify(row: dict) -> tuple[str, bool, bool]:
+    """(outcome, knock-away, engaged) of a row: its one outcome, by the order error > success >
+    knock-away > engaged > quiet, and the two flags the secondary reads count.
+
+    Any status other than "ok" (null included) is an error row, and an error row is never a
+    success, a knock-away or engaged, whatever else it says. The distances decide knock-away
+    and engaged (the definitions are on them); the row's flags stand in only when a distance
+    is null.
+    """
+    get = row.get
+    if get("status") != OK:
+        return ERROR, False, False
+    pf = get("progress_final_cm")
+    t = type(pf)
+    if (t is float and math.isfinite(pf)) or t is int:
+        knock = pf <= KNOCK_AWAY_CM
+    else:
+        knock = get("knock_away") is True
+    p = get("progress_cm")
+    t = type(p)
+    if (t is float and math.isfinite(p)) or t is int:
+        engaged = p > ENGAGED_CM
+    else:
+        engaged = get("engaged") is True
+    if get("success") is True:
+        return SUCCESS, knock, engaged
+    return (KNOCK_AWAY if knock else ENGAGED if engaged else QUIET), knock, engaged
+
+
+def row_outcome(row: dict) -> str:
+    """One word per row, for the per-seed grid."""
+    return classify(row)[0]
+
+
+# ---------------------------------------------------------------- one outcome per episode
+
+# What happened in an episode, in one word, from the row's physics fields (schema 2). Decided in
+# this order, the first that holds: error, success, off the table, then (grasped) placed tipped,
+# carried not placed, grasped then dropped, then (never grasped) knocked away, touched, quiet.
+OFF_TABLE = "off_table"
+PLACED_TIPPED = "placed_tipped"
+CARRIED = "carried_not_placed"
+DROPPED = "grasped_dropped"
+TOUCHED = "touched"
+EPISODE_OUTCOMES = (ERROR, SUCCESS, OFF_TABLE, PLACED_TIPPED, CARRIED, DROPPED, KNOCK_AWAY, TOUCHED, QUIET)
+OUTCOME_LABELS = {
+    ERROR: "error", SUCCESS: "success", OFF_TABLE: "off the table", PLACED_TIPPED: "placed tipped",
+    CARRIED: "carried not placed", DROPPED: "grasped then dropped", KNOCK_AWAY: "knocked away",
+    TOUCHED: "touched", QUIET: "quiet",
+}
+OUTCOME_RULES = {  # the definitions, in words: the report prints them under its outcome table
+    SUCCESS: "the env's success predicate held",
+    OFF_TABLE: "the object ended below the table top (off_table; else boat_z_mm <= -10)",
+    PLACED_TIPPED: "grasped, released, tipped, within 5 cm of the target",
+    CARRIED: "grasped and carried >= 2 cm while held, or still held at the end",
+    DROPPED: "grasped, then released after carrying < 2 cm",
+    KNOCK_AWAY: "never grasped; progress_final_cm <= -1",
+    TOUCHED: "never grasped; the arm touched the object (touched; else progress_cm > 1)",
+    QUIET: "none of the above",
+}
+OFF_TABLE_Z_MM = -10.0  # a row without `off_table`: the object's base this far below the table top fell off
+PLACED_NEAR_CM = 5.0  # placed: its final distance to the target at most this
+CARRIED_MIN_CM = 2.0  # carried: moved at least this far (XY) while held
+
+
+def episode_outcome(row: dict, classified: tuple[str, bool, bool] | None = None) -> str:
+    """The one outcome of an episode (EPISODE_OUTCOMES), by the order above.
+
+    A row without the grasp fields (schema 1) is never grasped, so its outcome is `classify`'s
+    order (error > success > knock-away > engaged > quiet) with two refinements: a boat that
+    ended below the table is off the table, and engaged reads as touched. `classified`, when
+    given, is `classify(row)` already computed."""
+    outcome, knock, engaged = classified if classified is not None else classify(row)
+    if outcome in (ERROR, SUCCESS):
+        return outcome
+    get = row.get
+    off = get("off_table")
+    if off is None:
+        z = number(get("boat_z_mm"))
+        off = z is not None and z <= OFF_TABLE_Z_MM
+    if off is True:
+        return OFF_TABLE
+    if get("grasped") is True:
+        dist = number(get("dist_final_cm"))
+        if (get("released") is True and get("tipped") is True and dist is not None
+                and dist <= PLACED_NEAR_CM):
+            return PLACED_TIPPED
+        carried = number(get("carried_cm"))
+        if get("released") is not True or (carried is not None and carried >= CARRIED_MIN_CM):
+            return CARRIED
+        return DROPPED
+    if knock:
+        return KNOCK_AWAY
+    touched = get("touched")
+    if touched is True or (touched is None and engaged):
+        return TOUCHED
+    return QUIET
+
+
+def outcome_counts(rows) -> dict[str, int]:
+    """{outcome: rows} over EPISODE_OUTCOMES, every outcome present (0 when none)."""
+    out = dict.fromkeys(EPISODE_OUTCOMES, 0)
+    for row in rows:
+        out[episode_outcome(row)] += 1
+    return out
+
+
+@dataclass
+class RowCounts:
+    """The counts of a set of rows, folded in with `add_many`: what every consumer shows.
+
+    `rows` = every row; `errors` = rows whose status is not "ok"; `ok` = the rest. Successes,
+    knock-aways, engaged, quiet and tipped count ok rows only. Reset strikes count every row
+    (a failed reset happens before the episode, whatever the episode did); predicts,
+    zero-fallbacks and mask interventions count every row that reports them (an error row's
+    predicts were spent). `by_outcome` counts every row by its `episode_outcome`.
+    """
+
+    rows: int = 0
+    ok: int = 0
+    errors: int = 0
+    successes: int = 0
+    knock_aways: int = 0
+    engaged: int = 0
+    quiet: int = 0
+    tipped: int = 0
+    reset_strikes: int = 0
+    rows_with_reset_strikes: int = 0
+    predicts: int = 0
+    zero_fallbacks: int = 0
+    mask_violations: int = 0
+    by_outcome: dict = field(default_factory=lambda: dict.fromkeys(EPISODE_OUTCOMES, 0))  # episode_outcome
+
+    def add(self, row: dict) -> str:
+        """Fold in one row; its outcome."""
+        out: list = []
+        self.add_many((row,), out)
+        return out[0][0]
+
+    def add_many(self, rows, outcomes: list | None = None) -> None:
+        """Fold rows in (one loop, counters in locals: 100k rows in a fraction of a second).
+        `outcomes`, when given, receives each row's (outcome, knock, engaged) in order."""
+        n = ok = succ = knocks = eng = quiet = tipped = strikes = strike_rows = pr = zf = mv = 0
+        push = outcomes.append if outcomes is not None else None
+        by_outcome = self.by_outcome
+        for row in rows:
+            n += 1
+            c = classify(row)
+            if push is not None:
+                push(c)
+            by_outcome[episode_outcome(row, c)] += 1
+            get = row.get
+            v = get("reset_strikes")
+            if type(v) is int and v > 0:
+                strikes += v
+                strike_rows += 1
+            v = get("predicts")
+            if type(v) is int:
+                pr += v
+            v = get("zero_fallbacks")
+            if type(v) is int:
+                zf += v
+            v = get("mask_violations")
+            if type(v) is int:
+                mv += v
+            outcome = c[0]
+            if outcome == ERROR:
+                continue
+            ok += 1
+            succ += outcome == SUCCESS
+            quiet += outcome == QUIET
+            knocks += c[1]
+            eng += c[2]
+            tipped += get("tipped") is True
+        self.rows += n
+        self.ok += ok
+        self.errors += n - ok
+        self.successes += succ
+        self.knock_aways += knocks
+        self.engaged += eng
+        self.quiet += quiet
+        self.tipped += tipped
+        self.reset_strikes += strikes
+        self.rows_with_reset_strikes += strike_rows
+        self.predicts += pr
+        self.zero_fallbacks += zf
+        self.mask_violations += mv
+
+    @property
+    def zero_fallback_rate(self) -> float | None:
+        return self.zero_fallbacks / self.predicts if self.predicts else None
+
+
+def count_rows(rows) -> RowCounts:
+    c = RowCounts()
+    c.add_many(rows)
+    return c
+
+
+def rows_by_seed(rows, planned) -> dict[int, dict]:
+    """The last row of each planned seed (a resumed run may repeat one)."""
+    keep = set(planned)
+    out: dict[int, dict] = {}
+    for r in rows:
+        s = r.get("seed") if isinstance(r, dict) else None
+        if type(s) is int and s in keep:
+            out[s] = r
+    return out
+
+
+def plan_prefix(planned, by_seed) -> list[dict]:
+    """The rows of the registered seeds in plan order, up to the first seed with no row yet.
+
+    Seed k counts once every seed before it in the plan has its row: what a sequential or
+    curtailed decision may read (prereg/stats/verdict.py), so that the order in which episodes
+    finish cannot move it."""
+    out = []
+    for s in planned:
+        r = by_seed.get(s)
+        if r is None:
+            break
+        out.append(r)
+    return out

@@ -1,0 +1,575 @@
+"""A registered comparison of two arms, decided by an anytime-valid test on the plan prefix (pure).
+
+The front matter (validated in prereg/document/, carried on `SectionModel.comparison`):
+
+```yaml
+comparison:
+  arms: [release, finetuned]   # A (the baseline), B (the candidate): every delta is B - A, per seed
+  metric: success              # success | progress_final_cm
+  test: step                   # step | savi | fixed
+  alpha: 0.05                  # P(any wrong claim) at most alpha, whenever the run is read (two-sided)
+  power: 0.8                   # the power the batch comparison is sized for (validate/freeze's table)
+  minimum_effect: 0.15         # a rate difference (success) or cm (progress): "equivalent" means |delta| < it
+  max_seeds: 200               # the most seeds each arm runs; default: every planned seed
+  # optional:
+  assumed_rates: [0.01, 0.09]  # success: the plan's guess for A and B (validate/freeze's table)
+  assumed_delta_cm: 0.73       # progress: the plan's guess of the mean paired delta ...
+  delta_sd_cm: 3.0             # ... and of its SD across seeds
+  delta_bound_cm: 272.26       # progress: |B - A| never exceeds this (default: the scene's, below)
+```
+
+**The API the driver calls** (after every row, on the rows so far; nothing here reads a file):
+
+    from prereg.stats.comparison import decide
+    d = decide(spec, rows_a_by_seed, rows_b_by_seed, planned_seeds)   # Decision | None
+
+`spec` is `doc.section_model(...).comparison` (a `ComparisonSpec`), the two dicts are
+`prereg.rundir.rows.rows_by_seed(rows_of_arm, planned_seeds)`, `planned_seeds` the protocol's seeds in
+plan order. `None`: no decision yet, keep going. Otherwise `d.outcome` is one of `BETTER` ("B
+better"), `WORSE` ("B worse"), `EQUIVALENT` ("equivalent within the minimum effect"),
+`UNDECIDED` (max seeds read and none of the three), or `VOID` (a progress delta broke the
+registered bound: the anytime-valid guarantee no longer holds, the run goes on to the fixed-n
+read). `d.stops_run` says whether the driver should stop (`StopReason(by="decided",
+detail="(comparison) " + d.text)`), `d.text` is the evidence in words, `d.as_dict()` goes to
+status.json. `path(spec, ...)` gives the per-seed confidence sequence / e-values the console
+can draw.
+
+**Order-free.** Only the contiguous plan prefix of seeds that *both* arms have a row for is
+read (`prereg.rundir.rows.plan_prefix` on the pairs), truncated at `max_seeds`: successes end episodes
+early, so reading rows in the order they finish would over-represent successes while a run is
+in flight. On the prefix the decision is a function of the outcomes in plan order, however many
+workers ran them. A success is `prereg.rundir.rows.classify(row)[0] == SUCCESS` (an error row is a
+non-success); a pair without a finite `progress_final_cm` on either side is skipped for the
+progress metric and counted in the text.
+
+**The tests** (every claim below is checked by simulation in tests/prereg/test_comparison.py
+and drawn by scripts/comparison_figures.py):
+
+- `step` (success): STEP (Snyder et al., RSS 2025) through its authors' package
+  `sequentialized-barnard-tests`: its near-optimal rejection policy for n_max = max_seeds at
+  alpha/2 per direction (the package's mirrored test in its "ranking" mode), read by
+  `StepPolicy` exactly as the package's `StepTest.step` reads it (checked against it in the
+  tests, uniform for uniform). STEP randomises on a thin band of boundary states; a decision
+  read from rows must be reproducible, and a randomisation fixed in advance (a seed) gives a
+  deterministic test whose level is no longer guaranteed (simulated: 0.0524 at p = 0.5 with
+  one fixed seed), so Fontaine rejects only where the policy rejects for sure: on every sample
+  path it decides no earlier than the randomised test would, so its type-I is at most STEP's
+  (exact, by dynamic programming in `step_oc`: <= alpha on a grid of rates) and its power a
+  little lower (the figures give both). STEP's null is two independent arms with equal rates;
+  same-seed pairs are positively correlated, which the simulations show only lowers its type-I.
+  Equivalence: the betting confidence sequence below on the per-seed success deltas in [-1, 1].
+- `savi` (success): a paired test on the discordant seeds only (B succeeds and A fails, or the
+  reverse): under "no difference" each discordant seed is a fair coin, and the e-process is
+  the likelihood ratio mixed over a uniform prior on P(B wins | discordant) in (1/2, 1) (and
+  its mirror), rejected at 2/alpha per direction (Ville's inequality). Valid under any
+  correlation between the arms. Equivalence as for `step`.
+- `savi` (progress_final_cm): the betting confidence sequence of Waudby-Smith & Ramdas (JRSS-B
+  2024, the hedged capital process with predictable plug-in bets, Theorem 3) for the mean of
+  the per-seed deltas, bounded in [-delta_bound_cm, delta_bound_cm]: B better when it excludes
+  every delta <= 0, worse when every delta >= 0, equivalent when it lies inside
+  (-minimum_effect, minimum_effect). One (1 - alpha) sequence, so P(any wrong claim) <= alpha.
+- `fixed`: the batch test, read once at max_seeds: exact McNemar (binomial on the discordant
+  seeds) or the paired t test, two-sided at alpha; equivalence when the (1 - alpha) t interval
+  of the paired deltas lies inside (-minimum_effect, minimum_effect).
+
+**The progress bound.** `SCENE_MAX_DISTANCE_CM` = 272.26 cm is the boat-on-disk scene's
+`BoundsSpec.max_distance_m()` (engine/envs/spec.py; engine/envs/boat_on_disk.py: table x in
+[-0.25, 0.65] m, y in [-0.4, 0.4] m; the room inside the walls x in [-1.3, 1.7] m, y in [-1.5,
+1.5] m: the farthest table point from a room point, hypot(1.95, 1.9) = 2.7226 m), copied here
+because prereg may not import engine. Both arms start a seed at the same boat-to-disk distance,
+so the paired delta is dist_final_A - dist_final_B, each in [0, D]: |delta| <= D. A tighter
+`delta_bound_cm` may be registered; a row that breaks it voids the anytime-valid read (VOID).
+The bound is the price of a distribution-free sequence: the bets may not lose more than the
+wealth, so with D = 272 cm a +0.73 cm effect grows the wealth by about 0.73 / 544 per seed
+(docs/prereg.md, "Comparison runs (anytime-valid)", has the measured figures).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from prereg.document.comparison_spec import SUCCESS_METRIC, ComparisonSpec
+from prereg.stats.step import step_policy
+
+BET_C = 0.5  # WSR's truncation of the bets: lambda <= c / m (c = 1/2, their default)
+
+BETTER, WORSE, EQUIVALENT, UNDECIDED, VOID = (
+    "B better", "B worse", "equivalent", "undecided", "void")
+_CODES = {1: BETTER, 2: WORSE, 3: EQUIVALENT}
+
+
+# ---------------------------------------------------------------- the vectorised engines (S sequences x n seeds)
+
+
+def _first(mask: np.ndarray) -> np.ndarray:
+    """Index of the first True per row, or -1."""
+    hit = mask.any(axis=1)
+    return np.where(hit, mask.argmax(axis=1), -1)
+
+
+def run_step(a: np.ndarray, b: np.ndarray, alpha: float, n_max: int, u: np.ndarray | None = None):
+    """STEP on successes a, b (S x n bool): (code, time) per sequence: 1 B better, 2 B worse, 0 none; time 1-based.
+
+    Without `u`: the deterministic test (only the states the policy rejects for sure). With u (S x n
+    uniforms): the package's randomised test, state for state (what the tests compare with it)."""
+    pol = step_policy(n_max, alpha / 2)
+    S, n = a.shape
+    u = np.ones((S, n)) if u is None else np.broadcast_to(u, (S, n))  # u = 1 never beats p < 1
+    ca, cb = np.cumsum(a, axis=1, dtype=np.int64), np.cumsum(b, axis=1, dtype=np.int64)
+    code = np.zeros(S, dtype=np.int8)
+    when = np.zeros(S, dtype=np.int64)
+    for t in range(1, min(n, n_max) + 1):
+        live = code == 0
+        if not live.any():
+            break
+        x, y = ca[live, t - 1], cb[live, t - 1]
+        small, big = np.minimum(x, y), np.maximum(x, y)
+        rej = (x != y) & pol.reject(t, small, big, u[live, t - 1])
+        idx = np.flatnonzero(live)[rej]
+        code[idx] = np.where(y[rej] > x[rej], 1, 2)
+        when[idx] = t
+    return code, when
+
+
+def discordant_log_e(wins: np.ndarray, losses: np.ndarray) -> np.ndarray:
+    """log e-value for 'B wins more than half the discordant seeds': the likelihood ratio against a
+    fair coin, mixed over a uniform prior on P(B wins | discordant) in (1/2, 1).
+    e = 2^(w+l+1) * B(w+1, l+1) * P(Beta(w+1, l+1) > 1/2)."""
+    from scipy.special import betaincc, betaln
+
+    w, lo = np.asarray(wins, dtype=float), np.asarray(losses, dtype=float)
+    tail = betaincc(w + 1, lo + 1, 0.5)
+    with np.errstate(divide="ignore"):
+        return (w + lo + 1) * math.log(2) + betaln(w + 1, lo + 1) + np.log(tail)
+
+
+@functools.lru_cache(maxsize=8)
+def _log_e_table(n: int) -> np.ndarray:
+    w, lo = np.meshgrid(np.arange(n + 1), np.arange(n + 1), indexing="ij")
+    return discordant_log_e(w, lo)
+
+
+def run_discordant(a: np.ndarray, b: np.ndarray, alpha: float):
+    """The paired discordant-seed e-process on successes a, b (S x n bool): (code, time) as run_step."""
+    w = np.cumsum(b & ~a, axis=1)
+    lo = np.cumsum(a & ~b, axis=1)
+    table = _log_e_table(a.shape[1])
+    up, down = table[w, lo], table[lo, w]
+    thr = math.log(2 / alpha)
+    t_up, t_down = _first(up >= thr), _first(down >= thr)
+    return _combine(t_up, t_down)
+
+
+def _combine(t_better: np.ndarray, t_worse: np.ndarray, t_equiv: np.ndarray | None = None):
+    """(code, 1-based time) of the first of the three crossings (ties: a direction first)."""
+    big = np.iinfo(np.int64).max
+    tb = np.where(t_better >= 0, t_better, big)
+    tw = np.where(t_worse >= 0, t_worse, big)
+    te = np.full_like(tb, big) if t_equiv is None else np.where(t_equiv >= 0, t_equiv, big)
+    first = np.minimum(np.minimum(tb, tw), te)
+    code = np.where(first == big, 0, np.where(first == tb, 1, np.where(first == tw, 2, 3))).astype(np.int8)
+    return code, np.where(first == big, 0, first + 1)
+
+
+def _bets(x: np.ndarray, alpha: float) -> np.ndarray:
+    """WSR's predictable plug-in bets lambda_t (before truncation), x in [0, 1], S x n."""
+    S, n = x.shape
+    t = np.arange(1, n + 1)
+    mu = (0.5 + np.cumsum(x, axis=1)) / (t + 1)
+    var = (0.25 + np.cumsum((x - mu) ** 2, axis=1)) / (t + 1)
+    var_prev = np.concatenate([np.full((S, 1), 0.25), var[:, :-1]], axis=1)
+    return np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t)))
+
+
+def log_capital(x: np.ndarray, m: float, lam: np.ndarray, up: bool) -> np.ndarray:
+    """log K+_t(m) (up) or log K-_t(m): the capital of betting that the mean is above (below) m."""
+    if up:
+        return np.cumsum(np.log1p(np.minimum(lam, BET_C / m) * (x - m)), axis=1)
+    return np.cumsum(np.log1p(-np.minimum(lam, BET_C / (1 - m)) * (x - m)), axis=1)
+
+
+def run_betting(d: np.ndarray, bound: float, alpha: float, effect: float | None, directions: bool = True):
+    """The betting confidence sequence's decisions on deltas d (S x n) in [-bound, bound]:
+    (code, time): B better (rejects mean <= 0), worse (>= 0), equivalent (rejects both |mean| >= effect)."""
+    x = (np.asarray(d, dtype=float) + bound) / (2 * bound)
+    lam = _bets(x, alpha)
+    thr = math.log(2 / alpha)
+    S = x.shape[0]
+    none = np.full(S, -1)
+    if directions:
+        t_b = _first(log_capital(x, 0.5, lam, True) >= thr)
+        t_w = _first(log_capital(x, 0.5, lam, False) >= thr)
+    else:
+        t_b = t_w = none
+    t_e = none
+    if effect is not None and effect < bound:
+        lo_m, hi_m = (bound - effect) / (2 * bound), (bound + effect) / (2 * bound)
+        t1 = _first(log_capital(x, hi_m, lam, False) >= thr)  # mean >= +effect rejected
+        t2 = _first(log_capital(x, lo_m, lam, True) >= thr)  # mean <= -effect rejected
+        t_e = np.where((t1 >= 0) & (t2 >= 0), np.maximum(t1, t2), -1)
+    return _combine(t_b, t_w, t_e)
+
+
+def betting_cs(d, bound: float, alpha: float, grid: int = 801) -> tuple[float, float]:
+    """The (1 - alpha) confidence sequence for the mean of d after all of it (running intersection), in d's units."""
+    if len(d) == 0:
+        return -bound, bound
+    lo, hi = betting_cs_path(d, bound, alpha, grid)
+    return float(lo[-1]), float(hi[-1])
+
+
+def betting_cs_path(d, bound: float, alpha: float, grid: int = 801) -> tuple[np.ndarray, np.ndarray]:
+    """The same confidence sequence after each prefix d[:1], d[:2], ...: (lo, hi), one per prefix (NaN
+    where it is empty). A mean m on the grid is out from the first prefix at which either capital
+    reaches 2/alpha, and stays out (the running intersection), so the band only narrows."""
+    x = ((np.asarray(d, dtype=float) + bound) / (2 * bound))[None, :]
+    n = x.shape[1]
+    if n == 0:
+        return np.empty(0), np.empty(0)
+    lam = _bets(x, alpha)
+    ms = np.linspace(0.0, 1.0, grid)[1:-1]
+    thr = math.log(2 / alpha)
+    first = np.full(ms.size, n)  # 0-based prefix index at which m is rejected (n: never)
+    for i, m in enumerate(ms):
+        hit = (log_capital(x, m, lam, True) >= thr) | (log_capital(x, m, lam, False) >= thr)
+        t = int(_first(hit)[0])
+        if t >= 0:
+            first[i] = t
+    kept = first[:, None] > np.arange(n)[None, :]  # grid x prefixes
+    alive = kept.any(axis=0)
+    step = 1.0 / (grid - 1)
+    lo = np.maximum(0.0, ms[kept.argmax(axis=0)] - step)
+    hi = np.minimum(1.0, ms[ms.size - 1 - kept[::-1].argmax(axis=0)] + step)
+    lo = np.where(alive, lo * 2 * bound - bound, np.nan)
+    hi = np.where(alive, hi * 2 * bound - bound, np.nan)
+    return lo, hi
+
+
+def run_fixed(a_or_d: np.ndarray, b: np.ndarray | None, alpha: float, effect: float | None, n: int):
+    """The batch test at exactly n seeds: (code, time) (time = n when decided). Success when b is given."""
+    from scipy import stats
+
+    S = a_or_d.shape[0]
+    code = np.zeros(S, dtype=np.int8)
+    if a_or_d.shape[1] < n:
+        return code, np.zeros(S, dtype=np.int64)
+    if b is not None:
+        a, bb = a_or_d[:, :n], b[:, :n]
+        w, lo = (bb & ~a).sum(axis=1), (a & ~bb).sum(axis=1)
+        rej = mcnemar_rejects(w, lo, alpha)
+        code[rej & (w > lo)] = 1
+        code[rej & (w < lo)] = 2
+        d = bb.astype(float) - a.astype(float)
+    else:
+        d = a_or_d[:, :n].astype(float)
+        mean, sd = d.mean(axis=1), d.std(axis=1, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tstat = mean / (sd / math.sqrt(n))
+        rej = np.abs(np.nan_to_num(tstat, nan=0.0, posinf=1e9, neginf=-1e9)) >= stats.t.ppf(1 - alpha / 2, n - 1)
+        rej |= (sd == 0) & (mean != 0)
+        code[rej & (mean > 0)] = 1
+        code[rej & (mean < 0)] = 2
+    if effect is not None:
+        mean, sd = d.mean(axis=1), d.std(axis=1, ddof=1)
+        half = stats.t.ppf(1 - alpha / 2, n - 1) * sd / math.sqrt(n)
+        eq = (code == 0) & (mean - half > -effect) & (mean + half < effect)
+        code[eq] = 3
+    return code, np.where(code > 0, n, 0)
+
+
+@functools.lru_cache(maxsize=64)
+def _mcnemar_table(alpha: float, dmax: int) -> np.ndarray:
+    """For D discordant seeds, the largest min(w, l) the exact two-sided binomial test rejects at (-1: none)."""
+    from scipy import stats
+
+    out = np.full(dmax + 1, -1)
+    for D in range(1, dmax + 1):
+        k = np.arange(D // 2 + 1)
+        p = np.minimum(1.0, 2 * stats.binom.cdf(k, D, 0.5))
+        ok = k[p <= alpha * (1 + 1e-9)]
+        out[D] = ok.max() if ok.size else -1
+    return out
+
+
+def mcnemar_rejects(w, lo, alpha: float) -> np.ndarray:
+    w, lo = np.asarray(w), np.asarray(lo)
+    D = w + lo
+    table = _mcnemar_table(alpha, int(max(1, D.max(initial=1))))
+    return np.minimum(w, lo) <= table[D]
+
+
+# ---------------------------------------------------------------- deciding one comparison
+
+
+@dataclass(frozen=True)
+class Decision:
+    outcome: str  # BETTER | WORSE | EQUIVALENT | UNDECIDED | VOID
+    at: int  # seeds of the shared plan prefix read when it was decided
+    max_seeds: int
+    text: str  # the evidence in words
+    spec: ComparisonSpec
+    values: dict = field(default_factory=dict)
+
+    @property
+    def stops_run(self) -> bool:
+        """The driver stops the run (`decided (comparison)`) on every outcome but VOID."""
+        return self.outcome != VOID
+
+    @property
+    def episodes_saved(self) -> int:
+        """Episodes not run against the batch (both arms to max_seeds)."""
+        return 2 * (self.max_seeds - self.at) if self.outcome in (BETTER, WORSE, EQUIVALENT) else 0
+
+    def as_dict(self) -> dict:
+        return {"outcome": self.outcome, "at": self.at, "max_seeds": self.max_seeds, "text": self.text,
+                "comparison": self.spec.as_dict(), **self.values}
+
+
+def shared_prefix(rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> list[tuple[dict, dict]]:
+    """The (A, B) rows of the planned seeds in plan order, up to the first seed either arm lacks."""
+    from prereg.rundir.rows import plan_prefix
+
+    both = {s: (rows_a_by_seed[s], rows_b_by_seed[s]) for s in rows_a_by_seed if s in rows_b_by_seed}
+    return plan_prefix(list(planned_seeds), both)
+
+
+def _arrays(spec: ComparisonSpec, pairs):
+    """Success booleans (a, b) or progress deltas (d, skipped, first bound break) of the pairs."""
+    from prereg.rundir.rows import SUCCESS, classify
+
+    if spec.metric == SUCCESS_METRIC:
+        a = np.array([classify(ra)[0] == SUCCESS for ra, _ in pairs], dtype=bool)
+        b = np.array([classify(rb)[0] == SUCCESS for _, rb in pairs], dtype=bool)
+        return a, b
+    kept = _progress_deltas(pairs)
+    broken = next(((i, v) for i, v in kept if abs(v) > spec.delta_bound_cm), None)
+    return np.array([v for _, v in kept], dtype=float), len(pairs) - len(kept), broken
+
+
+def _progress_deltas(pairs) -> list[tuple[int, float]]:
+    """(1-based prefix index, B - A progress_final_cm) of each pair read on both sides: a pair with
+    an error row or no finite progress on either side has no delta (it is skipped and counted)."""
+    from prereg.rundir.rows import is_error, number
+
+    out = []
+    for i, (ra, rb) in enumerate(pairs, 1):
+        pa = number(ra.get("progress_final_cm")) if not is_error(ra) else None
+        pb = number(rb.get("progress_final_cm")) if not is_error(rb) else None
+        if pa is not None and pb is not None:
+            out.append((i, pb - pa))
+    return out
+
+
+def decide(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> Decision | None:
+    """The registered comparison read on the shared plan prefix; None while it has not decided.
+
+    Pure and order-free: the same rows give the same answer whatever order they finished in."""
+    planned = list(planned_seeds)
+    cap = spec.seeds_cap(len(planned))
+    pairs = shared_prefix(rows_a_by_seed, rows_b_by_seed, planned)[:cap]
+    n = len(pairs)
+    if n == 0:
+        return None
+    if spec.metric == SUCCESS_METRIC:
+        a, b = _arrays(spec, pairs)
+        A, B = a[None, :], b[None, :]
+        if spec.test == "step":
+            c1, t1 = run_step(A, B, spec.alpha, cap)
+            c2, t2 = run_betting((B.astype(float) - A), 1.0, spec.alpha, spec.minimum_effect, directions=False)
+            code, when = _earliest(c1, t1, c2, t2)
+        elif spec.test == "savi":
+            c1, t1 = run_discordant(A, B, spec.alpha)
+            c2, t2 = run_betting((B.astype(float) - A), 1.0, spec.alpha, spec.minimum_effect, directions=False)
+            code, when = _earliest(c1, t1, c2, t2)
+        else:
+            code, when = run_fixed(A, B, spec.alpha, spec.minimum_effect, cap)
+        code, when = int(code[0]), int(when[0])
+        if code == 0 and n < cap:
+            return None
+        at = when if code else n
+        return _success_decision(spec, a[:at], b[:at], _CODES.get(code, UNDECIDED), at, cap)
+    d, skipped, broken = _arrays(spec, pairs)
+    if broken is not None:
+        i, v = broken
+        return Decision(VOID, i, cap, f"{spec.arm_b} - {spec.arm_a} = {v:+.2f} cm at seed {planned[i - 1]} is outside the "
+                        f"registered bound +/-{spec.delta_bound_cm:g} cm: no anytime-valid decision; the run goes on to "
+                        "the fixed-n read", spec, {"bound_broken_at": i, "delta_cm": v})
+    if d.size == 0:
+        return None if n < cap else Decision(UNDECIDED, n, cap, "no pair with progress on both arms", spec)
+    if spec.test == "fixed":
+        code, when = run_fixed(d[None, :], None, spec.alpha, spec.minimum_effect, cap - skipped)
+    else:
+        code, when = run_betting(d[None, :], spec.delta_bound_cm, spec.alpha, spec.minimum_effect)
+    code, when = int(code[0]), int(when[0])
+    if code == 0 and n < cap:
+        return None
+    used = when if code else d.size
+    # `at` counts seeds of the prefix (skipped pairs included) up to the deciding delta
+    at = n if not code else _seed_index_of_delta(spec, pairs, used)
+    return _progress_decision(spec, d[:used], _CODES.get(code, UNDECIDED), at, cap, skipped)
+
+
+def _earliest(c1, t1, c2, t2):
+    if c1[0] and (not c2[0] or t1[0] <= t2[0]):
+        return c1, t1
+    return c2, t2
+
+
+def _seed_index_of_delta(spec, pairs, k: int) -> int:
+    idx = _delta_seed_indices(pairs)
+    return idx[k - 1] if 0 < k <= len(idx) else len(pairs)
+
+
+def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
+    w, lo = int((b & ~a).sum()), int((a & ~b).sum())
+    ka, kb = int(a.sum()), int(b.sum())
+    cs = betting_cs(b.astype(float) - a, 1.0, spec.alpha)
+    values = {"successes_a": ka, "successes_b": kb, "b_only": w, "a_only": lo,
+              "cs": [round(cs[0], 4), round(cs[1], 4)]}
+    if spec.test == "savi":
+        up, down = float(discordant_log_e(w, lo)), float(discordant_log_e(lo, w))
+        values["e_better"], values["e_worse"] = math.exp(up), math.exp(down)
+        evidence = (f"e-value {math.exp(max(up, down)):.3g} for {'B better' if up >= down else 'B worse'} "
+                    f"(decides at {2 / spec.alpha:g})")
+    elif spec.test == "step":
+        evidence = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {cap}"
+    else:
+        evidence = "exact McNemar test, read once at max seeds"
+    text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: {spec.arm_b} {kb}/{at} vs {spec.arm_a} {ka}/{at} "
+            f"({w} seeds only {spec.arm_b}, {lo} only {spec.arm_a}); {evidence}; "
+            f"{100 * (1 - spec.alpha):g}% confidence sequence for the rate difference [{cs[0]:+.3f}, {cs[1]:+.3f}]")
+    return Decision(outcome, at, cap, text, spec, values)
+
+
+def _progress_decision(spec, d, outcome, at, cap, skipped) -> Decision:
+    cs = betting_cs(d, spec.delta_bound_cm, spec.alpha)
+    mean = float(d.mean()) if d.size else float("nan")
+    values = {"delta_mean_cm": mean, "pairs": int(d.size), "skipped": skipped, "cs_cm": [round(cs[0], 3), round(cs[1], 3)]}
+    how = ("betting confidence sequence" if spec.test == "savi" else "paired t test, read once at max seeds")
+    text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: mean {spec.arm_b} - {spec.arm_a} {mean:+.3f} cm over "
+            f"{d.size} pairs{f' ({skipped} without progress on a side, skipped)' if skipped else ''}; {how}; "
+            f"{100 * (1 - spec.alpha):g}% confidence sequence [{cs[0]:+.3f}, {cs[1]:+.3f}] cm "
+            f"(|delta| <= {spec.delta_bound_cm:g} cm)")
+    return Decision(outcome, at, cap, text, spec, values)
+
+
+def _label(outcome: str, spec: ComparisonSpec) -> str:
+    unit = "" if spec.metric == SUCCESS_METRIC else " cm"
+    return {BETTER: f"{spec.arm_b} better than {spec.arm_a}", WORSE: f"{spec.arm_b} worse than {spec.arm_a}",
+            EQUIVALENT: f"{spec.arm_b} equivalent to {spec.arm_a} within {spec.minimum_effect:g}{unit}",
+            UNDECIDED: "undecided at max seeds"}.get(outcome, outcome)
+
+
+# ---------------------------------------------------------------- the path over seeds (what the console draws)
+
+
+@dataclass(frozen=True)
+class ComparisonPath:
+    """The comparison after each seed of the shared plan prefix: the running mean of the per-seed delta
+    B - A, the confidence sequence around it (the same betting sequence `decide` reads for the band:
+    success deltas in [-1, 1], progress deltas in [-delta_bound_cm, delta_bound_cm]), and, for the
+    discordant e-process, its two e-values. Point i is after `at[i]` seeds of the prefix."""
+
+    spec: ComparisonSpec
+    max_seeds: int
+    seeds: tuple[int, ...] = ()  # the planned seed each point ends on
+    at: tuple[int, ...] = ()  # seeds of the prefix read at each point (1-based; skipped pairs count)
+    mean: tuple[float, ...] = ()
+    lo: tuple[float, ...] = ()
+    hi: tuple[float, ...] = ()
+    e_better: tuple[float, ...] | None = None  # savi on success: the discordant e-process, per point
+    e_worse: tuple[float, ...] | None = None
+    successes: tuple[int, int] | None = None  # success: (A, B) on the whole prefix
+    skipped: int = 0  # progress: pairs without progress on a side
+    void_at: int | None = None  # progress: the prefix seed whose delta broke the registered bound (points stop before)
+
+    @property
+    def unit(self) -> str:
+        return "" if self.spec.metric == SUCCESS_METRIC else " cm"
+
+    @property
+    def threshold(self) -> float:
+        """The e-value (or capital) a direction must reach: 2/alpha (Ville, alpha/2 per direction)."""
+        return 2 / self.spec.alpha
+
+    def evidence_text(self) -> str:
+        """The evidence now, in one line (what an update says while the comparison has not decided)."""
+        spec = self.spec
+        if not self.at:
+            return f"no pair of {spec.arm_a} and {spec.arm_b} finished yet (max {self.max_seeds} seeds)"
+        k = self.at[-1]
+        level = f"{100 * (1 - spec.alpha):g}% confidence sequence"
+        band = f"[{self.lo[-1]:+.3f}, {self.hi[-1]:+.3f}]{self.unit}"
+        if spec.metric == SUCCESS_METRIC:
+            ka, kb = self.successes or (0, 0)
+            head = f"at {k}/{self.max_seeds} seeds: {spec.arm_b} {kb}/{k} vs {spec.arm_a} {ka}/{k}"
+            if spec.test == "savi" and self.e_better is not None and self.e_worse is not None:
+                up, down = self.e_better[-1], self.e_worse[-1]
+                how = (f"e-value {max(up, down):.3g} for {'B better' if up >= down else 'B worse'} "
+                       f"(decides at {self.threshold:g})")
+            elif spec.test == "step":
+                how = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {self.max_seeds}"
+            else:
+                how = f"exact McNemar test, read once at {self.max_seeds} seeds"
+            return f"{head}; {how}; {level} for the rate difference {band}"
+        head = f"at {k}/{self.max_seeds} seeds: mean {spec.arm_b} - {spec.arm_a} {self.mean[-1]:+.3f} cm"
+        if spec.test == "fixed":
+            how = f"paired t test, read once at {self.max_seeds} seeds"
+        else:
+            how = (f"decides when the sequence excludes 0 (better/worse) or lies inside "
+                   f"+/-{spec.minimum_effect:g} cm (equivalent)")
+        skipped = f" ({self.skipped} pairs skipped: no progress on a side)" if self.skipped else ""
+        return f"{head}{skipped}; {level} {band}; {how}"
+
+
+def path(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> ComparisonPath:
+    """The comparison over the shared plan prefix, point by point (the same rows `decide` reads)."""
+    planned = list(planned_seeds)
+    cap = spec.seeds_cap(len(planned))
+    pairs = shared_prefix(rows_a_by_seed, rows_b_by_seed, planned)[:cap]
+    if not pairs:
+        return ComparisonPath(spec, cap)
+    if spec.metric == SUCCESS_METRIC:
+        a, b = _arrays(spec, pairs)
+        d = b.astype(float) - a
+        at = list(range(1, len(pairs) + 1))
+        lo, hi = betting_cs_path(d, 1.0, spec.alpha)
+        eb = ew = None
+        if spec.test == "savi":
+            w, ls = np.cumsum(b & ~a), np.cumsum(a & ~b)
+            eb = tuple(float(v) for v in np.exp(discordant_log_e(w, ls)))
+            ew = tuple(float(v) for v in np.exp(discordant_log_e(ls, w)))
+        return ComparisonPath(spec, cap, tuple(planned[i - 1] for i in at), tuple(at),
+                              tuple(float(v) for v in np.cumsum(d) / np.arange(1, d.size + 1)),
+                              tuple(map(float, lo)), tuple(map(float, hi)), eb, ew, (int(a.sum()), int(b.sum())))
+    d, skipped, broken = _arrays(spec, pairs)
+    at = _delta_seed_indices(pairs)
+    void_at = None
+    if broken is not None:
+        void_at = broken[0]
+        keep = sum(1 for i in at if i < void_at)
+        d, at = d[:keep], at[:keep]
+    lo, hi = betting_cs_path(d, spec.delta_bound_cm, spec.alpha)
+    return ComparisonPath(spec, cap, tuple(planned[i - 1] for i in at), tuple(at),
+                          tuple(float(v) for v in np.cumsum(d) / np.arange(1, d.size + 1)),
+                          tuple(map(float, lo)), tuple(map(float, hi)), skipped=skipped, void_at=void_at)
+
+
+def _delta_seed_indices(pairs) -> list[int]:
+    """The 1-based prefix index of each pair that has a progress delta (both sides read)."""
+    return [i for i, _ in _progress_deltas(pairs)]
+
+
+def batch_episodes(max_seeds: int) -> int:
+    """The batch comparison's episodes: both arms on every one of max_seeds seeds."""
+    return 2 * max_seeds
+
+
+def episodes_saved(max_seeds: int, episodes_run: int) -> int:
+    """Episodes not run against the batch: max_seeds x 2 minus the episodes the run did run (rows of
+    either arm, in-flight ones that finished after the decision included)."""
+    return max(0, batch_episodes(max_seeds) - episodes_run)

@@ -1,0 +1,192 @@
+"""A comparison run read by the report: one run directory, both arms, and the registered comparison.
+
+`fontaine-eval --prereg DOC --arms A,B` writes both arms' rows into one directory (the manifest's
+`arm` is "A-vs-B", its `arms` the two, every row carries its `arm`; status.json's `comparison` is
+the driver's latest `prereg.stats.comparison.Decision`). The report reads such a directory as two arms
+(prereg/outputs/: the rows split by their `arm`, each arm's provenance through
+`prereg.rundir.Manifest.arm_view`) and, once, the comparison itself: what this module reads.
+
+- `comparison_runs(doc, runs)`: `--run A=DIR` (or `--run A-vs-B=DIR`) for a comparison run names
+  both of its arms; an arm given its own `--run` keeps it.
+- `read_comparison(...)`: the decision (status.json's, or `decide` on the rows when the driver
+  recorded none), whether the run stopped on it (then every fixed-n read of its arms is "read after
+  an anytime-valid stop"), the episodes run, and the episodes saved against the batch (max_seeds x 2
+  minus the episodes run: in-flight episodes that finished after the decision count as run), and
+  the path over seeds (`prereg.stats.comparison.path`) the console draws.
+
+Pure but for reading the run directory's small files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prereg import rundir as rd
+from prereg.document.comparison_spec import ComparisonSpec
+from prereg.document.model import Document
+from prereg.stats.comparison import UNDECIDED, VOID, ComparisonPath, batch_episodes, decide, episodes_saved, path
+
+AFTER_STOP = "read after an anytime-valid stop"
+
+
+def comparison_runs(doc: Document, runs: dict[str, Path]) -> dict[str, Path]:
+    """`runs` with each comparison run standing for both of its arms (an explicit `--run ARM=` wins);
+    a key that names the run's label ("A-vs-B") rather than an arm is replaced by the two arms."""
+    known = {a.name for a in doc.arms()}
+    out = {k: Path(d) for k, d in runs.items() if k in known}
+    for key, d in runs.items():
+        m, _ = rd.read_manifest(d)  # only the manifest says a run is a comparison run
+        if m is not None and m.is_comparison and (key in m.arms or key == m.arm):
+            for arm in m.arms:
+                out.setdefault(arm, Path(d))
+        elif key not in known:
+            out[key] = Path(d)  # not an arm: the report says so (no arm 'x' to report)
+    return out
+
+
+def registered_comparison(doc: Document, arms) -> ComparisonSpec | None:
+    """The frozen comparison of these two arms (the latest sealed section's, as fontaine-eval --arms picks it)."""
+    found = [sm.comparison for sm in doc.sections
+             if sm.section.sealed and sm.comparison is not None
+             and {sm.comparison.arm_a, sm.comparison.arm_b} == set(arms)]
+    return found[-1] if found else None
+
+
+@dataclass
+class ComparisonRead:
+    """The registered comparison of one comparison run, as the report states it."""
+
+    spec: ComparisonSpec
+    run_dir: Path
+    decision: dict | None  # Decision.as_dict(): status.json's `comparison`, or decided here from the rows
+    recorded: bool  # the decision is the one the driver recorded (status.json), not recomputed here
+    stopped_by_decision: bool  # the run stopped because the comparison decided (its reads: after an anytime-valid stop)
+    state: str | None
+    episodes_run: int  # rows of either arm, one per (arm, seed)
+    max_seeds: int
+    path: ComparisonPath
+
+    @property
+    def batch(self) -> int:
+        return batch_episodes(self.max_seeds)
+
+    @property
+    def saved(self) -> int:
+        return episodes_saved(self.max_seeds, self.episodes_run)
+
+    @property
+    def outcome(self) -> str | None:
+        return (self.decision or {}).get("outcome")
+
+    @property
+    def decided_at(self) -> int | None:
+        at = (self.decision or {}).get("at")
+        return at if type(at) is int and self.outcome not in (None, VOID) else None
+
+    @property
+    def title(self) -> str:
+        return f"{self.spec.arm_b} vs {self.spec.arm_a}"
+
+    def decision_text(self) -> str:
+        if self.decision is None:
+            return f"no decision yet: {self.path.evidence_text()}"
+        text = str(self.decision.get("text") or self.outcome)
+        return text if self.recorded else f"{text} (decided here from the rows: status.json records no decision)"
+
+    def savings_text(self) -> str:
+        """'39 of the batch's 120 episodes run (60 seeds x 2 arms): 81 saved'."""
+        return (f"{self.episodes_run} of the batch's {self.batch} episodes run ({self.max_seeds} seeds x 2 arms): "
+                f"{self.saved} saved")
+
+    def stop_label(self) -> str:
+        """Why every fixed-n read of this run's arms is labelled, or '' when the run did not stop on the decision."""
+        if not self.stopped_by_decision:
+            return ""
+        at = self.decided_at
+        return (f"{AFTER_STOP}: the run stopped when the registered comparison decided"
+                + (f" at {at}/{self.max_seeds} seeds" if at else "")
+                + "; the counts and intervals are the fixed-n ones on the episodes run, not anytime-valid "
+                "(the comparison's decision is)")
+
+    def lines(self) -> list[str]:
+        """The comparison in words: the test, the decision, the savings (plain text, one item a line)."""
+        out = [f"registered: {self.spec.describe()}, max {self.max_seeds} seeds per arm",
+               f"decision: {self.decision_text()}"]
+        if self.outcome == UNDECIDED:
+            out.append(f"no decision before max seeds: {self.savings_text()}")
+        else:
+            out.append(self.savings_text())
+        if self.outcome == VOID:
+            out.append("void: the anytime-valid read does not hold for this run; its fixed-n reads stand alone")
+        return out
+
+    def markdown(self) -> list[str]:
+        out = [f"## Comparison: {self.title} (run `{self.run_dir.name}`)", ""]
+        out += [f"- {line[0].upper()}{line[1:]}" for line in self.lines()]
+        if self.stopped_by_decision:
+            label = self.stop_label()
+            out.append(f"- **{label[0].upper()}{label[1:]}**.")
+        out.append("")
+        return out
+
+    def as_dict(self) -> dict:
+        return {"arms": [self.spec.arm_a, self.spec.arm_b], "run_dir": str(self.run_dir),
+                "registered": self.spec.as_dict(), "decision": self.decision, "recorded": self.recorded,
+                "text": self.decision_text(), "outcome": self.outcome, "at": self.decided_at,
+                "stopped_by_decision": self.stopped_by_decision, "after_anytime_valid_stop": self.stopped_by_decision,
+                "episodes_run": self.episodes_run, "batch_episodes": self.batch, "episodes_saved": self.saved,
+                "max_seeds": self.max_seeds}
+
+
+def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], status: rd.Status | dict | None,
+                    planned_seeds) -> ComparisonRead:
+    """The comparison of a comparison run: its rows (both arms), its status.json (typed), the arms' plan."""
+    planned = list(planned_seeds)
+    cap = spec.seeds_cap(len(planned))
+    a, b = spec.by_seed(rows, planned)
+    status = rd.Status.of(status) or rd.Status()
+    recorded = status.comparison
+    decision, was_recorded = (recorded, True) if recorded is not None else (None, False)
+    if decision is None:
+        d = decide(spec, a, b, planned)
+        decision = None if d is None else {**d.as_dict(), "episodes_saved": d.episodes_saved}
+    stop = status.stop
+    stopped = bool(stop is not None and stop.by == rd.BY_DECIDED and stop.detail.startswith("(comparison)"))
+    episodes = {(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in (spec.arm_a, spec.arm_b)}
+    return ComparisonRead(spec, Path(run_dir), decision, was_recorded, stopped,
+                          status.state, len(episodes), cap, path(spec, a, b, planned))
+
+
+def live_evidence(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None, rows: list[dict]) -> str | None:
+    """One line of a comparison run's evidence now (what a Discord update carries): the driver's latest
+    decision (status.json `comparison`'s text), or, before one, the evidence so far read from the rows
+    (`ComparisonPath.evidence_text`); None when the run is not a comparison run."""
+    m = rd.Manifest.of(manifest) or rd.Manifest()
+    if not m.is_comparison:
+        return None
+    recorded = (rd.Status.of(status) or rd.Status()).comparison
+    if isinstance(recorded, dict) and isinstance(recorded.get("text"), str):
+        return recorded["text"]
+    try:
+        spec = ComparisonSpec.from_record(m.comparison or {})
+        seeds = list(m.seeds or ())
+        a, b = spec.by_seed(rows, seeds)
+        return "no decision yet: " + path(spec, a, b, seeds).evidence_text()
+    except (TypeError, ValueError, KeyError):
+        return "no decision yet (the manifest's comparison cannot be read)"
+
+
+def savings(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None,
+            rows: list[dict]) -> tuple[str, int, int, int] | None:
+    """(outcome text, episodes run, batch episodes, episodes saved) of a comparison run from its own
+    files (before or without a report), or None when it is not a comparison run or has no decision."""
+    m = rd.Manifest.of(manifest) or rd.Manifest()
+    recorded = (rd.Status.of(status) or rd.Status()).comparison
+    if not m.is_comparison or not isinstance(recorded, dict) or not isinstance(recorded.get("text"), str):
+        return None
+    max_seeds = recorded.get("max_seeds")
+    if type(max_seeds) is not int:
+        return None
+    run = len({(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in m.arms})
+    return recorded["text"], run, batch_episodes(max_seeds), episodes_saved(max_seeds, run)

@@ -1,0 +1,303 @@
+"""The one verdict engine: every verdict Fontaine states is one function of the evidence.
+
+`judge(doc, evidence)` is pure. Its input is the document and, for every arm a rule may read,
+an `ArmEvidence`: that arm's reads (prereg.stats.reads), its rows by planned seed, whether its run is
+live, every reason it is not VALID, its resumes, and its pairing with its registered
+comparator. Its output is a `Judgement`: one verdict per registered decision rule, keyed by
+(section, position in that section) -- never by condition text -- and one per registered
+sequential test. The report, the console's compare view and the Discord results post (through
+results.md) read verdicts from here. The driver's stops (prereg.stats.curtail.check_run,
+prereg.stats.sequential.check_rows) use the same plan-prefix building blocks but not judge(): the
+stop is theirs, the verdict on it is judge()'s.
+
+How a rule is judged:
+
+1. The arms it reads: the arms it names, and for every `ARM.delta_*` / `ARM.shared_seeds` /
+   ... read, ARM's registered comparator (the first `reads.comparator` that applies to ARM).
+2. Every reason one of them cannot bear a verdict is collected: no run, a run still live,
+   INVALID (each failed check), no episodes. Any reason makes the rule `undetermined`, with
+   every reason; a curtailed decision does not override it (the settled verdict is named
+   beside the reasons).
+3. Settled early? (prereg.stats.curtail) on each arm's *plan prefix*: the rows of the registered
+   seeds in plan order up to the first seed without a row. Counting only the prefix makes
+   the decision a function of the outcomes in plan order, so episodes that finish early
+   because they succeed, and any number of parallel workers, cannot bias it. Settled and
+   every arm VALID and ended: final, "decided at m/N by curtailment".
+4. Otherwise judged on the rows read: `provisional at n/N (HOLDS so far)` when an arm ended
+   with fewer rows than planned (`undetermined` when a registered sequential stop ended it
+   before this rule settled: the verdict at completion is not known), else HOLDS / does not
+   hold with the values it was judged on.
+
+The registered sequential test (prereg/stats/sequential.py) is read the same way: on the plan
+prefix, the first crossing of a boundary; final only when the arm ends VALID.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from prereg import rundir as rd
+from prereg.core.vocabulary import COMPARATOR_READS
+from prereg.document.model import Document
+from prereg.document.rules import Rule
+from prereg.rundir.rows import plan_prefix, rows_by_seed
+from prereg.stats import curtail
+from prereg.stats.reads import HOLDS, NOT_HOLDS, PROVISIONAL, UNDETERMINED, ArmReads, Paired, Verdict, evaluate_rule
+from prereg.stats.sequential import SequentialDecision, Sprt, sequential_decision
+
+FINAL = "final"  # a decision reached early by a registered curtailment or sequential test
+
+__all__ = ["ArmEvidence", "Judgement", "SequentialDecision", "SequentialVerdict", "judge", "plan_prefix",
+           "prefix_state", "rows_by_seed", "sequential_decision", "HOLDS", "NOT_HOLDS", "PROVISIONAL",
+           "UNDETERMINED"]
+
+
+# ---------------------------------------------------------------- evidence
+
+
+@dataclass
+class ArmEvidence:
+    """What the engine knows of one arm's run (or of an external comparator run)."""
+
+    arm: str
+    reads: ArmReads
+    by_seed: dict[int, dict]  # the planned seeds' rows, the last row of a seed
+    planned: tuple[int, ...]
+    interval: str = "both"
+    problems: list[str] = field(default_factory=list)  # every reason it is not VALID ([] = VALID)
+    state: str | None = None  # status.json's state
+    stopped_by: str | None = None  # StopReason.by when the run was stopped (rd.BY_DECIDED for a registered stop)
+    stop_detail: str = ""
+    resumes: list[str] = field(default_factory=list)  # when each resume of the run began
+    comparator: str | None = None  # its registered comparator's name (an arm, or an external run's label)
+    paired: Paired | None = None  # the paired reads against that comparator
+    external: bool = False  # a comparator run named by path, outside the registration's arms
+    run_dir: Path | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.state in rd.LIVE_STATES
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
+
+    @property
+    def prefix(self) -> list[dict]:
+        return plan_prefix(self.planned, self.by_seed)
+
+    def blocked(self) -> list[str]:
+        """Why a verdict cannot stand on this arm now (each reason), [] when it can."""
+        r = self.reads
+        out = []
+        if self.live:
+            out.append(f"the run is still {self.state} ({r.n}/{r.n_planned if r.n_planned is not None else '?'} episodes)")
+        if self.problems:
+            out.append("INVALID: " + "; ".join(self.problems))
+        if r.n == 0 and not self.live:
+            out.append("no episodes")
+        return out
+
+
+def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Sequence[int] | None = None,
+                        interval: str = "both", status: rd.Status | Mapping | None = None,
+                        manifest: rd.Manifest | Mapping | None = None,
+                        extra_problems: Sequence[str] = (), external: bool = False,
+                        run_dir: Path | None = None) -> ArmEvidence:
+    """Evidence from an arm's reads and rows (the rows as read; planned None: every seed read, in order);
+    `status` and `manifest` typed (prereg.rundir), or their files' objects."""
+    rows = list(rows)
+    if planned is None:
+        planned = sorted({r["seed"] for r in rows if isinstance(r, dict) and type(r.get("seed")) is int})
+    plan = tuple(planned)
+    by_seed = rows_by_seed(rows, plan)
+    problems = list(extra_problems) + [c.text for c in reads.checks if not c.ok]
+    status = rd.Status.of(status) if isinstance(status, (rd.Status, Mapping)) else None
+    manifest = rd.Manifest.of(manifest) if isinstance(manifest, (rd.Manifest, Mapping)) else None
+    stop = status.stop if status is not None else None
+    resumes = [x["at"] for x in (manifest.resumes if manifest is not None else ()) if isinstance(x.get("at"), str)]
+    return ArmEvidence(reads.arm, reads, by_seed, plan, interval, problems,
+                       status.state if status is not None else None,
+                       stop.by if stop else None, stop.detail if stop else "", resumes, external=external,
+                       run_dir=run_dir)
+
+
+def prefix_state(ev: ArmEvidence) -> curtail.ArmState:
+    """The arm's counts on its plan prefix, for curtailment."""
+    return curtail.state_from_rows(ev.prefix, ev.planned, ev.interval)
+
+
+# ---------------------------------------------------------------- the sequential test
+
+
+@dataclass
+class SequentialVerdict:
+    key: str  # "<section>:sequential:<arm>"
+    arm: str
+    section: str
+    decision: SequentialDecision | None
+    verdict: str  # FINAL | PROVISIONAL | UNDETERMINED ("no decision" is undetermined with its why)
+    why: str
+
+    @property
+    def label(self) -> str:
+        if self.verdict == FINAL and self.decision is not None:
+            return f"final: {self.decision.decision} accepted at {self.decision.at}/{self.decision.total}"
+        return f"{self.verdict} ({self.why})"
+
+    def as_dict(self) -> dict:
+        return {"key": self.key, "arm": self.arm, "section": self.section, "verdict": self.verdict,
+                "label": self.label, "why": self.why,
+                "decision": self.decision.as_dict() if self.decision else None}
+
+
+# ---------------------------------------------------------------- judging
+
+
+@dataclass
+class Judgement:
+    verdicts: list[Verdict]
+    sequential: list[SequentialVerdict]
+
+    def by_key(self) -> dict[str, Verdict]:
+        return {v.key: v for v in self.verdicts}
+
+
+def arms_read(rule: Rule, evidence: Mapping[str, ArmEvidence], doc: Document | None = None) -> list[str]:
+    """The arms a rule reads: those it names and the registered comparator of each arm whose paired reads it names."""
+    out = set(rule.arms())
+    for c in rule.clauses:
+        for o in (c.left, c.right):
+            if isinstance(o, tuple) and o[1] in COMPARATOR_READS:
+                comp = _comparator_name(o[0], evidence, doc)
+                if comp:
+                    out.add(comp)
+    return sorted(out)
+
+
+def _comparator_name(arm: str, evidence: Mapping[str, ArmEvidence], doc: Document | None) -> str | None:
+    ev = evidence.get(arm)
+    if ev is not None and ev.comparator:
+        return ev.comparator
+    if doc is not None:
+        comps = doc.comparators_for(arm)
+        return comps[0].name if comps else None
+    return None
+
+
+def judge(doc: Document, evidence: Mapping[str, ArmEvidence]) -> Judgement:
+    """Every registered rule and sequential test, judged on the evidence of every arm each reads."""
+    verdicts = [judge_rule(doc, key, rule, evidence) for key, rule in doc.registered_rules()]
+    return Judgement(verdicts, _sequential_verdicts(doc, evidence))
+
+
+def judge_rule(doc: Document | None, key: str, rule: Rule, evidence: Mapping[str, ArmEvidence]) -> Verdict:
+    arms = arms_read(rule, evidence, doc)
+    reasons: list[str] = []
+    for a in arms:
+        ev = evidence.get(a)
+        if ev is None:
+            reasons.append(f"{a}: no run of this arm in this report")
+        else:
+            reasons += [f"{a}: {why}" for why in ev.blocked()]
+    values = {a: _values(ev) for a, ev in evidence.items()}
+    states = {a: prefix_state(evidence[a]) for a in rule.arms() if a in evidence and not evidence[a].external}
+    settled = curtail.settle_rule(rule, states)
+    plain = evaluate_rule(rule, values)
+    if settled.settled:
+        at = _settled_at(rule, evidence, states)
+        registered = any(evidence[a].stopped_by == rd.BY_DECIDED for a in rule.arms())
+        how = f"decided at {at} by {'a registered ' if registered else ''}curtailment"
+        if reasons:
+            return _verdict(plain, key, arms, UNDETERMINED, "; ".join(reasons) + f" (settled {settled.verdict} at {at} "
+                            "by curtailment, but a decision never stands on an arm that cannot bear one)",
+                            reasons=reasons, decided=how)
+        short = [a for a in rule.arms() if evidence[a].reads.stopped_early]
+        detail = (f"{settled.verdict} whatever the remaining seeds do; on the rows read: {plain.detail}" if short else
+                  f"{plain.detail} (settled at {at} by curtailment)")
+        return _verdict(plain, key, arms, settled.verdict, "", detail=detail, decided=how, early=bool(short))
+    cut = [a for a in arms if a in evidence and evidence[a].stopped_by == rd.BY_DECIDED
+           and evidence[a].reads.stopped_early]
+    why = ""
+    if cut:
+        ev = evidence[cut[0]]
+        why = (f"a registered stop ended arm {', '.join(cut)} at {ev.reads.n}/{ev.reads.n_planned} before this rule "
+               f"was settled ({ev.stop_detail[:160]}); its verdict at completion is not known")
+    if reasons:  # every reason: an INVALID arm that a registered stop also cut short says both
+        every = reasons + ([why] if why else [])
+        return _verdict(plain, key, arms, UNDETERMINED, "; ".join(every), reasons=every)
+    if cut:
+        return _verdict(plain, key, arms, UNDETERMINED, why, reasons=[why],
+                        detail=f"on the rows read: {plain.detail}" if plain.detail else "")
+    if plain.verdict == UNDETERMINED:
+        return _verdict(plain, key, arms, UNDETERMINED, plain.why, reasons=[plain.why])
+    partial = {a: f"at {evidence[a].reads.n}/{evidence[a].reads.n_planned}" for a in arms
+               if evidence[a].reads.stopped_early}
+    if partial:
+        part = [f"{p} for {a}" if len(arms) > 1 else p for a, p in partial.items()]
+        return _verdict(plain, key, arms, PROVISIONAL, f"{', '.join(part)} ({plain.verdict} so far)")
+    return _verdict(plain, key, arms, plain.verdict, "")
+
+
+def _verdict(plain: Verdict, key: str, arms: list[str], verdict: str, why: str, *, detail: str | None = None,
+             reasons: list[str] | None = None, decided: str = "", early: bool = False) -> Verdict:
+    return Verdict(plain.rule, verdict, plain.detail if detail is None else detail, why, key=key,
+                   arms=tuple(arms), reasons=tuple(reasons or ()), decided=decided, early=early)
+
+
+def _values(ev: ArmEvidence) -> dict:
+    v = dict(ev.reads.values())
+    if ev.paired is not None and ev.paired.shared_seeds:
+        v.update(ev.paired.values())
+    return v
+
+
+def _settled_at(rule: Rule, evidence: Mapping[str, ArmEvidence], states: dict) -> str:
+    """'5/20' (the first plan prefix of a one-arm rule at which it settles), or each arm's prefix."""
+    named = sorted(rule.arms())
+    if len(named) != 1:
+        return ", ".join(f"{a} {states[a].done}/{states[a].planned}" for a in named if a in states)
+    a = named[0]
+    ev = evidence[a]
+    prefix = ev.prefix
+    lo, hi = 0, len(prefix)  # settlement only narrows as rows come in: the first settled prefix, by bisection
+    while lo < hi:
+        mid = (lo + hi) // 2
+        st = curtail.state_from_rows(prefix[:mid], ev.planned, ev.interval)
+        if curtail.settle_rule(rule, {a: st}).settled:
+            hi = mid
+        else:
+            lo = mid + 1
+    return f"{lo}/{len(ev.planned)}"
+
+
+def _sequential_verdicts(doc: Document, evidence: Mapping[str, ArmEvidence]) -> list[SequentialVerdict]:
+    out = []
+    for sm in doc.sections:
+        spec = Sprt.from_dict(sm.gates.sequential) if sm.section.sealed else None
+        if spec is None:
+            continue
+        for a in sm.arms:
+            key = f"{sm.section.name}:sequential:{a.name}"
+            ev = evidence.get(a.name)
+            if ev is None:
+                out.append(SequentialVerdict(key, a.name, sm.section.name, None, UNDETERMINED,
+                                             "no run of this arm in this report"))
+                continue
+            d = sequential_decision(spec, ev.planned, ev.by_seed)
+            blocked = ev.blocked()
+            if d is not None and not blocked:
+                out.append(SequentialVerdict(key, a.name, sm.section.name, d, FINAL, d.text))
+            elif d is not None:
+                out.append(SequentialVerdict(key, a.name, sm.section.name, d, UNDETERMINED,
+                                             "; ".join(blocked) + f" (the test reached {d.decision} at "
+                                             f"{d.at}/{d.total}, but a decision never stands on such an arm)"))
+            else:
+                n = len(ev.prefix)
+                why = "; ".join(blocked) if blocked else (
+                    f"no decision by the last planned seed ({n}/{len(ev.planned)})" if n == len(ev.planned)
+                    else f"no boundary crossed in the first {n} seeds of the plan ({ev.reads.n} rows read)")
+                out.append(SequentialVerdict(key, a.name, sm.section.name, None, UNDETERMINED, why))
+    return out
