@@ -26,8 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from engine.driver import RunConfig, run  # noqa: E402
+from engine.driver import run  # noqa: E402
 from engine.policies.factory import PolicySpec  # noqa: E402
+from engine.run_config import RunConfig  # noqa: E402
 
 
 def main() -> None:

@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-from engine.driver import RunConfig, run  # noqa: E402
+from engine.driver import run  # noqa: E402
 from engine.policies.factory import PolicySpec  # noqa: E402
+from engine.run_config import RunConfig  # noqa: E402
 
 
 def main() -> None:

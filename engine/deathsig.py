@@ -1,5 +1,5 @@
 """The kernel's SIGKILL for a process whose parent dies (Linux PR_SET_PDEATHSIG), set in one place:
-a sim worker (engine.pool.die_with_parent) and the fork server that forks them
+a sim worker (engine.worker.die_with_parent) and the fork server that forks them
 (engine.worker_preload) both use it. Imports nothing heavy: the fork server calls it first thing."""
 
 from __future__ import annotations

@@ -32,24 +32,25 @@ import errno
 import os
 import signal
 import socket
-import statistics
 import sys
 import time
 import traceback
 from collections import deque
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from engine.decisions import PlanDecisions
 from engine.executor import DriverError, Executor, ExecutorFactory, StartInterrupted, local_executor
-from engine.launch_tripwires import TripwireFailed
-from engine.policies.factory import PolicySpec, load_served
-from engine.provenance import package_versions, tool_git_commit
+from engine.launch_tripwires import TripwireFailed, check_at_start
+from engine.policies.factory import load_served
+from engine.run_clock import RunClock
+from engine.run_config import RunConfig, RunResult
+from engine.run_manifest import manifest_record
+from engine.run_summary import progress_line, summarize
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError, RunFailed, UsageError, write_traceback
 from prereg.core.webhook_env import scrub_webhooks
-from prereg.rundir.gates import PaceInputs, evaluate_gates, fair_projected_wall_s, first_tripped, projected_wall_s
-from prereg.rundir.rows import ERROR, SUCCESS, RowCounts, classify, complete_row, count_rows, is_error, number
-from prereg.rundir.status import GateSpec
+from prereg.rundir.gates import evaluate_gates, first_tripped
+from prereg.rundir.rows import RowCounts, complete_row, is_error
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -57,73 +58,7 @@ STATUS_EVERY_S = 2.0
 POLL_S = 0.25
 
 
-@dataclass
-class RunConfig:
-    run_id: str
-    arm: str
-    policy: PolicySpec
-    seeds: list[int]
-    episode_seconds: float = 30.0
-    workers: int = 1
-    video_draw: str = "0"  # "auto" | "0" first episode of each worker | "none" | "all" | "seeds:1,5"
-    batch_wait_ms: float = 20.0  # the shortest wait to fill a batch ...
-    batch_wait_max_ms: float = 1000.0  # ... and the longest, however slow the workers' chunks are
-    gates: GateSpec = field(default_factory=GateSpec)
-    gpus: int | None = None  # GPUs held; None = 1 when the policy runs on CUDA, else 0
-    render_size: int = 224
-    video_size: int | None = None  # pixels a side of each filmed view (front | wrist); None = render_size
-    prereg: dict | None = None  # {id, sha256, path} when launched from a frozen document
-    ray: dict | None = None  # {address, shards, gpus_per_shard, dashboard}: run the seeds on a Ray cluster
-    record_predicts: bool = False  # predicts.jsonl: one line per served observation (engine/predict_trail.py)
-    env: str = "boat-on-disk"  # the scene and task (engine.envs); a manifest from before envs ran this one
-    arms: list[dict] | None = None  # a comparison run: [{"arm": A, "policy": {...}}, {"arm": B, ...}]
-    comparison: dict | None = None  # ... and its registered comparison (prereg.stats.comparison.ComparisonSpec.as_dict())
-
-    def arm_policies(self) -> list[tuple[str | None, PolicySpec]]:
-        """(arm, policy) per arm a worker may be handed: the comparison's two, or (None, the one policy)."""
-        if not self.arms:
-            return [(None, self.policy)]
-        return [(a["arm"], PolicySpec.from_dict(a["policy"])) for a in self.arms]
-
-    def arm_names(self) -> list[str] | None:
-        return [a["arm"] for a in self.arms] if self.arms else None
-
-    def as_dict(self) -> dict:
-        d = asdict(self)
-        d["policy"] = self.policy.as_dict()
-        d["gates"] = self.gates.to_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "RunConfig":
-        d = dict(d)
-        d["policy"] = PolicySpec.from_dict(d["policy"])
-        d["gates"] = GateSpec.from_dict(d.get("gates"))
-        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
-        return cls(**known)
-
-
-@dataclass
-class RunResult:
-    state: str
-    reason: str | None
-    rows: list[dict]
-    summary: dict
-
-
 RESERVE_BYTES = 256 * 1024  # freed on a full disk so that the final status.json and rows.json fit
-
-
-def _env_record(name: str) -> dict:
-    """The manifest's `env`: its name and content hash (the scene's XML takes about 1.5 s to write:
-    once per process). The driver itself never needs MuJoCo to run, so a hash it cannot compute
-    (MuJoCo failing to load here, say) is recorded as missing with why, and the workers say the rest."""
-    try:
-        from engine.envs import env_record
-
-        return env_record(name)  # an env file's adds `file`, and its name is the one it declares
-    except Exception as exc:  # noqa: BLE001 - the manifest says why; provenance treats a missing hash as not the registered env
-        return {"name": name, "sha256": None, "sha256_error": f"{type(exc).__name__}: {str(exc)[:200]}"}
 
 
 def failure_reason(exc: BaseException, run_dir: Path) -> str:
@@ -175,9 +110,8 @@ class _Driver:
     def __init__(self, cfg: RunConfig, run_dir: Path, argv: list[str], resume: bool, log, executor: ExecutorFactory):
         self.cfg, self.run_dir, self.argv, self.resume, self.log = cfg, run_dir, argv, resume, log
         self.make_executor = executor
-        self.t0 = time.monotonic()
+        self.clock = RunClock()
         self.started_at = rd.utc_now()
-        self.prior_elapsed_s = 0.0
         self.rows: list[dict] = []  # every row of the run (prior rows on resume included)
         self.session_done = 0
         self.stop: rd.StopReason | None = None  # why the run is stopping, once asked
@@ -187,8 +121,6 @@ class _Driver:
         self.gpu_meter = None
         self.policy_description: dict | None = None  # what the policy resolved to, once loaded
         self._resume_noted = False  # a resume appends to the manifest once
-        self._first_submit_at: float | None = None  # rollout time excludes worker start-up
-        self._last_row_at: float | None = None
         self.lost_seeds: list = []  # episodes aborted in flight: seeds, or [arm, seed] in a comparison run
         self.aborted_note: str | None = None
         self.summary: dict = {}
@@ -197,11 +129,8 @@ class _Driver:
         self.policy = None
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
-        self._turnaround_s: float | None = None  # EMA of chunk sent -> next observation back
-        self.settled: dict | None = None  # curtailment (prereg/stats/curtail.py): which frozen rules are settled
-        self.sequential: dict | None = None  # the registered sequential test's decision (prereg/stats/sequential.py)
+        self.decisions = PlanDecisions(cfg, run_dir, log)  # curtailment, a sequential test, a comparison
         self.arms = cfg.arm_names()  # a comparison run's two arms, else None
-        self.comparison: dict | None = None  # its latest decision (prereg/stats/comparison.py), for status.json
         self.tripwires: dict | None = None  # the registered tripwires' record (engine/launch_tripwires.py)
         # the episodes to run, in dispatch order: seeds, or (arm, seed) interleaved by seed
         self.jobs: list = [(a, s) for s in cfg.seeds for a in self.arms] if self.arms else list(cfg.seeds)
@@ -228,7 +157,7 @@ class _Driver:
             todo = self._todo_seeds()
             self._write_status(rd.RUNNING)
             if self.arms and self.rows:  # a resumed comparison that had decided says so and runs nothing more
-                self._check_comparison()
+                self._stop_if(self.decisions.comparison_after(self.rows, self._remaining()))
             if self.arms and (self.cfg.gates.decided or self.cfg.gates.sequential):
                 self.log("gates: decided/sequential are per-arm checks and are not read in a comparison run; "
                          "the registered comparison decides")
@@ -301,7 +230,7 @@ class _Driver:
             self.counts.add_many(self.rows)
             prior = rd.Status.of(rd.read_json(self.run_dir / rd.STATUS))
             elapsed = prior.elapsed_s if prior is not None else None
-            self.prior_elapsed_s = elapsed if elapsed is not None and 0 <= elapsed < 1e9 else 0.0
+            self.clock.prior_s = elapsed if elapsed is not None and 0 <= elapsed < 1e9 else 0.0
             stop = self.run_dir / rd.STOP
             if stop.exists():  # the stop that ended the last session is history, kept in the log
                 stop.rename(self.run_dir / rd.done_stop_name(time.time()))
@@ -357,76 +286,25 @@ class _Driver:
             manifest = rd.read_json(path) or {}
             manifest.setdefault("resumes", []).append({"at": rd.utc_now(), "argv": self.argv, "host": socket.gethostname()})
         else:
-            manifest = {
-                "run_id": self.cfg.run_id,
-                "prereg": self.cfg.prereg,
-                "arm": self.cfg.arm,
-                "env": _env_record(self.cfg.env),
-                "policy": self.cfg.policy.as_dict(),
-                "policy_resolved": self.policy_description,
-                **({"arms": self.cfg.arms, "comparison": self.cfg.comparison} if self.arms else {}),
-                "seeds": self.cfg.seeds,
-                "episode_seconds": self.cfg.episode_seconds,
-                "workers": self.cfg.workers,
-                "batch_wait_ms": [self.cfg.batch_wait_ms, self.cfg.batch_wait_max_ms],
-                "video_draw": self.cfg.video_draw,
-                "video_size": self.cfg.video_size or self.cfg.render_size,
-                "gates": self.cfg.gates.to_dict(),
-                "gpus": self.gpus,
-                "config": self.cfg.as_dict(),
-                "argv": self.argv,
-                "git_commit": tool_git_commit(),
-                "versions": package_versions(),
-                "host": socket.gethostname(),
-                "device": (self.policy_description or {}).get("device"),
-                "started_at": self.started_at,
-            }
+            manifest = manifest_record(self.cfg, policy_resolved=self.policy_description, gpus=self.gpus,
+                                       argv=self.argv, started_at=self.started_at)
         rd.write_json_atomic(path, manifest)
 
     def _check_tripwires(self) -> None:
-        """Run the tripwires the plan registers (gates.tripwires); their record goes into the manifest
-        and status.json, and a failure raises TripwireFailed: the run ends `failed`, exit 2, no episode
-        run. A resume whose manifest says they passed at the start does not run them again."""
-        if not self.cfg.gates.tripwires:
-            return
-        if self.resume:
-            manifest, _ = rd.read_manifest(self.run_dir)
-            prior = manifest.tripwires if manifest is not None else None
-            if isinstance(prior, dict) and prior.get("passed") is True:
-                self.log("registered tripwires: passed at the run's start (manifest.json); not run again")
-                self.tripwires = prior
-                return
-        from engine.launch_tripwires import run_registered
-
+        """The tripwires the plan registers (engine/launch_tripwires.py): their record goes into the
+        manifest and status.json, and a failure raises TripwireFailed (`failed`, exit 2, no episode run)."""
         policies = self.policy if isinstance(self.policy, dict) else {None: self.policy}
         described = self.policy_description if self.arms else {None: self.policy_description}
         try:
-            record = run_registered(self.cfg, policies, policy_descriptions=described, log=self.log)
+            self.tripwires, ran = check_at_start(self.cfg, self.run_dir, resume=self.resume, policies=policies,
+                                                 descriptions=described, log=self.log)
         except TripwireFailed as exc:
-            record = getattr(exc, "record", None)
-            if record is not None:
-                self.tripwires = record
-                self._merge_manifest({rd.TRIPWIRES_FIELD: record})
-                self._also_in_log(f"{record.get('table', '')}\n{exc.one_line()}")
+            self.tripwires = getattr(exc, "record", None)
+            if self.tripwires is not None:
+                self._merge_manifest({rd.TRIPWIRES_FIELD: self.tripwires})
             raise
-        self.tripwires = record
-        self._merge_manifest({rd.TRIPWIRES_FIELD: record})
-        self._also_in_log(f"{record.get('table', '')}\nregistered tripwires PASSED")
-
-    def _also_in_log(self, text: str) -> None:
-        """`text` into driver.log when this process's stdout is not already that file (a run started
-        from a terminal rather than by the console); never raising."""
-        target = self.run_dir / rd.LOG
-        try:
-            if target.exists() and os.path.samestat(os.fstat(sys.stdout.fileno()), target.stat()):
-                return
-        except (OSError, ValueError, AttributeError):
-            pass
-        try:
-            with open(target, "a", encoding="utf-8") as f:
-                f.write(text.rstrip("\n") + "\n")
-        except OSError:
-            pass
+        if ran:
+            self._merge_manifest({rd.TRIPWIRES_FIELD: self.tripwires})
 
     def _merge_manifest(self, extra: dict) -> None:
         """Scale-out hook: add what is known only once the executor exists (on a resume, to its entry)."""
@@ -475,8 +353,7 @@ class _Driver:
                         self.pool.submit(job[1], arm=job[0])
                     else:
                         self.pool.submit(job)
-                    if self._first_submit_at is None:
-                        self._first_submit_at = time.monotonic()
+                    self.clock.submitted()
             if not self.pool.in_flight() and (stopping or not pending or not self.pool.alive()):
                 if pending and not stopping:
                     raise RunFailed(self._all_workers_died(len(pending)))
@@ -518,62 +395,15 @@ class _Driver:
         row = complete_row({**partial, "run_id": self.cfg.run_id, "arm": arm})
         self._check_rows_file(pending=row)
         self.writer.append(row)
-        self._last_row_at = time.monotonic()
+        self.clock.row_arrived()
         self.rows.append(row)
         self.counts.add(row)
         self.session_done += 1
-        self.log(_progress_line(row, len(self._done_keys()), len(self.jobs), self._eta_s(),
-                                arm=row.get("arm") if self.arms else None))
-        self._check_decided()
+        self.log(progress_line(row, len(self._done_keys()), len(self.jobs), self._eta_s(),
+                               arm=row.get("arm") if self.arms else None))
+        self._stop_if(self.decisions.after_row(self.rows, stopping=self.stop is not None, remaining=self._remaining()))
         self._write_status(rd.STOPPING if self.stop else rd.RUNNING)
         self._enforce_gates()
-
-    def _check_decided(self) -> None:
-        """After a row: are the frozen decision rules on this arm settled? With `gates: {decided:
-        stop}` a settled plan stops the run (reason `decided`); without it status.json says so."""
-        if self.arms:
-            self._check_comparison()
-            return
-        if self.cfg.prereg is None:
-            return
-        from prereg.stats.curtail import check_run, decided_detail
-        from prereg.stats.sequential import check_rows
-
-        if not (self.settled or {}).get("all"):
-            try:
-                self.settled = check_run(self.cfg.prereg, self.cfg.arm, self.rows, self.run_dir)
-            except Exception as exc:  # noqa: BLE001 - information must never end a run
-                self.log(f"curtailment check failed ({type(exc).__name__}: {exc}); the run goes on")
-                self.settled = None
-        if self.settled and self.settled["all"] and self.cfg.gates.decided == "stop":
-            self._request_stop(rd.StopReason(rd.BY_DECIDED, decided_detail(self.settled)))
-        if self.sequential is None and self.stop is None:
-            self.sequential = check_rows(self.cfg.gates.sequential, self.rows, self.cfg.seeds)
-            if self.sequential is not None:
-                self._request_stop(rd.StopReason(rd.BY_DECIDED, "(sequential) " + self.sequential["text"]))
-
-    def _check_comparison(self) -> None:
-        """After a row of a comparison run: the registered comparison read on the plan prefix both
-        arms have (prereg.stats.comparison.decide); a decision that stops the run stops it here."""
-        if self.cfg.comparison is None or (self.comparison or {}).get("outcome") not in (None, "void"):
-            return
-        from prereg.stats.comparison import decide
-
-        try:
-            spec = comparison_spec(self.cfg.comparison)
-            a, b = spec.by_seed(self.rows, self.cfg.seeds)
-            decision = decide(spec, a, b, self.cfg.seeds)
-        except Exception as exc:  # noqa: BLE001 - a statistic that cannot be read must never end a run
-            self.log(f"comparison check failed ({type(exc).__name__}: {exc}); the run goes on")
-            return
-        if decision is None:
-            return
-        before = (self.comparison or {}).get("text")
-        self.comparison = {**decision.as_dict(), "episodes_saved": decision.episodes_saved}
-        if decision.stops_run and self._remaining() > 0:  # decided on the last pair: the run is simply done
-            self._request_stop(rd.StopReason(rd.BY_DECIDED, "(comparison) " + decision.text))
-        elif decision.text != before:  # a void read is re-read at every row: said once, and when it changes
-            self.log(f"comparison: {decision.text}")
 
     def _check_stop_file(self) -> None:
         if self.stop is None:
@@ -591,6 +421,10 @@ class _Driver:
                 self.log(f"stop reason: {req.text()}")
                 self._write_status(rd.STOPPING)
 
+    def _stop_if(self, reason: rd.StopReason | None) -> None:
+        if reason is not None:
+            self._request_stop(reason)
+
     def _request_stop(self, reason: rd.StopReason) -> None:
         if self.stop is None:
             rd.write_stop(self.run_dir, reason)
@@ -606,18 +440,7 @@ class _Driver:
     def _gate_readings(self):
         return evaluate_gates(self.cfg.gates, elapsed_s=self.elapsed_s, done=self.session_done,
                               total=self.session_done + self._remaining(), gpu_hours=self.gpu_hours, live=False,
-                              pace=self._pace_inputs(), gpus=self.gpus)
-
-    def _pace_inputs(self) -> PaceInputs | None:
-        """The fair pace projection's inputs (prereg/rundir/gates.py does the arithmetic)."""
-        if self._first_submit_at is None:
-            return None
-        walls = [r["wall_s"] for r in self.rows[len(self.rows) - self.session_done:] if r.get("wall_s")]
-        return PaceInputs(startup_s=self._first_submit_at - self.t0, rollout_s=time.monotonic() - self._first_submit_at,
-                          done=self.session_done, in_flight=len(self.pool.in_flight()) if self.pool is not None else 0,
-                          total=self.session_done + self._remaining(),
-                          lanes=max(1, min(self.cfg.workers, len(self.jobs))),
-                          episode_wall_s=statistics.fmean(walls) if walls else None, prior_s=self.prior_elapsed_s)
+                              pace=self._projections()[0], gpus=self.gpus)
 
     def _remaining(self) -> int:
         done = self._done_keys()
@@ -636,27 +459,19 @@ class _Driver:
     def _stat(self, name: str) -> int:
         return self.pool.stats().get(name, 0) if self.pool is not None else 0
 
-    def _projections(self) -> tuple[PaceInputs | None, float | None, float | None, float | None]:
-        """(pace inputs, fair projected wall, naive projected wall, ETA): the same numbers for
-        status.json and the log's progress lines. The ETA follows the fair projection
-        (prereg/rundir/gates.py) when it has its inputs, else the naive one."""
-        session_elapsed = time.monotonic() - self.t0
-        proj = projected_wall_s(session_elapsed, self.session_done, self.session_done + self._remaining())
-        pace = self._pace_inputs()
-        fair = fair_projected_wall_s(pace) if pace is not None else None
-        naive = None if proj is None else round(self.prior_elapsed_s + proj, 1)
-        if fair is not None:
-            eta = max(0.0, fair - self.elapsed_s)
-        else:
-            eta = None if proj is None else max(0.0, proj - session_elapsed)
-        return pace, fair, naive, eta
+    def _projections(self):
+        """(pace inputs, fair projected wall, naive projected wall, ETA) of this session (engine/run_clock.py)."""
+        walls = [r["wall_s"] for r in self.rows[len(self.rows) - self.session_done:] if r.get("wall_s")]
+        return self.clock.projections(done=self.session_done, remaining=self._remaining(),
+                                      in_flight=len(self.pool.in_flight()) if self.pool is not None else 0,
+                                      lanes=max(1, min(self.cfg.workers, len(self.jobs))), walls=walls)
 
     def _eta_s(self) -> float | None:
         return self._projections()[3]
 
     @property
     def elapsed_s(self) -> float:
-        return self.prior_elapsed_s + (time.monotonic() - self.t0)
+        return self.clock.elapsed_s
 
     @property
     def gpu_hours(self) -> float:
@@ -689,10 +504,10 @@ class _Driver:
             eta_s=None if eta is None else round(eta, 1),
             pace={**(pace.as_dict() if pace else {}), "projected_wall_s": None if fair is None else round(fair, 1),
                   "naive_projected_wall_s": naive},
-            settled=self.settled,
-            sequential=self.sequential,
+            settled=self.decisions.settled,
+            sequential=self.decisions.sequential,
             arms=self.arms or None,  # a comparison run's (arms and comparison are written only in one)
-            comparison=self.comparison if self.arms else None,
+            comparison=self.decisions.comparison if self.arms else None,
             gpu_hours=round(self.gpu_hours, 5),
             gpu_hours_source=f"allocated (wall x {self.gpus} GPU{'s' if self.gpus != 1 else ''} held)",
             gpu_busy_hours=self._busy_hours(),
@@ -766,13 +581,12 @@ class _Driver:
         if self.arms:  # each arm's own counts, and the decision
             summary["arms"] = {arm: {**summarize([r for r in self.rows if r.get("arm") == arm]),
                                      "total_seeds": len(self.cfg.seeds)} for arm in self.arms}
-            summary["comparison"] = self.comparison
+            summary["comparison"] = self.decisions.comparison
         summary.update({
             "state": state, "reason": reason, "elapsed_s": round(self.elapsed_s, 2),
             "mean_batch": round(self._stat('predicted_obs') / self._stat('predict_rounds'), 3) if self._stat('predict_rounds') else None,
             "predict_rounds": self._stat('predict_rounds'), "gpu_hours": round(self.gpu_hours, 5),
-            "rollout_s": (round(self._last_row_at - self._first_submit_at, 3)
-                          if self._first_submit_at is not None and self._last_row_at is not None else None),
+            "rollout_s": self.clock.rollout_s,
             "worker_crashes": self._stat('worker_crashes'), "lost_seeds": self.lost_seeds,
         })
         self.summary = summary
@@ -782,94 +596,3 @@ class _Driver:
 def _as_json_jobs(jobs) -> list:
     """Jobs as status.json holds them: seeds, or [arm, seed] in a comparison run."""
     return [list(j) if isinstance(j, tuple) else j for j in jobs]
-
-
-def comparison_record(spec) -> dict:
-    """A ComparisonSpec as the config records it (JSON; `comparison_spec` reads it back on a resume)."""
-    d = asdict(spec)
-    d.pop("line", None)
-    d["assumed_rates"] = list(spec.assumed_rates) if spec.assumed_rates is not None else None
-    return d
-
-
-def comparison_spec(d: dict):
-    from prereg.document.comparison_spec import ComparisonSpec
-
-    return ComparisonSpec.from_record(d)
-
-
-def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:
-    """The run's counts by `prereg.rundir.rows` (the one classifier: any status but "ok" is an error row,
-    never a success; knock-away/engaged from the distances), so the driver's summary, the
-    console, the Discord post and the report agree."""
-    c = count_rows(rows)
-    ok = [r for r in rows if not is_error(r)]
-    finals = [v for v in (number(r.get("progress_final_cm")) for r in ok) if v is not None]
-    return {
-        "episodes": c.rows,
-        "ok": c.ok,
-        "errors": c.errors,
-        "total_seeds": len(cfg.seeds) * len(cfg.arms or [None]) if cfg else None,
-        "successes": c.successes,
-        "success_seeds": sorted(r["seed"] for r in ok if r.get("success") is True),
-        "knock_aways": c.knock_aways,
-        "engaged": c.engaged,
-        "quiet": c.quiet,
-        "tipped": c.tipped,
-        "reset_strikes": c.reset_strikes,
-        "predicts": c.predicts,
-        "zero_fallbacks": c.zero_fallbacks,
-        "mask_violations": c.mask_violations,
-        "mean_progress_final_cm": round(statistics.fmean(finals), 3) if finals else None,
-        "median_progress_final_cm": round(statistics.median(finals), 3) if finals else None,
-    }
-
-
-def format_summary(result: RunResult, run_dir: Path) -> str:
-    s = result.summary
-    n = s["episodes"]  # every row counts, error rows included (as in the console and the report)
-    lines = [
-        f"run {run_dir}  state {result.state}" + (f"  ({result.reason})" if result.reason else ""),
-        f"  episodes      {s['episodes']} of {s['total_seeds']}  ({s['errors']} error rows)",
-        f"  successes     {s['successes']}/{n}" + _seed_note(s["success_seeds"], n),
-        f"  knock-aways   {s['knock_aways']}/{n}    engaged {s['engaged']}/{n}    reset strikes {s['reset_strikes']}",
-        f"  progress_final_cm  mean {_fmt(s['mean_progress_final_cm'])}  median {_fmt(s['median_progress_final_cm'])}",
-        f"  predicts      {s['predicts']}  zero-fallbacks {s['zero_fallbacks']}  mask interventions {s['mask_violations']}"
-        + (f"  mean batch {s['mean_batch']} over {s['predict_rounds']} rounds" if s.get("mean_batch") else ""),
-        f"  wall          {s['elapsed_s']:.1f} s   GPU-hours {s['gpu_hours']:.4f}",
-    ]
-    if s.get("lost_seeds"):
-        lines.append(f"  not run (aborted in flight): {s['lost_seeds']}")
-    for arm, a in (s.get("arms") or {}).items():
-        lines.append(f"  arm {arm}: successes {a['successes']}/{a['episodes']}  "
-                     f"progress_final_cm mean {_fmt(a['mean_progress_final_cm'])}  errors {a['errors']}")
-    if s.get("arms"):
-        c = s.get("comparison")
-        lines.append(f"  comparison    {c['text'] if c else 'no decision'}")
-    return "\n".join(lines)
-
-
-def _seed_note(success_seeds: list[int], n: int) -> str:
-    """Name the rarer outcome's seeds: the successes when few, else the seeds that failed."""
-    if not success_seeds:
-        return ""
-    if len(success_seeds) <= 12:
-        return f"  seeds {success_seeds}"
-    if len(success_seeds) == n:
-        return "  (every seed)"
-    return f"  ({n - len(success_seeds)} without success)"
-
-
-def _progress_line(row: dict, done: int, total: int, eta_s: float | None, arm: str | None = None) -> str:
-    head = f"[{done}/{total}] seed {row['seed']:>4}" + (f" {arm}" if arm else "")
-    eta = "" if eta_s is None else f"  ETA {eta_s / 60:.1f} min"
-    kind, _, _ = classify(row)
-    if kind == ERROR:
-        return f"{head}  ERROR  {row.get('error')}{eta}"
-    outcome = f"success@{row['success_tick']}" if kind == SUCCESS else kind.replace("_", "-")
-    return (f"{head}  {outcome:<16} progress_final {_fmt(row.get('progress_final_cm'))} cm  "
-            f"wall {row.get('wall_s') or 0:.1f} s{eta}")
-
-
-def _fmt(x) -> str:
-    return "n/a" if x is None else f"{x:+.2f}"

@@ -18,6 +18,10 @@ not applicable, never as passed silently.
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+
 from engine.policies.base import Observation
 from prereg import rundir as rd
 from prereg.core.errors import UsageError
@@ -33,6 +37,48 @@ def applies(spec) -> bool:
     """The tripwires judge a joint-convention map: only a policy that has one and a release table
     (MolmoAct2's norm_stats, a lerobot checkpoint's saved state stats)."""
     return spec.is_model
+
+
+def check_at_start(cfg, run_dir: Path, *, resume: bool, policies: dict, descriptions: dict | None,
+                   log=print) -> tuple[dict | None, bool]:
+    """The registered tripwires at a run's start, and whether they ran now: run (`run_registered`),
+    their table also written to driver.log; (None, False) when the plan registers none. A resume
+    whose manifest says they passed at the start does not run them again (its record, False)."""
+    if not cfg.gates.tripwires:
+        return None, False
+    if resume:
+        manifest, _ = rd.read_manifest(run_dir)
+        prior = manifest.tripwires if manifest is not None else None
+        if isinstance(prior, dict) and prior.get("passed") is True:
+            log("registered tripwires: passed at the run's start (manifest.json); not run again")
+            return prior, False
+    try:
+        record = run_registered(cfg, policies, policy_descriptions=descriptions, log=log)
+    except TripwireFailed as exc:
+        record = getattr(exc, "record", None)
+        if record is not None:
+            also_in_log(run_dir, f"{record.get('table', '')}\n{exc.one_line()}")
+        raise
+    if record is None:
+        return None, False
+    also_in_log(run_dir, f"{record.get('table', '')}\nregistered tripwires PASSED")
+    return record, True
+
+
+def also_in_log(run_dir: Path, text: str) -> None:
+    """`text` into driver.log when this process's stdout is not already that file (a run started
+    from a terminal rather than by the console); never raising."""
+    target = run_dir / rd.LOG
+    try:
+        if target.exists() and os.path.samestat(os.fstat(sys.stdout.fileno()), target.stat()):
+            return
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        with open(target, "a", encoding="utf-8") as f:
+            f.write(text.rstrip("\n") + "\n")
+    except OSError:
+        pass
 
 
 def run_registered(cfg, policies: dict, *, policy_descriptions: dict | None = None, log=print) -> dict | None:

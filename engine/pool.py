@@ -4,7 +4,8 @@
 policy served in the driver (MolmoAct2, the hold baseline) it is also the one place the model
 lives: workers send their observations at replans, the pool gathers the ones waiting (one per
 busy worker at most, with a bounded wait) and answers them with one batched predict. Local
-policies (the scripted oracle) live inside each worker and never cross a process boundary.
+policies (the scripted oracle) live inside each worker and never cross a process boundary. The
+worker process itself, and the messages it exchanges with the pool, are engine/worker.py's.
 
 A comparison run (two arms, `cfg.arms`) hands each worker both arms: an episode names its arm,
 the worker predicts with that arm's local policy or asks for that arm's served one, and the pool
@@ -25,18 +26,14 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import signal
-import sys
 import time
 import traceback
-from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import wait
 from pathlib import Path
 
-from engine.policies.factory import make_policy
 from engine.predict_trail import PredictTrail
+from engine.worker import ChunkMsg, Episode, LogMsg, ObsMsg, PredictError, Quit, Ready, RowMsg, worker_main
 from prereg import rundir as rd
-from prereg.core.errors import FontaineError
 from prereg.core.video_draw import films
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -44,59 +41,6 @@ START_TOGETHER_S = 60.0
 # What the fork server imports once for every worker it forks: what a simulating worker runs, no more.
 PRELOAD = ("__main__", "engine.worker_preload")
 FORK_SERVER_PARENT = "FONTAINE_FORK_SERVER_PARENT"  # engine.worker_preload.PARENT_ENV
-HEAVY_MODULES = ("torch", "lerobot", "transformers", "matplotlib", "ray")  # a worker that only simulates has none
-
-
-# -- the messages between the pool and its workers (pickled over a pipe) -----------------
-# worker -> pool
-
-
-@dataclass(frozen=True)
-class Ready:
-    """The worker has built its scene and waits for episodes."""
-
-    scenes: tuple = ()  # the scenes it was handed and loaded (engine/sim/handoff.py)
-    heavy: tuple = ()  # HEAVY_MODULES it has imported (none, for a worker that only simulates)
-
-
-@dataclass(frozen=True)
-class ObsMsg:
-    obs: object  # an engine.policies.base.Observation at a replan, to be answered with a chunk
-
-
-@dataclass(frozen=True)
-class RowMsg:
-    row: dict  # the partial row of a finished episode
-
-
-@dataclass(frozen=True)
-class LogMsg:
-    text: str
-
-
-# pool -> worker
-
-
-@dataclass(frozen=True)
-class Episode:
-    seed: int
-    film: bool
-    arm: str | None = None  # a comparison run's arm; None: the run's one policy
-
-
-@dataclass(frozen=True)
-class ChunkMsg:
-    chunk: object  # an engine.policies.base.Chunk
-
-
-@dataclass(frozen=True)
-class PredictError:
-    message: str  # the batched predict raised: this episode becomes an error row
-
-
-@dataclass(frozen=True)
-class Quit:
-    pass
 
 
 class LocalPool:
@@ -392,237 +336,3 @@ class _Worker:
             self.proc.kill()
         self.proc.join(timeout=5)
         self.alive = False
-
-
-def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int,
-                scenes: dict | None = None, environ: dict | None = None) -> None:
-    """One worker: owns its MuJoCo model (handed to it, or compiled); runs the episodes it is handed, one row each."""
-    parent = os.getppid()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides how a stop goes
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    die_with_parent(driver_pid, parent)
-    if environ is not None:
-        os.environ.clear()
-        os.environ.update(environ)
-    from engine.sim import handoff
-
-    handoff.install(scenes or {})
-    try:
-        _worker_loop(wid, conn, cfg, Path(run_dir), served)
-    except (EOFError, BrokenPipeError, ConnectionResetError):
-        pass  # the driver is gone: nothing to report to
-
-
-def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -> None:
-    from engine.envs import DEFAULT_ENV, get_env
-    from engine.episode import run_episode
-
-    arm_policies = cfg.arm_policies() if hasattr(cfg, "arm_policies") else [(None, cfg.policy)]
-    predictors = {}  # arm (None: the one policy) -> (spec, horizon, needs images, needs privileged, predict)
-    for arm, spec in arm_policies:
-        if not spec.serve_in_driver:
-            local = make_policy(spec)
-            predictors[arm] = (spec, local.chunk_horizon, local.needs_images, local.needs_privileged,
-                               _LocalPredict(local))
-        else:
-            predictors[arm] = (spec, *served[arm], _RemotePredict(conn))
-    env = get_env(getattr(cfg, "env", DEFAULT_ENV)).create(render_size=cfg.render_size)
-    from engine.sim import handoff
-
-    handed = handoff.report()
-    for key, why in handed["failed"].items():
-        conn.send(LogMsg(f"scene {key} could not be loaded as handed; compiled it here ({why})"))
-    conn.send(Ready(scenes=tuple(handed["loaded"]), heavy=tuple(m for m in HEAVY_MODULES if m in sys.modules)))
-    while True:
-        msg = conn.recv()
-        if isinstance(msg, Quit):
-            return
-        if not isinstance(msg, Episode):
-            continue
-        seed, film, arm = msg.seed, msg.film, getattr(msg, "arm", None)
-        spec, horizon, needs_images, needs_priv, predict = predictors[arm]
-        started = rd.utc_now()
-        t0 = time.monotonic()
-        video_rel, writer, note = None, None, None
-        try:
-            if film:
-                video_rel = f"{rd.VIDEOS}/rollout_{arm + '_' if arm else ''}seed{seed:03d}.mp4"
-                writer = _VideoWriter(run_dir / video_rel)
-            partial = run_episode(env, seed, cfg.episode_seconds, predict, chunk_horizon=horizon,
-                                  needs_images=needs_images, needs_privileged=needs_priv,
-                                  task=spec.task, frame_sink=writer.add if writer else None,
-                                  video_size=getattr(cfg, "video_size", None))
-            if writer is not None:
-                writer.close()
-                if writer.error:
-                    note = f"video not written: {writer.error}"
-                    conn.send(LogMsg(f"seed {seed}: {note}"))
-                    video_rel = None
-            row = {**partial, "seed": seed, "worker": wid, "video": video_rel, "status": "ok", "error": None,
-                   "note": note}
-        except _PredictFailed as exc:
-            row = _error_row(seed, wid, cfg, started, t0, str(exc))
-        except Exception as exc:
-            conn.send(LogMsg(traceback.format_exc()))
-            row = _error_row(seed, wid, cfg, started, t0, f"{type(exc).__name__}: {exc}")
-        finally:
-            if writer is not None:
-                writer.close()
-        if arm is not None:
-            row["arm"] = arm
-        conn.send(RowMsg(row))
-
-
-def die_with_parent(driver_pid: int, parent: int | None = None) -> None:
-    """Never outlive the driver: the kernel sends SIGKILL when the parent dies (Linux PR_SET_PDEATHSIG),
-    so a driver killed with -9 leaves no worker finishing its episode or writing its video. A spawned
-    worker's parent is the driver; a forked one's is the fork server, which the kernel kills the same
-    way when the driver dies (engine/worker_preload.py), and a thread watches the driver too."""
-    from engine.deathsig import die_with_parent_signal
-
-    parent = driver_pid if parent is None else parent
-    die_with_parent_signal()  # not Linux: the pipe's EOF still ends the worker at its next message
-    if os.getppid() != parent or not _alive(driver_pid):  # a parent died before the line above took effect
-        os._exit(0)
-    if parent != driver_pid:
-        _watch(driver_pid)
-
-
-def _watch(driver_pid: int) -> None:
-    """SIGKILL this worker once the driver has exited, should the fork server outlive it: a thread
-    blocked on the driver's pidfd (Linux 5.3+), or polling every 0.2 s where there is none."""
-    import threading
-
-    def kill_me() -> None:
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    try:
-        fd = os.pidfd_open(driver_pid)
-    except ProcessLookupError:
-        kill_me()
-        return
-    except (AttributeError, OSError):
-        fd = None
-
-    def watch() -> None:
-        if fd is not None:
-            import select
-
-            select.select([fd], [], [])  # readable when the driver has exited
-        else:
-            while _alive(driver_pid):
-                time.sleep(0.2)
-        kill_me()
-
-    threading.Thread(target=watch, name="driver-watch", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _error_row(seed, wid, cfg, started, t0, message) -> dict:
-    return {"seed": seed, "worker": wid, "episode_seconds": cfg.episode_seconds, "started_at": started,
-            "finished_at": rd.utc_now(), "wall_s": round(time.monotonic() - t0, 3),
-            "status": "error", "error": message}
-
-
-class _PredictFailed(FontaineError):
-    """The driver could not answer a worker's predict: that episode is an error row."""
-
-
-class _RemotePredict:
-    """A predict that is answered by the driver's batched policy."""
-
-    def __init__(self, conn: Connection):
-        self.conn = conn
-
-    def __call__(self, obs):
-        self.conn.send(ObsMsg(obs))
-        msg = self.conn.recv()
-        if isinstance(msg, PredictError):
-            raise _PredictFailed(msg.message)
-        return msg.chunk
-
-
-class _LocalPredict:
-    """A predict answered by the worker's own copy of a local policy (batch of one)."""
-
-    def __init__(self, policy):
-        self.policy = policy
-
-    def __call__(self, obs):
-        return self.policy.predict_batch([obs])[0]
-
-
-class _VideoWriter:
-    """mp4 of the front and wrist views side by side, encoded on a background thread so the
-    rollout never waits on it."""
-
-    def __init__(self, path: Path, fps: int = 10):
-        import queue
-        import threading
-
-        self.path = path
-        self.q: queue.Queue = queue.Queue(maxsize=64)
-        self.fps = fps
-        self.error: str | None = None
-        self._closed = False
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def add(self, frame) -> None:
-        if self.error is None:
-            self.q.put(frame)
-
-    def _run(self) -> None:
-        """Encode into a hidden .part file and rename it into place only once ffmpeg has finished
-        it (trailer included): the row's path never names a broken mp4."""
-        import imageio.v2 as imageio
-
-        tmp = self.path.with_name(f".{self.path.stem}.part{self.path.suffix}")
-        writer = None
-        try:
-            while True:
-                frame = self.q.get()
-                if frame is None:
-                    break
-                if writer is None:
-                    writer = imageio.get_writer(str(tmp), fps=self.fps, codec="libx264",
-                                                macro_block_size=1, quality=7)
-                writer.append_data(frame)
-            if writer is not None:
-                w, writer = writer, None
-                w.close()
-                os.replace(tmp, self.path)
-        except Exception as exc:  # noqa: BLE001 - any encoder failure costs the video, never the row
-            self.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"[:300]
-            while not self._closed or not self.q.empty():
-                if self.q.get() is None:
-                    break
-        finally:
-            if writer is not None:
-                try:
-                    writer.close()
-                except Exception:  # noqa: BLE001
-                    pass
-            if self.error is not None:
-                try:
-                    tmp.unlink()
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.q.put(None)
-            self.thread.join(timeout=120)
-            if self.thread.is_alive() and self.error is None:
-                self.error = "the encoder did not finish within 120 s"
-

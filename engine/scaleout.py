@@ -31,7 +31,7 @@ Design (facts in docs/design-notes.md: a policy call through Ray on every step c
 - A comparison run (`cfg.arms`): a job is (arm, seed), as in the driver; each shard loads both
   arms' served policies once and hands its workers both arms, as a local comparison run does.
 - Every node needs the same fontaine install (same commit, same venv path is simplest): the
-  shard actor is `engine.scaleout._Shard`, imported on the node. `describe()` records each
+  shard actor is `engine.ray_shard.Shard`, imported on the node. `describe()` records each
   shard's git commit, and the driver log warns when it differs from the driver's.
 
 Ray settings: usage statistics off (`RAY_USAGE_STATS_ENABLED=0` unless set), dashboard only
@@ -48,19 +48,16 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import shutil
 import signal
-import socket
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.executor import DriverError, StartInterrupted
+from engine.ray_shard import Shard, as_job, job_parts, job_words, shard_env, shards_policy
 from prereg import rundir as rd
-from prereg.core.webhook_env import is_webhook_var, scrub_webhooks
+from prereg.core.webhook_env import scrub_webhooks
 
 STEP_WAIT_S = 1.0  # longest a step call waits on its shard before it reports back anyway
 PLACE_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_PLACE_TIMEOUT_S", "120"))
@@ -68,24 +65,6 @@ START_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_START_TIMEOUT_S", "900"))  
 START_TOGETHER_S = 60.0  # longest the shards that are up wait for the others before taking seeds
 ABORT_WAIT_S = 5.0
 CLOSE_WAIT_S = 30.0
-FORWARDED_ENV_PREFIXES = ("FONTAINE_", "MUJOCO_GL", "PYOPENGL_PLATFORM")
-# Secrets never travel to the shards: the Discord webhook (FONTAINE_DISCORD_WEBHOOK_URL/_FILE,
-# which the console's notifier needs and no shard does), tokens, passwords, keys. Ray's own auth
-# token reaches a node through the node's environment (`ray start`), never through us.
-SECRET_ENV = re.compile(r"WEBHOOK|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|_KEY_", re.IGNORECASE)
-
-
-def shard_env(environ=None) -> dict:
-    """The variables a shard gets from the driver: FONTAINE_* and the GL settings, minus secrets."""
-    environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items()
-            if k.startswith(FORWARDED_ENV_PREFIXES) and not SECRET_ENV.search(k) and not is_webhook_var(k, v)}
-
-
-def secret_env_names(environ=None) -> list[str]:
-    """Names (never values) of the variables here that look like secrets: a shard reports them."""
-    environ = os.environ if environ is None else environ
-    return sorted(k for k in environ if SECRET_ENV.search(k))
 INSTALL_HINT = "pip install '.[ray]'"
 
 
@@ -103,121 +82,6 @@ def require_ray():
 # --------------------------------------------------------------------------- the shard (on a node)
 
 
-class _Shard:
-    """A Ray actor: the local engine (`LocalPool`) on one node. Methods: info, step, abort, close.
-
-    It runs with max_concurrency=2 so that `abort()` can reach it while a `step()` is running;
-    only `step` and `close` touch the pool, under a lock.
-    """
-
-    def __init__(self, cfg, shard_index: int, n_workers: int, env: dict):
-        os.environ.update(env)  # before the pool spawns its workers, which inherit it
-        from engine.policies.factory import load_served
-        from engine.pool import LocalPool
-
-        self.index = shard_index
-        self.scratch = Path(tempfile.mkdtemp(prefix=f"fontaine-{cfg.run_id}-shard{shard_index}-"))
-        (self.scratch / rd.VIDEOS).mkdir()
-        self._logs: list[str] = []
-        self._lock = threading.Lock()
-        self._abort = threading.Event()
-        self._closed = False
-        policy, self.policy_description = load_served(cfg)  # once, on this node (a comparison: each arm's)
-        self.pool = LocalPool(cfg, self.scratch, policy, n_workers, log=self._logs.append)
-
-    def info(self) -> dict:
-        import sys
-
-        import ray
-
-        from engine.provenance import package_versions, tool_git_commit
-
-        ctx = ray.get_runtime_context()
-        return {"shard": self.index, "host": socket.gethostname(), "node_id": ctx.get_node_id(),
-                "pid": os.getpid(), "python": sys.version.split()[0], "ray": ray.__version__,
-                "git_commit": tool_git_commit(), "versions": package_versions(),
-                "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
-                "env_secrets": secret_env_names(),  # names only: what a shard's node could leak
-                "policy": self.policy_description, "video_scratch": str(self.scratch)}
-
-    def step(self, jobs: list, known_free: int, respawn: bool, wait_s: float) -> dict:
-        """Start `jobs` (seeds, or (arm, seed) in a comparison run), then drive the pool until an
-        episode finishes, a worker becomes free that the driver does not know of, the shard is
-        aborted, or `wait_s` passes."""
-        with self._lock:
-            if self._closed:
-                return self._report([], [], aborted=[])
-            pool = self.pool
-            pool.respawn = respawn
-            refused = []
-            for job in jobs:
-                if pool.free_slots() > 0:
-                    arm, seed = job_parts(job)
-                    pool.submit(seed, arm=arm)
-                else:  # a worker died since the driver counted our free slots
-                    refused.append(job)
-            deadline = time.monotonic() + wait_s
-            rows: list[dict] = []
-            while True:
-                if self._abort.is_set():
-                    lost = pool.abort()
-                    self._closed = True
-                    report = self._report(rows, refused, aborted=lost)
-                    shutil.rmtree(self.scratch, ignore_errors=True)
-                    return report
-                rows.extend(pool.poll(min(0.2, max(0.0, deadline - time.monotonic()))))
-                if rows or pool.free_slots() > known_free or not pool.alive() or time.monotonic() >= deadline:
-                    break
-            return self._report(rows, refused)
-
-    def abort(self) -> None:
-        self._abort.set()
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self.pool.close()
-            shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def _report(self, rows: list[dict], refused: list[int], aborted: list[int] | None = None) -> dict:
-        out = []
-        for row in rows:
-            blob = None
-            if row.get("video"):
-                path = self.scratch / row["video"]
-                try:
-                    blob = path.read_bytes()
-                    path.unlink()
-                except OSError as exc:
-                    self._logs.append(f"video of seed {row.get('seed')} not shipped: {exc}")
-                    row = {**row, "video": None}
-            out.append((row, blob))
-        logs, self._logs[:] = list(self._logs), []
-        pool = self.pool
-        return {"rows": out, "refused": refused, "aborted": aborted,
-                "free": 0 if self._closed else pool.free_slots(), "in_flight": pool.in_flight(),
-                "alive": (not self._closed) and pool.alive(), "stats": pool.stats(), "logs": logs}
-
-
-def job_parts(job) -> tuple[str | None, int]:
-    """(arm, seed) of a job: the driver's jobs are seeds, or (arm, seed) pairs in a comparison run."""
-    if isinstance(job, (tuple, list)):
-        return job[0], int(job[1])
-    return None, int(job)
-
-
-def _as_job(job):
-    """A job as the driver holds it (Ray may hand a tuple back as a list)."""
-    return tuple(job) if isinstance(job, list) else job
-
-
-def _job_words(job) -> str:
-    arm, seed = job_parts(job)
-    return f"seed {seed}" + (f" of arm {arm}" if arm is not None else "")
-
-
-# --------------------------------------------------------------------------- the driver's side
 
 
 # a shard's own life (not a run's state: those are prereg.rundir's)
@@ -533,7 +397,7 @@ class RayPool:
                               f"within {PLACE_TIMEOUT_S:.0f} s; nodes: {_node_summary(self._nodes)}; "
                               f"use fewer --ray-shards or --workers")
         env = shard_env()
-        actor_cls = ray.remote(_Shard)
+        actor_cls = ray.remote(Shard)
         for s in self.shards:
             s.actor = actor_cls.options(
                 num_cpus=0, num_gpus=g, max_concurrency=2, max_restarts=0,
@@ -584,7 +448,7 @@ class RayPool:
             seed = partial.get("seed")
             job = (partial.get("arm"), seed) if self.arms else seed
             if job not in shard.assigned or job in self._returned:  # never two rows for a job
-                self.log(f"shard {shard.index}: dropped a row for {_job_words(job)} it does not hold")
+                self.log(f"shard {shard.index}: dropped a row for {job_words(job)} it does not hold")
                 continue
             shard.assigned.discard(job)
             self._returned.add(job)
@@ -595,7 +459,7 @@ class RayPool:
             if blob is not None and partial.get("video"):
                 self._write_video(partial, blob)
             rows.append(partial)
-        refused = [j for j in map(_as_job, report.get("refused") or []) if j in shard.assigned]
+        refused = [j for j in map(as_job, report.get("refused") or []) if j in shard.assigned]
         for job in refused:
             shard.assigned.discard(job)
         if refused:
@@ -680,51 +544,8 @@ def _ephemeral_token_for_a_private_cluster() -> None:
 
 
 # what names the weights a shard loaded: every shard must agree on these, or the run is not one policy
-IDENTITY_KEYS = ("policy", "checkpoint", "revision", "pin", "weights_sha256", "config_sha256", "processors_sha256",
-                 "tokenizer_sha256", "policy_type", "decode", "dtype", "convmap")
 
 
-def shards_policy(descriptions: list, comparison: bool = False) -> dict:
-    """The manifest's `policy_resolved` from what each shard loaded (a comparison run: per arm): the
-    fields every shard agrees on, `served` in each Ray shard, and any other field that differs (a
-    node's own cache path, its device) under `by_shard`, one value per shard. A DriverError when
-    the shards loaded different weights, revisions or settings: such a run is not one policy."""
-    if comparison:
-        arms = dict.fromkeys(a for d in descriptions if isinstance(d, dict) for a in d)  # as the shards list them
-        return {a: _agreed([(d or {}).get(a) for d in descriptions], a) for a in arms}
-    return _agreed(descriptions, None)
-
-
-def _agreed(descriptions: list, arm: str | None) -> dict:
-    descs = [d if isinstance(d, dict) else {} for d in descriptions]
-    out: dict = {}
-    by_shard: dict = {}
-    for key in dict.fromkeys(k for d in descs for k in d):
-        values = [d.get(key) for d in descs]
-        if all(v == values[0] for v in values):
-            out[key] = values[0]
-        elif key in IDENTITY_KEYS:
-            said = ", ".join(f"shard {i}: {str(v)[:24]}" for i, v in enumerate(values))
-            raise DriverError(f"the Ray shards loaded different {key}{f' for arm {arm}' if arm else ''} ({said}): "
-                              "give every node the same checkpoint (a Hugging Face id pinned to a revision, or "
-                              "the same folder at the same path)")
-        else:
-            by_shard[key] = values
-    out["served"] = _served_on_shards(out.get("served"))
-    if by_shard:
-        out["by_shard"] = by_shard
-    return out
-
-
-def _served_on_shards(served) -> str:
-    """Where a policy runs, said of a Ray run: a shard stands where the driver would ('in the driver,
-    batched' is 'in each Ray shard, batched'); one run in each worker runs in each worker of each shard."""
-    if not isinstance(served, str) or not served:
-        return "in each Ray shard"
-    if served.startswith("in the driver"):
-        return "in each Ray shard" + served[len("in the driver"):]
-    head, _, rest = served.partition(",")
-    return f"{head} of each Ray shard" + (f",{rest}" if rest else "")
 
 
 def _node_summary(nodes: list[dict]) -> str:

@@ -3,7 +3,7 @@ the modules a simulating worker runs (MuJoCo, numpy, the envs, the scripted orac
 
 The fork server is started by the pool's process with `PARENT_ENV` naming it: the server then dies
 with that process (Linux PR_SET_PDEATHSIG), and so, at once, do the workers forked from it (each
-dies with the server: engine.pool.die_with_parent). Without it the server would wait for its
+dies with the server: engine.worker.die_with_parent). Without it the server would wait for its
 workers and they for it, and a driver killed with -9 would leave them running.
 
 Any import failure here (a bad MUJOCO_GL makes `import mujoco` raise) is left to each worker,
@@ -30,12 +30,13 @@ if _parent:
     _die_with(_parent)
 
 try:
-    import engine.driver  # noqa: F401  (a worker unpickles the driver's RunConfig first thing)
     import engine.envs.boat_on_disk  # noqa: F401
     import engine.envs.pick_lift  # noqa: F401
     import engine.episode  # noqa: F401
     import engine.policies.scripted  # noqa: F401
     import engine.pool  # noqa: F401
+    import engine.run_config  # noqa: F401  (a worker unpickles the driver's RunConfig first thing)
     import engine.sim.env  # noqa: F401
+    import engine.worker  # noqa: F401
 except Exception:  # noqa: BLE001, S110 - see above
     pass

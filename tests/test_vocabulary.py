@@ -6,7 +6,7 @@ from prereg.core import vocabulary as v
 
 
 def test_the_engine_uses_the_documents_lists():
-    from engine.cli import build_parser
+    from engine.cli_parser import build_parser
     from engine.policies import base, convmap, factory
     from engine.policies import molmoact2 as m2
 

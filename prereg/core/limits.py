@@ -1,4 +1,4 @@
-"""The bounds of a run's seeds, in one place: `fontaine-eval --seeds/--seed/--num-seeds` (engine/cli.py)
+"""The bounds of a run's seeds, in one place: `fontaine-eval --seeds/--seed/--num-seeds` (engine/cli_parser.py)
 and a pre-registration's `protocol.seeds` (prereg/document/read.py) refuse the same plans, before any
 seed list is expanded."""
 

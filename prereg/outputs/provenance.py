@@ -21,7 +21,7 @@ from prereg import rundir as rd
 from prereg.document.check_arms import ENV_FILE_SUFFIXES
 from prereg.document.launch import LaunchSpec
 
-# the engine's defaults for a setting the registration leaves out (engine/cli.py `_resolve_prereg`)
+# the engine's defaults for a setting the registration leaves out (engine/cli_resolve.py `_resolve_prereg`)
 LAUNCH_DEFAULTS = {"convmap": "official", "env": "boat-on-disk"}  # a plan or manifest without env ran boat-on-disk
 
 

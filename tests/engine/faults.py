@@ -35,7 +35,7 @@ def install(environ=os.environ) -> None:
 
         engine.episode.run_episode = crashing_run_episode  # the worker imports it per episode
     if load_s > 0:
-        from engine import driver, pool
+        from engine import driver, worker
         from engine.policies import factory
 
         make_policy = factory.make_policy
@@ -44,7 +44,7 @@ def install(environ=os.environ) -> None:
             time.sleep(load_s)
             return make_policy(spec)
 
-        for module in (factory, driver, pool):  # every name it is called by
+        for module in (factory, driver, worker):  # every name it is called by
             module.make_policy = slow_make_policy
 
 

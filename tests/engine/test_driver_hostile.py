@@ -9,8 +9,10 @@ import signal
 
 import pytest
 
-from engine.driver import DriverError, RunConfig, run
+from engine.driver import run
+from engine.executor import DriverError
 from engine.policies.factory import PolicySpec
+from engine.run_config import RunConfig
 from prereg import rundir as rd
 from prereg.rundir.rows import complete_row
 
@@ -142,7 +144,7 @@ def _swap_rows(d, how):
 @pytest.mark.parametrize("how", ["deleted", "a directory", "another file"])
 def test_rows_jsonl_replaced_or_deleted_mid_run_fails_the_run(tmp_path, how):
     """Rows appended to a file nobody can see: the driver exited `done` and the report read 0/0."""
-    from engine.driver import RunFailed
+    from prereg.core.errors import RunFailed
 
     d = tmp_path / "run"
     ex = FakeExecutor(on_poll=lambda n: n == 3 and _swap_rows(d, how))
@@ -158,7 +160,7 @@ def test_rows_jsonl_replaced_or_deleted_mid_run_fails_the_run(tmp_path, how):
 
 def test_rows_jsonl_deleted_while_no_row_arrives_fails_at_the_heartbeat(tmp_path, monkeypatch):
     from engine import driver
-    from engine.driver import RunFailed
+    from prereg.core.errors import RunFailed
 
     monkeypatch.setattr(driver, "HEARTBEAT_EVERY_S", 0.0)
     d = tmp_path / "run"

@@ -119,8 +119,8 @@ def test_list_envs_prints_a_files_hash_and_a_resume_on_a_changed_file_is_refused
     assert main(["--list-envs", "--env", str(lab)]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith("lab-cube\t") and line.endswith(f"\tsha256 {env_sha256(str(lab))}")
-    from engine.driver import RunConfig
     from engine.policies.factory import PolicySpec
+    from engine.run_config import RunConfig
 
     run = tmp_path / "run"
     run.mkdir()
@@ -133,7 +133,8 @@ def test_list_envs_prints_a_files_hash_and_a_resume_on_a_changed_file_is_refused
 
 
 def test_a_plan_names_the_file_beside_it_and_the_launch_compares_by_content(lab, tmp_path, capsys):
-    from engine.cli import build_parser, resolve
+    from engine.cli_parser import build_parser
+    from engine.cli_resolve import resolve
     from prereg.document.launch import resolve_launch
     from prereg.document.seal import amend, freeze
     from prereg.outputs.provenance import env_problems

@@ -148,10 +148,10 @@ def test_the_shims_tripwires_judge_a_lerobot_checkpoint(ensembled_dir, monkeypat
     quantiles); the first-action tripwire predicts with the policy, loaded in the driver for it even
     when the run serves it in each worker (step mode)."""
     import engine.convmap_cli
-    from engine.driver import RunConfig
     from engine.launch_tripwires import run_registered
     from engine.policies.factory import PolicySpec
     from engine.policies.lerobot_policy import release_state_box
+    from engine.run_config import RunConfig
     from prereg.document.model import CoverageTripwire, FirstActionTripwire, Tripwires
     from prereg.rundir.status import GateSpec
 

@@ -106,9 +106,9 @@ def test_the_span_limited_allowance_lets_it_launch(tmp_path):
 
 
 def test_a_policy_without_the_shim_is_recorded_as_not_applicable():
-    from engine.driver import RunConfig
     from engine.launch_tripwires import run_registered
     from engine.policies.factory import PolicySpec
+    from engine.run_config import RunConfig
     from prereg.document.model import CoverageTripwire, Tripwires
     from prereg.rundir.status import GateSpec
 

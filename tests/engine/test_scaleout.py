@@ -201,8 +201,8 @@ def test_a_lerobot_checkpoint_runs_on_the_shards(cluster, tmp_path):
 def test_the_manifest_records_what_the_shards_loaded_and_refuses_shards_that_disagree():
     """policy_resolved of a Ray run: the fields every shard agrees on; a node's own path or device
     per shard; different weights (or revision, decode, ...) on two nodes are not one policy."""
-    from engine.driver import DriverError
-    from engine.scaleout import shards_policy
+    from engine.executor import DriverError
+    from engine.ray_shard import shards_policy
 
     a = {"policy": "lerobot", "weights_sha256": "ab" * 32, "device": "cuda:0", "checkpoint_path": "/home/a/hf/x"}
     b = {**a, "checkpoint_path": "/home/b/hf/x"}
@@ -242,7 +242,7 @@ FAKE_WEBHOOK = ("https://discord.com/api/webhooks/123456789012345678/"
 
 
 def test_the_shard_environment_carries_no_secret():
-    from engine.scaleout import shard_env
+    from engine.ray_shard import shard_env
 
     env = {"FONTAINE_DISCORD_WEBHOOK_URL": FAKE_WEBHOOK, "FONTAINE_DISCORD_WEBHOOK_FILE": "/x",
            "FONTAINE_SOME_TOKEN": "t", "FONTAINE_API_KEY": "k", "FONTAINE_RAY_START_TIMEOUT_S": "9",
@@ -422,8 +422,8 @@ def test_sigterm_while_connecting_to_a_cluster_that_never_answers_stops_the_run_
 
 
 def _comparison_config(**over):
-    from engine.driver import RunConfig
     from engine.policies.factory import PolicySpec
+    from engine.run_config import RunConfig
 
     held, oracle = PolicySpec(kind="hold"), PolicySpec(kind="scripted")
     return RunConfig(run_id="cmp", arm="oracle-vs-held", policy=oracle, seeds=[0, 1], episode_seconds=1.0,
@@ -436,9 +436,9 @@ def test_a_shard_serves_each_arm_of_a_comparison_run_on_its_node(tmp_path):
     """The shard actor's own code, called in this process (a Ray actor runs the same methods): the
     served arm's policy is loaded once on the shard and answers that arm's episodes; the other arm's
     runs in each worker; every (arm, seed) handed over comes back as one row that names its arm."""
-    from engine.scaleout import _Shard
+    from engine.ray_shard import Shard
 
-    shard = _Shard(_comparison_config(), 0, 2, {})
+    shard = Shard(_comparison_config(), 0, 2, {})
     try:
         assert shard.policy_description["held"]["policy"] == "hold"
         assert shard.policy_description["oracle"] == {"policy": "scripted", "served": "in each worker"}

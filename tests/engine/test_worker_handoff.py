@@ -87,8 +87,8 @@ def test_a_handed_scene_that_cannot_be_loaded_is_compiled_by_the_worker(tmp_path
 
 
 def test_a_pool_worker_loads_the_handed_scene_imports_no_torch_and_writes_the_in_process_row(tmp_path):
-    from engine.driver import RunConfig
     from engine.pool import LocalPool
+    from engine.run_config import RunConfig
 
     cfg = RunConfig(run_id="t", arm="scripted", policy=PolicySpec(kind="scripted"), seeds=[5], episode_seconds=4.0,
                     workers=1, video_draw="none")

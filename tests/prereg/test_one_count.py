@@ -7,7 +7,7 @@ import json
 
 from console.notify.messages import progress_lines, read_snapshot, results_post, tally
 from console.watcher import RunWatch
-from engine.driver import summarize
+from engine.run_summary import summarize
 from prereg.outputs.report import build_report
 from prereg.rundir.rows import read_rows
 from tests.prereg.conftest import make_row
