@@ -130,7 +130,7 @@ def _start_workers(n: int, env: str, **kwargs) -> dict:
                 rows = []
                 while len(rows) < n:
                     rows += pool.poll(0.1)
-                assert all(r["status"] == "ok" for r in rows), rows
+                assert all(r.status == "ok" for r in rows), rows
                 out[when] = _memory(workers)
         finally:
             pool.close()

@@ -1,61 +1,57 @@
-"""Running aggregates of a run's rows, in memory that does not grow with the file.
+"""What the console shows of a run's rows, in memory that grows with its seeds, never its lines.
 
-The console shows what a researcher reads off a run while it goes: successes with an
-interval, knock-aways, engaged vs quiet, zero-fallbacks per predict, reset strikes (must
-be 0), error rows, one outcome per seed (prereg.rundir.rows.episode_outcome), the spread of `progress_final_cm`, the latest
-rows and the median episode wall (the stall gate's yardstick). Rows are folded in one at
-a time and dropped; only a bounded window of recent rows is kept. Distributions are kept
-as counts of values rounded to display precision, so their size depends on the range of
-values, not on the number of rows.
+The counts are the run's read model (prereg/rundir/fold.py): per arm, the last row of each planned
+seed (a copied line, a resumed seed, counts once; rows out of the plan are counted apart), the one
+classifier's counts, the spread of `progress_final_cm` and the episode walls (the stall gate's
+yardstick). On top of it the console keeps what only it shows: the latest rows as written (a
+bounded window), the last error messages and the lines that could not be read.
 
 Pure: no Textual, no files. `RunAggregate.snapshot()` gives the UI an immutable copy.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
-from functools import lru_cache
-from statistics import NormalDist
+from itertools import islice
 
-from prereg.rundir.rows import ERROR, BadLine, RowCounts, episode_outcome, number
+from prereg.core.wilson import wilson_interval
+from prereg.rundir.fold import ONE_ARM, ArmTally, Plan, RowsFold, counter_median, outcome_of_part
+from prereg.rundir.rows import BadLine, RowCounts, is_error
 
 RECENT_ROWS = 120  # the latest-rows panel shows as many as it has lines for: a tall terminal (220x60) has ~40
 RECENT_BAD = 20
+GRID_MAX_SEEDS = 600  # the per-seed grid draws at most this many cells (a comparison run: its half per arm)
 
 HIST_MIN_CM, HIST_MAX_CM, HIST_BIN_CM = -10.0, 10.0, 1.0
 
 
-def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
-    """Wilson score interval of a success proportion (None when there are no trials).
+@dataclass(frozen=True)
+class ArmView:
+    """One arm's counts (a one-arm run has one, `arm` None): over `episodes`, its planned seeds with a row."""
 
-    The same numbers as `scipy.stats.binomtest(k, n).proportion_ci(method="wilson")` (Newcombe
-    1998, no continuity correction; a test checks the two agree), computed here because
-    importing scipy.stats takes seconds, which a console that opens a run must not spend.
-    """
-    if n <= 0:
-        return None
-    return _wilson(successes, n, confidence)
-
-
-@lru_cache(maxsize=256)
-def _wilson(k: int, n: int, confidence: float) -> tuple[float, float]:
-    z = NormalDist().inv_cdf(0.5 + 0.5 * confidence)
-    p = k / n
-    denom = 2 * (n + z * z)
-    center = (2 * n * p + z * z) / denom
-    delta = z / denom * math.sqrt(4 * n * p * (1 - p) + z * z)
-    lo = 0.0 if k == 0 else center - delta
-    hi = 1.0 if k == n else center + delta
-    return (lo, hi)
+    arm: str | None
+    episodes: int  # the denominator: planned seeds with a row, the last row of each
+    planned: int | None  # seeds in the plan (None: no readable manifest)
+    counts: RowCounts
+    success_ci: tuple[float, float] | None
+    duplicates: int  # rows that replaced an earlier row of their seed
+    out_of_plan: int  # rows of seeds outside the plan: read, not counted
+    seed_outcomes: dict  # seed -> its counted row's episode outcome, for the seeds the grid can draw (GRID_MAX_SEEDS)
+    progress_final_counts: tuple[tuple[float, int], ...]
+    progress_final_mean: float | None
+    progress_final_median: float | None
+    median_wall_s: float | None
+    mean_batch: float | None
 
 
 @dataclass(frozen=True)
 class AggregateView:
-    """An immutable copy of the aggregates, safe to hand from the poller thread to the UI."""
+    """An immutable copy of the aggregates, safe to hand from the poller thread to the UI. The counts
+    at the top level are every arm's together; `arms` has each arm's (one, in a one-arm run)."""
 
-    rows: int
+    rows: int  # counted episodes (planned (arm, seed) pairs with a row)
+    lines: int  # rows read, every one (duplicates and out-of-plan rows included)
     ok_rows: int
     successes: int
     success_ci: tuple[float, float] | None
@@ -71,110 +67,98 @@ class AggregateView:
     rows_with_reset_strikes: int
     errors: int
     error_messages: tuple[str, ...]
-    duplicate_seeds: int
-    seed_outcomes: dict
+    duplicate_seeds: int  # rows that replaced an earlier row of their seed (counted once: the last)
+    out_of_plan: int  # rows of seeds (or arms) outside the plan: read, not counted
+    seed_outcomes: dict  # a one-arm run's seed -> outcome, the seeds the grid can draw ({} in a comparison run: `arms`)
     progress_final_hist: tuple[tuple[str, int], ...]
     progress_final_counts: tuple[tuple[float, int], ...]  # (value rounded to 0.01 cm, count), ascending
     progress_final_mean: float | None
     progress_final_median: float | None
     median_wall_s: float | None
     mean_batch: float | None
-    recent: tuple[dict, ...]
+    recent: tuple[tuple[int, dict], ...]  # (line, row) of the latest rows read, as written
     corrupt: int
     recent_bad: tuple[BadLine, ...]
     restarts: int
     version: int
+    arms: tuple[ArmView, ...] = ()
+
+    @property
+    def comparison(self) -> bool:
+        return len(self.arms) > 1
 
 
 @dataclass
 class RunAggregate:
-    """Fold rows in with `add`; `snapshot()` for the UI; `reset()` when the file restarts."""
+    """Fold rows in with `add_many`; `snapshot()` for the UI; `reset()` when the file restarts."""
 
-    counts: RowCounts = field(default_factory=RowCounts)  # prereg.rundir.rows: the counts every consumer shows
-    duplicate_seeds: int = 0
+    plan: Plan = field(default_factory=Plan)
+    fold: RowsFold = None  # prereg/rundir/fold.py: the counts every reader shows
     corrupt: int = 0
     restarts: int = 0
     version: int = 0  # bumped on every change, so the UI redraws only when needed
-    seed_outcomes: dict = field(default_factory=dict)
     error_messages: deque = field(default_factory=lambda: deque(maxlen=5))
     recent: deque = field(default_factory=lambda: deque(maxlen=RECENT_ROWS))
     recent_bad: deque = field(default_factory=lambda: deque(maxlen=RECENT_BAD))
-    _progress_final: Counter = field(default_factory=Counter)  # value rounded to 0.01 cm -> count
-    _walls: Counter = field(default_factory=Counter)  # wall_s rounded to 0.1 s -> count
-    _batch_sum: float = 0.0
-    _batch_n: int = 0
-    _pf_sum: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.fold is None:
+            self.fold = RowsFold(self.plan)
 
     def add(self, row: dict) -> None:
         self.add_many((row,))
 
     def add_many(self, rows) -> None:
-        """Fold rows in: the counts through `prereg.rundir.rows.RowCounts` (the one classifier), then the
-        distributions in one loop with locals: a 100k-row file is folded in well under a second
-        (see benchmarks/bench_console.py)."""
+        """Fold rows in (the read model's fold, then the latest rows and the error messages): a
+        100k-row file in well under a second (benchmarks/bench_console.py)."""
         rows = rows if isinstance(rows, (list, tuple)) else list(rows)
         if not rows:
             return
-        classes: list = []
-        self.counts.add_many(rows, classes)
-        n = self.counts.rows - len(rows)
-        dups = 0
-        pf_sum, batch_sum, batch_n = 0.0, 0.0, 0
-        outcomes, recent = self.seed_outcomes, self.recent
-        pf_counts, wall_counts = self._progress_final, self._walls
-        for row, c in zip(rows, classes):
-            outcome = c[0]
-            get = row.get
-            n += 1
-            recent.append((n, row))
-            seed = get("seed")
-            if seed in outcomes:
-                dups += 1
-            outcomes[seed] = episode_outcome(row, c)  # the grid shows the episode's one outcome
-            if outcome == ERROR:
-                self.error_messages.append(f"seed {seed}: {get('error') or get('status') or 'error (no message)'}")
-                continue
-            pf = number(get("progress_final_cm"))
-            if pf is not None:
-                pf_counts[round(pf, 2)] += 1
-                pf_sum += pf
-            wall = number(get("wall_s"))
-            if wall is not None:
-                wall_counts[round(wall, 1)] += 1
-            mb = number(get("mean_batch"))
-            if mb is not None:
-                batch_sum += mb
-                batch_n += 1
+        n = self.fold.lines
+        self.fold.add_many(rows)
+        self.recent.extend(enumerate(rows[-RECENT_ROWS:], start=n + 1 + max(0, len(rows) - RECENT_ROWS)))
+        errors = [r for r in rows if is_error(r)]
+        for r in errors[-self.error_messages.maxlen:]:
+            arm = f"{r.get('arm')} " if self.plan.arms else ""
+            self.error_messages.append(f"{arm}seed {r.get('seed')}: {r.get('error') or r.get('status') or 'error (no message)'}")
         self.version += 1
-        self.duplicate_seeds += dups
-        self._pf_sum += pf_sum
-        self._batch_sum += batch_sum
-        self._batch_n += batch_n
 
     # what the runs table and the tests read, straight from the counts (one source)
-    rows = property(lambda self: self.counts.rows)
-    ok_rows = property(lambda self: self.counts.ok)
-    successes = property(lambda self: self.counts.successes)
-    errors = property(lambda self: self.counts.errors)
-    knock_aways = property(lambda self: self.counts.knock_aways)
-    engaged = property(lambda self: self.counts.engaged)
-    reset_strikes = property(lambda self: self.counts.reset_strikes)
+    rows = property(lambda self: self.fold.episodes)
+    ok_rows = property(lambda self: self.fold.total().ok)
+    successes = property(lambda self: self.fold.total().successes)
+    errors = property(lambda self: self.fold.total().errors)
+
+    def arm_successes(self) -> tuple[tuple[str | None, int, int], ...]:
+        """(arm, successes, episodes) of each arm: the runs list shows a comparison run's side by side."""
+        return tuple((key, t.counts.successes, t.episodes) for key, t in self.fold.arms.items())
 
     def add_bad(self, bad: BadLine) -> None:
         self.corrupt += 1
         self.version += 1
         self.recent_bad.append(bad)
 
-    def reset(self) -> None:
-        """Forget everything (the file was truncated or replaced) but count the restart."""
+    def reset(self, plan: Plan | None = None) -> None:
+        """Forget everything (the file was truncated or replaced, or the plan is known now) but count the restart."""
         restarts, version = self.restarts + 1, self.version + 1
-        self.__init__()
+        self.__init__(plan or self.plan)
         self.restarts, self.version = restarts, version
 
+    def median_wall_s(self) -> float | None:
+        return self.fold.median_wall_s()
+
     def snapshot(self) -> AggregateView:
-        c = self.counts
+        c = self.fold.total()
+        arms = tuple(self._arm_view(key, t) for key, t in self.fold.arms.items())
+        pf = Counter()
+        for t in self.fold.arms.values():
+            pf.update(t.progress_final)
+        pf_sum = sum(t.progress_final_sum for t in self.fold.arms.values())
+        batch_n = sum(t.batch_n for t in self.fold.arms.values())
+        n_pf = sum(pf.values())
         return AggregateView(
             rows=c.rows,
+            lines=self.fold.lines,
             ok_rows=c.ok,
             successes=c.successes,
             success_ci=wilson_interval(c.successes, c.rows),  # errored episodes count as non-successes, as in the report
@@ -190,58 +174,67 @@ class RunAggregate:
             rows_with_reset_strikes=c.rows_with_reset_strikes,
             errors=c.errors,
             error_messages=tuple(self.error_messages),
-            duplicate_seeds=self.duplicate_seeds,
-            seed_outcomes=dict(self.seed_outcomes),
-            progress_final_hist=self.progress_final_histogram(),
-            progress_final_counts=tuple(sorted(self._progress_final.items())),
-            progress_final_mean=self._progress_final_mean(),
-            progress_final_median=_counter_median(self._progress_final),
+            duplicate_seeds=self.fold.duplicates,
+            out_of_plan=self.fold.out_of_plan,
+            seed_outcomes=arms[0].seed_outcomes if len(arms) == 1 else {},
+            progress_final_hist=histogram(pf),
+            progress_final_counts=tuple(sorted(pf.items())),
+            progress_final_mean=pf_sum / n_pf if n_pf else None,
+            progress_final_median=counter_median(pf),
             median_wall_s=self.median_wall_s(),
-            mean_batch=(self._batch_sum / self._batch_n) if self._batch_n else None,
+            mean_batch=(sum(t.batch_sum for t in self.fold.arms.values()) / batch_n) if batch_n else None,
             recent=tuple(self.recent),
             corrupt=self.corrupt,
             recent_bad=tuple(self.recent_bad),
             restarts=self.restarts,
             version=self.version,
+            arms=arms,
         )
 
-    def _progress_final_mean(self) -> float | None:
-        n = sum(self._progress_final.values())
-        return self._pf_sum / n if n else None
-
-    def median_wall_s(self) -> float | None:
-        return _counter_median(self._walls)
-
-    def progress_final_histogram(self) -> tuple[tuple[str, int], ...]:
-        """Counts in 1 cm bins over [-10, 10) cm, with an underflow and an overflow bin."""
-        nbins = int((HIST_MAX_CM - HIST_MIN_CM) / HIST_BIN_CM)
-        counts = [0] * (nbins + 2)
-        for value, n in self._progress_final.items():
-            if value < HIST_MIN_CM:
-                counts[0] += n
-            elif value >= HIST_MAX_CM:
-                counts[-1] += n
-            else:
-                counts[1 + int((value - HIST_MIN_CM) // HIST_BIN_CM)] += n
-        labels = [f"< {HIST_MIN_CM:g}"]
-        labels += [f"{HIST_MIN_CM + i * HIST_BIN_CM:+g}" for i in range(nbins)]
-        labels += [f">= {HIST_MAX_CM:g}"]
-        return tuple(zip(labels, counts))
+    def _arm_view(self, key, t: ArmTally) -> ArmView:
+        n_pf = sum(t.progress_final.values())
+        return ArmView(
+            arm=None if key is ONE_ARM else key, episodes=t.episodes,
+            planned=len(self.plan.seeds) if self.plan.seeds is not None else None,
+            counts=_copy(t.counts), success_ci=wilson_interval(t.counts.successes, t.episodes),
+            duplicates=t.duplicates, out_of_plan=t.out_of_plan,
+            seed_outcomes=self._grid_outcomes(t),
+            progress_final_counts=tuple(sorted(t.progress_final.items())),
+            progress_final_mean=t.progress_final_sum / n_pf if n_pf else None,
+            progress_final_median=counter_median(t.progress_final),
+            median_wall_s=counter_median(t.walls),
+            mean_batch=t.batch_sum / t.batch_n if t.batch_n else None,
+        )
 
 
-def _counter_median(counter: Counter) -> float | None:
-    """Median of the multiset a Counter describes (mean of the two middles when even)."""
-    n = sum(counter.values())
-    if not n:
-        return None
-    lo_rank, hi_rank = (n - 1) // 2, n // 2
-    lo = hi = None
-    seen = 0
-    for value in sorted(counter):
-        seen += counter[value]
-        if lo is None and seen > lo_rank:
-            lo = value
-        if seen > hi_rank:
-            hi = value
-            break
-    return (lo + hi) / 2
+    def _grid_outcomes(self, t: ArmTally) -> dict:
+        """The outcomes of the seeds the grid can draw: the plan's first ones (a run without one: the
+        first seen), so a snapshot of a 100k-seed run copies hundreds of cells, never 100k."""
+        most = GRID_MAX_SEEDS // max(1, len(self.fold.arms))
+        seeds = self.plan.seeds[:most] if self.plan.seeds is not None else islice(t.seeds, most)
+        parts = t.seeds
+        return {s: outcome_of_part(parts[s]) for s in seeds if s in parts}
+
+
+def _copy(c: RowCounts) -> RowCounts:
+    out = RowCounts(**{k: v for k, v in vars(c).items() if k != "by_outcome"})
+    out.by_outcome = dict(c.by_outcome)
+    return out
+
+
+def histogram(counts: Counter) -> tuple[tuple[str, int], ...]:
+    """Counts in 1 cm bins over [-10, 10) cm, with an underflow and an overflow bin."""
+    nbins = int((HIST_MAX_CM - HIST_MIN_CM) / HIST_BIN_CM)
+    bins = [0] * (nbins + 2)
+    for value, n in counts.items():
+        if value < HIST_MIN_CM:
+            bins[0] += n
+        elif value >= HIST_MAX_CM:
+            bins[-1] += n
+        else:
+            bins[1 + int((value - HIST_MIN_CM) // HIST_BIN_CM)] += n
+    labels = [f"< {HIST_MIN_CM:g}"]
+    labels += [f"{HIST_MIN_CM + i * HIST_BIN_CM:+g}" for i in range(nbins)]
+    labels += [f">= {HIST_MAX_CM:g}"]
+    return tuple(zip(labels, bins))
+

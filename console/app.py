@@ -536,7 +536,8 @@ class FontaineApp(App):
     def _open_seed(self, message: SeedGrid.Open) -> None:
         if self.detail is None:
             return
-        self.push_screen(SeedScreen(self.detail.info.path, self.detail.info.run_id, message.seed), self._back_from_seed)
+        self.push_screen(SeedScreen(self.detail.info.path, self.detail.info.run_id, message.seed, arm=message.arm),
+                         self._back_from_seed)
 
     def _back_from_seed(self, _result=None) -> None:
         """Back from a seed's view, up/down move the runs list again (the grid keeps its cursor for
@@ -606,7 +607,7 @@ class FontaineApp(App):
         info = self.selected_info()
         if info is None:
             return
-        if info.recorded_state in runs.FINAL_STATES or info.state == rd.DIED:
+        if info.recorded_state in rd.FINAL_STATES or info.state == rd.DIED:
             self.notify(f"{info.run_id} has already ended ({info.state}); nothing to stop", severity="warning")
             return
         if info.stop is not None:
@@ -895,7 +896,7 @@ def report_runs(info: runs.RunInfo, runs_dir: Path) -> list[tuple[str, Path]]:
     covered = set(info.manifest.arms if info.manifest is not None else ())  # a comparison run is both its arms' run
     for path in reversed(runs.discover_runs(runs_dir)):  # newest first
         other = runs.read_run(path)
-        if (other.arm not in chosen and other.arm not in covered and other.recorded_state in runs.FINAL_STATES
+        if (other.arm not in chosen and other.arm not in covered and other.recorded_state in rd.FINAL_STATES
                 and (other.prereg.id if other.prereg is not None else None) == prereg_id):
             chosen[other.arm] = other.path
     return list(chosen.items())

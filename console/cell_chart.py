@@ -8,21 +8,20 @@ in words) and eighth-blocks only for the bars: one panel per arm on a shared sca
 successes (✓) and knock-aways (✗) marked under its columns, and the paired per-seed deltas
 below, in seed order, coloured by which arm did better.
 
-`cell_chart` is pure (reads in, a `rich.text.Text` out); `registration_cell_chart` reads the
-runs against their registration first, as the report does.
+`cell_chart` is pure (reads in, a `rich.text.Text` out); `results_cell_chart` draws what the
+report recorded in the run's results.json (`chart`: prereg/outputs/report.py `chart_record`), so the
+console never computes the report a second time to draw it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from rich.text import Text
 
 from console.render import BAR_BLOCKS
-from prereg.core.colors import KNOCK_COLOR, SUCCESS_COLOR, TIED_COLOR, arm_colors, registration_colors
-from prereg.stats.reads import ArmReads, Paired
+from prereg.core.colors import KNOCK_COLOR, SUCCESS_COLOR, TIED_COLOR, arm_colors
 
 UP = BAR_BLOCKS  # a bar growing up from the bottom of a cell, in eighths (the console's one set of them)
 DOWN = ("", "▔", "▔", "▀", "▀", "▀", "█", "█", "█")  # hanging down from the top (Unicode has no 3/8..7/8 upper blocks)
@@ -47,7 +46,37 @@ class Columns:
         return cls([seeds[i:i + per] for i in range(0, len(seeds), per)], per, 1)
 
 
-def cell_chart(arms: list[ArmReads], paired: list[Paired], width: int, colors: dict[str, str] | None = None,
+@dataclass(frozen=True)
+class ChartArm:
+    """One arm's per-seed reads as the chart draws them (prereg.stats.reads.ArmReads has these fields)."""
+
+    arm: str
+    successes: int
+    n: int
+    knock_aways: int
+    progress_final_mean: float | None
+    progress_by_seed: dict
+    success_seeds: list
+    knock_seeds: list
+
+
+@dataclass(frozen=True)
+class ChartPaired:
+    """A pairing's per-seed deltas (prereg.stats.reads.Paired has these fields)."""
+
+    arm: str
+    comparator: str
+    shared_seeds: int
+    delta_mean: float | None
+    delta_ci: tuple[float, float] | None
+    better: int
+    tied: int
+    worse: int
+    deltas: dict
+    tie_cm: float
+
+
+def cell_chart(arms: list, paired: list, width: int, colors: dict[str, str] | None = None,
                height: int = 5) -> Text:
     """The per-seed progress of every arm (and each pairing's deltas) in `width` cells."""
     out = Text()
@@ -76,7 +105,7 @@ def cell_chart(arms: list[ArmReads], paired: list[Paired], width: int, colors: d
     return out
 
 
-def _paired(out: Text, p: Paired, colors: dict[str, str], width: int) -> None:
+def _paired(out: Text, p, colors: dict[str, str], width: int) -> None:
     seeds = sorted(p.deltas)
     if not seeds:
         return
@@ -179,12 +208,22 @@ def _mean(values: list[float | None]) -> float | None:
     return sum(vs) / len(vs) if vs else None
 
 
-def registration_cell_chart(prereg_file: str | Path, arm_runs: list[tuple[str, Path]], width: int) -> Text:
-    """The cell chart of these runs, read against their frozen registration (the report's reads and colours)."""
-    from prereg.outputs.report import read_registration
-
-    doc, reports, _ = read_registration(prereg_file, dict(arm_runs))
-    order = [a.name for a in doc.arms() if a.name in reports]
-    arms = [reports[a].reads for a in order]
-    paired = [c.paired for a in order for c in reports[a].comparators if c.paired is not None and c.paired.deltas]
-    return cell_chart(arms, paired, width, registration_colors(doc))
+def results_cell_chart(results: dict | None, width: int) -> Text | None:
+    """The cell chart of a run's report, from its results.json (`chart`); None when it has none (a
+    report from before it was recorded) or it cannot be read."""
+    chart = results.get("chart") if isinstance(results, dict) else None
+    if not isinstance(chart, dict):
+        return None
+    try:
+        arms = [ChartArm(a["arm"], a["successes"], a["n"], a["knock_aways"], a.get("progress_final_mean"),
+                         {int(k): float(v) for k, v in a["progress_by_seed"].items() if v is not None},
+                         list(a["success_seeds"]), list(a["knock_seeds"])) for a in chart["arms"]]
+        p = chart.get("paired")
+        paired = [] if not p else [ChartPaired(
+            p["arm"], p["comparator"], p["shared_seeds"], p.get("delta_mean"),
+            tuple(p["delta_ci"]) if p.get("delta_ci") else None, p["better"], p["tied"], p["worse"],
+            {int(k): float(v) for k, v in p["deltas"].items()}, p["tie_cm"])]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    colors = chart.get("colors") if isinstance(chart.get("colors"), dict) else None
+    return cell_chart(arms, paired, width, colors)

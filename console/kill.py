@@ -21,6 +21,7 @@ import psutil
 
 from prereg import rundir as rd
 from prereg.rundir.discovery import run_process
+from prereg.rundir.fold import Plan, RowsFold, fold_rows
 from prereg.rundir.rows import read_rows
 
 MIN_GRACE_S = 10.0
@@ -36,8 +37,7 @@ def grace_s(run_dir: str | Path) -> float:
     manifest, _ = rd.read_manifest(run_dir)
     ep = manifest.episode_seconds if manifest is not None else None
     episode = ep if ep is not None and 0 < ep <= 3600 else DEFAULT_EPISODE_S
-    walls = [r.get("wall_s") for r in read_rows(run_dir / rd.ROWS).rows]
-    longest = max([episode] + [float(w) for w in walls if type(w) in (int, float) and 0 < w < 86400])
+    longest = max(episode, fold_file(run_dir, manifest).longest_wall_s or 0.0)
     return max(MIN_GRACE_S, GRACE_FACTOR * longest + GRACE_MARGIN_S)
 
 
@@ -106,13 +106,11 @@ def record_kill(run_dir: str | Path, who: str | None = None, killed_after: float
         return None  # the driver wrote its own end
     seeds = list(snap.manifest.seeds or ()) if snap.manifest is not None else []
     arms = list(snap.manifest.arms) if snap.manifest is not None and snap.manifest.is_comparison else []
-    rows = read_rows(run_dir / rd.ROWS).rows
+    fold = fold_file(run_dir, snap.manifest)  # the episodes with a row, by the read model's denominator
     if arms:  # a comparison run: an episode is (arm, seed), and a seed may have a row of one arm only
-        with_row = {(r.get("arm"), r.get("seed")) for r in rows}
-        lost = [[a, s] for s in seeds for a in arms if (a, s) not in with_row]
+        lost = [[a, s] for s in seeds for a in arms if s not in fold.tally(a).seeds]
     else:
-        with_row = {r.get("seed") for r in rows}
-        lost = [s for s in seeds if s not in with_row]
+        lost = [s for s in seeds if s not in fold.tally().seeds]
     flying = [x for x in status.in_flight_seeds or () if x in lost]  # the driver's last word on what was running
     how = (f"SIGKILL after {killed_after:g} s without reaching an episode boundary" if killed_after is not None
            else "ended by SIGTERM without writing its final state")
@@ -122,13 +120,18 @@ def record_kill(run_dir: str | Path, who: str | None = None, killed_after: float
                  if flying else f": [{_listed(lost)}]"))
     stop = rd.StopReason(rd.BY_KILL, rd.one_line(detail), who=who, at=rd.utc_now())
     ended = replace(status, schema=status.schema or rd.STATUS_SCHEMA, state=rd.STOPPED, stop=stop, reason=stop.text(),
-                    lost_seeds=lost, in_flight_seeds=flying, done=len(with_row),
+                    lost_seeds=lost, in_flight_seeds=flying, done=fold.episodes,
                     total=len(seeds) * max(1, len(arms)) or status.total, updated_at=rd.utc_now())
     try:
         rd.write_json_atomic(run_dir / rd.STATUS, ended.to_dict())
     except OSError as exc:
         return f"its final state could not be written ({exc.strerror or exc})"
     return f"recorded as stopped by kill ({len(lost)} {what} without a row; R resumes them)"
+
+
+def fold_file(run_dir: Path, manifest: rd.Manifest | None) -> RowsFold:
+    """rows.jsonl read once and folded by the run's plan (prereg/rundir/fold.py)."""
+    return fold_rows(read_rows(run_dir / rd.ROWS).rows, Plan.of(manifest))
 
 
 def _listed(items: list, limit: int = 20) -> str:

@@ -7,16 +7,30 @@ read here: snapshot tests fix the clock.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.table import Table
 from rich.text import Text
 
-from console.aggregate import ERROR, AggregateView
-from console.notify.messages import gpu_hours_source
-from console.runs import FINAL_STATES, RunInfo
+from console.aggregate import GRID_MAX_SEEDS, AggregateView
+from console.runs import RunInfo
 from prereg import rundir as rd
+from prereg.rundir.files import FINAL_STATES
 from prereg.rundir.gates import OK, PENDING, TRIPPED, WARN, GateReading, PaceInputs, evaluate_gates
-from prereg.rundir.rows import CARRIED, DROPPED, ENGAGED, KNOCK_AWAY, OFF_TABLE, PLACED_TIPPED, QUIET, SUCCESS, TOUCHED, number
-from prereg.rundir.status import GateSpec
+from prereg.rundir.rows import (
+    CARRIED,
+    DROPPED,
+    ENGAGED,
+    ERROR,
+    KNOCK_AWAY,
+    OFF_TABLE,
+    PLACED_TIPPED,
+    QUIET,
+    SUCCESS,
+    TOUCHED,
+    number,
+)
+from prereg.rundir.status import GateSpec, gpu_hours_source
 from prereg.stats.curtail import pace_text, settled_text
 
 OUTCOME_STYLE = {
@@ -41,7 +55,6 @@ STATE_STYLE = {
     rd.DONE: "green", rd.FAILED: "bold red", rd.DIED: "bold red reverse", rd.UNKNOWN: "grey50",
 }
 GATE_STYLE = {OK: "green", WARN: "bold yellow", TRIPPED: "bold white on red", PENDING: "grey50"}
-GRID_MAX_SEEDS = 600
 BAR_BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
@@ -96,6 +109,7 @@ def gate_readings(info: RunInfo, view: AggregateView, now: float) -> list[GateRe
         live=info.live,
         pace=PaceInputs.from_dict(status.pace),
         gpus=_amount(status.gpus),
+        starting=info.recorded_state == rd.STARTING,
     )
 
 
@@ -170,15 +184,16 @@ def tripwires_text(info: RunInfo) -> Text:
 
 
 def counts_table(view: AggregateView) -> Table:
+    """The counts panel: every count over the run's episodes by the one denominator (the last row of
+    each planned seed); a comparison run's arms side by side."""
+    if view.comparison:
+        return arms_counts_table(view)
     t = Table.grid(padding=(0, 1))
     t.add_column(style="grey70")
     t.add_column(justify="right")
     t.add_column()
     n = view.rows  # every episode with a row: an error row is a non-success (as in the report)
-    pct = f"{100 * view.successes / n:.1f}%" if n else ""
-    ci = view.success_ci
-    ci_text = f"CI95 [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]%" if ci else ""
-    t.add_row("successes", Text(f"{view.successes}/{n}", style="bold green"), f"{pct} {ci_text}".strip())
+    t.add_row("successes", Text(f"{view.successes}/{n}", style="bold green"), _rate_text(view.successes, n, view.success_ci))
     t.add_row("knock-aways", Text(str(view.knock_aways), style="red" if view.knock_aways else ""), "final ≤ −1 cm")
     t.add_row("engaged/quiet", f"{view.engaged}/{view.quiet}", "progress > 1 cm")
     rate = f"{100 * view.zero_fallback_rate:.2f}% of {view.predicts} predicts" if view.zero_fallback_rate is not None else "no predicts"
@@ -188,15 +203,57 @@ def counts_table(view: AggregateView) -> Table:
               "must be 0" if not view.reset_strikes else f"INVALID: {view.rows_with_reset_strikes} episodes")
     t.add_row("error rows", Text(str(view.errors), style="bold magenta" if view.errors else ""),
               _clip(view.error_messages[-1], 44) if view.error_messages else "")
-    bad = view.recent_bad[-1] if view.recent_bad else None
-    t.add_row("corrupt lines", Text(str(view.corrupt), style="bold red" if view.corrupt else ""),
-              _clip(f"line {bad.line_no}: {bad.reason}", 44) if bad else "")
+    _read_rows(t, view, 1)
     med = "—" if view.progress_final_median is None else fmt_signed(view.progress_final_median)
     mean = "—" if view.progress_final_mean is None else fmt_signed(view.progress_final_mean)
     t.add_row("progress_final", f"{med} cm", f"median, mean {mean}; {view.tipped} tipped")
-    if view.duplicate_seeds:
-        t.add_row("duplicate seeds", Text(str(view.duplicate_seeds), style="yellow"), "rows for a seed seen before")
     return t
+
+
+def arms_counts_table(view: AggregateView) -> Table:
+    """A comparison run's counts, one column per arm (each over its own episodes), then what the run read."""
+    t = Table.grid(padding=(0, 1))
+    t.add_column(style="grey70")
+    for _ in view.arms:
+        t.add_column(justify="right")
+    t.add_row("", *(Text(_clip(a.arm or "", 22), style="bold") for a in view.arms))
+
+    def row(label: str, cell) -> None:
+        t.add_row(label, *(cell(a) for a in view.arms))
+
+    row("successes", lambda a: Text(f"{a.counts.successes}/{a.episodes}", style="bold green"))
+    row("", lambda a: Text(_rate_text(a.counts.successes, a.episodes, a.success_ci), style="grey62"))
+    row("knock-aways", lambda a: Text(str(a.counts.knock_aways), style="red" if a.counts.knock_aways else ""))
+    row("engaged/quiet", lambda a: f"{a.counts.engaged}/{a.counts.quiet}")
+    row("zero-fallbacks", lambda a: Text(str(a.counts.zero_fallbacks), style="yellow" if a.counts.zero_fallbacks else ""))
+    row("reset strikes", lambda a: Text(str(a.counts.reset_strikes),
+                                        style="bold white on red" if a.counts.reset_strikes else "green"))
+    row("error rows", lambda a: Text(str(a.counts.errors), style="bold magenta" if a.counts.errors else ""))
+    row("progress_final", lambda a: "—" if a.progress_final_median is None else f"{fmt_signed(a.progress_final_median)} cm")
+    if view.error_messages:
+        t.add_row("last error", Text(_clip(view.error_messages[-1], 44), style="magenta"))
+    _read_rows(t, view, len(view.arms))
+    return t
+
+
+def _rate_text(k: int, n: int, ci: tuple[float, float] | None) -> str:
+    pct = f"{100 * k / n:.1f}%" if n else ""
+    ci_text = f"CI95 [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]%" if ci else ""
+    return f"{pct} {ci_text}".strip()
+
+
+def _read_rows(t: Table, view: AggregateView, cols: int) -> None:
+    """The lines of rows.jsonl beside the counts: those that could not be read, the rows a later row
+    of their seed replaced (the last counts), and rows of seeds outside the plan (not counted). The
+    note goes in the third column (a comparison run's second arm's)."""
+    bad = view.recent_bad[-1] if view.recent_bad else None
+    lines = [("corrupt lines", view.corrupt, "bold red", _clip(f"line {bad.line_no}: {bad.reason}", 44) if bad else "")]
+    if view.duplicate_seeds:
+        lines.append(("repeated seeds", view.duplicate_seeds, "yellow", "rows for a seed seen before: its last row counts"))
+    if view.out_of_plan:
+        lines.append(("out of plan", view.out_of_plan, "yellow", "rows of seeds not planned: not counted"))
+    for label, n, style, note in lines:
+        t.add_row(label, Text(str(n), style=style if n else ""), Text(note, style="grey62" if cols > 1 else ""))
 
 
 def run_elapsed(info: RunInfo, now: float) -> float | None:
@@ -274,61 +331,99 @@ def banner_text(readings: list[GateReading], info: RunInfo) -> tuple[Text | None
 
 
 def grid_order(view: AggregateView, seeds: list | None) -> tuple[list, int]:
-    """The seeds the grid draws, in order (the manifest's, then seeds seen only in rows), and how
-    many are left out. Only the first GRID_MAX_SEEDS are drawn; set operations keep a 100k-seed
-    run cheap to redraw."""
-    order = list(seeds[:GRID_MAX_SEEDS]) if seeds else []
-    extra = view.seed_outcomes.keys() - set(seeds) if seeds else set(view.seed_outcomes)
-    if len(order) < GRID_MAX_SEEDS and extra:
-        order += sorted(extra, key=_seed_key)[: GRID_MAX_SEEDS - len(order)]
-    hidden = (len(seeds) if seeds else 0) + len(extra) - len(order)
-    return order, hidden
+    """The seeds the grid draws, in order (the manifest's; a run without one: those with a row), and
+    how many are left out. Only the first GRID_MAX_SEEDS are drawn (per arm: their half each, in a
+    comparison run): a 100k-seed run is as cheap to redraw as a small one. Rows of seeds outside the
+    plan are not counted (the counts panel says how many), so they have no cell."""
+    arms = view.arms if view.comparison else ()
+    most = GRID_MAX_SEEDS // max(1, len(arms))
+    if seeds:
+        order = list(seeds[:most])
+        return order, len(seeds) - len(order)
+    seen = set().union(*(a.seed_outcomes.keys() for a in arms)) if arms else set(view.seed_outcomes)
+    order = sorted(seen, key=_seed_key)[:most]
+    with_rows = max([a.episodes for a in view.arms] or [len(seen)])
+    return order, max(0, with_rows - len(order))
 
 
 GRID_LABEL_W = 6  # "12345 " before each line of cells; each cell is 2 columns
+GRID_ARM_W = 8  # a comparison run's lines start with their arm, clipped to this
 
 
-def grid_per_line(width: int) -> int:
-    return max(10, (max(width, 16) - 8) // 2 // 10 * 10)
+@dataclass(frozen=True)
+class GridLayout:
+    """The grid's lines, each (label, keys): a one-arm run's seeds in order; a comparison run's, one
+    line per arm for each stretch of seeds, so seed k of both arms sits in one column. A key is a
+    seed, or (arm, seed) in a comparison run."""
+
+    lines: tuple[tuple[str, tuple], ...]
+    label_w: int
+    hidden: int
+
+    @property
+    def keys(self) -> list:
+        return [k for _, keys in self.lines for k in keys]
 
 
-def seed_grid_text(view: AggregateView, seeds: list | None, width: int, cursor: int | None = None,
-                   order: list | None = None, hidden: int | None = None) -> Text:
-    """One coloured cell per seed, in seed order; seeds without a row yet are dots. The cell at
-    `cursor` (an index into grid_order) is drawn reversed."""
-    if order is None or hidden is None:
-        order, hidden = grid_order(view, seeds)
-    per_line = grid_per_line(width)
+def grid_layout(view: AggregateView, seeds: list | None, width: int) -> GridLayout:
+    order, hidden = grid_order(view, seeds)
+    arms = [a.arm for a in view.arms] if view.comparison else []
+    arm_w = min(GRID_ARM_W, max((len(a) for a in arms), default=0))
+    label_w = GRID_LABEL_W + (arm_w + 1 if arms else 0)
+    per = grid_per_line(width, label_w)
+    lines = []
+    for i in range(0, len(order), per):
+        chunk = order[i:i + per]
+        if arms:
+            lines += [(f"{_clip(a, arm_w):<{arm_w}} {str(chunk[0]):>5} ", tuple((a, s) for s in chunk)) for a in arms]
+        else:
+            lines.append((f"{str(chunk[0]):>5} ", tuple(chunk)))
+    return GridLayout(tuple(lines), label_w, hidden)
+
+
+def grid_per_line(width: int, label_w: int = GRID_LABEL_W) -> int:
+    return max(10, (max(width, 16) - label_w - 2) // 2 // 10 * 10)
+
+
+def grid_outcome(view: AggregateView, key) -> str | None:
+    """The outcome a cell shows: the counted row's (None: no row yet)."""
+    if isinstance(key, tuple):
+        arm = next((a for a in view.arms if a.arm == key[0]), None)
+        return arm.seed_outcomes.get(key[1]) if arm is not None else None
+    return view.seed_outcomes.get(key)
+
+
+def seed_grid_text(view: AggregateView, seeds: list | None, width: int, cursor: tuple[int, int] | None = None,
+                   layout: GridLayout | None = None) -> Text:
+    """One coloured cell per seed (per arm and seed, a comparison run), in seed order; seeds without
+    a row yet are dots. The cell at `cursor` (line, column of the layout) is drawn reversed."""
+    layout = layout or grid_layout(view, seeds, width)
     t = Text()
-    outcomes = view.seed_outcomes
-    run: list[str] = []  # cells of one style in a row become one span: a 600-cell grid is cheap to paint
-    run_style = None
-    for i, seed in enumerate(order):
-        if i % per_line == 0:
-            if run:
+    for y, (label, keys) in enumerate(layout.lines):
+        if y:
+            t.append("\n")
+        t.append(label, style="grey50")
+        run: list[str] = []  # cells of one style in a row become one span: a 600-cell grid is cheap to paint
+        run_style = None
+        for x, key in enumerate(keys):
+            outcome = grid_outcome(view, key)
+            style = OUTCOME_STYLE[outcome]
+            if cursor == (y, x):
+                if run:
+                    t.append("".join(run), style=run_style)
+                    run = []
+                t.append(OUTCOME_GLYPH[outcome], style=style + " reverse")
+                t.append(" ")
+                continue
+            if style != run_style and run:
                 t.append("".join(run), style=run_style)
                 run = []
-            if i:
-                t.append("\n")
-            t.append(f"{str(seed):>5} ", style="grey50")
-        outcome = outcomes.get(seed)
-        if i == cursor:
-            if run:
-                t.append("".join(run), style=run_style)
-                run = []
-            t.append(OUTCOME_GLYPH[outcome], style=OUTCOME_STYLE[outcome] + " reverse")
-            t.append(" ")
-            continue
-        style = OUTCOME_STYLE[outcome]
-        if style != run_style and run:
+            run_style = style
+            run.append(OUTCOME_GLYPH[outcome] + " ")
+        if run:
             t.append("".join(run), style=run_style)
-            run = []
-        run_style = style
-        run.append(OUTCOME_GLYPH[outcome] + " ")
-    if run:
-        t.append("".join(run), style=run_style)
-    if hidden > 0:
-        t.append(f"\n… {hidden} more seeds (counted in the totals)", style="grey50")
+    if layout.hidden > 0:
+        t.append(f"\n… {layout.hidden} more seeds (counted in the totals)", style="grey50")
     return t
 
 
@@ -447,7 +542,7 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
     return t
 
 
-def recent_row_cells(row: dict) -> tuple:
+def recent_row_cells(row: dict, with_arm: bool = False) -> tuple:
     from prereg.rundir.rows import row_outcome
 
     outcome = row_outcome(row)
@@ -456,7 +551,9 @@ def recent_row_cells(row: dict) -> tuple:
     wall = row.get("wall_s")
     # the error first; else what the episode noted (a video not written, say), and whether the boat tipped
     note = row.get("error") or "; ".join(n for n in ("tipped" if row.get("tipped") else "", row.get("note") or "") if n)
+    arm = (str(row.get("arm") or "?")[:16],) if with_arm else ()
     return (
+        *arm,
         str(row.get("seed")),
         Text(outcome.replace("_", "-"), style=OUTCOME_STYLE[outcome]),
         "—" if not isinstance(pf, (int, float)) or pf != pf else fmt_signed(pf),
@@ -471,16 +568,18 @@ RECENT_COLUMNS = ("seed", "outcome", "prog_final", "zf/predicts", "wall_s", "wor
 RECENT_RIGHT = {"prog_final", "zf/predicts", "wall_s"}  # numbers line up on the right
 
 
-def recent_rows_text(rows: list[dict], width: int) -> Text:
+def recent_rows_text(rows: list[dict], width: int, with_arm: bool = False) -> Text:
     """The latest rows as a log: a header, then one line per row, newest at the bottom, in columns
-    as wide as what they hold; each line is cut to `width` (the note, last, goes first)."""
-    cells = [recent_row_cells(row) for row in rows]
-    widths = [max([len(label)] + [len(str(c[i])) for c in cells]) for i, label in enumerate(RECENT_COLUMNS)]
-    lines = [Text(" ".join(_pad(label, widths[i], label in RECENT_RIGHT) for i, label in enumerate(RECENT_COLUMNS)),
+    as wide as what they hold; each line is cut to `width` (the note, last, goes first). A comparison
+    run's rows start with their arm."""
+    columns = (("arm",) if with_arm else ()) + RECENT_COLUMNS
+    cells = [recent_row_cells(row, with_arm) for row in rows]
+    widths = [max([len(label)] + [len(str(c[i])) for c in cells]) for i, label in enumerate(columns)]
+    lines = [Text(" ".join(_pad(label, widths[i], label in RECENT_RIGHT) for i, label in enumerate(columns)),
                   style="bold")]
     for row_cells in cells:
         line = Text()
-        for i, (label, cell) in enumerate(zip(RECENT_COLUMNS, row_cells)):
+        for i, (label, cell) in enumerate(zip(columns, row_cells)):
             if i:
                 line.append(" ")
             line.append(_pad(str(cell), widths[i], label in RECENT_RIGHT), style=cell.style if isinstance(cell, Text) else "")

@@ -4,9 +4,10 @@ Everything here goes through the run directory contract (prereg/rundir/, docs/ru
 `fontaine-eval` command line; the console never imports the engine. A run's state is
 what `status.json` says, corrected by what the process table says: a run whose process
 is gone without a final state has died; a run with a STOP file and no final state is
-stopping. Finding runs and their liveness (the process create time compared with the one in
-`pid.json`, so a reused pid is never mistaken for the run, and never signalled) are
-prereg/rundir/discovery.py's, shared with the Discord notifier.
+stopping (the rules every reader shares: prereg/rundir/runstate.py). Finding runs and their
+liveness (the process create time compared with the one in `pid.json`, so a reused pid is never
+mistaken for the run, and never signalled) are prereg/rundir/discovery.py's, shared with the
+Discord notifier.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from prereg.rundir.discovery import (  # noqa: F401 - re-exported: the console's
     run_process,
     run_sort_key,
 )
-from prereg.rundir.files import FINAL_STATES
+from prereg.rundir.runstate import RunState, episodes_done, planned_total
 
 
 @dataclass
@@ -49,6 +50,7 @@ class RunInfo:
     problems: list[str] = field(default_factory=list)  # unreadable files and fields, with why
     liveness: str = UNKNOWN
     launched_arm: str | None = None  # the arm this console launched, until manifest.json names it
+    counted: int | None = None  # episodes with a row by the one denominator, once rows.jsonl is read to its end
 
     def __post_init__(self) -> None:
         self.manifest = rd.Manifest.of(self.manifest)
@@ -60,26 +62,18 @@ class RunInfo:
         return st if st in rd.STATES else None
 
     @property
+    def run_state(self) -> RunState:
+        """The run by the rules every reader shares (prereg/rundir/runstate.py)."""
+        return RunState.of(self.status, self.liveness, stop_requested=self.stop is not None, unreadable=bool(self.problems))
+
+    @property
     def state(self) -> str:
         """The state to show: status.json's, corrected by the process table and STOP."""
-        st = self.recorded_state
-        if st in FINAL_STATES:
-            return st
-        if self.liveness == GONE:
-            return rd.DIED
-        if not st and self.problems:
-            return rd.UNREADABLE
-        if self.stop is not None:
-            return rd.STOPPING
-        if st:
-            return st
-        if self.liveness == ALIVE:
-            return rd.STARTING
-        return rd.UNKNOWN
+        return self.run_state.shown
 
     @property
     def live(self) -> bool:
-        return self.liveness == ALIVE and self.recorded_state not in FINAL_STATES
+        return self.run_state.live
 
     @property
     def arm(self) -> str:
@@ -88,14 +82,11 @@ class RunInfo:
 
     @property
     def done(self) -> int | None:
-        return _count(self.status.done if self.status is not None else None)
+        return episodes_done(self.status, self.counted)
 
     @property
     def total(self) -> int | None:
-        total = _count(self.status.total if self.status is not None else None)
-        if total is None and self.manifest is not None and self.manifest.seeds is not None:
-            total = len(self.manifest.seeds)
-        return total
+        return planned_total(self.status, self.manifest)
 
     @property
     def prereg(self) -> rd.PreregRef | None:
@@ -113,11 +104,6 @@ class RunInfo:
 
     def heartbeat_age(self, now: float) -> float | None:
         return None if self.heartbeat_mtime is None else max(0.0, now - self.heartbeat_mtime)
-
-
-def _count(v: int | None) -> int | None:
-    """A count from a file someone else wrote (typed already): a non-negative int, or None."""
-    return v if v is not None and v >= 0 else None
 
 
 def read_run(path: str | Path) -> RunInfo:

@@ -66,9 +66,9 @@ UNITS = {"dist_initial_cm": "cm", "dist_final_cm": "cm", "dist_min_cm": "cm", "p
          "episode_seconds": "s", "lift_max_mm": "mm", "carried_cm": "cm"}
 
 
-def find_row(run_dir: str | Path, seed) -> tuple[dict | None, str]:
-    """The last row of `seed` in rows.jsonl (a resumed seed's latest), and a problem in words."""
-    return last_row_of_seed(Path(run_dir) / rd.ROWS, seed)
+def find_row(run_dir: str | Path, seed, arm: str | None = None) -> tuple[dict | None, str]:
+    """The last row of `seed` (of `arm`'s, a comparison run) in rows.jsonl, and a problem in words."""
+    return last_row_of_seed(Path(run_dir) / rd.ROWS, seed, arm=arm)
 
 
 def fmt_value(key: str, value) -> str:
@@ -100,9 +100,9 @@ def row_in_words(row: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def read_predicts(run_dir: str | Path, seed) -> Trail:
-    """This seed's lines of predicts.jsonl (absent unless the run recorded them)."""
-    return prereg_read_predicts(run_dir, seed, limit=PREDICTS_SHOWN)
+def read_predicts(run_dir: str | Path, seed, arm: str | None = None) -> Trail:
+    """This seed's lines of predicts.jsonl (of `arm`'s, a comparison run; absent unless the run recorded them)."""
+    return prereg_read_predicts(run_dir, seed, limit=PREDICTS_SHOWN, arm=arm)
 
 
 def predict_cells(line: dict) -> tuple[str, ...]:

@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Callable
 
 from console.aggregate import AggregateView, RunAggregate
-from console.runs import ALIVE, FINAL_STATES, GONE, RunInfo, liveness, read_run
-from console.tailer import RowsTailer
+from console.runs import ALIVE, GONE, RunInfo, liveness, read_run
 from prereg import rundir as rd
 from prereg.rundir.discovery import discover_runs, run_sort_key
+from prereg.rundir.files import FINAL_STATES
+from prereg.rundir.fold import Plan
+from prereg.rundir.tail import RowsTailer
 
 WATCHED_FILES = (rd.MANIFEST, rd.STATUS, rd.PID, rd.STOP, rd.HEARTBEAT)
 RESCAN_EVERY_S = 2.0
@@ -47,10 +49,11 @@ class RunSummary:
     total: int | None
     successes: int
     ok_rows: int
-    rows: int
+    rows: int  # episodes counted by the one denominator (the last row of each planned seed)
     heartbeat_mtime: float | None
     live: bool
     loading: bool  # rows.jsonl not read to its end yet
+    by_arm: tuple = ()  # a comparison run's (arm, successes, episodes), each arm apart
 
 
 @dataclass(frozen=True)
@@ -82,16 +85,18 @@ class RunWatch:
     def __init__(self, path: Path):
         self.path = path
         self.tailer = RowsTailer(path / rd.ROWS)
-        self.agg = RunAggregate()
         self.info: RunInfo = read_run(path)
+        self.agg = RunAggregate(Plan.of(self.info.manifest))  # per arm, over the manifest's seeds
         self.popen: subprocess.Popen | None = None  # when this console launched it
         self.launched_arm: str | None = None  # the arm it was launched with (shown before manifest.json exists)
         self.loading = True
         self.restart_reason = ""
         self.info_version = 0
+        self._watched = tuple(os.path.join(str(path), name) for name in WATCHED_FILES)  # str: a stat each, no pathlib
         self._mtimes = self._stat_all()
         self._liveness_at = time.monotonic()
         self._torn_added = False
+        self._plan_due = False
         self.error: str | None = None  # why the last poll of this run failed, shown as a problem
 
     def refresh(self, max_bytes: int | None = None) -> bool:
@@ -124,7 +129,7 @@ class RunWatch:
             self._mtimes = mtimes
             self.info = read_run(self.path)
             self._liveness_at = now
-            changed = True
+            changed = self._plan_due = True
         if self.info.recorded_state not in FINAL_STATES and now - self._liveness_at >= LIVENESS_EVERY_S:
             self._liveness_at = now  # the process table, at most every LIVENESS_EVERY_S (psutil reads /proc)
             before = self.info.liveness
@@ -132,17 +137,23 @@ class RunWatch:
             changed |= before != self.info.liveness
         self.info.launched_arm = self.launched_arm
         changed |= self._apply_popen()
+        if self._plan_due:  # the manifest was read again: its plan may be known (or changed) now
+            self._plan_due = False
+            changed |= self._replan()
         changed |= self._tail(max_bytes)
+        self.info.counted = None if self.loading else self.agg.rows
         if self.error is not None:  # it reads again: the problem is history
             self.error, changed = None, True
         return changed
 
     def summary(self) -> RunSummary:
         info = self.info
+        by_arm = self.agg.arm_successes() if self.agg.plan.arms else ()
         return RunSummary(
             run_id=info.run_id, path=self.path, state=info.state, arm=info.arm,
             done=info.done, total=info.total, successes=self.agg.successes, ok_rows=self.agg.ok_rows,
             rows=self.agg.rows, heartbeat_mtime=info.heartbeat_mtime, live=info.live, loading=self.loading,
+            by_arm=by_arm,
         )
 
     def close(self) -> None:
@@ -150,9 +161,9 @@ class RunWatch:
 
     def _stat_all(self) -> tuple:
         out = []
-        for name in WATCHED_FILES:
+        for path in self._watched:
             try:
-                out.append(os.stat(self.path / name).st_mtime_ns)
+                out.append(os.stat(path).st_mtime_ns)
             except OSError:
                 out.append(None)
         return tuple(out)
@@ -169,8 +180,23 @@ class RunWatch:
             self.popen = None
             self.info = read_run(self.path)  # the driver's last words
             self.info.launched_arm = self.launched_arm
+            self._plan_due = True
             self.info.liveness = GONE
         return before != self.info.liveness
+
+    def _replan(self) -> bool:
+        """The manifest's plan (its seeds, a comparison run's arms) is what the rows are counted by: when
+        it first becomes readable (a run starting), the rows are read again under it."""
+        plan = Plan.of(self.info.manifest)
+        if plan == self.agg.plan or self.info.manifest is None:
+            return False
+        self.tailer.close()
+        self.tailer = RowsTailer(self.path / rd.ROWS)
+        version = self.agg.version + 1
+        self.agg = RunAggregate(plan)
+        self.agg.version = version  # the UI redraws what it shows of it
+        self._torn_added = False
+        return True
 
     def _tail(self, max_bytes: int | None) -> bool:
         self.tailer.max_bytes = max_bytes

@@ -28,7 +28,6 @@ directory's lock (prereg.rundir.RunLock) for its whole life: one writer per run 
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
 import socket
@@ -42,15 +41,17 @@ from engine.decisions import PlanDecisions
 from engine.executor import DriverError, Executor, ExecutorFactory, StartInterrupted, local_executor
 from engine.launch_tripwires import TripwireFailed, check_at_start
 from engine.policies.factory import load_served
-from engine.run_clock import RunClock
+from engine.run_clock import RunClock, beating
 from engine.run_config import RunConfig, RunResult
 from engine.run_manifest import manifest_record
-from engine.run_summary import progress_line, summarize
+from engine.run_summary import failure_reason, progress_line, summarize
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError, RunFailed, UsageError, write_traceback
 from prereg.core.webhook_env import scrub_webhooks
+from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.gates import evaluate_gates, first_tripped
-from prereg.rundir.rows import RowCounts, complete_row, is_error
+from prereg.rundir.row import Row
+from prereg.rundir.rows import is_error
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -59,22 +60,6 @@ POLL_S = 0.25
 
 
 RESERVE_BYTES = 256 * 1024  # freed on a full disk so that the final status.json and rows.json fit
-
-
-def failure_reason(exc: BaseException, run_dir: Path) -> str:
-    """One line for status.json and the terminal: a full disk and a deleted run directory by name."""
-    seen: set[int] = set()
-    e: BaseException | None = exc
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            return f"disk full: {e.filename or run_dir}"
-        e = e.__cause__ or e.__context__
-    if not run_dir.is_dir():
-        return f"run directory deleted: {run_dir}"
-    if isinstance(exc, FontaineError):
-        return exc.one_line()
-    return f"driver crashed: {type(exc).__name__}: {exc}"
 
 
 # --------------------------------------------------------------------------- the driver
@@ -124,13 +109,14 @@ class _Driver:
         self.lost_seeds: list = []  # episodes aborted in flight: seeds, or [arm, seed] in a comparison run
         self.aborted_note: str | None = None
         self.summary: dict = {}
-        self.counts = RowCounts()  # of self.rows, kept as rows arrive (status.json every 2 s never recounts)
+        self.arms = cfg.arm_names()  # a comparison run's two arms, else None
+        # the counts status.json says, kept as rows arrive (every 2 s, never recounted): the read model's
+        self.fold = RowsFold(Plan(tuple(cfg.seeds), tuple(self.arms) if self.arms else None))
         self._pool_closed = False
         self.policy = None
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
         self.decisions = PlanDecisions(cfg, run_dir, log)  # curtailment, a sequential test, a comparison
-        self.arms = cfg.arm_names()  # a comparison run's two arms, else None
         self.tripwires: dict | None = None  # the registered tripwires' record (engine/launch_tripwires.py)
         # the episodes to run, in dispatch order: seeds, or (arm, seed) interleaved by seed
         self.jobs: list = [(a, s) for s in cfg.seeds for a in self.arms] if self.arms else list(cfg.seeds)
@@ -150,10 +136,11 @@ class _Driver:
         self._install_signals()
         try:
             self._write_status(rd.STARTING)
-            self._write_manifest()  # what was asked for, readable even if the policy cannot load
-            self._load_policy()
-            self._write_manifest()  # ... and what it resolved to
-            self._check_tripwires()  # the plan's registered tripwires: before any worker starts or episode runs
+            with beating(self.run_dir, HEARTBEAT_EVERY_S):  # minutes of model load and tripwire rollouts are not a stall
+                self._write_manifest()  # what was asked for, readable even if the policy cannot load
+                self._load_policy()
+                self._write_manifest()  # ... and what it resolved to
+                self._check_tripwires()  # the plan's registered tripwires: before any worker starts or episode runs
             todo = self._todo_seeds()
             self._write_status(rd.RUNNING)
             if self.arms and self.rows:  # a resumed comparison that had decided says so and runs nothing more
@@ -227,7 +214,7 @@ class _Driver:
                 self.log(f"resume: line {b.line_no} of rows.jsonl set aside ({b.reason}) -> {rd.SET_ASIDE}")
             jobs = set(self.jobs)
             self.rows = [r for r in read.rows if self._key(r) in jobs]
-            self.counts.add_many(self.rows)
+            self.fold.add_many(self.rows)
             prior = rd.Status.of(rd.read_json(self.run_dir / rd.STATUS))
             elapsed = prior.elapsed_s if prior is not None else None
             self.clock.prior_s = elapsed if elapsed is not None and 0 <= elapsed < 1e9 else 0.0
@@ -326,7 +313,8 @@ class _Driver:
     def _loop(self, todo: list[int]) -> None:
         pending = deque(todo)
         try:
-            self.pool = self.make_executor(self.cfg, self.run_dir, self.policy, len(pending), self.log)
+            with beating(self.run_dir, HEARTBEAT_EVERY_S):  # a Ray cluster places its shards and each loads its policy
+                self.pool = self.make_executor(self.cfg, self.run_dir, self.policy, len(pending), self.log)
         except StartInterrupted as exc:  # a signal while it started: the stop is recorded, nothing ran
             if self.stop is None:
                 self._request_stop(rd.StopReason(rd.BY_SIGNAL, exc.one_line()))
@@ -358,8 +346,8 @@ class _Driver:
                 if pending and not stopping:
                     raise RunFailed(self._all_workers_died(len(pending)))
                 break
-            for partial in self.pool.poll(POLL_S):
-                self._record(partial)
+            for done in self.pool.poll(POLL_S):
+                self._record(done)
             requeued = self.pool.take_requeued()  # seeds of a lost shard go to the others
             if requeued:
                 self.log(f"re-queued seeds {requeued} from a lost executor")
@@ -390,14 +378,14 @@ class _Driver:
             raise RunFailed(f"{rd.ROWS} was replaced or deleted ({why}); the {len(self.rows)} rows "
                             f"recorded so far are in {rd.ROWS_SUMMARY}")
 
-    def _record(self, partial: dict) -> None:
-        arm = partial.get("arm") if self.arms else self.cfg.arm  # a comparison's worker says which arm ran
-        row = complete_row({**partial, "run_id": self.cfg.run_id, "arm": arm})
+    def _record(self, done: Row) -> None:
+        arm = done.arm if self.arms else self.cfg.arm  # a comparison's worker says which arm ran
+        row = done.written(self.cfg.run_id, arm)
         self._check_rows_file(pending=row)
         self.writer.append(row)
         self.clock.row_arrived()
         self.rows.append(row)
-        self.counts.add(row)
+        self.fold.add_many((row,))
         self.session_done += 1
         self.log(progress_line(row, len(self._done_keys()), len(self.jobs), self._eta_s(),
                                arm=row.get("arm") if self.arms else None))
@@ -488,7 +476,7 @@ class _Driver:
         done = len(self._done_keys())  # episodes: seeds, or (arm, seed) in a comparison run
         total = len(self.jobs)
         pace, fair, naive, eta = self._projections()
-        counts = self.counts
+        counts = self.fold.total()
         status = rd.Status(  # the contract's type: status.json is its to_dict()
             schema=rd.STATUS_SCHEMA,
             state=state,
@@ -547,7 +535,7 @@ class _Driver:
             return self._finish(rd.STOPPED, "; ".join(filter(None, [self.stop.text(), self.aborted_note])))
         if complete:
             return self._finish(rd.DONE, None)
-        errors = self.counts.errors
+        errors = self.fold.total().errors
         return self._finish(rd.DONE, f"{errors} episode(s) ended in an error row" if errors else None)
 
     def _finish(self, state: str, reason: str | None) -> RunResult:
@@ -579,7 +567,7 @@ class _Driver:
     def _write_summary(self, state: str, reason: str | None) -> None:
         summary = summarize(self.rows, self.cfg)
         if self.arms:  # each arm's own counts, and the decision
-            summary["arms"] = {arm: {**summarize([r for r in self.rows if r.get("arm") == arm]),
+            summary["arms"] = {arm: {**summarize([r for r in self.rows if r.get("arm") == arm], planned_seeds=self.cfg.seeds),
                                      "total_seeds": len(self.cfg.seeds)} for arm in self.arms}
             summary["comparison"] = self.decisions.comparison
         summary.update({

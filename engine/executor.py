@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from prereg.core.errors import EXIT_STOPPED, FontaineError, UsageError
+from prereg.rundir.row import Row
 
 
 class DriverError(UsageError):
@@ -36,7 +37,7 @@ class Executor(Protocol):
     def submit(self, seed: int, arm: str | None = None) -> None: ...
     def in_flight(self) -> list: ...  # the episodes running: seeds, or (arm, seed) in a comparison run
     def alive(self) -> bool: ...
-    def poll(self, timeout: float) -> list[dict]: ...  # partial rows of the episodes that finished
+    def poll(self, timeout: float) -> list[Row]: ...  # the rows of the episodes that finished
     def take_requeued(self) -> list: ...  # jobs of a lost shard, to hand out again
     def abort(self) -> list: ...  # kill everything now; the episodes that were in flight
     def close(self) -> None: ...

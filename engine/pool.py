@@ -35,6 +35,7 @@ from engine.predict_trail import PredictTrail
 from engine.worker import ChunkMsg, Episode, LogMsg, ObsMsg, PredictError, Quit, Ready, RowMsg, worker_main
 from prereg import rundir as rd
 from prereg.core.video_draw import films
+from prereg.rundir.row import Row
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TOGETHER_S = 60.0
@@ -99,10 +100,10 @@ class LocalPool:
     def alive(self) -> bool:
         return any(w.alive for w in self.workers.values())
 
-    def poll(self, timeout: float) -> list[dict]:
+    def poll(self, timeout: float) -> list[Row]:
         """Wait up to `timeout` for worker messages; serve a batch when it is due; return the
-        partial rows of the episodes that finished (a worker that died leaves an error row)."""
-        rows: list[dict] = []
+        rows of the episodes that finished (a worker that died leaves an error row)."""
+        rows: list[Row] = []
         if self._obs_waiting:
             timeout = min(timeout, max(0.0, self._first_obs_at + self._batch_wait_s() - time.monotonic()))
         live = [w for w in self.workers.values() if w.alive]
@@ -249,16 +250,16 @@ class LocalPool:
             w.send(ChunkMsg(chunk))
             w.chunk_sent_at = time.monotonic()
 
-    def _on_worker_death(self, w: "_Worker") -> dict | None:
+    def _on_worker_death(self, w: "_Worker") -> Row | None:
         w.alive = False
         code = w.proc.exitcode
         self.worker_crashes += 1
         self.exit_codes.append(code)
         row = None
         if w.seed is not None:
-            row = {"seed": w.seed, "worker": w.wid, "episode_seconds": self.cfg.episode_seconds,
-                   "status": "error", "error": f"worker {w.wid} died (exit code {code}) during this episode",
-                   "finished_at": rd.utc_now(), **({"arm": w.arm} if w.arm is not None else {})}
+            row = Row.episode(w.seed, worker=w.wid, arm=w.arm, episode_seconds=self.cfg.episode_seconds,
+                              error=f"worker {w.wid} died (exit code {code}) during this episode",
+                              finished_at=rd.utc_now())
             w.seed = None
         if self.respawn and self.worker_crashes <= 2 * max(1, len(self.workers)):
             self.log(f"worker {w.wid} died (exit code {code}); starting a replacement")

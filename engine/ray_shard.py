@@ -22,6 +22,7 @@ from pathlib import Path
 from engine.executor import DriverError
 from prereg import rundir as rd
 from prereg.core.webhook_env import is_webhook_var
+from prereg.rundir.row import Row
 
 FORWARDED_ENV_PREFIXES = ("FONTAINE_", "MUJOCO_GL", "PYOPENGL_PLATFORM")
 # Secrets never travel to the shards: the Discord webhook (FONTAINE_DISCORD_WEBHOOK_URL/_FILE,
@@ -97,7 +98,7 @@ class Shard:
                 else:  # a worker died since the driver counted our free slots
                     refused.append(job)
             deadline = time.monotonic() + wait_s
-            rows: list[dict] = []
+            rows: list[Row] = []
             while True:
                 if self._abort.is_set():
                     lost = pool.abort()
@@ -120,18 +121,18 @@ class Shard:
                 self.pool.close()
             shutil.rmtree(self.scratch, ignore_errors=True)
 
-    def _report(self, rows: list[dict], refused: list[int], aborted: list[int] | None = None) -> dict:
+    def _report(self, rows: list[Row], refused: list[int], aborted: list[int] | None = None) -> dict:
         out = []
         for row in rows:
             blob = None
             if row.get("video"):
-                path = self.scratch / row["video"]
+                path = self.scratch / row.get("video")
                 try:
                     blob = path.read_bytes()
                     path.unlink()
                 except OSError as exc:
-                    self._logs.append(f"video of seed {row.get('seed')} not shipped: {exc}")
-                    row = {**row, "video": None}
+                    self._logs.append(f"video of seed {row.seed} not shipped: {exc}")
+                    row = row.with_fields(video=None)
             out.append((row, blob))
         logs, self._logs[:] = list(self._logs), []
         pool = self.pool

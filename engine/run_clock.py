@@ -1,4 +1,5 @@
-"""A run's time: elapsed over every session (a resume adds to the sessions before), and its pace.
+"""A run's time: elapsed over every session (a resume adds to the sessions before), its pace, and
+its heartbeat through start-up.
 
 The pace tripwire and the ETA project the whole run from its own throughput
 (prereg/rundir/gates.py does the arithmetic): the start-up (model load, workers ready) counted
@@ -9,8 +10,12 @@ flight counted half done. Rollout time starts with the first episode handed out.
 from __future__ import annotations
 
 import statistics
+import threading
 import time
+from contextlib import contextmanager
+from pathlib import Path
 
+from prereg import rundir as rd
 from prereg.rundir.gates import PaceInputs, fair_projected_wall_s, projected_wall_s
 
 
@@ -63,3 +68,27 @@ class RunClock:
         else:
             eta = None if proj is None else max(0.0, proj - session_elapsed)
         return pace, fair, naive, eta
+
+
+@contextmanager
+def beating(run_dir: Path, every_s: float):
+    """Beat the run's heartbeat from a thread while the driver's own thread is busy elsewhere (a model
+    loading, the registered tripwires' rollouts, a cluster starting), so that no reader takes start-up
+    for a stall; the driver's loop beats it itself once episodes run. A beat that cannot be written is
+    skipped (the loop's own checks say why a run cannot go on)."""
+    done = threading.Event()
+
+    def beat() -> None:
+        while not done.wait(every_s):
+            try:
+                rd.touch_heartbeat(run_dir)
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=beat, name="fontaine-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(every_s + 1.0)

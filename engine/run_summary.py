@@ -1,30 +1,43 @@
 """What the driver says of a run in words: a progress line per row, and the summary at the end.
 
-Counted by `prereg.rundir.rows` (the one classifier), so the driver's summary, the console, the
-Discord posts and the report agree.
+Counted by the run's read model (prereg/rundir/fold.py: the last row of each planned seed, the one
+classifier's counts), so the driver's summary, the console, the Discord posts and the report agree.
 """
 
 from __future__ import annotations
 
+import errno
 import statistics
 from pathlib import Path
 
 from engine.run_config import RunConfig, RunResult
-from prereg.rundir.rows import ERROR, SUCCESS, classify, count_rows, is_error, number
+from prereg.core.errors import FontaineError
+from prereg.rundir.fold import Plan, fold_rows
+from prereg.rundir.rows import ERROR, SUCCESS, classify, is_error, latest_rows, number
 
 
-def summarize(rows: list[dict], cfg: RunConfig | None = None) -> dict:
-    """The run's counts by `prereg.rundir.rows` (the one classifier: any status but "ok" is an error row,
-    never a success; knock-away/engaged from the distances), so the driver's summary, the
-    console, the Discord post and the report agree."""
-    c = count_rows(rows)
-    ok = [r for r in rows if not is_error(r)]
+def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=None) -> dict:
+    """The run's counts by the read model (prereg/rundir/fold.py): each arm's planned seeds, the last row
+    of each (a resumed seed's latest), classified by `prereg.rundir.rows` (the one classifier: any status
+    but "ok" is an error row, never a success; knock-away/engaged from the distances), so the driver's
+    summary, the console, the Discord post and the report agree. `planned_seeds` (else the config's):
+    the plan; without either, every seed counts."""
+    planned = planned_seeds if planned_seeds is not None else (cfg.seeds if cfg is not None else None)
+    arms = cfg.arm_names() if cfg is not None else None
+    fold = fold_rows(rows, Plan(tuple(planned) if planned is not None else None, tuple(arms) if arms else None))
+    counted = [r for group in ([r for r in rows if r.get("arm") == a] for a in arms) for r in
+               latest_rows(group, planned).by_seed.values()] if arms else list(latest_rows(rows, planned).by_seed.values())
+    c = fold.total()
+    ok = [r for r in counted if not is_error(r)]
     finals = [v for v in (number(r.get("progress_final_cm")) for r in ok) if v is not None]
     return {
         "episodes": c.rows,
         "ok": c.ok,
         "errors": c.errors,
         "total_seeds": len(cfg.seeds) * len(cfg.arms or [None]) if cfg else None,
+        "rows_read": fold.lines,
+        "repeated": fold.duplicates,  # rows a later row of their seed replaced (the last counts)
+        "out_of_plan": fold.out_of_plan,
         "successes": c.successes,
         "success_seeds": sorted(r["seed"] for r in ok if r.get("success") is True),
         "knock_aways": c.knock_aways,
@@ -45,7 +58,8 @@ def format_summary(result: RunResult, run_dir: Path) -> str:
     n = s["episodes"]  # every row counts, error rows included (as in the console and the report)
     lines = [
         f"run {run_dir}  state {result.state}" + (f"  ({result.reason})" if result.reason else ""),
-        f"  episodes      {s['episodes']} of {s['total_seeds']}  ({s['errors']} error rows)",
+        f"  episodes      {s['episodes']} of {s['total_seeds']}  ({s['errors']} error rows)"
+        + (f"  {s['repeated']} rows repeat a seed (the last counts)" if s.get("repeated") else ""),
         f"  successes     {s['successes']}/{n}" + _seed_note(s["success_seeds"], n),
         f"  knock-aways   {s['knock_aways']}/{n}    engaged {s['engaged']}/{n}    reset strikes {s['reset_strikes']}",
         f"  progress_final_cm  mean {_fmt(s['mean_progress_final_cm'])}  median {_fmt(s['median_progress_final_cm'])}",
@@ -88,3 +102,19 @@ def progress_line(row: dict, done: int, total: int, eta_s: float | None, arm: st
 
 def _fmt(x) -> str:
     return "n/a" if x is None else f"{x:+.2f}"
+
+
+def failure_reason(exc: BaseException, run_dir: Path) -> str:
+    """One line for status.json and the terminal: a full disk and a deleted run directory by name."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return f"disk full: {e.filename or run_dir}"
+        e = e.__cause__ or e.__context__
+    if not run_dir.is_dir():
+        return f"run directory deleted: {run_dir}"
+    if isinstance(exc, FontaineError):
+        return exc.one_line()
+    return f"driver crashed: {type(exc).__name__}: {exc}"

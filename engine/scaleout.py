@@ -58,6 +58,7 @@ from engine.executor import DriverError, StartInterrupted
 from engine.ray_shard import Shard, as_job, job_parts, job_words, shard_env, shards_policy
 from prereg import rundir as rd
 from prereg.core.webhook_env import scrub_webhooks
+from prereg.rundir.row import Row
 
 STEP_WAIT_S = 1.0  # longest a step call waits on its shard before it reports back anyway
 PLACE_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_PLACE_TIMEOUT_S", "120"))
@@ -167,7 +168,7 @@ class RayPool:
     def alive(self) -> bool:
         return any(True for _ in self._running())
 
-    def poll(self, timeout: float) -> list[dict]:
+    def poll(self, timeout: float) -> list[Row]:
         ray = self.ray
         self._issue()
         by_ref = {s.ref: s for s in self._running() if s.ref is not None}
@@ -178,7 +179,7 @@ class RayPool:
         if ready and rest:
             more, _ = ray.wait(rest, num_returns=len(rest), timeout=0)
             ready += more
-        rows: list[dict] = []
+        rows: list[Row] = []
         for ref in ready:
             shard = by_ref[ref]
             shard.ref = None
@@ -439,26 +440,25 @@ class RayPool:
                     s.outbox = jobs
                     self._lose(s, f"{type(exc).__name__}: {_first_line(exc)}")
 
-    def _take_report(self, shard: _ShardHandle, report: dict) -> list[dict]:
+    def _take_report(self, shard: _ShardHandle, report: dict) -> list[Row]:
         for line in report.get("logs") or []:
             self.log(f"shard {shard.index}: {line}")
         shard.stats = report.get("stats") or shard.stats
         rows = []
-        for partial, blob in report.get("rows") or []:
-            seed = partial.get("seed")
-            job = (partial.get("arm"), seed) if self.arms else seed
+        for row, blob in report.get("rows") or []:
+            seed = row.seed
+            job = (row.arm, seed) if self.arms else seed
             if job not in shard.assigned or job in self._returned:  # never two rows for a job
                 self.log(f"shard {shard.index}: dropped a row for {job_words(job)} it does not hold")
                 continue
             shard.assigned.discard(job)
             self._returned.add(job)
             shard.episodes += 1
-            partial = dict(partial)
-            if partial.get("worker") is not None:  # worker ids unique over the cluster
-                partial["worker"] = shard.index * self.workers_per_shard + int(partial["worker"])
-            if blob is not None and partial.get("video"):
-                self._write_video(partial, blob)
-            rows.append(partial)
+            if row.worker is not None:  # worker ids unique over the cluster
+                row = row.with_fields(worker=shard.index * self.workers_per_shard + int(row.worker))
+            if blob is not None and row.get("video"):
+                row = self._write_video(row, blob)
+            rows.append(row)
         refused = [j for j in map(as_job, report.get("refused") or []) if j in shard.assigned]
         for job in refused:
             shard.assigned.discard(job)
@@ -475,16 +475,18 @@ class RayPool:
         arm, seed = job_parts(job)
         return seed, self._arm_rank.get(arm, 0)
 
-    def _write_video(self, row: dict, blob: bytes) -> None:
-        path = self.run_dir / row["video"]
+    def _write_video(self, row: Row, blob: bytes) -> Row:
+        """The shipped video into the run directory; the row without its video when it cannot be written."""
+        path = self.run_dir / row.get("video")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(path.suffix + ".part")
             tmp.write_bytes(blob)
             os.replace(tmp, path)
         except OSError as exc:
-            self.log(f"video of seed {row.get('seed')} not written: {exc}")
-            row["video"] = None
+            self.log(f"video of seed {row.seed} not written: {exc}")
+            return row.with_fields(video=None)
+        return row
 
     def _lose(self, shard: _ShardHandle, reason: str) -> None:
         seeds = sorted(set(shard.assigned) | set(shard.outbox), key=self._plan_order)  # seeds, or (arm, seed)

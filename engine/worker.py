@@ -22,6 +22,7 @@ from engine.policies.factory import make_policy
 from engine.video_writer import VideoWriter
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError
+from prereg.rundir.row import Row
 
 HEAVY_MODULES = ("torch", "lerobot", "transformers", "matplotlib", "ray")  # a worker that only simulates has none
 
@@ -45,7 +46,7 @@ class ObsMsg:
 
 @dataclass(frozen=True)
 class RowMsg:
-    row: dict  # the partial row of a finished episode
+    row: Row  # the row of a finished episode (prereg.rundir.row.Row)
 
 
 @dataclass(frozen=True)
@@ -142,18 +143,16 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
                     note = f"video not written: {writer.error}"
                     conn.send(LogMsg(f"seed {seed}: {note}"))
                     video_rel = None
-            row = {**partial, "seed": seed, "worker": wid, "video": video_rel, "status": "ok", "error": None,
-                   "note": note}
+            partial.pop("seed", None)
+            row = Row.episode(seed, worker=wid, arm=arm, **partial, video=video_rel, note=note)
         except _PredictFailed as exc:
-            row = _error_row(seed, wid, cfg, started, t0, str(exc))
+            row = _error_row(seed, wid, arm, cfg, started, t0, str(exc))
         except Exception as exc:
             conn.send(LogMsg(traceback.format_exc()))
-            row = _error_row(seed, wid, cfg, started, t0, f"{type(exc).__name__}: {exc}")
+            row = _error_row(seed, wid, arm, cfg, started, t0, f"{type(exc).__name__}: {exc}")
         finally:
             if writer is not None:
                 writer.close()
-        if arm is not None:
-            row["arm"] = arm
         conn.send(RowMsg(row))
 
 
@@ -211,10 +210,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _error_row(seed, wid, cfg, started, t0, message) -> dict:
-    return {"seed": seed, "worker": wid, "episode_seconds": cfg.episode_seconds, "started_at": started,
-            "finished_at": rd.utc_now(), "wall_s": round(time.monotonic() - t0, 3),
-            "status": "error", "error": message}
+def _error_row(seed, wid, arm, cfg, started, t0, message) -> Row:
+    return Row.episode(seed, worker=wid, arm=arm, error=message, episode_seconds=cfg.episode_seconds,
+                       started_at=started, finished_at=rd.utc_now(), wall_s=round(time.monotonic() - t0, 3))
 
 
 class _PredictFailed(FontaineError):

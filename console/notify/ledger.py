@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from prereg import rundir as rd
 from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, check_regular, read_regular
-from prereg.rundir.rows import read_rows
+from prereg.rundir.fold import Plan, RowsFold
+from prereg.rundir.tail import RowsTailer
 
 log = logging.getLogger(__name__)
 
@@ -215,18 +217,24 @@ def note_webhook_gone(run_dir: Path, *, status: int | None, tries: int, webhook:
 
 
 class RunBook:
-    """What this notifier knows of one run: keys in the ledger or the queue, and a rows cache."""
+    """What this notifier knows of one run: keys in the ledger or the queue, and its rows as the run's
+    read model folds them (prereg/rundir/fold.py), followed incrementally: a poll reads only what was
+    appended to rows.jsonl since the last (prereg/rundir/tail.py), never the whole file again."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, every: int | None = None):
         self.run_dir = run_dir
+        self.every = every
         self.keys: set[str] = set()
         self.maybe_sent: str | None = None  # key named by a leftover posts.inflight.json
-        self.rows_sig: tuple[int, int] | None = None
-        self.rows: list[dict] = []
         self.loaded = False
         self.sig: tuple | None = None  # the run directory's files (size, mtime) at the last poll
         self.over = False  # the run had ended at the last poll
         self.unreadable: str | None = None  # why its files could not be read at the last poll (no post then)
+        self.gone_owed: tuple[str, ...] = ()  # what the last `webhook_gone` line said was owed
+        self.plan: Plan | None = None
+        self.tailer: RowsTailer | None = None
+        self.fold = RowsFold(Plan(), every=every)
+        self.rows: dict = {}  # a comparison run's counted rows by (arm, seed): its evidence reads them
 
     def load(self) -> None:
         """The ledger's keys (a catch-up's `covers` included), and a leftover in-flight marker:
@@ -242,27 +250,45 @@ class RunBook:
                         "Discord's answer: it is sent again, marked as a possible repeat", key, self.run_dir.name)
         self.loaded = True
 
-    def cached_rows(self) -> list[dict]:
-        """rows.jsonl, read again only when its size or mtime changed."""
-        path = self.run_dir / rd.ROWS
-        try:
-            st = path.stat()
-            sig = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            return []
-        if sig != self.rows_sig:
-            self.rows = read_rows(path).rows
-            self.rows_sig = sig
-        return self.rows
+    def follow_rows(self, manifest: rd.Manifest | None) -> RowsFold:
+        """Fold in what rows.jsonl gained since the last poll (under the manifest's plan: its seeds, a
+        comparison run's arms); a file truncated or replaced, or a plan that changed, is read again."""
+        plan = Plan.of(manifest)
+        if plan != self.plan or self.tailer is None:
+            self._restart(plan)
+        batch = self.tailer.poll()
+        if batch.restarted:
+            self._restart(plan)
+            batch = self.tailer.poll()
+        self.tailer.release()  # no descriptor held per run between polls
+        keep = self.rows.__setitem__ if plan.arms else None
+        self.fold.add_many(batch.rows, on_row=(lambda key, seed, row, _part, _replaced: keep((key, seed), row))
+                           if keep is not None else None)
+        return self.fold
+
+    def _restart(self, plan: Plan) -> None:
+        if self.tailer is not None:
+            self.tailer.close()
+        self.plan, self.tailer = plan, RowsTailer(self.run_dir / rd.ROWS)
+        self.fold, self.rows = RowsFold(plan, every=self.every), {}
+
+    def close(self) -> None:
+        if self.tailer is not None:
+            self.tailer.close()
+
+
+SIGNED = (rd.MANIFEST, rd.STATUS, rd.ROWS, rd.RESULTS, rd.CHART, rd.HEARTBEAT, LEDGER)
 
 
 def run_signature(run_dir: Path) -> tuple:
-    """(size, mtime) of each file a post is read from: unchanged, a finished run owes nothing new."""
+    """(size, mtime, inode) of each file a post is read from: unchanged, a finished run owes nothing new
+    (a file swapped for a FIFO or a directory changes it too)."""
     out = []
-    for name in (rd.MANIFEST, rd.STATUS, rd.ROWS, rd.RESULTS, rd.CHART, rd.HEARTBEAT, LEDGER):
+    base = str(run_dir)
+    for name in SIGNED:
         try:
-            st = (run_dir / name).stat()
-            out.append((st.st_size, st.st_mtime_ns))
+            st = os.stat(os.path.join(base, name))
+            out.append((st.st_size, st.st_mtime_ns, st.st_ino))
         except OSError:
             out.append(None)
     return tuple(out)

@@ -44,7 +44,9 @@ from pathlib import Path
 from console.notify import ledger, webhook
 from console.notify import messages as msgs
 from console.notify.ledger import INFLIGHT, RunBook, read_ledger_keys, run_signature
+from console.notify.snapshot import EVERY_EPISODES, read_snapshot
 from console.notify.webhook import mask_webhook_url, quiet_discord_logging, scrub, webhook_setting
+from console.notify.wording import CHART_NAME, END_KINDS, RESULTS, Post, make_test_post
 from prereg import rundir as rd
 
 log = logging.getLogger(__name__)
@@ -131,7 +133,7 @@ class Notifier:
         self,
         url: str | None,
         *,
-        every_episodes: int = msgs.EVERY_EPISODES,
+        every_episodes: int = EVERY_EPISODES,
         retry: RetryPolicy = RETRY,
         catch_up_s: float = msgs.CATCH_UP_S,
         validate: bool = False,
@@ -156,7 +158,6 @@ class Notifier:
         self._failures = 0
         self._gone_tries = 0
         self._gone = False
-        self._gone_noted: set[Path] = set()  # runs whose ledger says the webhook is gone (this time)
         self._sending: _Item | None = None  # the item whose request is on the wire
         self._url_version = 0
         self.test_results: dict[str, dict] = {}  # test id -> {state: sent|dropped, at, message_id|reason}
@@ -205,34 +206,72 @@ class Notifier:
 
     def poll_run(self, run_dir: Path | str) -> list[str]:
         """Queue the posts this run is owed and has not had; returns their keys. Never blocks on I/O
-        to Discord; reads only the run directory. Safe to call often and from any thread."""
+        to Discord; reads only the run directory (rows.jsonl only where it grew). Safe to call often
+        and from any thread."""
         if self._url is None or self._closing:
             return []
         run_dir = Path(run_dir)
         with self._poll_lock:
-            book = self._runs.setdefault(run_dir, RunBook(run_dir))
+            book = self._runs.setdefault(run_dir, RunBook(run_dir, every=self.every_episodes))
+            sig = run_signature(run_dir)
+            if book.over and sig == book.sig:
+                return []  # a finished run that has not changed owes nothing new (nor became unreadable)
             if self._unreadable(book):
                 return []
             if not book.loaded:
                 book.load()
-            sig = run_signature(run_dir)
-            if book.over and sig == book.sig:
-                return []  # a finished run that has not changed owes nothing new
-            snap = msgs.read_snapshot(run_dir, rows=book.cached_rows())
+            contract = rd.read_snapshot(run_dir)
+            if contract.status is not None and contract.status.final and msgs.forgotten(
+                    True, book.keys, rd.mtime_age_s(run_dir / rd.STATUS), self.catch_up_s):
+                book.sig, book.over = sig, True  # ended long ago, never posted about: owed nothing, rows unread
+                return []
+            fold = book.follow_rows(contract.manifest)
+            snap = read_snapshot(run_dir, contract=contract, fold=fold, rows=tuple(book.rows.values()),
+                                 every=self.every_episodes)
             book.sig, book.over = sig, snap.over
             posts = msgs.due_posts(snap, book.keys, every_episodes=self.every_episodes,
                                    catch_up_s=self.catch_up_s)
             posts = [p.with_note(MAYBE_REPEAT) if p.key == book.maybe_sent else p for p in posts]
             book.keys.update(p.key for p in posts)
             with self._lock:
+                if snap.over:
+                    posts = self._fold_owed(run_dir, posts)
                 self._queue.extend(_Item(run_dir, p) for p in posts)
                 self._changed.notify_all()
-                owed = [i.post.key for i in self._queue if i.run_dir == run_dir] if self._gone and posts else []
-            if owed:
-                self._note_gone(run_dir, owed)
+                owed = self._owed_locked(run_dir) if self._gone else ()
+            if owed and owed != book.gone_owed:
+                self._note_gone(book, owed)
         if posts:
             self._kick()
         return [p.key for p in posts]
+
+    def _fold_owed(self, run_dir: Path, posts: list[Post]) -> list[Post]:
+        """The run has ended: the posts still queued for it that are not end posts (a launch, updates,
+        alerts that could not be sent) leave the queue and fold into its end post, marked late. Called
+        with the queue's lock held; the one on the wire is left to finish."""
+        stale = [i for i in self._queue if i.run_dir == run_dir and i.post.kind not in END_KINDS and i is not self._sending]
+        if not stale:
+            return posts
+        for item in stale:
+            self._queue.remove(item)
+        owed = [i.post for i in stale]
+        ends = [i for i, p in enumerate(posts) if p.kind in END_KINDS and p.kind != RESULTS] or \
+               [i for i, p in enumerate(posts) if p.kind == RESULTS]
+        if ends:
+            posts = list(posts)
+            posts[ends[0]] = msgs.fold_into_end(posts[ends[0]], owed)
+            return posts
+        queued = next((i for i in self._queue if i.run_dir == run_dir and i.post.kind in END_KINDS
+                       and i is not self._sending), None)
+        if queued is not None:
+            queued.post = msgs.fold_into_end(queued.post, owed)
+        else:  # nothing to fold into (the end posts went out already): they stay owed, sent as they are
+            self._queue.extend(stale)
+        return posts
+
+    def _owed_locked(self, run_dir: Path) -> tuple[str, ...]:
+        """The keys owed to this run now: every post queued for it and what each stands for."""
+        return tuple(dict.fromkeys(k for i in self._queue if i.run_dir == run_dir for k in (i.post.key, *i.post.covers)))
 
     @staticmethod
     def _unreadable(book: RunBook) -> bool:
@@ -261,7 +300,7 @@ class Notifier:
             return False
         at = rd.utc_now()
         with self._lock:
-            self._queue.append(_Item(None, msgs.make_test_post(host or socket.gethostname(), at), test_id=test_id))
+            self._queue.append(_Item(None, make_test_post(host or socket.gethostname(), at), test_id=test_id))
             self._failures = 0  # a test post is a request to try now
             self._changed.notify_all()
         self._kick()
@@ -275,7 +314,8 @@ class Notifier:
         with self._lock:
             self._url, self.masked_url = url, (mask_webhook_url(url) if url else None)
             self._gone, self._gone_tries, self._failures = False, 0, 0
-            self._gone_noted.clear()
+            for book in self._runs.values():
+                book.gone_owed = ()
             self._state, self._last_error = (UNKNOWN if url else OFF), None
             self._url_version += 1
             self._changed.notify_all()
@@ -472,8 +512,8 @@ class Notifier:
         embed.set_footer(text=post.footer)
         kw = {"content": post.content, "embed": embed}
         if post.image:
-            embed.set_image(url=f"attachment://{msgs.CHART_NAME}")
-            kw["file"] = discord.File(io.BytesIO(post.image), filename=msgs.CHART_NAME)
+            embed.set_image(url=f"attachment://{CHART_NAME}")
+            kw["file"] = discord.File(io.BytesIO(post.image), filename=CHART_NAME)
         return kw
 
     def _failed(self, item: _Item | None, exc: BaseException, discord, what: str | None = None) -> float:
@@ -523,26 +563,24 @@ class Notifier:
         with self._poll_lock:
             with self._lock:
                 self._gone_status = status
-                owed: dict[Path, list[str]] = {}
-                for item in self._queue:
-                    if item.run_dir is not None:
-                        owed.setdefault(item.run_dir, []).append(item.post.key)
+                owed = {run_dir: self._owed_locked(run_dir) for run_dir in dict.fromkeys(
+                    i.run_dir for i in self._queue if i.run_dir is not None)}
             log.error("Discord: %s", text)
             for run_dir, keys in owed.items():
-                self._note_gone(run_dir, keys)
+                self._note_gone(self._runs.setdefault(run_dir, RunBook(run_dir, every=self.every_episodes)), keys)
             with self._lock:
                 self._gone = True
                 self._state, self._last_error = FAILING, text
                 self._changed.notify_all()
         self._drop_tests(text)
 
-    def _note_gone(self, run_dir: Path, keys: list[str]) -> None:
-        """One line in the run's ledger: these posts are owed and the webhook is gone."""
-        if run_dir in self._gone_noted:
-            return
-        self._gone_noted.add(run_dir)
-        ledger.note_webhook_gone(run_dir, status=getattr(self, "_gone_status", None), tries=self._gone_tries,
-                                 webhook=self.masked_url, owed=keys)
+    def _note_gone(self, book: RunBook, keys: tuple[str, ...]) -> None:
+        """A line in the run's ledger: these posts are owed and the webhook is gone. Written again
+        whenever what is owed changes (a post queued since, a run that ended), so the last line counts
+        every post owed, never only those queued when the webhook went."""
+        book.gone_owed = tuple(keys)
+        ledger.note_webhook_gone(book.run_dir, status=getattr(self, "_gone_status", None), tries=self._gone_tries,
+                                 webhook=self.masked_url, owed=list(keys))
 
     def _pop(self, item: _Item) -> None:
         with self._lock:
@@ -566,7 +604,7 @@ class Notifier:
 @dataclass
 class _Item:
     run_dir: Path | None  # None for a test post: no ledger
-    post: msgs.Post
+    post: Post
     plain: bool = False  # Discord rejected the embed as malformed: send it as plain text
     test_id: str | None = None  # a test post: its outcome goes to Notifier.test_results
 

@@ -44,15 +44,16 @@ from pathlib import Path
 
 import psutil
 
-from console.notify import messages as msgs
 from console.notify.ledger import LOCK, LOG, REQUESTS, STATUS, STATUS_SCHEMA, NotifierDoc, NotifierLock, NotifierLocked, home
 from console.notify.sender import OFF, RETRY, Notifier, RetryPolicy
+from console.notify.snapshot import EVERY_EPISODES
 from console.notify.webhook import ENV_FILE, ENV_URL, fingerprint, webhook_setting
 from prereg import rundir as rd
 from prereg.core.argcheck import OneLineParser, nonneg_float, parse_once, path_type, positive_float, positive_int
 from prereg.core.errors import UsageError, log_to, run_cli
 from prereg.core.safe_read import os_error_why
-from prereg.rundir.discovery import discover_runs, driver_live
+from prereg.rundir.discovery import discover_runs
+from prereg.rundir.runstate import driver_live
 
 TESTS_KEPT = 5
 
@@ -72,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="fontaine-notify", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--runs-dir", type=path_type, default=Path("runs"), help="the folder of run directories (default: ./runs)")
-    p.add_argument("--every", type=positive_int, default=msgs.EVERY_EPISODES,
-                   help=f"an update every N episodes (default {msgs.EVERY_EPISODES})")
+    p.add_argument("--every", type=positive_int, default=EVERY_EPISODES,
+                   help=f"an update every N episodes (default {EVERY_EPISODES})")
     p.add_argument("--poll", type=positive_float, default=2.0, help="seconds between looks at the runs (default 2)")
     p.add_argument("--grace", type=nonneg_float, default=120.0,
                    help="exit when no run has been live for this many seconds and nothing is left to send")

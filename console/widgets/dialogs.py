@@ -215,15 +215,13 @@ class ResultsScreen(ModalScreen[None]):
         self.app.call_from_thread(self.show_output, code, output, cells)
 
     def cell_chart(self) -> Text | None:
-        """In a terminal drawn in cells, the chart as text and eighth-blocks (the PNG's labels would be smudges)."""
-        from console.cell_chart import registration_cell_chart
-        from prereg.core.errors import FontaineError
+        """In a terminal drawn in cells, the chart as text and eighth-blocks (the PNG's labels would be
+        smudges), drawn from what the report just recorded in results.json: never a second report."""
+        from console.cell_chart import results_cell_chart
 
         width = min(100, self.app.size.width) - 8  # the dialog's width (app.py's #results) less frame, padding, scrollbar
-        try:
-            return registration_cell_chart(self.prereg_file, self.arm_runs, max(40, width))
-        except (FontaineError, OSError, ValueError):  # the report's own words say what went wrong
-            return None
+        results, _why = rd.load_json_object(self.run_dir / rd.RESULTS_JSON)
+        return results_cell_chart(results, max(40, width))
 
     def show_output(self, code: int, output: str, cells: Text | None = None) -> None:
         if not self.is_attached:  # closed while the report ran

@@ -13,7 +13,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from console.aggregate import AggregateView
-from console.render import GRID_LABEL_W, grid_order, grid_per_line, recent_rows_text, seed_grid_text
+from console.render import GridLayout, grid_layout, recent_rows_text, seed_grid_text
 
 
 class LinePanel(Widget):
@@ -141,6 +141,7 @@ class RecentRows(LinePanel):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._latest: tuple = ()  # (row number, row) of the newest rows the aggregate keeps
+        self._with_arm = False  # a comparison run: each row starts with its arm
         self.row_count = 0  # the rows on screen now
 
     def clear(self) -> None:
@@ -148,7 +149,7 @@ class RecentRows(LinePanel):
         self._render_rows()
 
     def show_rows(self, view: AggregateView) -> None:
-        self._latest = view.recent
+        self._latest, self._with_arm = view.recent, view.comparison
         self._render_rows()
 
     def on_resize(self) -> None:
@@ -159,11 +160,14 @@ class RecentRows(LinePanel):
         height, width = self.content_region.height, self.content_region.width
         latest = self._latest[-max(1, height - 1):] if height else self._latest
         self.row_count = len(latest)
-        self.update(recent_rows_text([row for _, row in latest], width or 200))
+        self.update(recent_rows_text([row for _, row in latest], width or 200, self._with_arm))
 
 
 class SeedGrid(Panel):
-    """The per-seed grid, with a cursor: arrows move it, enter (or a click on a cell) opens the seed."""
+    """The per-seed grid, with a cursor: arrows move it, enter (or a click on a cell) opens the seed.
+
+    A comparison run's grid has one line per arm for each stretch of seeds (console.render.grid_layout):
+    up and down move between the arms at the same seed."""
 
     can_focus = True
     BINDINGS = [
@@ -177,44 +181,68 @@ class SeedGrid(Panel):
     ]
 
     class Open(Message):
-        """A seed of the grid was chosen (enter or a click)."""
+        """A seed of the grid was chosen (enter or a click); `arm`: its arm, in a comparison run."""
 
-        def __init__(self, seed) -> None:
+        def __init__(self, seed, arm: str | None = None) -> None:
             super().__init__()
-            self.seed = seed
+            self.seed, self.arm = seed, arm
 
     def __init__(self, title: str, **kwargs):
         super().__init__(title, **kwargs)
-        self.cursor = 0
+        self.cursor = (0, 0)  # (line, cell) of the layout
         self._view: AggregateView | None = None
         self._seeds: list | None = None
-        self._order: list = []
-        self._hidden = 0
+        self._layout = GridLayout((), 0, 0)
 
     def show(self, view: AggregateView, seeds: list | None) -> None:
         self._view, self._seeds = view, seeds
-        self._order, self._hidden = grid_order(view, seeds)
-        self.cursor = min(self.cursor, max(0, len(self._order) - 1))
+        self._relayout()
         self._render_grid()
+
+    def _relayout(self) -> None:
+        if self._view is None:
+            return
+        self._layout = grid_layout(self._view, self._seeds, self._width())
+        self.cursor = self._clamp(*self.cursor)
 
     def clear(self) -> None:
         """No run shown: no cells (and nothing for the cursor to open)."""
-        self._view, self._seeds, self._order, self._hidden = None, None, [], 0
+        self._view, self._seeds, self._layout = None, None, GridLayout((), 0, 0)
         self.update("")
+
+    def on_resize(self) -> None:  # (LinePanel's own on_resize runs too: Textual calls each class's handler)
+        self._relayout()
+        self._render_grid()
 
     def _render_grid(self, focused: bool | None = None) -> None:
         if self._view is None:
             return
         focused = self.has_focus if focused is None else focused
-        cursor = self.cursor if (focused and self._order) else None
-        self.update(seed_grid_text(self._view, self._seeds, self._width(), cursor, self._order, self._hidden))
+        cursor = self.cursor if (focused and self._layout.lines) else None
+        self.update(seed_grid_text(self._view, self._seeds, self._width(), cursor, self._layout))
 
     def _width(self) -> int:
         return self.size.width or 60
 
+    def _clamp(self, line: int, cell: int) -> tuple[int, int]:
+        lines = self._layout.lines
+        if not lines:
+            return (0, 0)
+        line = max(0, min(len(lines) - 1, line))
+        return line, max(0, min(len(lines[line][1]) - 1, cell))
+
+    @property
+    def selected_key(self):
+        """The seed under the cursor; (arm, seed) in a comparison run."""
+        if not self._layout.lines:
+            return None
+        line, cell = self.cursor
+        return self._layout.lines[line][1][cell]
+
     @property
     def selected_seed(self):
-        return self._order[self.cursor] if self._order else None
+        key = self.selected_key
+        return key[1] if isinstance(key, tuple) else key
 
     # These run before Widget's own handlers set has_focus: the cursor is drawn from the event.
     def on_focus(self) -> None:
@@ -224,32 +252,44 @@ class SeedGrid(Panel):
         self._render_grid(focused=False)
 
     def action_move(self, step: int) -> None:
-        if self._order:
-            self.cursor = max(0, min(len(self._order) - 1, self.cursor + step))
+        """Along the cells in reading order (a comparison run: one arm's line, then the next)."""
+        keys = [(y, x) for y, (_, line) in enumerate(self._layout.lines) for x in range(len(line))]
+        if keys:
+            i = max(0, min(len(keys) - 1, keys.index(self.cursor) + step))
+            self.cursor = keys[i]
             self._render_grid()
 
     def action_move_line(self, lines: int) -> None:
-        self.action_move(lines * grid_per_line(self._width()))
+        if self._layout.lines:
+            self.cursor = self._clamp(self.cursor[0] + lines, self.cursor[1])
+            self._render_grid()
 
     def action_open(self) -> None:
-        if self._order:
-            self.post_message(self.Open(self._order[self.cursor]))
+        if self._layout.lines:
+            self._post_open(self.selected_key)
 
-    def index_at(self, x: int, y: int) -> int | None:
-        """The cell under content offset (x, y), or None (the seed labels, the gaps past the end)."""
-        if x < GRID_LABEL_W:
+    def _post_open(self, key) -> None:
+        if isinstance(key, tuple):
+            self.post_message(self.Open(key[1], key[0]))
+        else:
+            self.post_message(self.Open(key))
+
+    def index_at(self, x: int, y: int) -> tuple[int, int] | None:
+        """The cell under content offset (x, y) as (line, cell), or None (the labels, the gaps past the end)."""
+        lines, label_w = self._layout.lines, self._layout.label_w
+        if x < label_w or not 0 <= y < len(lines):
             return None
-        index = y * grid_per_line(self._width()) + (x - GRID_LABEL_W) // 2
-        return index if 0 <= index < len(self._order) and (x - GRID_LABEL_W) // 2 < grid_per_line(self._width()) else None
+        cell = (x - label_w) // 2
+        return (y, cell) if cell < len(lines[y][1]) else None
 
     def on_click(self, event: events.Click) -> None:
         offset = event.get_content_offset(self)
         if offset is None:
             return
-        index = self.index_at(offset.x, offset.y)
-        if index is None:
+        at = self.index_at(offset.x, offset.y)
+        if at is None:
             return
-        self.cursor = index
+        self.cursor = at
         self.focus()
         self._render_grid()
-        self.post_message(self.Open(self._order[index]))
+        self._post_open(self.selected_key)

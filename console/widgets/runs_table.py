@@ -61,7 +61,7 @@ class RunsTable(Table):
         totals = [str(r.total if r.total is not None else r.rows) for r in runs]
         need = {"state": max([0, *(cell_len(str(c[1])) for c in cells)]),
                 "done": max([0, *(2 * len(t) + 1 for t in totals)]),
-                "succ": max([0, *(2 * len(str(max(r.total or 0, r.rows))) + 1 for r in runs)]),
+                "succ": max([0, *(_succ_width(r) for r in runs)]),
                 "heartbeat": max([0, *(cell_len(str(c[5])) for c in cells)])}
         need = {label: max(len(label), n) for label, n in need.items()}
         others = sum(n + 2 * self.cell_padding for n in need.values())
@@ -143,10 +143,24 @@ class RunsTable(Table):
     def _cells_for(run: RunSummary, now: float, id_width: int = 60, arm_width: int = 10) -> tuple:
         total = "?" if run.total is None else str(run.total)
         done = run.done if run.done is not None else run.rows
-        succ = "…" if run.loading else f"{run.successes}/{run.rows}"
+        succ = "…" if run.loading else succ_text(run)
         age = fmt_age(None if run.heartbeat_mtime is None else max(0.0, now - run.heartbeat_mtime)) if run.live else ""
         return (Text(middle_clip(run.run_id, id_width), no_wrap=True), state_text(run.state), middle_clip(run.arm, arm_width),
                 f"{done}/{total}", succ, age)
+
+
+def succ_text(run: RunSummary) -> str:
+    """successes/episodes; a comparison run's arms side by side, in their registered order ('4/13 12/12')."""
+    if run.by_arm:
+        return " ".join(f"{k}/{n}" for _, k, n in run.by_arm)
+    return f"{run.successes}/{run.rows}"
+
+
+def _succ_width(run: RunSummary) -> int:
+    """The widest the succ cell can get (every count up to the total), so a count ticking up never
+    pushes a column off the screen."""
+    most = len(str(max(run.total or 0, run.rows)))
+    return max(len(run.by_arm), 1) * (2 * most + 1) + max(0, len(run.by_arm) - 1)
 
 
 def middle_clip(text: str, width: int) -> str:

@@ -28,9 +28,9 @@ from prereg.rundir.rows import OUTCOME_LABELS, episode_outcome
 PREDICT_COLUMNS = ("replan", "tick", "pathway", "decode", "tokens", "chunk (normalised)", "fallback", "mask", "first action °")
 
 
-def seed_title(run_id: str, seed, row: dict | None, problem: str = "") -> Text:
+def seed_title(run_id: str, seed, row: dict | None, problem: str = "", arm: str | None = None) -> Text:
     t = Text()
-    t.append(f"seed {seed}", style="bold")
+    t.append(f"seed {seed}" + (f" of {arm}" if arm else ""), style="bold")
     t.append(f"  ·  {run_id}", style="grey62")
     if row is None:
         t.append(f"\n{problem or 'reading…'}", style="yellow" if problem else "italic grey62")
@@ -128,9 +128,9 @@ class SeedScreen(Screen):
     #predicts-note { height: auto; padding: 0 1; }
     """
 
-    def __init__(self, run_dir: Path, run_id: str, seed):
+    def __init__(self, run_dir: Path, run_id: str, seed, arm: str | None = None):
         super().__init__()
-        self.run_dir, self.run_id, self.seed = Path(run_dir), run_id, seed
+        self.run_dir, self.run_id, self.seed, self.arm = Path(run_dir), run_id, seed, arm  # arm: a comparison run's
         self.row: dict | None = None
         self.frames: seedview.Frames | None = None
         self.index = 0
@@ -143,7 +143,7 @@ class SeedScreen(Screen):
         self._strips_size: tuple[int, int] = (0, 0)
 
     def compose(self) -> ComposeResult:
-        yield Static(seed_title(self.run_id, self.seed, None), id="seed-title")
+        yield Static(seed_title(self.run_id, self.seed, None, arm=self.arm), id="seed-title")
         with TabbedContent(initial="tab-video"):
             with TabPane("video (v)", id="tab-video"):
                 yield Static(Text("reading the row and the video…", style="italic grey62"), id="video-note")
@@ -178,8 +178,8 @@ class SeedScreen(Screen):
     @work(thread=True, exclusive=True, group="seed")
     def load_worker(self) -> None:
         worker = get_current_worker()
-        row, problem = seedview.find_row(self.run_dir, self.seed)
-        trail = seedview.read_predicts(self.run_dir, self.seed)
+        row, problem = seedview.find_row(self.run_dir, self.seed, self.arm)
+        trail = seedview.read_predicts(self.run_dir, self.seed, self.arm)
         manifest, _ = seedview.rd.read_manifest(self.run_dir)
         policy = manifest.policy_kind if manifest is not None else None
         self.app.call_from_thread(self._show_row, row, problem, trail, policy)
@@ -202,7 +202,7 @@ class SeedScreen(Screen):
         if not self.is_attached:
             return
         self.row = row
-        self.query_one("#seed-title", Static).update(seed_title(self.run_id, self.seed, row, problem))
+        self.query_one("#seed-title", Static).update(seed_title(self.run_id, self.seed, row, problem, self.arm))
         fields = self.query_one("#row-fields", DataTable)
         fields.clear()
         for key, value, words in seedview.row_in_words(row or {}):

@@ -246,7 +246,22 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
         doc_json = _results_json(doc, rep, judgement, now, unregistered)
     else:
         doc_json = _comparison_results_json(doc, reps, comparisons, judgement, now, unregistered)
+    doc_json["chart"] = chart_record(series, paired, colors)  # what the console draws in cells
     rd.write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
+
+
+def chart_record(series: list[ArmReads], paired, colors: dict) -> dict:
+    """results.json's `chart`: what chart.png draws, as numbers (each arm's per-seed progress, its
+    successes and knock-aways, the paired deltas), so a reader draws it without computing the report
+    again (the console's results screen, in a terminal drawn in cells)."""
+    return {
+        "arms": [{"arm": a.arm, "successes": a.successes, "n": a.n, "knock_aways": a.knock_aways,
+                  "progress_final_mean": a.progress_final_mean,
+                  "progress_by_seed": {str(k): v for k, v in a.progress_by_seed.items()},
+                  "success_seeds": list(a.success_seeds), "knock_seeds": list(a.knock_seeds)} for a in series],
+        "paired": paired.as_dict() if paired is not None else None,
+        "colors": {a.arm: colors[a.arm] for a in series if a.arm in colors},
+    }
 
 
 def _arm_json(r: ArmReads) -> dict:

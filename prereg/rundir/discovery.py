@@ -3,7 +3,8 @@ directory contract (prereg/rundir/) and the process table, nothing else.
 
 The console (console/runs.py, console/watcher.py) and the detached Discord notifier
 (console/notify/service.py) both find runs and judge liveness here, so the two never disagree
-about which runs exist, in what order, or whether a run is live. Liveness compares the process
+about which runs exist, in what order, or whether a run's process is there (what that makes the
+run, live or died, is prereg/rundir/runstate.py's). Liveness compares the process
 create time with the one recorded beside the pid, so a reused pid is never mistaken for the
 run (and never signalled).
 """
@@ -68,22 +69,6 @@ def liveness(pid_info: dict | None) -> str:
     if not pid_info or not isinstance(pid_info.get("pid"), int):
         return UNKNOWN
     return GONE
-
-
-def driver_live(run_dir: str | Path, grace_s: float) -> bool:
-    """Live: the recorded state is live and the driver's process is there (or, before its
-    pid.json exists, status.json or the manifest was written within `grace_s`)."""
-    path = Path(run_dir)
-    status = rd.Status.of(rd.read_json(path / rd.STATUS))
-    if not (status is not None and status.live) and (status is not None or (path / rd.PID).exists()):
-        return False
-    alive = liveness(rd.read_json(path / rd.PID))
-    if alive == ALIVE:
-        return True
-    if alive == UNKNOWN:
-        age = rd.mtime_age_s(path / rd.STATUS) or rd.mtime_age_s(path / rd.MANIFEST)
-        return age is not None and age < grace_s
-    return False
 
 
 def newest_registered_run(runs_dir: str | Path, arm: str, sha256: str, *, exclude: Path | None = None) -> Path | None:

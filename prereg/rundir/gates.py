@@ -129,8 +129,14 @@ def evaluate_gates(
     live: bool = True,
     pace: PaceInputs | None = None,
     gpus: float | None = None,
+    starting: bool = False,
 ) -> list[GateReading]:
     """Every configured gate's reading, in a fixed order (gpu_hours, pace, stall).
+
+    `starting`: the run is starting (status.json `starting`: loading its model, running its registered
+    tripwires, starting its workers). The driver beats the heartbeat through start-up too, but its
+    stall is judged against the start-up limit (`GateSpec.startup_limit_s`), not the stall limit made
+    for episodes: a model load is not an episode that hangs.
 
     With `pace` (the driver's inputs) the pace gate projects from the rollout's throughput
     (`fair_projected_wall_s`), else the naive elapsed x total / done; with `pace` and `gpus`
@@ -143,7 +149,8 @@ def evaluate_gates(
     if spec.pace_limit_hours is not None:
         readings.append(_pace_gate(spec, elapsed_s, done, total, pace))
     if live and heartbeat_age_s is not None:
-        readings.append(_stall_gate(spec, heartbeat_age_s, episode_walls_s))
+        readings.append(_startup_gate(spec, heartbeat_age_s) if starting
+                        else _stall_gate(spec, heartbeat_age_s, episode_walls_s))
     return readings
 
 
@@ -189,6 +196,13 @@ def _pace_gate(spec: GateSpec, elapsed_s: float, done: int, total: int, pace: Pa
     else:
         state = OK if done >= spec.pace_after_episodes else PENDING
     return GateReading("pace", state, proj_h, limit_h, msg)
+
+
+def _startup_gate(spec: GateSpec, age_s: float) -> GateReading:
+    limit = spec.startup_limit_s
+    state = TRIPPED if age_s > limit else WARN if age_s > spec.warn_fraction * limit else OK
+    return GateReading("stall", state, age_s, limit,
+                       f"heartbeat {age_s:.0f} s old while starting (start-up stall beyond {limit:.0f} s)")
 
 
 def _stall_gate(spec: GateSpec, age_s: float, walls: list[float] | tuple[float, ...]) -> GateReading:

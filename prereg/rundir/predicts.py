@@ -24,8 +24,10 @@ class Trail:
     problem: str = ""  # why the file could not be read at all
 
 
-def read_predicts(run_dir: str | Path, seed: int | None = None, *, limit: int | None = None) -> Trail:
-    """The lines of one seed (every line when `seed` is None), at most `limit` of them kept."""
+def read_predicts(run_dir: str | Path, seed: int | None = None, *, limit: int | None = None,
+                  arm: str | None = None) -> Trail:
+    """The lines of one seed (every line when `seed` is None; of one arm's, a comparison run), at most
+    `limit` of them kept."""
     trail = Trail()
     try:
         data = read_regular(Path(run_dir) / rd.PREDICTS, PREDICTS_MAX_BYTES)
@@ -45,7 +47,7 @@ def read_predicts(run_dir: str | Path, seed: int | None = None, *, limit: int | 
             continue
         if not isinstance(obj, dict):
             trail.bad += 1
-        elif seed is None or obj.get("seed") == seed:
+        elif (seed is None or obj.get("seed") == seed) and (arm is None or obj.get("arm") == arm):
             if limit is None or len(trail.lines) < limit:
                 trail.lines.append(obj)
             else:

@@ -212,8 +212,10 @@ def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
     return out
 
 
-def last_row_of_seed(path: str | Path, seed: int, max_bytes: int = ROWS_MAX_BYTES) -> tuple[dict | None, str]:
-    """The last row of `seed` in a rows.jsonl (a resumed seed's latest), and a problem in words.
+def last_row_of_seed(path: str | Path, seed: int, max_bytes: int = ROWS_MAX_BYTES,
+                     arm: str | None = None) -> tuple[dict | None, str]:
+    """The last row of `seed` (of `arm`'s, a comparison run) in a rows.jsonl (a resumed seed's latest,
+    the one every count reads), and a problem in words.
 
     Read as `read_rows` reads (regular files only, bounded, each candidate line through
     `parse_line`, so a wrong-typed row is never shown as a row); lines that do not mention the
@@ -233,9 +235,9 @@ def last_row_of_seed(path: str | Path, seed: int, max_bytes: int = ROWS_MAX_BYTE
         if not any(n in raw for n in needles):
             continue
         row, bad = parse_line(raw.decode("utf-8", errors="replace"), i)
-        if bad is None and row.get("seed") == seed:
+        if bad is None and row.get("seed") == seed and (arm is None or row.get("arm") == arm):
             found = row
-    return found, "" if found is not None else f"no row for seed {seed} yet"
+    return found, "" if found is not None else f"no row for seed {seed}{f' of {arm}' if arm else ''} yet"
 
 
 # ---------------------------------------------------------------- the one classifier
@@ -366,6 +368,25 @@ def outcome_counts(rows) -> dict[str, int]:
     return out
 
 
+def contribution(row: dict, classified: tuple[str, bool, bool] | None = None) -> tuple:
+    """What one row adds to the counts (`RowCounts`): (outcome, knock-away, engaged, tipped, reset
+    strikes, predicts, zero-fallbacks, mask interventions, episode outcome). Knock-away, engaged and
+    tipped count ok rows only (classify gives an error row neither); reset strikes count every row
+    (a failed reset happens before the episode, whatever it did); predicts, zero-fallbacks and mask
+    interventions count every row that reports them (an error row's predicts were spent)."""
+    c = classified if classified is not None else classify(row)
+    get = row.get
+    v = get("reset_strikes")
+    strikes = v if type(v) is int and v > 0 else 0
+    v = get("predicts")
+    pr = v if type(v) is int else 0
+    v = get("zero_fallbacks")
+    zf = v if type(v) is int else 0
+    v = get("mask_violations")
+    mv = v if type(v) is int else 0
+    return (c[0], c[1], c[2], c[0] != ERROR and get("tipped") is True, strikes, pr, zf, mv, episode_outcome(row, c))
+
+
 @dataclass
 class RowCounts:
     """The counts of a set of rows, folded in with `add_many`: what every consumer shows.
@@ -399,40 +420,38 @@ class RowCounts:
         return out[0][0]
 
     def add_many(self, rows, outcomes: list | None = None) -> None:
-        """Fold rows in (one loop, counters in locals: 100k rows in a fraction of a second).
-        `outcomes`, when given, receives each row's (outcome, knock, engaged) in order."""
-        n = ok = succ = knocks = eng = quiet = tipped = strikes = strike_rows = pr = zf = mv = 0
-        push = outcomes.append if outcomes is not None else None
-        by_outcome = self.by_outcome
+        """Fold rows in, each by its `contribution`. `outcomes`, when given, receives each row's
+        (outcome, knock, engaged) in order."""
+        if outcomes is None:
+            self.apply_many([contribution(row) for row in rows])
+            return
+        parts = []
         for row in rows:
-            n += 1
             c = classify(row)
-            if push is not None:
-                push(c)
-            by_outcome[episode_outcome(row, c)] += 1
-            get = row.get
-            v = get("reset_strikes")
-            if type(v) is int and v > 0:
-                strikes += v
-                strike_rows += 1
-            v = get("predicts")
-            if type(v) is int:
-                pr += v
-            v = get("zero_fallbacks")
-            if type(v) is int:
-                zf += v
-            v = get("mask_violations")
-            if type(v) is int:
-                mv += v
-            outcome = c[0]
+            outcomes.append(c)
+            parts.append(contribution(row, c))
+        self.apply_many(parts)
+
+    def apply_many(self, parts) -> None:
+        """Count many rows' `contribution`s in (one loop, counters in locals: 100k rows in a fraction of a second)."""
+        n = ok = succ = knocks = eng = quiet = tipped = strikes = strike_rows = pr = zf = mv = 0
+        by_outcome = self.by_outcome
+        for outcome, knock, engaged, tip, strike, p, z, m, eo in parts:
+            n += 1
+            by_outcome[eo] += 1
+            strikes += strike
+            strike_rows += strike > 0
+            pr += p
+            zf += z
+            mv += m
             if outcome == ERROR:
                 continue
             ok += 1
             succ += outcome == SUCCESS
             quiet += outcome == QUIET
-            knocks += c[1]
-            eng += c[2]
-            tipped += get("tipped") is True
+            knocks += knock
+            eng += engaged
+            tipped += tip
         self.rows += n
         self.ok += ok
         self.errors += n - ok
@@ -447,6 +466,26 @@ class RowCounts:
         self.zero_fallbacks += zf
         self.mask_violations += mv
 
+    def apply(self, part: tuple, sign: int = 1) -> None:
+        """Count one row's `contribution` in (sign 1) or out again (sign -1: a later row of its seed replaced it)."""
+        outcome, knock, engaged, tip, strike, p, z, m, eo = part
+        self.rows += sign
+        self.by_outcome[eo] += sign
+        self.reset_strikes += sign * strike
+        self.rows_with_reset_strikes += sign * (strike > 0)
+        self.predicts += sign * p
+        self.zero_fallbacks += sign * z
+        self.mask_violations += sign * m
+        if outcome == ERROR:
+            self.errors += sign
+            return
+        self.ok += sign
+        self.successes += sign * (outcome == SUCCESS)
+        self.quiet += sign * (outcome == QUIET)
+        self.knock_aways += sign * knock
+        self.engaged += sign * engaged
+        self.tipped += sign * tip
+
     @property
     def zero_fallback_rate(self) -> float | None:
         return self.zero_fallbacks / self.predicts if self.predicts else None
@@ -458,15 +497,42 @@ def count_rows(rows) -> RowCounts:
     return c
 
 
-def rows_by_seed(rows, planned) -> dict[int, dict]:
-    """The last row of each planned seed (a resumed run may repeat one)."""
-    keep = set(planned)
-    out: dict[int, dict] = {}
+@dataclass(frozen=True)
+class Latest:
+    """An arm's rows by the one denominator (`latest_rows`)."""
+
+    by_seed: dict  # seed -> its row: the last row of each planned seed, in the order rows came
+    duplicates: tuple[int, ...] = ()  # a seed once for every row a later row of it replaced
+    out_of_plan: tuple[int, ...] = ()  # seeds with rows that are not in the plan (sorted, once each)
+    missing: tuple[int, ...] = ()  # planned seeds with no row yet (sorted; empty without a plan)
+
+
+def latest_rows(rows, planned=None) -> Latest:
+    """The denominator, once: an arm counts its planned seeds, each by the last row written for it (a
+    resumed run re-runs the seed whose row was an error; a line copied twice is one episode). A row
+    for a seed outside `planned` is read and not counted; without a plan (None) every seed counts.
+    A row whose seed is not an integer is not a row (read_rows sets such lines aside)."""
+    keep = set(planned) if planned is not None else None
+    by_seed: dict[int, dict] = {}
+    dups: list[int] = []
+    extra: set[int] = set()
     for r in rows:
         s = r.get("seed") if isinstance(r, dict) else None
-        if type(s) is int and s in keep:
-            out[s] = r
-    return out
+        if type(s) is not int:
+            continue
+        if keep is not None and s not in keep:
+            extra.add(s)
+            continue
+        if s in by_seed:
+            dups.append(s)
+        by_seed[s] = r
+    missing = tuple(sorted(keep - by_seed.keys())) if keep is not None else ()
+    return Latest(by_seed, tuple(dups), tuple(sorted(extra)), missing)
+
+
+def rows_by_seed(rows, planned) -> dict[int, dict]:
+    """The last row of each planned seed (`latest_rows`: a resumed run may repeat one)."""
+    return latest_rows(rows, planned).by_seed
 
 
 def plan_prefix(planned, by_seed) -> list[dict]:

@@ -23,6 +23,7 @@ class GateSpec:
     pace_after_episodes: int = 10  # the pace tripwire is judged once this many episodes are done
     stall_factor: float = 4.0  # heartbeat age beyond this many median episode walls is a stall
     stall_min_s: float = 60.0  # ... and never below this many seconds
+    startup_limit_s: float = 900.0  # start-up (model load, registered tripwires, workers) has its own limit
     warn_fraction: float = 0.8  # warn at this fraction of a limit
     decided: str | None = None  # "stop": stop once every decision rule on the arm is settled (prereg/stats/curtail.py)
     sequential: dict | None = None  # {p0, p1, alpha, beta}: a registered SPRT of the success rate (prereg/stats/sequential.py)
@@ -168,3 +169,15 @@ def status_reason_text(status: "Status | Mapping | None") -> str:
     """status.json's reason in words: the failure, or the stop reason, or ''."""
     status = Status.of(status)
     return status.reason_text if status is not None else ""
+
+
+def gpu_hours_source(status: "Status | Mapping | None") -> str | None:
+    """What the GPU-hours figure is, in words, as the console and the posts show it: the driver's
+    `gpu_hours_source` ('allocated (wall x 1 GPU held)'), or 'no GPU held' when the run holds none
+    (the driver's words would read 'allocated (wall x 0 GPUs held)' beside 0.00)."""
+    status = Status.of(status)
+    if status is None:
+        return None
+    if status.gpus == 0:
+        return "no GPU held"
+    return status.gpu_hours_source or None

@@ -39,6 +39,8 @@ from pathlib import Path
 import numpy as np
 from scipy import optimize, stats
 
+from prereg.core.wilson import wilson_bounds, z_of
+
 ALPHA = 0.05
 POWER = 0.80
 RATE_STEP = 0.001  # the grid the rate MDEs are read on
@@ -142,14 +144,9 @@ def rate_mde(n: int, p0: float, alpha: float = ALPHA, step: float = RATE_STEP) -
 
 
 def wilson(k, n: int, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval (no continuity correction; scipy's `proportion_ci(method="wilson")`)."""
-    z = stats.norm.ppf(1 - alpha / 2)
-    k = np.asarray(k, dtype=float)
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+    """Wilson score interval of every k at once (prereg.core.wilson, clipped to [0, 1])."""
+    lo, hi = wilson_bounds(np.asarray(k, dtype=float), n, z_of(1 - alpha))
+    return np.clip(lo, 0.0, 1.0), np.clip(hi, 0.0, 1.0)
 
 
 def newcombe_interval(k1, n1: int, k2, n2: int, alpha: float = ALPHA) -> tuple[np.ndarray, np.ndarray]:

@@ -1,8 +1,10 @@
 """The frozen reads, computed from rows: primary, validity, secondary, paired comparator, rules.
 
-Pure: rows in (as `prereg.rundir.rows.read_rows` gives them), numbers out. The intervals and the
-bootstrap are scipy's own functions with fixed arguments (`WILSON`, `CLOPPER_PEARSON`,
-`BOOTSTRAP_*`) so that anyone can recompute a read and get the same number.
+Pure: rows in (as `prereg.rundir.rows.read_rows` gives them), numbers out; an arm reads the last
+row of each planned seed (`prereg.rundir.rows.latest_rows`, the denominator every reader uses). The
+intervals and the bootstrap are fixed functions with fixed arguments (Wilson's: prereg.core.wilson,
+equal to scipy's; `CLOPPER_PEARSON`, `BOOTSTRAP_*`: scipy's own) so that anyone can recompute a read
+and get the same number.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ import numpy as np
 from scipy import stats
 
 from prereg import rundir as rd
+from prereg.core.wilson import wilson_interval
 from prereg.document.model import Validity
 from prereg.document.rules import Clause, Rule
-from prereg.rundir.rows import ERROR, SUCCESS, RowCounts, episode_outcome, number
+from prereg.rundir.rows import ERROR, SUCCESS, RowCounts, episode_outcome, latest_rows, number
 
 CONFIDENCE = 0.95
 WILSON, CLOPPER_PEARSON = "wilson", "exact"  # scipy's method names (Clopper-Pearson is "exact")
@@ -137,9 +140,12 @@ class ArmReads:
 
 
 def proportion_ci(k: int, n: int, method: str) -> tuple[float, float] | None:
-    """scipy.stats.binomtest(k, n).proportion_ci at 95%; None when there is nothing to estimate."""
+    """The interval of k successes in n at 95% (Wilson's is prereg.core.wilson's, the one the console
+    shows; Clopper-Pearson's is scipy.stats.binomtest's); None when there is nothing to estimate."""
     if n <= 0:
         return None
+    if method == WILSON:
+        return wilson_interval(k, n, CONFIDENCE)
     ci = stats.binomtest(k, n).proportion_ci(confidence_level=CONFIDENCE, method=method)
     return float(ci.low), float(ci.high)
 
@@ -157,22 +163,8 @@ def arm_reads(
     """Every read of one arm's rows. `run_state` is the run's status.json, typed (prereg.rundir.Status) or
     its object (for the stop label, the wall and the GPU-hours)."""
     validity = validity or Validity()
-    by_seed: dict[int, dict] = {}
-    dups = []
-    for r in rows:
-        seed = r.get("seed")
-        if type(seed) is not int:  # prereg.rundir.rows.read_rows sets such rows aside; a hand-made list may not
-            continue
-        if seed in by_seed:
-            dups.append(seed)
-        by_seed[seed] = r  # the last row of a seed wins (a resumed run may repeat one)
-    extra, missing = [], []
-    if planned_seeds is not None:
-        plan = set(planned_seeds)
-        extra = sorted(s for s in by_seed if s not in plan)
-        for s in extra:
-            del by_seed[s]
-        missing = sorted(plan - set(by_seed))
+    latest = latest_rows(rows, planned_seeds)  # the one denominator: the last row of each planned seed
+    by_seed, dups, extra, missing = latest.by_seed, list(latest.duplicates), list(latest.out_of_plan), list(latest.missing)
     seeds = sorted(by_seed)
     rs = [by_seed[s] for s in seeds]
     classes: list = []

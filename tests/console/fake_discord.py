@@ -233,7 +233,7 @@ class HandMadeRun:
     """A run directory written step by step: manifest, rows, status, heartbeat, results."""
 
     def __init__(self, runs_dir, run_id: str = "flow-a-20261130-080000", *, total: int = 25,
-                 gates: dict | None = None):
+                 gates: dict | None = None, state: str = "running"):
         from pathlib import Path
 
         self.dir = Path(runs_dir) / run_id
@@ -247,7 +247,7 @@ class HandMadeRun:
             "gates": gates if gates is not None else {"gpu_hours": 1.5, "pace_limit_hours": 2.5, "pace_after_episodes": 10},
             "started_at": "2026-11-30T08:00:00Z",
         })
-        self.status("starting")
+        self.status(state)  # running: the driver has loaded the policy (the launch post waits for it)
 
     def episodes(self, n: int, state: str = "running") -> "HandMadeRun":
         """Append rows up to `n` episodes done and say so in status.json (heartbeat touched)."""

@@ -1,8 +1,10 @@
 """Running aggregates match a direct count, and stay bounded."""
 
-from console.aggregate import ERROR, RECENT_ROWS, RunAggregate, wilson_interval
+from console.aggregate import RECENT_ROWS, RunAggregate
 from console.fixtures import make_row
-from prereg.rundir.rows import ENGAGED, KNOCK_AWAY, QUIET, SUCCESS, BadLine, row_outcome
+from prereg.core.wilson import wilson_interval
+from prereg.rundir.fold import Plan
+from prereg.rundir.rows import ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, TOUCHED, BadLine, row_outcome
 
 
 def fold(rows):
@@ -59,14 +61,25 @@ def test_outcomes_and_precedence():
 def test_error_rows_reset_strikes_and_duplicates():
     agg = fold([
         make_row(0), make_row(1, status="error", error="worker 1 crashed"),
-        make_row(2, reset_strikes=2), make_row(2),
+        make_row(3, reset_strikes=2), make_row(2, reset_strikes=1), make_row(2),
     ])
     v = agg.snapshot()
-    assert v.errors == 1 and v.ok_rows == 3
+    assert v.errors == 1 and v.ok_rows == 3 and v.rows == 4 and v.lines == 5
     assert v.error_messages == ("seed 1: worker 1 crashed",)
+    # seed 2's first row is replaced by its last: its strike is the replaced row's, not counted
     assert v.reset_strikes == 2 and v.rows_with_reset_strikes == 1
     assert v.duplicate_seeds == 1
-    assert v.seed_outcomes == {0: SUCCESS, 1: ERROR, 2: QUIET}
+    assert v.seed_outcomes == {0: SUCCESS, 1: ERROR, 3: TOUCHED, 2: QUIET}
+
+
+def test_a_comparison_run_counts_each_arm_and_sees_no_duplicate_seed():
+    """A comparison run's seed k of each arm is two episodes, never a 'duplicate seed'."""
+    agg = RunAggregate(Plan(tuple(range(5)), ("clumsy", "steady")))
+    agg.add_many([make_row(s, arm=a) for s in range(5) for a in ("clumsy", "steady")] + [make_row(9, arm="steady")])
+    v = agg.snapshot()
+    assert v.comparison and v.duplicate_seeds == 0 and v.out_of_plan == 1 and v.rows == 10
+    assert [(a.arm, a.episodes, a.counts.successes) for a in v.arms] == [("clumsy", 5, 1), ("steady", 5, 1)]
+    assert v.arms[1].seed_outcomes[0] == SUCCESS
 
 
 def test_histogram_mean_median_and_walls():
@@ -80,6 +93,7 @@ def test_histogram_mean_median_and_walls():
     assert abs(v.progress_final_mean - 3.5 / 5) < 1e-9
     assert v.median_wall_s == 30.0
     assert fold(rows[:4]).median_wall_s() == 25.0
+    assert v.arms[0].median_wall_s == 30.0
 
 
 def test_null_fields_do_not_crash():
@@ -93,8 +107,9 @@ def test_memory_stays_bounded():
     for s in range(20_000):
         agg.add(make_row(s % 100))
     assert len(agg.recent) == RECENT_ROWS
-    assert len(agg._progress_final) <= 10 and len(agg._walls) <= 3
-    assert len(agg.seed_outcomes) == 100
+    tally = agg.fold.tally()
+    assert len(tally.progress_final) <= 10 and len(tally.walls) <= 3
+    assert len(tally.seeds) == 100 and tally.episodes == 100 and tally.duplicates == 19_900
 
 
 def test_bad_lines_and_reset():

@@ -532,7 +532,7 @@ async def test_g_shows_the_seed_cursor_at_once_and_esc_from_a_seed_gives_the_key
                        what="end: the oldest run")
         await pilot.press("g")  # the grid kept its seed
         await wait_for(pilot, lambda: app.screen.query_one("#grid").has_focus)
-        assert app.screen.query_one("#grid").cursor == 1 and grid_cursor_cells(app) == ["■"]
+        assert app.screen.query_one("#grid").cursor == (0, 1) and grid_cursor_cells(app) == ["■"]
 
 
 async def test_results_of_a_live_run_asks_first_and_names_the_run(runs_dir, prereg_dir):

@@ -74,3 +74,20 @@ def test_every_line_fits_its_width(progress, width, height):
     text = cell_chart([a, b], [paired_reads(a, b)], width, height=height)
     drawn = [line for line in lines(text) if line[:LABEL_W + 2].strip() in ("", "seed") or line[LABEL_W + 1] in "┤│┼"]
     assert drawn and all(len(line) <= width for line in drawn)  # the words above each panel wrap; the drawing never
+
+
+def test_the_results_screen_draws_what_the_report_recorded_in_results_json():
+    """`r` computed the report twice (the command, then again in-process for the cells); the report now
+    records what its chart draws (results.json `chart`) and the screen draws that, through JSON."""
+    import json
+
+    from console.cell_chart import results_cell_chart
+    from prereg.outputs.report import chart_record
+
+    a = reads("steady", {0: 8.0, 1: 4.0, 2: -2.0, 3: 1.0, 4: 0.5, 5: 2.0}, successes={0, 5})
+    b = reads("clumsy", {0: 2.0, 1: -3.0, 2: 0.0, 3: 0.2, 4: -1.5, 5: 1.0})
+    p = paired_reads(a, b)
+    colors = arm_colors(["steady", "clumsy"])
+    recorded = json.loads(json.dumps({"chart": chart_record([a, b], p, colors)}))
+    assert results_cell_chart(recorded, 70).plain == cell_chart([a, b], [p], 70, colors).plain
+    assert results_cell_chart({"primary": {}}, 70) is None  # a report from before the record: no cells

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from console.notify.messages import DESCRIPTION_MAX, due_posts, read_snapshot
+from console.notify.messages import due_posts
+from console.notify.snapshot import read_snapshot
+from console.notify.wording import DESCRIPTION_MAX
 from prereg.outputs.report import build_report
 from tests.comparison_run import compare_doc, comparison_rows, make_comparison_run, row
 
@@ -31,7 +33,10 @@ def test_an_update_before_the_decision_carries_the_evidence_so_far(tmp_path):
     (update,) = [p for p in posts(run, ["launch"]) if p.key.startswith("update")]
     assert update.key == "update:10"
     lines = update.description.splitlines()
-    assert "successes by arm: clumsy 6/6 · steady 5/6" in lines
+    # every post names the arms and counts them apart, the preview (content) first
+    assert update.content.startswith("clumsy vs steady 12/120 · clumsy 6/6 · steady 5/6 successes")
+    assert "**clumsy**: successes **6**/6 · knock-aways 0 · engaged 6" in lines
+    assert "**steady**: successes **5**/6 · knock-aways 0 · engaged 5" in lines
     (line,) = [x for x in lines if x.startswith("comparison:")]
     assert line.startswith("comparison: no decision yet: at 6/60 seeds: steady 5/6 vs clumsy 6/6; e-value")
     assert "(decides at 40)" in line and "confidence sequence for the rate difference" in line
@@ -51,11 +56,12 @@ def test_the_stopped_post_and_the_results_post_say_the_decision_and_the_episodes
     run = make_comparison_run(doc, tmp_path / "runs" / "cmp", rows)
     (stopped,) = posts(run, ["launch"])
     assert stopped.key == "stopped:25"
+    assert "clumsy vs steady 25/120 · stopped at 25/120" in stopped.content
     assert "reason: decided: (comparison) steady better than clumsy at 12/60 seeds" in stopped.description
     assert "episodes saved against the batch: **95** (25 run of 120: max seeds x 2 arms)" in stopped.description
     build_report(doc, {"clumsy-vs-steady": run}, append=False, now="2026-12-01T15:00:00Z")
     results = next(p for p in posts(run, ["launch", "stopped:25"]) if p.key == "results")
-    assert "results: B better · 95 episodes saved" in results.content
+    assert "results: steady better than clumsy · 95 episodes saved" in results.content  # not "B better"
     head = results.description.split("\n\n")[0].splitlines()
     assert head[0].startswith("comparison: **steady better than clumsy at 12/60 seeds")
     assert head[1] == "episodes saved against the batch: **95** (25 run of 120: max seeds x 2 arms)"

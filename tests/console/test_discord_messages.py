@@ -11,16 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from console.notify.messages import (
-    DESCRIPTION_MAX,
-    Post,
-    due_posts,
-    launch_post,
-    no_local_paths,
-    read_snapshot,
-    seed_span,
-    shorten_markdown,
-)
+from console.notify.messages import due_posts, launch_post
+from console.notify.snapshot import read_snapshot
+from console.notify.wording import DESCRIPTION_MAX, Post, no_local_paths, seed_span, shorten_markdown
 from prereg.rundir.status import GateSpec
 from prereg.rundir.stop import StopReason
 from tests.console.fake_discord import HandMadeRun
@@ -40,7 +33,9 @@ def age(path, seconds):
 
 
 def test_a_live_run_is_owed_its_launch_then_the_latest_update_with_an_explicit_catch_up(tmp_path):
-    run = HandMadeRun(tmp_path, total=100)
+    run = HandMadeRun(tmp_path, total=100, state="starting")
+    assert keys(owed(run)) == []  # starting: the launch waits until the policy is loaded and the run runs
+    run.status("running")
     assert keys(owed(run)) == ["launch"]
     run.episodes(9)
     assert keys(owed(run, ["launch"])) == []
@@ -273,7 +268,8 @@ def assert_fits_discord(p: Post) -> None:
 
 def test_updates_say_when_the_decision_was_settled(tmp_path):
     from console.fixtures import make_run_dir
-    from console.notify.messages import progress_lines, read_snapshot
+    from console.notify.messages import progress_lines
+    from console.notify.snapshot import read_snapshot
     from prereg import rundir as rd
 
     d = make_run_dir(tmp_path, "settled", state="running", done=70, total=100)
@@ -285,7 +281,7 @@ def test_updates_say_when_the_decision_was_settled(tmp_path):
 
 
 def test_a_registered_curtailment_is_read_and_described():
-    from console.notify.messages import describe_gates
+    from console.notify.wording import describe_gates
 
     spec = GateSpec.from_dict({"gpu_hours": 0.05, "decided": "stop"})
     assert spec.decided == "stop" and "stops once its decision rules are settled" in describe_gates(spec)

@@ -165,7 +165,7 @@ async def test_the_app_shows_a_run_with_a_wrong_typed_status(runs_dir):
 def test_a_wrong_typed_field_is_shown_as_unreadable_by_the_console_and_the_notifier(runs_dir):
     """Not only `state`: a field of the wrong type is named with why (the field alone would show '—')."""
     from console.notify.messages import progress_lines
-    from console.notify.messages import read_snapshot as notifier_snapshot
+    from console.notify.snapshot import read_snapshot as notifier_snapshot
     from console.render import header_text
     from console.runs import read_run
 

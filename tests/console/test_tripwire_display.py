@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from console.notify.messages import due_posts, read_snapshot
+from console.notify.messages import due_posts
+from console.notify.snapshot import read_snapshot
 from console.render import header_text
 from console.runs import RunInfo
 from engine.policies.convmap import PRESETS
@@ -71,7 +72,7 @@ def test_the_console_header_shows_the_table_of_a_run_the_tripwires_stopped(tmp_p
 
 
 def test_the_launch_post_names_the_registered_tripwires():
-    from console.notify.messages import describe_gates
+    from console.notify.wording import describe_gates
     from prereg.document.model import CoverageTripwire, Tripwires
     from prereg.rundir.status import GateSpec
 

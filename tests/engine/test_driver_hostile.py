@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 
 import pytest
 
@@ -14,7 +15,7 @@ from engine.executor import DriverError
 from engine.policies.factory import PolicySpec
 from engine.run_config import RunConfig
 from prereg import rundir as rd
-from prereg.rundir.rows import complete_row
+from prereg.rundir.row import Row
 
 
 class FakeExecutor:
@@ -46,7 +47,7 @@ class FakeExecutor:
         if self.on_poll is not None:
             self.on_poll(self.polls)
         done, self._flight = self._flight, []
-        return [complete_row({"seed": s, "success": True, "status": "ok", "wall_s": 0.01}) for s in done]
+        return [Row.episode(s, success=True, wall_s=0.01) for s in done]
 
     def take_requeued(self):
         return []
@@ -212,3 +213,29 @@ def test_one_test_of_a_webhook_variable():
     assert without_webhooks(env) == {"HF_TOKEN": "h", "HOME": "/root"}
     assert scrub_webhooks(env) == ["A", "B", "C", "FONTAINE_DISCORD_WEBHOOK_URL"] and env == {"HF_TOKEN": "h", "HOME": "/root"}
     assert not is_webhook_var("URL", "https://example.com/api/webhooks/1")
+
+
+def test_the_driver_beats_the_heartbeat_through_a_slow_policy_load(tmp_path, monkeypatch):
+    """Nothing beat the heartbeat while a model loaded: 'heartbeat 62 s old (stall beyond 60 s) at 0/4'
+    was posted during start-up. The load here takes as long as the heartbeat needs to move twice."""
+    from engine import driver
+    from tests.helpers import wait_until
+
+    monkeypatch.setattr(driver, "HEARTBEAT_EVERY_S", 0.2)
+    d = tmp_path / "run"
+    seen = {}
+
+    def slow_load(cfg):  # runs in the driver's own thread: only another thread can beat now
+        beat = d / rd.HEARTBEAT
+        for i in range(2):
+            before = beat.stat().st_mtime_ns
+            wait_until(lambda b=before: beat.stat().st_mtime_ns > b, timeout=30, what=f"heartbeat beat {i + 1}")
+        seen["state"] = json.loads((d / rd.STATUS).read_text())["state"]
+        seen["threads"] = [t.name for t in threading.enumerate()]
+        return None, {"policy": "scripted", "served": "in each worker"}
+
+    monkeypatch.setattr(driver, "load_served", slow_load)
+    result = run(_config(2), d, argv=["test"], log=lambda _t: None, executor=FakeExecutor())
+    assert result.state == rd.DONE and seen["state"] == rd.STARTING
+    assert "fontaine-heartbeat" in seen["threads"]
+    assert "fontaine-heartbeat" not in [t.name for t in threading.enumerate()]  # it ends with start-up

@@ -451,9 +451,9 @@ def test_a_shard_serves_each_arm_of_a_comparison_run_on_its_node(tmp_path):
         deadline = time.monotonic() + 120
         while len(rows) < 2 and time.monotonic() < deadline:
             rows += [r for r, _ in shard.step([], report["free"], True, 1.0)["rows"]]
-        assert sorted((r["arm"], r["seed"]) for r in rows) == [("held", 0), ("oracle", 0)]
-        held = next(r for r in rows if r["arm"] == "held")
-        assert held["predicts"] > 0 and shard.pool.stats()["predict_rounds"] > 0  # served here, batched
+        assert sorted((r.arm, r.seed) for r in rows) == [("held", 0), ("oracle", 0)]
+        held = next(r for r in rows if r.arm == "held")
+        assert held.get("predicts") > 0 and shard.pool.stats()["predict_rounds"] > 0  # served here, batched
     finally:
         shard.close()
 
@@ -462,6 +462,7 @@ def test_the_pool_hands_a_lost_shards_comparison_jobs_back_as_arm_and_seed_in_pl
     """A lost shard's jobs go back to the driver in its own form, (arm, seed), A's seed k before B's,
     and a row is taken once per (arm, seed): a seed's row of one arm never answers for the other."""
     from engine.scaleout import RayPool, _ShardHandle
+    from prereg.rundir.row import Row
 
     pool = RayPool.__new__(RayPool)  # the bookkeeping alone: no cluster
     pool.cfg, pool.log, logs = _comparison_config(), None, []
@@ -476,10 +477,10 @@ def test_the_pool_hands_a_lost_shards_comparison_jobs_back_as_arm_and_seed_in_pl
         pool.submit(seed, arm=arm)
     assert pool.in_flight() == [("oracle", 0), ("held", 0), ("oracle", 1), ("held", 1)]  # plan order, as the driver's jobs
     shard.outbox = []  # the step call that carries them is out (what _issue does)
-    rows = pool._take_report(shard, {"rows": [({"arm": "held", "seed": 0}, None), ({"arm": "held", "seed": 0}, None),
-                                              ({"arm": "oracle", "seed": 7}, None)],
+    rows = pool._take_report(shard, {"rows": [(Row.episode(0, arm="held"), None), (Row.episode(0, arm="held"), None),
+                                              (Row.episode(7, arm="oracle"), None)],
                                      "refused": [["held", 1]], "free": 0, "alive": True})
-    assert rows == [{"arm": "held", "seed": 0}]  # the repeat and the job it was never handed are dropped
+    assert rows == [Row.episode(0, arm="held")]  # the repeat and the job it was never handed are dropped
     assert sum("dropped a row" in ln for ln in logs) == 2 and pool.take_requeued() == [("held", 1)]
     pool._lose(shard, "node died")
     assert pool.take_requeued() == [("oracle", 0), ("oracle", 1)]

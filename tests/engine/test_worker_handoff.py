@@ -106,7 +106,8 @@ def test_a_pool_worker_loads_the_handed_scene_imports_no_torch_and_writes_the_in
             rows = pool.poll(0.1)
     finally:
         pool.close()
-    (row,) = rows
+    (done,) = rows
+    row = done.as_dict()
     assert row["status"] == "ok", row
     here, _, _, _ = _episode("boat-on-disk", 5, 4.0)
     assert {k: row[k] for k in here} == here

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from console.notify.messages import progress_lines, read_snapshot, results_post, tally
+from console.notify.messages import progress_lines, results_post
+from console.notify.snapshot import read_snapshot, tally
 from console.watcher import RunWatch
 from engine.run_summary import summarize
 from prereg.outputs.report import build_report
@@ -29,22 +30,23 @@ def tricky_rows() -> list[dict]:
 
 
 def test_console_discord_driver_and_report_show_the_same_counts(demo, run_dir):
-    rows = tricky_rows()
+    """A copied line (seed 0 twice) counts once everywhere: it showed 'succ 2/7' on 6 seeds and posted '7/6'."""
+    rows = tricky_rows() + [make_row(0, success=True, progress_cm=8.0, progress_final_cm=7.5)]
     d = run_dir("same", rows, status={"state": "done", "done": 6, "total": 6}, launched=(demo, "scripted"),
                 tail=json.dumps({**make_row(9), "seed": True}) + "\n")  # a wrong-typed row: a bad line
     watch = RunWatch(d)
     watch.refresh()
     view = watch.agg.snapshot()
     snap = read_snapshot(d)
-    t = tally(snap.rows)
-    summary = summarize(read_rows(d / "rows.jsonl").rows)
+    t = tally(snap.all_counts())
+    summary = summarize(read_rows(d / "rows.jsonl").rows, planned_seeds=list(range(6)))
     rep = build_report(demo, {"scripted": d}, append=False, now=NOW)
     r = rep.arms["scripted"].reads
 
     expected = dict(rows=6, successes=1, errors=3, knock_aways=2, engaged=2, reset_strikes=1)
     assert (view.rows, view.successes, view.errors, view.knock_aways, view.engaged, view.reset_strikes) == \
         tuple(expected.values())
-    assert (len(snap.rows), t.successes, t.errors, t.knock_aways, t.engaged, t.reset_strikes) == \
+    assert (snap.done, t.successes, t.errors, t.knock_aways, t.engaged, t.reset_strikes) == \
         tuple(expected.values())
     assert (summary["episodes"], summary["successes"], summary["errors"], summary["knock_aways"],
             summary["engaged"], summary["reset_strikes"]) == tuple(expected.values())
@@ -55,4 +57,5 @@ def test_console_discord_driver_and_report_show_the_same_counts(demo, run_dir):
     assert "successes **1**" in progress_lines(snap)[0] and "knock-aways 2" in progress_lines(snap)[0]
     assert "error rows **3**" in "\n".join(progress_lines(snap))
     assert "successes **1 / 6**" in (d / "results.md").read_text()
+    assert view.duplicate_seeds == snap.fold.duplicates == 1 and len(r.duplicate_seeds) == 1
     assert results_post(read_snapshot(d)).content.split(" · ")[1] == "results: 1/6 successes"

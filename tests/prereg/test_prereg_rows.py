@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from console.aggregate import RunAggregate
 from console.fixtures import make_row
-from console.notify.messages import tally
-from console.tailer import RowsTailer
+from console.notify.snapshot import tally
+from prereg.rundir.fold import fold_rows
 from prereg.rundir.rows import (
     ERROR,
     FIELD_TYPES,
@@ -27,6 +27,7 @@ from prereg.rundir.rows import (
     read_rows,
     row_problem,
 )
+from prereg.rundir.tail import RowsTailer
 from prereg.stats.reads import arm_reads
 
 
@@ -137,7 +138,7 @@ def test_arbitrary_json_in_any_field_never_raises_and_wrong_types_become_bad_row
     for b in batch.bad:
         agg.add_bad(b)
     view = agg.snapshot()
-    t = tally(batch.rows)
+    t = tally(fold_rows(batch.rows).total())
     reads = arm_reads("a", batch.rows)
     assert view.rows == len(batch.rows) and view.corrupt == len(batch.bad)
     assert (view.successes, view.knock_aways, view.engaged, view.errors, view.reset_strikes) == \

@@ -140,7 +140,8 @@ def test_publish_sends_one_commit_and_records_it(demo, run_dir, hub, capsys, tmp
 
 
 def test_the_discord_results_post_links_the_published_files(demo, run_dir, hub, capsys, tmp_path):
-    from console.notify.messages import read_snapshot, results_post
+    from console.notify.messages import results_post
+    from console.notify.snapshot import read_snapshot
 
     runs = reported_runs(run_dir, demo)
     scripted = runs["scripted"]

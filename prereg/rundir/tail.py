@@ -1,12 +1,11 @@
 """Incremental reader of a live `rows.jsonl`: poll it, hand back only what is new.
 
-The driver appends one line per finished episode and fsyncs. The console polls the file
-(`select` on a regular file is always "readable" and would spin a core), reads from the
-last offset, holds a partial last line until its newline arrives, and notices when the
-file is truncated or replaced (size below our offset, or another inode) so it can start
-over. It never re-reads what it has read, and keeps no rows: the caller aggregates them.
-
-No Textual here: this is plain, unit-tested logic, driven by a thread the app owns.
+The driver appends one line per finished episode and fsyncs. A reader (the console's watcher, the
+Discord notifier) polls the file (`select` on a regular file is always "readable" and would spin a
+core), reads from the last offset, holds a partial last line until its newline arrives, and
+notices when the file is truncated or replaced (size below our offset, or another inode) so it
+can start over. It never re-reads what it has read, and keeps no rows: the caller folds them
+(prereg/rundir/fold.py). Each line is checked as `read_rows` checks it (prereg/rundir/rows.py).
 """
 
 from __future__ import annotations
@@ -45,6 +44,7 @@ class RowsTailer:
 
     def __init__(self, path: str | Path, max_bytes: int | None = None):
         self.path = Path(path)
+        self._path = str(self.path)  # a stat per poll: the string, not pathlib's conversion each time
         self.max_bytes = max_bytes  # None = read everything available on each poll
         self.offset = 0  # bytes consumed, partial line included
         self.line_no = 0  # lines completed so far (1-based numbering of the next is +1)
@@ -61,7 +61,7 @@ class RowsTailer:
         """Read what was appended since the last poll (one stat when nothing changed)."""
         batch = TailBatch()
         try:
-            st = os.stat(self.path)
+            st = os.stat(self._path)
         except FileNotFoundError:
             if self._fd is not None or self.offset:
                 self._restart(batch, "rows.jsonl disappeared")
@@ -79,6 +79,13 @@ class RowsTailer:
             return batch
         self.exists = True
         ino = (st.st_dev, st.st_ino)
+        if self._fd is None and self._ino is not None:  # released since the last poll: the same file, reopened?
+            if ino == self._ino and st.st_size == self.offset and st.st_mtime_ns == self._mtime_ns:
+                return batch  # nothing new, and nothing opened
+            if ino != self._ino:
+                self._restart(batch, "rows.jsonl was replaced (new inode)")
+            elif not self._reopen():
+                return batch
         if self._fd is not None and ino == self._ino and st.st_size == self.offset and st.st_mtime_ns == self._mtime_ns:
             return batch  # nothing new: the idle path is one stat
         if self._fd is not None and ino != self._ino:
@@ -116,6 +123,25 @@ class RowsTailer:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def release(self) -> None:
+        """Close the file between polls (a reader of many runs holds no descriptor per run); the next
+        poll reopens it, and starts over if it is no longer the same file."""
+        self.close()
+
+    def _reopen(self) -> bool:
+        try:
+            fd = os.open(self._path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        except OSError:
+            self.exists = False
+            return False
+        fst = os.fstat(fd)
+        if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != self._ino:
+            os.close(fd)
+            self.exists = False
+            return False
+        self._fd = fd
+        return True
 
     # -- helpers ----------------------------------------------------------------
 

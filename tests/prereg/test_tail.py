@@ -4,7 +4,7 @@ import json
 import os
 
 from console.fixtures import make_row
-from console.tailer import RowsTailer
+from prereg.rundir.tail import RowsTailer
 
 
 def line(seed, **kw):

@@ -1,0 +1,298 @@
+"""A run's rows folded as they arrive, per arm, by the one denominator.
+
+The denominator (`prereg.rundir.rows.latest_rows`, written once): an arm counts its planned seeds,
+each by the last row written for it. A resumed run re-runs a seed whose row was an error, and a line
+copied twice is one episode: such a row replaces the one before it (`duplicates`), it never counts
+twice ("succ 9/9" on 8 seeds). A row for a seed outside the plan, or of an arm the run does not
+have, is read and not counted (`out_of_plan`). A comparison run (manifest `arms`) folds each arm
+apart; a one-arm run folds every row into one tally.
+
+`RowsFold` is the incremental form the console's watcher, the Discord notifier and the kill record
+fold rows.jsonl with (through `prereg.rundir.tail.RowsTailer`, so a poll reads only what was
+appended); the report reads whole files by `latest_rows`. A property test holds the two to the same
+counts whatever the order and the batches the rows come in. Memory grows with the seeds (one small
+tuple each, so a later row of the seed can take its place), never with the lines.
+
+Besides the counts (`RowCounts`, the one classifier's) a tally keeps the spread of the counted ok
+rows' `progress_final_cm` (to 0.01 cm) and `wall_s` (to 0.1 s) as counts of values, and their mean
+batch: what the console's panels and the stall gate read.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from prereg.rundir.manifest import Manifest
+from prereg.rundir.rows import ERROR, SUCCESS, RowCounts, classify, contribution
+
+ONE_ARM = None  # the key of a one-arm run's tally
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run planned: its seeds (None: unknown, every seed counts) and a comparison run's arms."""
+
+    seeds: tuple[int, ...] | None = None
+    arms: tuple[str, ...] | None = None  # a comparison run's two arms; None: one arm
+
+    @classmethod
+    def of(cls, manifest: Manifest | None) -> "Plan":
+        if manifest is None:
+            return cls()
+        return cls(manifest.seeds, tuple(manifest.arms) if manifest.is_comparison else None)
+
+    @property
+    def keys(self) -> tuple:
+        """The tallies a fold keeps: one per arm, or the one arm's."""
+        return self.arms if self.arms else (ONE_ARM,)
+
+    @property
+    def episodes(self) -> int | None:
+        """Planned episodes: seeds x arms (None when the seeds are unknown)."""
+        return None if self.seeds is None else len(self.seeds) * len(self.keys)
+
+
+@dataclass
+class ArmTally:
+    """One arm's counted rows (the last row of each planned seed) and what was read beside them."""
+
+    counts: RowCounts = field(default_factory=RowCounts)
+    duplicates: int = 0  # rows that replaced an earlier row of their seed
+    out_of_plan: int = 0  # rows of seeds outside the plan: read, not counted
+    progress_final: Counter = field(default_factory=Counter)  # ok rows: value rounded to 0.01 cm -> rows
+    walls: Counter = field(default_factory=Counter)  # ok rows: wall_s rounded to 0.1 s -> rows
+    progress_final_sum: float = 0.0
+    batch_sum: float = 0.0
+    batch_n: int = 0
+    seeds: dict = field(default_factory=dict)  # seed -> its counted row's part (below), in first-row order
+
+    @property
+    def episodes(self) -> int:
+        """Planned seeds with a row: the denominator."""
+        return self.counts.rows
+
+    def outcome_of(self, seed) -> str | None:
+        """The counted row's episode outcome (prereg.rundir.rows.episode_outcome), None before its row."""
+        part = self.seeds.get(seed)
+        return outcome_of_part(part) if part is not None else None
+
+    def _take(self, part: tuple, sign: int) -> None:
+        """Count one counted row's part in (1) or out again (-1: a later row of its seed replaced it)."""
+        counted, pf, wall, mb = part
+        self.counts.apply(counted, sign)
+        if pf is not None:
+            _bump(self.progress_final, pf[0], sign)
+            self.progress_final_sum += sign * pf[1]
+        if wall is not None:
+            _bump(self.walls, wall, sign)
+        if mb is not None:
+            self.batch_sum += sign * mb
+            self.batch_n += sign
+
+    def _add_new(self, new: dict) -> None:
+        """Count in the parts of seeds that had no row (one loop, sums in locals)."""
+        if not new:
+            return
+        self.seeds.update(new)
+        self.counts.apply_many([part[0] for part in new.values()])
+        pf_counts, walls = self.progress_final, self.walls
+        pf_sum = batch_sum = 0.0
+        batch_n = 0
+        for _, pf, wall, mb in new.values():
+            if pf is not None:
+                pf_counts[pf[0]] += 1
+                pf_sum += pf[1]
+            if wall is not None:
+                walls[wall] += 1
+            if mb is not None:
+                batch_sum += mb
+                batch_n += 1
+        self.progress_final_sum += pf_sum
+        self.batch_sum += batch_sum
+        self.batch_n += batch_n
+
+
+def _bump(counter: Counter, key, sign: int) -> None:
+    n = counter[key] + sign
+    if n:
+        counter[key] = n
+    else:
+        del counter[key]
+
+
+def row_part(row: dict) -> tuple:
+    """What a counted row adds to its tally: its `contribution` to the counts, and (an ok row) its
+    progress_final_cm (rounded, exact), wall_s (rounded) and mean batch (finite numbers, else None)."""
+    c = classify(row)
+    counted = contribution(row, c)
+    if c[0] == ERROR:
+        return counted, None, None, None
+    get = row.get
+    pf, wall, mb = get("progress_final_cm"), get("wall_s"), get("mean_batch")
+    pf = (round(pf, 2), pf) if (type(pf) is float and pf - pf == 0) or type(pf) is int else None
+    wall = round(wall, 1) if (type(wall) is float and wall - wall == 0) or type(wall) is int else None
+    mb = mb if (type(mb) is float and mb - mb == 0) or type(mb) is int else None  # (x - x is NaN for NaN and inf)
+    return counted, pf, wall, mb
+
+
+class RowsFold:
+    """Rows folded in as they arrive (`add_many`), one `ArmTally` per arm of the `plan`.
+
+    `every`: also note each arm's (episodes, successes, knock-aways, engaged) whenever the run's
+    counted episodes reach a multiple of it (`milestones`): the Discord catch-up lists missed
+    updates with the figures they would have had."""
+
+    def __init__(self, plan: Plan | None = None, *, every: int | None = None):
+        self.plan = plan or Plan()
+        self.every = every
+        self._planned = frozenset(self.plan.seeds) if self.plan.seeds is not None else None
+        self.arms: dict = {key: ArmTally() for key in self.plan.keys}
+        self.lines = 0  # rows read (every row, counted or not)
+        self.foreign = 0  # rows of an arm this run does not have (a comparison run): read, not counted
+        self.longest_wall_s: float | None = None  # the longest episode read, error rows and replaced rows included
+        self.milestones: dict[int, tuple] = {}
+
+    @property
+    def episodes(self) -> int:
+        """Counted episodes over every arm: planned (arm, seed) pairs with a row."""
+        return sum(t.episodes for t in self.arms.values())
+
+    @property
+    def duplicates(self) -> int:
+        return sum(t.duplicates for t in self.arms.values())
+
+    @property
+    def out_of_plan(self) -> int:
+        return self.foreign + sum(t.out_of_plan for t in self.arms.values())
+
+    def tally(self, arm=ONE_ARM) -> ArmTally:
+        return self.arms[arm]
+
+    def median_wall_s(self) -> float | None:
+        """The median episode wall of the counted ok rows, every arm together (the stall gate's yardstick)."""
+        if len(self.arms) == 1:
+            return counter_median(next(iter(self.arms.values())).walls)
+        return counter_median(sum((t.walls for t in self.arms.values()), Counter()))
+
+    def total(self) -> RowCounts:
+        """The counts of every arm together (one arm's own, in a one-arm run)."""
+        if len(self.arms) == 1:
+            return next(iter(self.arms.values())).counts
+        out = RowCounts()
+        for t in self.arms.values():
+            for name in ("rows", "ok", "errors", "successes", "knock_aways", "engaged", "quiet", "tipped",
+                         "reset_strikes", "rows_with_reset_strikes", "predicts", "zero_fallbacks", "mask_violations"):
+                setattr(out, name, getattr(out, name) + getattr(t.counts, name))
+            for k, v in t.counts.by_outcome.items():
+                out.by_outcome[k] += v
+        return out
+
+    def key_of(self, row: dict):
+        """The tally a row goes to; None-like `_FOREIGN` for a comparison row naming no arm of the run."""
+        if not self.plan.arms:
+            return ONE_ARM
+        arm = row.get("arm")
+        return arm if arm in self.arms else _FOREIGN
+
+    def add_many(self, rows, on_row=None) -> None:
+        """Fold rows in, in the order they were written. `on_row(key, seed, row, part, replaced)`, when
+        given, is told of each counted row (its `row_part`; `replaced`: it took the place of an earlier
+        row of its seed)."""
+        planned, tallies, every = self._planned, self.arms, self.every
+        one = tallies.get(ONE_ARM) if not self.plan.arms else None
+        new: dict = {key: {} for key in tallies}  # seeds with their first row in this batch: counted at its end
+        running = {k: [t.episodes, t.counts.successes, t.counts.knock_aways, t.counts.engaged]
+                   for k, t in tallies.items()} if every else None
+        base = self.episodes
+        lines = 0
+        longest = self.longest_wall_s or 0.0
+        for row in rows:
+            lines += 1
+            w = row.get("wall_s")
+            if (type(w) is float or type(w) is int) and longest < w < 86400:  # (NaN compares false)
+                longest = w
+            if one is not None:
+                key, tally = ONE_ARM, one
+            else:
+                key = self.key_of(row)
+                if key is _FOREIGN:
+                    self.foreign += 1
+                    continue
+                tally = tallies[key]
+            seed = row.get("seed")
+            if planned is not None and seed not in planned:
+                tally.out_of_plan += 1
+                continue
+            part = row_part(row)
+            fresh = new[key]
+            old = fresh.get(seed)
+            if old is not None:  # its first row came in this batch: the later one takes its place
+                fresh[seed] = part
+            else:
+                old = tally.seeds.get(seed)
+                if old is not None:
+                    tally._take(old, -1)
+                    tally.seeds[seed] = part
+                    tally._take(part, 1)
+                else:
+                    fresh[seed] = part
+            if old is not None:
+                tally.duplicates += 1
+            if on_row is not None:
+                on_row(key, seed, row, part, old is not None)
+            if running is not None:
+                self._note(running, key, old, part, base)
+                if old is None:
+                    base += 1
+        self.lines += lines
+        self.longest_wall_s = float(longest) if longest else self.longest_wall_s
+        for key, fresh in new.items():
+            tallies[key]._add_new(fresh)
+
+    def _note(self, running: dict, key, old: tuple | None, part: tuple, episodes: int) -> None:
+        """Keep each arm's running figures through a batch; note them at each multiple of `every`."""
+        fig = running[key]
+        for sign, p in ((-1, old), (1, part)):
+            if p is not None:
+                outcome, knock, engaged = p[0][:3]
+                fig[1] += sign * (outcome == SUCCESS)
+                fig[2] += sign * knock
+                fig[3] += sign * engaged
+        if old is None:
+            fig[0] += 1
+            if (episodes + 1) % self.every == 0:
+                self.milestones[episodes + 1] = tuple((k, *f) for k, f in running.items())
+
+
+_FOREIGN = object()
+
+
+def outcome_of_part(part: tuple) -> str:
+    """The episode outcome of a counted row's part (prereg.rundir.rows.episode_outcome)."""
+    return part[0][8]
+
+
+def counter_median(counter: Counter) -> float | None:
+    """Median of the multiset a Counter describes (mean of the two middles when even)."""
+    n = sum(counter.values())
+    if not n:
+        return None
+    lo_rank, hi_rank = (n - 1) // 2, n // 2
+    lo = hi = None
+    seen = 0
+    for value in sorted(counter):
+        seen += counter[value]
+        if lo is None and seen > lo_rank:
+            lo = value
+        if seen > hi_rank:
+            hi = value
+            break
+    return (lo + hi) / 2
+
+
+def fold_rows(rows, plan: Plan | None = None, *, every: int | None = None) -> RowsFold:
+    """A fold of a whole list of rows (a file read at once: the kill record, a test)."""
+    fold = RowsFold(plan, every=every)
+    fold.add_many(rows)
+    return fold
