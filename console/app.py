@@ -8,8 +8,6 @@ running and a new console reattaches from pid.json.
 
 from __future__ import annotations
 
-import getpass
-import os
 import shlex
 import sys
 import time
@@ -18,32 +16,32 @@ from typing import Callable, Iterable
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.app import App, SystemCommand
 from textual.coordinate import Coordinate
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
-from console import kill, preregs, runs
+from console import preregs, runs
+from console.notify.delivery import FAILING, NOT_RUNNING, OFF, OK, RETRYING, status_line
 from console.notify.link import ConsoleNotifier, NotifierLink
-from console.notify.sender import FAILING, NOT_RUNNING, OFF, OK, RETRYING, status_line
 from console.render import (
     age_step,
     banner_text,
     counts_table,
     gate_readings,
-    grid_legend,
     header_text,
     histogram_text,
     pace_table,
     run_elapsed,
 )
+from console.run_actions import RunActions
+from console.runs import shown_path
 from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
 from console.widgets.compare_screen import CompareScreen
-from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
+from console.widgets.dialogs import HelpScreen, LaunchScreen
+from console.widgets.main_screen import APP_CSS, MainScreen
 from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
 from console.widgets.runs_table import RunsTable
 from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
@@ -95,176 +93,9 @@ class WatcherTrouble(Message):
         self.text = text
 
 
-class MainScreen(Screen):
-    """The runs list on the left, the selected run's panels on the right."""
-
-    ready = False
-
-    # On the main screen only: a key pressed in a dialog never starts another action.
-    BINDINGS = [
-        Binding("q", "app.quit", "Quit"),
-        Binding("question_mark", "app.help", "Help", key_display="?"),
-        Binding("l", "app.launch", "Launch"),
-        Binding("d", "app.demo", "Demo"),
-        Binding("s", "app.stop_run", "Stop"),
-        Binding("K", "app.escalate", "Kill"),
-        Binding("r", "app.results", "Results"),
-        Binding("g", "focus_grid", "Seeds"),
-        Binding("p", "next_page", "Panels"),  # only in a small terminal, where one panel shows at a time
-        Binding("c", "app.compare", "Compare"),
-        Binding("R", "app.resume", "Resume"),
-        Binding("a", "app.archive", "Archive"),
-        Binding("slash", "app.filter", "Filter", key_display="/"),
-        Binding("t", "app.discord_test", "Discord"),
-        Binding("1", "page('counts')", show=False),
-        Binding("2", "page('pace')", show=False),
-        Binding("3", "page('seeds')", show=False),
-        Binding("4", "page('rows')", show=False),
-        Binding("escape", "escape", show=False),
-    ]
-
-    # Below these sizes the detail panels show one at a time (p cycles, 1-4 pick); the runs list
-    # is sized to the terminal either way.
-    COMPACT_WIDTH, COMPACT_HEIGHT = 110, 34
-    PAGES = ("counts", "pace", "seeds", "rows")
-    page = "counts"
-    compact = False
-
-    def on_mount(self) -> None:
-        self.ready = True
-        self.app.call_after_refresh(self.app.redraw)
-
-    def action_focus_grid(self) -> None:
-        """`g`: to the per-seed grid (arrows pick a seed, enter opens it); `g` again back to the runs."""
-        grid = self.query_one(SeedGrid)
-        if grid.has_focus:
-            self.query_one(RunsTable).focus()
-        else:
-            if self.compact:
-                self.action_page("seeds")
-            grid.focus()
-
-    def action_escape(self) -> None:
-        """Esc: out of the filter box (clearing it), or from the seed grid back to the runs."""
-        if self.query_one("#filter", Input).has_focus:
-            self.app._close_filter(clear=True)
-        elif self.query_one(SeedGrid).has_focus:
-            self.query_one(RunsTable).focus()
-
-    def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action in ("next_page", "page") and not self.compact:
-            return False  # every panel is on screen: nothing to page through (and no footer entry)
-        return True
-
-    def action_next_page(self) -> None:
-        self.action_page(self.PAGES[(self.PAGES.index(self.page) + 1) % len(self.PAGES)])
-
-    def action_page(self, page: str) -> None:
-        self.page = page
-        self.layout_for(self.size.width, self.size.height)
-
-    def on_resize(self, event) -> None:
-        self.layout_for(event.size.width, event.size.height)
-
-    def layout_for(self, width: int, height: int) -> None:
-        """Fit the terminal: the runs list gets up to a quarter of the rows (at least 3 runs), and
-        below COMPACT_* the detail panels show one at a time, full width."""
-        if not width or not height:
-            return
-        compact = width < self.COMPACT_WIDTH or height < self.COMPACT_HEIGHT
-        if compact != self.compact:
-            self.compact = compact
-            self.refresh_bindings()
-        self.set_class(compact, "compact")
-        for page in self.PAGES:
-            self.set_class(compact and self.page == page, f"page-{page}")
-        runs = self.query_one(RunsTable)
-        n = max(1, runs.row_count)
-        runs.styles.height = max(5, min(n + 3, height // 4 if compact else height // 3))
-        titles = {"counts": "1 counts", "pace": "2 pace", "seeds": "3 seeds", "rows": "4 rows"}
-        bar = "  ".join(f"[reverse]{t}[/]" if p == self.page else t for p, t in titles.items())
-        self.query_one("#pages", Static).update(f"[grey62]panels (p):[/] {bar}")
-        self.app.call_after_refresh(self.app.redraw)
-
-    def compose(self) -> ComposeResult:
-        yield TripwireBanner("", id="banner")
-        yield Input(placeholder="filter runs: words in the id, arm or state (enter keeps it, esc clears)", id="filter",
-                    disabled=True)  # never focused (and never typed into) while hidden
-        runs_table = RunsTable(id="runs")
-        runs_table.border_title = "runs"
-        yield runs_table
-        with Horizontal(id="header-row"):
-            yield Static(Text("Reading the runs folder…", style="grey62"), id="run-header")
-            yield Static("", id="discord")
-        yield Static("", id="pages")
-        with Horizontal(id="top-panels"):
-            yield Panel("counts", id="counts")
-            yield Panel("pace · gates · heartbeat", id="pace")
-        with Horizontal(id="bottom"):
-            with Vertical(id="left-col"):
-                grid = SeedGrid("per-seed outcomes (g, enter: open a seed)", id="grid")
-                yield grid
-                # the glyphs in words, under the grid and wrapped to the column (as the grid's
-                # subtitle it was cut to "▼off-table…" once the outcomes outgrew the column)
-                yield Static(grid_legend(), id="grid-legend")
-                yield Panel("progress_final_cm", id="hist")
-            recent = RecentRows(id="recent")
-            recent.border_title = "latest rows"
-            yield recent
-        yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it (see ?)
-
-
-class FontaineApp(App):
+class FontaineApp(RunActions, App):
     TITLE = "fontaine-console"
-    CSS = """
-    #banner { display: none; height: auto; padding: 0 1; }
-    #banner.tripped { background: $error; color: $text; text-style: bold; }
-    #banner.warn { background: $warning 40%; }
-    #runs { height: 8; border: round $primary 50%; }
-    #pages { display: none; height: 1; padding: 0 1; }
-    #filter { display: none; height: 3; }
-    #filter.shown { display: block; }
-    MainScreen.compact #pages { display: block; }
-    MainScreen.compact #discord { display: none; }
-    MainScreen.compact #run-header { max-height: 3; }
-    MainScreen.compact #counts, MainScreen.compact #pace, MainScreen.compact #grid, MainScreen.compact #hist,
-    MainScreen.compact #recent, MainScreen.compact #top-panels, MainScreen.compact #left-col,
-    MainScreen.compact #grid-legend { display: none; }
-    MainScreen.compact #left-col { width: 1fr; }
-    MainScreen.compact #bottom { height: 1fr; }
-    MainScreen.page-counts #top-panels, MainScreen.page-counts #counts { display: block; }
-    MainScreen.page-pace #top-panels, MainScreen.page-pace #pace { display: block; }
-    MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #grid-legend,
-    MainScreen.page-seeds #hist { display: block; }
-    MainScreen.page-rows #recent { display: block; }
-    #header-row { height: auto; }
-    #run-header { width: 1fr; height: auto; padding: 0 1; }
-    #discord { width: auto; height: 1; padding: 0 1; }
-    Panel { border: round $primary 50%; padding: 0 1; height: auto; }
-    #top-panels { height: auto; }
-    #counts, #pace { width: 1fr; }
-    #bottom { height: 1fr; }
-    #left-col { width: 52; height: auto; }
-    #grid-legend { height: auto; padding: 0 1; }
-    SeedGrid:focus { border: round $accent; }
-    #recent { width: 1fr; height: 1fr; border: round $primary 50%; padding: 0 1; }
-    ConfirmScreen, LaunchScreen, ResultsScreen, HelpScreen { align: center middle; }
-    #dialog { width: 80; max-width: 100%; height: auto; max-height: 100%; overflow-y: auto;
-              border: thick $warning; background: $surface; padding: 1 2; }
-    #dialog.danger { border: thick $error; }
-    #dialog-title { margin-bottom: 1; }
-    #dialog-buttons { height: auto; margin-top: 1; }
-    #dialog-buttons Button { margin-right: 2; }
-    #dialog Select, #dialog Input { margin-bottom: 1; }
-    #launch-error { margin-top: 1; }
-    #results { width: 100; max-width: 100%; height: 80%; min-height: 20; max-height: 100%;
-               border: thick $primary; background: $surface; padding: 1 2; }
-    #results VerticalScroll { height: 1fr; }
-    #results-chart { width: auto; height: 22; margin-bottom: 1; }
-    #results-cells { margin-bottom: 1; }
-    #help { width: 104; max-width: 100%; height: 90%; min-height: 20; max-height: 100%;
-            border: thick $primary; background: $surface; padding: 1 2; }
-    """
+    CSS = APP_CSS
 
     def __init__(
         self,
@@ -597,102 +428,6 @@ class FontaineApp(App):
         self.notify(f"launched {run_id} (pid {popen.pid}); output in {shown_path(run_dir / rd.LOG)}")
         return run_dir
 
-    def selected_info(self) -> runs.RunInfo | None:
-        if self.selected is None:
-            self.notify("no run selected", severity="warning")
-            return None
-        return runs.read_run(self.selected)
-
-    def action_stop_run(self) -> None:
-        info = self.selected_info()
-        if info is None:
-            return
-        if info.recorded_state in rd.FINAL_STATES or info.state == rd.DIED:
-            self.notify(f"{info.run_id} has already ended ({info.state}); nothing to stop", severity="warning")
-            return
-        if info.stop is not None:
-            self.notify(f"STOP already requested for {info.run_id}; waiting for the driver to confirm", severity="warning")
-            return
-        workers = info.manifest.workers if info.manifest is not None else None
-        in_flight = f"up to {workers} episodes" if workers else "the episodes"
-        body = (
-            f"The driver finishes {in_flight} in flight, writes their rows, starts no new episode, "
-            f"and exits with state `stopped` (shown as `stopping` until then).\n"
-            f"Rows so far are kept; `fontaine-eval --resume {shown_path(info.path)}` runs the remaining seeds later.\n\n"
-            f"This writes {shown_path(info.path / rd.STOP)}."
-        )
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                runs.request_stop(info.path, who=f"fontaine-console ({_user()})", detail="stop key in the console")
-                self.watcher.poke()
-                self.notify(f"STOP written for {info.run_id}: stopping at the next episode boundary")
-
-        self.push_screen(ConfirmScreen(f"Stop {info.run_id} at an episode boundary?", body, "Stop"), answered)
-
-    def action_escalate(self) -> None:
-        info = self.selected_info()
-        if info is None:
-            return
-        if not info.live:
-            self.notify(f"{info.run_id} has no live process to signal ({info.state})", severity="warning")
-            return
-        pgid = (info.pid or {}).get("pgid")
-        grace = kill.grace_s(info.path)  # as long as an episode of this run can take, plus a margin
-        first = (
-            f"Send SIGTERM to the process group {pgid} of {info.run_id} (the driver and its workers). "
-            "The driver treats SIGTERM as a stop: it finishes the episodes in flight at their boundary, "
-            "writes their rows, and ends `stopped` (as `s` does, without the STOP file).\n"
-            f"Only if the group is still alive after {grace:g} s (its episode length and a margin) does it get "
-            "SIGKILL: that loses the episodes in flight; the console then records the run `stopped` by kill, "
-            "with the seeds that have no row, which R resumes."
-        )
-        second = (f"Really signal it? SIGTERM now; SIGKILL after {grace:g} s if it has not ended. "
-                  "A second signal or SIGKILL loses the in-flight episodes.")
-
-        def confirmed_twice(yes: bool | None) -> None:
-            if yes:
-                self.notify(f"escalating {info.run_id}: SIGTERM to process group {pgid}")
-                self.escalate_worker(info.path, info.pid, grace)
-
-        def confirmed_once(yes: bool | None) -> None:
-            if yes:
-                self.push_screen(ConfirmScreen("Second confirmation", second, "Kill", danger=True), confirmed_twice)
-
-        self.push_screen(ConfirmScreen(f"Escalate {info.run_id}?", first, "SIGTERM", danger=True), confirmed_once)
-
-    @work(thread=True, group="escalate")
-    def escalate_worker(self, run_dir: Path, pid_info: dict | None, grace: float) -> None:
-        outcome = kill.kill_run(run_dir, pid_info, who=f"fontaine-console ({_user()})", grace=grace)
-        self.call_from_thread(self.notify, outcome, timeout=10)
-        self.watcher.poke()
-
-    def action_results(self) -> None:
-        info = self.selected_info()
-        if info is None:
-            return
-        if info.prereg_path is None:
-            self.notify(f"{info.run_id} has no pre-registration in its manifest: there is no report to run",
-                        severity="warning")
-            return
-        arm_runs = report_runs(info, self.runs_dir)
-        if not info.live:
-            self.push_screen(ResultsScreen(info.prereg_path, info.path, arm_runs))
-            return
-        # A report of a run still going reads partial rows and writes (and may append) its results:
-        # never on one key press, and never without naming the run it is about.
-        done = "" if info.done is None else f" {info.done}/{info.total if info.total is not None else '?'}"
-        body = (f"{info.run_id} ({info.arm}) is still {info.state}{done}. The report would read only the rows so far, "
-                f"write {shown_path(info.path / rd.RESULTS)} from them"
-                + (f" and append those reads to {info.prereg_path}" if preregs.appends_to(info.prereg_path) else "")
-                + ".\n\nWait for the run to end for its real results.")
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.push_screen(ResultsScreen(info.prereg_path, info.path, arm_runs))
-
-        self.push_screen(ConfirmScreen(f"Report on {info.run_id} while it runs?", body, "Report partial rows"), answered)
-
     def action_discord_test(self) -> None:
         if self.notifier is None:
             self.notify(discord_line(None).plain, severity="warning")
@@ -725,73 +460,6 @@ class FontaineApp(App):
             self.notify(f"{info.run_id} has no pre-registration: no arms to compare", severity="warning")
             return
         self.push_screen(CompareScreen(prereg.id, focus=info.path))  # a comparison run: both its arms
-
-    def action_resume(self) -> None:
-        """`R`: resume a stopped, failed or died run (`fontaine-eval --resume DIR`), after saying what will run."""
-        info = self.selected_info()
-        if info is None:
-            return
-        if info.live:
-            self.notify(f"{info.run_id} is still running; nothing to resume", severity="warning")
-            return
-        if info.state not in (rd.STOPPED, rd.FAILED, rd.DIED):
-            self.notify(f"{info.run_id} is {info.state}: only a stopped, failed or died run is resumed", severity="warning")
-            return
-        holder = rd.lock_holder(info.path)
-        if holder is not None:
-            self.notify(f"{info.run_id} is being written by process {holder.get('pid', '?')}: not resumed",
-                        severity="error", timeout=10)
-            return
-        argv = self.resume_argv(info.path)
-        left = "" if info.total is None else f" ({max(0, info.total - (info.done or 0))} of {info.total} seeds left)"
-        body = (f"Runs, detached (its own session, output appended to {shown_path(info.path / rd.LOG)}):\n\n"
-                f"  {' '.join(argv)}\n\n"
-                f"Seeds with an ok row are skipped; the rest run{left}, into the same run directory.")
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.start_in(info.path, argv, info.arm, f"resumed {info.run_id}")
-
-        self.push_screen(ConfirmScreen(f"Resume {info.run_id}?", body, "Resume"), answered)
-
-    def start_in(self, run_dir: Path, argv: list[str], arm: str | None, what: str) -> bool:
-        try:
-            popen = runs.launch_detached(argv, run_dir)
-        except OSError as exc:  # RunBusy included: another driver holds the run's lock
-            self.notify(f"could not start {' '.join(argv)}: {exc}", severity="error", timeout=15)
-            return False
-        self.watcher.adopt(run_dir, popen, arm)
-        self._select(run_dir)
-        self.notify(f"{what} (pid {popen.pid}); output in {shown_path(run_dir / rd.LOG)}")
-        return True
-
-    def action_archive(self) -> None:
-        """`a`: move an ended run to RUNS/.archive/ (out of the list; nothing is deleted)."""
-        info = self.selected_info()
-        if info is None:
-            return
-        if info.live or info.state not in rd.FINAL_STATES + (rd.DIED,):
-            self.notify(f"{info.run_id} is {info.state}: only an ended run is archived", severity="warning")
-            return
-        dest = self.runs_dir / runs.ARCHIVE / info.path.name
-        body = (f"Move {shown_path(info.path)} to {shown_path(dest)}?\n"
-                "It leaves the runs list; nothing is deleted (move it back to see it again).")
-
-        def answered(yes: bool | None) -> None:
-            if not yes:
-                return
-            try:
-                moved = runs.archive_run(info.path)
-            except OSError as exc:
-                self.notify(f"not archived: {exc}", severity="error", timeout=10)
-                return
-            self.selected = None
-            self.detail = None
-            self.watcher.select(None)
-            self.watcher.rescan()
-            self.notify(f"archived {info.run_id} to {shown_path(moved)}")
-
-        self.push_screen(ConfirmScreen(f"Archive {info.run_id}?", body, "Archive"), answered)
 
     def action_filter(self) -> None:
         screen = self._main_screen()
@@ -888,39 +556,10 @@ def discord_line(notifier: ConsoleNotifier | None) -> Text:
     return t
 
 
-def report_runs(info: runs.RunInfo, runs_dir: Path) -> list[tuple[str, Path]]:
-    """The selected run for its arm, plus the newest ended run of each other arm of the same
-    pre-registration (by id), so the report can compute its comparisons."""
-    prereg_id = info.prereg.id if info.prereg is not None else None
-    chosen = {info.arm: info.path}
-    covered = set(info.manifest.arms if info.manifest is not None else ())  # a comparison run is both its arms' run
-    for path in reversed(runs.discover_runs(runs_dir)):  # newest first
-        other = runs.read_run(path)
-        if (other.arm not in chosen and other.arm not in covered and other.recorded_state in rd.FINAL_STATES
-                and (other.prereg.id if other.prereg is not None else None) == prereg_id):
-            chosen[other.arm] = other.path
-    return list(chosen.items())
-
-
-def shown_path(path: Path) -> str:
-    """A path as a person would type it: relative to the working directory when under it."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
-
-
 def _make_notifier(runs_dir: Path) -> ConsoleNotifier:
     """The console's link to the folder's detached notifier (console/notify/service.py), which it
     starts when a webhook is configured; the console itself never posts."""
     return NotifierLink(runs_dir)
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except Exception:
-        return os.environ.get("USER", "?")
 
 
 if __name__ == "__main__":

@@ -7,12 +7,10 @@ read here: snapshot tests fix the clock.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from rich.table import Table
 from rich.text import Text
 
-from console.aggregate import GRID_MAX_SEEDS, AggregateView
+from console.aggregate import AggregateView
 from console.runs import RunInfo
 from prereg import rundir as rd
 from prereg.rundir.files import FINAL_STATES
@@ -47,9 +45,6 @@ OUTCOME_STYLE = {
     None: "grey30",  # no row yet
 }
 OUTCOME_GLYPH = {**dict.fromkeys(OUTCOME_STYLE, "■"), OFF_TABLE: "▼", ERROR: "✖", None: "·"}
-GRID_LEGEND = ((SUCCESS, "success"), (PLACED_TIPPED, "tipped"), (CARRIED, "carried"), (DROPPED, "dropped"),
-               (OFF_TABLE, "off-table"), (KNOCK_AWAY, "knock"), (TOUCHED, "touched"), (QUIET, "quiet"),
-               (ERROR, "error"), (None, "none"))
 STATE_STYLE = {
     rd.STARTING: "cyan", rd.RUNNING: "bold cyan", rd.STOPPING: "bold yellow", rd.STOPPED: "yellow",
     rd.DONE: "green", rd.FAILED: "bold red", rd.DIED: "bold red reverse", rd.UNKNOWN: "grey50",
@@ -202,7 +197,7 @@ def counts_table(view: AggregateView) -> Table:
     t.add_row("reset strikes", Text(str(view.reset_strikes), style=strikes_style),
               "must be 0" if not view.reset_strikes else f"INVALID: {view.rows_with_reset_strikes} episodes")
     t.add_row("error rows", Text(str(view.errors), style="bold magenta" if view.errors else ""),
-              _clip(view.error_messages[-1], 44) if view.error_messages else "")
+              clip_text(view.error_messages[-1], 44) if view.error_messages else "")
     _read_rows(t, view, 1)
     med = "—" if view.progress_final_median is None else fmt_signed(view.progress_final_median)
     mean = "—" if view.progress_final_mean is None else fmt_signed(view.progress_final_mean)
@@ -216,7 +211,7 @@ def arms_counts_table(view: AggregateView) -> Table:
     t.add_column(style="grey70")
     for _ in view.arms:
         t.add_column(justify="right")
-    t.add_row("", *(Text(_clip(a.arm or "", 22), style="bold") for a in view.arms))
+    t.add_row("", *(Text(clip_text(a.arm or "", 22), style="bold") for a in view.arms))
 
     def row(label: str, cell) -> None:
         t.add_row(label, *(cell(a) for a in view.arms))
@@ -231,7 +226,7 @@ def arms_counts_table(view: AggregateView) -> Table:
     row("error rows", lambda a: Text(str(a.counts.errors), style="bold magenta" if a.counts.errors else ""))
     row("progress_final", lambda a: "—" if a.progress_final_median is None else f"{fmt_signed(a.progress_final_median)} cm")
     if view.error_messages:
-        t.add_row("last error", Text(_clip(view.error_messages[-1], 44), style="magenta"))
+        t.add_row("last error", Text(clip_text(view.error_messages[-1], 44), style="magenta"))
     _read_rows(t, view, len(view.arms))
     return t
 
@@ -247,7 +242,7 @@ def _read_rows(t: Table, view: AggregateView, cols: int) -> None:
     of their seed replaced (the last counts), and rows of seeds outside the plan (not counted). The
     note goes in the third column (a comparison run's second arm's)."""
     bad = view.recent_bad[-1] if view.recent_bad else None
-    lines = [("corrupt lines", view.corrupt, "bold red", _clip(f"line {bad.line_no}: {bad.reason}", 44) if bad else "")]
+    lines = [("corrupt lines", view.corrupt, "bold red", clip_text(f"line {bad.line_no}: {bad.reason}", 44) if bad else "")]
     if view.duplicate_seeds:
         lines.append(("repeated seeds", view.duplicate_seeds, "yellow", "rows for a seed seen before: its last row counts"))
     if view.out_of_plan:
@@ -284,7 +279,7 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
     t.add_row("projected", proj_text)
     pace_line = _guarded_text(pace_text, status)
     if pace_line:
-        t.add_row("", Text(_clip(pace_line, 72), style="grey50"))
+        t.add_row("", Text(clip_text(pace_line, 72), style="grey50"))
     eta = (projected - elapsed) if projected is not None and elapsed is not None else None
     t.add_row("ETA", fmt_duration(eta) if info.recorded_state not in FINAL_STATES else "ended")
     gpu = by_name.get("gpu_hours")
@@ -310,7 +305,7 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
     t.add_row("episode wall", f"{wall} median{batch}")
     decision = _guarded_text(settled_text, status)
     if decision:
-        t.add_row("decision", Text(_clip(decision, 72)))
+        t.add_row("decision", Text(clip_text(decision, 72)))
     return t
 
 
@@ -328,112 +323,6 @@ def banner_text(readings: list[GateReading], info: RunInfo) -> tuple[Text | None
     if warned:
         return Text("  ".join(f"warning: {r.name}: {r.message}" for r in warned)), "warn"
     return None, ""
-
-
-def grid_order(view: AggregateView, seeds: list | None) -> tuple[list, int]:
-    """The seeds the grid draws, in order (the manifest's; a run without one: those with a row), and
-    how many are left out. Only the first GRID_MAX_SEEDS are drawn (per arm: their half each, in a
-    comparison run): a 100k-seed run is as cheap to redraw as a small one. Rows of seeds outside the
-    plan are not counted (the counts panel says how many), so they have no cell."""
-    arms = view.arms if view.comparison else ()
-    most = GRID_MAX_SEEDS // max(1, len(arms))
-    if seeds:
-        order = list(seeds[:most])
-        return order, len(seeds) - len(order)
-    seen = set().union(*(a.seed_outcomes.keys() for a in arms)) if arms else set(view.seed_outcomes)
-    order = sorted(seen, key=_seed_key)[:most]
-    with_rows = max([a.episodes for a in view.arms] or [len(seen)])
-    return order, max(0, with_rows - len(order))
-
-
-GRID_LABEL_W = 6  # "12345 " before each line of cells; each cell is 2 columns
-GRID_ARM_W = 8  # a comparison run's lines start with their arm, clipped to this
-
-
-@dataclass(frozen=True)
-class GridLayout:
-    """The grid's lines, each (label, keys): a one-arm run's seeds in order; a comparison run's, one
-    line per arm for each stretch of seeds, so seed k of both arms sits in one column. A key is a
-    seed, or (arm, seed) in a comparison run."""
-
-    lines: tuple[tuple[str, tuple], ...]
-    label_w: int
-    hidden: int
-
-    @property
-    def keys(self) -> list:
-        return [k for _, keys in self.lines for k in keys]
-
-
-def grid_layout(view: AggregateView, seeds: list | None, width: int) -> GridLayout:
-    order, hidden = grid_order(view, seeds)
-    arms = [a.arm for a in view.arms] if view.comparison else []
-    arm_w = min(GRID_ARM_W, max((len(a) for a in arms), default=0))
-    label_w = GRID_LABEL_W + (arm_w + 1 if arms else 0)
-    per = grid_per_line(width, label_w)
-    lines = []
-    for i in range(0, len(order), per):
-        chunk = order[i:i + per]
-        if arms:
-            lines += [(f"{_clip(a, arm_w):<{arm_w}} {str(chunk[0]):>5} ", tuple((a, s) for s in chunk)) for a in arms]
-        else:
-            lines.append((f"{str(chunk[0]):>5} ", tuple(chunk)))
-    return GridLayout(tuple(lines), label_w, hidden)
-
-
-def grid_per_line(width: int, label_w: int = GRID_LABEL_W) -> int:
-    return max(10, (max(width, 16) - label_w - 2) // 2 // 10 * 10)
-
-
-def grid_outcome(view: AggregateView, key) -> str | None:
-    """The outcome a cell shows: the counted row's (None: no row yet)."""
-    if isinstance(key, tuple):
-        arm = next((a for a in view.arms if a.arm == key[0]), None)
-        return arm.seed_outcomes.get(key[1]) if arm is not None else None
-    return view.seed_outcomes.get(key)
-
-
-def seed_grid_text(view: AggregateView, seeds: list | None, width: int, cursor: tuple[int, int] | None = None,
-                   layout: GridLayout | None = None) -> Text:
-    """One coloured cell per seed (per arm and seed, a comparison run), in seed order; seeds without
-    a row yet are dots. The cell at `cursor` (line, column of the layout) is drawn reversed."""
-    layout = layout or grid_layout(view, seeds, width)
-    t = Text()
-    for y, (label, keys) in enumerate(layout.lines):
-        if y:
-            t.append("\n")
-        t.append(label, style="grey50")
-        run: list[str] = []  # cells of one style in a row become one span: a 600-cell grid is cheap to paint
-        run_style = None
-        for x, key in enumerate(keys):
-            outcome = grid_outcome(view, key)
-            style = OUTCOME_STYLE[outcome]
-            if cursor == (y, x):
-                if run:
-                    t.append("".join(run), style=run_style)
-                    run = []
-                t.append(OUTCOME_GLYPH[outcome], style=style + " reverse")
-                t.append(" ")
-                continue
-            if style != run_style and run:
-                t.append("".join(run), style=run_style)
-                run = []
-            run_style = style
-            run.append(OUTCOME_GLYPH[outcome] + " ")
-        if run:
-            t.append("".join(run), style=run_style)
-    if layout.hidden > 0:
-        t.append(f"\n… {layout.hidden} more seeds (counted in the totals)", style="grey50")
-    return t
-
-
-def grid_legend() -> Text:
-    t = Text()
-    for outcome, label in GRID_LEGEND:
-        t.append(OUTCOME_GLYPH[outcome], style=OUTCOME_STYLE[outcome])
-        t.append(f"{label} ", style="grey62")
-    t.rstrip()
-    return t
 
 
 HIST_BIN_WIDTHS = (0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
@@ -594,9 +483,6 @@ def _pad(text: str, width: int, right: bool) -> str:
     return text.rjust(width) if right else text.ljust(width)
 
 
-def _clip(text: str, width: int) -> str:
+def clip_text(text: str, width: int) -> str:
+    """`text` cut to `width` with an ellipsis."""
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _seed_key(seed) -> tuple:
-    return (0, seed, "") if isinstance(seed, int) else (1, 0, str(seed))

@@ -201,3 +201,11 @@ def request_stop(run_dir: str | Path, who: str, detail: str, now: float | None =
     """Write STOP (a user's request): the driver finishes in-flight episodes, starts no new one, exits `stopped`."""
     at = rd.utc_iso(time.time() if now is None else now)
     return rd.write_stop(run_dir, rd.StopReason(rd.BY_USER, detail, who=who, at=at), only_if_absent=False)
+
+
+def shown_path(path: Path) -> str:
+    """A path as a person would type it: relative to the working directory when under it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -24,8 +24,8 @@ from typing import Protocol
 
 import psutil
 
+from console.notify.delivery import NOT_RUNNING, OFF, status_line
 from console.notify.ledger import LOG, REQUESTS, STATUS, NotifierDoc, home, lock_held
-from console.notify.sender import NOT_RUNNING, OFF, status_line
 from console.notify.webhook import ENV_URL, SETUP_HINT, fingerprint, mask_webhook_url, webhook_setting
 from prereg import rundir as rd
 from prereg.rundir.discovery import run_process

@@ -44,8 +44,9 @@ from pathlib import Path
 
 import psutil
 
+from console.notify.delivery import OFF, RETRY, RetryPolicy
 from console.notify.ledger import LOCK, LOG, REQUESTS, STATUS, STATUS_SCHEMA, NotifierDoc, NotifierLock, NotifierLocked, home
-from console.notify.sender import OFF, RETRY, Notifier, RetryPolicy
+from console.notify.sender import Notifier
 from console.notify.snapshot import EVERY_EPISODES
 from console.notify.webhook import ENV_FILE, ENV_URL, fingerprint, webhook_setting
 from prereg import rundir as rd

@@ -21,6 +21,7 @@ from console.preregs import (
     run_report,
     validate_launch,
 )
+from console.runs import shown_path
 from console.widgets.images import DRAWS_CELLS, Image
 from prereg import rundir as rd
 
@@ -234,10 +235,10 @@ class ResultsScreen(ModalScreen[None]):
                           else " (a shipped example: results.md and chart.png only, the document is left as is)")
         else:
             status.append(f"the report command exited with {code}", style="bold red")
-        status.append(f"\nchart: {_shown(chart)}" + ("" if chart.exists() else " (not written)"))
+        status.append(f"\nchart: {shown_path(chart)}" + ("" if chart.exists() else " (not written)"))
         results_md = self.run_dir / rd.RESULTS
         if results_md.exists():
-            status.append(f"\nreads: {_shown(results_md)}")
+            status.append(f"\nreads: {shown_path(results_md)}")
         self.query_one("#results-status", Static).update(status)
         self.query_one("#results-output", Static).update(Text(output or "(no output)"))
         if cells is not None:
@@ -264,14 +265,6 @@ class ResultsScreen(ModalScreen[None]):
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:
         self.dismiss(None)
-
-
-def _shown(path: Path) -> str:
-    """Relative to the working directory when under it (as console.app.shown_path)."""
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 # The help: prose paragraphs and (key, what it does) lists. Rendered as grids so that a long

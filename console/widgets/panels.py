@@ -13,7 +13,8 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from console.aggregate import AggregateView
-from console.render import GridLayout, grid_layout, recent_rows_text, seed_grid_text
+from console.grid import GridLayout, grid_layout, seed_grid_text
+from console.render import recent_rows_text
 
 
 class LinePanel(Widget):

@@ -123,7 +123,7 @@ def test_bad_lines_and_reset():
 
 
 def test_the_seed_grid_shows_carried_dropped_and_off_table_cells():
-    from console.render import GRID_LABEL_W, seed_grid_text
+    from console.grid import GRID_LABEL_W, seed_grid_text
     from prereg.rundir.rows import CARRIED, DROPPED, OFF_TABLE, TOUCHED
 
     held = {"success": False, "knock_away": False, "progress_final_cm": 0.5, "grasped": True, "grasp_tick": 50,

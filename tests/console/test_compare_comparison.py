@@ -115,7 +115,7 @@ async def test_a_one_arm_registration_shows_no_band(runs_dir, tmp_path):
 
 def test_the_report_of_a_comparison_run_reads_its_own_arms_not_older_runs_of_them(tmp_path):
     from console import runs
-    from console.app import report_runs
+    from console.run_actions import report_runs
     from tests.prereg.conftest import launched_manifest
 
     doc = compare_doc(tmp_path)

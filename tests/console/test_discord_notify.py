@@ -13,8 +13,9 @@ import time
 
 import pytest
 
+from console.notify.delivery import FAILING, OFF, OK, RETRYING, UNKNOWN, RetryPolicy
 from console.notify.ledger import INFLIGHT, LEDGER, read_ledger
-from console.notify.sender import FAILING, OFF, OK, RETRYING, UNKNOWN, Notifier, RetryPolicy
+from console.notify.sender import Notifier
 from console.notify.webhook import ENV_FILE, ENV_URL, SETUP_HINT, mask_webhook_url
 from tests.console.fake_discord import FAKE_WEBHOOK_URL, FakeDiscord, HandMadeRun
 from tests.helpers import returns_within

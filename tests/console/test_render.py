@@ -4,15 +4,14 @@ import os
 
 import psutil
 
-from console.aggregate import RunAggregate
+from console.aggregate import GRID_MAX_SEEDS, RunAggregate
+from console.grid import seed_grid_text
 from console.render import (
-    GRID_MAX_SEEDS,
     banner_text,
     fmt_duration,
     gate_readings,
     gate_spec,
     histogram_text,
-    seed_grid_text,
 )
 from console.runs import read_run
 from tests.console.conftest import FIXED_TIME, make_row, make_run_dir
