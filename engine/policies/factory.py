@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from engine.policies.base import DEFAULT_TASK, Chunk, Observation
 from prereg.core.errors import UsageError
 from prereg.core.vocabulary import DECODES as VOCAB_DECODES
-from prereg.core.vocabulary import POLICIES
+from prereg.core.vocabulary import POLICIES, decode_problem
 
 POLICY_KINDS = POLICIES + ("hold",)  # a pre-registration's policies, and the engine's own no-op baseline
 # ... and any `fontaine.policies` entry point by its name (engine/policies/plugins.py)
@@ -167,10 +167,9 @@ def _make_molmoact2(spec: PolicySpec):
 
     pathway = "flow" if spec.kind == "molmoact2" else "discrete"
     decode = spec.decode or ("flow" if pathway == "flow" else "reference")
-    if pathway == "flow" and decode != "flow":
-        raise PolicyError(f"the flow pathway decodes with 'flow', not {decode!r}")
-    if pathway == "discrete" and decode not in ("reference", "grammar-masked"):
-        raise PolicyError(f"the discrete pathway decodes with 'reference' or 'grammar-masked', not {decode!r}")
+    problem = decode_problem(spec.kind, decode)
+    if problem is not None:
+        raise PolicyError(problem)
     if not spec.checkpoint:
         raise PolicyError(f"--{spec.kind} needs a checkpoint (a local directory, a Hugging Face id, or 'tiny')")
     try:

@@ -10,10 +10,23 @@ FORMAT = "fontaine-prereg/1"
 
 POLICIES = ("scripted", "molmoact2", "molmoact2-discrete", "lerobot")  # lerobot: any lerobot checkpoint (ACT, ...)
 DECODES = {"molmoact2": ("flow",), "molmoact2-discrete": ("reference", "grammar-masked")}
+PATHWAYS = {"molmoact2": "flow", "molmoact2-discrete": "discrete"}  # a MolmoAct2 policy's pathway
 CONVMAPS = ("official", "identity", "fit")
 DTYPES = ("bf16", "fp32")
 INTERVALS = ("wilson", "clopper-pearson", "both")
 JOINT_NAMES = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+
+
+
+def decode_problem(policy: str, decode: str | None) -> str | None:
+    """Why `decode` is not one the policy's pathway allows, in one line, or None when it is (or the
+    policy loads no model): the document's check, the engine's policy factory and the MolmoAct2 loader
+    all ask here, so the three never disagree about which decodes a pathway allows."""
+    allowed = DECODES.get(policy)
+    if allowed is None or decode in allowed:
+        return None
+    return f"the {PATHWAYS[policy]} pathway ({policy}) decodes with {' or '.join(allowed)}, not {decode!r}"
+
 
 # Reads a decision rule may name (per arm); the first block needs only the arm's rows, the
 # second needs a comparator.

@@ -16,6 +16,7 @@ from prereg.core.vocabulary import (
     DTYPES,
     JOINT_NAMES,
     POLICIES,
+    decode_problem,
 )
 from prereg.document.fields import ARM_KEYS, NAME_RE, OVERRIDE_RE, PROTOCOL_KEYS, Ctx, Errors
 from prereg.document.layout import Section
@@ -82,8 +83,8 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
             decode = "flow"
         if decode is None:
             err("decode", "missing", "one of " + ", ".join(DECODES[policy]))
-        elif decode not in DECODES[policy]:
-            err("decode", f"{decode!r} is not a decode of policy {policy}", "one of " + ", ".join(DECODES[policy]))
+        elif decode_problem(policy, decode) is not None:
+            err("decode", decode_problem(policy, decode), "one of " + ", ".join(DECODES[policy]))
         if convmap is None:
             err("convmap", "missing", "the joint-convention shim: one of " + ", ".join(CONVMAPS))
         elif convmap not in CONVMAPS:

@@ -20,6 +20,8 @@ from engine.policies.convmap import PRESETS, ConvMap  # noqa: E402
 from engine.policies.molmoact2.checkpoint import CheckpointError  # noqa: E402
 from prereg.core.vocabulary import DECODES as VOCAB_DECODES  # noqa: E402
 from prereg.core.vocabulary import DTYPES as VOCAB_DTYPES  # noqa: E402
+from prereg.core.vocabulary import PATHWAYS as VOCAB_PATHWAYS  # noqa: E402
+from prereg.core.vocabulary import decode_problem  # noqa: E402
 
 PATHWAYS = ("flow", "discrete")
 # the pre-registration's vocabulary by policy name, here by pathway (prereg/core/vocabulary.py: one list)
@@ -58,8 +60,9 @@ def load_policy(
     """
     if pathway not in PATHWAYS:
         raise CheckpointError(f"unknown pathway {pathway!r}; choose one of {', '.join(PATHWAYS)}")
-    if decode not in DECODES[pathway]:
-        raise CheckpointError(f"the {pathway} pathway decodes with {' or '.join(DECODES[pathway])}, not {decode!r}")
+    problem = decode_problem(next(p for p, way in VOCAB_PATHWAYS.items() if way == pathway), decode)
+    if problem is not None:
+        raise CheckpointError(problem)
     if dtype not in DTYPES:
         raise CheckpointError(f"unknown dtype {dtype!r}; choose bf16 or fp32")
     if int(flow_steps) < 1:
