@@ -217,7 +217,7 @@ def arms_counts_table(view: AggregateView) -> Table:
         t.add_row(label, *(cell(a) for a in view.arms))
 
     row("successes", lambda a: Text(f"{a.counts.successes}/{a.episodes}", style="bold green"))
-    row("", lambda a: Text(_rate_text(a.counts.successes, a.episodes, a.success_ci), style="grey62"))
+    row("", lambda a: Text(_rate_text(a.counts.successes, a.episodes, a.success_ci, digits=0), style="grey62"))
     row("knock-aways", lambda a: Text(str(a.counts.knock_aways), style="red" if a.counts.knock_aways else ""))
     row("engaged/quiet", lambda a: f"{a.counts.engaged}/{a.counts.quiet}")
     row("zero-fallbacks", lambda a: Text(str(a.counts.zero_fallbacks), style="yellow" if a.counts.zero_fallbacks else ""))
@@ -231,9 +231,10 @@ def arms_counts_table(view: AggregateView) -> Table:
     return t
 
 
-def _rate_text(k: int, n: int, ci: tuple[float, float] | None) -> str:
-    pct = f"{100 * k / n:.1f}%" if n else ""
-    ci_text = f"CI95 [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]%" if ci else ""
+def _rate_text(k: int, n: int, ci: tuple[float, float] | None, digits: int = 1) -> str:
+    """'19.0% CI95 [12.5, 27.8]%' (Wilson's interval); `digits` 0 for a comparison run's narrow columns."""
+    pct = f"{100 * k / n:.{digits}f}%" if n else ""
+    ci_text = f"CI95 [{100 * ci[0]:.{digits}f}, {100 * ci[1]:.{digits}f}]%" if ci else ""
     return f"{pct} {ci_text}".strip()
 
 
@@ -448,7 +449,7 @@ def recent_row_cells(row: dict, with_arm: bool = False) -> tuple:
         "—" if not isinstance(pf, (int, float)) or pf != pf else fmt_signed(pf),
         "—" if zf is None else f"{zf}/{pr if pr is not None else '?'}",
         "—" if not isinstance(wall, (int, float)) else f"{wall:.1f}",
-        str(row.get("worker", "")),
+        "" if row.get("worker") is None else str(row.get("worker")),
         Text(str(note)[:200], style="magenta" if row.get("error") else "grey62"),
     )
 

@@ -319,3 +319,18 @@ def test_a_failing_snapshot_says_which_screen_rows_differ():
     assert said.count("differs in its") == 2 and "... and " in said and "more rows" in said
     first = said.split("\n")
     assert first[0] == "screen row at y=2 differs in its text:" and "╭─ runs ─" in first[1] and "╭─ runs ─" in first[2]
+
+
+def test_main_screen_comparison_run(snap_compare, here):
+    """A comparison run: each arm's counts side by side, a grid line per arm, the rows' arms."""
+    from tests.comparison_run import compare_doc, comparison_rows, make_comparison_run
+
+    doc = compare_doc(here)
+    make_comparison_run(doc, Path("runs") / "demo-compare-clumsy-vs-steady-20260101-000000",
+                        comparison_rows([s < 4 for s in range(12)], [True] * 12))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app, "demo-compare-clumsy-vs-steady-20260101-000000")
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
