@@ -177,11 +177,10 @@ def _policy_lines(arm: str, pol: dict) -> list[str]:
 def _comparison_words(record: dict) -> str:
     """The registered comparison in a few words: 'B vs A on success, test step, alpha 0.05'."""
     a, b = record.get("arm_a"), record.get("arm_b")
-    bits = [f"{b} vs {a}" if a and b else "two arms"]
-    for key, label in (("metric", "on"), ("test", "test"), ("alpha", "alpha"), ("max_seeds", "max seeds")):
-        if record.get(key) is not None:
-            bits.append(f"{label} {record[key]}")
-    return ", ".join(bits)
+    head = (f"{b} vs {a}" if a and b else "two arms") + (f" on {record['metric']}" if record.get("metric") else "")
+    bits = [f"{label} {record[key]}" for key, label in (("test", "test"), ("alpha", "alpha"), ("max_seeds", "max seeds"))
+            if record.get(key) is not None]
+    return ", ".join([head, *bits])
 
 
 def update_post(snap: RunSnapshot, milestone: int) -> Post:

@@ -206,3 +206,24 @@ def snap_compare(snap_compare, request):
         return same
 
     return compare
+
+
+@pytest.fixture
+def make_notifier():
+    """make(**kw) -> a Notifier of the fake webhook, its backoff short (closed at the end of the test)."""
+    from console.notify.delivery import RetryPolicy
+    from console.notify.sender import Notifier
+    from tests.console.fake_discord import FAKE_WEBHOOK_URL
+
+    made = []
+
+    def make(**kw) -> Notifier:
+        retry = {"backoff_s": 0.05, "backoff_max_s": 0.2,
+                 **{k: kw.pop(k) for k in list(kw) if k in RetryPolicy.__dataclass_fields__}}
+        n = Notifier(FAKE_WEBHOOK_URL, retry=RetryPolicy(**retry), **kw)
+        made.append(n)
+        return n
+
+    yield make
+    for n in made:
+        n.close(timeout=2.0)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from console.notify.delivery import FAILING, OFF, OK, RETRYING, UNKNOWN, RetryPolicy
+from console.notify.delivery import FAILING, OFF, OK, RETRYING, UNKNOWN
 from console.notify.ledger import INFLIGHT, LEDGER, read_ledger
 from console.notify.sender import Notifier
 from console.notify.webhook import ENV_FILE, ENV_URL, SETUP_HINT, mask_webhook_url
@@ -22,22 +22,6 @@ from tests.helpers import returns_within
 
 TOKEN = FAKE_WEBHOOK_URL.rsplit("/", 1)[1]
 WEBHOOK_ID = FAKE_WEBHOOK_URL.rsplit("/", 2)[1]
-
-
-@pytest.fixture
-def make_notifier():
-    made = []
-
-    def make(**kw) -> Notifier:
-        retry = {"backoff_s": 0.05, "backoff_max_s": 0.2,
-                 **{k: kw.pop(k) for k in list(kw) if k in RetryPolicy.__dataclass_fields__}}
-        n = Notifier(FAKE_WEBHOOK_URL, retry=RetryPolicy(**retry), **kw)
-        made.append(n)
-        return n
-
-    yield make
-    for n in made:
-        n.close(timeout=2.0)
 
 
 def keys_posted(fake: FakeDiscord) -> list[str]:
