@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from prereg.core.wilson import wilson_interval
-from prereg.rundir.fold import ONE_ARM, ArmTally, Plan, RowsFold, counter_median, outcome_of_part
+from prereg.rundir.fold import ONE_ARM, ArmTally, Plan, RowsFold, counter_median
 from prereg.rundir.rows import BadLine, RowCounts, is_error
 
 RECENT_ROWS = 120  # the latest-rows panel shows as many as it has lines for: a tall terminal (220x60) has ~40
@@ -212,8 +212,7 @@ class RunAggregate:
         first seen), so a snapshot of a 100k-seed run copies hundreds of cells, never 100k."""
         most = GRID_MAX_SEEDS // max(1, len(self.fold.arms))
         seeds = self.plan.seeds[:most] if self.plan.seeds is not None else islice(t.seeds, most)
-        parts = t.seeds
-        return {s: outcome_of_part(parts[s]) for s in seeds if s in parts}
+        return {s: t.outcome_of(s) for s in seeds if s in t.seeds}
 
 
 def _copy(c: RowCounts) -> RowCounts:

@@ -10,8 +10,9 @@ apart; a one-arm run folds every row into one tally.
 `RowsFold` is the incremental form the console's watcher, the Discord notifier and the kill record
 fold rows.jsonl with (through `prereg.rundir.tail.RowsTailer`, so a poll reads only what was
 appended); the report reads whole files by `latest_rows`. A property test holds the two to the same
-counts whatever the order and the batches the rows come in. Memory grows with the seeds (one small
-tuple each, so a later row of the seed can take its place), never with the lines.
+counts whatever the order and the batches the rows come in. Memory grows with the seeds (what each
+counted row added, packed in about 80 bytes, so a later row of the seed can take its place), never
+with the lines.
 
 Besides the counts (`RowCounts`, the one classifier's) a tally keeps the spread of the counted ok
 rows' `progress_final_cm` (to 0.01 cm) and `wall_s` (to 0.1 s) as counts of values, and their mean
@@ -20,11 +21,12 @@ batch: what the console's panels and the stall gate read.
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from dataclasses import dataclass, field
 
 from prereg.rundir.manifest import Manifest
-from prereg.rundir.rows import ERROR, SUCCESS, RowCounts, classify, contribution
+from prereg.rundir.rows import EPISODE_OUTCOMES, ERROR, OUTCOMES, RowCounts, classify, contribution
 
 ONE_ARM = None  # the key of a one-arm run's tally
 
@@ -65,7 +67,7 @@ class ArmTally:
     progress_final_sum: float = 0.0
     batch_sum: float = 0.0
     batch_n: int = 0
-    seeds: dict = field(default_factory=dict)  # seed -> its counted row's part (below), in first-row order
+    seeds: dict = field(default_factory=dict)  # seed -> its counted row's part, packed (`pack`), in first-row order
 
     @property
     def episodes(self) -> int:
@@ -74,37 +76,49 @@ class ArmTally:
 
     def outcome_of(self, seed) -> str | None:
         """The counted row's episode outcome (prereg.rundir.rows.episode_outcome), None before its row."""
-        part = self.seeds.get(seed)
+        part = self.part_of(seed)
         return outcome_of_part(part) if part is not None else None
+
+    def part_of(self, seed) -> tuple | None:
+        """The counted row's part of a seed (RowsFold._add says what it holds), None before its row."""
+        packed = self.seeds.get(seed)
+        return None if packed is None else unpack(packed)
 
     def _take(self, part: tuple, sign: int) -> None:
         """Count one counted row's part in (1) or out again (-1: a later row of its seed replaced it)."""
-        counted, pf, wall, mb = part
-        self.counts.apply(counted, sign)
+        self.counts.apply(part, sign)
+        pf, wall, mb = part[9], part[10], part[11]
         if pf is not None:
-            _bump(self.progress_final, pf[0], sign)
-            self.progress_final_sum += sign * pf[1]
+            _bump(self.progress_final, round(pf, 2), sign)
+            self.progress_final_sum += sign * pf
         if wall is not None:
-            _bump(self.walls, wall, sign)
+            _bump(self.walls, round(wall, 1), sign)
         if mb is not None:
             self.batch_sum += sign * mb
             self.batch_n += sign
 
     def _add_new(self, new: dict) -> None:
-        """Count in the parts of seeds that had no row (one loop, sums in locals)."""
+        """Count in the parts of seeds that had no row (one loop, sums in locals), and keep them packed."""
         if not new:
             return
-        self.seeds.update(new)
-        self.counts.apply_many([part[0] for part in new.values()])
-        pf_counts, walls = self.progress_final, self.walls
+        parts = new.values()
+        self.counts.apply_many(parts)
+        seeds, pf_counts, walls, packer = self.seeds, self.progress_final, self.walls, _PACKED.pack
         pf_sum = batch_sum = 0.0
         batch_n = 0
-        for _, pf, wall, mb in new.values():
+        for seed, part in new.items():
+            pf, wall, mb = part[9], part[10], part[11]
+            try:
+                seeds[seed] = packer(_OUTCOME_CODES[part[0]], part[1], part[2], part[3], part[4], part[5], part[6],
+                                     part[7], _EPISODE_CODES[part[8]], _NAN if pf is None else pf,
+                                     _NAN if wall is None else wall, _NAN if mb is None else mb)
+            except (struct.error, OverflowError):  # a count past 32 bits: kept as it is, only larger
+                seeds[seed] = part
             if pf is not None:
-                pf_counts[pf[0]] += 1
-                pf_sum += pf[1]
+                pf_counts[round(pf, 2)] += 1
+                pf_sum += pf
             if wall is not None:
-                walls[wall] += 1
+                walls[round(wall, 1)] += 1
             if mb is not None:
                 batch_sum += mb
                 batch_n += 1
@@ -119,21 +133,6 @@ def _bump(counter: Counter, key, sign: int) -> None:
         counter[key] = n
     else:
         del counter[key]
-
-
-def row_part(row: dict) -> tuple:
-    """What a counted row adds to its tally: its `contribution` to the counts, and (an ok row) its
-    progress_final_cm (rounded, exact), wall_s (rounded) and mean batch (finite numbers, else None)."""
-    c = classify(row)
-    counted = contribution(row, c)
-    if c[0] == ERROR:
-        return counted, None, None, None
-    get = row.get
-    pf, wall, mb = get("progress_final_cm"), get("wall_s"), get("mean_batch")
-    pf = (round(pf, 2), pf) if (type(pf) is float and pf - pf == 0) or type(pf) is int else None
-    wall = round(wall, 1) if (type(wall) is float and wall - wall == 0) or type(wall) is int else None
-    mb = mb if (type(mb) is float and mb - mb == 0) or type(mb) is int else None  # (x - x is NaN for NaN and inf)
-    return counted, pf, wall, mb
 
 
 class RowsFold:
@@ -197,20 +196,40 @@ class RowsFold:
 
     def add_many(self, rows, on_row=None) -> None:
         """Fold rows in, in the order they were written. `on_row(key, seed, row, part, replaced)`, when
-        given, is told of each counted row (its `row_part`; `replaced`: it took the place of an earlier
-        row of its seed)."""
-        planned, tallies, every = self._planned, self.arms, self.every
+        given, is told of each counted row (its part; `replaced`: it took the place of an earlier
+        row of its seed). With `every`, the rows go in stretches that end where the next milestone can
+        be reached at the earliest, so each milestone's figures are read off the counts themselves."""
+        if not self.every:
+            self._add(rows, on_row)
+            return
+        rows = rows if isinstance(rows, (list, tuple)) else list(rows)
+        i = 0
+        while i < len(rows):
+            n = self.episodes
+            step = self.every - n % self.every  # a stretch this long adds at most this many episodes
+            self._add(rows[i:i + step], on_row)
+            i += step
+            n = self.episodes
+            if n and n % self.every == 0 and n not in self.milestones:
+                self.milestones[n] = tuple((k, t.episodes, t.counts.successes, t.counts.knock_aways, t.counts.engaged)
+                                           for k, t in self.arms.items())
+
+    def _add(self, rows, on_row) -> None:
+        """One stretch of rows (`add_many`). A counted row's part is one flat tuple: its `contribution` to
+        the counts (nine items, prereg.rundir.rows), then an ok row's progress_final_cm, wall_s and mean
+        batch (finite numbers, else None; an error row's are None). Made here, in the loop, without a
+        call per row: a 100k-row file is folded faster than it was counted before."""
+        planned, tallies = self._planned, self.arms
         one = tallies.get(ONE_ARM) if not self.plan.arms else None
         new: dict = {key: {} for key in tallies}  # seeds with their first row in this batch: counted at its end
-        running = {k: [t.episodes, t.counts.successes, t.counts.knock_aways, t.counts.engaged]
-                   for k, t in tallies.items()} if every else None
-        base = self.episodes
         lines = 0
         longest = self.longest_wall_s or 0.0
         for row in rows:
             lines += 1
-            w = row.get("wall_s")
-            if (type(w) is float or type(w) is int) and longest < w < 86400:  # (NaN compares false)
+            get = row.get
+            w = get("wall_s")
+            w = w if (type(w) is float and w - w == 0) or type(w) is int else None  # (x - x is NaN for NaN, inf)
+            if w is not None and longest < w < 86400:
                 longest = w
             if one is not None:
                 key, tally = ONE_ARM, one
@@ -220,20 +239,27 @@ class RowsFold:
                     self.foreign += 1
                     continue
                 tally = tallies[key]
-            seed = row.get("seed")
+            seed = get("seed")
             if planned is not None and seed not in planned:
                 tally.out_of_plan += 1
                 continue
-            part = row_part(row)
+            c = classify(row)
+            if c[0] == ERROR:
+                part = (*contribution(row, c), None, None, None)
+            else:
+                pf, mb = get("progress_final_cm"), get("mean_batch")
+                part = (*contribution(row, c), pf if (type(pf) is float and pf - pf == 0) or type(pf) is int else None,
+                        w, mb if (type(mb) is float and mb - mb == 0) or type(mb) is int else None)
             fresh = new[key]
             old = fresh.get(seed)
             if old is not None:  # its first row came in this batch: the later one takes its place
                 fresh[seed] = part
             else:
-                old = tally.seeds.get(seed)
-                if old is not None:
+                packed = tally.seeds.get(seed)
+                if packed is not None:
+                    old = unpack(packed)
                     tally._take(old, -1)
-                    tally.seeds[seed] = part
+                    tally.seeds[seed] = pack(part)
                     tally._take(part, 1)
                 else:
                     fresh[seed] = part
@@ -241,36 +267,44 @@ class RowsFold:
                 tally.duplicates += 1
             if on_row is not None:
                 on_row(key, seed, row, part, old is not None)
-            if running is not None:
-                self._note(running, key, old, part, base)
-                if old is None:
-                    base += 1
         self.lines += lines
         self.longest_wall_s = float(longest) if longest else self.longest_wall_s
         for key, fresh in new.items():
             tallies[key]._add_new(fresh)
 
-    def _note(self, running: dict, key, old: tuple | None, part: tuple, episodes: int) -> None:
-        """Keep each arm's running figures through a batch; note them at each multiple of `every`."""
-        fig = running[key]
-        for sign, p in ((-1, old), (1, part)):
-            if p is not None:
-                outcome, knock, engaged = p[0][:3]
-                fig[1] += sign * (outcome == SUCCESS)
-                fig[2] += sign * knock
-                fig[3] += sign * engaged
-        if old is None:
-            fig[0] += 1
-            if (episodes + 1) % self.every == 0:
-                self.milestones[episodes + 1] = tuple((k, *f) for k, f in running.items())
-
 
 _FOREIGN = object()
 
 
+# A part kept for every counted seed, packed: about 80 bytes a seed rather than 300 as a tuple of Python
+# objects (a 100k-seed run). Outcomes by their index; a null number as NaN (never a finite row value).
+_PACKED = struct.Struct("<BBBBiiiiBddd")
+_OUTCOME_CODES = {o: i for i, o in enumerate(OUTCOMES)}
+_EPISODE_CODES = {o: i for i, o in enumerate(EPISODE_OUTCOMES)}
+_NAN = float("nan")
+
+
+def pack(part: tuple) -> bytes | tuple:
+    """A part as bytes (a tuple as it is when a count does not fit 32 bits: never lost, only larger)."""
+    o, k, e, t, strikes, p, z, m, eo, pf, wall, mb = part
+    try:
+        return _PACKED.pack(_OUTCOME_CODES[o], k, e, t, strikes, p, z, m, _EPISODE_CODES[eo],
+                            _NAN if pf is None else pf, _NAN if wall is None else wall, _NAN if mb is None else mb)
+    except (struct.error, KeyError, OverflowError):
+        return part
+
+
+def unpack(packed: bytes | tuple) -> tuple:
+    if isinstance(packed, tuple):
+        return packed
+    o, k, e, t, strikes, p, z, m, eo, pf, wall, mb = _PACKED.unpack(packed)
+    return (OUTCOMES[o], bool(k), bool(e), bool(t), strikes, p, z, m, EPISODE_OUTCOMES[eo],
+            None if pf != pf else pf, None if wall != wall else wall, None if mb != mb else mb)
+
+
 def outcome_of_part(part: tuple) -> str:
     """The episode outcome of a counted row's part (prereg.rundir.rows.episode_outcome)."""
-    return part[0][8]
+    return part[8]
 
 
 def counter_median(counter: Counter) -> float | None:

@@ -433,10 +433,13 @@ class RowCounts:
         self.apply_many(parts)
 
     def apply_many(self, parts) -> None:
-        """Count many rows' `contribution`s in (one loop, counters in locals: 100k rows in a fraction of a second)."""
+        """Count many rows' `contribution`s in (one loop, counters in locals: 100k rows in a fraction of a
+        second). A part may carry more after its contribution's nine (prereg/rundir/fold.py's do)."""
         n = ok = succ = knocks = eng = quiet = tipped = strikes = strike_rows = pr = zf = mv = 0
         by_outcome = self.by_outcome
-        for outcome, knock, engaged, tip, strike, p, z, m, eo in parts:
+        for part in parts:
+            outcome, knock, engaged, tip, strike, p, z, m, eo = part[0], part[1], part[2], part[3], part[4], \
+                part[5], part[6], part[7], part[8]
             n += 1
             by_outcome[eo] += 1
             strikes += strike
@@ -468,7 +471,7 @@ class RowCounts:
 
     def apply(self, part: tuple, sign: int = 1) -> None:
         """Count one row's `contribution` in (sign 1) or out again (sign -1: a later row of its seed replaced it)."""
-        outcome, knock, engaged, tip, strike, p, z, m, eo = part
+        outcome, knock, engaged, tip, strike, p, z, m, eo = part[:9]
         self.rows += sign
         self.by_outcome[eo] += sign
         self.reset_strikes += sign * strike
