@@ -31,11 +31,11 @@ from prereg.rundir.discovery import (  # noqa: F401 - re-exported: the console's
     run_process,
     run_sort_key,
 )
-from prereg.rundir.runstate import RunState, episodes_done, planned_total
+from prereg.rundir.runstate import RunState, ShowsState, episodes_done, planned_total
 
 
 @dataclass
-class RunInfo:
+class RunInfo(ShowsState):
     """One run directory, read once (small files only; rows are the tailer's job)."""
 
     run_id: str
@@ -65,15 +65,6 @@ class RunInfo:
     def run_state(self) -> RunState:
         """The run by the rules every reader shares (prereg/rundir/runstate.py)."""
         return RunState.of(self.status, self.liveness, stop_requested=self.stop is not None, unreadable=bool(self.problems))
-
-    @property
-    def state(self) -> str:
-        """The state to show: status.json's, corrected by the process table and STOP."""
-        return self.run_state.shown
-
-    @property
-    def live(self) -> bool:
-        return self.run_state.live
 
     @property
     def arm(self) -> str:

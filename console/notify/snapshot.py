@@ -17,7 +17,7 @@ from prereg import rundir as rd
 from prereg.rundir.discovery import GONE, UNKNOWN, liveness
 from prereg.rundir.fold import ONE_ARM, Plan, RowsFold, fold_rows
 from prereg.rundir.rows import ERROR, RowCounts, read_rows
-from prereg.rundir.runstate import RunState, episodes_done, planned_total, young
+from prereg.rundir.runstate import RunState, ShowsState, episodes_done, planned_total, young
 from prereg.rundir.status import GateSpec
 
 EVERY_EPISODES = 10  # an update every this many episodes: the fold notes each arm's figures there (the catch-up)
@@ -25,7 +25,7 @@ STARTING_GRACE_S = 120.0  # no pid.json yet: a run written within this is a driv
 
 
 @dataclass(frozen=True)
-class RunSnapshot:
+class RunSnapshot(ShowsState):
     """What the run directory says at one moment: the contract's one read (`rd.read_snapshot`, typed
     and never blocking) with the rows' fold and the report's files. `manifest` and `status` are typed
     (every field None when the file is missing or cannot be read: `present` says which were read);
@@ -56,22 +56,6 @@ class RunSnapshot:
     def run_state(self) -> RunState:
         return RunState.of(self.status if rd.STATUS in self.present else None, self.liveness,
                            unreadable=bool(self.problems), young=self.young)
-
-    @property
-    def state(self) -> str:
-        return self.run_state.shown
-
-    @property
-    def live(self) -> bool:
-        return self.run_state.live
-
-    @property
-    def over(self) -> bool:
-        return self.run_state.over
-
-    @property
-    def died(self) -> bool:
-        return self.run_state.died
 
     @property
     def done(self) -> int:

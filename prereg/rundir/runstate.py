@@ -77,6 +77,30 @@ class RunState:
         return UNKNOWN_STATE
 
 
+class ShowsState:
+    """`state`, `live`, `over` and `died` of a reader's view of a run that has a `run_state` (the console's
+    RunInfo, the notifier's RunSnapshot): the words are RunState's, never the view's own."""
+
+    run_state: RunState
+
+    @property
+    def state(self) -> str:
+        """The state to show: status.json's, corrected by the process table and STOP."""
+        return self.run_state.shown
+
+    @property
+    def live(self) -> bool:
+        return self.run_state.live
+
+    @property
+    def over(self) -> bool:
+        return self.run_state.over
+
+    @property
+    def died(self) -> bool:
+        return self.run_state.died
+
+
 def planned_total(status: Status | None, manifest: Manifest | None) -> int | None:
     """Episodes the run plans: status.json's total, else the manifest's seeds x arms (None: unknown)."""
     total = status.total if status is not None else None
