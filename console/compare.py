@@ -3,8 +3,8 @@ paired reads and verdicts as `fontaine-prereg report`, never a second computatio
 
 `compare_view(prereg_path, runs)` reads the newest run of each arm (`{arm: run_dir}`) with
 `prereg.outputs.report.read_registration` (which writes nothing) and turns it into table cells:
-successes over every episode with a row (an error row is a non-success) beside the registered
-interval on the same denominator; validity with its first reason; each arm paired with its
+successes over each planned seed's last row (the read model's denominator; an error row is a
+non-success) beside the registered interval on the same denominator; validity with its first reason; each arm paired with its
 registered comparator (progress delta with the report's paired bootstrap, and the success
 difference with Newcombe's paired score interval); every registered rule's verdict by key.
 It reads files: call it off the UI thread.
