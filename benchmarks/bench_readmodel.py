@@ -21,8 +21,11 @@ second pass under tracemalloc, the peak of traced memory:
 
 Posts go to a loopback fake of Discord (tests/console/fake_discord.py), never to the network. The
 script uses only the console's and the notifier's public entry points, so the same file measures
-an older checkout: `git archive <commit> | tar -x -C /tmp/before`, then run this file with
-`PYTHONPATH=/tmp/before` from that folder (the figures in benchmarks/README.md were taken so).
+an older checkout (BENCH_ROOT=DIR: import the code from DIR). On a shared, noisy machine compare two
+checkouts with `--against DIR --repeat 3`: the measurements run alternately, each in a fresh process
+(this checkout, then DIR's, `--repeat` times), and the table gives each figure's median for both and
+their ratio (below 1: this checkout is cheaper). The figures in benchmarks/README.md were taken so,
+against `git archive 0e9c421 | tar -x -C /tmp/before`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ import argparse
 import asyncio
 import json
 import os
+import re
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -187,6 +193,27 @@ def bench_app(folder: Path, runs: int) -> None:
     asyncio.run(run())
 
 
+LINE = re.compile(r"^\[(?P<where>[^\]]+)\] (?P<what>.*?)(?::| ) ?(?P<value>[0-9.]+) (?P<unit>CPU s|CPU ms|MB)\b")
+
+
+def against(args, sizes: list[str]) -> None:
+    """Both checkouts, alternately, each measurement in a fresh process: medians and their ratio."""
+    trees = {"this": str(ROOT), "against": str(Path(args.against).resolve())}
+    got: dict[tuple, dict[str, list[float]]] = {}
+    for i in range(args.repeat):
+        for name, tree in trees.items():
+            env = {**os.environ, "BENCH_ROOT": tree, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+            out = subprocess.run([sys.executable, __file__, *sizes], env=env, cwd=tree, capture_output=True, text=True)
+            print(f"[run {i + 1}/{args.repeat}, {name}] exit {out.returncode}", flush=True)
+            for m in map(LINE.match, out.stdout.splitlines()):
+                if m:
+                    got.setdefault((m["where"], m["what"], m["unit"]), {}).setdefault(name, []).append(float(m["value"]))
+    print(f"\n{'measure':<62} {'this':>9} {'against':>9} {'ratio':>6}")
+    for (where, what, unit), by in got.items():
+        a, b = (statistics.median(by.get(k, [float('nan')])) for k in ("this", "against"))
+        print(f"{f'[{where}] {what} ({unit})':<62} {a:>9.2f} {b:>9.2f} {a / b if b else float('nan'):>6.2f}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--runs", type=int, default=200)
@@ -194,7 +221,13 @@ def main() -> None:
     p.add_argument("--big", type=int, default=100_000)
     p.add_argument("--appends", type=int, default=20)
     p.add_argument("--append-rows", type=int, default=2)
+    p.add_argument("--against", help="another checkout to measure alternately with this one (medians, ratios)")
+    p.add_argument("--repeat", type=int, default=3, help="with --against: runs of each checkout")
     args = p.parse_args()
+    if args.against:
+        against(args, [f"--runs={args.runs}", f"--rows-per-run={args.rows_per_run}", f"--big={args.big}",
+                       f"--appends={args.appends}", f"--append-rows={args.append_rows}"])
+        return
     import importlib.util
 
     import discord
