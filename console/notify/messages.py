@@ -94,7 +94,8 @@ def due_posts(
     """
     if not snap.present:
         return []
-    if forgotten(snap.over, posted, snap.status_age_s, catch_up_s):
+    if forgotten(snap.over, posted, snap.status_age_s, catch_up_s) or forgotten(
+            snap.died, posted, snap.heartbeat_age_s, catch_up_s):  # a run that died last week, never posted about
         return []
     out: list[Post] = []
     if snap.live and LAUNCH not in posted and launch_ready(snap):

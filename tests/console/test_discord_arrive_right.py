@@ -96,6 +96,8 @@ def test_a_run_whose_driver_died_is_said_once_not_stalled_forever(tmp_path):
     assert died.key == "died:12" and died.content.startswith("A 12/25 · died at 12/25")
     assert "fontaine-eval --resume runs/flow-a-20261130-080000" in died.description
     assert owed(run.dir, ["launch", "update:10", "died:12"]) == []  # once; no stall alert either
+    age(run.dir / "heartbeat", 7 * 3600)
+    assert owed(run.dir) == []  # died hours ago and never posted about: a notifier started now owes it nothing
 
 
 def test_posts_owed_to_a_run_that_ended_fold_into_its_end_post_marked_late(fake, make_notifier, tmp_path):
