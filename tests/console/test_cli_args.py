@@ -103,12 +103,12 @@ def test_the_console_still_takes_repeated_prereg_dirs(tmp_path, monkeypatch):
 
 
 def test_the_number_and_path_types_are_the_ones_fontaine_eval_uses():
-    """One source of truth: the engine's CLI takes its types from prereg.core.argcheck, it defines none of its own."""
+    """One source of truth: the engine's CLI (engine/cli*.py) takes its types from prereg.core.argcheck, it defines none of its own."""
     import ast
 
-    tree = ast.parse((REPO / "engine" / "cli.py").read_text(encoding="utf-8"))
-    defined = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    trees = [ast.parse(p.read_text(encoding="utf-8")) for p in sorted((REPO / "engine").glob("cli*.py"))]
+    defined = {n.name for t in trees for n in ast.walk(t) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert not defined & {"_number", "_path", "_Parser", "_bounded_int", "_bounded_float"}
-    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "prereg.core.argcheck"
-                for a in n.names}
+    imported = {a.name for t in trees for n in ast.walk(t) if isinstance(n, ast.ImportFrom)
+                and n.module == "prereg.core.argcheck" for a in n.names}
     assert {"parse_once", "path_type", "OneLineParser", "positive_int"} <= imported

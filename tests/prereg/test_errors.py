@@ -28,7 +28,7 @@ ERRORS = [
     ("engine.sim.render", "RenderUnavailable", EXIT_USAGE),
     ("engine.cli", "UsageError", EXIT_USAGE),
     ("engine.driver", "RunFailed", EXIT_FAILED),
-    ("engine.pool", "_PredictFailed", EXIT_FAILED),
+    ("engine.worker", "_PredictFailed", EXIT_FAILED),
     ("console.runs", "RunBusy", EXIT_USAGE),
     ("prereg.core.yamlpos", "PosYAMLError", EXIT_USAGE),
     ("console.notify.webhook", "WebhookConfigError", EXIT_USAGE),
