@@ -15,12 +15,25 @@ from console.notify.messages import gpu_hours_source
 from console.runs import FINAL_STATES, RunInfo
 from prereg import rundir as rd
 from prereg.rundir.gates import OK, PENDING, TRIPPED, WARN, GateReading, PaceInputs, evaluate_gates
-from prereg.rundir.rows import CARRIED, DROPPED, ENGAGED, KNOCK_AWAY, OFF_TABLE, PLACED_TIPPED, QUIET, SUCCESS, TOUCHED, number
+from prereg.rundir.rows import (
+    CARRIED,
+    DROPPED,
+    ENGAGED,
+    HOLD_UNFINISHED,
+    KNOCK_AWAY,
+    OFF_TABLE,
+    PLACED_TIPPED,
+    QUIET,
+    SUCCESS,
+    TOUCHED,
+    number,
+)
 from prereg.rundir.status import GateSpec
 from prereg.stats.curtail import pace_text, settled_text
 
 OUTCOME_STYLE = {
     SUCCESS: "bold green",
+    HOLD_UNFINISHED: "green",  # on the target when the episode ended, its hold cut short
     PLACED_TIPPED: "green",
     CARRIED: "bold cyan",
     DROPPED: "blue",

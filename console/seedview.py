@@ -40,7 +40,11 @@ FIELD_WORDS: dict[str, str] = {
     "knock_away": f"pushed away: progress_final <= {KNOCK_AWAY_CM:g} cm",
     "engaged": f"moved the boat: progress > {ENGAGED_CM:g} cm",
     "upright_final": "boat uprightness at the end (1 = upright)",
-    "boat_z_mm": "boat height at the end",
+    "object_z_mm": "object's base height at the end",
+    "boat_z_mm": "boat height at the end (rows before schema 3)",
+    "success_streak": "ticks in a row the success test held at the end",
+    "env_success": "the Gymnasium env's own success",
+    "env_success_tick": "tick at which the Gymnasium env first said success",
     "tipped": "the boat tipped over",
     "reset_strikes": "resets that failed their check (must be 0)",
     "grasped": "both jaw pads held the boat off its support (0.1 s or more)",
@@ -62,7 +66,7 @@ FIELD_WORDS: dict[str, str] = {
     "note": "a remark from the driver (e.g. a video that could not be written)",
 }
 UNITS = {"dist_initial_cm": "cm", "dist_final_cm": "cm", "dist_min_cm": "cm", "progress_cm": "cm",
-         "progress_final_cm": "cm", "boat_z_mm": "mm", "first_action_delta_deg": "°", "wall_s": "s",
+         "progress_final_cm": "cm", "boat_z_mm": "mm", "object_z_mm": "mm", "first_action_delta_deg": "°", "wall_s": "s",
          "episode_seconds": "s", "lift_max_mm": "mm", "carried_cm": "cm"}
 
 

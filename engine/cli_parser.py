@@ -35,7 +35,7 @@ DECIDED_BY_DOCUMENT = (
     "policy", "molmoact2", "molmoact2_discrete", "molmoact2_grammar_masked", "dtype", "flow_steps", "norm_tag",
     "task", "convmap", "convmap_override", "convmap_declare", "seed", "num_seeds", "seeds", "episode_seconds",
     "workers", "video_draw", "gpu_hours_gate", "pace_limit_hours", "pace_after_episodes", "revision",
-    "convmap_fit_tiebreak", "env", "grasp_miss", "lerobot", "lerobot_map", "fast_revision",
+    "convmap_fit_tiebreak", "env", "grasp_miss", "grasp_drop", "lerobot", "lerobot_map", "fast_revision",
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
     "prereg", "arm", "arms", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size",
@@ -102,6 +102,9 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--grasp-miss", type=probability, default=None, metavar="P",
                      help="the scripted oracle's skill knob: the probability (seeded per seed) that an "
                           "episode's grasps miss; its success rate is about its no-miss rate x (1 - P)")
+    pol.add_argument("--grasp-drop", type=probability, default=None, metavar="P",
+                     help="the scripted oracle's drop knob: the probability (seeded per seed, its own stream) that "
+                          "it lets go of its grasp after the lift, so 'grasped then dropped' is exercised")
     pol.add_argument("--inject-latency-ms", type=nonneg_float, default=0.0, help=argparse.SUPPRESS)
 
     proto = p.add_argument_group("protocol")

@@ -73,9 +73,10 @@ def policy_spec_from_flags(args):
                              ("--molmoact2-discrete", args.molmoact2_discrete), ("--lerobot", args.lerobot)) if v]
     if len(chosen) > 1:
         raise UsageError(f"choose one policy, not {' and '.join(chosen)}")
-    if args.grasp_miss is not None and (args.molmoact2 or args.molmoact2_discrete or args.lerobot
-                                        or args.policy not in (None, "scripted")):
-        raise UsageError("--grasp-miss is the scripted oracle's skill knob; give it with --policy scripted")
+    for knob, flag in ((args.grasp_miss, "--grasp-miss"), (args.grasp_drop, "--grasp-drop")):
+        if knob is not None and (args.molmoact2 or args.molmoact2_discrete or args.lerobot
+                                 or args.policy not in (None, "scripted")):
+            raise UsageError(f"{flag} is a knob of the scripted oracle; give it with --policy scripted")
     if args.molmoact2_grammar_masked and not args.molmoact2_discrete:
         raise UsageError("--molmoact2-grammar-masked modifies --molmoact2-discrete CKPT; give that too")
     if args.fast_revision is not None and not args.molmoact2_discrete:
@@ -108,7 +109,8 @@ def policy_spec_from_flags(args):
         decode = "grammar-masked" if args.molmoact2_grammar_masked else "reference"
         return PolicySpec(kind="molmoact2-discrete", checkpoint=args.molmoact2_discrete, decode=decode,
                           fast_revision=args.fast_revision, **common)
-    return PolicySpec(kind=args.policy or "scripted", grasp_miss=args.grasp_miss or 0.0, **common)
+    return PolicySpec(kind=args.policy or "scripted", grasp_miss=args.grasp_miss or 0.0,
+                      grasp_drop=args.grasp_drop or 0.0, **common)
 
 
 def _resolve_prereg(args):
@@ -216,7 +218,7 @@ def _launch_policy(args, launch):
                       convmap_overrides=tuple(launch.convmap_overrides or ()),
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
                       task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms,
-                      grasp_miss=launch.grasp_miss or 0.0,
+                      grasp_miss=launch.grasp_miss or 0.0, grasp_drop=getattr(launch, "grasp_drop", None) or 0.0,
                       feature_map=tuple(getattr(launch, "features", None) or ()))
 
 

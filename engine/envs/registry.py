@@ -172,10 +172,13 @@ def _file_sha256(path: str, stamps: tuple, spec: EnvSpec) -> str:
 
 def env_record(name: str) -> dict:
     """The manifest's `env`: the name and content hash; an env file's adds `file` (its absolute path)
-    and its name is the one the file declares."""
+    and `physics` (whose, and what of its MJCF's <option> Fontaine overrode), and its name is the one
+    the file declares."""
     if is_env_file(name):
         spec = load_env_file(name)
-        return {"name": spec.name, "file": str(Path(name).expanduser().resolve()), "sha256": env_sha256(name)}
+        path = Path(name).expanduser().resolve()
+        return {"name": spec.name, "file": str(path), "sha256": env_sha256(name),
+                "physics": envfile.physics_record(envfile.read_declaration(path))}
     return {"name": name, "sha256": env_sha256(name)}
 
 

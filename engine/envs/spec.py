@@ -174,7 +174,8 @@ class EnvSpec:
         return h.hexdigest()
 
     def problems(self, model) -> list[str]:
-        """What the spec names that the compiled scene lacks, one line each (empty when none)."""
+        """What the spec names that the compiled scene lacks, and collision bits that would let the
+        jaw meshes (not the pads) touch the object, one line each (empty when none)."""
         import mujoco
 
         out = []
@@ -194,6 +195,10 @@ class EnvSpec:
         for label, path in self.files:
             if not Path(path).is_file():
                 out.append(f"env {self.name}: file {label} is missing ({path})")
+        if not out:
+            from engine.sim.scene import collision_problems
+
+            out += [f"env {self.name}: {p}" for p in collision_problems(model, self.object_body, self.grasp.jaw_geoms)]
         return out
 
     def line(self) -> str:

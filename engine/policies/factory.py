@@ -36,6 +36,7 @@ class PolicySpec:
     task: str = DEFAULT_TASK
     inject_latency_ms: float = 0.0  # test/benchmark knob: a fixed extra cost per predict call
     grasp_miss: float = 0.0  # the scripted oracle's skill knob (engine/policies/scripted.py); 0 for a model
+    grasp_drop: float = 0.0  # the scripted oracle's drop knob (let go after the lift); 0 for a model
     feature_map: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE, a checkpoint input fed by another sim input
     extra: dict = field(default_factory=dict)
 
@@ -73,13 +74,14 @@ class PolicySpec:
 
 def make_policy(spec: PolicySpec):
     """Build the policy a spec names. MolmoAct2 imports torch, so it is imported only here."""
-    if spec.kind != "scripted" and spec.grasp_miss:
-        raise PolicyError(f"grasp_miss is the scripted oracle's skill knob; policy {spec.kind} has none")
+    for knob in ("grasp_miss", "grasp_drop"):
+        if spec.kind != "scripted" and getattr(spec, knob):
+            raise PolicyError(f"{knob} is a knob of the scripted oracle; policy {spec.kind} has none")
     if spec.kind == "scripted":
         from engine.policies.scripted import ScriptedOracle
 
         try:
-            policy = ScriptedOracle(grasp_miss=spec.grasp_miss)
+            policy = ScriptedOracle(grasp_miss=spec.grasp_miss, grasp_drop=spec.grasp_drop)
         except ValueError as exc:
             raise PolicyError(str(exc)) from None
     elif spec.kind == "hold":

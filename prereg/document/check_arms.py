@@ -139,13 +139,17 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
             "the commit of allenai/MolmoAct2-FAST-Tokenizer, e.g. the last folder of its snapshot path")
     norm_tag = _opt_str(a, "norm_tag", err)
     task = _opt_str(a, "task", err)
-    grasp_miss = a.get("grasp_miss")
-    if grasp_miss is not None:
+    knobs = {"grasp_miss": "that an episode's grasps miss, e.g. grasp_miss: 0.5",
+             "grasp_drop": "that it lets go after the lift, e.g. grasp_drop: 0.3"}
+    for knob, what in knobs.items():
+        value = a.get(knob)
+        if value is None:
+            continue
         if policy != "scripted":
-            err("grasp_miss", f"is the scripted oracle's skill knob; policy {policy} has none", "remove it")
-        elif isinstance(grasp_miss, bool) or not isinstance(grasp_miss, (int, float)) or not 0 <= grasp_miss <= 1:
-            err("grasp_miss", f"must be a probability from 0 to 1, got {grasp_miss!r}",
-                "the chance (seeded per seed) that an episode's grasps miss, e.g. grasp_miss: 0.5")
+            err(knob, f"is a knob of the scripted oracle; policy {policy} has none", "remove it")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            err(knob, f"must be a probability from 0 to 1, got {value!r}", f"the chance (seeded per seed) {what}")
+    grasp_miss, grasp_drop = a.get("grasp_miss"), a.get("grasp_drop")
     env = _check_env_fields(a, err, sec.sealed)
     if errs.bad:
         return None
@@ -156,7 +160,8 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
         convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
         norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,
         flow_steps=flow_steps, task=task, **env,
-        grasp_miss=None if grasp_miss is None else float(grasp_miss), features=features,
+        grasp_miss=None if grasp_miss is None else float(grasp_miss),
+        grasp_drop=None if grasp_drop is None else float(grasp_drop), features=features,
     )
 
 

@@ -33,6 +33,7 @@ class Arm:
     env: str | None = None  # the scene and task (engine.envs name or env file); None: the protocol's
     env_sha256: str | None = None  # its content hash as frozen
     grasp_miss: float | None = None  # the scripted oracle's skill knob (engine/policies/scripted.py)
+    grasp_drop: float | None = None  # ... and its drop knob (let go after the lift)
     features: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE, a checkpoint input fed by another sim input
 
 

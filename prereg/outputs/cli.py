@@ -288,7 +288,7 @@ def cmd_show(args) -> int:
             bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in
                                  ("checkpoint", "revision", "fast_revision", "decode", "convmap", "norm_tag",
                                   "dtype", "workers",
-                                  "flow_steps", "grasp_miss") if getattr(a, k) is not None]
+                                  "flow_steps", "grasp_miss", "grasp_drop") if getattr(a, k) is not None]
             if a.convmap_overrides:
                 bits.append("overrides=" + ",".join(a.convmap_overrides))
             print(f"  arm {a.name}: {' '.join(bits)}")

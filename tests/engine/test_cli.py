@@ -20,7 +20,9 @@ from tests.helpers import REPO, run_eval
         (["--policy", "hold", "--molmoact2", "tiny"], "choose one policy"),
         (["--molmoact2-grammar-masked"], "modifies --molmoact2-discrete"),
         (["--molmoact2", "tiny", "--fast-revision", "f" * 40], "--fast-revision pins the FAST tokenizer of --molmoact2-discrete"),
-        (["--policy", "hold", "--grasp-miss", "0.5"], "--grasp-miss is the scripted oracle's skill knob"),
+        (["--policy", "hold", "--grasp-miss", "0.5"], "--grasp-miss is a knob of the scripted oracle"),
+        (["--policy", "hold", "--grasp-drop", "0.5"], "--grasp-drop is a knob of the scripted oracle"),
+        (["--policy", "scripted", "--grasp-drop", "-1"], "--grasp-drop: must be a probability from 0 to 1"),
         (["--policy", "scripted", "--grasp-miss", "1.5"], "--grasp-miss: must be a probability from 0 to 1"),
         (["--resume", "/nonexistent/run"], "no readable manifest.json"),
         # bounds, stated in the message

@@ -28,7 +28,11 @@ def test_the_scripted_oracle_places_the_stl_block_and_the_manifest_records_the_f
     assert main(["--policy", "scripted", "--env", "lab/env.yaml", "--num-seeds", "1", "--episode-seconds", "12",
                  "--video-draw", "none", "--run-dir", str(run)]) == 0
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["env"] == {"name": "lab-cube", "file": str(lab), "sha256": env_sha256(str(lab))}
+    assert manifest["env"] == {"name": "lab-cube", "file": str(lab), "sha256": env_sha256(str(lab)),
+                               "physics": {"mode": "fontaine", "overridden": {  # MuJoCo's defaults, set aside
+                                   "timestep": {"scene": 0.002, "ran": 1 / 600}, "impratio": {"scene": 1.0, "ran": 10.0},
+                                   "integrator": {"scene": "euler", "ran": "implicitfast"},
+                                   "cone": {"scene": "pyramidal", "ran": "elliptic"}}}}
     assert manifest["config"]["env"] == str(lab)  # a resume finds it wherever it is started from
     (row,) = [json.loads(line) for line in (run / "rows.jsonl").read_text().splitlines()]
     assert row["status"] == "ok" and row["success"] and row["grasped"] and row["reset_strikes"] == 0
@@ -88,12 +92,13 @@ def test_each_problem_is_one_line_with_its_file_and_line(tmp_path, capsys):
 def test_more_problems_the_target_the_free_joint_and_fields(tmp_path, capsys):
     env = ENV.replace("target: pad", "target: table_top").replace("episode:\n  seconds: 20",
                                                                    "episode:\n  seconds: -1\nlights: on")
-    scene = SCENE.replace("      <freejoint/>\n", "").replace('<body name="pad" mocap="true"', '<body name="table_top"')
+    scene = SCENE.replace("      <freejoint/>\n", "").replace('<body name="pad" mocap="true" pos="0.2 0 0">',
+                                                                 '<body name="table_top" pos="0.2 0 0"><joint type="slide"/>')
     problems = _problems(tmp_path, capsys, env, scene)
     x = tmp_path / "bad" / "scene.xml"
     assert any(p.startswith(f"{x}:{line_of(scene, 'name=\"block\" pos')}: object body 'block' has no free joint")
                for p in problems), problems
-    assert any(p.startswith(f"{x}:{line_of(scene, 'table_top')}: target body 'table_top' is not a mocap body")
+    assert any(p.startswith(f"{x}:{line_of(scene, 'table_top')}: target body 'table_top' has a joint")
                for p in problems), problems
     assert any("episode.seconds: -1 is not a number" in p for p in problems)
     assert any(f":{line_of(env, 'lights')}: lights: not an env field" in p for p in problems)

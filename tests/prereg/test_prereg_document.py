@@ -131,6 +131,18 @@ def test_grasp_miss_is_the_scripted_arms_skill_knob():
     assert pr.line == line_of(text, "grasp_miss") and "policy molmoact2-discrete has none" in pr.message
 
 
+def test_grasp_drop_is_the_scripted_arms_drop_knob():
+    """Issue 34: a scripted arm may register the oracle's seeded drop probability (grasped, then dropped)."""
+    doc = parse(GOOD.replace("    policy: scripted\n", "    policy: scripted\n    grasp_drop: 0.3\n", 1))
+    assert doc.problems == [] and doc.find_arm("b")[0].grasp_drop == 0.3
+    text = GOOD.replace("    policy: scripted\n", "    policy: scripted\n    grasp_drop: yes\n", 1)
+    (pr,) = problems_of(text)
+    assert pr.field == "arms[1].grasp_drop" and "probability from 0 to 1" in pr.message
+    text = GOOD.replace("    convmap: official\n", "    convmap: official\n    grasp_drop: 0.2\n", 1)
+    (pr,) = problems_of(text)
+    assert "policy molmoact2-discrete has none" in pr.message
+
+
 @pytest.mark.parametrize("written, meant", [
     (None, "0"), ("0", "0"), ("auto", "auto"), ("none", "none"), ("all", "all"), ("'seeds:3, 7'", "seeds:3,7"),
 ])
