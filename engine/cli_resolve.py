@@ -239,7 +239,7 @@ def _resolve_resume(args):
         raise UsageError(f"{run_dir / rd.MANIFEST}: its config cannot be read back ({exc}); "
                          "the run cannot be resumed") from None
     recorded = manifest.env or {}
-    check_env(config.env, pin=recorded.get("sha256") if recorded.get("file") else None,
+    check_env(config.env, pin=recorded.get("sha256") if recorded.get("file") or recorded.get("gym") else None,
                pinned_by="the run started on")  # the env the run was started on must still be there, unchanged
     return config, Path(run_dir), True
 
@@ -249,10 +249,10 @@ def check_env(name: str | None, base: Path | None = None, pin: str | None = None
     """The env's name (an env file's absolute path, relative to `base`), once the registry has it;
     an env file whose content hash is not `pin` is refused (an UnknownEnv or EnvError, or a
     changed file, is bad input: exit 2, nothing written)."""
-    from engine.envs import DEFAULT_ENV, check_name, env_sha256, is_env_file
+    from engine.envs import DEFAULT_ENV, check_name, env_sha256, is_env_file, is_gym_ref
 
     ref = check_name(DEFAULT_ENV if name is None else name, base)
-    if pin and is_env_file(ref):
+    if pin and (is_env_file(ref) or is_gym_ref(ref)):
         have = env_sha256(ref)
         if have != pin:
             raise UsageError(f"--env {name}: the env file changed: its sha256 is {have[:12]}, {pinned_by} {pin[:12]} "

@@ -36,6 +36,6 @@ want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing Python packages (first time: a few minutes, about 5 GB with torch)"
   quiet .venv/bin/python -m pip install --upgrade pip
-  quiet .venv/bin/python -m pip install -e ".[${FONTAINE_EXTRAS:-dev,ray,step,diffusion}]"
+  quiet .venv/bin/python -m pip install -e ".[${FONTAINE_EXTRAS:-dev,ray,step,diffusion,nexus}]"
   echo "$want" > "$stamp"
 fi

@@ -989,15 +989,21 @@ def _metrics_class():
     from engine.sim.metrics import EpisodeMetrics, success_test
 
     class PlaceMetrics(EpisodeMetrics):
-        """EpisodeMetrics with the file's declared test, tolerances and hold."""
+        """EpisodeMetrics with the file's (or an adapter's) declared test, tolerances and hold."""
 
-        def __init__(self, test, tol: dict, hold_ticks: int, *args, **kwargs):
-            self.tol, self.hold_ticks = tol, hold_ticks
+        def __init__(self, test, tol: dict, hold_ticks: int, *args, dist3d: bool = False, **kwargs):
+            self.tol, self.hold_ticks, self.dist3d = tol, hold_ticks, dist3d
             self._test = success_test(test, tol)
             super().__init__(*args, **kwargs)
 
         def succeeds(self, r) -> bool:
             return self._test(r, self.disk_pos, self.disk_top_z)
+
+        def _dist(self, r) -> float:
+            if not self.dist3d:  # a place: XY to the target's centre; a lift: 3-D to the point above the start
+                return super()._dist(r)
+            d = np.asarray(r.pos, dtype=float) - self.disk_pos
+            return math.sqrt(float(d @ d))
 
     return PlaceMetrics
 

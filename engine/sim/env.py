@@ -67,10 +67,11 @@ class ObjectEnv:
     film_geom_groups: tuple[int, ...] = (ROOM_GEOM_GROUP,)  # drawn in videos too: the floor, where a knocked object went
 
     def __init__(self, model: mujoco.MjModel, *, render_size: int, cameras: dict[str, str], obj_joint: int,
-                 is_obj: np.ndarray, is_arm: np.ndarray, jaw_geoms: tuple[str, str], target_body: str,
-                 rest_box: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
+                 is_obj: np.ndarray, is_arm: np.ndarray, jaw_geoms, target_body: str,
+                 rest_box: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, data: mujoco.MjData | None = None,
+                 free_cameras: dict | None = None):
         self.model = model
-        self.data = mujoco.MjData(self.model)
+        self.data = mujoco.MjData(self.model) if data is None else data  # a Gymnasium env's own, when it owns it
         self.cameras = dict(cameras)
         self.render_size = int(render_size)
         self._renderer = FrameRenderer(self.model, self.render_size)
@@ -81,8 +82,8 @@ class ObjectEnv:
         self._obj_qpos, self._obj_qvel = int(self.model.jnt_qposadr[obj_joint]), int(self.model.jnt_dofadr[obj_joint])
         self._target = int(self.model.body(target_body).mocapid[0])
         role = np.where(is_arm, _ARM, _SUPPORT).astype(np.int64)
-        role[self.model.geom(jaw_geoms[0]).id] |= _FIXED_PAD
-        role[self.model.geom(jaw_geoms[1]).id] |= _MOVING_PAD
+        for side, bit in zip(jaw_geoms, (_FIXED_PAD, _MOVING_PAD)):  # a geom's name, or a side's geom ids
+            role[[self.model.geom(side).id] if isinstance(side, str) else list(side)] |= bit
         role[is_obj] = 0
         self._is_obj = is_obj
         self._role = role
@@ -93,6 +94,7 @@ class ObjectEnv:
             lo, hi, rot = (np.asarray(v, dtype=float) for v in rest_box)
             self._rest = ((lo + hi) / 2, lo, hi, rot)
         self._mat = np.zeros(9)
+        self._free = {name: _look_at(cam) for name, cam in (free_cameras or {}).items()}  # {name: (MjvCamera, fovy)}
         self.tick = 0
         self.metrics: EpisodeMetrics | None = None
 
@@ -192,7 +194,17 @@ class ObjectEnv:
 
     def render(self, camera: str) -> np.ndarray:
         """An HxWx3 uint8 frame from a scene camera; raises RenderUnavailable without GL."""
-        return self._renderer.render(self.data, camera)
+        return self._render(self._renderer, camera)
+
+    def _render(self, renderer: FrameRenderer, camera: str, option: mujoco.MjvOption | None = None) -> np.ndarray:
+        if camera not in self._free:
+            return renderer.render(self.data, camera, option)
+        free, fovy = self._free[camera]  # a camera the scene lacks, placed by the env: a free camera at its fovy
+        was, self.model.vis.global_.fovy = self.model.vis.global_.fovy, fovy
+        try:
+            return renderer.render(self.data, free, option)
+        finally:
+            self.model.vis.global_.fovy = was
 
     def policy_images(self) -> dict[str, np.ndarray]:
         """The policy's image inputs, each from the scene camera the env maps it to."""
@@ -215,7 +227,7 @@ class ObjectEnv:
             for group in self.film_geom_groups:
                 self._film_option.geomgroup[group] = 1
         option = self._film_option
-        return np.concatenate([renderer.render(self.data, camera, option) for camera in self.film_cameras()], axis=1)
+        return np.concatenate([self._render(renderer, camera, option) for camera in self.film_cameras()], axis=1)
 
     def close(self) -> None:
         self._renderer.close()
@@ -365,6 +377,21 @@ def _draw_point(rng: np.random.Generator) -> np.ndarray:
     radius = rng.uniform(*SPAWN_RADIUS_M)
     azimuth = np.deg2rad(rng.uniform(-SPAWN_AZIMUTH_DEG, SPAWN_AZIMUTH_DEG))
     return PAN_AXIS_XY + radius * np.array([np.cos(azimuth), np.sin(azimuth)])
+
+
+def _look_at(cam: dict) -> tuple[mujoco.MjvCamera, float]:
+    """A free MjvCamera at cam["pos"] looking at cam["look_at"], and its fovy (degrees)."""
+    pos, look = np.asarray(cam["pos"], dtype=float), np.asarray(cam["look_at"], dtype=float)
+    forward = look - pos
+    distance = float(np.linalg.norm(forward))
+    forward /= distance
+    free = mujoco.MjvCamera()
+    free.type = mujoco.mjtCamera.mjCAMERA_FREE
+    free.lookat[:] = look
+    free.distance = distance
+    free.azimuth = float(np.degrees(np.arctan2(forward[1], forward[0])))
+    free.elevation = float(np.degrees(np.arcsin(np.clip(forward[2], -1.0, 1.0))))
+    return free, float(cam["fovy"])
 
 
 def substeps_per_tick(model: mujoco.MjModel) -> int:

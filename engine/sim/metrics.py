@@ -169,6 +169,8 @@ PREDICATES: dict[str, tuple[tuple[str, ...], str]] = {
     "object_still": (("still_speed_m_s",), "the object slower than still_speed_m_s"),
     "robot_still": (("robot_still_rad_s",), "every arm joint slower than robot_still_rad_s"),
     "arm_clear": ((), "the arm not touching the object"),
+    "held": ((), "held by both jaws and touching nothing else (off its support)"),
+    "lifted": ((), "its base at or above the target's height (a lift: the target is that high above its start)"),
 }
 DEFAULT_TEST = ("within", "height", "upright", "object_still", "arm_clear")  # boat-on-disk's, as env files had it
 
@@ -196,6 +198,10 @@ def _holds(name: str, x: BoatReading, target, z: float, tol: dict) -> bool:
         return x.speed_m_s < tol["still_speed_m_s"]
     if name == "robot_still":
         return x.arm_speed_rad_s < tol["robot_still_rad_s"]
+    if name == "held":
+        return x.held
+    if name == "lifted":
+        return float(x.pos[2]) >= float(target[2])
     return not x.touching_arm  # arm_clear
 
 

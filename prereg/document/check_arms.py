@@ -184,6 +184,7 @@ def _check_features(raw, err, policy) -> tuple[str, ...]:
 
 ENV_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # engine.envs.spec.NAME_RE
 ENV_FILE_SUFFIXES = (".yaml", ".yml")  # a declarative env file, relative to the document's folder
+ENV_GYM_RE = re.compile(r"gym:[A-Za-z0-9_./-]{1,128}")  # a Gymnasium env with Fontaine's adapter (engine.envs.gym_adapter)
 ENV_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
@@ -193,9 +194,10 @@ def _check_env_fields(raw: dict, err, sealed: bool) -> dict:
     out: dict = {}
     env = raw.get("env")
     if env is not None:
-        if not isinstance(env, str) or not (ENV_NAME_RE.fullmatch(env) or env.endswith(ENV_FILE_SUFFIXES)):
-            err("env", f"{env!r} is not an env", "a name from `fontaine-eval --list-envs` (e.g. boat-on-disk) "
-                "or an env file, path/to/env.yaml")
+        if not isinstance(env, str) or not (ENV_NAME_RE.fullmatch(env) or env.endswith(ENV_FILE_SUFFIXES)
+                                            or ENV_GYM_RE.fullmatch(env)):
+            err("env", f"{env!r} is not an env", "a name from `fontaine-eval --list-envs` (e.g. boat-on-disk), "
+                "an env file, path/to/env.yaml, or gym:ID")
         else:
             out["env"] = env
     sha = raw.get("env_sha256")

@@ -18,8 +18,10 @@ def test_list_envs_prints_one_env_a_line_name_first_and_writes_nothing(tmp_path,
     monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
     assert main(["--list-envs"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split("\t")[0] for line in lines] == ["boat-on-disk", "pick-lift", "lab-boat"]
+    assert [line.split("\t")[0] for line in lines] == ["boat-on-disk", "pick-lift", "lab-boat",
+                                                        "gym:MuJoCoPickAndPlace-v1", "gym:MuJoCoPickLift-v1"]
     assert "the lab's boat" in lines[2]
+    assert lines[3].endswith("\tgym (so101-nexus-mujoco 0.3.12)")  # the Gymnasium envs Fontaine ships adapters for
     assert list(tmp_path.iterdir()) == []
 
 
