@@ -222,6 +222,44 @@ class _Reader:
     def __init__(self, path: Path, lines: dict):
         self.f, self.lines, self.out = str(path), lines, []
 
+    @classmethod
+    def open(cls, path: Path, what: str, keys: tuple, example: str) -> tuple[dict, str, "_Reader"]:
+        """(the YAML mapping, its text, a reader) of the file at `path`, `what` it is: a file that cannot
+        be read or is not a YAML mapping raises EnvFileError; keys given twice or unknown are problems."""
+        from prereg.core.yamlpos import PosYAMLError, load_with_lines
+
+        f = str(path)
+        if not path.is_file():
+            raise EnvFileError(path, [f"{f}: {what} not found" if not path.exists() else f"{f}: not a regular file"])
+        try:
+            text = _read_bounded(path).decode("utf-8")
+            raw, lines, dups = load_with_lines(text)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise EnvFileError(path, [f"{f}: cannot be read ({getattr(exc, 'strerror', None) or exc})"]) from None
+        except PosYAMLError as exc:
+            raise EnvFileError(path, [f"{f}:{exc.line}: {str(exc).replace('a pre-registration', f'an {what}')}"]) from None
+        if not isinstance(raw, dict):
+            raise EnvFileError(path, [f"{f}:1: an {what} is a YAML mapping ({example}, ...)"])
+        r = cls(path, lines)
+        for key, line in dups:
+            r.out.append(f"{f}:{line}: {'.'.join(str(k) for k in key)}: given twice")
+        for key in raw:
+            if key not in keys:
+                r.err((key,), f"not an {what.split()[0]} field (fields: {', '.join(keys)})")
+        return raw, text, r
+
+    def text(self, raw: dict, key: str, required: bool = True) -> str:
+        """A text field, stripped ("" when missing or not a text: a problem, unless optional and missing)."""
+        v = raw.get(key)
+        if v is None:
+            if required:
+                self.err((key,), "missing")
+            return ""
+        if not isinstance(v, str) or not v.strip():
+            self.err((key,), f"{v!r} is not a text")
+            return ""
+        return v.strip()
+
     def at(self, *keys) -> str:
         for n in range(len(keys), -1, -1):
             if keys[:n] in self.lines:
@@ -436,39 +474,8 @@ def load_env_file(ref) -> EnvSpec:
 
 def read_declaration(path: Path) -> Declared:
     """Read and check the YAML and the MJCF it names; every problem found, one line each."""
-    from prereg.core.yamlpos import PosYAMLError, load_with_lines
-
-    f = str(path)
-    if not path.is_file():
-        raise EnvFileError(path, [f"{f}: env file not found" if not path.exists() else f"{f}: not a regular file"])
-    try:
-        text = _read_bounded(path).decode("utf-8")
-        raw, lines, dups = load_with_lines(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EnvFileError(path, [f"{f}: cannot be read ({getattr(exc, 'strerror', None) or exc})"]) from None
-    except PosYAMLError as exc:
-        raise EnvFileError(path, [f"{f}:{exc.line}: {str(exc).replace('a pre-registration', 'an env file')}"]) from None
-    if not isinstance(raw, dict):
-        raise EnvFileError(path, [f"{f}:1: an env file is a YAML mapping (name:, scene:, object:, ...)"])
-    r = _Reader(path, lines)
-    out, err = r.out, r.err
-
-    for key, line in dups:
-        out.append(f"{f}:{line}: {'.'.join(str(k) for k in key)}: given twice")
-    for key in raw:
-        if key not in TOP_KEYS:
-            err((key,), f"not an env field (fields: {', '.join(TOP_KEYS)})")
-
-    def text_field(key, required=True, default=None) -> str:
-        v = raw.get(key, default)
-        if v is None:
-            if required:
-                err((key,), "missing")
-            return ""
-        if not isinstance(v, str) or not v.strip():
-            err((key,), f"{v!r} is not a text")
-            return ""
-        return v.strip()
+    raw, _, r = _Reader.open(path, "env file", TOP_KEYS, "name:, scene:, object:")
+    out, err, text_field = r.out, r.err, functools.partial(r.text, raw)
 
     name = text_field("name")
     if name and not NAME_RE.fullmatch(name):

@@ -35,14 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.envs.envfile import (
-    CONTROL_HZ,
-    EnvFileError,
-    _read_bounded,
-    _Reader,
-    read_cameras,
-    read_success,
-)
+from engine.envs.envfile import CONTROL_HZ, EnvFileError, _read_bounded, _Reader, read_cameras, read_success
 from engine.envs.spec import NAME_RE, BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
 
 PREFIX = "gym:"
@@ -104,39 +97,10 @@ class Adapter:
 
 def read_adapter(path: Path) -> Adapter:
     """Read and check an adapter file: every problem, one line each with its line (EnvFileError)."""
-    from prereg.core.yamlpos import PosYAMLError, load_with_lines
+    raw, text, r = _Reader.open(path, "adapter file", KEYS, "gym:, object:, target:")
+    text_field = functools.partial(r.text, raw)
 
-    f = str(path)
-    if not path.is_file():
-        raise EnvFileError(path, [f"{f}: adapter file not found"])
-    try:
-        text = _read_bounded(path).decode("utf-8")
-        raw, lines, dups = load_with_lines(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EnvFileError(path, [f"{f}: cannot be read ({getattr(exc, 'strerror', None) or exc})"]) from None
-    except PosYAMLError as exc:
-        raise EnvFileError(path, [f"{f}:{exc.line}: {str(exc).replace('a pre-registration', 'an adapter file')}"]) from None
-    if not isinstance(raw, dict):
-        raise EnvFileError(path, [f"{f}:1: an adapter file is a YAML mapping (gym:, object:, target:, ...)"])
-    r = _Reader(path, lines)
-    for key, line in dups:
-        r.out.append(f"{f}:{line}: {'.'.join(str(k) for k in key)}: given twice")
-    for key in raw:
-        if key not in KEYS:
-            r.err((key,), f"not an adapter field (fields: {', '.join(KEYS)})")
-
-    def text_field(key, required=True):
-        v = raw.get(key)
-        if v is None:
-            if required:
-                r.err((key,), "missing")
-            return None
-        if not isinstance(v, str) or not v.strip():
-            r.err((key,), f"{v!r} is not a text")
-            return None
-        return v.strip()
-
-    gym_id = text_field("gym") or ""
+    gym_id = text_field("gym")
     if gym_id and not ID_RE.fullmatch(gym_id):
         r.err(("gym",), f"{gym_id!r} is not a Gymnasium env id")
     imports = raw.get("import", [])
@@ -148,12 +112,12 @@ def read_adapter(path: Path) -> Adapter:
     if not isinstance(kwargs, dict):
         r.err(("kwargs",), "a mapping of gymnasium.make's keyword arguments")
         kwargs = {}
-    name = text_field("name") or ""
+    name = text_field("name")
     if name and not NAME_RE.fullmatch(name):
         r.err(("name",), f"{name!r}: use lower-case letters, digits and '-' (at most 64)")
     description = text_field("description", required=False) or f"{gym_id} through {path.name}"
-    task = text_field("task", required=False)
-    object_body = text_field("object") or ""
+    task = text_field("task", required=False) or None
+    object_body = text_field("object")
     target = raw.get("target")
     target_body, lift_m = None, None
     if isinstance(target, str) and target:

@@ -23,7 +23,7 @@ as two checkpoints sharing their hard seeds would be).
 
 The drop knob, `grasp_drop` (a probability, default 0), draws from another stream of its own
 (`drop_draw(seed)`): on the seeds it falls on, the oracle grasps and lifts, then opens its jaws where
-the lift left it and goes home, so "grasped, then dropped" (prereg.rows.DROPPED) is an outcome a run
+the lift left it and goes home, so "grasped, then dropped" (prereg.rundir.rows.DROPPED) is an outcome a run
 can be shown to produce.
 """
 

@@ -216,3 +216,16 @@ def test_lerobots_env_factory_and_a_lerobot_policy_step_it(tmp_path):
         assert truncated.all() and not info["final_info"]["is_success"].any()
     finally:
         vec.close()
+
+
+def test_the_adapter_docs_envs_md_shows_is_the_one_fontaine_ships(tmp_path):
+    import re
+
+    from tests.helpers import REPO
+
+    text = (REPO / "docs" / "envs.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if b.startswith("gym: MuJoCoPickAndPlace-v1"))
+    (tmp_path / "adapter.yaml").write_text(block)
+    shown, shipped = get_env(str(tmp_path / "adapter.yaml")), get_env(PLACE)
+    for key in ("name", "object_body", "target_body", "cameras", "success", "grasp", "episode_seconds"):
+        assert getattr(shown, key) == getattr(shipped, key), key

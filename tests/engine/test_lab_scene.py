@@ -253,3 +253,13 @@ def test_object_env_readings_for_an_object_resting_on_a_side():
     assert np.allclose(r.pos, [0.3, 0.1, 0.0], atol=1e-9) and abs(r.upright_cos) < 1e-9 and np.isclose(r.face_cos, 1.0)
     assert np.allclose(env.object_pos(), [0.3, 0.1, 0.02])
     env.close()
+
+
+def test_docs_envs_md_shows_the_nexus_env_file_the_tests_load():
+    import re
+
+    from tests.engine.nexus_fixture import ENV as NEXUS
+    from tests.helpers import REPO
+
+    blocks = re.findall(r"```yaml\n(.*?)```", (REPO / "docs" / "envs.md").read_text(), re.S)
+    assert NEXUS in blocks
