@@ -35,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.envs.envfile import CONTROL_HZ, EnvFileError, _read_bounded, _Reader, read_cameras, read_success
+from engine.envs.declare import CONTROL_HZ, EnvFileError, _Reader, read_cameras, read_success
+from engine.envs.mjcf_scan import _read_bounded
 from engine.envs.spec import NAME_RE, BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
 
 PREFIX = "gym:"
@@ -366,7 +367,7 @@ class _GymScene:
         return np.asarray(self._start, dtype=float) + np.array([0.0, 0.0, self.adapter.lift_m])
 
     def reset(self, seed: int) -> int:
-        from engine.envs.envfile import _metrics_class
+        from engine.envs.place_scene import _metrics_class
 
         _, info = self.gym.reset(seed=int(seed))
         self._steps, self.tick = 0, 0

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from engine.cli import main
-from engine.envs import env_record, envfile, get_env
+from engine.envs import EnvFileError, env_record, envfile, get_env
 from engine.episode import run_episode
 from engine.policies.scripted import ScriptedOracle
 from engine.sim import scene
@@ -143,7 +143,7 @@ def test_the_nexus_scene_loads_as_the_package_builds_it(envs, tmp_path, monkeypa
 
 def test_physics_scene_honours_the_option_when_its_timestep_divides_the_tick(tmp_path):
     path = write_nexus_env(tmp_path / "a", envfile_text(physics="scene"))
-    with pytest.raises(envfile.EnvFileError, match="timestep 0.002 s does not divide the 30 Hz tick"):
+    with pytest.raises(EnvFileError, match="timestep 0.002 s does not divide the 30 Hz tick"):
         get_env(str(path))
     (tmp_path / "a" / "scene.xml").write_text((tmp_path / "a" / "scene.xml").read_text()
                                               .replace('timestep="0.002"', 'timestep="0.0020833333333333333"'))
