@@ -164,6 +164,23 @@ class Unreachable(ValueError):
 
 
 @dataclass(frozen=True)
+class Boundary:
+    """A test on the discordant walk alone: B better at w >= crit[l], B worse at l >= crit[w], truncated
+    at n_max seeds (the SPRT without its futility stop; the discordant e-process of `test: savi`)."""
+
+    crit: tuple[int, ...]  # crit[l], l = 0..n_max: the wins that claim "better" after l losses
+    n_max: int
+
+    def codes(self, t, w, ls) -> np.ndarray:
+        """The decision at seed t with w wins and ls losses (arrays broadcast): 1 B better, 2 B worse, 0 go on."""
+        crit = np.asarray(self.crit)
+        w, ls = np.asarray(w), np.asarray(ls)
+        up = w >= crit[np.minimum(ls, self.n_max)]
+        down = ls >= crit[np.minimum(w, self.n_max)]
+        return np.where(up, BETTER, np.where(down, WORSE, 0)).astype(np.int8)
+
+
+@dataclass(frozen=True)
 class Design:
     p_lo: float
     p_hi: float
@@ -212,14 +229,15 @@ class Design:
         """(up, down): LLR + kappa per direction; both <= futility stops the run."""
         return self.llr(w, ls) + self.kappa(t, w), self.llr(ls, w) + self.kappa(t, ls)
 
+    @property
+    def boundary(self) -> Boundary:
+        """The test without its futility stop."""
+        return Boundary(self.crit, self.n_max)
+
     def codes(self, t, w, ls) -> np.ndarray:
         """The decision at seed t with w wins and ls losses (arrays broadcast): 1 B better, 2 B worse,
         4 futile, 0 go on."""
-        crit = np.asarray(self.crit)
-        w, ls = np.asarray(w), np.asarray(ls)
-        up = w >= crit[np.minimum(ls, self.n_max)]
-        down = ls >= crit[np.minimum(w, self.n_max)]
-        out = np.where(up, BETTER, np.where(down, WORSE, 0))
+        out = self.boundary.codes(t, w, ls)
         if self.futility > G_MIN:
             fu, fd = self.futility_stats(t, w, ls)
             out = np.where((out == 0) & (fu <= self.futility) & (fd <= self.futility), FUTILE, out)
@@ -256,12 +274,12 @@ def _bounds(n: int, p: float) -> tuple[np.ndarray, np.ndarray]:
     return np.maximum(lo - 1, 0).astype(np.int64), np.minimum(hi + 1, t).astype(np.int64)
 
 
-def oc(d: Design, b: float, a: float, n: int | None = None, futility: bool = True) -> OC:
-    """Exact operating characteristic of the design when a seed is a B win with chance b and a loss
+def oc(d: Design | Boundary, b: float, a: float, n: int | None = None, futility: bool = True) -> OC:
+    """Exact operating characteristic of the test when a seed is a B win with chance b and a loss
     with chance a (no difference: b = a), truncated at n seeds (default n_max): dynamic programming
     over (wins, losses) seed by seed, on the box where each count is likelier than EPS."""
     n = d.n_max if n is None else min(n, d.n_max)
-    dd = d if futility else Design(d.p_lo, d.p_hi, d.alpha, d.power, d.n_max, d.crit, d.h, -math.inf)
+    dd = d if futility or isinstance(d, Boundary) else d.boundary
     c = 1.0 - a - b
     wlo, whi = _bounds(n, b)
     llo, lhi = _bounds(n, a)
@@ -305,7 +323,7 @@ def make_design(p_lo: float, p_hi: float, alpha: float, power: float, n_max: int
         raise ValueError(f"the design needs two rates 0 < p_lo < p_hi < 1, got {p_lo}, {p_hi}")
     crit, h = calibrate(design_theta(p_lo, p_hi), n_max, alpha)
     none = Design(p_lo, p_hi, alpha, power, n_max, crit, h, -math.inf)
-    reached = min(oc(none, b, a).better for b, a in (none.independent, none.nested))
+    reached = min(oc(none.boundary, b, a).better for b, a in (none.independent, none.nested))
     if reached < power:
         needed = seeds_for_power(p_lo, p_hi, alpha, power, start=n_max)
         raise Unreachable(f"the discordant-pair SPRT reaches power {reached:.3f} < {power:g} at {p_lo:g} vs {p_hi:g} "
@@ -336,7 +354,7 @@ def seeds_for_power(p_lo: float, p_hi: float, alpha: float, power: float, start:
     def ok(n: int) -> bool:
         crit, h = calibrate(design_theta(p_lo, p_hi), n, alpha)
         d = Design(p_lo, p_hi, alpha, power, n, crit, h, -math.inf)
-        return all(oc(d, b, a).better >= power for b, a in (d.independent, d.nested))
+        return all(oc(d.boundary, b, a).better >= power for b, a in (d.independent, d.nested))
 
     hi = max(start, 2)
     while not ok(hi):
@@ -356,7 +374,7 @@ def seeds_for_power(p_lo: float, p_hi: float, alpha: float, power: float, start:
 # ---------------------------------------------------------------- on rows (vectorised over simulated sequences)
 
 
-def run(d: Design, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def run(d: Design | Boundary, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The test on success booleans a, b (S x n, seeds in plan order): (code, seed) per sequence,
     code 1 B better, 2 B worse, 4 futile, 0 none by min(n, n_max); seed 1-based (0 with none)."""
     a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
