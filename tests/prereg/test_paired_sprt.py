@@ -1,4 +1,4 @@
-"""test: sprt (prereg/paired_sprt.py): the exact operating characteristic (dynamic programming) against
+"""test: sprt (prereg/stats/paired_sprt.py): the exact operating characteristic (dynamic programming) against
 simulated comparisons (numpy, seeded; every check within 4 Monte Carlo standard errors), the exact
 level at every null, the registered power at the design with independent, correlated and nested
 arms, the expected seeds against the batch and the information floor, and the goals of issue 35."""
@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from prereg import comparison as C
-from prereg import paired_sprt as P
+from prereg.stats import operating as O
+from prereg.stats import paired_sprt as P
 
 ALPHA, POWER = 0.05, 0.8
 LAB = (0.01, 0.09, 184)  # the lab notes' 9% vs 1%, max seeds 1.5 x the batch's 123
@@ -74,9 +74,9 @@ def test_type_one_is_at_most_alpha_at_every_null_exactly(case):
     t1 = np.array([sum(rates(P.oc(d, c, c))) for c in cs])
     assert (t1 <= bare + 1e-12).all() and (bare <= ALPHA).all() and (np.diff(bare) >= -1e-12).all()
     assert bare[-1] == pytest.approx(P.walk_type1(np.array(d.crit), d.n_max), abs=1e-9)
-    # the nulls named by rates, independent and correlated arms (C.pair_probs)
+    # the nulls named by rates, independent and correlated arms (O.pair_probs)
     for p, rho in itertools.product((0.01, 0.05, 0.3, 0.5, 0.9), (0.0, 0.5, 0.9)):
-        assert sum(rates(P.oc(d, *C.pair_probs(p, p, rho)))) <= ALPHA
+        assert sum(rates(P.oc(d, *O.pair_probs(p, p, rho)))) <= ALPHA
 
 
 def rates(o: P.OC) -> tuple[float, float]:
@@ -87,7 +87,7 @@ def rates(o: P.OC) -> tuple[float, float]:
 def test_simulated_type_one_agrees_with_the_exact_one(p, rho):
     """Simulated nulls (rho -1: every seed discordant, the worst null) against the DP."""
     d = design(MID)
-    law = (0.5, 0.5) if rho < 0 else C.pair_probs(p, p, rho)
+    law = (0.5, 0.5) if rho < 0 else O.pair_probs(p, p, rho)
     code, _ = simulate(d, *law, np.random.default_rng(int(100 * p) + 7))
     exact = P.oc(d, *law)
     rate = float(np.mean((code == P.BETTER) | (code == P.WORSE)))
@@ -102,7 +102,7 @@ def test_power_holds_at_the_design_for_independent_correlated_and_nested_arms(ca
     d = design(case)
     assert P.oc(d, *d.independent).better >= POWER and P.oc(d, *d.nested).better >= POWER
     for rho in (0.25, 0.5, 0.75):  # in between: not a constraint of the design, measured
-        assert P.oc(d, *C.pair_probs(d.p_lo, d.p_hi, rho)).better >= POWER
+        assert P.oc(d, *O.pair_probs(d.p_lo, d.p_hi, rho)).better >= POWER
     # the futility threshold is the largest on its grid that keeps it
     looser = P.Design(d.p_lo, d.p_hi, d.alpha, d.power, d.n_max, d.crit, d.h, d.futility + 2 * P.GRID)
     assert min(P.oc(looser, *looser.independent).better, P.oc(looser, *looser.nested).better) < POWER
@@ -113,9 +113,9 @@ def test_power_holds_at_the_design_for_independent_correlated_and_nested_arms(ca
 def test_the_exact_operating_characteristic_is_what_simulation_gives(case, law):
     d = design(case)
     pa, pb = d.p_lo, d.p_hi
-    b, a = {"design": d.independent, "nested": d.nested, "1.5x": C.pair_probs(pa, pa + 1.5 * d.delta),
-            "null-a": C.pair_probs(pa, pa), "null-mid": C.pair_probs((pa + pb) / 2, (pa + pb) / 2),
-            "rho 0.5": C.pair_probs(pa, pb, 0.5)}[law]
+    b, a = {"design": d.independent, "nested": d.nested, "1.5x": O.pair_probs(pa, pa + 1.5 * d.delta),
+            "null-a": O.pair_probs(pa, pa), "null-mid": O.pair_probs((pa + pb) / 2, (pa + pb) / 2),
+            "rho 0.5": O.pair_probs(pa, pb, 0.5)}[law]
     exact = P.oc(d, b, a)
     code, seeds = simulate(d, b, a, np.random.default_rng(abs(hash(law)) % 2**32))
     for k, p in ((P.BETTER, exact.better), (P.WORSE, exact.worse), (P.FUTILE, exact.futile), (0, exact.undecided)):
@@ -131,23 +131,23 @@ def test_the_goals_of_issue_35_at_the_lab_notes_effects():
     for case, n_batch in ((LAB, 123), (MID, 50)):
         d = design(case)
         bo, ao = d.independent
-        assert C.batch_seeds(POWER, b_only=bo, a_only=ao) == n_batch
+        assert O.batch_seeds(POWER, b_only=bo, a_only=ao) == n_batch
         floor = P.floor_seeds(bo, ao, ALPHA, POWER)
         at = P.oc(d, bo, ao).expected_seeds
         assert floor < at <= 0.70 * n_batch
-        big = P.oc(d, *C.pair_probs(d.p_lo, d.p_lo + 1.5 * d.delta)).expected_seeds
+        big = P.oc(d, *O.pair_probs(d.p_lo, d.p_lo + 1.5 * d.delta)).expected_seeds
         assert big <= 0.50 * n_batch
         for p in (d.p_lo, (d.p_lo + d.p_hi) / 2, d.p_hi):
-            o = P.oc(d, *C.pair_probs(p, p))
+            o = P.oc(d, *O.pair_probs(p, p))
             assert o.expected_seeds <= n_batch
-            assert o.expected_seeds >= P.floor_seeds_null(C.pair_probs(p, p)[0], bo, ao, ALPHA, POWER)
+            assert o.expected_seeds >= P.floor_seeds_null(O.pair_probs(p, p)[0], bo, ao, ALPHA, POWER)
 
 
 def test_the_information_floor_is_walds_bound_from_the_per_seed_kl():
     """0.53 of the batch at 9% vs 1% and 0.56 at 60% vs 30% (issue 35's figures), and the KL is the
     minimum over every no-difference law (c, c): checked on a grid of c."""
     for (pa, pb), n_batch, ratio in (((0.01, 0.09), 123, 0.53), ((0.3, 0.6), 50, 0.56)):
-        bo, ao = C.pair_probs(pa, pb)
+        bo, ao = O.pair_probs(pa, pb)
         assert P.floor_seeds(bo, ao, ALPHA, POWER) / n_batch == pytest.approx(ratio, abs=0.005)
         kl = P.seed_kl_alternative(bo, ao)
         grid = [bo * math.log(bo / c) + ao * math.log(ao / c) + (1 - bo - ao) * math.log((1 - bo - ao) / (1 - 2 * c))
