@@ -310,6 +310,35 @@ def test_the_registration_is_carried_on_the_model_and_bad_fields_name_their_line
     assert "more than the 100 planned" in probs["comparison.max_seeds"][1]
 
 
+def test_the_registration_of_sprt_and_of_progress_tests(tmp_path):
+    """sprt needs assumed rates (its alternative); progress defaults to the paired t test; savi on progress
+    needs a clip, which is its estimand; a clip is read only there."""
+    def problems(text):
+        p = tmp_path / "c.md"
+        p.write_text(text)
+        doc = load(p)
+        return doc, {x.field: x.message for x in doc.problems}
+
+    doc, probs = problems(DOC.replace("test: savi", "test: sprt"))
+    assert "test sprt derives its alternative from assumed_rates" in probs["comparison.test"]
+    doc, probs = problems(DOC.replace("test: savi", "test: sprt\n  assumed_rates: [0.2, 0.2]"))
+    assert not probs and doc.sections[0].comparison.design_rates() == (0.2, 0.35)  # equal: p vs p + minimum_effect
+    doc, probs = problems(DOC.replace("test: savi", "test: sprt\n  assumed_rates: [0.9, 0.9]"))
+    assert "above 1" in probs["comparison.assumed_rates"]
+    prog = DOC.replace("metric: success", "metric: progress_final_cm").replace("minimum_effect: 0.15", "minimum_effect: 1.0")
+    doc, probs = problems(prog.replace("  test: savi\n", ""))
+    assert not probs and doc.sections[0].comparison.test == "fixed"
+    doc, probs = problems(prog)
+    assert "needs clip_cm" in probs["comparison.test"] and "clipped" in probs["comparison.test"]
+    doc, probs = problems(prog.replace("test: savi", "test: savi\n  clip_cm: 7.5"))
+    c = doc.sections[0].comparison
+    assert not probs and c.clip_cm == 7.5 and "clipped to +/-7.5 cm" in c.describe()
+    doc, probs = problems(DOC.replace("test: savi", "test: savi\n  clip_cm: 7.5"))
+    assert "only test savi on progress_final_cm reads a clip" in probs["comparison.clip_cm"]
+    doc, probs = problems(prog.replace("test: savi", "test: savi\n  clip_cm: 300"))
+    assert "must be a distance in cm in (0, 272.26]" in probs["comparison.clip_cm"]
+
+
 def test_step_needs_at_least_ten_seeds_said_at_its_line(tmp_path):
     """The package synthesises no STEP policy below n_max 10 (a ValueError that was a launch's crash)."""
     for old, new in (("max_seeds: 60", "max_seeds: 4"), ("seeds: 0-99", "seeds: 0-3\n")):
