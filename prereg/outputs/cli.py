@@ -150,8 +150,10 @@ def cmd_validate(args) -> int:
     print(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
     _print_savings(doc)
     _print_power(doc)
-    _print_comparison(doc)
-    return EXIT_OK
+    lines, refusals = _comparison_advice(doc)
+    if lines:
+        print("\n".join(lines))
+    return _refused(doc, refusals, "") if refusals else EXIT_OK
 
 
 def _print_savings(doc) -> None:
@@ -174,27 +176,53 @@ def _print_power(doc) -> None:
         print("\n".join(lines))
 
 
-def _print_comparison(doc) -> None:
-    """A registered comparison's type-I, power and expected episodes against the batch (prereg/stats/operating.py)."""
-    from prereg.stats.operating import operating_lines
+def _comparison_advice(doc, sections=None) -> tuple[list[str], list[str]]:
+    """(lines, refusals): each registered comparison's advice before spending (prereg/stats/operating.py: the
+    registered test and every test the plan could register instead, against the batch and the information
+    floor), and, positioned (FILE:LINE: comparison.test: ...), the refusal of each registered test that cannot
+    reach its registered power within its max seeds. `sections`: only these sections' comparisons."""
+    from prereg.stats.operating import comparison_advice
     from prereg.stats.step import StepUnavailable
 
+    lines, refusals = [], []
     for sm in doc.sections:
         spec = sm.comparison
-        if spec is None or sm.protocol is None:
+        if spec is None or sm.protocol is None or (sections is not None and sm.section.name not in sections):
             continue
         if spec.test == "step":
             print(f"  (STEP's policy for {spec.seeds_cap(len(sm.protocol.seeds))} seeds: built once by "
                   "sequentialized-barnard-tests and cached; a minute at 200 seeds)", flush=True)
         try:
-            print("\n".join(operating_lines(spec, len(sm.protocol.seeds), power_plan=sm.reads.power)))
+            advice = comparison_advice(spec, len(sm.protocol.seeds), power_plan=sm.reads.power)
         except StepUnavailable as exc:
-            print(f"comparison registered: {spec.describe()}; {exc}")
+            lines.append(f"comparison registered: {spec.describe()}; {exc}")
+            continue
+        lines += advice.lines
+        if advice.refusal:
+            refusals.append(f"{doc.path}:{spec.line or 0}: comparison.test: {advice.refusal}")
+    return lines, refusals
+
+
+def _refused(doc, refusals: list[str], what: str) -> int:
+    for line in refusals:
+        print(line, file=sys.stderr)
+    print(f"{doc.path}: {len(refusals)} problem(s){what}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 def cmd_freeze(args) -> int:
+    from prereg.document.read import load
     from prereg.document.seal import freeze
 
+    before = load(args.file)
+    lines: list[str] = []
+    if before.ok:  # the open section's comparison is read before it is sealed: a refused one writes nothing
+        opened = {sm.section.name for sm in before.sections if not sm.section.sealed}
+        lines, refusals = _comparison_advice(before, opened)
+        if refusals:
+            if lines:
+                print("\n".join(lines))
+            return _refused(before, refusals, ": not frozen, nothing written")
     res = freeze(args.file)
     if res is None:
         print(f"{args.file}: every section is already frozen; nothing to do "
@@ -202,12 +230,11 @@ def cmd_freeze(args) -> int:
         return EXIT_OK
     print(f"{args.file}: froze {res.section} at {res.frozen_at}\n  sha256 {res.sha256}\n"
           f"  tool commit {res.tool_commit}\n  seal on line {res.seal_line}")
-    from prereg.document.read import load
-
     doc = load(args.file)
     _print_savings(doc)
     _print_power(doc)
-    _print_comparison(doc)
+    if lines:
+        print("\n".join(lines))
     return EXIT_OK
 
 

@@ -351,12 +351,44 @@ def test_step_needs_at_least_ten_seeds_said_at_its_line(tmp_path):
         assert "STEP is synthesised for at least 10 seeds" in prob.message and "savi" in prob.hint
 
 
-def test_validate_prints_the_operating_table(tmp_path, capsys):
+def test_validate_prints_the_advice_for_every_test_the_plan_could_register(tmp_path, capsys):
     from prereg.outputs.cli import main
 
     p = tmp_path / "cmp.md"
     p.write_text(DOC.replace("max_seeds: 60", "max_seeds: 60\n  assumed_rates: [0.1, 0.5]"))
     assert main(["validate", str(p)]) == 0
     out = capsys.readouterr().out
-    assert "comparison registered: b vs a on success" in out
-    assert "no difference (0.1 vs 0.1)" in out and "assumed 0.1 -> 0.5" in out and "batch" in out
+    assert "comparison registered: b vs a on success: paired discordant-seed e-process" in out
+    assert "no difference 0.1 vs 0.1 | assumed 0.1 -> 0.5 | minimum effect 0.1 -> 0.25" in out
+    assert "the batch (exact McNemar, sized for it) needs" in out and "information floor (Wald's bound" in out
+    rows = {line[4:].split()[0]: line for line in out.splitlines() if line.startswith(("  > ", "    ")) and "worst" in line}
+    assert rows["savi"].startswith("  > savi (simulated)") and "worst 120" in rows["savi"]
+    assert rows["sprt"].startswith("    sprt (exact)") and rows["fixed"].startswith("    fixed (exact)")
+    assert "fixed (exact)       120.0 (" in out  # the batch at max seeds: 60 seeds x 2 episodes, whatever the truth
+
+
+def test_a_test_that_cannot_reach_its_power_is_refused_in_one_line_that_says_which_would(tmp_path, capsys):
+    """validate exits 2 and freeze writes nothing: the SPRT at 9% vs 1% needs more than the batch's 123 seeds
+    as its max seeds; the betting sequence on progress with a clip as wide as the scene never decides."""
+    from prereg.outputs.cli import main
+
+    text = DOC.replace("seeds: 0-99", "seeds: 0-199").replace("max_seeds: 60", "max_seeds: 123")
+    sprt = tmp_path / "sprt.md"
+    sprt.write_text(text.replace("test: savi", "test: sprt\n  assumed_rates: [0.01, 0.09]"))
+    assert main(["validate", str(sprt)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"{sprt}:18: comparison.test: test sprt cannot reach power 0.8 at 0.01 -> 0.09 within max_seeds "
+                      "123 (it reaches 0.737); test fixed does (0.804); test sprt with max_seeds >= 139")
+    before = sprt.read_text()
+    assert main(["freeze", str(sprt)]) == 2 and sprt.read_text() == before
+    assert "not frozen, nothing written" in capsys.readouterr().err
+    sprt.write_text(before.replace("max_seeds: 123", "max_seeds: 139"))
+    assert main(["validate", str(sprt)]) == 0
+    prog = tmp_path / "prog.md"
+    prog.write_text(text.replace("metric: success", "metric: progress_final_cm").replace(
+        "minimum_effect: 0.15", "minimum_effect: 1.0\n  assumed_delta_cm: 0.73\n  delta_sd_cm: 3.0\n  clip_cm: 272.26"))
+    capsys.readouterr()
+    assert main(["validate", str(prog)]) == 2
+    (line, _) = capsys.readouterr().err.splitlines()
+    assert "test savi cannot reach power 0.8 at +0.73 cm (SD 3 cm) within max_seeds 123 (it reaches 0.000)" in line
+    assert line.endswith("test fixed with max_seeds >= 135")
