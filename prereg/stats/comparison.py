@@ -489,12 +489,15 @@ def _sprt_evidence(d: paired_sprt.Design, at: int, w: int, lo: int, values: dict
     up, down = d.futility_stats(at, w, lo)
     values.update({"llr_better": round(float(d.llr(w, lo)), 4), "llr_worse": round(float(d.llr(lo, w)), 4),
                    "futility_better": round(float(up), 4), "futility_worse": round(float(down), 4),
-                   "design": [d.p_lo, d.p_hi], "boundary_h": round(d.h, 4), "futility_g": d.futility})
+                   "design": [d.p_lo, d.p_hi], "boundary_h": round(d.h, 4) if math.isfinite(d.h) else None,
+                   "futility_g": d.futility if math.isfinite(d.futility) else None})
     need = d.crit[min(lo, d.n_max)]
+    bound = (f"B better at {d.h:.3f}: {need} seeds only B with {lo} only A" if need <= d.n_max
+             else "no boundary within max seeds")
     fut = (f"futility when both are <= {d.futility:.3f}: now {float(up):.2f} / {float(down):.2f}"
            if d.futility > paired_sprt.G_MIN else "no futility stop (the registered power is out of reach)")
     return (f"discordant-pair SPRT designed at {d.p_lo:g} vs {d.p_hi:g}: log-likelihood ratio {float(d.llr(w, lo)):+.2f} "
-            f"(B better at {d.h:.3f}: {need} seeds only B with {lo} only A), {float(d.llr(lo, w)):+.2f} for B worse; {fut}")
+            f"({bound}), {float(d.llr(lo, w)):+.2f} for B worse; {fut}")
 
 
 def _progress_decision(spec, d, outcome, at, cap, skipped) -> Decision:

@@ -6,6 +6,7 @@ by the package once per machine (about 5-10 s) and cached under XDG_CACHE_HOME."
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -250,6 +251,7 @@ def test_sprt_decides_through_the_same_api_and_says_why():
     assert sprt_design(short, 20).futility == -math.inf
     got = decide(short, rows([1] * 20), rows([1] * 20), list(range(20)))
     assert got.outcome == UNDECIDED and "no futility stop" in got.text
+    json.dumps(got.as_dict(), allow_nan=False)  # status.json stays strict JSON (no -Infinity)
 
 
 def test_savi_on_progress_reads_the_clipped_mean_and_says_so():
