@@ -44,6 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from prereg.core.errors import UsageError
+
 EPS = 1e-13  # the DP leaves out outcomes rarer than this at a seed (their mass is below 1e-10 over 1000 seeds)
 GRID = 1e-3  # the futility threshold's grid
 G_MIN = -60.0  # futility threshold below which there is none (the search's floor)
@@ -155,8 +157,8 @@ def calibrate(theta: float, n: int, alpha: float) -> tuple[tuple[int, ...], floa
 # ---------------------------------------------------------------- the design
 
 
-class Unreachable(ValueError):
-    """The registered power cannot be reached within n_max seeds (even with no futility stop)."""
+class Unreachable(UsageError, ValueError):
+    """The registered power cannot be reached within n_max seeds (even with no futility stop): a plan to change."""
 
     def __init__(self, message: str, reached: float, needed: int | None):
         super().__init__(message)
