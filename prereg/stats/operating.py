@@ -261,6 +261,8 @@ def _advise(spec: ComparisonSpec, test: str, n: int, cases: list[Case], design: 
         try:
             readings = {c.kind: _simulate(alt, n, c, SEED + i) for i, c in enumerate(cases)}
         except step_mod.StepUnavailable as exc:
+            if registered:  # said as before, in one line, by the caller
+                raise
             return TestAdvice(test, "", {}, None, n, str(exc))
         how = "simulated"
     power = None
@@ -353,7 +355,7 @@ def comparison_advice(spec: ComparisonSpec, planned: int, power_plan=None) -> Ad
     refusal = None
     if real and design is not None:
         mine = advice[0]
-        if mine.power is None or mine.power < spec.power:
+        if mine.power is not None and mine.power < spec.power:
             refusal = _refusal(spec, n, mine, advice[1:], design, batch)
     return Advice(out, refusal)
 

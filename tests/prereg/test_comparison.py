@@ -367,6 +367,14 @@ def test_validate_prints_the_advice_for_every_test_the_plan_could_register(tmp_p
     assert rows["savi"].startswith("  > savi (simulated)") and "worst 120" in rows["savi"]
     assert rows["sprt"].startswith("    sprt (exact)") and rows["fixed"].startswith("    fixed (exact)")
     assert "fixed (exact)       120.0 (" in out  # the batch at max seeds: 60 seeds x 2 episodes, whatever the truth
+    p.write_text(DOC.replace("metric: success", "metric: progress_final_cm").replace("  test: savi\n", "").replace(
+        "minimum_effect: 0.15", "minimum_effect: 1.0\n  assumed_delta_cm: 0.73\n  delta_sd_cm: 3.0").replace(
+        "seeds: 0-99", "seeds: 0-199").replace("max_seeds: 60", "max_seeds: 150"))
+    assert main(["validate", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "b vs a on progress_final_cm: fixed-n batch test" in out and "the batch (paired t test, sized for it) needs 135 seeds" in out
+    assert "  > fixed (exact)" in out and "    savi, e.g. clip_cm 7.5 (simulated)" in out
+    assert "savi tests the mean of the deltas clipped to +/-its clip, not the mean" in out
 
 
 def test_a_test_that_cannot_reach_its_power_is_refused_in_one_line_that_says_which_would(tmp_path, capsys):
