@@ -155,6 +155,8 @@ class _Driver:
             self._write_manifest()  # ... and what it resolved to
             self._check_tripwires()  # the plan's registered tripwires: before any worker starts or episode runs
             todo = self._todo_seeds()
+            if self.arms:
+                self.decisions.prepare()  # test sprt's exact design: seconds, once, before any row
             self._write_status(rd.RUNNING)
             if self.arms and self.rows:  # a resumed comparison that had decided says so and runs nothing more
                 self._stop_if(self.decisions.comparison_after(self.rows, self._remaining()))

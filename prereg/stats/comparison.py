@@ -440,6 +440,13 @@ def sprt_design(spec: ComparisonSpec, n_max: int) -> paired_sprt.Design:
         return paired_sprt.Design(p_lo, p_hi, spec.alpha, spec.power, n_max, crit, h, -math.inf)
 
 
+def prepare(spec: ComparisonSpec, planned_seeds) -> None:
+    """What `decide` computes once per process, computed now (the driver calls it before any episode): test
+    sprt's exact design, seconds at a few hundred seeds."""
+    if spec.test == "sprt":
+        sprt_design(spec, spec.seeds_cap(len(list(planned_seeds))))
+
+
 def progress_bound(spec: ComparisonSpec) -> float:
     """The bound of the deltas the betting sequence reads: the registered clip (savi), else delta_bound_cm."""
     return spec.clip_cm if spec.clip_cm is not None else spec.delta_bound_cm
