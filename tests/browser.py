@@ -61,9 +61,11 @@ class Watched:
     failed: list[str] = field(default_factory=list)
 
     def problems(self) -> list[str]:
-        """Console errors and warnings, uncaught page errors and failed requests, one line each."""
+        """Console errors and warnings, uncaught page errors and failed requests, one line each. A request the
+        browser itself cancelled (net::ERR_ABORTED: a paused video's pending range, a page left) is no failure."""
         return ([f"console {t}: {m}" for t, m in self.console if t in ("error", "warning")]
-                + [f"page error: {e}" for e in self.errors] + [f"request failed: {u}" for u in self.failed])
+                + [f"page error: {e}" for e in self.errors]
+                + [f"request failed: {u}" for u in self.failed if "net::ERR_ABORTED" not in u])
 
 
 def open_page(b, viewport: dict, *, javascript: bool = True) -> Watched:

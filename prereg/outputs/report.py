@@ -26,6 +26,7 @@ from prereg.core.errors import PreregError
 from prereg.document.model import Document
 from prereg.document.read import load_valid
 from prereg.document.seal import require_intact
+from prereg.outputs.page import PAGE, registration_page, registration_page_name, run_page
 from prereg.outputs.report_markdown import (
     append_section,
     arm_markdown,
@@ -76,6 +77,7 @@ class Report:
     registration_md: Path | None = None
     paired_charts: list[Path] = field(default_factory=list)
     sequential: list[SequentialVerdict] = field(default_factory=list)
+    registration_page: Path | None = None  # <prereg-id>.results.html beside the registration's results file
 
     @property
     def comparisons(self) -> list[ComparisonRead]:
@@ -166,13 +168,16 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     now = now or utc_now()
     colors = registration_colors(doc)
     head = [UNREGISTERED_LINE, ""] if unregistered else []
-    for arms in arms_by_run(reports).values():
-        _write_run_files(doc, [reports[a] for a in arms], judgement, now, colors, head, unregistered)
     folder = _runs_folder([r.run_dir for r in reports.values()])
-    charts = draw_paired_charts(doc, reports, folder, colors)
     reg_md = folder / registration_results_name(doc)
+    reg_page = folder / registration_page_name(reg_md.name)
+    for arms in arms_by_run(reports).values():
+        _write_run_files(doc, [reports[a] for a in arms], judgement, now, colors, head, unregistered, reg_page)
+    charts = draw_paired_charts(doc, reports, folder, colors)
     reg_lines = registration_markdown(doc, reports, judgement, now, charts, folder, unregistered)
     rd.write_text_atomic(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
+    rd.write_text_atomic(reg_page, registration_page(doc, reports, judgement, now, colors, reg_page,
+                                                     unregistered=unregistered))
     section = section_markdown(doc, reports, judgement, now, reg_md)
     skipped = ""
     if append and unregistered:
@@ -188,7 +193,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     if append:
         append_section(doc, sorted(reports), section, now)
     return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped,
-                  unregistered, reg_md, charts, judgement.sequential)
+                  unregistered, reg_md, charts, judgement.sequential, reg_page)
 
 
 def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
@@ -215,9 +220,9 @@ def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
 
 
 def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement, now: str, colors: dict,
-                     head: list[str], unregistered: bool) -> None:
-    """results.md, results.json and chart.png of one run directory: one arm's, or a comparison run's
-    two arms together (one chart of both, paired B - A; one results file that states the decision)."""
+                     head: list[str], unregistered: bool, reg_page: Path) -> None:
+    """results.md, results.json, chart.png and results.html of one run directory: one arm's, or a comparison
+    run's two arms together (one chart of both, paired B - A; one results file that states the decision)."""
     rep = reps[0]
     run_dir = rep.run_dir
     if len(reps) == 1:
@@ -247,6 +252,11 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
     else:
         doc_json = _comparison_results_json(doc, reps, comparisons, judgement, now, unregistered)
     rd.write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
+    page = run_dir / PAGE  # the same objects as a page, written last: it links the files above
+    rd.write_text_atomic(page, run_page(doc, reps, judgement, now, colors, unregistered=unregistered,
+                                        registration=reg_page))
+    for r in reps:
+        r.page = page
 
 
 def _arm_json(r: ArmReads) -> dict:

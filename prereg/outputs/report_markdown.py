@@ -52,7 +52,7 @@ def arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool
                + f"; quiet {a.quiet}; progress_final_cm mean {cm_text(a.progress_final_mean)}, median "
                f"{cm_text(a.progress_final_median)}; success seeds {a.success_seeds}; mask violations {a.mask_violations}"
                + (f"; first-action delta {a.first_action_delta_deg:.2f} deg" if a.first_action_delta_deg is not None else ""))
-    out.append(f"- **Reads as the lab notes made them**: {_seed_reads_line(a)}")
+    out.append(f"- **Reads as the lab notes made them**: {seed_reads_line(a)}")
     if a.outcomes:
         out.append("- **Outcomes** (one per episode, prereg.rundir.rows.episode_outcome): " + outcomes_line(a.outcomes))
     for c in rep.comparators:
@@ -62,7 +62,7 @@ def arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool
             moves = outcome_transitions(c.reads, a)
             if moves:
                 out.append(f"  - outcome moves from {c.comparator.name} to {a.arm}: "
-                           + "; ".join(_transition_text(m) for m in moves))
+                           + "; ".join(transition_text(m) for m in moves))
     if a.dropped:
         out.append("- **Dropped values** (null or not finite, left out of the reads that need them): "
                    + ", ".join(f"{k} {v}" for k, v in sorted(a.dropped.items())))
@@ -95,7 +95,7 @@ def outcome_transitions(before: ArmReads, after: ArmReads) -> list[tuple[str, st
                   key=lambda m: (-len(m[2]), order[m[0]], order[m[1]]))
 
 
-def _transition_text(move: tuple[str, str, list[int]]) -> str:
+def transition_text(move: tuple[str, str, list[int]]) -> str:
     was, now, seeds = move
     shown = ", ".join(map(str, seeds[:20])) + (", ..." if len(seeds) > 20 else "")
     return f"{OUTCOME_LABELS[was]} → {OUTCOME_LABELS[now]} {len(seeds)} (seeds {shown})"
@@ -129,7 +129,7 @@ def validity_lines(a: ArmReads) -> list[str]:
     return [("FAIL " if not c.ok else "ok   ") + c.text for c in sorted(a.checks, key=lambda c: c.ok)]
 
 
-def _seed_reads_line(a: ArmReads) -> str:
+def seed_reads_line(a: ArmReads) -> str:
     bits = []
     if a.worst_knock_cm is not None:
         bits.append(f"worst knock-away {a.worst_knock_cm:+.2f} cm at seed {a.worst_knock_seed}")
@@ -219,7 +219,7 @@ def _pairings_markdown(reports: dict[str, ArmReport], charts: list[Path], folder
         out.append(f"- **{arm} - {c.comparator.name}**: " + (paired_line(c.paired) if c.paired else c.note)
                    + (f" ({c.note})" if c.paired and c.note else ""))
         if c.reads is not None:
-            out += [f"  - {c.comparator.name} → {arm}: {_transition_text(m)}"
+            out += [f"  - {c.comparator.name} → {arm}: {transition_text(m)}"
                     for m in outcome_transitions(c.reads, reports[arm].reads)]
     out.append("")
     for ch in charts:

@@ -47,6 +47,8 @@ class ArmReport:
     provenance: list[str] = field(default_factory=list)  # why this run is not a run of this arm ([] = it is)
     evidence: ArmEvidence | None = None  # what the verdict engine reads of this run (prereg/verdict.py)
     comparison: ComparisonRead | None = None  # the run is a comparison run: this arm is one of its two
+    snapshot: rd.Snapshot | None = None  # the run directory's small files as this report read them (the page's provenance)
+    page: Path | None = None  # RUN_DIR/results.html, once written
 
     @property
     def after_stop(self) -> str:
@@ -191,7 +193,7 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")
     return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence,
-                     comparison=comparison)
+                     comparison=comparison, snapshot=snap)
 
 
 def comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[str, ArmReport],

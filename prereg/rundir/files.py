@@ -47,6 +47,7 @@ POSTS = "posts.jsonl"  # the Discord notifier's ledger: one line per post Discor
 RESULTS = "results.md"  # the report: the frozen reads of this run
 RESULTS_JSON = "results.json"  # the report: this run's primary read and every verdict, for machines (the Discord post)
 CHART = "chart.png"  # the report: the per-seed chart
+RESULTS_HTML = "results.html"  # the report: this run's results as a page (prereg/outputs/page.py), videos linked relatively
 NOTIFY_INFLIGHT = "posts.inflight.json"  # the notifier: the post being sent now (re-sent if it never got recorded)
 NOTIFIER_STATUS = "status.json"  # RUNS/.notifier/status.json: the notifier's own state (not a run's status.json)
 RESERVE = ".space-reserve"  # the driver: a little disk space it frees to record a failure on a full disk

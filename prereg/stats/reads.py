@@ -93,6 +93,8 @@ class ArmReads:
     run_state: str | None = None  # status.json's state (running runs are never judged)
     outcomes: dict[str, int] = field(default_factory=dict)  # prereg.rundir.rows.episode_outcome -> seeds
     outcome_by_seed: dict[int, str] = field(default_factory=dict)
+    # the row each read was made from (a seed's last), for the page's per-seed rows; not in as_dict
+    rows_by_seed: dict[int, dict] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def stopped_early(self) -> bool:
@@ -129,6 +131,7 @@ class ArmReads:
 
     def as_dict(self) -> dict:
         d = asdict(self)
+        d.pop("rows_by_seed")
         d["progress_by_seed"] = {str(k): v for k, v in self.progress_by_seed.items()}
         d["outcome_by_seed"] = {str(k): v for k, v in self.outcome_by_seed.items()}
         d["valid"] = self.valid
@@ -245,6 +248,7 @@ def arm_reads(
         run_state=state.state,
         outcomes=dict(counts.by_outcome),
         outcome_by_seed={s: episode_outcome(by_seed[s], cls[s]) for s in seeds},
+        rows_by_seed={s: by_seed[s] for s in seeds},
     )
     reads.checks = _validity_checks(reads, validity)
     unknown = sum(1 for r in rs if r.get("reset_strikes") is None)
