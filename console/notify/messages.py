@@ -38,6 +38,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.core.vocabulary import DECODES, POLICIES
 from prereg.document.model import describe_tripwires
+from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY
 from prereg.rundir.gates import TRIPPED, WARN, PaceInputs, evaluate_gates, projected_wall_s
 from prereg.rundir.rows import ERROR, OUTCOME_LABELS, count_rows, number, read_rows
 from prereg.rundir.status import GateSpec
@@ -435,17 +436,22 @@ def _verdict_lines(res: dict) -> list[str]:
 
 
 def _published_lines(res: dict | None) -> list[str]:
-    """Links to the published files (`fontaine-prereg publish`, results.json's `published`), when there are."""
-    pub = res.get("published") if isinstance(res, dict) else None
+    """Links to the published results (`fontaine-prereg publish`), when there are: the page on the reports
+    Space first (results.json's `published_space`), then the dataset's files (`published`)."""
+    space = res.get(SPACE_KEY) if isinstance(res, dict) else None
+    page = []
+    if isinstance(space, dict) and _is_url(space.get("page_url")):
+        page.append(f"page: [the results, on {_esc(_short(str(space.get('repo') or 'the Space'), 80))}]({space['page_url']})")
+    pub = res.get(PUBLISHED_KEY) if isinstance(res, dict) else None
     if not isinstance(pub, dict) or not _is_url(pub.get("folder_url")):
-        return []
+        return page
     commit = pub.get("commit") if isinstance(pub.get("commit"), str) else ""
     line = f"published: [rows, chart, results]({pub['folder_url']})" + (f" · commit `{_code(commit[:12])}`" if commit else "")
     videos = pub.get("videos") if isinstance(pub.get("videos"), dict) else {}
     links = [f"[seed {_esc(_short(str(s), 12))}]({u})" for s, u in list(videos.items())[:10] if _is_url(u)]
     if links:
         line += " · videos " + " ".join(links) + (f" (+{len(videos) - 10})" if len(videos) > 10 else "")
-    return [line]
+    return [*page, line]
 
 
 def _is_url(value: object) -> bool:

@@ -96,13 +96,18 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the reads as JSON")
     s.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("publish", help="upload reported results to a Hugging Face dataset repo (one commit)",
+    s = sub.add_parser("publish", help="upload reported results to a Hugging Face dataset repo and/or the pages to a "
+                                       "static Space (one commit each)",
                        description="Upload a registration's reported results (results files, charts, rows, manifests, "
-                                   "the videos the plan names) to a Hugging Face dataset repo in one commit, and record "
-                                   "the commit and links in each run's results files. The token is huggingface_hub's "
-                                   "own (HF_TOKEN, or `hf auth login`); HF_ENDPOINT picks the hub.")
+                                   "the videos the plan names) to a Hugging Face dataset repo (--repo), and/or its "
+                                   "pages (results.html) with every file they link to a static Space (--space), each "
+                                   "in one commit of the files the repo does not hold already, and record the commit "
+                                   "and links in each run's results files. The token is huggingface_hub's own "
+                                   "(HF_TOKEN, or `hf auth login`); HF_ENDPOINT picks the hub.")
     s.add_argument("file")
-    s.add_argument("--repo", required=True, metavar="OWNER/NAME", help="the dataset repo (created if missing)")
+    s.add_argument("--repo", default=None, metavar="OWNER/NAME", help="the dataset repo (created if missing)")
+    s.add_argument("--space", default=None, metavar="OWNER/NAME",
+                   help="the lab's reports Space: a static Space (created if missing) that gets the pages and what they link")
     s.add_argument("--run", dest="runs", action="append", default=[], metavar="ARM=RUN_DIR",
                    help="a reported run of an arm (repeatable); default: the newest reported run of each arm in --runs-dir")
     s.add_argument("--runs-dir", default="runs", help="where to find the runs without --run (default: runs)")
@@ -358,30 +363,56 @@ def cmd_report(args) -> int:
 
 
 def cmd_publish(args) -> int:
-    from prereg.outputs.publish import hub_endpoint, plan_publish, publish, record
+    from prereg.outputs.publish import hub_endpoint, plan_publish, plan_space
     from prereg.outputs.report import parse_run_args
 
+    if not args.repo and not args.space:
+        raise UsageError("publish where? --repo OWNER/NAME (a dataset: the files) and/or --space OWNER/NAME (a static "
+                         "Space: the pages)")
     seeds = []
     for s in (x.strip() for x in args.video_seeds.split(",")):
         if s and not (s.isascii() and s.isdigit()):
             raise UsageError(f"--video-seeds {args.video_seeds!r}: whole seed numbers separated by commas, e.g. 6,28")
         if s:
             seeds.append(int(s))
-    plan = plan_publish(args.file, parse_run_args(args.runs) or None, repo_id=args.repo, runs_dir=args.runs_dir,
-                        path_in_repo=args.path_in_repo, revision=args.revision, videos=args.videos,
-                        video_seeds=tuple(seeds))
+    runs = parse_run_args(args.runs) or None
+    plans = []
+    if args.repo:
+        plans.append(plan_publish(args.file, runs, repo_id=args.repo, runs_dir=args.runs_dir,
+                                  path_in_repo=args.path_in_repo, revision=args.revision, videos=args.videos,
+                                  video_seeds=tuple(seeds)))
+    if args.space:
+        plans.append(plan_space(args.file, runs, repo_id=args.space, runs_dir=args.runs_dir,
+                                path_in_repo=args.path_in_repo, revision=args.revision))
     endpoint = hub_endpoint()
     if args.dry_run:
-        print("\n".join(plan.lines(endpoint)))
+        for plan in plans:
+            print("\n".join(plan.lines(endpoint)))
         print("dry run: nothing uploaded, nothing recorded")
         return EXIT_OK
+    for plan in plans:
+        _publish_one(plan, args.private)
+    return EXIT_OK
+
+
+def _publish_one(plan, private: bool) -> None:
+    """One repo's commit (or none, when it holds every file already) and its record in the runs' results files."""
+    from prereg.outputs.page import PAGE
+    from prereg.outputs.publish import SPACE, publish, record
+
     for n in plan.notes:
         print(f"note: {n}")
-    print(f"publishing {len(plan.items)} files to {endpoint}/datasets/{plan.repo_id} in one commit ...", flush=True)
-    pub = publish(plan, private=args.private)
+    pub = publish(plan, private=private)
+    if not pub.sent:
+        print(f"nothing sent: {plan.repo_id} @ {pub.revision} already holds these {pub.total} files (commit "
+              f"{pub.commit[:12]}); no commit made, the records in the runs' results files are left as they were")
+        return
     print(f"published: commit {pub.commit} ({pub.commit_url})")
     for run in plan.runs:
-        print(f"  {run.arm}: {pub.tree_url(run.folder)}")
+        where = pub.page_url(f"{run.folder}/{PAGE}") if plan.repo_type == SPACE else pub.tree_url(run.folder)
+        print(f"  {run.arm}: {where}")
+    if plan.repo_type == SPACE and plan.registration_page:
+        print(f"  the registration: {pub.page_url(plan.registration_page)}")
     try:
         written = record(plan, pub)
     except OSError as exc:
@@ -389,7 +420,6 @@ def cmd_publish(args) -> int:
                         f"results files ({exc}); the commit stands") from None
     for path in written:
         print(f"  recorded in {path}")
-    return EXIT_OK
 
 
 if __name__ == "__main__":

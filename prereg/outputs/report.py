@@ -168,7 +168,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     now = now or utc_now()
     colors = registration_colors(doc)
     head = [UNREGISTERED_LINE, ""] if unregistered else []
-    folder = _runs_folder([r.run_dir for r in reports.values()])
+    folder = runs_folder([r.run_dir for r in reports.values()])
     reg_md = folder / registration_results_name(doc)
     reg_page = folder / registration_page_name(reg_md.name)
     for arms in arms_by_run(reports).values():
@@ -288,7 +288,7 @@ def _comparison_results_json(doc: Document, reps: list[ArmReport], comparisons: 
             "sequential_tests": [s.as_dict() for s in judgement.sequential]}
 
 
-def _runs_folder(dirs: list[Path]) -> Path:
+def runs_folder(dirs: list[Path]) -> Path:
     """Where the registration's results go: the folder that holds the runs (their common parent)."""
     parents = {d.resolve().parent for d in dirs}
     if len(parents) == 1:
@@ -300,7 +300,7 @@ def _runs_folder(dirs: list[Path]) -> Path:
 def registration_files(doc: Document, runs: dict[str, Path]) -> list[Path]:
     """The files a report of these runs (arm -> run directory) wrote beside them, those that exist:
     the registration's results file and each arm's paired charts (what `fontaine-prereg publish` shares)."""
-    folder = _runs_folder([Path(d) for d in runs.values()])
+    folder = runs_folder([Path(d) for d in runs.values()])
     names = [registration_results_name(doc)]
     names += [paired_chart_name(doc, arm, c.name) for arm in runs for c in doc.comparators_for(arm)]
     return [folder / n for n in names if (folder / n).is_file()]
