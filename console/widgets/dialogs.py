@@ -23,6 +23,7 @@ from console.preregs import (
 )
 from console.widgets.images import DRAWS_CELLS, Image
 from prereg import rundir as rd
+from prereg.outputs.publish import SPACE_KEY
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -185,7 +186,7 @@ class ResultsScreen(ModalScreen[None]):
     """
 
     # Esc closes (the report goes on in its thread and still writes its files); `q` does nothing here.
-    BINDINGS = [Binding("escape", "close", "Close")]
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("o", "open_page", "Open the page")]
 
     def __init__(self, prereg_file: str, run_dir: Path, arm_runs: list[tuple[str, Path]]):
         super().__init__()
@@ -240,6 +241,12 @@ class ResultsScreen(ModalScreen[None]):
         results_md = self.run_dir / rd.RESULTS
         if results_md.exists():
             status.append(f"\nreads: {_shown(results_md)}")
+        page = self.run_dir / rd.RESULTS_HTML
+        if page.exists():
+            status.append(f"\npage: {_shown(page)}  (o opens it)")
+            published = (rd.read_json(self.run_dir / rd.RESULTS_JSON) or {}).get(SPACE_KEY)
+            if isinstance(published, dict) and isinstance(published.get("page_url"), str):
+                status.append(f"\non the Space: {published['page_url']}")
         self.query_one("#results-status", Static).update(status)
         self.query_one("#results-output", Static).update(Text(output or "(no output)"))
         if cells is not None:
@@ -266,6 +273,13 @@ class ResultsScreen(ModalScreen[None]):
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_open_page(self) -> None:
+        """The page in the system's browser where there is a display, else the words to copy it (tmux over SSH)."""
+        from console.opener import open_page
+
+        opened, said = open_page(self.run_dir / rd.RESULTS_HTML)
+        self.notify(said, title="results page", severity="information" if opened else "warning", timeout=20)
 
 
 def _shown(path: Path) -> str:
