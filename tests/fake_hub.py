@@ -591,31 +591,27 @@ def _lz4_block(src: bytes, prefix: bytes = b"") -> bytes:
     start, i = len(prefix), 0
     while i < len(src):
         token = src[i]
-        i += 1
-        n = token >> 4
-        if n == 15:
-            while True:
-                b = src[i]
-                i += 1
-                n += b
-                if b != 255:
-                    break
+        n, i = _lz4_length(src, i + 1, token >> 4)
         out += src[i:i + n]
         i += n
         if i >= len(src):
             break
         offset = src[i] | (src[i + 1] << 8)
-        i += 2
-        m = token & 15
-        if m == 15:
-            while True:
-                b = src[i]
-                i += 1
-                m += b
-                if b != 255:
-                    break
+        m, i = _lz4_length(src, i + 2, token & 15)
         m += 4
         pos = len(out) - offset
         for k in range(m):  # overlapping copies repeat the bytes just written
             out.append(out[pos + k])
     return bytes(out[start:])
+
+
+def _lz4_length(src: bytes, i: int, n: int) -> tuple[int, int]:
+    """A literal or match length: its 4 bits, and when they are 15, the 255-bytes that follow (and the next)."""
+    if n == 15:
+        while True:
+            b = src[i]
+            i += 1
+            n += b
+            if b != 255:
+                break
+    return n, i

@@ -110,6 +110,14 @@ def tripwires_from_dict(d: object) -> Tripwires | None:
     return Tripwires(coverage, first_action)
 
 
+def seeds_text(seeds) -> str:
+    """A plan's seeds in words: 'seeds 0-99 (100)', or the first twelve and the count."""
+    s = list(seeds)
+    if s and s == list(range(s[0], s[0] + len(s))):
+        return f"seeds {s[0]}-{s[-1]} ({len(s)})"
+    return f"seeds {','.join(map(str, s[:12]))}{'...' if len(s) > 12 else ''} ({len(s)})"
+
+
 def describe_tripwires(d: object) -> str | None:
     """The registered tripwires in one line (show, the launch dialog, the launch post); None when none."""
     plan = tripwires_from_dict(d)

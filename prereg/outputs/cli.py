@@ -20,7 +20,7 @@ from prereg.core.argcheck import parse_once
 from prereg.core.errors import EXIT_DONE as EXIT_OK
 from prereg.core.errors import EXIT_FAILED, PreregError, RunFailed, UsageError, run_cli
 from prereg.core.errors import EXIT_USAGE as EXIT_BAD_INPUT
-from prereg.document.model import describe_tripwires
+from prereg.document.model import describe_tripwires, seeds_text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -304,7 +304,7 @@ def cmd_show(args) -> int:
         print(f"\n[{sm.section.name}] {sm.title if sm.section.number else ''}  -- {state}")
         pr = sm.protocol
         if pr:
-            print(f"  protocol: {_seed_text(pr.seeds)}, {pr.episode_seconds:g} s, workers {pr.workers}, "
+            print(f"  protocol: {seeds_text(pr.seeds)}, {pr.episode_seconds:g} s, workers {pr.workers}, "
                   f"video draw {pr.video_draw}")
         g = sm.gates
         gates = [f"gpu_hours {g.gpu_hours:g}" if g.gpu_hours is not None else "no GPU-hour gate"]
@@ -333,13 +333,6 @@ def cmd_show(args) -> int:
     if doc.layout.results:
         print(f"\nresults sections: {', '.join(b.key for b in doc.layout.results)}")
     return EXIT_BAD_INPUT if doc.problems else EXIT_OK
-
-
-def _seed_text(seeds) -> str:
-    s = list(seeds)
-    if s == list(range(s[0], s[0] + len(s))):
-        return f"seeds {s[0]}-{s[-1]} ({len(s)})"
-    return f"seeds {','.join(map(str, s[:12]))}{'...' if len(s) > 12 else ''} ({len(s)})"
 
 
 def cmd_launch_spec(args) -> int:

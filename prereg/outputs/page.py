@@ -33,7 +33,9 @@ from urllib.parse import quote, unquote, urlsplit
 
 from prereg import rundir as rd
 from prereg.core.colors import COLORS, KNOCK_COLOR, MEAN_COLOR, SUCCESS_COLOR, TIED_COLOR
+from prereg.document.model import seeds_text
 from prereg.outputs.report_markdown import (
+    cm_text,
     outcome_transitions,
     paired_line,
     seed_reads_line,
@@ -41,7 +43,7 @@ from prereg.outputs.report_markdown import (
     validity_lines,
 )
 from prereg.outputs.report_read import comparison_reads
-from prereg.rundir.row_words import row_in_words
+from prereg.rundir.row_words import fmt_value, row_in_words
 from prereg.rundir.rows import (
     CARRIED,
     DROPPED,
@@ -56,6 +58,7 @@ from prereg.rundir.rows import (
     QUIET,
     SUCCESS,
     TOUCHED,
+    row_video,
 )
 from prereg.stats.comparison import UNDECIDED
 
@@ -227,21 +230,6 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", text) or "_"
 
 
-def video_of(run_dir: Path, row: dict | None) -> Path | None:
-    """The row's video when it is a regular file inside its run directory (never a path out of it)."""
-    rel = row.get("video") if isinstance(row, dict) else None
-    if not isinstance(rel, str) or not rel:
-        return None
-    root = Path(run_dir).resolve()
-    try:
-        path = (root / rel).resolve()
-    except (OSError, RuntimeError):
-        return None
-    if not path.is_relative_to(root) or not path.is_file():
-        return None
-    return path
-
-
 # ---------------------------------------------------------------- the frame
 
 
@@ -347,7 +335,7 @@ def _plan(doc) -> str:
             rows.append((f"arm {escape(a.name)}", f"<code>{escape(' '.join(bits))}</code>"))
         p = sm.protocol
         if p is not None:
-            rows.append(("protocol", escape(f"{_seeds_text(p.seeds)}, {p.episode_seconds:g} s episodes, "
+            rows.append(("protocol", escape(f"{seeds_text(p.seeds)}, {p.episode_seconds:g} s episodes, "
                                             f"{p.workers} workers, video_draw {p.video_draw}"
                                             + (f", env {p.env}" if p.env else ""))))
         v = sm.reads.validity
@@ -370,13 +358,6 @@ def _flat(d, prefix: str = "") -> str:
     if isinstance(d, dict):
         return "; ".join(_flat(v, f"{prefix}{k}.") for k, v in d.items())
     return f"{prefix.rstrip('.')}={d}"
-
-
-def _seeds_text(seeds) -> str:
-    s = list(seeds)
-    if s and s == list(range(s[0], s[0] + len(s))):
-        return f"seeds {s[0]}-{s[-1]} ({len(s)})"
-    return f"seeds {','.join(map(str, s[:12]))}{'...' if len(s) > 12 else ''} ({len(s)})"
 
 
 # ---------------------------------------------------------------- verdicts
@@ -498,10 +479,6 @@ def _pct(v: float) -> str:
     return f"{v:.1%}"
 
 
-def _cm(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:+.2f} cm"
-
-
 INTERVAL_NAMES = {"wilson": "Wilson", "clopper-pearson": "Clopper-Pearson"}
 
 
@@ -532,8 +509,8 @@ def _reads(doc, reps, colors: dict[str, str], *, registration: bool = False) -> 
                   f'<td class="num" data-k="quiet">{a.quiet}</td>',
                   f'<td class="num" data-k="error_rows">{a.error_rows}</td>',
                   f'<td class="num" data-k="zero_fallbacks">{escape(zf)}</td>',
-                  f'<td class="num" data-k="progress_final_mean">{_cm(a.progress_final_mean)}</td>',
-                  f'<td class="num" data-k="progress_final_median">{_cm(a.progress_final_median)}</td>',
+                  f'<td class="num" data-k="progress_final_mean">{cm_text(a.progress_final_mean)}</td>',
+                  f'<td class="num" data-k="progress_final_median">{cm_text(a.progress_final_median)}</td>',
                   f'<td data-k="completion">{escape(a.completion)}</td>']
         rows.append(f'<tr data-arm="{escape(a.arm)}">' + "".join(cells) + "</tr>")
     if registration:
@@ -751,7 +728,7 @@ def _grids(reps, colors: dict[str, str], links: _Links) -> str:
             o = a.outcome_by_seed.get(s, NO_ROW)
             used.add(o)
             row = a.rows_by_seed.get(s)
-            film = video_of(r.run_dir, row) is not None
+            film = row_video(r.run_dir, row) is not None
             cls = "cell" + (" dark" if o in (SUCCESS, OFF_TABLE, KNOCK_AWAY, ERROR, CARRIED, DROPPED) else "") + (
                 " film" if film else "")
             what = OUTCOME_LABELS.get(o, "no row")
@@ -786,8 +763,8 @@ def _seed_boxes(reps, links: _Links) -> str:
             if nxt:
                 bar.append(f'<a href="#{nxt}">seed {seeds[i + 1]} →</a>')
             bar.append(f'<a class="close" href="#{back}">close ✕</a>')
-            body = []
-            video = video_of(r.run_dir, row)
+            body = [f'<p class="small">{escape(_seed_facts(row))}</p>'] if row is not None else []
+            video = row_video(r.run_dir, row)
             if video is not None:
                 body.append(f'<video controls muted playsinline preload="none" src="{links.file(video)}"></video>'
                             '<p class="small mute">front camera | wrist camera</p>')
@@ -806,6 +783,18 @@ def _seed_boxes(reps, links: _Links) -> str:
                        f'data-prev="{prev}" data-next="{nxt}"><div class="box"><div class="bar">' + " ".join(bar)
                        + "</div>" + "".join(body) + "</div></section>")
     return "\n".join(out)
+
+
+def _seed_facts(row: dict) -> str:
+    """The few fields a glance at a seed wants first, in the row's own words (the table below has them all)."""
+    bits = [f"{label} {fmt_value(key, row.get(key))}" for key, label in SEED_FACTS if key in row]
+    if type(row.get("zero_fallbacks")) is int and type(row.get("predicts")) is int:
+        bits.append(f"zero-fallbacks {row['zero_fallbacks']}/{row['predicts']}")
+    return " · ".join(bits)
+
+
+SEED_FACTS = (("progress_final_cm", "progress kept"), ("progress_cm", "best progress"), ("ticks", "ticks"),
+              ("wall_s", "wall"))
 
 
 # ---------------------------------------------------------------- outcomes, pairs, distance

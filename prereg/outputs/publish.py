@@ -48,7 +48,7 @@ from urllib.parse import quote, urlsplit
 from prereg import rundir as rd
 from prereg.core.errors import RunFailed, UsageError
 from prereg.core.safe_read import JSON_MAX_BYTES, Unreadable, read_regular
-from prereg.rundir.rows import read_rows, rows_by_seed
+from prereg.rundir.rows import read_rows, row_video, rows_by_seed
 
 REPO_TYPE = "dataset"
 SPACE = "space"
@@ -414,7 +414,7 @@ def _video_items(doc, arm: str, rows: list[dict], plan: RunPlan, videos: str, ex
             why.setdefault(s, []).append("--video-seeds")
     out, unfilmed = [], []
     for seed in sorted(why):
-        video = _video_file(plan.run_dir, by_seed.get(seed))
+        video = row_video(plan.run_dir, by_seed.get(seed))
         if video is None:
             if videos != "all":
                 unfilmed.append(seed)
@@ -433,21 +433,6 @@ def _video_items(doc, arm: str, rows: list[dict], plan: RunPlan, videos: str, ex
 _WHAT = {rd.RESULTS: "the run's results", rd.RESULTS_JSON: "the run's results, for machines", rd.CHART: "per-seed chart",
          rd.ROWS: "one row per episode", rd.ROWS_SUMMARY: "summary + rows", rd.MANIFEST: "what was run",
          rd.STATUS: "how it ended"}
-
-
-def _video_file(run_dir: Path, row: dict | None) -> Path | None:
-    """The row's video, when it is a regular file inside the run directory (never a path out of it)."""
-    rel = row.get("video") if isinstance(row, dict) else None
-    if not isinstance(rel, str) or not rel:
-        return None
-    root = run_dir.resolve()
-    try:
-        path = (run_dir / rel).resolve()
-    except (OSError, RuntimeError):
-        return None
-    if not path.is_relative_to(root) or not path.is_file():
-        return None
-    return path
 
 
 def _report_json(path: Path) -> dict:

@@ -485,6 +485,22 @@ def count_rows(rows) -> RowCounts:
     return c
 
 
+def row_video(run_dir: str | Path, row: dict | None) -> Path | None:
+    """The row's filmed episode (its `video`, relative to the run directory) when it is a regular file inside
+    the run directory: never a path out of it (the report's page links it, publish uploads it)."""
+    rel = row.get("video") if isinstance(row, dict) else None
+    if not isinstance(rel, str) or not rel:
+        return None
+    root = Path(run_dir).resolve()
+    try:
+        path = (root / rel).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    return path
+
+
 def rows_by_seed(rows, planned) -> dict[int, dict]:
     """The last row of each planned seed (a resumed run may repeat one)."""
     keep = set(planned)
