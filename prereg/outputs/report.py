@@ -94,6 +94,7 @@ class Report:
                                      "paired": c.paired.as_dict() if c.paired else None} for c in r.comparators],
                     "chart": str(r.chart) if r.chart else None,
                     "results_md": str(r.results_md) if r.results_md else None,
+                    "page": str(r.page) if r.page else None,
                 } for name, r in self.arms.items()
             },
             "decision_rules": [v.as_dict() for v in self.verdicts],
@@ -102,6 +103,7 @@ class Report:
             "appended": self.appended,
             "unregistered": self.unregistered,
             "registration_results": str(self.registration_md) if self.registration_md else None,
+            "registration_page": str(self.registration_page) if self.registration_page else None,
         }
 
     def summary_text(self) -> str:
@@ -122,7 +124,7 @@ class Report:
                 out.append(f"  outcomes  {outcomes_line(a.outcomes)}")
             for c in r.comparators:
                 out.append(f"  vs {c.comparator.name}: " + (paired_line(c.paired) if c.paired else c.note))
-            out.append(f"  wrote     {r.results_md}, {r.chart}")
+            out.append(f"  wrote     {r.results_md}, {r.chart}" + (f", {r.page}" if r.page else ""))
         for c in self.comparisons:
             out.append(f"\ncomparison {c.title}  [{c.run_dir}]")
             out += [f"  {line}" for line in c.lines()]
@@ -136,6 +138,8 @@ class Report:
                        + (f"\n      ({s.decision.text})" if s.decision else ""))
         if self.registration_md:
             out.append(f"\nregistration results: {self.registration_md}")
+        if self.registration_page:
+            out.append(f"registration page:    {self.registration_page}")
         if self.appended:
             out.append(f"\nappended the results section to {self.prereg_path}")
         else:

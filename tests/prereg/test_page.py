@@ -228,3 +228,12 @@ def test_the_chart_labels_stay_readable_at_any_number_of_seeds(tmp_path, run_dir
     bars = re.findall(r'<g data-arm="scripted" data-seed="(\d+)"[^>]*><title>[^<]*</title><rect [^>]*width="([\d.]+)"', text)
     assert len(bars) == seeds and min(float(w) for _, w in bars) >= 5.9
     assert "font:12px" in (d / PAGE).read_text()
+
+
+def test_an_unregistered_report_says_so_first_on_its_pages(demo, run_dir, tmp_path):
+    d = run_dir("elsewhere", [make_row(s) for s in range(6)], status={"state": "done"})  # no manifest: not launched here
+    rep = build_report(demo, {"scripted": d}, append=False, unregistered=True, now=NOW)
+    for page in (d / PAGE, rep.registration_page):
+        body = page.read_text().split("<main>", 1)[1]
+        assert body.lstrip().startswith('<header><p class="banner">UNREGISTERED REPORT')
+    assert f"wrote     {d / rd.RESULTS}, {d / rd.CHART}, {d / PAGE}" in rep.summary_text()

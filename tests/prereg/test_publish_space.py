@@ -134,3 +134,13 @@ def test_the_public_hub_serves_a_static_space_from_its_own_host(repo, host):
     p = pub.Published(repo, "main", "c" * 40, "", pub.PUBLIC_HUB, "now", pub.SPACE, 1, 1)
     assert pub.static_host(repo) == host
     assert p.page_url("demo/run/results.html") == f"https://{host}/demo/run/results.html"
+
+
+def test_dry_run_lists_the_pages_and_their_files_and_sends_nothing(demo, run_dir, hub, capsys, tmp_path):
+    runs = reported_runs(run_dir, demo)
+    code, out, err = run_cli(capsys, demo, "--space", SPACE, *run_args(runs), "--dry-run")
+    assert code == 0, err
+    assert f"{hub.endpoint}/spaces/{SPACE} @ main" in out and "index.html (every registration on it)" in out
+    assert f"{PREREG_ID}/{PREREG_ID}.results.html  (the registration's page)" in out
+    assert f"{PREREG_ID}/{runs['scripted'].name}/{PAGE}  (a run's page)" in out
+    assert "nothing uploaded" in out and hub.requests == []
