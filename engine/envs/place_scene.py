@@ -12,10 +12,12 @@ import math
 import numpy as np
 
 from engine.envs.declare import POLICY_INPUTS
+from prereg.core.errors import RunFailed
 
 
-class ResetFailed(RuntimeError):
-    """No valid reset in the draws allowed: the scene or its reset regions are broken."""
+class ResetFailed(RunFailed, RuntimeError):
+    """No valid reset in the draws allowed: the scene or its reset regions are broken (found at load, it is
+    the env file's problem, exit 2; in a run, the episode's failure)."""
 
     def __init__(self, seed: int, draws: int, why: str):
         self.why = (f"no valid reset in {draws} draws (last: the object {why}); the scene or its reset regions "

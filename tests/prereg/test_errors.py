@@ -29,6 +29,7 @@ ERRORS = [
     ("engine.cli", "UsageError", EXIT_USAGE),
     ("engine.driver", "RunFailed", EXIT_FAILED),
     ("engine.worker", "_PredictFailed", EXIT_FAILED),
+    ("engine.envs.place_scene", "ResetFailed", EXIT_FAILED),
     ("console.runs", "RunBusy", EXIT_USAGE),
     ("prereg.core.yamlpos", "PosYAMLError", EXIT_USAGE),
     ("console.notify.webhook", "WebhookConfigError", EXIT_USAGE),
