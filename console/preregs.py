@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg.core.errors import PreregError
+from prereg.core.safe_read import resolved
 from prereg.core.vocabulary import DECODES
 from prereg.document.comparison_spec import comparison_label
 from prereg.document.launch import resolve_launch
@@ -61,7 +62,7 @@ def list_preregs(dirs: list[Path]) -> list[PreregEntry]:
         if not d.is_dir():
             continue
         for p in sorted(d.glob("*.md")):
-            key = p.resolve()
+            key = resolved(p)
             if key in seen or p.name.lower() == "readme.md":
                 continue
             seen.add(key)

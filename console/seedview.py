@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import rundir as rd
+from prereg.core.safe_read import Unreadable, check_regular, os_error_why, resolved
 from prereg.rundir.predicts import Trail
 from prereg.rundir.predicts import read_predicts as prereg_read_predicts
 from prereg.rundir.row_words import row_in_words  # noqa: F401 - the seed view's words (shared with the report's page)
@@ -19,6 +20,7 @@ from prereg.rundir.rows import last_row_of_seed
 
 PREDICTS_SHOWN = 2000  # lines of one seed's trail kept for the table (a long episode has ~100)
 MAX_FRAMES = 1200  # frames decoded from one video (2 minutes at 10 fps)
+VIDEO_MAX_BYTES = 2 * 1024**3  # a video the driver writes is about 1 MB; far bigger is not one of its
 FRAME_MAX_PX = (640, 240)  # frames are shrunk to at most this (width, height) before display
 
 def find_row(run_dir: str | Path, seed) -> tuple[dict | None, str]:
@@ -70,7 +72,7 @@ def video_path(run_dir: str | Path, row: dict | None) -> Path | None:
         return None
     p = (Path(run_dir) / rel)
     try:
-        p.resolve().relative_to(Path(run_dir).resolve())
+        resolved(p).relative_to(resolved(run_dir))
     except ValueError:  # a row naming a file outside its run directory is not followed
         return None
     return p
@@ -82,6 +84,11 @@ def decode_frames(path: Path, max_frames: int = MAX_FRAMES, max_px: tuple[int, i
     from PIL import Image
 
     out = Frames()
+    try:  # a regular file of a video's size, stat'ed first: ffmpeg would wait on a FIFO forever
+        check_regular(path, VIDEO_MAX_BYTES)
+    except (OSError, Unreadable) as exc:
+        out.problem = f"{path.name}: {getattr(exc, 'why', None) or os_error_why(exc)}"
+        return out
     try:
         import imageio.v2 as imageio
 

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prereg import rundir as rd
+from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, read_regular
+from prereg.core.untrusted import redacted, shown
 from prereg.core.vocabulary import DECODES, POLICIES
 from prereg.document.model import describe_tripwires
 from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY
@@ -60,8 +62,10 @@ CONTENT_MAX = 300
 TITLE_MAX = 200
 DESCRIPTION_MAX = 1800
 FOOTER_MAX = 200
-CHART_MAX_BYTES = 8 * 1024 * 1024
+RESULTS_MD_MAX_BYTES = 4 * 1024 * 1024  # results.md: the report's words (the post shortens them to a few lines)
 CHART_NAME = rd.CHART
+
+_FIELD_MAX = {"content": CONTENT_MAX, "title": TITLE_MAX, "description": DESCRIPTION_MAX, "footer": FOOTER_MAX}
 
 COLOURS = {
     LAUNCH: 0x3B82F6, UPDATE: 0x64748B, TRIPWIRE: 0xF97316, STALL: 0xF59E0B,
@@ -84,6 +88,13 @@ class Post:
     run_id: str | None = None
     image: bytes | None = field(default=None, repr=False)  # chart.png, shown via attachment://chart.png
     covers: tuple[str, ...] = ()  # keys of missed milestones this post lists (a catch-up)
+
+    def __post_init__(self) -> None:
+        """Every post's words pass here: what came from a run's files (an arm, a reason, a row's
+        note) is never posted raw: a secret's shape is redacted and a control character shown
+        escaped (`\\x1b`), whichever function composed the post; then cut to the field's length."""
+        for name, limit in _FIELD_MAX.items():
+            object.__setattr__(self, name, _clip(shown(getattr(self, name), keep="\n"), limit))
 
     def with_note(self, note: str) -> "Post":
         """The same post with a line of context added (a catch-up, a possible repeat)."""
@@ -120,7 +131,14 @@ class RunSnapshot:
 
     @property
     def state(self) -> str:
-        return self.status.state or (rd.STARTING if rd.MANIFEST in self.present else rd.UNKNOWN)
+        """status.json's state; `unreadable` while status.json is there but holds no known state (random
+        bytes, `[1, 2, 3]`, `"state": 5`): neither live nor over, so it gets no launch post, no stall
+        alert and no end post. A run with a manifest and no status.json yet is starting."""
+        if self.status.state in rd.STATES:
+            return self.status.state
+        if self.status_age_s is not None:  # status.json is there (of whatever kind), its state unknown
+            return rd.UNREADABLE
+        return rd.STARTING if rd.MANIFEST in self.present else rd.UNKNOWN
 
     @property
     def live(self) -> bool:
@@ -702,16 +720,17 @@ def read_json_object(path: Path) -> dict:
 
 
 def _read_text(path: Path) -> str | None:
+    """results.md, bounded and never blocking (a FIFO there is no text, not a hang)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return read_regular(path, RESULTS_MD_MAX_BYTES).decode("utf-8", errors="replace")
+    except (OSError, Unreadable):  # missing; a FIFO, a directory, a loop, too big
         return None
 
 
 def _read_chart(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_regular(path, CHART_MAX_BYTES)
+    except (OSError, Unreadable):
         return None
 
 
@@ -738,9 +757,10 @@ def _clip(s: str, n: int) -> str:
 
 
 def _esc(s: str) -> str:
-    """Escape Discord markdown in names that come from files (run ids, arms, reasons)."""
-    return re.sub(r"([\\*_~`|>])", r"\\\1", s)
+    """Escape Discord markdown in names that come from files (run ids, arms, reasons), a secret's
+    shape redacted first (escaped, `hf\\_...` would no longer look like a token to `Post`'s check)."""
+    return re.sub(r"([\\*_~`|>])", r"\\\1", redacted(s))
 
 
 def _code(s: str) -> str:
-    return s.replace("`", "'")
+    return redacted(s).replace("`", "'")

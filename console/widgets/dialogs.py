@@ -23,6 +23,7 @@ from console.preregs import (
 )
 from console.widgets.images import DRAWS_CELLS, Image
 from prereg import rundir as rd
+from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, check_regular
 from prereg.outputs.publish import SPACE_KEY
 
 
@@ -261,11 +262,12 @@ class ResultsScreen(ModalScreen[None]):
         try:
             from PIL import Image as PILImage
 
+            check_regular(chart, CHART_MAX_BYTES)  # a FIFO named chart.png would hold the open forever
             with PILImage.open(chart) as img:
                 img.load()
                 widget.image = img.convert("RGB")
             widget.styles.height = max(8, min(22, (self.app.size.height - 12) // 1))
-        except (OSError, ValueError):  # no chart, or one that does not decode: the path above says so
+        except (OSError, ValueError, Unreadable):  # no chart, not a file, or one that does not decode
             widget.display = False
             return
         widget.display = True

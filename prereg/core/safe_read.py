@@ -23,6 +23,7 @@ from prereg.core.errors import UsageError
 JSON_MAX_BYTES = 16 * 1024 * 1024  # manifest.json, status.json, pid.json, ...: far above any the driver writes
 ROWS_MAX_BYTES = 1024 * 1024 * 1024  # rows.jsonl: 100,000 rows of 10 KB each fit ten times over
 STOP_MAX_BYTES = 64 * 1024  # STOP: a small JSON object (a bigger one still stops the run)
+CHART_MAX_BYTES = 8 * 1024 * 1024  # chart.png: the report's per-seed chart (drawn in the console, attached to a post)
 _CHUNK = 4 * 1024 * 1024
 
 
@@ -58,6 +59,15 @@ def os_error_why(exc: OSError) -> str:
     if exc.errno == errno.EACCES:
         return "permission denied"
     return exc.strerror or str(exc)
+
+
+def resolved(path: str | Path) -> Path:
+    """`path.resolve()`, or its absolute path when it cannot be resolved (a symbolic link loop
+    raises there, RuntimeError before Python 3.13): to compare two paths, never to open one."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
 
 
 def check_regular(path: str | Path, max_bytes: int | None = None) -> os.stat_result:

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from prereg.core.safe_read import STOP_MAX_BYTES, Unreadable, read_regular
+from prereg.core.untrusted import redacted
 from prereg.rundir.files import STOP, utc_now, write_json_atomic
 
 # -- stopping: the STOP request and the structured stop reason --------------------------
@@ -55,9 +56,11 @@ STOP_DETAIL_MAX = 200  # characters of a stop reason's detail: it becomes status
 
 def one_line(text: str, limit: int = STOP_DETAIL_MAX) -> str:
     """`text` as one printable line of at most `limit` characters: control, format and separator
-    characters (newlines, escapes, bidi overrides, NULs) become spaces or '?', runs of spaces one."""
+    characters (newlines, escapes, bidi overrides, NULs) become spaces or '?', runs of spaces one,
+    and a secret's shape (a webhook URL, a token: prereg.core.untrusted) is redacted, since the
+    line is copied into status.json, rows.json, the terminal and the Discord stop post."""
     out = []
-    for ch in text[: limit * 4]:
+    for ch in redacted(text[: limit * 4]):
         if ch.isprintable():
             out.append(ch)
         elif ch.isspace():

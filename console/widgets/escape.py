@@ -1,0 +1,45 @@
+"""Nothing from a file reaches the terminal raw: the console's last line filter shows control
+characters escaped.
+
+An arm name, a stop reason, a row's note or a document's title can hold escape sequences
+(`"a\\x1b[2J\\x1b]0;T\\x07"`). Textual writes a widget's text to the terminal as it is, so drawn raw they
+clear the screen and set the terminal's title. Every line every widget draws passes through
+`ShowControls` (the app adds it to its line filters, Textual's own hook for recolouring lines),
+which writes each control character as a visible escape (`\\x1b`, prereg.core.untrusted.escaped),
+whichever screen drew it, today's or tomorrow's. A control character takes no cell, its escape
+does: the line is cut back to its width, so the layout never moves.
+
+Pictures are not text: a widget that draws images (`DrawsPictures`: half-blocks, Sixel, Kitty
+graphics, whose protocols are escape sequences) opts out.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from textual.color import Color
+from textual.filter import LineFilter
+
+from prereg.core.untrusted import escaped, has_control
+
+
+class ShowControls(LineFilter):
+    """A line filter: control characters in a line's text shown as escapes, the line's width kept."""
+
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        if not any(has_control(seg.text) for seg in segments if not seg.control):
+            return segments
+        width = Segment.get_line_length(segments)
+        shown = [seg if seg.control or not has_control(seg.text) else Segment(escaped(seg.text), seg.style)
+                 for seg in segments]
+        return Segment.adjust_line_length(shown, width)
+
+
+SHOW_CONTROLS = ShowControls()  # one instance: Textual caches a filtered line by its filter
+
+
+class DrawsPictures:
+    """Mixed into a widget whose cells are a picture (an image, a video frame): its lines are not
+    filtered by `ShowControls` (an image protocol's own escape sequences must reach the terminal)."""
+
+    def get_line_filters(self):
+        return [f for f in super().get_line_filters() if not isinstance(f, ShowControls)]
