@@ -171,7 +171,10 @@ try:
 
     _FORCED = {"halfcell": HalfcellImage, "unicode": UnicodeImage, "sixel": SixelImage, "tgp": TGPImage}
     _Chosen = _FORCED.get(os.environ.get("FONTAINE_IMAGES", "").strip().lower(), AutoImage)
-    Image = type("Image", (DrawsPictures, _Chosen), {})  # its protocol's escapes reach the terminal
+
+    class Image(DrawsPictures, _Chosen, Renderable=_Chosen._Renderable):  # its protocol's escapes reach the terminal
+        """textual-image's widget for this terminal, its lines not filtered (console/widgets/escape.py)."""
+
     from textual_image.renderable import Image as _AutoRenderable
     from textual_image.renderable.halfcell import Image as _HalfcellRenderable
     from textual_image.renderable.unicode import Image as _UnicodeRenderable

@@ -47,7 +47,8 @@ from urllib.parse import quote, urlsplit
 
 from prereg import rundir as rd
 from prereg.core.errors import RunFailed, UsageError
-from prereg.core.safe_read import JSON_MAX_BYTES, Unreadable, read_regular
+from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, read_regular
+from prereg.core.untrusted import secret_in
 from prereg.rundir.rows import read_rows, row_video, rows_by_seed
 
 REPO_TYPE = "dataset"
@@ -63,6 +64,7 @@ PAGE_LINE = "- **Page**: "  # results.md: its line
 TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".html", ".txt", ".log", ".yaml", ".yml")  # local paths made relative
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _BAD_NAME = re.compile(r"[^A-Za-z0-9._-]")
+UPLOAD_MAX_BYTES = ROWS_MAX_BYTES  # the largest file that goes up (a rows.jsonl at its bound)
 
 
 class PublishFailed(RunFailed):
@@ -80,7 +82,13 @@ class Item:
     data: bytes | None = field(default=None, repr=False)  # the bytes to send when not the file's own (a report file)
 
     def content(self) -> bytes:
-        return self.data if self.data is not None else self.local.read_bytes()
+        """The bytes to send: read bounded and never blocking (a FIFO swapped in is refused, not waited on)."""
+        if self.data is not None:
+            return self.data
+        try:
+            return read_regular(self.local, UPLOAD_MAX_BYTES)
+        except Unreadable as exc:
+            raise UsageError(f"{self.local}: cannot be read ({exc.why}); nothing published") from None
 
 
 @dataclass
@@ -287,6 +295,9 @@ def _discover(doc, runs_dir: Path) -> dict[str, Path]:
 
 
 def _prefix(text: str) -> str:
+    if text.strip().startswith("/"):  # a path on this machine, most likely: in the repo it would lose its '/'
+        raise UsageError(f"--path-in-repo {text!r}: a folder in the repo, not an absolute path, e.g. my-eval "
+                         "or evals/my-eval")
     parts = [s for s in text.strip().strip("/").split("/") if s]
     if not parts or any(s in (".", "..") or _BAD_NAME.search(s) for s in parts):
         raise UsageError(f"--path-in-repo {text!r}: a folder in the repo, e.g. my-eval or evals/my-eval "
@@ -510,6 +521,10 @@ def publish(plan: PublishPlan, *, private: bool = False, log=print) -> Published
         if needle in data:
             raise UsageError(f"{item.local}: contains the Hugging Face token; nothing published. Remove it from the "
                              "file (and revoke the token: it was written to disk)")
+        secret = secret_in(data)
+        if secret is not None:  # another token, a webhook URL, a NAME_KEY=value: never uploaded either
+            raise UsageError(f"{item.local}: contains {secret}; nothing published. Remove it from the file "
+                             "(and revoke it: it was written to disk)")
         contents[item.path_in_repo] = data
     if not sys.stderr.isatty():  # progress bars only on a terminal: a log or a pipe gets the one line of each outcome
         from huggingface_hub.utils import disable_progress_bars

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg.core.safe_read import ROWS_MAX_BYTES, Unreadable, read_regular
+from prereg.core.untrusted import redacted
 
 SCHEMA = 3
 
@@ -171,12 +172,14 @@ class RowsRead:
 
 
 def complete_row(partial: dict) -> dict:
-    """Order a row's fields by the schema, with null for every field not given."""
+    """Order a row's fields by the schema, with null for every field not given; a secret's shape in a
+    text field (an error message quoting a token or a webhook URL) is redacted: what the driver
+    writes to rows.jsonl and rows.json, and what publish uploads, never carries one."""
     row = {k: partial.get(k) for k in ROW_FIELDS}
     row["schema"] = SCHEMA
     extra = {k: v for k, v in partial.items() if k not in row}
     row.update(extra)
-    return row
+    return {k: redacted(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
 def missing_fields(row: dict) -> list[str]:

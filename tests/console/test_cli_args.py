@@ -27,7 +27,10 @@ def _one_line(err: str) -> str:
     (["--every", "٣"], "argument --every: not an integer: '٣'"),
     (["--every", "３"], "argument --every: not an integer"),
     (["--poll", "٠.٥"], "argument --poll: not a number"),
-    (["--every", "0"], "argument --every: must be a positive integer"),
+    (["--every", "0"], "argument --every: must be an integer from 1 to 100,000"),
+    (["--poll", "1e9"], "argument --poll: must be more than 0 and at most 60"),  # issue 33: it never looked again
+    (["--http-timeout", "1e12"], "argument --http-timeout: must be more than 0 and at most 600"),
+    (["--grace", "1e300"], "argument --grace: must be from 0 to 604800"),
     (["--grace", "nan"], "argument --grace: not a finite number"),
     (["--every", "3", "--every", "4"], "--every is given twice (3, then 4); give it once"),
     (["--runs-dir", "a", "--runs-dir=b"], "--runs-dir is given twice (a, then b)"),
@@ -79,7 +82,8 @@ def test_a_bug_in_the_notifier_is_one_line_and_its_traceback_is_in_the_notifier_
 
 @pytest.mark.parametrize("argv, why", [
     (["--poll", "٣"], "argument --poll: not a number: '٣'"),
-    (["--poll", "0"], "argument --poll: must be positive"),
+    (["--poll", "0"], "argument --poll: must be more than 0 and at most 60"),
+    (["--poll", "1e9"], "argument --poll: must be more than 0 and at most 60"),  # issue 33: it never polled again
     (["--poll", "inf"], "argument --poll: not a finite number"),
     (["--runs-dir", "a", "--runs-dir", "b"], "--runs-dir is given twice (a, then b); give it once"),
     (["--poll", "1", "--poll=2"], "--poll is given twice (1, then 2)"),

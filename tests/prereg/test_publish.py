@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import urllib.request
 
@@ -318,3 +319,29 @@ def test_a_damaged_report_is_one_line_and_nothing_is_sent(demo, run_dir, hub, ca
     assert code == 2 and said in err and "run `fontaine-prereg report` again" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert hub.requests == []
+
+
+HOOK = "https://discord.com/api/webhooks/123456789012345678/Zq3vN8kLp0Xw_Tg5-Hs2Yd7Rb4Mc9Fj1Ua6Ke3Wn0Qx8Lv5Ps2Dy7B"
+
+
+@pytest.mark.parametrize("secret, kind", [(HOOK, "a Discord webhook URL"),
+                                          ("hf_" + "Z" * 34, "a Hugging Face token"),
+                                          ("WANDB_API_KEY=0123456789abcdef", "a secret value")])
+def test_a_row_holding_any_secret_is_refused_before_anything_is_sent(demo, run_dir, hub, capsys, secret, kind):
+    """Issue 33: a webhook URL in a row field was uploaded (only the HF token in the same place was refused)."""
+    runs = reported_runs(run_dir, demo)
+    rows = runs["scripted"] / rd.ROWS
+    lines = rows.read_text().splitlines()
+    lines[0] = json.dumps({**json.loads(lines[0]), "note": f"see {secret}"})
+    rows.write_text("\n".join(lines) + "\n")
+    os.utime(runs["scripted"] / rd.RESULTS_JSON)  # the rows are older than the report: only the secret is wrong
+    os.utime(rows, (1, 1))
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
+    assert code == 2 and f"contains {kind}" in err and str(rows) in err, err
+    assert hub.requests == [] and secret not in out + err
+
+
+def test_an_absolute_path_in_repo_is_refused(demo, run_dir, capsys, hf_env):
+    runs = reported_runs(run_dir, demo)
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, "--path-in-repo", "/abs/evals", "--dry-run", *run_args(runs))
+    assert code == 2 and "--path-in-repo '/abs/evals': a folder in the repo, not an absolute path" in err, err
