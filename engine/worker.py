@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from engine.deathsig import ignore_stop_signals
 from engine.policies.factory import make_policy
 from engine.video_writer import VideoWriter
 from prereg import rundir as rd
@@ -82,8 +83,7 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, dri
                 scenes: dict | None = None, environ: dict | None = None) -> None:
     """One worker: owns its MuJoCo model (handed to it, or compiled); runs the episodes it is handed, one row each."""
     parent = os.getppid()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides how a stop goes
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ignore_stop_signals()  # the driver decides how a stop goes (forked: the fork server ignored them already)
     die_with_parent(driver_pid, parent)
     if environ is not None:
         os.environ.clear()

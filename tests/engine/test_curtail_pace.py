@@ -128,7 +128,7 @@ def test_a_slow_loading_policy_no_longer_trips_the_pace_gate(tmp_path):
     limit_s = 55
     argv = [*SLOW_START]
     argv[argv.index("--pace-limit-hours") + 1] = f"{limit_s / 3600:.6f}"
-    out = run_eval(*argv, "--run-dir", str(run_dir), faults={"FAULT_LOAD_S": "30"})
+    out = run_eval(*argv, "--run-dir", str(run_dir), faults={"FONTAINE_FAULT_LOAD_S": "30"})
     assert out.returncode == 0, out.stderr
     status = read_status(run_dir)
     assert status["state"] == "done", status["reason"]

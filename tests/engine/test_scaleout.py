@@ -421,6 +421,26 @@ def test_sigterm_while_connecting_to_a_cluster_that_never_answers_stops_the_run_
     assert read_rows(run_dir) == []
 
 
+def test_a_cluster_that_never_answers_is_given_up_on_left_alone(tmp_path):
+    """Issue 33: `--ray nohost:1` left alone stayed `running` after 360 s (Ray retried for good). It
+    gives up after FONTAINE_RAY_CONNECT_TIMEOUT_S: one line, exit 2, the run `failed` with why, no episode."""
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, "--policy", "hold", "--episode-seconds", "2", "--video-draw", "none",
+                           "--seeds", "0-1", "--ray", "nohost:1", env={"FONTAINE_RAY_CONNECT_TIMEOUT_S": "3"})
+    try:
+        code = proc.wait(timeout=240)  # Ray's import and the 3 s; before, it never ended
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    log = (run_dir / "driver.log").read_text()
+    assert code == 2, (code, log[-2000:])
+    (line,) = [x for x in log.splitlines() if x.startswith("fontaine-eval: ")][-1:]
+    assert "cannot connect to the Ray cluster at 'nohost:1': no answer within 3 s" in line, line
+    status = read_status(run_dir)
+    assert status["state"] == "failed" and "no answer within 3 s" in status["reason"], status
+    assert read_rows(run_dir) == [] and "Traceback" not in log
+
+
 def _comparison_config(**over):
     from engine.policies.factory import PolicySpec
     from engine.run_config import RunConfig
