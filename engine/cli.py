@@ -23,6 +23,7 @@ from engine.cli_resolve import resolve  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
 from prereg.core.argcheck import parse_once  # noqa: E402
 from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
+from prereg.core.safe_read import kind_of, os_error_why  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,6 +139,14 @@ def _check_before_writing(args, config) -> None:
         if target.is_dir():
             raise UsageError(f"{flag} {target}: is a directory; give a file path for the copy, "
                              f"e.g. {target / (rd.ROWS_SUMMARY if flag == '--out-json' else rd.ROWS)}")
+        try:  # a FIFO, a device, a symlink loop: refused now, not after the whole run (the copy would wait on a FIFO)
+            kind = kind_of(os.stat(target).st_mode)
+        except FileNotFoundError:
+            kind = None
+        except OSError as exc:
+            raise UsageError(f"{flag} {target}: {os_error_why(exc)}; give a file path for the copy") from None
+        if kind is not None:
+            raise UsageError(f"{flag} {target}: is {kind}, not a regular file; give a file path for the copy")
         for part in target.parents:
             if part.exists():
                 if not part.is_dir():

@@ -8,6 +8,8 @@ UsageError: one line, exit 2).
 
 from __future__ import annotations
 
+import argparse
+import json
 import re
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from engine.cli_parser import DECIDED_BY_DOCUMENT, DECIDED_BY_MANIFEST, RUN_ID_R
 from engine.run_config import RunConfig, comparison_record
 from prereg import rundir as rd
 from prereg.core.errors import UsageError
-from prereg.core.limits import MAX_SEED
+from prereg.core.limits import MAX_SEED, MAX_SEEDS
 from prereg.core.video_draw import parse_video_draw
 
 
@@ -233,15 +235,101 @@ def _resolve_resume(args):
         problem = snap.unreadable.get(rd.MANIFEST)
         why = f" ({problem})" if problem else ""
         raise UsageError(f"{run_dir} has no readable manifest.json{why}: not a run directory (or it never started)")
+    where = run_dir / rd.MANIFEST
     try:
+        check_resumed(manifest.config, where)
         config = RunConfig.from_dict(manifest.config)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{run_dir / rd.MANIFEST}: its config cannot be read back ({exc}); "
-                         "the run cannot be resumed") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{where}: its config cannot be read back ({exc}); the run cannot be resumed") from None
     recorded = manifest.env or {}
     check_env(config.env, pin=recorded.get("sha256") if recorded.get("file") or recorded.get("gym") else None,
                pinned_by="the run started on")  # the env the run was started on must still be there, unchanged
     return config, Path(run_dir), True
+
+
+def check_resumed(config: dict, where: Path) -> None:
+    """A resumed run's recorded config, checked with the command line's own types and bounds (its flags'
+    argparse types, prereg/core/limits.py): a manifest is a file anyone can edit, and a resume honoured
+    `workers: 100000` over 200,000 seeds until the kernel's OOM killer took it and another run with it,
+    or crashed on a wrong type ("internal error ... this is a bug"). A UsageError names the field."""
+    from engine.cli_parser import build_parser, seed_list
+
+    types = {a.dest: a.type for a in build_parser()._actions if a.type is not None}
+    number, text, opt_text = (int, float), (str,), (str, type(None))
+
+    def field(d: dict, key: str, kinds: tuple, flag: str | None = None, name: str | None = None):
+        name = name or key
+        if key not in d:
+            return
+        v = d[key]
+        if type(v) not in kinds:
+            raise UsageError(f"{where}: config.{name} is {type(v).__name__} {_shown(v)}; "
+                             "the run cannot be resumed as recorded (start a new run)")
+        if flag is not None and v is not None:
+            try:
+                types[flag](str(v))  # the flag's own check: the same bounds and words
+            except argparse.ArgumentTypeError as exc:
+                raise UsageError(f"{where}: config.{name} {v!r}: {exc} (as --{flag.replace('_', '-')} would be); "
+                                 "the run cannot be resumed as recorded (start a new run)") from None
+
+    if not isinstance(config, dict):
+        raise UsageError(f"{where}: config is not a JSON object; the run cannot be resumed")
+    for key in ("run_id", "arm", "video_draw", "env"):
+        field(config, key, text)
+    if isinstance(config.get("run_id"), str) and not RUN_ID_RE.fullmatch(config["run_id"]):
+        raise UsageError(f"{where}: config.run_id {config['run_id'][:60]!r} is not a run id; the run cannot be resumed")
+    field(config, "episode_seconds", number, "episode_seconds")
+    field(config, "workers", (int,), "workers")
+    field(config, "batch_wait_ms", number, "batch_wait_ms")
+    field(config, "batch_wait_max_ms", number, "batch_wait_max_ms")
+    field(config, "render_size", (int,), "render_size")
+    field(config, "video_size", (int, type(None)), "video_size")
+    field(config, "gpus", (int, type(None)), "gpus")
+    field(config, "record_predicts", (bool,))
+    for key in ("prereg", "ray", "comparison"):
+        field(config, key, (dict, type(None)))
+    field(config, "arms", (list, type(None)))
+    seeds = config.get("seeds")
+    if not isinstance(seeds, list) or not all(type(s) is int for s in seeds):
+        raise UsageError(f"{where}: config.seeds is not a list of whole numbers; the run cannot be resumed")
+    if not seeds or len(seeds) > MAX_SEEDS:
+        raise UsageError(f"{where}: config.seeds holds {len(seeds):,} seeds, not 1 to {MAX_SEEDS:,} "
+                         "(as --seeds would be); the run cannot be resumed as recorded (start a new run)")
+    if any(s < 0 or s > MAX_SEED for s in seeds) or len(set(seeds)) != len(seeds):
+        try:
+            seed_list(",".join(map(str, seeds)))
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"{where}: config.seeds: {exc}; the run cannot be resumed as recorded") from None
+    policies = [config.get("policy")] + [a.get("policy") if isinstance(a, dict) else a for a in config.get("arms") or []]
+    for i, pol in enumerate(policies):
+        name = "policy" if i == 0 else f"arms[{i - 1}].policy"
+        if not isinstance(pol, dict):
+            raise UsageError(f"{where}: config.{name} is not a JSON object; the run cannot be resumed")
+        for key, kinds in (("kind", text), ("checkpoint", opt_text), ("revision", opt_text), ("fast_revision", opt_text),
+                           ("decode", opt_text), ("device", opt_text), ("norm_tag", text), ("task", text),
+                           ("pinned", (bool,)), ("extra", (dict,)), ("convmap_overrides", (list,)),
+                           ("feature_map", (list,))):
+            field(pol, key, kinds, name=f"{name}.{key}")
+        for key, flag in (("dtype", "dtype"), ("convmap", "convmap")):
+            field(pol, key, text, name=f"{name}.{key}")
+            if key in pol and pol[key] not in _choices(flag):
+                raise UsageError(f"{where}: config.{name}.{key} {pol[key]!r} is not one of "
+                                 f"{', '.join(_choices(flag))}; the run cannot be resumed")
+        field(pol, "flow_steps", (int,), "flow_steps", name=f"{name}.flow_steps")
+        field(pol, "grasp_miss", number, "grasp_miss", name=f"{name}.grasp_miss")
+        field(pol, "inject_latency_ms", number, "inject_latency_ms", name=f"{name}.inject_latency_ms")
+
+
+def _shown(v) -> str:
+    """A recorded value in a message: as JSON has it (`'2'` for a string, `5` for a number), cut short."""
+    text = repr(v) if isinstance(v, str) else json.dumps(v, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _choices(flag: str) -> tuple:
+    from engine.cli_parser import build_parser
+
+    return tuple(next(a.choices for a in build_parser()._actions if a.dest == flag))
 
 
 def check_env(name: str | None, base: Path | None = None, pin: str | None = None,

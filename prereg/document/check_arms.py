@@ -7,7 +7,7 @@ import math
 import re
 from collections import Counter
 
-from prereg.core.limits import MAX_SEED, MAX_SEEDS
+from prereg.core.limits import MAX_EPISODE_SECONDS, MAX_SEED, MAX_SEEDS, MAX_WORKERS, MIN_EPISODE_SECONDS
 from prereg.core.video_draw import parse_video_draw
 from prereg.core.vocabulary import (
     COMMIT_RE,
@@ -119,8 +119,8 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
                  "JOINT=[SIGN,]OFFSET, e.g. shoulder_lift=-1,90 or wrist_roll=-90")
         elif m.group("joint") not in JOINT_NAMES:
             errs(("convmap_overrides", j), f"unknown joint {m.group('joint')!r}", "one of " + ", ".join(JOINT_NAMES))
-    workers = _opt_int(a, "workers", err, minimum=1)
-    flow_steps = _opt_int(a, "flow_steps", err, minimum=1)
+    workers = _opt_int(a, "workers", err, minimum=1, maximum=MAX_WORKERS)
+    flow_steps = _opt_int(a, "flow_steps", err, minimum=1, maximum=1000)
     if flow_steps is not None and decode != "flow":
         err("flow_steps", "only the flow decode has flow steps", "remove it or use decode: flow")
     revision = a.get("revision")
@@ -139,6 +139,9 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
             "the commit of allenai/MolmoAct2-FAST-Tokenizer, e.g. the last folder of its snapshot path")
     norm_tag = _opt_str(a, "norm_tag", err)
     task = _opt_str(a, "task", err)
+    if task is not None and not task.strip():
+        err("task", "is empty", "the instruction the policy is given, e.g. 'put the boat on the disk'; or leave it out")
+        task = None
     knobs = {"grasp_miss": "that an episode's grasps miss, e.g. grasp_miss: 0.5",
              "grasp_drop": "that it lets go after the lift, e.g. grasp_drop: 0.3"}
     for knob, what in knobs.items():
@@ -251,12 +254,17 @@ def _opt_str(a: dict, key: str, err) -> str | None:
     return str(v)
 
 
-def _opt_int(a: dict, key: str, err, minimum: int) -> int | None:
+def episode_seconds_ok(v) -> bool:
+    """An episode budget fontaine-eval --episode-seconds would take (prereg/core/limits.py)."""
+    return nonneg(v) and MIN_EPISODE_SECONDS <= v <= MAX_EPISODE_SECONDS
+
+
+def _opt_int(a: dict, key: str, err, minimum: int, maximum: int) -> int | None:
     v = a.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        err(key, f"must be a whole number >= {minimum}, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= maximum:
+        err(key, f"must be a whole number from {minimum} to {maximum:,}, got {v!r}")
         return None
     return v
 
@@ -346,8 +354,9 @@ def check_protocol(raw, ctx: Ctx, required: bool, sealed: bool = False) -> dict:
         ctx.err(("protocol", "seeds"), "missing", "a list [0, 1, 2], a range '0-99', or {start: 0, count: 100}")
     if "episode_seconds" in raw:
         v = raw["episode_seconds"]
-        if not nonneg(v) or v <= 0:
-            ctx.err(("protocol", "episode_seconds"), f"must be a finite number of seconds > 0, got {v!r}",
+        if not episode_seconds_ok(v):
+            ctx.err(("protocol", "episode_seconds"),
+                    f"must be seconds from {MIN_EPISODE_SECONDS:g} to {MAX_EPISODE_SECONDS:g}, got {v!r}",
                     "the budget is stated in seconds, e.g. 30")
         else:
             out["episode_seconds"] = float(v)
@@ -355,8 +364,9 @@ def check_protocol(raw, ctx: Ctx, required: bool, sealed: bool = False) -> dict:
         ctx.err(("protocol", "episode_seconds"), "missing", "the episode budget in seconds, e.g. 30")
     if "workers" in raw:
         v = raw["workers"]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            ctx.err(("protocol", "workers"), f"must be a whole number >= 1, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_WORKERS:
+            ctx.err(("protocol", "workers"), f"must be a whole number from 1 to {MAX_WORKERS}, got {v!r}",
+                    "the most fontaine-eval --workers takes")
         else:
             out["workers"] = v
     if "video_draw" in raw:
