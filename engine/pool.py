@@ -31,8 +31,20 @@ import traceback
 from multiprocessing.connection import wait
 from pathlib import Path
 
+from engine.executor import DriverError
 from engine.predict_trail import PredictTrail
-from engine.worker import ChunkMsg, Episode, LogMsg, ObsMsg, PredictError, Quit, Ready, RowMsg, worker_main
+from engine.worker import (
+    ChunkMsg,
+    Episode,
+    LogMsg,
+    ObsMsg,
+    PredictError,
+    Quit,
+    Ready,
+    RowMsg,
+    StartFailed,
+    worker_main,
+)
 from engine.worker_env import worker_environ
 from prereg import rundir as rd
 from prereg.core.video_draw import films
@@ -126,6 +138,8 @@ class LocalPool:
                             w.info = msg
                         case LogMsg(text):
                             self.log(f"worker {w.wid}: {text}")
+                        case StartFailed(text):  # bad input found in a worker: the run cannot start (exit 2)
+                            raise DriverError(text)
             if w.proc.sentinel in ready or not w.proc.is_alive():
                 row = self._on_worker_death(w)
                 if row is not None:

@@ -79,6 +79,11 @@ class Quit:
     pass
 
 
+@dataclass(frozen=True)
+class StartFailed:
+    message: str  # the worker's policy or scene could not be set up (bad input): the driver says it once
+
+
 def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int,
                 scenes: dict | None = None, environ: dict | None = None) -> None:
     """One worker: owns its MuJoCo model (handed to it, or compiled); runs the episodes it is handed, one row each."""
@@ -95,6 +100,11 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, dri
         _worker_loop(wid, conn, cfg, Path(run_dir), served)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the driver is gone: nothing to report to
+    except FontaineError as exc:  # before Ready (episodes turn their errors into rows): no traceback per worker
+        try:
+            conn.send(StartFailed(exc.one_line()))
+        except OSError:
+            pass
 
 
 def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from engine.policies.convmap import PRESETS, ConvMap
 from engine.policies.lerobot_policy.features import FeatureError, FeaturePlan, parse_map, plan_features
-from engine.policies.molmoact2.checkpoint import HubSettings, _one_line
+from engine.policies.molmoact2.checkpoint import HubSettings, _one_line, check_checkpoint_files
 from prereg.core.errors import UsageError
 
 __all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map", "serving_of", "check_pin"]
@@ -72,7 +72,7 @@ def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[
         if not local.is_dir():
             raise LerobotError(f"lerobot checkpoint {requested!r} is a file; pass the folder that holds "
                                "config.json, model.safetensors and the policy_*processor.json files")
-        return local.resolve(), "local", None
+        return check_files(local.resolve()), "local", None
     parts = requested.split("/")
     if len(parts) != 2 or not all(parts) or requested.startswith((".", "~")):
         raise LerobotError(f"lerobot checkpoint {requested!r} not found: not a directory, and not a Hugging Face "
@@ -81,7 +81,14 @@ def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[
         path, commit = _hub_snapshot(requested, hub_revision(revision), hub_settings(), log)
     except CheckpointError as exc:
         raise LerobotError(str(exc)) from None
-    return path, "hub", commit
+    return check_files(path), "hub", commit
+
+
+
+def check_files(path: Path) -> Path:
+    """Every file of the checkpoint that is read is a regular file, and its JSON files parse (config.json,
+    policy_*.json): else a LerobotError naming it (molmoact2.checkpoint.check_checkpoint_files)."""
+    return check_checkpoint_files(path, (CONFIG_NAME,), LerobotError)
 
 
 _HUB_SNAPSHOTS: dict[tuple[str, str | None, HubSettings], tuple[Path, str]] = {}
