@@ -317,6 +317,7 @@ def check_resumed(config: dict, where: Path) -> None:
                                  f"{', '.join(_choices(flag))}; the run cannot be resumed")
         field(pol, "flow_steps", (int,), "flow_steps", name=f"{name}.flow_steps")
         field(pol, "grasp_miss", number, "grasp_miss", name=f"{name}.grasp_miss")
+        field(pol, "grasp_drop", number, "grasp_drop", name=f"{name}.grasp_drop")
         field(pol, "inject_latency_ms", number, "inject_latency_ms", name=f"{name}.inject_latency_ms")
 
 

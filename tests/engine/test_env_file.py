@@ -197,3 +197,31 @@ def test_a_scene_that_includes_the_arm_loads_and_the_oracle_places_the_block_wit
         env.close()
     assert row["reset_strikes"] == 0
     assert row["success"] and row["grasped"] and row["carried_cm"] > 5.0 and not row["off_table"]
+
+
+@pytest.mark.parametrize("kind, says", [("sparse", "bytes, more than the 268,435,456"),
+                                        ("fifo", "is a FIFO (named pipe), not a regular file"),
+                                        ("loop", "symbolic link loop")])
+def test_a_mesh_that_is_huge_or_not_a_file_is_refused_unread(tmp_path, capsys, kind, says):
+    """Issue 33: a sparse 1 GB mesh (nothing on disk) was read whole, 1.1 GB of memory; a FIFO there
+    hung the launch. Now each is a problem at its MJCF line, found by a stat, before MuJoCo reads it."""
+    import os
+
+    from tests.helpers import returns_within
+
+    d = tmp_path / "bad"
+    path = write_env(d)
+    mesh = d / "meshes" / "block.stl"
+    mesh.unlink()
+    if kind == "sparse":
+        with open(mesh, "wb") as f:
+            f.truncate(1 << 30)
+    elif kind == "fifo":
+        os.mkfifo(mesh)
+    else:
+        mesh.symlink_to(mesh)
+    run = tmp_path / "run"
+    code = returns_within(lambda: main(["--policy", "hold", "--env", str(path), "--num-seeds", "1",
+                                        "--run-dir", str(run)]), 60, what="fontaine-eval on the env file")
+    err = capsys.readouterr().err
+    assert code == 2 and not run.exists() and says in err and "block.stl" in err and "Traceback" not in err, err

@@ -154,3 +154,21 @@ def test_a_quoted_control_character_is_shown_escaped_in_the_one_line(capsys):
     assert run_cli("fontaine-x", body) == EXIT_USAGE
     err = capsys.readouterr().err
     assert "\x1b" not in err and "state 'a\\x1b[2J\\x1b]0;T\\x07'" in err
+
+
+def test_a_symlink_loop_met_anywhere_is_the_users_path_not_a_bug(capsys, tmp_path):
+    """pathlib's resolve raises RuntimeError on a loop (before 3.13), an open OSError ELOOP: either,
+    from any command, is a path the user gave (or one a file they gave names), one line and exit 2."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+
+    def resolves():
+        loop.resolve()
+
+    def opens():
+        open(loop / "x")
+
+    for body in (resolves, opens):
+        assert run_cli("fontaine-x", body) == EXIT_USAGE
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"fontaine-x: error: {loop}") and "symbolic link loop" in err and "\n" not in err, err
