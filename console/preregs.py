@@ -9,10 +9,10 @@ act on); the console only shows that message in place. Reports are produced by t
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prereg.core.argcheck import module_argv
 from prereg.core.errors import PreregError
 from prereg.core.safe_read import resolved
 from prereg.core.vocabulary import DECODES
@@ -236,7 +236,7 @@ def model_settings(spec) -> str:
 
 
 def report_argv(prereg_file: str | Path, arm_runs: list[tuple[str, Path]], append: bool = True) -> list[str]:
-    argv = [sys.executable, "-m", "prereg.outputs.cli", "report", str(prereg_file)]
+    argv = module_argv("prereg.outputs.cli", "report", str(prereg_file))
     for arm, run_dir in arm_runs:
         argv += ["--run", f"{arm}={run_dir}"]
     return argv + ([] if append else ["--no-append"])

@@ -128,6 +128,18 @@ def path_type(text: str) -> Path:
     return Path(text)
 
 
+# --------------------------------------------------------------------------- starting a command of ours
+
+
+def module_argv(module: str, *args: str) -> list[str]:
+    """`python -P -m MODULE ARGS`: how the console starts a run, a resume, a report or the notifier.
+    `-P` keeps the working folder off the import path (`python -m` puts it first: a `timeit.py` in the
+    folder the console was started from crashed every run it launched)."""
+    import sys
+
+    return [sys.executable, "-P", "-m", module, *args]
+
+
 # --------------------------------------------------------------------------- the parser
 
 
