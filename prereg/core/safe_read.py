@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from prereg.core.errors import UsageError
@@ -24,6 +25,7 @@ JSON_MAX_BYTES = 16 * 1024 * 1024  # manifest.json, status.json, pid.json, ...: 
 ROWS_MAX_BYTES = 1024 * 1024 * 1024  # rows.jsonl: 100,000 rows of 10 KB each fit ten times over
 STOP_MAX_BYTES = 64 * 1024  # STOP: a small JSON object (a bigger one still stops the run)
 CHART_MAX_BYTES = 8 * 1024 * 1024  # chart.png: the report's per-seed chart (drawn in the console, attached to a post)
+LINE_MAX_BYTES = 1024 * 1024  # one line of a JSON-lines file: a row is a few KB (an hour's distances: ~30 KB)
 _CHUNK = 4 * 1024 * 1024
 
 
@@ -119,5 +121,53 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
             if total > max_bytes:
                 raise Unreadable(path, f"grew past the {max_bytes:,} bytes a reader takes while being read")
         return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_lines(path: str | Path, max_bytes: int, line_max: int = LINE_MAX_BYTES) -> Iterator[tuple[int, bytes | None, int, bool]]:
+    """Each line of the regular file `path`, streamed: (line number from 1, its bytes without the
+    newline or None when longer than `line_max`, its length, whether a newline ended it). Checked as
+    `read_regular` checks (FileNotFoundError, Unreadable; never blocking, at most `max_bytes`), read in
+    chunks: memory holds a chunk and a line, never the file (a 300 MB rows.jsonl was read whole, then
+    split: three times its size)."""
+    check_regular(path, max_bytes)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise Unreadable(path, os_error_why(exc)) from None
+    try:
+        _check_stat(path, os.fstat(fd), max_bytes)
+        line_no, total = 0, 0
+        parts: list[bytes] = []
+        length = 0  # of the line being gathered (its parts are dropped once it passes line_max)
+        while True:
+            try:
+                data = os.read(fd, _CHUNK)
+            except OSError as exc:
+                raise Unreadable(path, os_error_why(exc)) from None
+            total += len(data)
+            if total > max_bytes:
+                raise Unreadable(path, f"grew past the {max_bytes:,} bytes a reader takes while being read")
+            if not data:
+                break
+            start = 0
+            while True:
+                end = data.find(b"\n", start)
+                piece = data[start:] if end < 0 else data[start:end]
+                length += len(piece)
+                if length <= line_max:
+                    parts.append(piece)
+                elif parts:
+                    parts = []
+                if end < 0:
+                    break
+                line_no += 1
+                yield line_no, (b"".join(parts) if length <= line_max else None), length, True
+                parts, length, start = [], 0, end + 1
+        if length:
+            yield line_no + 1, (b"".join(parts) if length <= line_max else None), length, False
     finally:
         os.close(fd)
