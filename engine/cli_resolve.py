@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def resolve(args):
                        gates=gates, gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
                        ray=_ray_settings(args, spec),
                        record_predicts=args.record_predicts, env=check_env(args.env))
-    config.video_draw = check_video_draw(config.video_draw)
+    config.video_draw = check_video_draw(config.video_draw, config.seeds)
     return config, Path(run_dir), False
 
 
@@ -236,6 +237,10 @@ def _resolve_resume(args):
         why = f" ({problem})" if problem else ""
         raise UsageError(f"{run_dir} has no readable manifest.json{why}: not a run directory (or it never started)")
     where = run_dir / rd.MANIFEST
+    resumes = manifest.raw.get("resumes")
+    if resumes is not None and not (isinstance(resumes, list) and all(isinstance(r, dict) for r in resumes)):
+        raise UsageError(f"{where}: resumes is {type(resumes).__name__} {_shown(resumes)}, not a list of resumes; "
+                         "the run cannot be resumed as recorded (start a new run)")
     try:
         check_resumed(manifest.config, where)
         config = RunConfig.from_dict(manifest.config)
@@ -289,6 +294,19 @@ def check_resumed(config: dict, where: Path) -> None:
     for key in ("prereg", "ray", "comparison"):
         field(config, key, (dict, type(None)))
     field(config, "arms", (list, type(None)))
+    field(config, "gates", (dict, type(None)))
+    for key, v in (config.get("gates") or {}).items():  # a gate that cannot be read would be dropped, silently
+        kinds = (str, type(None)) if key == "decided" else (dict, type(None)) if key in ("sequential", "tripwires") \
+            else (int, float, type(None))
+        if type(v) not in kinds or (isinstance(v, (int, float)) and not (math.isfinite(v) and v >= 0)):
+            raise UsageError(f"{where}: config.gates.{key} is {type(v).__name__} {_shown(v)}, not a gate's value; "
+                             "the run cannot be resumed as recorded (its gates would be lost)")
+    if isinstance(config.get("video_draw"), str):
+        try:
+            check_video_draw(config["video_draw"])
+        except UsageError as exc:
+            raise UsageError(f"{where}: config.video_draw: {str(exc).removeprefix('--video-draw ')}; "
+                             "the run cannot be resumed as recorded") from None
     seeds = config.get("seeds")
     if not isinstance(seeds, list) or not all(type(s) is int for s in seeds):
         raise UsageError(f"{where}: config.seeds is not a list of whole numbers; the run cannot be resumed")
@@ -319,6 +337,13 @@ def check_resumed(config: dict, where: Path) -> None:
         field(pol, "grasp_miss", number, "grasp_miss", name=f"{name}.grasp_miss")
         field(pol, "grasp_drop", number, "grasp_drop", name=f"{name}.grasp_drop")
         field(pol, "inject_latency_ms", number, "inject_latency_ms", name=f"{name}.inject_latency_ms")
+        overrides = pol.get("convmap_overrides") or []
+        if not all(isinstance(o, str) for o in overrides):
+            raise UsageError(f"{where}: config.{name}.convmap_overrides is not a list of JOINT=[SIGN,]OFFSET")
+        try:
+            _check_overrides(list(overrides))
+        except UsageError as exc:
+            raise UsageError(f"{where}: config.{name}.convmap_overrides: {exc}; the run cannot be resumed") from None
 
 
 def _shown(v) -> str:
@@ -386,12 +411,20 @@ def _ray_settings(args, *specs) -> dict | None:
     return {"address": address, "shards": args.ray_shards, "gpus_per_shard": gpus, "dashboard": bool(args.ray_dashboard)}
 
 
-def check_video_draw(draw: str) -> str:
-    """The draw in its one written form (prereg.core.video_draw, the grammar a document's protocol uses too)."""
+def check_video_draw(draw: str, seeds=None) -> str:
+    """The draw in its one written form (prereg.core.video_draw, the grammar a document's protocol uses
+    too); with the run's `seeds`, a draw that names a seed the run does not run is refused (it filmed nothing)."""
     try:
-        return parse_video_draw(draw)
+        d = parse_video_draw(draw)
     except ValueError as exc:
         raise UsageError(f"--video-draw {exc}") from None
+    if seeds is not None and d.startswith("seeds:"):
+        outside = sorted({int(x) for x in d[6:].split(",")} - set(seeds))
+        if outside:
+            shown = ", ".join(map(str, outside[:5])) + (f" and {len(outside) - 5:,} more" if len(outside) > 5 else "")
+            raise UsageError(f"--video-draw names seed{'s' if len(outside) > 1 else ''} {shown} that this run does not "
+                             "run; name seeds of the run (--seeds/--num-seeds)")
+    return d
 
 
 def _stamp() -> str:

@@ -95,3 +95,18 @@ def _check_top(raw: dict, ctx: Ctx, doc: Document) -> None:
     doc.created = str(raw.get("created") or "")
     if not doc.created:
         ctx.err(("created",), "missing", "the date the pre-registration was written, e.g. 2026-08-13")
+    elif not _is_date(raw.get("created")):
+        ctx.err(("created",), f"{raw.get('created')!r} is not a date", "the date it was written, YYYY-MM-DD, e.g. 2026-08-13")
+
+
+def _is_date(v: object) -> bool:
+    """A date as YAML reads `2026-08-13` (a datetime.date), or the same written as text."""
+    import datetime
+
+    if isinstance(v, datetime.date):
+        return True
+    try:
+        datetime.date.fromisoformat(str(v))
+        return True
+    except ValueError:
+        return False

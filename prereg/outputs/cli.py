@@ -20,6 +20,7 @@ from prereg.core.argcheck import parse_once
 from prereg.core.errors import EXIT_DONE as EXIT_OK
 from prereg.core.errors import EXIT_FAILED, PreregError, RunFailed, UsageError, run_cli
 from prereg.core.errors import EXIT_USAGE as EXIT_BAD_INPUT
+from prereg.document.fields import NAME_RE
 from prereg.document.model import describe_tripwires, seeds_text
 
 
@@ -133,8 +134,11 @@ def cmd_new(args) -> int:
     path = Path(args.path)
     if path.exists():
         raise PreregError(f"{path}: already exists; choose another path (new never overwrites)")
-    if not path.parent.exists():
-        raise PreregError(f"{path.parent}: no such folder")
+    if not path.parent.is_dir():
+        raise PreregError(f"{path.parent}: no such folder" if not path.parent.exists() else f"{path.parent}: not a folder")
+    if args.prereg_id is not None and not NAME_RE.match(args.prereg_id):
+        raise PreregError(f"--id {args.prereg_id!r}: an id is letters, digits, '-' and '_', starting with a letter or "
+                          "a digit (it names the runs' folders)")
     pid = args.prereg_id or "".join(c if c.isalnum() or c in "-_" else "-" for c in path.stem) or "my-eval"
     path.write_text(render(pid, args.title), encoding="utf-8")
     print(f"wrote {path}: edit the arms, protocol, reads, gates and decision rules, then\n"
@@ -248,9 +252,17 @@ def cmd_amend(args) -> int:
 
     data = {}
     if args.yaml_file:
-        try:
-            data = yaml.safe_load(Path(args.yaml_file).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+        from prereg.core.safe_read import Unreadable, read_regular
+        from prereg.core.yamlpos import load_with_lines
+        from prereg.document.read import DOC_MAX_BYTES
+
+        try:  # bounded and never blocking (a FIFO hung it), read as a document's YAML is (no aliases, no deep nesting)
+            data = load_with_lines(read_regular(args.yaml_file, DOC_MAX_BYTES).decode("utf-8"))[0] or {}
+        except FileNotFoundError:
+            raise PreregError(f"{args.yaml_file}: no such file") from None
+        except Unreadable as exc:
+            raise PreregError(f"{args.yaml_file}: cannot be read: {exc.why}") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:  # PosYAMLError is a ValueError
             raise PreregError(f"{args.yaml_file}: cannot be read as YAML ({exc})") from None
         if not isinstance(data, dict):
             raise PreregError(f"{args.yaml_file}: must be a mapping (arms, protocol, reads, gates, decision_rules)")

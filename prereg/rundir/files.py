@@ -113,18 +113,27 @@ def write_text_atomic(path: str | Path, text: str, *, keep_mode: bool = False) -
     """Replace `path` with `text` atomically: tmp in the same folder, fsync, rename.
 
     `keep_mode` keeps the permissions of the file being replaced (a user's document)."""
+    write_bytes_atomic(path, text.encode("utf-8"), keep_mode=keep_mode)
+
+
+def write_bytes_atomic(path: str | Path, data: bytes, *, keep_mode: bool = False) -> None:
+    """Replace `path` with `data` atomically (a FIFO there is replaced, never opened and waited on; a
+    directory there is Unreadable, one line, never an IsADirectoryError traceback)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         if keep_mode and path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o777)
         else:
             os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:
+            raise Unreadable(path, "is a directory, not a regular file: remove it (a file is written there)") from None
     except BaseException:
         try:
             os.unlink(tmp)

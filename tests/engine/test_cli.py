@@ -41,6 +41,7 @@ from tests.helpers import REPO, run_eval
         (["--molmoact2-discrete", "tiny", "--fast-revision", "A" * 40], "is not a commit"),
         (["--policy", "scripted", "--task", ""], "argument --task: empty; give a value or leave the flag out"),
         (["--policy", ""], "argument --policy: empty"),
+        (["--policy", "scripted", "--num-seeds", "2", "--video-draw", "seeds:0,5,7"], "names seeds 5, 7 that this run does not run"),
         (["--workers", "100000"], "--workers: must be an integer from 1 to 256"),
         (["--video-size", "8"], "--video-size: must be an integer from 16 to 1,024"),
         # overrides are parsed whatever the policy

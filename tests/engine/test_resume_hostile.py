@@ -66,3 +66,32 @@ def test_the_manifest_as_written_still_resumes(stopped_run):
     out = run_eval("--resume", str(stopped_run))
     assert out.returncode == rd.EXIT_DONE, out.stderr
     assert sorted(json.loads(x)["seed"] for x in (stopped_run / rd.ROWS).read_text().splitlines()) == [0, 1]
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"gates": [1]}, "config.gates is list [1]"),
+    ({"gates": {"gpu_hours": "x"}}, "config.gates.gpu_hours is str 'x', not a gate's value"),
+    ({"video_draw": "sometimes"}, "config.video_draw: 'sometimes' is not a video draw"),
+    ({"policy": {"kind": "scripted", "convmap_overrides": ["wrist_rol=5"]}}, "unknown joint 'wrist_rol'"),
+])
+def test_a_resume_refuses_what_it_would_drop_or_crash_on(stopped_run, capsys, change, needle):
+    """Found by the sweep: wrong-typed gates were dropped silently (the run resumed without them), a bad
+    video draw or override crashed the driver ("driver crashed ... a bug")."""
+    manifest = json.loads((stopped_run / rd.MANIFEST).read_text())
+    (stopped_run / rd.MANIFEST).write_text(json.dumps({**manifest, "config": {**manifest["config"], **change}}))
+    try:
+        assert main(["--resume", str(stopped_run)]) == rd.EXIT_USAGE
+        err = capsys.readouterr().err.strip()
+        assert needle in err and "\n" not in err and "internal error" not in err, err
+    finally:
+        (stopped_run / rd.MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_a_resume_refuses_a_history_that_is_not_one(stopped_run, capsys):
+    manifest = json.loads((stopped_run / rd.MANIFEST).read_text())
+    (stopped_run / rd.MANIFEST).write_text(json.dumps({**manifest, "resumes": 5}))
+    try:
+        assert main(["--resume", str(stopped_run)]) == rd.EXIT_USAGE
+        assert "resumes is int 5, not a list of resumes" in capsys.readouterr().err
+    finally:
+        (stopped_run / rd.MANIFEST).write_text(json.dumps(manifest))
