@@ -633,7 +633,7 @@ async def screens():
                 except Exception:
                     errors.append(traceback.format_exc())
             shot = app.export_screenshot()
-            results.append({"group": "screens", "case": f"keys on run {i}", "outcome":
+            results.append({"group": "screens", "case": f"keys on run {i} ({r.run_id[:40]!r})", "outcome":
                             "leak" if "\x1b" in shot or any(s in shot for s in SECRETS) else "clear", "detail": ""})
     return errors, app.return_code
 

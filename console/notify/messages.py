@@ -136,8 +136,8 @@ class RunSnapshot:
         alert and no end post. A run with a manifest and no status.json yet is starting."""
         if self.status.state in rd.STATES:
             return self.status.state
-        if self.status_age_s is not None:  # status.json is there (of whatever kind), its state unknown
-            return rd.UNREADABLE
+        if self.status_age_s is not None or any(p.startswith(rd.STATUS) for p in self.problems):
+            return rd.UNREADABLE  # status.json is there (of whatever kind: a symlink loop too), its state unknown
         return rd.STARTING if rd.MANIFEST in self.present else rd.UNKNOWN
 
     @property

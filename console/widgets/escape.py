@@ -1,5 +1,5 @@
 """Nothing from a file reaches the terminal raw: the console's last line filter shows control
-characters escaped.
+characters escaped and redacts a secret's shape.
 
 An arm name, a stop reason, a row's note or a document's title can hold escape sequences
 (`"a\\x1b[2J\\x1b]0;T\\x07"`). Textual writes a widget's text to the terminal as it is, so drawn raw they
@@ -19,19 +19,23 @@ from rich.segment import Segment
 from textual.color import Color
 from textual.filter import LineFilter
 
-from prereg.core.untrusted import escaped, has_control
+from prereg.core.untrusted import has_control, may_hold_secret, shown
 
 
 class ShowControls(LineFilter):
-    """A line filter: control characters in a line's text shown as escapes, the line's width kept."""
+    """A line filter: control characters in a line's text shown as escapes and a secret's shape
+    redacted (a row's note quoting a token, written by someone else's hand), the line's width kept."""
 
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
-        if not any(has_control(seg.text) for seg in segments if not seg.control):
+        if not any(_needs(seg.text) for seg in segments if not seg.control):
             return segments
         width = Segment.get_line_length(segments)
-        shown = [seg if seg.control or not has_control(seg.text) else Segment(escaped(seg.text), seg.style)
-                 for seg in segments]
-        return Segment.adjust_line_length(shown, width)
+        out = [seg if seg.control or not _needs(seg.text) else Segment(shown(seg.text), seg.style) for seg in segments]
+        return Segment.adjust_line_length(out, width)
+
+
+def _needs(text: str) -> bool:
+    return has_control(text) or may_hold_secret(text)
 
 
 SHOW_CONTROLS = ShowControls()  # one instance: Textual caches a filtered line by its filter

@@ -57,9 +57,16 @@ _SHAPES: tuple[tuple[str, str], ...] = (
      r"(?<![A-Za-z0-9_])(?:api_?key|token|secret|password|passwd)\s*=\s*" + _VALUE),
 )
 _TEXT = [(what, re.compile(pattern)) for what, pattern in _SHAPES]
+_ANY = re.compile("|".join(f"(?:{pattern})" if not pattern.startswith("(?i)") else f"(?i:{pattern[4:]})"
+                           for _, pattern in _SHAPES))
 _ASSIGNMENT = _TEXT[-1][1]
 _NAME_ONLY = re.compile(r"(?i)^[A-Za-z0-9_]+\s*[=:]\s*")
 _NOT_SECRET = {"none", "null", "unset", "true", "false"}
+
+
+def may_hold_secret(text: str) -> bool:
+    """A quick look (one regular expression): False means `redacted(text)` is `text`."""
+    return _ANY.search(text) is not None
 
 
 def redacted(text: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from prereg.core.untrusted import redacted
 from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM
 
 # What each field of a row means, in words (the row contract is prereg/rundir/rows.py).
@@ -70,7 +71,7 @@ def fmt_value(key: str, value) -> str:
         if text in ("-0", "-0.0"):
             text = "0"
     else:
-        text = str(value)
+        text = redacted(str(value))  # a row is a file anyone can write: a token in its note is not shown
     unit = UNITS.get(key)
     return f"{text} {unit}" if unit else text
 

@@ -255,3 +255,17 @@ def test_a_hostile_webhook_setting_is_one_line_and_exit_2_never_a_hang(tmp_path,
     assert code == 2 and len(err) == 1 and err[0].startswith("fontaine-notify: error: ") and WEBHOOK_WHY[kind] in err[0], err
     assert "no notifier started" in err[0] and FAKE_WEBHOOK_URL not in err[0]
     assert not (runs / ".notifier" / "lock").exists()
+
+
+@pytest.mark.parametrize("kind", ["loop", "fifo", "dir"])
+def test_a_status_json_that_is_not_a_file_reads_as_unreadable_and_owes_no_post(tmp_path, kind):
+    """The posts' own rule, whatever the sender skips: a run whose status.json cannot be read is neither
+    live nor over (a symlink loop there read as `starting` and got a launch post)."""
+    from console.notify import messages as msgs
+
+    run = HandMadeRun(tmp_path, f"x-{STAMP}", total=30).episodes(10)
+    p = run.dir / "status.json"
+    p.unlink()
+    {"loop": lambda: p.symlink_to(p.name), "fifo": lambda: os.mkfifo(p), "dir": lambda: p.mkdir()}[kind]()
+    snap = returns_within(lambda: msgs.read_snapshot(run.dir), 10, what="the snapshot")
+    assert snap.state == "unreadable" and msgs.due_posts(snap, set(), catch_up_s=1e12) == []

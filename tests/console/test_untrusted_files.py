@@ -75,3 +75,20 @@ async def test_a_fifo_where_the_video_goes_is_said_and_the_seed_view_closes(runs
                        state=lambda: plain(screen.query_one("#video-note")))
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, SeedScreen), what="back from the seed view")
+
+
+async def test_a_secret_in_a_row_someone_wrote_is_never_on_screen(runs_dir):
+    """The driver redacts what it writes; a row written by another hand can quote a token all the same."""
+    token = "hf_" + "K" * 34
+    rows = [make_row(s) for s in range(3)]
+    rows[1] = {**rows[1], "note": f"see {token}", "status": "error", "error": f"HF_TOKEN={token}"}
+    make_run_dir(runs_dir, "z-secret", total=3, done=3, state="done", rows=rows)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 3, what="the rows read")
+        assert token not in app.export_screenshot()
+        await pilot.press("g", "right", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen), what="the seed screen")
+        await wait_for(pilot, lambda: "note" in app.export_screenshot(), what="the row in words")
+        shot = app.export_screenshot()
+        assert token not in shot and "redacted" in shot
