@@ -98,6 +98,39 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
 
     FileNotFoundError when it is missing; Unreadable (with why) when it is anything but a
     regular file, a symlink loop, unreadable, or larger than `max_bytes`."""
+    return b"".join(_chunks(path, max_bytes))
+
+
+def read_lines(path: str | Path, max_bytes: int, line_max: int = LINE_MAX_BYTES) -> Iterator[tuple[int, bytes | None, int, bool]]:
+    """Each line of the regular file `path`, streamed: (line number from 1, its bytes without the
+    newline or None when longer than `line_max`, its length, whether a newline ended it). Checked as
+    `read_regular` checks (FileNotFoundError, Unreadable; never blocking, at most `max_bytes`), read in
+    chunks: memory holds a chunk and a line, never the file (a 300 MB rows.jsonl was read whole, then
+    split: three times its size)."""
+    line_no = length = 0  # length: of the line being gathered (its parts are dropped once it passes line_max)
+    parts: list[bytes] = []
+    for data in _chunks(path, max_bytes):
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            piece = data[start:] if end < 0 else data[start:end]
+            length += len(piece)
+            if length <= line_max:
+                parts.append(piece)
+            elif parts:
+                parts = []
+            if end < 0:
+                break
+            line_no += 1
+            yield line_no, (b"".join(parts) if length <= line_max else None), length, True
+            parts, length, start = [], 0, end + 1
+    if length:
+        yield line_no + 1, (b"".join(parts) if length <= line_max else None), length, False
+
+
+def _chunks(path: str | Path, max_bytes: int) -> Iterator[bytes]:
+    """The regular file `path` in chunks: stat'ed before it is opened (a FIFO or a device never is),
+    opened non-blocking, checked again once open (it may have been swapped since), at most `max_bytes`."""
     check_regular(path, max_bytes)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
@@ -107,7 +140,6 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
         raise Unreadable(path, os_error_why(exc)) from None
     try:
         _check_stat(path, os.fstat(fd), max_bytes)  # swapped between the stat and the open
-        chunks: list[bytes] = []
         total = 0
         while True:
             try:
@@ -115,59 +147,10 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
             except OSError as exc:
                 raise Unreadable(path, os_error_why(exc)) from None
             if not data:
-                break
-            chunks.append(data)
+                return
             total += len(data)
             if total > max_bytes:
                 raise Unreadable(path, f"grew past the {max_bytes:,} bytes a reader takes while being read")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def read_lines(path: str | Path, max_bytes: int, line_max: int = LINE_MAX_BYTES) -> Iterator[tuple[int, bytes | None, int, bool]]:
-    """Each line of the regular file `path`, streamed: (line number from 1, its bytes without the
-    newline or None when longer than `line_max`, its length, whether a newline ended it). Checked as
-    `read_regular` checks (FileNotFoundError, Unreadable; never blocking, at most `max_bytes`), read in
-    chunks: memory holds a chunk and a line, never the file (a 300 MB rows.jsonl was read whole, then
-    split: three times its size)."""
-    check_regular(path, max_bytes)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise Unreadable(path, os_error_why(exc)) from None
-    try:
-        _check_stat(path, os.fstat(fd), max_bytes)
-        line_no, total = 0, 0
-        parts: list[bytes] = []
-        length = 0  # of the line being gathered (its parts are dropped once it passes line_max)
-        while True:
-            try:
-                data = os.read(fd, _CHUNK)
-            except OSError as exc:
-                raise Unreadable(path, os_error_why(exc)) from None
-            total += len(data)
-            if total > max_bytes:
-                raise Unreadable(path, f"grew past the {max_bytes:,} bytes a reader takes while being read")
-            if not data:
-                break
-            start = 0
-            while True:
-                end = data.find(b"\n", start)
-                piece = data[start:] if end < 0 else data[start:end]
-                length += len(piece)
-                if length <= line_max:
-                    parts.append(piece)
-                elif parts:
-                    parts = []
-                if end < 0:
-                    break
-                line_no += 1
-                yield line_no, (b"".join(parts) if length <= line_max else None), length, True
-                parts, length, start = [], 0, end + 1
-        if length:
-            yield line_no + 1, (b"".join(parts) if length <= line_max else None), length, False
+            yield data
     finally:
         os.close(fd)
