@@ -31,7 +31,6 @@ import traceback
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from engine.executor import DriverError
 from engine.predict_trail import PredictTrail
 from engine.worker import (
     ChunkMsg,
@@ -47,6 +46,7 @@ from engine.worker import (
 )
 from engine.worker_env import worker_environ
 from prereg import rundir as rd
+from prereg.core.errors import UsageError
 from prereg.core.video_draw import films
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -139,7 +139,7 @@ class LocalPool:
                         case LogMsg(text):
                             self.log(f"worker {w.wid}: {text}")
                         case StartFailed(text):  # bad input found in a worker: the run cannot start (exit 2)
-                            raise DriverError(text)
+                            raise UsageError(text)
             if w.proc.sentinel in ready or not w.proc.is_alive():
                 row = self._on_worker_death(w)
                 if row is not None:
