@@ -259,7 +259,9 @@ def check_resumed(config: dict, where: Path) -> None:
     or crashed on a wrong type ("internal error ... this is a bug"). A UsageError names the field."""
     from engine.cli_parser import build_parser, seed_list
 
-    types = {a.dest: a.type for a in build_parser()._actions if a.type is not None}
+    actions = build_parser()._actions
+    types = {a.dest: a.type for a in actions if a.type is not None}
+    choices = {a.dest: tuple(a.choices) for a in actions if a.choices is not None}
     number, text, opt_text = (int, float), (str,), (str, type(None))
 
     def field(d: dict, key: str, kinds: tuple, flag: str | None = None, name: str | None = None):
@@ -330,9 +332,9 @@ def check_resumed(config: dict, where: Path) -> None:
             field(pol, key, kinds, name=f"{name}.{key}")
         for key, flag in (("dtype", "dtype"), ("convmap", "convmap")):
             field(pol, key, text, name=f"{name}.{key}")
-            if key in pol and pol[key] not in _choices(flag):
+            if key in pol and pol[key] not in choices[flag]:
                 raise UsageError(f"{where}: config.{name}.{key} {pol[key]!r} is not one of "
-                                 f"{', '.join(_choices(flag))}; the run cannot be resumed")
+                                 f"{', '.join(choices[flag])}; the run cannot be resumed")
         field(pol, "flow_steps", (int,), "flow_steps", name=f"{name}.flow_steps")
         field(pol, "grasp_miss", number, "grasp_miss", name=f"{name}.grasp_miss")
         field(pol, "grasp_drop", number, "grasp_drop", name=f"{name}.grasp_drop")
@@ -350,12 +352,6 @@ def _shown(v) -> str:
     """A recorded value in a message: as JSON has it (`'2'` for a string, `5` for a number), cut short."""
     text = repr(v) if isinstance(v, str) else json.dumps(v, default=str)
     return text if len(text) <= 40 else text[:39] + "…"
-
-
-def _choices(flag: str) -> tuple:
-    from engine.cli_parser import build_parser
-
-    return tuple(next(a.choices for a in build_parser()._actions if a.dest == flag))
 
 
 def check_env(name: str | None, base: Path | None = None, pin: str | None = None,
