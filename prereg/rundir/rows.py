@@ -211,6 +211,7 @@ def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
     validity, the console's corrupt count) sees that the run's rows could not be read rather
     than a run with no rows."""
     out = RowsRead()
+    last: dict[tuple, dict] = {}  # (arm, seed) -> its latest row: a line repeated is one object, not one each
     try:
         for i, raw, length, ended in read_lines(path, max_bytes):
             if raw is None:
@@ -227,6 +228,10 @@ def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
             if bad is not None:
                 out.bad.append(bad)
             else:
+                key = (row.get("arm"), row.get("seed"))
+                if last.get(key) == row:
+                    row = last[key]  # the same row again (300 MB of one line read at 1 GB): shared, read-only
+                last[key] = row
                 out.rows.append(row)
                 out.line_nos.append(i)
     except FileNotFoundError:

@@ -243,3 +243,15 @@ def test_rows_are_read_in_memory_sized_to_the_rows_not_three_times_the_file(tmp_
     from prereg.rundir.rows import last_row_of_seed
 
     assert last_row_of_seed(path, 2)[0]["seed"] == 2 and last_row_of_seed(path, 9) == (None, "no row for seed 9 yet")
+
+
+def test_a_line_repeated_is_one_row_object_in_memory(tmp_path):
+    """Issue 33: 300 MB of one row line, repeated, was read as 300,000 dictionaries (1 GB). The rows read
+    are the same (the report still sees every line: its duplicates, its last row), sharing one object."""
+    path = tmp_path / rd.ROWS
+    a, b = make_row(0), make_row(0, success=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in (a, a, a, b, b, make_row(1))))
+    got = read_rows(path)
+    assert [r["seed"] for r in got.rows] == [0, 0, 0, 0, 0, 1] and got.line_nos == [1, 2, 3, 4, 5, 6]
+    assert got.rows[0] is got.rows[1] is got.rows[2] and got.rows[3] is got.rows[4] and got.rows[2] is not got.rows[3]
+    assert got.rows[3]["success"] is True and got.rows[0] == a
