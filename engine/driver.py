@@ -53,6 +53,7 @@ from prereg.core.errors import FontaineError, RunFailed, UsageError, write_trace
 from prereg.core.webhook_env import scrub_webhooks
 from prereg.rundir.gates import evaluate_gates, first_tripped
 from prereg.rundir.rows import RowCounts, complete_row, is_error
+from prereg.rundir.stop import scrub_stop_file
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -439,6 +440,8 @@ class _Driver:
             if req is not None:
                 self.stop = req
                 self.log(f"stop requested ({req.text()}); finishing in-flight episodes")
+                if scrub_stop_file(self.run_dir, req):
+                    self.log("STOP held a secret's shape: rewritten as its reason, redacted")
                 self._write_status(rd.STOPPING)
         elif self.stop.by == rd.BY_USER and self.stop.detail == rd.EMPTY_STOP_DETAIL:
             # an empty STOP may be one caught between its creation and its writing (`echo ... > STOP`):
@@ -447,6 +450,7 @@ class _Driver:
             if req is not None and req.detail != rd.EMPTY_STOP_DETAIL:
                 self.stop = req
                 self.log(f"stop reason: {req.text()}")
+                scrub_stop_file(self.run_dir, req)
                 self._write_status(rd.STOPPING)
 
     def _stop_if(self, reason: rd.StopReason | None) -> None:

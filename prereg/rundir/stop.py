@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from prereg.core.safe_read import STOP_MAX_BYTES, Unreadable, read_regular
-from prereg.core.untrusted import redacted
+from prereg.core.untrusted import redacted, secret_in
 from prereg.rundir.files import STOP, utc_now, write_json_atomic
 
 # -- stopping: the STOP request and the structured stop reason --------------------------
@@ -107,3 +107,16 @@ def read_stop(run_dir: str | Path) -> StopReason | None:
         return StopReason(BY_USER, one_line(text))  # a person's words (or any bytes): one printable line
     return StopReason.from_dict(obj) or StopReason(BY_USER, one_line(text))
 
+
+def scrub_stop_file(run_dir: str | Path, reason: StopReason) -> bool:
+    """Once a STOP is acted on: a STOP whose words hold a secret's shape (`printf 'stop %s' "$HF_TOKEN" >
+    STOP`) is rewritten as its reason, redacted, so no secret lingers in the run directory. True when it was."""
+    p = Path(run_dir) / STOP
+    try:
+        data = read_regular(p, STOP_MAX_BYTES)
+    except (OSError, Unreadable):
+        return False
+    if secret_in(data) is None:
+        return False
+    write_stop(run_dir, reason, only_if_absent=False)
+    return True
