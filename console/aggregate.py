@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from statistics import NormalDist
 
-from prereg.rundir.rows import ERROR, BadLine, RowCounts, episode_outcome, new_episodes, number
+from prereg.rundir.rows import ERROR, BadLine, RowCounts, episode_outcome, number
 
 RECENT_ROWS = 120  # the latest-rows panel shows as many as it has lines for: a tall terminal (220x60) has ~40
 RECENT_BAD = 20
@@ -91,7 +91,7 @@ class RunAggregate:
     """Fold rows in with `add`; `snapshot()` for the UI; `reset()` when the file restarts."""
 
     counts: RowCounts = field(default_factory=RowCounts)  # prereg.rundir.rows: the counts every consumer shows
-    duplicate_seeds: int = 0  # rows that repeated an episode already counted (not counted again)
+    duplicate_seeds: int = 0
     corrupt: int = 0
     restarts: int = 0
     version: int = 0  # bumped on every change, so the UI redraws only when needed
@@ -104,7 +104,6 @@ class RunAggregate:
     _batch_sum: float = 0.0
     _batch_n: int = 0
     _pf_sum: float = 0.0
-    _episodes: set = field(default_factory=set)  # (arm, seed) of every row folded in
 
     def add(self, row: dict) -> None:
         self.add_many((row,))
@@ -113,15 +112,13 @@ class RunAggregate:
         """Fold rows in: the counts through `prereg.rundir.rows.RowCounts` (the one classifier), then the
         distributions in one loop with locals: a 100k-row file is folded in well under a second
         (see benchmarks/bench_console.py)."""
-        rows, repeated = new_episodes(rows, self._episodes)  # a repeated line is one episode, counted once
-        self.duplicate_seeds += repeated
-        if repeated:
-            self.version += 1
+        rows = rows if isinstance(rows, (list, tuple)) else list(rows)
         if not rows:
             return
         classes: list = []
         self.counts.add_many(rows, classes)
         n = self.counts.rows - len(rows)
+        dups = 0
         pf_sum, batch_sum, batch_n = 0.0, 0.0, 0
         outcomes, recent = self.seed_outcomes, self.recent
         pf_counts, wall_counts = self._progress_final, self._walls
@@ -131,6 +128,8 @@ class RunAggregate:
             n += 1
             recent.append((n, row))
             seed = get("seed")
+            if seed in outcomes:
+                dups += 1
             outcomes[seed] = episode_outcome(row, c)  # the grid shows the episode's one outcome
             if outcome == ERROR:
                 self.error_messages.append(f"seed {seed}: {get('error') or get('status') or 'error (no message)'}")
@@ -147,6 +146,7 @@ class RunAggregate:
                 batch_sum += mb
                 batch_n += 1
         self.version += 1
+        self.duplicate_seeds += dups
         self._pf_sum += pf_sum
         self._batch_sum += batch_sum
         self._batch_n += batch_n

@@ -42,7 +42,7 @@ from prereg.core.vocabulary import DECODES, POLICIES
 from prereg.document.model import describe_tripwires
 from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY
 from prereg.rundir.gates import TRIPPED, WARN, PaceInputs, evaluate_gates, projected_wall_s
-from prereg.rundir.rows import ERROR, OUTCOME_LABELS, count_rows, new_episodes, number, read_rows
+from prereg.rundir.rows import ERROR, OUTCOME_LABELS, count_rows, number, read_rows
 from prereg.rundir.status import GateSpec
 from prereg.stats.comparison_report import live_evidence, savings
 from prereg.stats.curtail import settled_text
@@ -181,7 +181,7 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, rows: list[dict] |
         run_dir=run_dir,
         manifest=contract.manifest or rd.Manifest(),
         status=contract.status or rd.Status(),
-        rows=new_episodes(rows if rows is not None else read_rows(run_dir / rd.ROWS).rows, set())[0],  # each once
+        rows=rows if rows is not None else read_rows(run_dir / rd.ROWS).rows,
         results_md=_read_text(results),
         results_json=read_json_object(run_dir / rd.RESULTS_JSON) if results.exists() else None,
         chart_png=_read_chart(chart) if results.exists() else None,

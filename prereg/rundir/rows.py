@@ -490,26 +490,6 @@ class RowCounts:
         return self.zero_fallbacks / self.predicts if self.predicts else None
 
 
-def episode_key(row: dict) -> tuple:
-    """An episode's identity: (arm, seed); the arm is None outside a comparison run."""
-    return (row.get("arm"), row.get("seed"))
-
-
-def new_episodes(rows, seen: set) -> tuple[list[dict], int]:
-    """The rows of episodes not in `seen` (which takes their keys), and how many rows repeated an
-    episode already there. A line written twice (a hand edit, a copy) is one episode: the console and
-    the posts count it once, its first row, and say how many repeated (they counted it twice)."""
-    fresh, repeated = [], 0
-    for row in rows:
-        key = (row.get("arm"), row.get("seed"))
-        if key in seen:
-            repeated += 1
-        else:
-            seen.add(key)
-            fresh.append(row)
-    return fresh, repeated
-
-
 def count_rows(rows) -> RowCounts:
     c = RowCounts()
     c.add_many(rows)
