@@ -95,13 +95,6 @@ def hostile(path: Path, kind: str) -> None:
 FILE_KINDS = ("fifo", "dir", "loop", "device", "empty", "random", "huge", "dangling", "deep", "list")
 
 
-def doc_with(t: Path, old: str, new: str, name: str = "doc.md") -> Path:
-    text = DEMO.read_text()
-    assert old in text, old
-    (t / name).write_text(text.replace(old, new, 1))
-    return t / name
-
-
 # --------------------------------------------------------------------------------------- the cases
 
 def eval_cases() -> list[Case]:
