@@ -27,7 +27,7 @@ class ShowControls(LineFilter):
     redacted (a row's note quoting a token, written by someone else's hand), the line's width kept."""
 
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
-        if not any(_needs(seg.text) for seg in segments if not seg.control):
+        if not _needs("".join(seg.text for seg in segments if not seg.control)):  # one look at the line
             return segments
         width = Segment.get_line_length(segments)
         out = [seg if seg.control or not _needs(seg.text) else Segment(shown(seg.text), seg.style) for seg in segments]

@@ -71,3 +71,16 @@ def test_a_secret_written_into_stop_never_reaches_the_stop_reason(tmp_path):
     (tmp_path / rd.STOP).write_text(json.dumps({"by": "user", "detail": f"HF_TOKEN={HF}", "who": f"ana {HOOK}"}))
     stop = rd.read_stop(tmp_path)
     assert secret_in(stop.detail) is None and secret_in(stop.who) is None and stop.detail.startswith("HF_TOKEN=<redacted")
+
+
+PIECES = ["hf_", "A" * 34, "HF_TOKEN", "=", ": ", "token", "webhooks/", "https://discord.com/api/", "123/", "sk-",
+          "x" * 25, "Bearer ", "abcdefghij", "key", " ", "\n", "'", '"', "ghp_", "AKIA", "0123456789ABCDEF", "é"]
+
+
+@given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
+def test_the_quick_look_never_misses_what_redaction_would_change(text):
+    from prereg.core.untrusted import may_hold_secret
+
+    if redacted(text) != text:
+        assert may_hold_secret(text)
+    assert secret_in(redacted(text)) is None
