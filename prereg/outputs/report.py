@@ -220,7 +220,10 @@ def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
     for arm, rep in reports.items():
         rep.comparators = [comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
         pair_comparison_arms(rep, reports)
-    return doc, reports, judge_reports(doc, reports)
+    judgement = judge_reports(doc, reports)
+    for c in comparison_reads(reports):  # whether its decision stands is the verdict engine's
+        c.verdict = judgement.comparison_of(c.spec)
+    return doc, reports, judgement
 
 
 def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement, now: str, colors: dict,

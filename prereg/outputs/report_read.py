@@ -18,6 +18,7 @@ from prereg.stats import curtail
 from prereg.stats.chart import paired_delta_chart
 from prereg.stats.comparison_report import ComparisonRead, read_comparison, registered_comparison
 from prereg.stats.reads import ArmReads, Check, Paired, arm_reads, paired_reads
+from prereg.stats.sequential import record_problems as sequential_record_problems
 from prereg.stats.verdict import ArmEvidence, Judgement, evidence_from_reads, judge
 
 UNREGISTERED_LINE = ("**UNREGISTERED REPORT**: rows read with --unregistered; runs not launched from this "
@@ -166,6 +167,10 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
     if m is not None and m.is_comparison and arm in m.arms and spec is None:
         problems.insert(0, f"a comparison run of {' and '.join(m.arms)}, a comparison no frozen section registers")
     reads.notes += notes
+    if comparison is not None:  # the driver's record against what the rows decide: a provenance problem
+        reads.checks += [Check("record", None, None, False, why) for why in comparison.record_problems]
+    reads.checks += [Check("record", None, None, False, why)
+                     for why in sequential_record_problems(sm.gates.sequential, status, rows, seeds)]
     if not problems:
         reads.checks.insert(0, Check("provenance", None, None, True,
                                      f"launched from this registration ({sm.section.name}, sha256 {sha[:12]}), "

@@ -93,6 +93,28 @@ def utc_iso(ts: float, timespec: str = "seconds") -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
+def parse_utc(text: object) -> datetime | None:
+    """A time this contract wrote (`utc_now`: ISO-8601, 'Z' or an offset) as an aware datetime; None for
+    anything else (a missing field, another type, a malformed string). A naive time reads as UTC."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def first_row_at(rows, started_at: object = None) -> str | None:
+    """When a run's data first existed: the earliest `finished_at` of its rows (as written), else the
+    run's start (`started_at`, the manifest's: earlier than any row), else None (not known)."""
+    times = [(t, r["finished_at"]) for r in rows if isinstance(r, dict)
+             for t in (parse_utc(r.get("finished_at")),) if t is not None]
+    if times:
+        return min(times)[1]
+    return started_at if parse_utc(started_at) is not None else None
+
+
 # -- writing and reading files ---------------------------------------------------------
 
 

@@ -469,6 +469,13 @@ def paired_bootstrap_ci(x, y) -> tuple[tuple[float, float] | None, str]:
 
 OPS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt}
 HOLDS, NOT_HOLDS, UNDETERMINED, PROVISIONAL = "HOLDS", "does not hold", "undetermined", "provisional"
+EXPLORATORY = "exploratory"  # a rule frozen after the data it reads existed: never a verdict
+EXPLORATORY_HEAD = "exploratory (frozen after the data existed)"
+
+
+def exploratory_label(why: str, on_rows: str) -> str:
+    """How a rule, test or comparison registered after its data is shown everywhere: never as a verdict."""
+    return f"{EXPLORATORY_HEAD[:-1]}: {why}; on the rows: {on_rows})"
 
 
 @dataclass
@@ -482,11 +489,16 @@ class Verdict:
     reasons: tuple[str, ...] = ()  # undetermined: every reason, one each
     decided: str = ""  # "decided at 5/20 by curtailment" when no completion of the plan can change it
     early: bool = False  # decided before every planned seed of an arm it reads had a row: final all the same
+    frozen_at: str = ""  # when the rule's section was frozen (its seal)
+    data_at: str = ""  # the first row of the runs it reads: "ARM T" (the earliest), "" when not known
+    on_rows: str = ""  # exploratory: the label it would carry had it been frozen before the data
 
     @property
     def label(self) -> str:
         """How every report shows it: 'HOLDS', 'undetermined (why)', 'provisional at 60/100 (HOLDS so far)',
-        'HOLDS (final: decided at 5/20 by curtailment)'."""
+        'HOLDS (final: decided at 5/20 by curtailment)', 'exploratory (frozen after the data existed; ...)'."""
+        if self.verdict == EXPLORATORY:
+            return exploratory_label(self.why, self.on_rows)
         if self.verdict in (UNDETERMINED, PROVISIONAL):
             return f"{self.verdict} ({self.why})" if self.verdict == UNDETERMINED else f"provisional {self.why}"
         return f"{self.verdict} (final: {self.decided})" if self.early and self.decided else self.verdict
@@ -495,7 +507,8 @@ class Verdict:
         return {"key": self.key, "condition": self.rule.condition, "action": self.rule.action,
                 "section": self.rule.section, "arms": list(self.arms), "verdict": self.verdict, "label": self.label,
                 "why": self.why, "reasons": list(self.reasons), "decided": self.decided, "early": self.early,
-                "detail": self.detail}
+                "detail": self.detail, "frozen_at": self.frozen_at, "data_at": self.data_at,
+                "exploratory": self.verdict == EXPLORATORY, "on_rows": self.on_rows}
 
 
 def evaluate_rule(rule: Rule, values: dict[str, dict[str, float | None]], *,
