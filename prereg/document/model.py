@@ -210,6 +210,14 @@ class SectionModel:
     reads: Reads
     rules: list[Rule]
     comparison: ComparisonSpec | None = None  # `comparison:` (prereg/document/comparison_spec.py), this section's own
+    # where each protocol/gates/reads key in force comes from: "gates.decided" -> "base". An amendment's
+    # keys merge one by one over the section before it (docs/prereg.md): a key it does not set is inherited
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def inherited(self, part: str) -> dict[str, str]:
+        """{key: section} of `part` ('protocol', 'gates', 'reads') this section takes from an earlier one."""
+        return {k.split(".", 1)[1]: src for k, src in self.sources.items()
+                if k.startswith(part + ".") and src != self.section.name}
 
 
 @dataclass

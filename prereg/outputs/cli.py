@@ -77,8 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.set_defaults(func=cmd_verify)
 
-    s = sub.add_parser("show", help="summary: arms, protocol, gates, rules, freeze status")
+    s = sub.add_parser("show", help="summary: arms, protocol, gates (and where each comes from), rules, freeze "
+                                    "state, and the registration's timeline")
     s.add_argument("file")
+    s.add_argument("--runs-dir", action="append", default=None, metavar="DIR",
+                   help="where its runs are, for the timeline (repeatable; default: runs)")
     s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("launch-spec", help="the settings fontaine-eval takes for an arm, as JSON")
@@ -328,6 +331,11 @@ def cmd_show(args) -> int:
         if tripwires:
             gates.append(tripwires)
         print(f"  gates: {', '.join(gates)}")
+        if sm.section.number:  # an amendment's protocol, gates and reads merge key by key over the section before
+            for part in ("protocol", "gates", "reads"):
+                took = sm.inherited(part)
+                if took:
+                    print(f"  inherits {part}: " + ", ".join(f"{k} (from {src})" for k, src in sorted(took.items())))
         for a in sm.arms:
             bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in
                                  ("checkpoint", "revision", "fast_revision", "decode", "convmap", "norm_tag",
@@ -343,7 +351,13 @@ def cmd_show(args) -> int:
     for pr in doc.problems:
         print("problem: " + pr.render(str(doc.path)), file=sys.stderr)
     if doc.layout.results:
-        print(f"\nresults sections: {', '.join(b.key for b in doc.layout.results)}")
+        print(f"\nresults sections: {', '.join(b.key + (' (superseded)' if b.superseded else '') for b in doc.layout.results)}")
+    from prereg.outputs.timeline import timeline
+
+    runs_dirs = [Path(d) for d in (args.runs_dir or ["runs"])]
+    print(f"\ntimeline (runs from {', '.join(map(str, runs_dirs))}; !! = a section frozen after data it is read against):")
+    for e in timeline(doc, runs_dirs):
+        print(f"  {e.line()}")
     return EXIT_BAD_INPUT if doc.problems else EXIT_OK
 
 

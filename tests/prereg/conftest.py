@@ -108,3 +108,39 @@ def hub(hf_env):
     with FakeHub(token=HF_TOKEN) as fake:
         hf_env.setenv("HF_ENDPOINT", fake.endpoint)
         yield fake
+
+
+SCRIPTED_DOC = """---
+fontaine: fontaine-prereg/1
+id: two-oracles
+title: two scripted arms
+created: 2026-01-01
+arms:
+  - name: a
+    policy: scripted
+protocol:
+  seeds: 0-5
+  episode_seconds: 20
+  workers: 1
+reads:
+  primary: successes
+gates:
+  gpu_hours: 0.1
+---
+
+Plain words.
+"""
+
+
+def scripted_doc(tmp_path, frozen="2026-01-01T00:00:00Z", amendments=()):
+    """A frozen document with scripted arm `a`; each amendment (YAML data, freeze time) appended and frozen."""
+    from prereg.document.seal import amend, freeze
+
+    doc = tmp_path / "two.md"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(SCRIPTED_DOC)
+    freeze(doc, now=frozen)
+    for data, at in amendments:
+        amend(doc, title=data.pop("title", "amendment"), why="Why.", data=data)
+        freeze(doc, now=at)
+    return doc

@@ -11,7 +11,7 @@ from prereg.outputs.report import build_report, read_registration
 from prereg.stats.comparison import BETTER
 from prereg.stats.reads import UNDETERMINED
 from tests.comparison_run import compare_doc, comparison_rows, make_comparison_run
-from tests.prereg.conftest import make_row
+from tests.prereg.conftest import make_row, scripted_doc
 
 NOW = "2026-12-01T15:00:00Z"
 A_WINS = [s < 4 for s in range(12)]  # clumsy wins seeds 0-3, steady every seed: B better at seed 11
@@ -171,41 +171,6 @@ def _sequential_doc(src: str) -> str:
                         "gates:\n  gpu_hours: 0.05\n  sequential: {p0: 0.3, p1: 0.9, alpha: 0.05, beta: 0.1}\n")
     assert "sequential" in head
     return head + rest.split("\n<!-- fontaine:sealed")[0].rstrip("\n") + "\n"
-
-
-SCRIPTED_DOC = """---
-fontaine: fontaine-prereg/1
-id: two-oracles
-title: two scripted arms
-created: 2026-01-01
-arms:
-  - name: a
-    policy: scripted
-protocol:
-  seeds: 0-5
-  episode_seconds: 20
-  workers: 1
-reads:
-  primary: successes
-gates:
-  gpu_hours: 0.1
----
-
-Plain words.
-"""
-
-
-def scripted_doc(tmp_path, frozen="2026-01-01T00:00:00Z", amendments=()):
-    """A frozen document with scripted arm `a`; each amendment (YAML data, freeze time) appended and frozen."""
-    from prereg.document.seal import amend, freeze
-
-    doc = tmp_path / "two.md"
-    doc.write_text(SCRIPTED_DOC)
-    freeze(doc, now=frozen)
-    for data, at in amendments:
-        amend(doc, title=data.pop("title", "amendment"), why="Why.", data=data)
-        freeze(doc, now=at)
-    return doc
 
 
 def test_disjoint_seeds_make_shared_seeds_at_least_one_not_hold(tmp_path, run_dir):
