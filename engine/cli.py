@@ -162,18 +162,19 @@ def _check_before_writing(args, config) -> None:
             check_local_path(spec.checkpoint)  # a CheckpointError is bad input: exit 2, nothing written
         if spec.kind == "lerobot":  # download, then every input the checkpoint reads must have a sim source
             from engine.envs import get_env
-            from engine.policies.lerobot_policy import check_feeds, check_pin, serving_of
+            from engine.policies.lerobot_policy import check_feeds, check_pin, probe, serving_of
 
             check_feeds(spec.checkpoint, spec.revision, get_env(config.env).cameras, spec.feature_map)
             if spec.pinned:  # a plan's pin: what loads must be it (checked again at load)
                 check_pin(spec.checkpoint, spec.revision)
             mode = serving_of(spec.checkpoint, spec.revision)  # decided once: a worker then reads no checkpoint to know
+            # the files as hashed now: the driver and every worker load exactly these or refuse, naming the file
+            extra = {"lerobot_serving": mode, "lerobot_files": dict(probe(spec.checkpoint, spec.revision).files)}
             if not config.arms:
-                config.policy = dataclasses.replace(spec, extra={**spec.extra, "lerobot_serving": mode})
+                config.policy = dataclasses.replace(spec, extra={**spec.extra, **extra})
             for entry in config.arms or ():
                 if entry["arm"] == arm:
-                    entry["policy"] = {**entry["policy"], "extra": {**entry["policy"].get("extra", {}),
-                                                                    "lerobot_serving": mode}}
+                    entry["policy"] = {**entry["policy"], "extra": {**entry["policy"].get("extra", {}), **extra}}
 
 
 def make_executor(cfg):

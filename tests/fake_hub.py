@@ -74,6 +74,11 @@ class Repo:
         return next((c.tree for c in self.commits if c.oid == oid), None)
 
 
+def git_blob_id(data: bytes) -> str:
+    """How the hub names a file kept outside LFS (its ETag, its tree oid): git's blob id of the content."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
 class FakeHub:
     def __init__(self, repo_id: str = "", root: Path | None = None, *, commit: str = "0" * 40, token: str | None = None,
                  xet: bool = True):
@@ -162,7 +167,7 @@ class FakeHub:
             if not self._known(rev):
                 return self._error(h, 404, "RevisionNotFound", "Invalid rev id", head)
             tree = [
-                {"type": "file", "path": name, "size": len(data), "oid": hashlib.sha1(data).hexdigest()}
+                {"type": "file", "path": name, "size": len(data), "oid": git_blob_id(data)}
                 for name, data in self.files.items()
             ]
             return self._json(h, tree, head)
@@ -192,7 +197,7 @@ class FakeHub:
         h.send_header("Content-Type", "application/octet-stream")
         h.send_header("Content-Length", str(len(data)))
         h.send_header("X-Repo-Commit", self.commit)
-        h.send_header("ETag", f'"{hashlib.sha1(data).hexdigest()}"')
+        h.send_header("ETag", f'"{git_blob_id(data)}"')  # the hub's ETag of a file outside LFS: its git blob id
         h.send_header("Accept-Ranges", "none")
         h.end_headers()
         if head:

@@ -115,7 +115,8 @@ def describe_unserved(spec: PolicySpec) -> dict:
         from engine.policies.lerobot_policy import describe_checkpoint
 
         out.update(describe_checkpoint(spec.checkpoint, revision=spec.revision, pinned=spec.pinned,
-                                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task))
+                                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task,
+                                       expected_files=spec.extra.get("lerobot_files")))
     return out
 
 
@@ -155,7 +156,8 @@ def _make_lerobot(spec: PolicySpec):
     from engine.policies.lerobot_policy import load_policy
 
     return load_policy(spec.checkpoint, revision=spec.revision, pinned=spec.pinned, device=spec.device,
-                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task)
+                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task,
+                       expected_files=spec.extra.get("lerobot_files"))  # the files the run recorded, in every worker
 
 
 def _make_molmoact2(spec: PolicySpec):

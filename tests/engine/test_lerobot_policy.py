@@ -118,7 +118,8 @@ def test_images_of_another_size_are_resized_to_the_checkpoint(act_dir):
 def test_the_manifest_records_type_config_hash_and_pin(act_dir):
     d = load_policy(str(act_dir), device="cpu").describe()
     assert d["policy"] == "lerobot" and d["policy_type"] == "act" and d["serving"] == "chunk"
-    assert len(d["config_sha256"]) == 64 and d["pin"] == f"sha256:{d['weights_sha256']}"
+    assert len(d["config_sha256"]) == 64 and d["pin"] == f"sha256:{d['checkpoint_sha256']}"
+    assert sorted(d["files"]) == sorted(p.name for p in act_dir.iterdir())  # every file the loader reads
     assert d["features"] == {"observation.images.front": "front", "observation.images.wrist": "wrist",
                              "observation.state": "state"}
 

@@ -337,8 +337,23 @@ def _file_sha256(path: Path) -> str:
     real = Path(os.path.realpath(path))
     if real.parent.name == "blobs" and len(real.name) == 64:
         return real.name  # LFS blob: the hub named it by its sha256
+    return _content_sha256(real)
+
+
+def _content_sha256(path: Path) -> str:
+    """sha256 of the bytes the file holds now (never a name standing for them)."""
     h = hashlib.sha256()
-    with open(real, "rb") as fh:
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def git_blob_sha1(path: Path) -> str:
+    """The git blob id of the file's content: how the hub names (and ETags) a file kept outside LFS."""
+    h = hashlib.sha1()
+    h.update(f"blob {os.path.getsize(path)}\0".encode())
+    with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 22), b""):
             h.update(block)
     return h.hexdigest()
