@@ -24,6 +24,7 @@ from prereg import rundir as rd  # noqa: E402
 from prereg.core.argcheck import parse_once  # noqa: E402
 from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
 from prereg.core.safe_read import kind_of, os_error_why  # noqa: E402
+from prereg.core.vocabulary import PLUGIN  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,6 +161,10 @@ def _check_before_writing(args, config) -> None:
             from engine.policies.molmoact2.checkpoint import check_local_path
 
             check_local_path(spec.checkpoint)  # a CheckpointError is bad input: exit 2, nothing written
+        if spec.kind == PLUGIN and spec.pinned:  # a plan's plugin arm: the installed package must be the pinned one
+            from engine.policies.plugins import check_pin as check_plugin_pin
+
+            check_plugin_pin(spec.checkpoint, spec.revision)
         if spec.kind == "lerobot":  # download, then every input the checkpoint reads must have a sim source
             from engine.envs import get_env
             from engine.policies.lerobot_policy import check_feeds, check_pin, probe, serving_of

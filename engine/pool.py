@@ -139,7 +139,7 @@ class LocalPool:
                         case LogMsg(text):
                             self.log(f"worker {w.wid}: {text}")
                         case StartFailed(text):  # bad input found in a worker: the run cannot start (exit 2)
-                            raise UsageError(text)
+                            raise UsageError(f"worker {w.wid}: {text}")
             if w.proc.sentinel in ready or not w.proc.is_alive():
                 row = self._on_worker_death(w)
                 if row is not None:

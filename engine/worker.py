@@ -81,7 +81,10 @@ class Quit:
 
 @dataclass(frozen=True)
 class StartFailed:
-    message: str  # the worker's policy or scene could not be set up (bad input): the driver says it once
+    """The worker's policy or scene could not be set up (bad input: a checkpoint changed after the run
+    recorded it, processors that do not load): one line; the driver says it once and the run ends."""
+
+    message: str
 
 
 def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int,
@@ -115,7 +118,7 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
     predictors = {}  # arm (None: the one policy) -> (spec, horizon, needs images, needs privileged, predict)
     for arm, spec in arm_policies:
         if not spec.serve_in_driver:
-            local = make_policy(spec)
+            local = make_policy(spec)  # a policy that refuses to load (a changed checkpoint): StartFailed
             predictors[arm] = (spec, local.chunk_horizon, local.needs_images, local.needs_privileged,
                                _LocalPredict(local))
         else:

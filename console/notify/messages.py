@@ -38,7 +38,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, read_regular
 from prereg.core.untrusted import redacted, shown
-from prereg.core.vocabulary import DECODES, POLICIES
+from prereg.core.vocabulary import DECODES, PLUGIN, POLICIES
 from prereg.document.model import describe_tripwires
 from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY
 from prereg.rundir.gates import TRIPPED, WARN, PaceInputs, evaluate_gates, projected_wall_s
@@ -50,7 +50,8 @@ from prereg.stats.curtail import settled_text
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
 
-MODEL_KINDS = (*DECODES, "lerobot")  # the policy kinds that load a model: only they have a checkpoint, decode, dtype, convmap
+# the policy kinds that load a model (a plugin: its entry point): only they have a checkpoint, decode, dtype, convmap
+MODEL_KINDS = (*DECODES, "lerobot", PLUGIN)
 MODEL_FACTS = ("checkpoint", "revision", "decode", "dtype", "convmap", "weights_sha256")
 
 EVERY_EPISODES = 10  # an update every this many episodes

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from engine.policies.base import DEFAULT_TASK, Chunk, Observation
 from prereg.core.errors import UsageError
 from prereg.core.vocabulary import DECODES as VOCAB_DECODES
-from prereg.core.vocabulary import POLICIES
+from prereg.core.vocabulary import PLUGIN, POLICIES
 
 POLICY_KINDS = POLICIES + ("hold",)  # a pre-registration's policies, and the engine's own no-op baseline
 # ... and any `fontaine.policies` entry point by its name (engine/policies/plugins.py)
@@ -92,6 +92,13 @@ def make_policy(spec: PolicySpec):
         policy = _make_molmoact2(spec)
     elif spec.kind == "lerobot":
         policy = _make_lerobot(spec)
+    elif spec.kind == PLUGIN:  # a plan's plugin arm: the entry point its checkpoint names, pinned by content
+        from engine.policies.plugins import load_plugin
+
+        if not spec.checkpoint:
+            raise PolicyError("a plugin arm names its fontaine.policies entry point as its checkpoint")
+        policy = load_plugin(spec.checkpoint, convmap=_convmap(spec), task=spec.task,
+                             pin=spec.revision if spec.pinned else None)
     else:
         from engine.policies.plugins import load_plugin
 

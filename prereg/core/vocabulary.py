@@ -8,7 +8,8 @@ import re
 
 FORMAT = "fontaine-prereg/1"
 
-POLICIES = ("scripted", "molmoact2", "molmoact2-discrete", "lerobot")  # lerobot: any lerobot checkpoint (ACT, ...)
+PLUGIN = "plugin"  # a lab's own policy: the `fontaine.policies` entry point the arm's checkpoint names
+POLICIES = ("scripted", "molmoact2", "molmoact2-discrete", "lerobot", PLUGIN)  # lerobot: any lerobot checkpoint (ACT, ...)
 DECODES = {"molmoact2": ("flow",), "molmoact2-discrete": ("reference", "grammar-masked")}
 CONVMAPS = ("official", "identity", "fit")
 DTYPES = ("bf16", "fp32")

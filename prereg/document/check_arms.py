@@ -15,6 +15,7 @@ from prereg.core.vocabulary import (
     DECODES,
     DTYPES,
     JOINT_NAMES,
+    PLUGIN,
     POLICIES,
 )
 from prereg.document.fields import ARM_KEYS, NAME_RE, OVERRIDE_RE, PROTOCOL_KEYS, Ctx, Errors
@@ -105,6 +106,18 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
         if convmap not in ("identity", "official"):
             err("convmap", f"{convmap!r} is not a shim a lerobot policy takes",
                 "identity (the default) or official, with convmap_overrides for the rest")
+    elif policy == PLUGIN:  # a lab's entry point, pinned by the content of its installed package
+        if checkpoint is None:
+            err("checkpoint", "missing", "the name of its fontaine.policies entry point, e.g. towards-middle")
+        elif not NAME_RE.match(checkpoint):
+            err("checkpoint", f"{checkpoint!r} is not an entry point name", "the name under [fontaine.policies]")
+        for k in ("decode", "norm_tag", "flow_steps", "dtype", "fast_revision"):
+            if a.get(k) is not None:
+                err(k, "does not apply to a plugin policy", "remove it")
+        convmap = convmap or "identity"
+        if convmap not in ("identity", "official"):
+            err("convmap", f"{convmap!r} is not a shim a plugin policy takes",
+                "identity (the default) or official, with convmap_overrides for the rest")
     features = _check_features(a.get("features"), err, policy)
     overrides = a.get("convmap_overrides") or []
     if isinstance(overrides, str):
@@ -124,6 +137,10 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
     if flow_steps is not None and decode != "flow":
         err("flow_steps", "only the flow decode has flow steps", "remove it or use decode: flow")
     revision = a.get("revision")
+    if policy == PLUGIN and not sec.sealed and (revision is None or not SHA256_PIN_RE.match(str(revision))):
+        err("revision", "a plugin policy is pinned by the content of its installed package" if revision is None
+            else f"{revision!r} does not pin a plugin policy",
+            "sha256:<plugin_sha256>: the pin a launch refusal or a run's manifest (policy_resolved.pin) names")
     if (model or policy == "lerobot") and checkpoint is not None and not sec.sealed:
         # A frozen plan names an immutable checkpoint; a section frozen before this rule keeps its
         # text (it is sealed) and is refused at launch instead, when what loaded differs.
@@ -159,7 +176,7 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
     return Arm(
         name=name, section=sec.name, line=ctx.line(path), policy=policy,
         checkpoint=checkpoint, revision=None if revision is None else str(revision), fast_revision=fast_revision,
-        decode=decode if model else None, convmap=convmap if model or policy == "lerobot" else None,
+        decode=decode if model else None, convmap=convmap if model or policy in ("lerobot", PLUGIN) else None,
         convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
         norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,
         flow_steps=flow_steps, task=task, **env,

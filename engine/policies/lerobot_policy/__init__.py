@@ -283,10 +283,10 @@ def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = 
     from engine.policies.lerobot_policy.serving import serving_mode
 
     info = probe(checkpoint, revision)
+    if expected_files:  # first: it names the file (a pin is one hash of them all)
+        check_files(info, expected_files, "after the run recorded it", fresh=False)
     if pinned:
         check_pin(checkpoint, revision)
-    if expected_files:
-        check_files(info, expected_files, "after the run recorded it", fresh=False)
     declared = parse_map(feature_map)
     plan = plan_features(info.config, cameras, declared)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -357,10 +357,10 @@ def describe_checkpoint(checkpoint: str, *, revision: str | None = None, pinned:
     from engine.policies.lerobot_policy.serving import serving_mode
 
     info = probe(checkpoint, revision)
+    if expected_files:  # first: it names the file (a pin is one hash of them all)
+        check_files(info, expected_files, "after the run recorded it", fresh=False)
     if pinned:
         check_pin(checkpoint, revision)
-    if expected_files:
-        check_files(info, expected_files, "after the run recorded it", fresh=False)
     declared = parse_map(feature_map)
     plan = plan_features(info.config, None, declared)
     return _facts(info, plan, declared, serving_mode(info.path), convmap, task)
