@@ -29,7 +29,7 @@ from prereg.core.limits import (  # one bound for the flags, the documents and a
     MAX_WORKERS,
     MIN_EPISODE_SECONDS,
 )
-from prereg.core.vocabulary import COMMIT_RE, CONVMAPS, DTYPES  # the one vocabulary, shared with the documents
+from prereg.core.vocabulary import COMMIT_RE, CONVMAPS, DTYPES, SERVINGS  # the one vocabulary, shared with the documents
 
 MAX_BATCH_WAIT_MS = 60_000.0  # a batch waits at most a minute for its workers (1e12 ms was taken)
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -44,7 +44,7 @@ DECIDED_BY_DOCUMENT = (
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
     "prereg", "arm", "arms", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size",
-    "video_size", "gpus", "device",
+    "video_size", "gpus", "device", "serving",
     "ray", "ray_shards", "ray_gpus_per_shard", "ray_dashboard",
 )
 
@@ -86,6 +86,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "with its own action_tokenizer/ needs none); the manifest records it")
     pol.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     pol.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
+    pol.add_argument("--serving", choices=list(SERVINGS), default=None,
+                     help="a policy served in the driver: invariant (each observation alone, bit for bit its batch-1 "
+                          "action: rows independent of the number of workers and of timing; the default, but for "
+                          "MolmoAct2) or batched (the waiting observations in one call: faster, rows batch-dependent)")
     pol.add_argument("--flow-steps", type=bounded_int(1, 1000), default=10)
     pol.add_argument("--norm-tag", default="so100_so101_molmoact2")
     pol.add_argument("--task", default=None, type=text_arg, help="task text (default: 'put the boat on the disk')")

@@ -87,7 +87,7 @@ def policy_spec_from_flags(args):
     _check_overrides(args.convmap_override)
     common = dict(revision=args.revision, dtype=args.dtype, device=args.device, convmap=args.convmap,
                   convmap_overrides=tuple(args.convmap_override), norm_tag=args.norm_tag,
-                  flow_steps=args.flow_steps, inject_latency_ms=args.inject_latency_ms)
+                  flow_steps=args.flow_steps, inject_latency_ms=args.inject_latency_ms, serving=args.serving)
     if args.task:
         common["task"] = args.task
     if args.lerobot_map and not args.lerobot:
@@ -222,6 +222,7 @@ def _launch_policy(args, launch):
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
                       task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms,
                       grasp_miss=launch.grasp_miss or 0.0, grasp_drop=getattr(launch, "grasp_drop", None) or 0.0,
+                      serving=args.serving,  # how it is served: the run's
                       feature_map=tuple(getattr(launch, "features", None) or ()))
 
 

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from engine.policies.base import DEFAULT_TASK, Chunk, Observation
 from prereg.core.errors import UsageError
 from prereg.core.vocabulary import DECODES as VOCAB_DECODES
-from prereg.core.vocabulary import PLUGIN, POLICIES
+from prereg.core.vocabulary import PLUGIN, POLICIES, ROWS_BATCH_DEPENDENT, ROWS_INVARIANT, SERVING_BATCHED, SERVING_INVARIANT
 
 POLICY_KINDS = POLICIES + ("hold",)  # a pre-registration's policies, and the engine's own no-op baseline
 # ... and any `fontaine.policies` entry point by its name (engine/policies/plugins.py)
@@ -38,6 +38,7 @@ class PolicySpec:
     grasp_miss: float = 0.0  # the scripted oracle's skill knob (engine/policies/scripted.py); 0 for a model
     grasp_drop: float = 0.0  # the scripted oracle's drop knob (let go after the lift); 0 for a model
     feature_map: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE, a checkpoint input fed by another sim input
+    serving: str | None = None  # invariant | batched: how a policy served in the driver answers; None: the kind's default
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -59,6 +60,15 @@ class PolicySpec:
         """A learned model (MolmoAct2, a lerobot checkpoint): it sees camera frames, reads and writes
         joints through the joint-convention shim (with its release table), and wants a GPU."""
         return self.kind.startswith("molmoact2") or self.kind == "lerobot"
+
+    @property
+    def serving_mode(self) -> str:
+        """`invariant` (each observation served alone: bit for bit its batch-1 action) or `batched` (the waiting
+        observations in one call: faster, and batch-dependent in the last bits). Default: invariant, but
+        MolmoAct2, whose batching is most of its throughput on a GPU (the manifest and the report say so)."""
+        if self.serving is not None:
+            return self.serving
+        return SERVING_BATCHED if self.kind.startswith("molmoact2") else SERVING_INVARIANT
 
     @property
     def serve_in_driver(self) -> bool:
@@ -103,6 +113,8 @@ def make_policy(spec: PolicySpec):
         from engine.policies.plugins import load_plugin
 
         policy = load_plugin(spec.kind, convmap=_convmap(spec), task=spec.task)  # unknown: one line naming the known
+    if getattr(policy, "serve_in_driver", False):
+        policy = PerObservation(policy) if spec.serving_mode == SERVING_INVARIANT else Batched(policy)
     if spec.inject_latency_ms > 0:
         policy = SlowedPolicy(policy, spec.inject_latency_ms / 1000.0)
     return policy
@@ -117,7 +129,7 @@ def resolve_spec_convmap(spec: PolicySpec):
 def describe_unserved(spec: PolicySpec) -> dict:
     """The manifest's record of a policy each worker loads itself (the driver does not load it): a
     lerobot checkpoint's type, config hash and pin are read from its files (its pin checked here)."""
-    out = {"policy": spec.kind, "served": "in each worker"}
+    out = {"policy": spec.kind, "served": "in each worker", "rows": ROWS_INVARIANT}
     if spec.kind == "lerobot":
         from engine.policies.lerobot_policy import describe_checkpoint
 
@@ -201,6 +213,47 @@ def _make_molmoact2(spec: PolicySpec):
         )
     except CheckpointError as exc:
         raise PolicyError(str(exc)) from None
+
+
+class _Serving:
+    """A policy served in the driver, as the run's serving mode has it (its attributes are the inner one's)."""
+
+    batching = ""
+    rows = ""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        if name == "_inner":  # not set yet (a copy being built): never recurse
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def describe(self) -> dict:
+        return {**self._inner.describe(), "batching": self.batching, "rows": self.rows}
+
+
+class PerObservation(_Serving):
+    """`--serving invariant`: each waiting observation served alone, so its action is bit for bit the one it
+    gets at batch 1 whatever waited with it: the rows do not depend on the number of workers or on timing
+    (a batched call's kernels round differently by batch size: ACT's actions moved by 2.7e-7 rad between
+    batch 1 and 4). The cost against batching is measured in benchmarks/bench_lerobot.py."""
+
+    batching = "per observation (batch 1)"
+    rows = ROWS_INVARIANT
+
+    def predict_batch(self, observations: list[Observation]) -> list[Chunk]:
+        return [chunk for o in observations for chunk in self._inner.predict_batch([o])]
+
+
+class Batched(_Serving):
+    """`--serving batched`: the waiting observations in one call (throughput), rows batch-dependent."""
+
+    batching = "batched (the observations waiting together, one call)"
+    rows = ROWS_BATCH_DEPENDENT
+
+    def predict_batch(self, observations: list[Observation]) -> list[Chunk]:
+        return self._inner.predict_batch(observations)
 
 
 class SlowedPolicy:

@@ -12,8 +12,9 @@ where `make_policy` is a class or a callable taking no arguments that returns an
     def reset(self, seed: int) -> None: ...
         # a new episode (its seed) starts; called before that episode's first predict
     def predict(self, observations: list[PolicyObservation]) -> list[array-like (H, 6)]: ...
-        # one call for the waiting observations (several episodes, batched across workers);
-        # element i answers observation i: H <= chunk_horizon joint targets, one per 30 Hz tick
+        # one observation per call (--serving invariant, the default), or the waiting observations of
+        # several episodes across workers (--serving batched); element i answers observation i:
+        # H <= chunk_horizon joint targets, one per 30 Hz tick
 
 and optionally `describe(self) -> dict` (recorded in the manifest). Units are LeRobot calibrated
 degrees (the five arm joints in degrees, the gripper 0..100, JOINT_NAMES order) on the model's side

@@ -277,7 +277,7 @@ def _results_json(doc: Document, rep: ArmReport, judgement: Judgement, now: str,
     """results.json: what a machine reads of this run's report (the Discord results post)."""
     r = rep.reads
     return {"prereg_id": doc.prereg_id, "arm": r.arm, "generated_at": now, "unregistered": unregistered,
-            **_arm_json(r),
+            **_arm_json(r), "rows_level": rep.rows_level,
             "verdicts": [v.as_dict() for v in judgement.verdicts],
             "sequential_tests": [s.as_dict() for s in judgement.sequential]}
 
@@ -289,7 +289,7 @@ def _comparison_results_json(doc: Document, reps: list[ArmReport], comparisons: 
     c = comparisons[0] if comparisons else None
     return {"prereg_id": doc.prereg_id, "arm": "-vs-".join(r.reads.arm for r in reps) if c is None else c.spec.label,
             "generated_at": now, "unregistered": unregistered, "valid": all(r.reads.valid for r in reps),
-            "arms": {r.reads.arm: {**_arm_json(r.reads), "label": r.after_stop} for r in reps},
+            "arms": {r.reads.arm: {**_arm_json(r.reads), "label": r.after_stop, "rows_level": r.rows_level} for r in reps},
             "comparison": c.as_dict() if c is not None else None,
             "verdicts": [v.as_dict() for v in judgement.verdicts],
             "sequential_tests": [s.as_dict() for s in judgement.sequential]}

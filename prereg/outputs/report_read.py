@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prereg import rundir as rd
 from prereg.core.errors import PreregError
+from prereg.core.vocabulary import ROWS_LEVELS
 from prereg.document.launch import resolve_launch
 from prereg.document.model import Comparator, Document
 from prereg.outputs.provenance import manifest_problems
@@ -50,6 +51,7 @@ class ArmReport:
     comparison: ComparisonRead | None = None  # the run is a comparison run: this arm is one of its two
     snapshot: rd.Snapshot | None = None  # the run directory's small files as this report read them (the page's provenance)
     page: Path | None = None  # RUN_DIR/results.html, once written
+    rows_level: str | None = None  # how reproducible its rows are (prereg.core.vocabulary.ROWS_LEVELS), as recorded
 
     @property
     def after_stop(self) -> str:
@@ -185,6 +187,9 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
     decided = curtail.savings_note(status, reads)
     if decided:
         reads.notes.append(decided)
+    level = rows_level(m, arm)
+    if level is not None:
+        reads.notes.append(f"rows {level}: {ROWS_LEVELS[level]}")
     if not (run_dir / rd.ROWS).exists():
         if m is not None:  # the driver creates rows.jsonl before its first episode: this run's rows are gone
             reads.checks.append(Check("rows_file", None, None, False,
@@ -198,7 +203,16 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")
     return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence,
-                     comparison=comparison, snapshot=snap)
+                     comparison=comparison, snapshot=snap, rows_level=level)
+
+
+def rows_level(m: rd.Manifest | None, arm: str) -> str | None:
+    """How reproducible the run's rows are, as the engine recorded it for this arm (policy_resolved.rows:
+    prereg.core.vocabulary.ROWS_LEVELS); None for a run that did not record it."""
+    view = m.arm_view(arm) if m is not None and m.is_comparison else m
+    resolved = view.policy_resolved if view is not None else None
+    level = resolved.get("rows") if isinstance(resolved, dict) else None
+    return level if level in ROWS_LEVELS else None
 
 
 def comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[str, ArmReport],
