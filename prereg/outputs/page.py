@@ -405,6 +405,7 @@ def _comparison(c, colors: dict[str, str]) -> str:
            f"<h2>Comparison: {escape(c.title)}</h2>",
            f'<p class="small">{escape(c.spec.describe())}, max {c.max_seeds} seeds per arm</p>',
            f'<p><strong data-k="decision">{escape(c.decision_text())}</strong></p>',
+           f'<p class="small" data-k="record">The driver\'s record: {escape(c.record_text())}</p>',
            f'<p data-k="savings">{escape(c.savings_text())}</p>']
     if c.stopped_by_decision:
         out.append(f'<p class="banner" data-k="after_stop">{escape(c.stop_label())}</p>')
