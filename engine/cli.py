@@ -38,8 +38,13 @@ def _main(argv: list[str]) -> int:
     args.explicit = explicit_flags(parser, argv)
     if args.list_envs:
         return _list_envs(args.env)
-    config, run_dir, resume = resolve(args)
-    return execute(args, config, run_dir, resume, argv)
+    from engine.envs import pinned
+
+    try:
+        config, run_dir, resume = resolve(args)  # an env file is read once here (engine/envs/pinned.py) ...
+        return execute(args, config, run_dir, resume, argv)
+    finally:
+        pinned.clear()  # ... and its bytes kept for this run only
 
 
 def _list_envs(name: str | None = None) -> int:

@@ -361,8 +361,13 @@ def check_env(name: str | None, base: Path | None = None, pin: str | None = None
     an env file whose content hash is not `pin` is refused (an UnknownEnv or EnvError, or a
     changed file, is bad input: exit 2, nothing written)."""
     from engine.envs import DEFAULT_ENV, check_name, env_sha256, is_env_file, is_gym_ref
+    from engine.envs.gym_adapter import is_adapter_file
 
     ref = check_name(DEFAULT_ENV if name is None else name, base)
+    if is_env_file(ref) and not is_adapter_file(ref):
+        from engine.envs.envfile import pin as pin_env_file
+
+        pin_env_file(ref)  # its files read once, now: the hash below, the manifest's and the compiled scene are these bytes
     if pin and (is_env_file(ref) or is_gym_ref(ref)):
         have = env_sha256(ref)
         if have != pin:

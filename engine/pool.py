@@ -311,8 +311,10 @@ class _Worker:
         # Not this process's environment (HF_TOKEN, *_KEY): the allow-list, forked or spawned (engine/worker_env.py).
         environ = worker_environ()
         self.started_at = time.monotonic()
+        from engine.envs import pinned
+
         self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served, os.getpid(),
-                                                          dict(scenes or {}), environ),
+                                                          dict(scenes or {}), environ, pinned.pinned()),
                                 name=f"fontaine-worker-{wid}", daemon=True)
         self.proc.start()
         child.close()

@@ -88,7 +88,7 @@ class StartFailed:
 
 
 def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int,
-                scenes: dict | None = None, environ: dict | None = None) -> None:
+                scenes: dict | None = None, environ: dict | None = None, env_bytes: dict | None = None) -> None:
     """One worker: owns its MuJoCo model (handed to it, or compiled); runs the episodes it is handed, one row each."""
     parent = os.getppid()
     ignore_stop_signals()  # the driver decides how a stop goes (forked: the fork server ignored them already)
@@ -96,9 +96,11 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, dri
     if environ is not None:
         os.environ.clear()
         os.environ.update(environ)
+    from engine.envs import pinned
     from engine.sim import handoff
 
     handoff.install(scenes or {})
+    pinned.install(env_bytes)  # the env file's bytes the launch read and hashed: never the disk's now
     try:
         _worker_loop(wid, conn, cfg, Path(run_dir), served)
     except (EOFError, BrokenPipeError, ConnectionResetError):

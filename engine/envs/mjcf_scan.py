@@ -9,6 +9,7 @@ import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.envs import pinned
 from prereg.core.safe_read import Unreadable, check_regular, read_regular, resolved
 
 MAX_FILE_BYTES = 1 << 20  # an env file (and each MJCF it includes) is a few KB
@@ -76,7 +77,7 @@ def _scan_mjcf(path: Path, label: str, scan: _Scan, parent: _Element | None = No
             scan.arm_includes.append(el)  # the package's arm, as so101-nexus builds its scenes: Fontaine attaches it
             continue
         scan.files.append((inc, path, el.line))
-        if not inc.is_file():
+        if not inc.is_file() and pinned.get(inc) is None:
             scan.problems.append(f"{label}:{el.line}: included file {el.attrs['file']!r} is missing ({inc})")
             continue
         # an include's contents take its place: its elements hang under the include's parent
@@ -107,6 +108,8 @@ def _asset_files(scan: _Scan, scene: Path) -> None:
             path = Path(name) if Path(name).is_absolute() else base / dirs[el.tag] / name
             scan.files.append((path, el.file, el.line))
             what = "mesh" if el.tag == "mesh" else el.tag
+            if pinned.get(path) is not None:
+                continue  # a launch's pinned bytes (engine/envs/pinned.py): the ones compiled and run
             try:  # stat'ed, never opened here: MuJoCo reads it whole (a sparse 1 GB mesh cost 1.1 GB of memory)
                 check_regular(path, MAX_ASSET_BYTES)
             except FileNotFoundError:
@@ -118,7 +121,13 @@ def _asset_files(scan: _Scan, scene: Path) -> None:
 
 
 def _read_bounded(path: Path) -> bytes:
-    """Bounded and never blocking: a FIFO named as an MJCF would hold the open forever."""
+    """The file's bytes (a launch's pinned ones, engine/envs/pinned.py, else the disk's), bounded and never
+    blocking: a FIFO named as an MJCF would hold the open forever."""
+    data = pinned.get(path)
+    if data is not None:
+        if len(data) > MAX_FILE_BYTES:
+            raise OSError(f"larger than {MAX_FILE_BYTES // 1024} KB: not an env file")
+        return data
     try:
         return read_regular(path, MAX_FILE_BYTES)
     except Unreadable as exc:

@@ -13,8 +13,6 @@ import pytest
 from engine.cli import main
 from prereg.document.seal import freeze
 
-pytest.importorskip("lerobot")
-
 PLAN = """---
 fontaine: fontaine-prereg/1
 id: pins
@@ -73,6 +71,7 @@ def _unquoted(data: bytes) -> bytes:
 
 @pytest.fixture
 def pinned(tmp_path):
+    pytest.importorskip("lerobot")
     from engine.policies.lerobot_policy import loader_files, probe
     from tests.engine.lerobot_fixtures import build_checkpoint
 
@@ -283,3 +282,125 @@ def test_one_byte_of_the_plugin_changed_while_it_loads_fails_the_launch_naming_i
         assert code == 2 and f"changed while it was being loaded: lab_policy/{name} (" in err, (name, err)
         assert json.loads((run_dir / "status.json").read_text())["state"] == "failed"
         (pkg / name).write_bytes(saved["bytes"])
+
+
+# ---------------------------------------------------------------- an env file, read once: hashed and run from those bytes
+
+ENV_PLAN = """---
+fontaine: fontaine-prereg/1
+id: env-pins
+title: the lab's block, pinned
+created: 2026-12-01
+arms:
+  - name: lab
+    policy: scripted
+protocol:
+  seeds: [0]
+  episode_seconds: 12
+  workers: 1
+  video_draw: none
+  env: lab/env.yaml
+  env_sha256: {digest}
+reads:
+  primary: successes
+gates:
+  gpu_hours: 0.5
+---
+
+The oracle on the lab's block.
+"""
+
+ENV_FILES = ("env.yaml", "scene.xml", "meshes/block.stl")
+
+
+def _edit(path: Path) -> bytes:
+    """One edit a lab might make, returning the original bytes: the block 9 kg, the success radius
+    1 mm, the mesh's last byte."""
+    data = path.read_bytes()
+    if path.name == "scene.xml":
+        path.write_bytes(data.replace(b'mass="0.015"', b'mass="9"'))
+    elif path.name == "env.yaml":
+        path.write_bytes(data.replace(b"radius_m: 0.045", b"radius_m: 0.001"))
+    else:
+        path.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    assert path.read_bytes() != data
+    return data
+
+
+@pytest.fixture
+def lab_plan(tmp_path):
+    from engine.envs import env_sha256
+    from tests.engine.env_file_fixture import write_env
+
+    env = write_env(tmp_path / "lab")
+    doc = tmp_path / "plan.md"
+    doc.write_text(ENV_PLAN.format(digest=env_sha256(str(env))))
+    freeze(doc)
+    return doc, env.parent
+
+
+def test_one_file_of_an_env_changed_before_the_launch_is_refused(lab_plan, tmp_path, capsys):
+    doc, lab = lab_plan
+    for name in ENV_FILES:
+        original = _edit(lab / name)
+        run_dir = tmp_path / "runs" / name.replace("/", "-")
+        code = main(["--prereg", str(doc), "--arm", "lab", "--run-dir", str(run_dir)])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "the env file changed" in err and len(err.splitlines()) == 1, (name, err)
+        assert not run_dir.exists()
+        (lab / name).write_bytes(original)
+
+
+def test_edits_after_the_launch_read_the_env_cannot_reach_the_run(lab_plan, tmp_path, monkeypatch):
+    """The issue's edit, made once the launch has read and hashed the files: a 9 kg block and a 1 mm success
+    radius. The run is the hashed bytes (the driver's compile and the worker's declaration alike): the
+    oracle places the block, the manifest's hash is the pinned one and the report says VALID."""
+    import engine.envs.envfile as envfile
+    from engine.envs import pinned
+    from prereg.outputs.report import read_registration
+
+    doc, lab = lab_plan
+    real, originals = envfile.pin, {}
+
+    def then_edited(ref):
+        decl = real(ref)
+        for name in ENV_FILES[:2]:
+            originals[name] = _edit(lab / name)
+        return decl
+
+    monkeypatch.setattr(envfile, "pin", then_edited)
+    run_dir = tmp_path / "runs" / "edited"
+    assert main(["--prereg", str(doc), "--arm", "lab", "--run-dir", str(run_dir)]) == 0
+    assert not pinned.pinned()  # kept for that run only
+    (row,) = [json.loads(line) for line in (run_dir / "rows.jsonl").read_text().splitlines()]
+    assert row["status"] == "ok" and row["success"], row
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["env"]["sha256"] == doc.read_text().split("env_sha256: ")[1].split()[0]
+    _, reps, _ = read_registration(doc, {"lab": run_dir})
+    assert reps["lab"].reads.valid, [c.text for c in reps["lab"].reads.checks if not c.ok]
+    monkeypatch.setattr(envfile, "pin", real)
+    plain = tmp_path / "runs" / "as-edited"  # the same files, unpinned: the edits do reach a run that reads them
+    assert main(["--policy", "scripted", "--env", str(lab / "env.yaml"), "--seeds", "0", "--episode-seconds", "12",
+                 "--video-draw", "none", "--run-dir", str(plain)]) == 0
+    (row,) = [json.loads(line) for line in (plain / "rows.jsonl").read_text().splitlines()]
+    assert not row["success"]
+    for name, data in originals.items():
+        (lab / name).write_bytes(data)
+
+
+def test_a_mesh_edited_after_the_pin_is_not_what_compiles(lab_plan):
+    from engine.envs import env_sha256, pinned
+    from engine.envs.envfile import _compiled, pin
+
+    _, lab = lab_plan
+    try:
+        decl = pin(lab / "env.yaml")
+        digest, model = env_sha256(str(lab / "env.yaml")), _compiled(decl)
+        original = _edit(lab / "meshes" / "block.stl")
+        assert env_sha256(str(lab / "env.yaml")) == digest  # hashed from the pinned bytes
+        assert (_compiled(decl).mesh_vert == model.mesh_vert).all()  # compiled from them
+        pinned.clear()
+        assert env_sha256(str(lab / "env.yaml")) != digest  # unpinned: the disk's, edited
+        (lab / "meshes" / "block.stl").write_bytes(original)
+    finally:
+        pinned.clear()
