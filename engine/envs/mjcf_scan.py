@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.envs import pinned
-from prereg.core.safe_read import Unreadable, check_regular, read_regular, resolved
+from prereg.core.safe_read import Unreadable, check_regular, resolved
 
 MAX_FILE_BYTES = 1 << 20  # an env file (and each MJCF it includes) is a few KB
 MAX_ASSET_BYTES = 256 << 20  # a mesh, texture or height field MuJoCo reads whole: a scanned object's fits
@@ -123,16 +123,7 @@ def _asset_files(scan: _Scan, scene: Path) -> None:
 def _read_bounded(path: Path) -> bytes:
     """The file's bytes (a launch's pinned ones, engine/envs/pinned.py, else the disk's), bounded and never
     blocking: a FIFO named as an MJCF would hold the open forever."""
-    data = pinned.get(path)
-    if data is not None:
-        if len(data) > MAX_FILE_BYTES:
-            raise OSError(f"larger than {MAX_FILE_BYTES // 1024} KB: not an env file")
-        return data
-    try:
-        return read_regular(path, MAX_FILE_BYTES)
-    except Unreadable as exc:
-        raise OSError(exc.why if "bytes" not in exc.why else f"larger than {MAX_FILE_BYTES // 1024} KB: "
-                      "not an env file") from None
+    return pinned.read(path, MAX_FILE_BYTES)
 
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from prereg.core.safe_read import Unreadable, read_regular
+
 ASSET_MAX_BYTES = 256 << 20  # a mesh or texture: large, but bounded (an env file's YAML and MJCF: mjcf_scan's limit)
 
 _PINNED: dict[str, bytes] = {}
@@ -34,14 +36,22 @@ def get(path) -> bytes | None:
 
 
 def read(path, limit: int = ASSET_MAX_BYTES) -> bytes:
-    """`path`'s pinned bytes, else its bytes on disk now (bounded; OSError as open's)."""
+    """`path`'s pinned bytes, else its bytes on disk now: bounded and never blocking (a FIFO named as an
+    MJCF would hold the open forever); OSError (FileNotFoundError when missing) with why in words."""
     data = get(path)
     if data is None:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
+        data = _read_disk(path, limit)
     if len(data) > limit:
-        raise OSError(f"larger than {limit // 1024} KB: not an env file's")
+        raise OSError(f"larger than {limit // 1024} KB: not an env file")
     return data
+
+
+def _read_disk(path, limit: int) -> bytes:
+    try:
+        return read_regular(path, limit)
+    except Unreadable as exc:
+        raise OSError(exc.why if "bytes" not in exc.why else f"larger than {limit // 1024} KB: "
+                      "not an env file") from None
 
 
 def pin(paths) -> list[str]:
@@ -49,10 +59,10 @@ def pin(paths) -> list[str]:
     out = []
     for p in paths:
         k = key(p)
-        with open(k, "rb") as f:
-            data = f.read(ASSET_MAX_BYTES + 1)
-        if len(data) > ASSET_MAX_BYTES:
-            raise OSError(f"{p}: larger than {ASSET_MAX_BYTES >> 20} MB")
+        try:
+            data = read_regular(k, ASSET_MAX_BYTES)
+        except Unreadable as exc:
+            raise OSError(f"{p}: {exc.why}") from None
         _PINNED[k] = data
         out.append(k)
     _GENERATION[0] += 1

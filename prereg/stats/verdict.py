@@ -29,7 +29,13 @@ How a rule is judged:
    hold with the values it was judged on.
 
 The registered sequential test (prereg/stats/sequential.py) is read the same way: on the plan
-prefix, the first crossing of a boundary; final only when the arm ends VALID.
+prefix, the first crossing of a boundary; final only when the arm ends VALID. A registered
+comparison (`ComparisonVerdict`) is decided from one comparison run's rows of both arms by the
+code the driver ran (prereg.stats.comparison.decide), never from status.json's record of it, and
+stands only when both arms can bear it.
+
+Every verdict carries when its section was frozen and when the data it reads first existed (the
+first row of each run it reads): one frozen after that is `exploratory`, never a verdict.
 """
 
 from __future__ import annotations

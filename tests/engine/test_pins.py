@@ -13,29 +13,12 @@ import pytest
 from engine.cli import main
 from prereg.document.seal import freeze
 
-PLAN = """---
-fontaine: fontaine-prereg/1
-id: pins
-title: a pinned checkpoint
-created: 2026-12-01
-arms:
-  - name: act
-    policy: lerobot
-    checkpoint: {ckpt}
-    revision: {pin}
-protocol:
-  seeds: [0]
-  episode_seconds: 1
-  workers: 1
-  video_draw: none
-reads:
-  primary: successes
-gates:
-  gpu_hours: 0.5
----
 
-A tiny random checkpoint, pinned.
-"""
+def plan(arm: str, protocol: str = "", seconds: float = 1) -> str:
+    """A one-arm plan: `arm` (its YAML lines after `name:`), one seed, `protocol` lines added."""
+    return (f"---\nfontaine: fontaine-prereg/1\nid: pins\ntitle: one pinned arm\ncreated: 2026-12-01\narms:\n"
+            f"  - name: {arm}\nprotocol:\n  seeds: [0]\n  episode_seconds: {seconds}\n  workers: 1\n  video_draw: none\n"
+            f"{protocol}reads:\n  primary: successes\ngates:\n  gpu_hours: 0.5\n---\n\nRegistered before its launch.\n")
 
 
 def flip_one_byte(path: Path) -> bytes:
@@ -79,7 +62,7 @@ def pinned(tmp_path):
         ckpt = build_checkpoint(tmp_path / kind, kind)
         probe.cache_clear()
         doc = tmp_path / f"{kind}.md"
-        doc.write_text(PLAN.format(ckpt=ckpt, pin=probe(str(ckpt)).pin))
+        doc.write_text(plan(f"act\n    policy: lerobot\n    checkpoint: {ckpt}\n    revision: {probe(str(ckpt)).pin}"))
         freeze(doc)
         return ckpt, doc, loader_files(ckpt)
 
@@ -168,29 +151,6 @@ def test_a_file_changed_after_the_run_recorded_it_stops_every_worker_that_would_
 
 # ---------------------------------------------------------------- a plugin policy, pinned by its installed files
 
-PLUGIN_PLAN = """---
-fontaine: fontaine-prereg/1
-id: plugin-pins
-title: a lab's own policy, pinned
-created: 2026-12-01
-arms:
-  - name: mine
-    policy: plugin
-    checkpoint: towards-middle
-    revision: {pin}
-protocol:
-  seeds: [0]
-  episode_seconds: 1
-  workers: 1
-  video_draw: none
-reads:
-  primary: successes
-gates:
-  gpu_hours: 0.5
----
-
-The documented example, installed as a package.
-"""
 
 
 @pytest.fixture
@@ -219,7 +179,7 @@ def installed_plugin(tmp_path, monkeypatch):
     src = plugin_source(_entry_point("towards-middle"))
     assert src.distribution == "lab-policy" and src.version == "0.1"
     doc = tmp_path / "plugin.md"
-    doc.write_text(PLUGIN_PLAN.format(pin=src.pin))
+    doc.write_text(plan(f"mine\n    policy: plugin\n    checkpoint: towards-middle\n    revision: {src.pin}"))
     freeze(doc)
     yield doc, pkg, dist
     for m in [m for m in sys.modules if m == "lab_policy" or m.startswith("lab_policy.")]:
@@ -286,29 +246,6 @@ def test_one_byte_of_the_plugin_changed_while_it_loads_fails_the_launch_naming_i
 
 # ---------------------------------------------------------------- an env file, read once: hashed and run from those bytes
 
-ENV_PLAN = """---
-fontaine: fontaine-prereg/1
-id: env-pins
-title: the lab's block, pinned
-created: 2026-12-01
-arms:
-  - name: lab
-    policy: scripted
-protocol:
-  seeds: [0]
-  episode_seconds: 12
-  workers: 1
-  video_draw: none
-  env: lab/env.yaml
-  env_sha256: {digest}
-reads:
-  primary: successes
-gates:
-  gpu_hours: 0.5
----
-
-The oracle on the lab's block.
-"""
 
 ENV_FILES = ("env.yaml", "scene.xml", "meshes/block.stl")
 
@@ -334,7 +271,8 @@ def lab_plan(tmp_path):
 
     env = write_env(tmp_path / "lab")
     doc = tmp_path / "plan.md"
-    doc.write_text(ENV_PLAN.format(digest=env_sha256(str(env))))
+    doc.write_text(plan("lab\n    policy: scripted", f"  env: lab/env.yaml\n  env_sha256: {env_sha256(str(env))}\n",
+                        seconds=12))
     freeze(doc)
     return doc, env.parent
 
