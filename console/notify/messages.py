@@ -46,6 +46,7 @@ from prereg.rundir.rows import ERROR, OUTCOME_LABELS, count_rows, number, read_r
 from prereg.rundir.status import GateSpec
 from prereg.stats.comparison_report import live_evidence, savings
 from prereg.stats.curtail import settled_text
+from prereg.stats.reads import EXPLORATORY_HEAD
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
@@ -447,7 +448,8 @@ def _verdict_lines(res: dict) -> list[str]:
     lines = []
     for v in (res.get("verdicts") or [])[:8]:
         if isinstance(v, dict) and isinstance(v.get("label"), str) and isinstance(v.get("condition"), str):
-            lines.append(f"[{_esc(_short(v['label'], 120))}] `{_short(v['condition'], 100)}`")
+            label = EXPLORATORY_HEAD if v.get("exploratory") is True else v["label"]  # its why is on the page
+            lines.append(f"[{_esc(_short(label, 120))}] `{_short(v['condition'], 100)}`")
     for s in (res.get("sequential_tests") or [])[:4]:
         if isinstance(s, dict) and isinstance(s.get("label"), str):
             lines.append(f"[{_esc(_short(s['label'], 120))}] sequential test")

@@ -371,7 +371,8 @@ def test_a_comparison_run_spreads_both_arms_over_the_shards_and_equals_a_local_o
     assert status["comparison"] == ref_status["comparison"] and status["comparison"]["outcome"] == "undecided"
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["arm"] == "clumsy-vs-steady" and manifest["cluster"]["shards"] == 2
-    assert manifest["policy_resolved"] == {a: {"policy": "scripted", "served": "in each worker of each Ray shard"}
+    assert manifest["policy_resolved"] == {a: {"policy": "scripted", "served": "in each worker of each Ray shard",
+                                               "rows": "invariant"}
                                            for a in ("clumsy", "steady")}
     assert all(set(s["policy"]) == {"clumsy", "steady"} for s in manifest["cluster"]["per_shard"])
 
@@ -461,7 +462,7 @@ def test_a_shard_serves_each_arm_of_a_comparison_run_on_its_node(tmp_path):
     shard = Shard(_comparison_config(), 0, 2, {})
     try:
         assert shard.policy_description["held"]["policy"] == "hold"
-        assert shard.policy_description["oracle"] == {"policy": "scripted", "served": "in each worker"}
+        assert shard.policy_description["oracle"] == {"policy": "scripted", "served": "in each worker", "rows": "invariant"}
         assert set(shard.pool.policies) == {"held"}  # only the served arm is loaded on the shard
         wait_until(lambda: shard.step([], 0, True, 0.5)["free"] == 2, timeout=120, what="the shard's two workers")
         jobs, rows = [("oracle", 0), ("held", 0)], []

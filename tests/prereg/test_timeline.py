@@ -43,8 +43,8 @@ def test_a_rule_frozen_after_the_first_row_is_exploratory_everywhere(tmp_path, r
     assert "**HOLDS**" not in doc.read_text().split("fontaine:results begin")[1]
     from console.notify.messages import _verdict_lines
 
-    (line,) = _verdict_lines(res)  # the Discord results post
-    assert line.startswith("[exploratory (frozen after the data existed")
+    (line,) = _verdict_lines(res)  # the Discord results post: whole, never cut mid-phrase
+    assert line == "[exploratory (frozen after the data existed)] `a.successes >= 5`"
 
 
 def test_the_compare_view_shows_the_rule_as_exploratory(tmp_path, run_dir):
