@@ -88,7 +88,7 @@ def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[
         if not local.is_dir():
             raise LerobotError(f"lerobot checkpoint {requested!r} is a file; pass the folder that holds "
                                "config.json, model.safetensors and the policy_*processor.json files")
-        return check_files(local.resolve()), "local", None
+        return check_readable(local.resolve()), "local", None
     parts = requested.split("/")
     if len(parts) != 2 or not all(parts) or requested.startswith((".", "~")):
         raise LerobotError(f"lerobot checkpoint {requested!r} not found: not a directory, and not a Hugging Face "
@@ -97,11 +97,11 @@ def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[
         path, commit = _hub_snapshot(requested, hub_revision(revision), hub_settings(), log)
     except CheckpointError as exc:
         raise LerobotError(str(exc)) from None
-    return check_files(path), "hub", commit
+    return check_readable(path), "hub", commit
 
 
 
-def check_files(path: Path) -> Path:
+def check_readable(path: Path) -> Path:
     """Every file of the checkpoint that is read is a regular file, and its JSON files parse (config.json,
     policy_*.json): else a LerobotError naming it (molmoact2.checkpoint.check_checkpoint_files)."""
     return check_checkpoint_files(path, (CONFIG_NAME,), LerobotError)
