@@ -10,6 +10,8 @@ preprocessor, `select_action`, the saved postprocessor, every tick. Printed, as 
   (each pair is timed back to back, alternating order; a ratio is the median of the per-pair ratios)
 - per tick over an episode: the adapter's predicts / ticks vs the lerobot loop's cost per tick;
 - batched: the adapter's per-observation cost at batch N vs batch 1 (workers served together);
+- invariant: N waiting observations served one by one (`--serving invariant`, bit for bit their batch-1
+  actions, checked) vs in one call (`--serving batched`), and how far the batched actions drift;
 - step mode (temporal ensembling: select_action every tick): adapter per tick vs the loop's;
 - images rendered at 224 px and resized to the checkpoint's size: the resize's share.
 """
@@ -86,6 +88,20 @@ def main() -> int:
                                args.repeats, scale_b=1 / len(batch))
     print(f"batched     adapter batch {len(batch)} {many * 1e3:7.1f} ms per observation vs batch 1 "
           f"{one * 1e3:7.1f} ms   ratio {ratio:.2f}x")
+
+    from engine.policies.factory import Batched, PerObservation
+
+    invariant, batched = PerObservation(adapter), Batched(adapter)
+    alone = np.stack([adapter.chunk_actions([o])[0] for o in batch])
+    per_obs = np.stack([c.targets_rad for c in invariant.predict_batch(batch)])
+    together = np.stack([c.targets_rad for c in batched.predict_batch(batch)])
+    assert np.array_equal(per_obs, adapter.to_sim(alone)), "invariant serving is not its batch-1 action"
+    drift = float(np.abs(together - per_obs).max())
+    t_batched, t_invariant, ratio = _paired(lambda: batched.predict_batch(batch), lambda: invariant.predict_batch(batch),
+                                            args.repeats)
+    print(f"invariant   {len(batch)} observations served alone {t_invariant * 1e3:7.1f} ms vs batched "
+          f"{t_batched * 1e3:7.1f} ms   ratio {ratio:.2f}x  (bit for bit batch 1; batched drifts up to "
+          f"{drift:.2g} rad)")
 
     step = load_policy(str(ens), device="cpu")
     loop_te = LerobotLoop(ens)

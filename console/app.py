@@ -41,13 +41,15 @@ from console.runs import shown_path
 from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
 from console.widgets.compare_screen import CompareScreen
 from console.widgets.dialogs import HelpScreen, LaunchScreen
+from console.widgets.escape import SHOW_CONTROLS
 from console.widgets.main_screen import APP_CSS, MainScreen
 from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
 from console.widgets.runs_table import RunsTable
 from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
 from prereg import rundir as rd
-from prereg.core.argcheck import OneLineParser, parse_once, path_type, positive_float
+from prereg.core.argcheck import POLL_MAX_S, OneLineParser, bounded_float, parse_once, path_type
 from prereg.core.errors import UsageError, run_cli
+from prereg.core.safe_read import resolved
 
 FROM_ENV = "from-env"
 _NEVER = object()
@@ -64,7 +66,8 @@ def _main(argv: list[str] | None) -> int:
     parser.add_argument("--runs-dir", type=path_type, default=Path("runs"), help="folder of run directories (default: ./runs)")
     parser.add_argument("--prereg-dir", type=path_type, action="append", default=None,
                         help="folder of pre-registrations (*.md); repeatable (default: ./preregs and the shipped examples)")
-    parser.add_argument("--poll", type=positive_float, default=0.5, help="seconds between polls of the run directories")
+    parser.add_argument("--poll", type=bounded_float(0, POLL_MAX_S), default=0.5,
+                        help=f"seconds between polls of the run directories (at most {POLL_MAX_S:g})")
     args = parse_once(parser, list(sys.argv[1:] if argv is None else argv))  # ASCII numbers, no flag given twice
     runs_dir = Path(args.runs_dir)
     if runs_dir.exists() and not runs_dir.is_dir():
@@ -138,6 +141,10 @@ class FontaineApp(RunActions, App):
     def get_default_screen(self) -> Screen:
         return MainScreen()
 
+    def get_line_filters(self):
+        """Textual's filters, then `ShowControls`: a control character from a file is drawn escaped."""
+        return [*super().get_line_filters(), SHOW_CONTROLS]
+
     def on_mount(self) -> None:
         self.watcher.start()
         self.set_interval(self.age_refresh_s, self._refresh_ages)
@@ -165,12 +172,12 @@ class FontaineApp(RunActions, App):
         update = message.update
         self.runs = update.runs
         self.scanned = True
-        if self.selected is not None and self.selected.resolve() not in {r.path.resolve() for r in update.runs}:
+        if self.selected is not None and resolved(self.selected) not in {resolved(r.path) for r in update.runs}:
             self._selected_gone()  # deleted or moved away: its last snapshot must not stay on screen
         if self.selected is None and update.detail is not None:  # the watcher chose the first run to show
             self.selected = update.detail.info.path
         before = self.detail
-        if update.detail is not None and update.detail.info.path.resolve() == (self.selected or Path()).resolve():
+        if update.detail is not None and resolved(update.detail.info.path) == resolved(self.selected or Path()):
             self.detail = update.detail
         # A run that keeps changing is redrawn at most every min_draw_s; a newly selected one at once,
         # and so is the snapshot that ends a big file's first read (its complete panels are not held back).
@@ -244,7 +251,7 @@ class FontaineApp(RunActions, App):
         except Exception:
             return
         path = Path(event.row_key.value)
-        if self.selected is None or path.resolve() != self.selected.resolve():
+        if self.selected is None or resolved(path) != resolved(self.selected):
             self._select(path)
 
     def _select(self, path: Path) -> None:
@@ -290,7 +297,7 @@ class FontaineApp(RunActions, App):
                    "(/ to change)" if self.run_filter else "runs")
         table.sync(shown, now, width=table.size.width or screen.size.width - 2)
         if self.run_filter and shown and self.selected is not None and \
-                self.selected.resolve() not in {r.path.resolve() for r in shown}:
+                resolved(self.selected) not in {resolved(r.path) for r in shown}:
             self._select(shown[0].path)  # the filter hid the selected run: show the first that matches
         if table.row_count != rows_before:
             screen.layout_for(screen.size.width, screen.size.height)

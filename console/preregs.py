@@ -9,11 +9,12 @@ act on); the console only shows that message in place. Reports are produced by t
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prereg.core.argcheck import module_argv
 from prereg.core.errors import PreregError
+from prereg.core.safe_read import resolved
 from prereg.core.vocabulary import DECODES
 from prereg.document.comparison_spec import comparison_label
 from prereg.document.launch import resolve_launch
@@ -61,7 +62,7 @@ def list_preregs(dirs: list[Path]) -> list[PreregEntry]:
         if not d.is_dir():
             continue
         for p in sorted(d.glob("*.md")):
-            key = p.resolve()
+            key = resolved(p)
             if key in seen or p.name.lower() == "readme.md":
                 continue
             seen.add(key)
@@ -235,7 +236,7 @@ def model_settings(spec) -> str:
 
 
 def report_argv(prereg_file: str | Path, arm_runs: list[tuple[str, Path]], append: bool = True) -> list[str]:
-    argv = [sys.executable, "-m", "prereg.outputs.cli", "report", str(prereg_file)]
+    argv = module_argv("prereg.outputs.cli", "report", str(prereg_file))
     for arm, run_dir in arm_runs:
         argv += ["--run", f"{arm}={run_dir}"]
     return argv + ([] if append else ["--no-append"])

@@ -20,6 +20,7 @@ from prereg.rundir.rows import (
     DROPPED,
     ENGAGED,
     ERROR,
+    HOLD_UNFINISHED,
     KNOCK_AWAY,
     OFF_TABLE,
     PLACED_TIPPED,
@@ -33,6 +34,7 @@ from prereg.stats.curtail import pace_text, settled_text
 
 OUTCOME_STYLE = {
     SUCCESS: "bold green",
+    HOLD_UNFINISHED: "green",  # on the target when the episode ended, its hold cut short
     PLACED_TIPPED: "green",
     CARRIED: "bold cyan",
     DROPPED: "blue",

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import rundir as rd
+from prereg.core.argcheck import module_argv
 from prereg.core.errors import UsageError
 from prereg.core.webhook_env import without_webhooks
 from prereg.rundir.discovery import (  # noqa: F401 - re-exported: the console's names for them
@@ -123,12 +123,12 @@ def prereg_launch_argv(prereg_file: str | Path, arm: str, run_dir: str | Path) -
     """`fontaine-eval --prereg FILE --arm NAME`, or `--arms A,B` for a comparison run (the launch dialog's
     "A,B": an arm name never holds a comma), as an argv list."""
     which = "--arms" if "," in arm else "--arm"
-    return [sys.executable, "-m", "engine.cli", "--prereg", str(prereg_file), which, arm, "--run-dir", str(run_dir)]
+    return module_argv("engine.cli", "--prereg", str(prereg_file), which, arm, "--run-dir", str(run_dir))
 
 
 def resume_argv(run_dir: str | Path) -> list[str]:
     """`fontaine-eval --resume DIR`: skip seeds with an ok row, run the rest (the manifest decides the rest)."""
-    return [sys.executable, "-m", "engine.cli", "--resume", str(run_dir)]
+    return module_argv("engine.cli", "--resume", str(run_dir))
 
 
 ARCHIVE = ".archive"  # RUNS/.archive/<run_id>: out of the list (dot folders are not runs), never deleted
@@ -153,9 +153,9 @@ def archive_run(run_dir: str | Path) -> Path:
 
 
 def scripted_launch_argv(run_dir: str | Path, *, num_seeds: int, episode_seconds: float, workers: int, seed: int = 0) -> list[str]:
-    return [sys.executable, "-m", "engine.cli", "--policy", "scripted", "--seed", str(seed),
-            "--num-seeds", str(num_seeds), "--episode-seconds", f"{episode_seconds:g}",
-            "--workers", str(workers), "--run-dir", str(run_dir)]
+    return module_argv("engine.cli", "--policy", "scripted", "--seed", str(seed),
+                       "--num-seeds", str(num_seeds), "--episode-seconds", f"{episode_seconds:g}",
+                       "--workers", str(workers), "--run-dir", str(run_dir))
 
 
 class RunBusy(UsageError, OSError):

@@ -7,97 +7,26 @@ tolerant: a torn line, a missing file or an mp4 that does not decode is said in 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import rundir as rd
+from prereg.core.safe_read import Unreadable, check_regular, os_error_why, resolved
 from prereg.rundir.predicts import Trail
 from prereg.rundir.predicts import read_predicts as prereg_read_predicts
-from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM, last_row_of_seed
+from prereg.rundir.row_words import row_in_words  # noqa: F401 - the seed view's words (shared with the report's page)
+from prereg.rundir.rows import last_row_of_seed
 
 PREDICTS_SHOWN = 2000  # lines of one seed's trail kept for the table (a long episode has ~100)
 MAX_FRAMES = 1200  # frames decoded from one video (2 minutes at 10 fps)
+VIDEO_MAX_BYTES = 2 * 1024**3  # a video the driver writes is about 1 MB; far bigger is not one of its
 FRAME_MAX_PX = (640, 240)  # frames are shrunk to at most this (width, height) before display
 
-# What each field of a row means, in words (the row contract is prereg/rundir/rows.py).
-FIELD_WORDS: dict[str, str] = {
-    "schema": "row schema version",
-    "run_id": "the run this row belongs to",
-    "arm": "the arm (policy configuration) of the run",
-    "seed": "the episode's seed: boat and arm start positions",
-    "worker": "the worker process that ran the episode",
-    "success": "the boat reached the goal",
-    "success_tick": "simulation tick at which it succeeded",
-    "ticks": "simulation ticks run",
-    "episode_seconds": "episode length, simulated seconds",
-    "dist_initial_cm": "boat-to-goal distance at the start",
-    "dist_final_cm": "boat-to-goal distance at the end",
-    "dist_min_cm": "closest the boat came to the goal",
-    "progress_cm": "best progress toward the goal (initial - min distance)",
-    "progress_final_cm": "progress kept at the end (initial - final distance)",
-    "knock_away": f"pushed away: progress_final <= {KNOCK_AWAY_CM:g} cm",
-    "engaged": f"moved the boat: progress > {ENGAGED_CM:g} cm",
-    "upright_final": "boat uprightness at the end (1 = upright)",
-    "boat_z_mm": "boat height at the end",
-    "tipped": "the boat tipped over",
-    "reset_strikes": "resets that failed their check (must be 0)",
-    "grasped": "both jaw pads held the boat off its support (0.1 s or more)",
-    "grasp_tick": "simulation tick at which the grasp held",
-    "lift_max_mm": "highest the boat was lifted while held",
-    "carried_cm": "how far the boat travelled while held",
-    "released": "the gripper let go of a grasped boat",
-    "predicts": "policy calls in the episode",
-    "zero_fallbacks": "predicts answered with a zero chunk (a decode failure)",
-    "mask_violations": "tokens the grammar mask changed",
-    "mean_batch": "mean batch size the predicts were served in",
-    "first_action_delta_deg": "first action's jump from the current pose",
-    "wall_s": "wall-clock seconds the episode took",
-    "started_at": "when it started (UTC)",
-    "finished_at": "when it finished (UTC)",
-    "video": "the filmed episode, relative to the run directory",
-    "status": "ok, or error (the episode did not finish)",
-    "error": "why the episode failed",
-    "note": "a remark from the driver (e.g. a video that could not be written)",
-}
-UNITS = {"dist_initial_cm": "cm", "dist_final_cm": "cm", "dist_min_cm": "cm", "progress_cm": "cm",
-         "progress_final_cm": "cm", "boat_z_mm": "mm", "first_action_delta_deg": "°", "wall_s": "s",
-         "episode_seconds": "s", "lift_max_mm": "mm", "carried_cm": "cm"}
-
-
 def find_row(run_dir: str | Path, seed, arm: str | None = None) -> tuple[dict | None, str]:
-    """The last row of `seed` (of `arm`'s, a comparison run) in rows.jsonl, and a problem in words."""
+    """The last row of `seed` (of `arm`'s, a comparison run) in rows.jsonl (a resumed seed's latest), and a
+    problem in words."""
     return last_row_of_seed(Path(run_dir) / rd.ROWS, seed, arm=arm)
-
-
-def fmt_value(key: str, value) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if value != value:
-            return "NaN"
-        text = f"{value:.3f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.4g}"
-        if text in ("-0", "-0.0"):
-            text = "0"
-    else:
-        text = str(value)
-    unit = UNITS.get(key)
-    return f"{text} {unit}" if unit else text
-
-
-def row_in_words(row: dict) -> list[tuple[str, str, str]]:
-    """(field, value, what it means) for every field of the row, contract fields first."""
-    out = []
-    for key in list(FIELD_WORDS) + [k for k in row if k not in FIELD_WORDS]:
-        if key in row:
-            value = row[key]
-            if isinstance(value, (dict, list)):
-                value = json.dumps(value)[:200]
-            out.append((key, fmt_value(key, value), FIELD_WORDS.get(key, "(not in the row contract)")))
-    return out
 
 
 def read_predicts(run_dir: str | Path, seed, arm: str | None = None) -> Trail:
@@ -144,7 +73,7 @@ def video_path(run_dir: str | Path, row: dict | None) -> Path | None:
         return None
     p = (Path(run_dir) / rel)
     try:
-        p.resolve().relative_to(Path(run_dir).resolve())
+        resolved(p).relative_to(resolved(run_dir))
     except ValueError:  # a row naming a file outside its run directory is not followed
         return None
     return p
@@ -156,6 +85,11 @@ def decode_frames(path: Path, max_frames: int = MAX_FRAMES, max_px: tuple[int, i
     from PIL import Image
 
     out = Frames()
+    try:  # a regular file of a video's size, stat'ed first: ffmpeg would wait on a FIFO forever
+        check_regular(path, VIDEO_MAX_BYTES)
+    except (OSError, Unreadable) as exc:
+        out.problem = f"{path.name}: {getattr(exc, 'why', None) or os_error_why(exc)}"
+        return out
     try:
         import imageio.v2 as imageio
 

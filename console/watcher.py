@@ -21,6 +21,7 @@ from typing import Callable
 from console.aggregate import AggregateView, RunAggregate
 from console.runs import ALIVE, GONE, RunInfo, liveness, read_run
 from prereg import rundir as rd
+from prereg.core.safe_read import resolved
 from prereg.rundir.discovery import discover_runs, run_sort_key
 from prereg.rundir.files import FINAL_STATES
 from prereg.rundir.fold import Plan
@@ -273,13 +274,13 @@ class Watcher:
             w.close()
 
     def select(self, path: Path | None) -> None:
-        self.selected = None if path is None else Path(path).resolve()
+        self.selected = None if path is None else resolved(path)
         self.poke()
 
     def adopt(self, run_dir: Path, popen: subprocess.Popen, arm: str | None = None) -> None:
         """A run this console launched: reap it, and count it alive before its pid.json exists."""
         with self._lock:
-            self._pending_popens[Path(run_dir).resolve()] = (popen, arm)
+            self._pending_popens[resolved(run_dir)] = (popen, arm)
         self.poke()
 
     def ui_caught_up(self) -> None:

@@ -23,6 +23,8 @@ from engine.cli_resolve import resolve  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
 from prereg.core.argcheck import parse_once  # noqa: E402
 from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
+from prereg.core.safe_read import kind_of, os_error_why  # noqa: E402
+from prereg.core.vocabulary import PLUGIN  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,8 +38,13 @@ def _main(argv: list[str]) -> int:
     args.explicit = explicit_flags(parser, argv)
     if args.list_envs:
         return _list_envs(args.env)
-    config, run_dir, resume = resolve(args)
-    return execute(args, config, run_dir, resume, argv)
+    from engine.envs import pinned
+
+    try:
+        config, run_dir, resume = resolve(args)  # an env file is read once here (engine/envs/pinned.py) ...
+        return execute(args, config, run_dir, resume, argv)
+    finally:
+        pinned.clear()  # ... and its bytes kept for this run only
 
 
 def _list_envs(name: str | None = None) -> int:
@@ -138,6 +145,14 @@ def _check_before_writing(args, config) -> None:
         if target.is_dir():
             raise UsageError(f"{flag} {target}: is a directory; give a file path for the copy, "
                              f"e.g. {target / (rd.ROWS_SUMMARY if flag == '--out-json' else rd.ROWS)}")
+        try:  # a FIFO, a device, a symlink loop: refused now, not after the whole run (the copy would wait on a FIFO)
+            kind = kind_of(os.stat(target).st_mode)
+        except FileNotFoundError:
+            kind = None
+        except OSError as exc:
+            raise UsageError(f"{flag} {target}: {os_error_why(exc)}; give a file path for the copy") from None
+        if kind is not None:
+            raise UsageError(f"{flag} {target}: is {kind}, not a regular file; give a file path for the copy")
         for part in target.parents:
             if part.exists():
                 if not part.is_dir():
@@ -151,20 +166,25 @@ def _check_before_writing(args, config) -> None:
             from engine.policies.molmoact2.checkpoint import check_local_path
 
             check_local_path(spec.checkpoint)  # a CheckpointError is bad input: exit 2, nothing written
+        if spec.kind == PLUGIN and spec.pinned:  # a plan's plugin arm: the installed package must be the pinned one
+            from engine.policies.plugins import check_pin as check_plugin_pin
+
+            check_plugin_pin(spec.checkpoint, spec.revision)
         if spec.kind == "lerobot":  # download, then every input the checkpoint reads must have a sim source
             from engine.envs import get_env
-            from engine.policies.lerobot_policy import check_feeds, check_pin, serving_of
+            from engine.policies.lerobot_policy import check_feeds, check_pin, probe, serving_of
 
             check_feeds(spec.checkpoint, spec.revision, get_env(config.env).cameras, spec.feature_map)
             if spec.pinned:  # a plan's pin: what loads must be it (checked again at load)
                 check_pin(spec.checkpoint, spec.revision)
             mode = serving_of(spec.checkpoint, spec.revision)  # decided once: a worker then reads no checkpoint to know
+            # the files as hashed now: the driver and every worker load exactly these or refuse, naming the file
+            extra = {"lerobot_serving": mode, "lerobot_files": dict(probe(spec.checkpoint, spec.revision).files)}
             if not config.arms:
-                config.policy = dataclasses.replace(spec, extra={**spec.extra, "lerobot_serving": mode})
+                config.policy = dataclasses.replace(spec, extra={**spec.extra, **extra})
             for entry in config.arms or ():
                 if entry["arm"] == arm:
-                    entry["policy"] = {**entry["policy"], "extra": {**entry["policy"].get("extra", {}),
-                                                                    "lerobot_serving": mode}}
+                    entry["policy"] = {**entry["policy"], "extra": {**entry["policy"].get("extra", {}), **extra}}
 
 
 def make_executor(cfg):

@@ -22,11 +22,16 @@ from prereg.core.argcheck import (
     positive_int,
     probability,
 )
-from prereg.core.limits import MAX_SEED, MAX_SEEDS  # one bound for the flags and the documents
-from prereg.core.vocabulary import CONVMAPS, DTYPES  # the one vocabulary, shared with the documents
+from prereg.core.limits import (  # one bound for the flags, the documents and a resumed manifest
+    MAX_EPISODE_SECONDS,
+    MAX_SEED,
+    MAX_SEEDS,
+    MAX_WORKERS,
+    MIN_EPISODE_SECONDS,
+)
+from prereg.core.vocabulary import COMMIT_RE, CONVMAPS, DTYPES, SERVINGS  # the one vocabulary, shared with the documents
 
-MAX_EPISODE_SECONDS = 3600.0  # one hour of simulated time per episode
-MAX_WORKERS = 256
+MAX_BATCH_WAIT_MS = 60_000.0  # a batch waits at most a minute for its workers (1e12 ms was taken)
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 # Flags a frozen pre-registration decides (given with --prereg they are refused, never ignored);
@@ -35,11 +40,11 @@ DECIDED_BY_DOCUMENT = (
     "policy", "molmoact2", "molmoact2_discrete", "molmoact2_grammar_masked", "dtype", "flow_steps", "norm_tag",
     "task", "convmap", "convmap_override", "convmap_declare", "seed", "num_seeds", "seeds", "episode_seconds",
     "workers", "video_draw", "gpu_hours_gate", "pace_limit_hours", "pace_after_episodes", "revision",
-    "convmap_fit_tiebreak", "env", "grasp_miss", "lerobot", "lerobot_map", "fast_revision",
+    "convmap_fit_tiebreak", "env", "grasp_miss", "grasp_drop", "lerobot", "lerobot_map", "fast_revision",
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
     "prereg", "arm", "arms", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size",
-    "video_size", "gpus", "device",
+    "video_size", "gpus", "device", "serving",
     "ray", "ray_shards", "ray_gpus_per_shard", "ray_dashboard",
 )
 
@@ -61,29 +66,33 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="fontaine-eval", description="Run a policy evaluation on the embedded SO-101 boat scene.",
                 allow_abbrev=False)  # an abbreviated flag would slip past the pre-registration's check
     pol = p.add_argument_group("policy")
-    pol.add_argument("--policy", metavar="NAME",
+    pol.add_argument("--policy", metavar="NAME", type=text_arg,
                      help="scripted (the oracle), hold (the state-copy baseline), or a lab's own policy: a "
                           "fontaine.policies entry point (docs/policies.md)")
-    pol.add_argument("--lerobot", metavar="CKPT",
+    pol.add_argument("--lerobot", metavar="CKPT", type=checkpoint_arg,
                      help="a lerobot policy checkpoint (ACT, Diffusion, SmolVLA, ...): a local directory or a "
                           "Hugging Face id (downloaded; --revision pins it), loaded with lerobot's factory")
     pol.add_argument("--lerobot-map", action="append", default=[], metavar="FEATURE=SOURCE",
                      help="feed a checkpoint input from a sim camera or 'state' when the names differ, e.g. "
                           "observation.images.top=front (default: by name)")
-    pol.add_argument("--molmoact2", metavar="CKPT",
+    pol.add_argument("--molmoact2", metavar="CKPT", type=checkpoint_arg,
                      help="MolmoAct2 flow pathway: a local directory, a Hugging Face id (downloaded), or 'tiny'")
-    pol.add_argument("--revision",
+    pol.add_argument("--revision", type=text_arg,
                      help="the Hugging Face commit, branch or tag to download (default main); the manifest records the commit")
-    pol.add_argument("--molmoact2-discrete", metavar="CKPT", help="MolmoAct2 discrete (token) pathway")
+    pol.add_argument("--molmoact2-discrete", metavar="CKPT", type=checkpoint_arg, help="MolmoAct2 discrete (token) pathway")
     pol.add_argument("--molmoact2-grammar-masked", action="store_true", help="discrete pathway with the grammar-masked decode")
-    pol.add_argument("--fast-revision", metavar="COMMIT",
+    pol.add_argument("--fast-revision", metavar="COMMIT", type=commit_arg,
                      help="discrete pathway: the 40-hex commit of allenai/MolmoAct2-FAST-Tokenizer to fetch (a checkpoint "
                           "with its own action_tokenizer/ needs none); the manifest records it")
     pol.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     pol.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
+    pol.add_argument("--serving", choices=list(SERVINGS), default=None,
+                     help="a policy served in the driver: invariant (each observation alone, bit for bit its batch-1 "
+                          "action: rows independent of the number of workers and of timing; the default, but for "
+                          "MolmoAct2) or batched (the waiting observations in one call: faster, rows batch-dependent)")
     pol.add_argument("--flow-steps", type=bounded_int(1, 1000), default=10)
     pol.add_argument("--norm-tag", default="so100_so101_molmoact2")
-    pol.add_argument("--task", default=None, help="task text (default: 'put the boat on the disk')")
+    pol.add_argument("--task", default=None, type=text_arg, help="task text (default: 'put the boat on the disk')")
     pol.add_argument("--convmap", choices=list(CONVMAPS), default="official", help="joint-convention shim preset")
     pol.add_argument("--convmap-override", action="append", default=[], metavar="JOINT=[SIGN,]OFFSET")
     pol.add_argument("--convmap-seam-stats", type=path_type, metavar="PATH",
@@ -102,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     pol.add_argument("--grasp-miss", type=probability, default=None, metavar="P",
                      help="the scripted oracle's skill knob: the probability (seeded per seed) that an "
                           "episode's grasps miss; its success rate is about its no-miss rate x (1 - P)")
+    pol.add_argument("--grasp-drop", type=probability, default=None, metavar="P",
+                     help="the scripted oracle's drop knob: the probability (seeded per seed, its own stream) that "
+                          "it lets go of its grasp after the lift, so 'grasped then dropped' is exercised")
     pol.add_argument("--inject-latency-ms", type=nonneg_float, default=0.0, help=argparse.SUPPRESS)
 
     proto = p.add_argument_group("protocol")
@@ -109,7 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
     proto.add_argument("--num-seeds", type=bounded_int(1, MAX_SEEDS), default=None,
                        help=f"number of consecutive seeds (default 10, at most {MAX_SEEDS:,})")
     proto.add_argument("--seeds", type=seed_list, default=None, help="explicit seeds, e.g. 0,3,10-19")
-    proto.add_argument("--episode-seconds", type=bounded_float(0, MAX_EPISODE_SECONDS), default=30.0,
+    proto.add_argument("--episode-seconds", type=bounded_float(MIN_EPISODE_SECONDS, MAX_EPISODE_SECONDS, inclusive=True),
+                       default=30.0,
                        help=f"episode budget in seconds (30 Hz ticks; at most {MAX_EPISODE_SECONDS:g})")
     proto.add_argument("--env", metavar="NAME|FILE", default=None,
                        help="the scene and task to run (default boat-on-disk), or an env file, path/to/env.yaml "
@@ -122,9 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="'auto' (default) = every seed of a run of up to 100 seeds, else the first episode of "
                             "each worker; '0' = first episode of each worker; 'none', 'all', or 'seeds:6,28'. "
                             "A video shows the front and wrist views side by side")
-    proto.add_argument("--batch-wait-ms", type=nonneg_float, default=20.0,
+    proto.add_argument("--batch-wait-ms", type=bounded_float(0, MAX_BATCH_WAIT_MS, inclusive=True), default=20.0,
                        help="shortest wait to fill a batch (it adapts to the workers' chunk time)")
-    proto.add_argument("--batch-wait-max-ms", type=nonneg_float, default=1000.0, help="longest wait to fill a batch")
+    proto.add_argument("--batch-wait-max-ms", type=bounded_float(0, MAX_BATCH_WAIT_MS, inclusive=True), default=1000.0,
+                       help=f"longest wait to fill a batch (at most {MAX_BATCH_WAIT_MS:g})")
     proto.add_argument("--render-size", type=bounded_int(16, 1024), default=224)
     proto.add_argument("--video-size", type=bounded_int(16, 1024), default=None,
                        help="pixels a side of each filmed view (default: --render-size, the policy's image size)")
@@ -159,6 +173,30 @@ def build_parser() -> argparse.ArgumentParser:
     gates.add_argument("--pace-after-episodes", type=positive_int, default=10)
     gates.add_argument("--gpus", type=nonneg_int, default=None, help="GPUs held (default: 1 on CUDA, else 0)")
     return p
+
+
+# --------------------------------------------------------------------------- argument types
+
+
+def checkpoint_arg(text: str) -> str:
+    """A checkpoint: a Hugging Face id, a local directory or 'tiny'; never empty (`--lerobot ''` ran the oracle)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty checkpoint: give a Hugging Face id, a local directory or 'tiny'")
+    return text
+
+
+def commit_arg(text: str) -> str:
+    """A commit, as a pin is: 40 hexadecimal digits (a branch or a tag does not freeze what loads)."""
+    if not COMMIT_RE.match(text):
+        raise argparse.ArgumentTypeError(f"{text[:60]!r} is not a commit: give the 40-hex commit (see docs/molmoact2.md)")
+    return text
+
+
+def text_arg(text: str) -> str:
+    """A word or a sentence a run records: never empty or blank (`--task ''` ran with no instruction)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty; give a value or leave the flag out")
+    return text
 
 
 # --------------------------------------------------------------------------- resolution

@@ -8,6 +8,9 @@ UsageError: one line, exit 2).
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
 import re
 from pathlib import Path
 
@@ -15,7 +18,7 @@ from engine.cli_parser import DECIDED_BY_DOCUMENT, DECIDED_BY_MANIFEST, RUN_ID_R
 from engine.run_config import RunConfig, comparison_record
 from prereg import rundir as rd
 from prereg.core.errors import UsageError
-from prereg.core.limits import MAX_SEED
+from prereg.core.limits import MAX_SEED, MAX_SEEDS
 from prereg.core.video_draw import parse_video_draw
 
 
@@ -62,7 +65,7 @@ def resolve(args):
                        gates=gates, gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
                        ray=_ray_settings(args, spec),
                        record_predicts=args.record_predicts, env=check_env(args.env))
-    config.video_draw = check_video_draw(config.video_draw)
+    config.video_draw = check_video_draw(config.video_draw, config.seeds)
     return config, Path(run_dir), False
 
 
@@ -73,9 +76,10 @@ def policy_spec_from_flags(args):
                              ("--molmoact2-discrete", args.molmoact2_discrete), ("--lerobot", args.lerobot)) if v]
     if len(chosen) > 1:
         raise UsageError(f"choose one policy, not {' and '.join(chosen)}")
-    if args.grasp_miss is not None and (args.molmoact2 or args.molmoact2_discrete or args.lerobot
-                                        or args.policy not in (None, "scripted")):
-        raise UsageError("--grasp-miss is the scripted oracle's skill knob; give it with --policy scripted")
+    for knob, flag in ((args.grasp_miss, "--grasp-miss"), (args.grasp_drop, "--grasp-drop")):
+        if knob is not None and (args.molmoact2 or args.molmoact2_discrete or args.lerobot
+                                 or args.policy not in (None, "scripted")):
+            raise UsageError(f"{flag} is a knob of the scripted oracle; give it with --policy scripted")
     if args.molmoact2_grammar_masked and not args.molmoact2_discrete:
         raise UsageError("--molmoact2-grammar-masked modifies --molmoact2-discrete CKPT; give that too")
     if args.fast_revision is not None and not args.molmoact2_discrete:
@@ -83,7 +87,7 @@ def policy_spec_from_flags(args):
     _check_overrides(args.convmap_override)
     common = dict(revision=args.revision, dtype=args.dtype, device=args.device, convmap=args.convmap,
                   convmap_overrides=tuple(args.convmap_override), norm_tag=args.norm_tag,
-                  flow_steps=args.flow_steps, inject_latency_ms=args.inject_latency_ms)
+                  flow_steps=args.flow_steps, inject_latency_ms=args.inject_latency_ms, serving=args.serving)
     if args.task:
         common["task"] = args.task
     if args.lerobot_map and not args.lerobot:
@@ -108,7 +112,8 @@ def policy_spec_from_flags(args):
         decode = "grammar-masked" if args.molmoact2_grammar_masked else "reference"
         return PolicySpec(kind="molmoact2-discrete", checkpoint=args.molmoact2_discrete, decode=decode,
                           fast_revision=args.fast_revision, **common)
-    return PolicySpec(kind=args.policy or "scripted", grasp_miss=args.grasp_miss or 0.0, **common)
+    return PolicySpec(kind=args.policy or "scripted", grasp_miss=args.grasp_miss or 0.0,
+                      grasp_drop=args.grasp_drop or 0.0, **common)
 
 
 def _resolve_prereg(args):
@@ -216,7 +221,8 @@ def _launch_policy(args, launch):
                       convmap_overrides=tuple(launch.convmap_overrides or ()),
                       norm_tag=launch.norm_tag or "so100_so101_molmoact2", flow_steps=launch.flow_steps or 10,
                       task=launch.task or PolicySpec().task, inject_latency_ms=args.inject_latency_ms,
-                      grasp_miss=launch.grasp_miss or 0.0,
+                      grasp_miss=launch.grasp_miss or 0.0, grasp_drop=getattr(launch, "grasp_drop", None) or 0.0,
+                      serving=args.serving,  # how it is served: the run's
                       feature_map=tuple(getattr(launch, "features", None) or ()))
 
 
@@ -231,15 +237,122 @@ def _resolve_resume(args):
         problem = snap.unreadable.get(rd.MANIFEST)
         why = f" ({problem})" if problem else ""
         raise UsageError(f"{run_dir} has no readable manifest.json{why}: not a run directory (or it never started)")
+    where = run_dir / rd.MANIFEST
+    resumes = manifest.raw.get("resumes")
+    if resumes is not None and not (isinstance(resumes, list) and all(isinstance(r, dict) for r in resumes)):
+        raise UsageError(f"{where}: resumes is {type(resumes).__name__} {_shown(resumes)}, not a list of resumes; "
+                         "the run cannot be resumed as recorded (start a new run)")
     try:
+        check_resumed(manifest.config, where)
         config = RunConfig.from_dict(manifest.config)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UsageError(f"{run_dir / rd.MANIFEST}: its config cannot be read back ({exc}); "
-                         "the run cannot be resumed") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise UsageError(f"{where}: its config cannot be read back ({exc}); the run cannot be resumed") from None
     recorded = manifest.env or {}
-    check_env(config.env, pin=recorded.get("sha256") if recorded.get("file") else None,
+    check_env(config.env, pin=recorded.get("sha256") if recorded.get("file") or recorded.get("gym") else None,
                pinned_by="the run started on")  # the env the run was started on must still be there, unchanged
     return config, Path(run_dir), True
+
+
+def check_resumed(config: dict, where: Path) -> None:
+    """A resumed run's recorded config, checked with the command line's own types and bounds (its flags'
+    argparse types, prereg/core/limits.py): a manifest is a file anyone can edit, and a resume honoured
+    `workers: 100000` over 200,000 seeds until the kernel's OOM killer took it and another run with it,
+    or crashed on a wrong type ("internal error ... this is a bug"). A UsageError names the field."""
+    from engine.cli_parser import build_parser, seed_list
+
+    actions = build_parser()._actions
+    types = {a.dest: a.type for a in actions if a.type is not None}
+    choices = {a.dest: tuple(a.choices) for a in actions if a.choices is not None}
+    number, text, opt_text = (int, float), (str,), (str, type(None))
+
+    def field(d: dict, key: str, kinds: tuple, flag: str | None = None, name: str | None = None):
+        name = name or key
+        if key not in d:
+            return
+        v = d[key]
+        if type(v) not in kinds:
+            raise UsageError(f"{where}: config.{name} is {type(v).__name__} {_shown(v)}; "
+                             "the run cannot be resumed as recorded (start a new run)")
+        if flag is not None and v is not None:
+            try:
+                types[flag](str(v))  # the flag's own check: the same bounds and words
+            except argparse.ArgumentTypeError as exc:
+                raise UsageError(f"{where}: config.{name} {v!r}: {exc} (as --{flag.replace('_', '-')} would be); "
+                                 "the run cannot be resumed as recorded (start a new run)") from None
+
+    if not isinstance(config, dict):
+        raise UsageError(f"{where}: config is not a JSON object; the run cannot be resumed")
+    for key in ("run_id", "arm", "video_draw", "env"):
+        field(config, key, text)
+    if isinstance(config.get("run_id"), str) and not RUN_ID_RE.fullmatch(config["run_id"]):
+        raise UsageError(f"{where}: config.run_id {config['run_id'][:60]!r} is not a run id; the run cannot be resumed")
+    field(config, "episode_seconds", number, "episode_seconds")
+    field(config, "workers", (int,), "workers")
+    field(config, "batch_wait_ms", number, "batch_wait_ms")
+    field(config, "batch_wait_max_ms", number, "batch_wait_max_ms")
+    field(config, "render_size", (int,), "render_size")
+    field(config, "video_size", (int, type(None)), "video_size")
+    field(config, "gpus", (int, type(None)), "gpus")
+    field(config, "record_predicts", (bool,))
+    for key in ("prereg", "ray", "comparison"):
+        field(config, key, (dict, type(None)))
+    field(config, "arms", (list, type(None)))
+    field(config, "gates", (dict, type(None)))
+    for key, v in (config.get("gates") or {}).items():  # a gate that cannot be read would be dropped, silently
+        kinds = (str, type(None)) if key == "decided" else (dict, type(None)) if key in ("sequential", "tripwires") \
+            else (int, float, type(None))
+        if type(v) not in kinds or (isinstance(v, (int, float)) and not (math.isfinite(v) and v >= 0)):
+            raise UsageError(f"{where}: config.gates.{key} is {type(v).__name__} {_shown(v)}, not a gate's value; "
+                             "the run cannot be resumed as recorded (its gates would be lost)")
+    if isinstance(config.get("video_draw"), str):
+        try:
+            check_video_draw(config["video_draw"])
+        except UsageError as exc:
+            raise UsageError(f"{where}: config.video_draw: {str(exc).removeprefix('--video-draw ')}; "
+                             "the run cannot be resumed as recorded") from None
+    seeds = config.get("seeds")
+    if not isinstance(seeds, list) or not all(type(s) is int for s in seeds):
+        raise UsageError(f"{where}: config.seeds is not a list of whole numbers; the run cannot be resumed")
+    if not seeds or len(seeds) > MAX_SEEDS:
+        raise UsageError(f"{where}: config.seeds holds {len(seeds):,} seeds, not 1 to {MAX_SEEDS:,} "
+                         "(as --seeds would be); the run cannot be resumed as recorded (start a new run)")
+    if any(s < 0 or s > MAX_SEED for s in seeds) or len(set(seeds)) != len(seeds):
+        try:
+            seed_list(",".join(map(str, seeds)))
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"{where}: config.seeds: {exc}; the run cannot be resumed as recorded") from None
+    policies = [config.get("policy")] + [a.get("policy") if isinstance(a, dict) else a for a in config.get("arms") or []]
+    for i, pol in enumerate(policies):
+        name = "policy" if i == 0 else f"arms[{i - 1}].policy"
+        if not isinstance(pol, dict):
+            raise UsageError(f"{where}: config.{name} is not a JSON object; the run cannot be resumed")
+        for key, kinds in (("kind", text), ("checkpoint", opt_text), ("revision", opt_text), ("fast_revision", opt_text),
+                           ("decode", opt_text), ("device", opt_text), ("norm_tag", text), ("task", text),
+                           ("pinned", (bool,)), ("extra", (dict,)), ("convmap_overrides", (list,)),
+                           ("feature_map", (list,))):
+            field(pol, key, kinds, name=f"{name}.{key}")
+        for key, flag in (("dtype", "dtype"), ("convmap", "convmap")):
+            field(pol, key, text, name=f"{name}.{key}")
+            if key in pol and pol[key] not in choices[flag]:
+                raise UsageError(f"{where}: config.{name}.{key} {pol[key]!r} is not one of "
+                                 f"{', '.join(choices[flag])}; the run cannot be resumed")
+        field(pol, "flow_steps", (int,), "flow_steps", name=f"{name}.flow_steps")
+        field(pol, "grasp_miss", number, "grasp_miss", name=f"{name}.grasp_miss")
+        field(pol, "grasp_drop", number, "grasp_drop", name=f"{name}.grasp_drop")
+        field(pol, "inject_latency_ms", number, "inject_latency_ms", name=f"{name}.inject_latency_ms")
+        overrides = pol.get("convmap_overrides") or []
+        if not all(isinstance(o, str) for o in overrides):
+            raise UsageError(f"{where}: config.{name}.convmap_overrides is not a list of JOINT=[SIGN,]OFFSET")
+        try:
+            _check_overrides(list(overrides))
+        except UsageError as exc:
+            raise UsageError(f"{where}: config.{name}.convmap_overrides: {exc}; the run cannot be resumed") from None
+
+
+def _shown(v) -> str:
+    """A recorded value in a message: as JSON has it (`'2'` for a string, `5` for a number), cut short."""
+    text = repr(v) if isinstance(v, str) else json.dumps(v, default=str)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def check_env(name: str | None, base: Path | None = None, pin: str | None = None,
@@ -247,10 +360,15 @@ def check_env(name: str | None, base: Path | None = None, pin: str | None = None
     """The env's name (an env file's absolute path, relative to `base`), once the registry has it;
     an env file whose content hash is not `pin` is refused (an UnknownEnv or EnvError, or a
     changed file, is bad input: exit 2, nothing written)."""
-    from engine.envs import DEFAULT_ENV, check_name, env_sha256, is_env_file
+    from engine.envs import DEFAULT_ENV, check_name, env_sha256, is_env_file, is_gym_ref
+    from engine.envs.gym_adapter import is_adapter_file
 
     ref = check_name(DEFAULT_ENV if name is None else name, base)
-    if pin and is_env_file(ref):
+    if is_env_file(ref) and not is_adapter_file(ref):
+        from engine.envs.envfile import pin as pin_env_file
+
+        pin_env_file(ref)  # its files read once, now: the hash below, the manifest's and the compiled scene are these bytes
+    if pin and (is_env_file(ref) or is_gym_ref(ref)):
         have = env_sha256(ref)
         if have != pin:
             raise UsageError(f"--env {name}: the env file changed: its sha256 is {have[:12]}, {pinned_by} {pin[:12]} "
@@ -295,12 +413,20 @@ def _ray_settings(args, *specs) -> dict | None:
     return {"address": address, "shards": args.ray_shards, "gpus_per_shard": gpus, "dashboard": bool(args.ray_dashboard)}
 
 
-def check_video_draw(draw: str) -> str:
-    """The draw in its one written form (prereg.core.video_draw, the grammar a document's protocol uses too)."""
+def check_video_draw(draw: str, seeds=None) -> str:
+    """The draw in its one written form (prereg.core.video_draw, the grammar a document's protocol uses
+    too); with the run's `seeds`, a draw that names a seed the run does not run is refused (it filmed nothing)."""
     try:
-        return parse_video_draw(draw)
+        d = parse_video_draw(draw)
     except ValueError as exc:
         raise UsageError(f"--video-draw {exc}") from None
+    if seeds is not None and d.startswith("seeds:"):
+        outside = sorted({int(x) for x in d[6:].split(",")} - set(seeds))
+        if outside:
+            shown = ", ".join(map(str, outside[:5])) + (f" and {len(outside) - 5:,} more" if len(outside) > 5 else "")
+            raise UsageError(f"--video-draw names seed{'s' if len(outside) > 1 else ''} {shown} that this run does not "
+                             "run; name seeds of the run (--seeds/--num-seeds)")
+    return d
 
 
 def _stamp() -> str:

@@ -1,6 +1,10 @@
-"""The kernel's SIGKILL for a process whose parent dies (Linux PR_SET_PDEATHSIG), set in one place:
-a sim worker (engine.worker.die_with_parent) and the fork server that forks them
-(engine.worker_preload) both use it. Imports nothing heavy: the fork server calls it first thing."""
+"""How a run's processes die and stop, in one place: the kernel's SIGKILL for a process whose parent
+dies (Linux PR_SET_PDEATHSIG), which a sim worker (engine.worker.die_with_parent) and the fork server
+that forks them (engine.worker_preload) both ask for; and the signals that stop a run (`STOP_SIGNALS`),
+which the driver handles and its workers and fork server ignore (`ignore_stop_signals`). A signal
+to the run's process group (the console's `K`, a closing terminal) then reaches the driver alone:
+the episodes in flight finish, or a second signal aborts them; no worker dies under an episode.
+Imports nothing heavy: the fork server calls it first thing."""
 
 from __future__ import annotations
 
@@ -20,3 +24,11 @@ def die_with_parent_signal() -> bool:
     except (OSError, AttributeError):
         return False
     return True
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def ignore_stop_signals() -> None:
+    """A worker or the fork server: the driver decides how a stop goes (it ends them itself)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)

@@ -48,6 +48,18 @@ class PlanDecisions:
                 return rd.StopReason(rd.BY_DECIDED, "(sequential) " + self.sequential["text"])
         return None
 
+    def prepare(self) -> None:
+        """Before any episode: what the comparison computes once per process (test sprt's exact design,
+        seconds at a few hundred seeds), so it is not spent after the first row while workers wait."""
+        if self.cfg.comparison is None:
+            return
+        from prereg.stats.comparison import prepare
+
+        try:
+            prepare(comparison_spec(self.cfg.comparison), self.cfg.seeds)
+        except Exception as exc:  # noqa: BLE001 - a statistic that cannot be read must never end a run
+            self.log(f"comparison check failed ({type(exc).__name__}: {exc}); the run goes on")
+
     def comparison_after(self, rows: list[dict], remaining: int) -> rd.StopReason | None:
         """A comparison run: the registered comparison read on the plan prefix both arms have
         (prereg.stats.comparison.decide); a decision that stops the run stops it at this row."""

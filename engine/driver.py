@@ -6,7 +6,7 @@ cluster (engine/scaleout.py), whichever the command line chose. For policies ser
 driver (MolmoAct2, the hold baseline) the model is loaded here, once, before any episode
 starts, so a bad checkpoint fails early.
 
-Stop protocol: a STOP file, SIGTERM or SIGINT -> no new episode starts, in-flight episodes
+Stop protocol: a STOP file, SIGTERM, SIGINT or SIGHUP -> no new episode starts, in-flight episodes
 finish and their rows are written, state `stopped`. A second signal aborts: workers are killed
 and their in-flight seeds are recorded as not run (never as rows with made-up values).
 
@@ -37,6 +37,7 @@ import traceback
 from collections import deque
 from pathlib import Path
 
+from engine.deathsig import STOP_SIGNALS
 from engine.decisions import PlanDecisions
 from engine.executor import DriverError, Executor, ExecutorFactory, StartInterrupted, local_executor
 from engine.launch_tripwires import TripwireFailed, check_at_start
@@ -45,6 +46,7 @@ from engine.run_clock import RunClock, beating
 from engine.run_config import RunConfig, RunResult
 from engine.run_manifest import manifest_record
 from engine.run_summary import failure_reason, progress_line, summarize
+from engine.worker_env import SECRET_NAME, held_back
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError, RunFailed, UsageError, write_traceback
 from prereg.core.webhook_env import scrub_webhooks
@@ -52,6 +54,7 @@ from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.gates import evaluate_gates, first_tripped
 from prereg.rundir.row import Row
 from prereg.rundir.rows import is_error
+from prereg.rundir.stop import scrub_stop_file
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -76,6 +79,9 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
     scrubbed = scrub_webhooks()  # before any worker or shard starts: they inherit this environment
     if scrubbed:
         log(f"removed {', '.join(scrubbed)} from the environment: a run never posts (the notifier does)")
+    secrets = [name for name in held_back() if SECRET_NAME.search(name)]
+    if secrets:  # named (never their values): a lab's policy that needs one must be told why it is not there
+        log(f"workers run without {', '.join(secrets)}: a worker's environment is an allow-list (engine/worker_env.py)")
     if lock is None:
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -142,6 +148,8 @@ class _Driver:
                 self._write_manifest()  # ... and what it resolved to
                 self._check_tripwires()  # the plan's registered tripwires: before any worker starts or episode runs
             todo = self._todo_seeds()
+            if self.arms:
+                self.decisions.prepare()  # test sprt's exact design: seconds, once, before any row
             self._write_status(rd.RUNNING)
             if self.arms and self.rows:  # a resumed comparison that had decided says so and runs nothing more
                 self._stop_if(self.decisions.comparison_after(self.rows, self._remaining()))
@@ -236,16 +244,37 @@ class _Driver:
             pass
 
     def _install_signals(self) -> None:
+        """SIGTERM, SIGINT and SIGHUP (a closing terminal) stop the run at the episode boundary; a
+        second aborts. The workers and their fork server ignore all three (engine/worker.py,
+        engine/worker_preload.py): a signal to the run's process group reaches the driver alone,
+        which decides how the episodes in flight end."""
         def on_signal(signum, _frame):
             self.signals += 1
             name = signal.Signals(signum).name
+            if signum == signal.SIGHUP:
+                self._output_to_log()
             if self.signals == 1:
                 self._request_stop(rd.StopReason(rd.BY_SIGNAL, f"{name} received"))
             else:
                 self.abort = True
 
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, on_signal)
+
+    def _output_to_log(self) -> None:
+        """After a hangup the terminal is gone: what the driver still prints goes to driver.log."""
+        try:
+            if not (os.isatty(1) or os.isatty(2)):
+                return
+            fd = os.open(self.run_dir / rd.LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError:
+            return
+        for target in (1, 2):
+            try:
+                os.dup2(fd, target)
+            except OSError:
+                pass
+        os.close(fd)
 
     def _load_policy(self) -> None:
         spec = self.cfg.policy
@@ -399,6 +428,8 @@ class _Driver:
             if req is not None:
                 self.stop = req
                 self.log(f"stop requested ({req.text()}); finishing in-flight episodes")
+                if scrub_stop_file(self.run_dir, req):
+                    self.log("STOP held a secret's shape: rewritten as its reason, redacted")
                 self._write_status(rd.STOPPING)
         elif self.stop.by == rd.BY_USER and self.stop.detail == rd.EMPTY_STOP_DETAIL:
             # an empty STOP may be one caught between its creation and its writing (`echo ... > STOP`):
@@ -407,6 +438,7 @@ class _Driver:
             if req is not None and req.detail != rd.EMPTY_STOP_DETAIL:
                 self.stop = req
                 self.log(f"stop reason: {req.text()}")
+                scrub_stop_file(self.run_dir, req)
                 self._write_status(rd.STOPPING)
 
     def _stop_if(self, reason: rd.StopReason | None) -> None:

@@ -32,8 +32,21 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from engine.predict_trail import PredictTrail
-from engine.worker import ChunkMsg, Episode, LogMsg, ObsMsg, PredictError, Quit, Ready, RowMsg, worker_main
+from engine.worker import (
+    ChunkMsg,
+    Episode,
+    LogMsg,
+    ObsMsg,
+    PredictError,
+    Quit,
+    Ready,
+    RowMsg,
+    StartFailed,
+    worker_main,
+)
+from engine.worker_env import worker_environ
 from prereg import rundir as rd
+from prereg.core.errors import UsageError
 from prereg.core.video_draw import films
 from prereg.rundir.row import Row
 
@@ -126,6 +139,8 @@ class LocalPool:
                             w.info = msg
                         case LogMsg(text):
                             self.log(f"worker {w.wid}: {text}")
+                        case StartFailed(text):  # bad input found in a worker: the run cannot start (exit 2)
+                            raise UsageError(f"worker {w.wid}: {text}")
             if w.proc.sentinel in ready or not w.proc.is_alive():
                 row = self._on_worker_death(w)
                 if row is not None:
@@ -276,11 +291,14 @@ def _worker_context(start_method: str | None):
         from multiprocessing import forkserver
 
         ctx.set_forkserver_preload(list(PRELOAD))  # read when the server starts (once per process)
-        os.environ[FORK_SERVER_PARENT] = str(os.getpid())  # the server dies with this process (worker_preload)
+        kept = dict(os.environ)  # the server starts with the workers' allow-list only (engine/worker_env.py)
+        os.environ.clear()
+        os.environ.update(worker_environ(kept), **{FORK_SERVER_PARENT: str(os.getpid())})  # it dies with us
         try:
             forkserver.ensure_running()  # now: it imports PRELOAD while the pool compiles the scenes
         finally:
-            os.environ.pop(FORK_SERVER_PARENT, None)
+            os.environ.clear()
+            os.environ.update(kept)
     return ctx
 
 
@@ -291,11 +309,13 @@ class _Worker:
         ctx = ctx or mp.get_context("spawn")
         self.wid = wid
         self.conn, child = ctx.Pipe(duplex=True)
-        # A forked worker inherits the fork server's environment: it takes this process's, as a spawned one does.
-        environ = dict(os.environ) if ctx.get_start_method() == "forkserver" else None
+        # Not this process's environment (HF_TOKEN, *_KEY): the allow-list, forked or spawned (engine/worker_env.py).
+        environ = worker_environ()
         self.started_at = time.monotonic()
+        from engine.envs import pinned
+
         self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served, os.getpid(),
-                                                          dict(scenes or {}), environ),
+                                                          dict(scenes or {}), environ, pinned.pinned()),
                                 name=f"fontaine-worker-{wid}", daemon=True)
         self.proc.start()
         child.close()

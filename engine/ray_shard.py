@@ -11,7 +11,6 @@ node needs the same fontaine install: the actor is `engine.ray_shard.Shard`, imp
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import tempfile
@@ -20,15 +19,17 @@ import time
 from pathlib import Path
 
 from engine.executor import DriverError
+from engine.worker_env import SECRET_NAME
 from prereg import rundir as rd
 from prereg.core.webhook_env import is_webhook_var
 from prereg.rundir.row import Row
 
 FORWARDED_ENV_PREFIXES = ("FONTAINE_", "MUJOCO_GL", "PYOPENGL_PLATFORM")
 # Secrets never travel to the shards: the Discord webhook (FONTAINE_DISCORD_WEBHOOK_URL/_FILE,
-# which the console's notifier needs and no shard does), tokens, passwords, keys. Ray's own auth
-# token reaches a node through the node's environment (`ray start`), never through us.
-SECRET_ENV = re.compile(r"WEBHOOK|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|_KEY_", re.IGNORECASE)
+# which the console's notifier needs and no shard does), tokens, passwords, keys (the workers' rule,
+# engine/worker_env.py). Ray's own auth token reaches a node through the node's environment
+# (`ray start`), never through us.
+SECRET_ENV = SECRET_NAME
 
 
 def shard_env(environ=None) -> dict:

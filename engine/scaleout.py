@@ -54,6 +54,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from engine.deathsig import STOP_SIGNALS
 from engine.executor import DriverError, StartInterrupted
 from engine.ray_shard import Shard, as_job, job_parts, job_words, shard_env, shards_policy
 from prereg import rundir as rd
@@ -62,6 +63,7 @@ from prereg.rundir.row import Row
 
 STEP_WAIT_S = 1.0  # longest a step call waits on its shard before it reports back anyway
 PLACE_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_PLACE_TIMEOUT_S", "120"))
+CONNECT_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_CONNECT_TIMEOUT_S", "60"))  # an address that does not answer
 START_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_START_TIMEOUT_S", "900"))  # a shard loads its policy
 START_TOGETHER_S = 60.0  # longest the shards that are up wait for the others before taking seeds
 ABORT_WAIT_S = 5.0
@@ -305,13 +307,13 @@ class RayPool:
             ray.shutdown()
         # ray.init installs a SIGTERM handler that exits; the driver's own (first signal = stop at
         # the episode boundary, second = abort) must stay in force
-        saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+        saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
         try:
             if self.address == "local":
                 ray.init(**{k: v for k, v in kwargs.items() if v is not None})
             else:
                 self._init_interruptibly(ray, kwargs, saved)
-        except StartInterrupted:
+        except (StartInterrupted, DriverError):
             raise
         except Exception as exc:
             text = f"{type(exc).__name__}: {_first_line(exc)}"
@@ -337,8 +339,10 @@ class RayPool:
     def _init_interruptibly(self, ray, kwargs: dict, saved: dict) -> None:
         """ray.init on a cluster address, in a thread: connecting to an address that does not
         answer blocks in C for ~40 s, where no signal handler runs (`--ray nohost:1` ignored
-        SIGTERM and left the run `running`). Here a SIGTERM or SIGINT reaches the driver's own
-        handler (which records the stop) and ends the wait at once: StartInterrupted."""
+        SIGTERM and left the run `running`). Here a SIGTERM, SIGINT or SIGHUP reaches the driver's
+        own handler (which records the stop) and ends the wait at once: StartInterrupted. Left
+        alone, the wait gives up after CONNECT_TIMEOUT_S (it retried for good: still `running` after
+        6 minutes): a DriverError, nothing run."""
         outcome: dict = {}
         interrupted: list[int] = []
 
@@ -360,8 +364,13 @@ class RayPool:
                 signal.signal(sig, on_signal)
         thread = threading.Thread(target=connect, name="ray-connect", daemon=True)  # never holds up the exit
         thread.start()
-        while thread.is_alive() and not interrupted:
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        while thread.is_alive() and not interrupted and time.monotonic() < deadline:
             thread.join(0.1)
+        if thread.is_alive() and not interrupted:
+            raise DriverError(f"cannot connect to the Ray cluster at {self.address!r}: no answer within "
+                              f"{CONNECT_TIMEOUT_S:g} s; check the address (the head's host:port, e.g. 10.0.0.5:6379) "
+                              "and that the cluster is up (`ray status` there)")
         if interrupted:
             name = signal.Signals(interrupted[0]).name
             self.log(f"ray: {name} while connecting to {self.address}: stopping before any episode")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from engine.deathsig import ignore_stop_signals
 from engine.policies.factory import make_policy
 from engine.video_writer import VideoWriter
 from prereg import rundir as rd
@@ -79,23 +80,37 @@ class Quit:
     pass
 
 
+@dataclass(frozen=True)
+class StartFailed:
+    """The worker's policy or scene could not be set up (bad input: a checkpoint changed after the run
+    recorded it, processors that do not load): one line; the driver says it once and the run ends."""
+
+    message: str
+
+
 def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int,
-                scenes: dict | None = None, environ: dict | None = None) -> None:
+                scenes: dict | None = None, environ: dict | None = None, env_bytes: dict | None = None) -> None:
     """One worker: owns its MuJoCo model (handed to it, or compiled); runs the episodes it is handed, one row each."""
     parent = os.getppid()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver decides how a stop goes
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ignore_stop_signals()  # the driver decides how a stop goes (forked: the fork server ignored them already)
     die_with_parent(driver_pid, parent)
     if environ is not None:
         os.environ.clear()
         os.environ.update(environ)
+    from engine.envs import pinned
     from engine.sim import handoff
 
     handoff.install(scenes or {})
+    pinned.install(env_bytes)  # the env file's bytes the launch read and hashed: never the disk's now
     try:
         _worker_loop(wid, conn, cfg, Path(run_dir), served)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the driver is gone: nothing to report to
+    except FontaineError as exc:  # before Ready (episodes turn their errors into rows): no traceback per worker
+        try:
+            conn.send(StartFailed(exc.one_line()))
+        except OSError:
+            pass
 
 
 def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -> None:
@@ -106,7 +121,7 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
     predictors = {}  # arm (None: the one policy) -> (spec, horizon, needs images, needs privileged, predict)
     for arm, spec in arm_policies:
         if not spec.serve_in_driver:
-            local = make_policy(spec)
+            local = make_policy(spec)  # a policy that refuses to load (a changed checkpoint): StartFailed
             predictors[arm] = (spec, local.chunk_horizon, local.needs_images, local.needs_privileged,
                                _LocalPredict(local))
         else:

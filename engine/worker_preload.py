@@ -28,6 +28,11 @@ def _die_with(parent: str) -> None:
 _parent = os.environ.pop(PARENT_ENV, None)
 if _parent:
     _die_with(_parent)
+    from engine.deathsig import ignore_stop_signals
+
+    # a SIGTERM to the run's process group killed the server, and with it (PR_SET_PDEATHSIG) every
+    # worker under its episode: the run ended `failed` with "worker died" rows. The driver decides.
+    ignore_stop_signals()
 
 try:
     import engine.envs.boat_on_disk  # noqa: F401

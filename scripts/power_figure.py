@@ -2,7 +2,8 @@
 
 Three panels, one per test `validate` reports: the exact binomial test of one arm's rate
 (assumed 0.1), Newcombe's difference test against a comparator at 0.1 (arms independent), and
-the paired t test on progress_final_cm deltas at an SD of 2.5 cm. Lines: the exact power;
+the paired t test on progress_final_cm deltas at an SD of 2.5 cm; a fourth draws the sawtooth of
+power against seeds (0.24 against an assumed 0.09) and the seeds `validate` says it needs. Lines: the exact power;
 points: the share of 10,000 simulated plans (numpy seeded) that reject, with 95% Monte Carlo
 bars; the dotted line marks the minimum detectable effect at 80% power.
 
@@ -36,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "docs" / "power.png"))
     args = ap.parse_args(argv)
     rng = np.random.default_rng(20261201)
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4), dpi=90)
+    fig, axes = plt.subplots(1, 4, figsize=(14.5, 3.4), dpi=90)
 
     # the primary read: one arm's rate against its assumed 0.1
     ax = axes[0]
@@ -77,6 +78,18 @@ def main(argv: list[str] | None = None) -> int:
     ax.set_title(f"paired progress delta, SD {SD:g} cm\npaired t test", fontsize=9)
     ax.set_xlabel("true mean delta (cm)")
 
+    # the sawtooth: power against seeds, and where it stays at 80%
+    ax = axes[3]
+    ns = np.arange(10, 91)
+    ax.plot(ns, [float(power.binom_power(int(n), 0.09, 0.24)[0]) for n in ns], "-o", ms=2, color="C0", lw=1,
+            label="exact, 0.24 against 0.09")
+    need = power.rate_seeds(0.09, 0.24)
+    ax.axvline(need.first, color="C3", ls=":", lw=1.2)
+    ax.annotate(f"first 80%: {need.first}", (need.first, 0.3), fontsize=7, color="C3", rotation=90, ha="right")
+    ax.axvline(need.n, color="C2", ls="--", lw=1.2)
+    ax.annotate(f"stays >= 80%: {need.n}", (need.n, 0.3), fontsize=7, color="C2", rotation=90, ha="left")
+    ax.set_title("seeds needed without the sawtooth\nexact binomial test", fontsize=9)
+    ax.set_xlabel("seeds")
     for ax in axes:
         ax.axhline(power.POWER, color="0.6", lw=0.8)
         ax.set_ylim(0, 1.02)
@@ -84,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         ax.tick_params(labelsize=8)
     axes[0].set_ylabel(f"power ({N} seeds, alpha {power.ALPHA:g}, two-sided)")
     axes[2].legend(fontsize=7, loc="upper left")
+    axes[3].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"Power before spending: a {N}-seed plan; lines exact, points {PLANS:,} simulated plans each", fontsize=10)
     fig.tight_layout()
     out = Path(args.out)

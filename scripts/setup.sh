@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 
 quiet() { if [ -n "${FONTAINE_SETUP_VERBOSE:-}" ]; then "$@"; else "$@" >/tmp/fontaine-setup.log 2>&1 || { cat /tmp/fontaine-setup.log >&2; return 1; }; fi; }
 
-# 1. System libraries: EGL/OSMesa for MuJoCo's offscreen renderer, ffmpeg-free (imageio-ffmpeg ships one), tmux for the console.
+# 1. System libraries: EGL/OSMesa for MuJoCo's offscreen renderer, ffmpeg-free (imageio-ffmpeg ships one), tmux for the console,
+#    chromium for the report page's browser tests (Playwright drives it; `playwright install` is never run).
 need_apt=()
-for pkg in libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libglvnd0 libopengl0 tmux; do
+for pkg in libegl1 libegl-mesa0 libgl1-mesa-dri libosmesa6 libglvnd0 libopengl0 tmux chromium; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -36,6 +37,6 @@ want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing Python packages (first time: a few minutes, about 5 GB with torch)"
   quiet .venv/bin/python -m pip install --upgrade pip
-  quiet .venv/bin/python -m pip install -e ".[${FONTAINE_EXTRAS:-dev,ray,step,diffusion}]"
+  quiet .venv/bin/python -m pip install -e ".[${FONTAINE_EXTRAS:-dev,ray,step,diffusion,nexus}]"
   echo "$want" > "$stamp"
 fi

@@ -1,7 +1,8 @@
 """The layering, enforced: prereg's rooms stand on one another in one order (core, rundir, document,
 stats, outputs: a room imports only the rooms below it), prereg imports neither engine nor console, console never imports
 engine, engine.envs (the env contract) imports only engine.sim and prereg (and never console), engine.sim
-never imports engine.envs, console.notify (the Discord notifier) imports nothing of console outside itself, and no
+never imports engine.envs, engine.gym (the envs as Gymnasium envs) sits on engine.envs and nothing in the
+engine imports it, console.notify (the Discord notifier) imports nothing of console outside itself, and no
 module imports itself back through others (lazy imports inside functions count: a cycle broken
 by a late import is still a cycle)."""
 
@@ -101,6 +102,23 @@ def test_envs_import_only_the_simulator_and_prereg():
     under = {m: sorted(d for d in deps if d == "engine.envs" or d.startswith("engine.envs."))
              for m, deps in graph.items() if m == "engine.sim" or m.startswith("engine.sim.")}
     assert not {m: d for m, d in under.items() if d}
+
+
+def test_the_gym_package_sits_on_the_envs_and_nothing_in_the_engine_imports_it():
+    """engine.gym (Fontaine's envs as Gymnasium envs) may import engine.envs, engine.sim, the joint
+    convention (engine.policies.convmap, base) and prereg; the engine itself never imports it (it is
+    the way out, for gymnasium.make and lerobot-eval)."""
+    graph = _graph()
+    allowed = ("engine.gym", "engine.envs", "engine.sim", "engine.policies.convmap", "engine.policies.base", "prereg")
+    mine = {m: deps for m, deps in graph.items() if m == "engine.gym" or m.startswith("engine.gym.")}
+    assert mine  # the rule reads the package it guards
+    bad = {m: sorted(d for d in deps if d.split(".")[0] in PACKAGES and not any(d == a or d.startswith(a + ".")
+                                                                             for a in allowed))
+           for m, deps in mine.items()}
+    assert not {m: d for m, d in bad.items() if d}
+    users = {m: sorted(d for d in deps if d == "engine.gym" or d.startswith("engine.gym."))
+             for m, deps in graph.items() if not (m == "engine.gym" or m.startswith("engine.gym."))}
+    assert not {m: d for m, d in users.items() if d}
 
 
 def _in_notify(module: str) -> bool:

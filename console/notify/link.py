@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -28,6 +27,7 @@ from console.notify.delivery import NOT_RUNNING, OFF, status_line
 from console.notify.ledger import LOG, REQUESTS, STATUS, NotifierDoc, home, lock_held
 from console.notify.webhook import ENV_URL, SETUP_HINT, fingerprint, mask_webhook_url, webhook_setting
 from prereg import rundir as rd
+from prereg.core.argcheck import module_argv
 from prereg.rundir.discovery import run_process
 
 log = logging.getLogger("fontaine.notifier")
@@ -62,7 +62,7 @@ def read_status(runs_dir: Path | str) -> NotifierStatus:
 
 
 def notifier_argv(runs_dir: Path | str) -> list[str]:
-    return [sys.executable, "-m", "console.notify.service", "--runs-dir", str(runs_dir)]
+    return module_argv("console.notify.service", "--runs-dir", str(runs_dir))
 
 
 def start_detached(runs_dir: Path | str, argv: list[str] | None = None, env: dict | None = None) -> subprocess.Popen:

@@ -37,7 +37,6 @@ from dataclasses import replace
 
 from console.notify.snapshot import EVERY_EPISODES, RunSnapshot, tally
 from console.notify.wording import (
-    CHART_MAX_BYTES,
     COLOURS,
     CONTENT_MAX,
     DESCRIPTION_MAX,
@@ -67,6 +66,7 @@ from console.notify.wording import (
     shorten_markdown,
 )
 from prereg import rundir as rd
+from prereg.core.safe_read import CHART_MAX_BYTES
 from prereg.rundir.gates import TRIPPED, WARN, PaceInputs, evaluate_gates, projected_wall_s
 from prereg.rundir.rows import OUTCOME_LABELS
 from prereg.rundir.status import gpu_hours_source

@@ -50,8 +50,9 @@ from console.notify.sender import Notifier
 from console.notify.snapshot import EVERY_EPISODES
 from console.notify.webhook import ENV_FILE, ENV_URL, fingerprint, webhook_setting
 from prereg import rundir as rd
-from prereg.core.argcheck import OneLineParser, nonneg_float, parse_once, path_type, positive_float, positive_int
+from prereg.core.argcheck import DAY_S, POLL_MAX_S, OneLineParser, bounded_float, bounded_int, parse_once, path_type
 from prereg.core.errors import UsageError, log_to, run_cli
+from prereg.core.limits import MAX_SEEDS
 from prereg.core.safe_read import os_error_why
 from prereg.rundir.discovery import discover_runs
 from prereg.rundir.runstate import driver_live
@@ -74,20 +75,21 @@ def main(argv: list[str] | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="fontaine-notify", description=__doc__.split("\n\n")[0], allow_abbrev=False)
     p.add_argument("--runs-dir", type=path_type, default=Path("runs"), help="the folder of run directories (default: ./runs)")
-    p.add_argument("--every", type=positive_int, default=EVERY_EPISODES,
+    p.add_argument("--every", type=bounded_int(1, MAX_SEEDS), default=EVERY_EPISODES,
                    help=f"an update every N episodes (default {EVERY_EPISODES})")
-    p.add_argument("--poll", type=positive_float, default=2.0, help="seconds between looks at the runs (default 2)")
-    p.add_argument("--grace", type=nonneg_float, default=120.0,
+    p.add_argument("--poll", type=bounded_float(0, POLL_MAX_S), default=2.0,
+                   help=f"seconds between looks at the runs (default 2, at most {POLL_MAX_S:g})")
+    p.add_argument("--grace", type=bounded_float(0, 7 * DAY_S, inclusive=True), default=120.0,
                    help="exit when no run has been live for this many seconds and nothing is left to send")
-    p.add_argument("--linger-max", type=nonneg_float, default=3600.0,
+    p.add_argument("--linger-max", type=bounded_float(0, 7 * DAY_S, inclusive=True), default=3600.0,
                    help="with no live run, give up on a failing Discord after this many seconds (the posts stay owed)")
-    p.add_argument("--backoff", type=nonneg_float, default=RETRY.backoff_s,
+    p.add_argument("--backoff", type=bounded_float(0, DAY_S, inclusive=True), default=RETRY.backoff_s,
                    help=f"first retry delay after a failed post (s; default {RETRY.backoff_s:g})")
-    p.add_argument("--backoff-max", type=nonneg_float, default=RETRY.backoff_max_s,
+    p.add_argument("--backoff-max", type=bounded_float(0, DAY_S, inclusive=True), default=RETRY.backoff_max_s,
                    help=f"longest retry delay (s; default {RETRY.backoff_max_s:g})")
-    p.add_argument("--http-timeout", type=positive_float, default=RETRY.request_timeout_s,
+    p.add_argument("--http-timeout", type=bounded_float(0, 600), default=RETRY.request_timeout_s,
                    help=f"HTTP timeout of one request to Discord (s; default {RETRY.request_timeout_s:g})")
-    p.add_argument("--gone-after", type=positive_int, default=RETRY.gone_after,
+    p.add_argument("--gone-after", type=bounded_int(1, 1000), default=RETRY.gone_after,
                    help=f"401/403/404 this many times: stop until the URL changes (default {RETRY.gone_after})")
     p.add_argument("--no-check", action="store_true", help="do not GET the webhook at start")
     return p
@@ -97,6 +99,9 @@ def _main(argv: list[str]) -> int:
     args = parse_once(build_parser(), argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", stream=sys.stderr)
     runs_dir = _runs_folder(args.runs_dir)
+    _, config_error = webhook_setting(os.environ)
+    if config_error:  # set but unusable (not a Discord URL, a file others can read, a FIFO): say so, run nothing
+        raise UsageError(f"{config_error}; no notifier started")
     try:
         lock = NotifierLock(runs_dir).acquire()
     except NotifierLocked:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prereg import rundir as rd
+from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, read_regular
 from prereg.rundir.discovery import GONE, UNKNOWN, liveness
 from prereg.rundir.fold import ONE_ARM, Plan, RowsFold, fold_rows
 from prereg.rundir.rows import ERROR, RowCounts, read_rows
@@ -21,6 +22,7 @@ from prereg.rundir.runstate import RunState, ShowsState, episodes_done, planned_
 from prereg.rundir.status import GateSpec
 
 EVERY_EPISODES = 10  # an update every this many episodes: the fold notes each arm's figures there (the catch-up)
+RESULTS_MD_MAX_BYTES = 4 * 1024 * 1024  # results.md: the report's words (the post shortens them to a few lines)
 STARTING_GRACE_S = 120.0  # no pid.json yet: a run written within this is a driver starting (live)
 
 
@@ -163,14 +165,15 @@ def read_json_object(path: Path) -> dict:
 
 
 def read_text(path: Path) -> str | None:
+    """results.md, bounded and never blocking (a FIFO there is no text, not a hang)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        return read_regular(path, RESULTS_MD_MAX_BYTES).decode("utf-8", errors="replace")
+    except (OSError, Unreadable):  # missing; a FIFO, a directory, a loop, too big
         return None
 
 
 def read_chart(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_regular(path, CHART_MAX_BYTES)
+    except (OSError, Unreadable):
         return None

@@ -17,9 +17,11 @@ import stat
 from pathlib import Path
 
 from prereg.core.errors import UsageError
+from prereg.core.safe_read import Unreadable, check_regular, read_regular
 
 ENV_URL = "FONTAINE_DISCORD_WEBHOOK_URL"
 ENV_FILE = "FONTAINE_DISCORD_WEBHOOK_FILE"
+WEBHOOK_FILE_MAX_BYTES = 4096  # a webhook URL is about 120 characters; a bigger file is not one
 
 SETUP_HINT = (
     "Discord posts are off. To turn them on: in Discord, Channel settings > Integrations > "
@@ -54,10 +56,12 @@ def load_webhook_url(environ: dict | os._Environ = os.environ) -> str | None:
     if not url and environ.get(ENV_FILE):
         path = Path(environ[ENV_FILE]).expanduser()
         source = f"the file {path} (${ENV_FILE})"
-        try:
-            st = path.stat()
-        except OSError as exc:
-            raise WebhookConfigError(f"cannot read {source}: {exc.strerror}") from None
+        try:  # a regular file, stat'ed before it is opened: a FIFO there is refused, never waited on
+            st = check_regular(path, WEBHOOK_FILE_MAX_BYTES)
+        except FileNotFoundError:
+            raise WebhookConfigError(f"cannot read {source}: no such file") from None
+        except Unreadable as exc:
+            raise WebhookConfigError(f"cannot read {source}: {exc.why}") from None
         if st.st_mode & 0o077:
             raise WebhookConfigError(
                 f"{source} is readable or writable by others (mode {stat.filemode(st.st_mode)}); "
@@ -66,9 +70,9 @@ def load_webhook_url(environ: dict | os._Environ = os.environ) -> str | None:
         if hasattr(os, "getuid") and st.st_uid != os.getuid():
             raise WebhookConfigError(f"{source} belongs to another user; keep the webhook in a file you own")
         try:
-            url = path.read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise WebhookConfigError(f"cannot read {source}: {exc}") from None
+            url = read_regular(path, WEBHOOK_FILE_MAX_BYTES).decode("utf-8").strip()
+        except (OSError, Unreadable, UnicodeDecodeError) as exc:
+            raise WebhookConfigError(f"cannot read {source}: {getattr(exc, 'why', None) or exc}") from None
     if not url:
         return None
     if not _URL_RE.fullmatch(url):

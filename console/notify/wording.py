@@ -13,17 +13,21 @@ import re
 from dataclasses import dataclass, field, replace
 
 from prereg import rundir as rd
-from prereg.core.vocabulary import DECODES, POLICIES
+from prereg.core.untrusted import redacted, shown
+from prereg.core.vocabulary import DECODES, PLUGIN, POLICIES
 from prereg.document.model import describe_tripwires
+from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY
 from prereg.rundir.rows import number
 from prereg.rundir.status import GateSpec
+from prereg.stats.reads import EXPLORATORY_HEAD
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
 DIED = rd.DIED  # the driver's process is gone without a final state
 END_KINDS = (STOPPED, FAILED, DONE, DIED, RESULTS)  # what a run that has ended is owed
 
-MODEL_KINDS = (*DECODES, "lerobot")  # the policy kinds that load a model: only they have a checkpoint, decode, dtype, convmap
+# the policy kinds that load a model (a plugin: its entry point): only they have a checkpoint, decode, dtype, convmap
+MODEL_KINDS = (*DECODES, "lerobot", PLUGIN)
 MODEL_FACTS = ("checkpoint", "revision", "decode", "dtype", "convmap", "weights_sha256")
 
 # Discord's limits are 2000 characters of content, 4096 of embed description, 6000 of
@@ -32,8 +36,9 @@ CONTENT_MAX = 300
 TITLE_MAX = 200
 DESCRIPTION_MAX = 1800
 FOOTER_MAX = 200
-CHART_MAX_BYTES = 8 * 1024 * 1024
 CHART_NAME = rd.CHART
+
+_FIELD_MAX = {"content": CONTENT_MAX, "title": TITLE_MAX, "description": DESCRIPTION_MAX, "footer": FOOTER_MAX}
 
 COLOURS = {
     LAUNCH: 0x3B82F6, UPDATE: 0x64748B, TRIPWIRE: 0xF97316, STALL: 0xF59E0B,
@@ -56,6 +61,13 @@ class Post:
     run_id: str | None = None
     image: bytes | None = field(default=None, repr=False)  # chart.png, shown via attachment://chart.png
     covers: tuple[str, ...] = ()  # keys of missed milestones this post lists (a catch-up)
+
+    def __post_init__(self) -> None:
+        """Every post's words pass here: what came from a run's files (an arm, a reason, a row's
+        note) is never posted raw: a secret's shape is redacted and a control character shown
+        escaped (`\\x1b`), whichever function composed the post; then cut to the field's length."""
+        for name, limit in _FIELD_MAX.items():
+            object.__setattr__(self, name, clip(shown(getattr(self, name), keep="\n"), limit))
 
     def with_note(self, note: str) -> "Post":
         """The same post with a line of context added (a catch-up, a possible repeat)."""
@@ -166,7 +178,8 @@ def verdict_lines(res: dict) -> list[str]:
     lines = []
     for v in (res.get("verdicts") or [])[:8]:
         if isinstance(v, dict) and isinstance(v.get("label"), str) and isinstance(v.get("condition"), str):
-            lines.append(f"[{esc(short(v['label'], 120))}] `{short(v['condition'], 100)}`")
+            label = EXPLORATORY_HEAD if v.get("exploratory") is True else v["label"]  # its why is on the page
+            lines.append(f"[{esc(short(label, 120))}] `{short(v['condition'], 100)}`")
     for s in (res.get("sequential_tests") or [])[:4]:
         if isinstance(s, dict) and isinstance(s.get("label"), str):
             lines.append(f"[{esc(short(s['label'], 120))}] sequential test")
@@ -174,17 +187,22 @@ def verdict_lines(res: dict) -> list[str]:
 
 
 def published_lines(res: dict | None) -> list[str]:
-    """Links to the published files (`fontaine-prereg publish`, results.json's `published`), when there are."""
-    pub = res.get("published") if isinstance(res, dict) else None
+    """Links to the published results (`fontaine-prereg publish`), when there are: the page on the reports
+    Space first (results.json's `published_space`), then the dataset's files (`published`)."""
+    space = res.get(SPACE_KEY) if isinstance(res, dict) else None
+    page = []
+    if isinstance(space, dict) and is_url(space.get("page_url")):
+        page.append(f"page: [the results, on {esc(short(str(space.get('repo') or 'the Space'), 80))}]({space['page_url']})")
+    pub = res.get(PUBLISHED_KEY) if isinstance(res, dict) else None
     if not isinstance(pub, dict) or not is_url(pub.get("folder_url")):
-        return []
+        return page
     commit = pub.get("commit") if isinstance(pub.get("commit"), str) else ""
     line = f"published: [rows, chart, results]({pub['folder_url']})" + (f" · commit `{code(commit[:12])}`" if commit else "")
     videos = pub.get("videos") if isinstance(pub.get("videos"), dict) else {}
     links = [f"[seed {esc(short(str(s), 12))}]({u})" for s, u in list(videos.items())[:10] if is_url(u)]
     if links:
         line += " · videos " + " ".join(links) + (f" (+{len(videos) - 10})" if len(videos) > 10 else "")
-    return [line]
+    return [*page, line]
 
 
 def is_url(value: object) -> bool:
@@ -283,9 +301,10 @@ def clip(s: str, n: int) -> str:
 
 
 def esc(s: str) -> str:
-    """Escape Discord markdown in names that come from files (run ids, arms, reasons)."""
-    return re.sub(r"([\\*_~`|>])", r"\\\1", s)
+    """Escape Discord markdown in names that come from files (run ids, arms, reasons), a secret's
+    shape redacted first (escaped, `hf\\_...` would no longer look like a token to `Post`'s check)."""
+    return re.sub(r"([\\*_~`|>])", r"\\\1", redacted(s))
 
 
 def code(s: str) -> str:
-    return s.replace("`", "'")
+    return redacted(s).replace("`", "'")

@@ -24,6 +24,8 @@ from console.preregs import (
 from console.runs import shown_path
 from console.widgets.images import DRAWS_CELLS, Image
 from prereg import rundir as rd
+from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, check_regular
+from prereg.outputs.publish import SPACE_KEY
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -186,7 +188,7 @@ class ResultsScreen(ModalScreen[None]):
     """
 
     # Esc closes (the report goes on in its thread and still writes its files); `q` does nothing here.
-    BINDINGS = [Binding("escape", "close", "Close")]
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("o", "open_page", "Open the page")]
 
     def __init__(self, prereg_file: str, run_dir: Path, arm_runs: list[tuple[str, Path]]):
         super().__init__()
@@ -239,6 +241,12 @@ class ResultsScreen(ModalScreen[None]):
         results_md = self.run_dir / rd.RESULTS
         if results_md.exists():
             status.append(f"\nreads: {shown_path(results_md)}")
+        page = self.run_dir / rd.RESULTS_HTML
+        if page.exists():
+            status.append(f"\npage: {shown_path(page)}  (o opens it)")
+            published = (rd.read_json(self.run_dir / rd.RESULTS_JSON) or {}).get(SPACE_KEY)
+            if isinstance(published, dict) and isinstance(published.get("page_url"), str):
+                status.append(f"\non the Space: {published['page_url']}")
         self.query_one("#results-status", Static).update(status)
         self.query_one("#results-output", Static).update(Text(output or "(no output)"))
         if cells is not None:
@@ -253,11 +261,12 @@ class ResultsScreen(ModalScreen[None]):
         try:
             from PIL import Image as PILImage
 
+            check_regular(chart, CHART_MAX_BYTES)  # a FIFO named chart.png would hold the open forever
             with PILImage.open(chart) as img:
                 img.load()
                 widget.image = img.convert("RGB")
             widget.styles.height = max(8, min(22, (self.app.size.height - 12) // 1))
-        except (OSError, ValueError):  # no chart, or one that does not decode: the path above says so
+        except (OSError, ValueError, Unreadable):  # no chart, not a file, or one that does not decode
             widget.display = False
             return
         widget.display = True
@@ -265,6 +274,13 @@ class ResultsScreen(ModalScreen[None]):
     @on(Button.Pressed, "#close")
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def action_open_page(self) -> None:
+        """The page in the system's browser where there is a display, else the words to copy it (tmux over SSH)."""
+        from console.opener import open_page
+
+        opened, said = open_page(self.run_dir / rd.RESULTS_HTML)
+        self.notify(said, title="results page", severity="information" if opened else "warning", timeout=20)
 
 
 # The help: prose paragraphs and (key, what it does) lists. Rendered as grids so that a long

@@ -20,10 +20,12 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from console.widgets.escape import DrawsPictures
+
 PROBLEM = ""  # why textual-image could not be used, when it could not
 
 
-class HalfBlockImage(Widget):
+class HalfBlockImage(DrawsPictures, Widget):
     """A PIL image as colour half-blocks (▀: foreground the upper pixel, background the lower),
     scaled to the widget's size with its aspect kept. The fallback when textual-image is unusable."""
 
@@ -131,7 +133,7 @@ def _style(key: int) -> Style:
     return style
 
 
-class VideoFrame(Widget):
+class VideoFrame(DrawsPictures, Widget):
     """The player's picture: strips rendered ahead (`half_block_strips`, in a worker) and swapped
     in on the player's timer, so that showing a frame costs the UI thread no image work at all.
     textual-image's half-blocks resized and re-encoded each frame on the UI thread, which held a
@@ -168,14 +170,18 @@ try:
     from textual_image.widget import Image as AutoImage
 
     _FORCED = {"halfcell": HalfcellImage, "unicode": UnicodeImage, "sixel": SixelImage, "tgp": TGPImage}
-    Image = _FORCED.get(os.environ.get("FONTAINE_IMAGES", "").strip().lower(), AutoImage)
+    _Chosen = _FORCED.get(os.environ.get("FONTAINE_IMAGES", "").strip().lower(), AutoImage)
+
+    class Image(DrawsPictures, _Chosen, Renderable=_Chosen._Renderable):  # its protocol's escapes reach the terminal
+        """textual-image's widget for this terminal, its lines not filtered (console/widgets/escape.py)."""
+
     from textual_image.renderable import Image as _AutoRenderable
     from textual_image.renderable.halfcell import Image as _HalfcellRenderable
     from textual_image.renderable.unicode import Image as _UnicodeRenderable
 
     # the terminal gets cells, not pixels: the video player draws its own half-blocks, rendered ahead
-    DRAWS_CELLS = Image in (HalfcellImage, UnicodeImage) or (
-        Image is AutoImage and _AutoRenderable in (_HalfcellRenderable, _UnicodeRenderable))
+    DRAWS_CELLS = _Chosen in (HalfcellImage, UnicodeImage) or (
+        _Chosen is AutoImage and _AutoRenderable in (_HalfcellRenderable, _UnicodeRenderable))
 except Exception as exc:  # noqa: BLE001 - a failed terminal probe must not stop the console
     PROBLEM = f"textual-image unusable here ({type(exc).__name__}: {exc}); images drawn as half-blocks"
     Image = HalfBlockImage

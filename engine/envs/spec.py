@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
+from engine.envs import pinned
 from prereg.core.errors import UsageError
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}", re.ASCII)
@@ -174,7 +175,8 @@ class EnvSpec:
         return h.hexdigest()
 
     def problems(self, model) -> list[str]:
-        """What the spec names that the compiled scene lacks, one line each (empty when none)."""
+        """What the spec names that the compiled scene lacks, and collision bits that would let the
+        jaw meshes (not the pads) touch the object, one line each (empty when none)."""
         import mujoco
 
         out = []
@@ -192,8 +194,12 @@ class EnvSpec:
             if not has(mujoco.mjtObj.mjOBJ_GEOM, geom):
                 out.append(f"env {self.name}: jaw geom {geom!r} is not in the scene")
         for label, path in self.files:
-            if not Path(path).is_file():
+            if not Path(path).is_file() and pinned.get(path) is None:
                 out.append(f"env {self.name}: file {label} is missing ({path})")
+        if not out:
+            from engine.sim.scene import collision_problems
+
+            out += [f"env {self.name}: {p}" for p in collision_problems(model, self.object_body, self.grasp.jaw_geoms)]
         return out
 
     def line(self) -> str:
@@ -218,6 +224,15 @@ def _jsonable(value):
 
 
 def _file_sha256(path: Path) -> str:
+    data = pinned.get(path)  # a launch's pinned bytes (engine/envs/pinned.py): the ones compiled and run
+    if data is not None:
+        return hashlib.sha256(data).hexdigest()
+    from prereg.core.safe_read import Unreadable, check_regular
+
+    try:  # a FIFO swapped in since the scan would hold the open forever
+        check_regular(path)
+    except Unreadable as exc:
+        raise OSError(exc.why) from None
     h = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

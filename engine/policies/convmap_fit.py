@@ -47,6 +47,7 @@ MIRROR_MARGIN = 0.25  # pre-registered: release spans of midpoint displacement a
 PAD_FRAC = 0.10  # the midpoint gate's pad around the release box, as a fraction of its span
 COVERAGE_MARGIN = 0.15  # uncovered fraction a near-tie candidate must win by to overturn the gate
 SEAM_STATS_FORMAT = "fontaine.convmap.seam_stats/1"
+SEAM_STATS_MAX_BYTES = 1024 * 1024  # a rig table is a few KB
 DEFAULT_NORM_TAG = "so100_so101_molmoact2"
 
 
@@ -109,15 +110,34 @@ def seam_box(stats: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 def save_seam_stats(stats: dict, path: str | Path) -> Path:
+    """Written whole, atomically (a FIFO at `path` is replaced, never opened and waited on)."""
+    from prereg.rundir.files import write_text_atomic
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(stats, indent=2) + "\n")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(stats, indent=2) + "\n")
+    except OSError as exc:
+        raise ConvMapError(f"--convmap-seam-stats {path}: cannot be written ({exc.strerror or exc})") from None
     return path
 
 
 def load_seam_stats(path: str | Path) -> dict:
-    """Read and check a seam-stats JSON written by `save_seam_stats`."""
-    stats = json.loads(Path(path).read_text())
+    """Read and check a seam-stats JSON written by `save_seam_stats`: bounded and never blocking
+    (a FIFO given as --convmap-seam-stats hung the run), every problem a ConvMapError naming the file."""
+    from prereg.core.safe_read import Unreadable, read_regular
+
+    try:
+        stats = json.loads(read_regular(path, SEAM_STATS_MAX_BYTES))
+    except FileNotFoundError:
+        raise ConvMapError(f"{path}: no such seam-stats file (write one: --policy scripted --convmap-seam-stats "
+                           f"{path})") from None
+    except Unreadable as exc:
+        raise ConvMapError(f"{path}: {exc.why}") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ConvMapError(f"{path}: not a seam-stats file ({str(exc)[:120]})") from None
+    if not isinstance(stats, dict) or not isinstance(stats.get("joints"), dict):
+        raise ConvMapError(f"{path}: not a seam-stats file (no joints table)")
     if stats.get("format") != SEAM_STATS_FORMAT:
         raise ConvMapError(f"{path}: not a seam-stats file (format {stats.get('format')!r}, want {SEAM_STATS_FORMAT!r})")
     missing = [j for j in JOINT_NAMES if j not in stats.get("joints", {})]
@@ -151,19 +171,21 @@ def load_release_stats(
     {"q01", "q99", ...}, "action_stats": {...}}}}. A checkpoint directory is accepted too (its
     config.json may rename the file via `norm_stats_filename`, as lerobot honours).
     """
+    from prereg.core.safe_read import JSON_MAX_BYTES, read_regular
+
     path = Path(norm_stats_path)
     if path.is_dir():
         name = "norm_stats.json"
         config = path / "config.json"
         if config.exists():
             try:
-                name = str(json.loads(config.read_text()).get("norm_stats_filename") or name)
+                name = str(json.loads(read_regular(config, JSON_MAX_BYTES)).get("norm_stats_filename") or name)
             except (OSError, json.JSONDecodeError):
                 pass
         path = path / name
     if not path.exists():
         raise FileNotFoundError(f"release norm stats not found: {path}")
-    payload = json.loads(path.read_text())
+    payload = json.loads(read_regular(path, JSON_MAX_BYTES))
     by_tag = payload.get("metadata_by_tag")
     if not isinstance(by_tag, dict):
         raise ConvMapError(f"{path}: no metadata_by_tag mapping")

@@ -8,7 +8,15 @@ from dataclasses import asdict, dataclass, field
 from engine.policies.base import DEFAULT_TASK, Chunk, Observation
 from prereg.core.errors import UsageError
 from prereg.core.vocabulary import DECODES as VOCAB_DECODES
-from prereg.core.vocabulary import POLICIES, decode_problem
+from prereg.core.vocabulary import (
+    PLUGIN,
+    POLICIES,
+    ROWS_BATCH_DEPENDENT,
+    ROWS_INVARIANT,
+    SERVING_BATCHED,
+    SERVING_INVARIANT,
+    decode_problem,
+)
 
 POLICY_KINDS = POLICIES + ("hold",)  # a pre-registration's policies, and the engine's own no-op baseline
 # ... and any `fontaine.policies` entry point by its name (engine/policies/plugins.py)
@@ -36,7 +44,9 @@ class PolicySpec:
     task: str = DEFAULT_TASK
     inject_latency_ms: float = 0.0  # test/benchmark knob: a fixed extra cost per predict call
     grasp_miss: float = 0.0  # the scripted oracle's skill knob (engine/policies/scripted.py); 0 for a model
+    grasp_drop: float = 0.0  # the scripted oracle's drop knob (let go after the lift); 0 for a model
     feature_map: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE, a checkpoint input fed by another sim input
+    serving: str | None = None  # invariant | batched: how a policy served in the driver answers; None: the kind's default
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -60,6 +70,15 @@ class PolicySpec:
         return self.kind.startswith("molmoact2") or self.kind == "lerobot"
 
     @property
+    def serving_mode(self) -> str:
+        """`invariant` (each observation served alone: bit for bit its batch-1 action) or `batched` (the waiting
+        observations in one call: faster, and batch-dependent in the last bits). Default: invariant, but
+        MolmoAct2, whose batching is most of its throughput on a GPU (the manifest and the report say so)."""
+        if self.serving is not None:
+            return self.serving
+        return SERVING_BATCHED if self.kind.startswith("molmoact2") else SERVING_INVARIANT
+
+    @property
     def serve_in_driver(self) -> bool:
         if self.kind == "lerobot":  # batched in the driver, or select_action every tick in each worker
             mode = self.extra.get("lerobot_serving")  # fontaine-eval records it before the run starts
@@ -73,13 +92,14 @@ class PolicySpec:
 
 def make_policy(spec: PolicySpec):
     """Build the policy a spec names. MolmoAct2 imports torch, so it is imported only here."""
-    if spec.kind != "scripted" and spec.grasp_miss:
-        raise PolicyError(f"grasp_miss is the scripted oracle's skill knob; policy {spec.kind} has none")
+    for knob in ("grasp_miss", "grasp_drop"):
+        if spec.kind != "scripted" and getattr(spec, knob):
+            raise PolicyError(f"{knob} is a knob of the scripted oracle; policy {spec.kind} has none")
     if spec.kind == "scripted":
         from engine.policies.scripted import ScriptedOracle
 
         try:
-            policy = ScriptedOracle(grasp_miss=spec.grasp_miss)
+            policy = ScriptedOracle(grasp_miss=spec.grasp_miss, grasp_drop=spec.grasp_drop)
         except ValueError as exc:
             raise PolicyError(str(exc)) from None
     elif spec.kind == "hold":
@@ -90,10 +110,19 @@ def make_policy(spec: PolicySpec):
         policy = _make_molmoact2(spec)
     elif spec.kind == "lerobot":
         policy = _make_lerobot(spec)
+    elif spec.kind == PLUGIN:  # a plan's plugin arm: the entry point its checkpoint names, pinned by content
+        from engine.policies.plugins import load_plugin
+
+        if not spec.checkpoint:
+            raise PolicyError("a plugin arm names its fontaine.policies entry point as its checkpoint")
+        policy = load_plugin(spec.checkpoint, convmap=_convmap(spec), task=spec.task,
+                             pin=spec.revision if spec.pinned else None)
     else:
         from engine.policies.plugins import load_plugin
 
         policy = load_plugin(spec.kind, convmap=_convmap(spec), task=spec.task)  # unknown: one line naming the known
+    if getattr(policy, "serve_in_driver", False):
+        policy = PerObservation(policy) if spec.serving_mode == SERVING_INVARIANT else Batched(policy)
     if spec.inject_latency_ms > 0:
         policy = SlowedPolicy(policy, spec.inject_latency_ms / 1000.0)
     return policy
@@ -108,12 +137,13 @@ def resolve_spec_convmap(spec: PolicySpec):
 def describe_unserved(spec: PolicySpec) -> dict:
     """The manifest's record of a policy each worker loads itself (the driver does not load it): a
     lerobot checkpoint's type, config hash and pin are read from its files (its pin checked here)."""
-    out = {"policy": spec.kind, "served": "in each worker"}
+    out = {"policy": spec.kind, "served": "in each worker", "rows": ROWS_INVARIANT}
     if spec.kind == "lerobot":
         from engine.policies.lerobot_policy import describe_checkpoint
 
         out.update(describe_checkpoint(spec.checkpoint, revision=spec.revision, pinned=spec.pinned,
-                                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task))
+                                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task,
+                                       expected_files=spec.extra.get("lerobot_files")))
     return out
 
 
@@ -153,7 +183,8 @@ def _make_lerobot(spec: PolicySpec):
     from engine.policies.lerobot_policy import load_policy
 
     return load_policy(spec.checkpoint, revision=spec.revision, pinned=spec.pinned, device=spec.device,
-                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task)
+                       convmap=_convmap(spec), feature_map=spec.feature_map, task=spec.task,
+                       expected_files=spec.extra.get("lerobot_files"))  # the files the run recorded, in every worker
 
 
 def _make_molmoact2(spec: PolicySpec):
@@ -189,6 +220,47 @@ def _make_molmoact2(spec: PolicySpec):
         )
     except CheckpointError as exc:
         raise PolicyError(str(exc)) from None
+
+
+class _Serving:
+    """A policy served in the driver, as the run's serving mode has it (its attributes are the inner one's)."""
+
+    batching = ""
+    rows = ""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        if name == "_inner":  # not set yet (a copy being built): never recurse
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    def describe(self) -> dict:
+        return {**self._inner.describe(), "batching": self.batching, "rows": self.rows}
+
+
+class PerObservation(_Serving):
+    """`--serving invariant`: each waiting observation served alone, so its action is bit for bit the one it
+    gets at batch 1 whatever waited with it: the rows do not depend on the number of workers or on timing
+    (a batched call's kernels round differently by batch size: ACT's actions moved by 2.7e-7 rad between
+    batch 1 and 4). The cost against batching is measured in benchmarks/bench_lerobot.py."""
+
+    batching = "per observation (batch 1)"
+    rows = ROWS_INVARIANT
+
+    def predict_batch(self, observations: list[Observation]) -> list[Chunk]:
+        return [chunk for o in observations for chunk in self._inner.predict_batch([o])]
+
+
+class Batched(_Serving):
+    """`--serving batched`: the waiting observations in one call (throughput), rows batch-dependent."""
+
+    batching = "batched (the observations waiting together, one call)"
+    rows = ROWS_BATCH_DEPENDENT
+
+    def predict_batch(self, observations: list[Observation]) -> list[Chunk]:
+        return self._inner.predict_batch(observations)
 
 
 class SlowedPolicy:

@@ -20,6 +20,11 @@ no-miss rate times (1 - grasp_miss), and two arms with different knobs have know
 rates. The draw depends on the seed only, so two arms on the same seed share it: every seed the
 more skilled arm misses, the less skilled one misses too (a coupled, positively correlated pair,
 as two checkpoints sharing their hard seeds would be).
+
+The drop knob, `grasp_drop` (a probability, default 0), draws from another stream of its own
+(`drop_draw(seed)`): on the seeds it falls on, the oracle grasps and lifts, then opens its jaws where
+the lift left it and goes home, so "grasped, then dropped" (prereg.rundir.rows.DROPPED) is an outcome a run
+can be shown to produce.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ GRIPPER_CLOSED = -0.17
 GRIPPER_RELEASE = 0.3
 MAX_ATTEMPTS = 3
 SKILL_STREAM = 0x5C111  # the skill draw's stream: np.random.default_rng([SKILL_STREAM, seed])
+DROP_STREAM = 0xD4095  # the drop knob's: np.random.default_rng([DROP_STREAM, seed])
 
 IK_DAMPING = 0.01
 IK_ROTATION_WEIGHT = 0.3
@@ -74,9 +80,10 @@ class ScriptedOracle:
     needs_privileged = True
     serve_in_driver = False
 
-    def __init__(self, *, chunk_horizon: int = CHUNK_HORIZON, grasp_miss: float = 0.0):
+    def __init__(self, *, chunk_horizon: int = CHUNK_HORIZON, grasp_miss: float = 0.0, grasp_drop: float = 0.0):
         self.chunk_horizon = int(chunk_horizon)
         self.grasp_miss = check_grasp_miss(grasp_miss)
+        self.grasp_drop = check_grasp_miss(grasp_drop, "grasp_drop")
         self.kinematics = ArmKinematics()
         self._plans: dict[int, _EpisodePlan] = {}
 
@@ -90,6 +97,7 @@ class ScriptedOracle:
             "place_clearance_m": PLACE_CLEARANCE_M,
             "max_attempts": MAX_ATTEMPTS,
             "grasp_miss": self.grasp_miss,
+            "grasp_drop": self.grasp_drop,
         }
 
     def predict_batch(self, observations: list[Observation]) -> list[Chunk]:
@@ -102,15 +110,16 @@ class ScriptedOracle:
         plan = self._plans.get(obs.seed)
         if plan is None or obs.replan_index == 0:
             kind = _LiftPlan if obs.privileged.get("plan") == "lift" else _EpisodePlan  # the env says which task
-            plan = self._plans[obs.seed] = kind(self.kinematics, miss=misses(obs.seed, self.grasp_miss))
+            plan = self._plans[obs.seed] = kind(self.kinematics, miss=misses(obs.seed, self.grasp_miss),
+                                                drop=drops(obs.seed, self.grasp_drop))
         targets = plan.next_chunk(obs, self.chunk_horizon)
         return Chunk(targets_rad=targets, info={"stage": plan.stage, "attempt": plan.attempt})
 
 
-def check_grasp_miss(p) -> float:
-    """The knob as a float in [0, 1] (ValueError otherwise: the CLI and the documents check first)."""
+def check_grasp_miss(p, what: str = "grasp_miss") -> float:
+    """A knob as a float in [0, 1] (ValueError otherwise: the CLI and the documents check first)."""
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= float(p) <= 1.0:
-        raise ValueError(f"grasp_miss must be a probability from 0 to 1, got {p!r}")
+        raise ValueError(f"{what} must be a probability from 0 to 1, got {p!r}")
     return float(p)
 
 
@@ -122,6 +131,16 @@ def skill_draw(seed: int) -> float:
 def misses(seed: int, grasp_miss: float) -> bool:
     """Whether an oracle with this knob misses its grasps on this seed."""
     return grasp_miss > 0.0 and skill_draw(seed) < grasp_miss
+
+
+def drop_draw(seed: int) -> float:
+    """The seed's one uniform draw for the drop knob (its own stream, apart from the skill draw's)."""
+    return float(np.random.default_rng([DROP_STREAM, int(seed)]).random())
+
+
+def drops(seed: int, grasp_drop: float) -> bool:
+    """Whether an oracle with this drop knob lets go of its grasp after the lift on this seed."""
+    return grasp_drop > 0.0 and drop_draw(seed) < grasp_drop
 
 
 class ArmKinematics:
@@ -245,9 +264,10 @@ class _CylPose:
 class _EpisodePlan:
     """One episode's stage machine; segments are queued per stage and consumed tick by tick."""
 
-    def __init__(self, kinematics: ArmKinematics, miss: bool = False):
+    def __init__(self, kinematics: ArmKinematics, miss: bool = False, drop: bool = False):
         self.kin = kinematics
         self.closed = GRIPPER_OPEN if miss else GRIPPER_CLOSED  # a missed grasp: the jaws never close
+        self.drop = drop  # the drop knob: let go after the lift
         self.segments: list[_Segment] = []
         self.stage = "start"
         self.attempt = 0
@@ -283,7 +303,9 @@ class _EpisodePlan:
             self._plan_approach(obs.tick, q, boat_pos, boat_quat)
         elif self.stage == "approach":
             held = boat_pos[2] > 0.02 and np.linalg.norm(offset[:2]) < 0.02
-            if held:
+            if held and self.drop:
+                self._plan_drop(obs.tick)
+            elif held:
                 self.offset_local = offset
                 self._plan_carry(obs.tick, disk_pos, disk_top)
             else:
@@ -347,6 +369,15 @@ class _EpisodePlan:
         tick = self._cart_move(tick, T_OPEN_HOLD, goal, goal, GRIPPER_RELEASE, GRIPPER_RELEASE)
         up = _CylPose(goal.az, goal.radius, goal.z + PREGRASP_CLEARANCE_M, goal.yaw)
         tick = self._cart_move(tick, T_RETREAT, goal, up, GRIPPER_RELEASE, GRIPPER_RELEASE)
+        tick = self._joint_segment(tick, T_HOME, self._last_target(), HOME_RAD)
+        self._joint_segment(tick, T_HOME_HOLD, HOME_RAD, HOME_RAD)
+
+    def _plan_drop(self, tick: int) -> None:
+        """The drop knob: open the jaws where the lift left the object, then go home and rest."""
+        self.stage = "drop"
+        here = self.site_target
+        tick = self._cart_move(tick, T_OPEN, here, here, GRIPPER_CLOSED, GRIPPER_OPEN)
+        tick = self._cart_move(tick, T_OPEN_HOLD, here, here, GRIPPER_OPEN, GRIPPER_OPEN)
         tick = self._joint_segment(tick, T_HOME, self._last_target(), HOME_RAD)
         self._joint_segment(tick, T_HOME_HOLD, HOME_RAD, HOME_RAD)
 
@@ -446,7 +477,9 @@ class _LiftPlan(_EpisodePlan):
         elif self.stage == "approach":
             site_pos, site_rot = self.kin.site_pose(q)
             held = pos[2] > 0.02 and np.linalg.norm((site_rot.T @ (pos - site_pos))[:2]) < 0.02
-            if held:
+            if held and self.drop:
+                self._plan_drop(obs.tick)
+            elif held:
                 self._plan_lift(obs.tick, pos)
             else:
                 self._plan_retry_or_rest(obs.tick, q, pos, quat, upright)

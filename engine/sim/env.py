@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
-from engine.sim.metrics import BoatReading, EpisodeMetrics
+from engine.sim.metrics import TICKS_PER_SECOND, BoatReading, EpisodeMetrics
 from engine.sim.render import FrameRenderer
 from engine.sim.scene import (
     DISK_RADIUS_M,
@@ -26,7 +26,9 @@ from engine.sim.scene import (
     PAN_AXIS_XY,
     ROOM_GEOM_GROUP,
     SUBSTEPS_PER_TICK,
+    TIMESTEP_S,
     build_model,
+    joint_dof_addresses,
     joint_qpos_addresses,
     joint_ranges,
 )
@@ -65,9 +67,11 @@ class ObjectEnv:
     film_geom_groups: tuple[int, ...] = (ROOM_GEOM_GROUP,)  # drawn in videos too: the floor, where a knocked object went
 
     def __init__(self, model: mujoco.MjModel, *, render_size: int, cameras: dict[str, str], obj_joint: int,
-                 is_obj: np.ndarray, is_arm: np.ndarray, jaw_geoms: tuple[str, str], target_body: str):
+                 is_obj: np.ndarray, is_arm: np.ndarray, jaw_geoms, target_body: str,
+                 rest_box: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, data: mujoco.MjData | None = None,
+                 free_cameras: dict | None = None):
         self.model = model
-        self.data = mujoco.MjData(self.model)
+        self.data = mujoco.MjData(self.model) if data is None else data  # a Gymnasium env's own, when it owns it
         self.cameras = dict(cameras)
         self.render_size = int(render_size)
         self._renderer = FrameRenderer(self.model, self.render_size)
@@ -78,11 +82,19 @@ class ObjectEnv:
         self._obj_qpos, self._obj_qvel = int(self.model.jnt_qposadr[obj_joint]), int(self.model.jnt_dofadr[obj_joint])
         self._target = int(self.model.body(target_body).mocapid[0])
         role = np.where(is_arm, _ARM, _SUPPORT).astype(np.int64)
-        role[self.model.geom(jaw_geoms[0]).id] |= _FIXED_PAD
-        role[self.model.geom(jaw_geoms[1]).id] |= _MOVING_PAD
+        for side, bit in zip(jaw_geoms, (_FIXED_PAD, _MOVING_PAD)):  # a geom's name, or a side's geom ids
+            role[[self.model.geom(side).id] if isinstance(side, str) else list(side)] |= bit
         role[is_obj] = 0
         self._is_obj = is_obj
         self._role = role
+        self._arm_dofs = joint_dof_addresses(self.model)[:5]
+        self._substeps = substeps_per_tick(self.model)
+        self._rest = None  # (box centre, box low, box high, rest rotation): the object's base from its geometry
+        if rest_box is not None:
+            lo, hi, rot = (np.asarray(v, dtype=float) for v in rest_box)
+            self._rest = ((lo + hi) / 2, lo, hi, rot)
+        self._mat = np.zeros(9)
+        self._free = {name: _look_at(cam) for name, cam in (free_cameras or {}).items()}  # {name: (MjvCamera, fovy)}
         self.tick = 0
         self.metrics: EpisodeMetrics | None = None
 
@@ -90,7 +102,7 @@ class ObjectEnv:
         """One 30 Hz control tick: clamp targets to joint ranges, run the substeps, update metrics."""
         targets = np.clip(np.asarray(targets_rad, dtype=float).reshape(6), self._ranges[:, 0], self._ranges[:, 1])
         self.data.ctrl[:6] = targets
-        mujoco.mj_step(self.model, self.data, nstep=SUBSTEPS_PER_TICK)
+        mujoco.mj_step(self.model, self.data, nstep=self._substeps)
         self.tick += 1
         if self.metrics is not None:
             self.metrics.update(self.reading())
@@ -124,17 +136,51 @@ class ObjectEnv:
         return self.data.mocap_pos[self._target].copy()
 
     def reading(self) -> BoatReading:
-        """The object now: where, how upright, how fast, what it touches."""
+        """The object now: where, how upright, how fast, what it touches, how fast the arm moves."""
         vel = self.data.qvel[self._obj_qvel : self._obj_qvel + 3]
         touching = self._contacts()
         both_pads = _FIXED_PAD | _MOVING_PAD
+        pos, quat = self.object_pos(), self.object_quat()
+        mujoco.mju_quat2Mat(self._mat, quat)
+        rot = self._mat.reshape(3, 3)
+        up = None
+        if self._rest is not None:  # an object whose origin is anywhere: its base from its geometry
+            offset, rot = self._base(rot)
+            pos, up = pos + offset, float(rot[2, 2])
+        arm = self.data.qvel[self._arm_dofs]
         return BoatReading(
-            pos=self.object_pos(),
-            upright_cos=upright_cos(self.object_quat()),
+            pos=pos,
+            upright_cos=upright_cos(quat) if up is None else up,
             speed_m_s=math.sqrt(float(vel @ vel)),
             touching_arm=bool(touching & _ARM),
             held=(touching & (both_pads | _SUPPORT)) == both_pads,
+            face_cos=float(np.abs(rot[2]).max()),
+            arm_speed_rad_s=float(np.abs(arm).max()),
         )
+
+    def _base(self, body_rot: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(where the centre of the face of the object's rest box that faces down is, from its origin;
+        the box's rotation from rest): at rest that is its base, (box centre x, y, low z); tipped onto
+        a side, that side."""
+        centre, lo, hi, rest = self._rest
+        rot = body_rot @ rest.T
+        axis = int(np.abs(rot[2]).argmax())
+        down = (lo if rot[2, axis] > 0 else hi)[axis] - centre[axis]
+        return rot @ centre + rot[:, axis] * down, rot
+
+    def place_object(self, base_xy, quat, top_z: float) -> None:
+        """Put the object in orientation `quat` (wxyz) with the centre of the face it then rests on
+        at (x, y, top_z), its origin wherever its geometry puts it, at rest; forward kinematics only."""
+        q = np.asarray(quat, dtype=float)
+        q = q / np.linalg.norm(q)
+        origin = np.array([base_xy[0], base_xy[1], top_z], dtype=float)
+        if self._rest is not None:
+            mujoco.mju_quat2Mat(self._mat, q)
+            origin -= self._base(self._mat.reshape(3, 3))[0]
+        self.data.qpos[self._obj_qpos : self._obj_qpos + 3] = origin
+        self.data.qpos[self._obj_qpos + 3 : self._obj_qpos + 7] = q
+        self.data.qvel[self._obj_qvel : self._obj_qvel + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
 
     def _contacts(self) -> int:
         """What the object touches now, as the OR of the `_ARM | _FIXED_PAD | _MOVING_PAD | _SUPPORT` bits."""
@@ -148,7 +194,17 @@ class ObjectEnv:
 
     def render(self, camera: str) -> np.ndarray:
         """An HxWx3 uint8 frame from a scene camera; raises RenderUnavailable without GL."""
-        return self._renderer.render(self.data, camera)
+        return self._render(self._renderer, camera)
+
+    def _render(self, renderer: FrameRenderer, camera: str, option: mujoco.MjvOption | None = None) -> np.ndarray:
+        if camera not in self._free:
+            return renderer.render(self.data, camera, option)
+        free, fovy = self._free[camera]  # a camera the scene lacks, placed by the env: a free camera at its fovy
+        was, self.model.vis.global_.fovy = self.model.vis.global_.fovy, fovy
+        try:
+            return renderer.render(self.data, free, option)
+        finally:
+            self.model.vis.global_.fovy = was
 
     def policy_images(self) -> dict[str, np.ndarray]:
         """The policy's image inputs, each from the scene camera the env maps it to."""
@@ -171,7 +227,7 @@ class ObjectEnv:
             for group in self.film_geom_groups:
                 self._film_option.geomgroup[group] = 1
         option = self._film_option
-        return np.concatenate([renderer.render(self.data, camera, option) for camera in self.film_cameras()], axis=1)
+        return np.concatenate([self._render(renderer, camera, option) for camera in self.film_cameras()], axis=1)
 
     def close(self) -> None:
         self._renderer.close()
@@ -321,6 +377,28 @@ def _draw_point(rng: np.random.Generator) -> np.ndarray:
     radius = rng.uniform(*SPAWN_RADIUS_M)
     azimuth = np.deg2rad(rng.uniform(-SPAWN_AZIMUTH_DEG, SPAWN_AZIMUTH_DEG))
     return PAN_AXIS_XY + radius * np.array([np.cos(azimuth), np.sin(azimuth)])
+
+
+def _look_at(cam: dict) -> tuple[mujoco.MjvCamera, float]:
+    """A free MjvCamera at cam["pos"] looking at cam["look_at"], and its fovy (degrees)."""
+    pos, look = np.asarray(cam["pos"], dtype=float), np.asarray(cam["look_at"], dtype=float)
+    forward = look - pos
+    distance = float(np.linalg.norm(forward))
+    forward /= distance
+    free = mujoco.MjvCamera()
+    free.type = mujoco.mjtCamera.mjCAMERA_FREE
+    free.lookat[:] = look
+    free.distance = distance
+    free.azimuth = float(np.degrees(np.arctan2(forward[1], forward[0])))
+    free.elevation = float(np.degrees(np.arcsin(np.clip(forward[2], -1.0, 1.0))))
+    return free, float(cam["fovy"])
+
+
+def substeps_per_tick(model: mujoco.MjModel) -> int:
+    """Physics steps in one 30 Hz tick at the model's timestep (20 at Fontaine's 1/600 s)."""
+    if abs(model.opt.timestep - TIMESTEP_S) < 1e-12:
+        return SUBSTEPS_PER_TICK
+    return max(1, int(round(1.0 / (TICKS_PER_SECOND * model.opt.timestep))))
 
 
 def yaw_quat(yaw: float) -> np.ndarray:

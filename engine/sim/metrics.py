@@ -14,7 +14,10 @@ the boat's base rose above where the episode started while held; `carried_cm` = 
 XY travel (path length) over consecutive held ticks; `released` = grasped and not held at the
 end (false when never grasped); `touched` = the arm touched the boat at some tick; `off_table` =
 the boat's base ended more than `OFF_TABLE_DROP_M` below where it started (it fell off the table:
-on the floor). prereg.rundir.rows.episode_outcome reads these into the episode's one outcome.
+on the floor); `success_streak` = the ticks in a row the success test held at the end (a hold the
+episode's end cut short). prereg.rundir.rows.episode_outcome reads these into the episode's one outcome.
+
+An env file composes its success test from `PREDICATES` (`success_test`).
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class BoatReading:
     speed_m_s: float
     touching_arm: bool
     held: bool = False  # both jaw pads touch it and nothing else supports it
+    face_cos: float = 1.0  # how squarely it rests on one of its faces: max over its axes of |cos(axis, up)|
+    arm_speed_rad_s: float = 0.0  # the fastest of the five arm joints
 
 
 def rests_on_disk(reading: BoatReading, disk_pos: np.ndarray, disk_top_z: float) -> bool:
@@ -137,9 +142,10 @@ class EpisodeMetrics:
             "knock_away": bool(progress_final_cm <= KNOCK_AWAY_CM),
             "engaged": bool(progress_cm > ENGAGED_CM),
             "upright_final": round(upright, 4),
-            "boat_z_mm": round(float(self.last.pos[2]) * 1000.0, 2),
+            "object_z_mm": round(float(self.last.pos[2]) * 1000.0, 2),
             "tipped": bool(upright < UPRIGHT_COS),
             "reset_strikes": self.reset_strikes,
+            "success_streak": self.streak,
             "grasped": self.grasp_tick is not None,
             "grasp_tick": self.grasp_tick,
             "lift_max_mm": round(self.lift_max_m * 1000.0, 2),
@@ -151,6 +157,52 @@ class EpisodeMetrics:
 
     def _dist(self, reading: BoatReading) -> float:
         return math.hypot(reading.pos[0] - self.disk_pos[0], reading.pos[1] - self.disk_pos[1])
+
+
+# The success tests a lab composes (an env file's `success.test`): each one's tolerances, in words.
+PREDICATES: dict[str, tuple[tuple[str, ...], str]] = {
+    "within": (("radius_m",), "the object's base within radius_m of the target's centre (XY)"),
+    "height": (("place_height_m", "height_tolerance_m"),
+               "its base place_height_m above the target's origin, within height_tolerance_m"),
+    "upright": (("upright_cos_min",), "upright: the cosine of its tilt from how it stood at rest >= upright_cos_min"),
+    "any_face": (("face_cos_min",), "resting on any face: one of its axes within acos(face_cos_min) of vertical"),
+    "object_still": (("still_speed_m_s",), "the object slower than still_speed_m_s"),
+    "robot_still": (("robot_still_rad_s",), "every arm joint slower than robot_still_rad_s"),
+    "arm_clear": ((), "the arm not touching the object"),
+    "held": ((), "held by both jaws and touching nothing else (off its support)"),
+    "lifted": ((), "its base at or above the target's height (a lift: the target is that high above its start)"),
+}
+DEFAULT_TEST = ("within", "height", "upright", "object_still", "arm_clear")  # boat-on-disk's, as env files had it
+
+
+def success_test(names, tol: dict):
+    """The instantaneous test `names` (PREDICATES) compose with tolerances `tol`: a function of
+    (reading, target position, place height z) that holds when every predicate holds."""
+    names = tuple(names)
+    for name in names:
+        if name not in PREDICATES:
+            raise ValueError(f"unknown success predicate {name!r} (known: {', '.join(PREDICATES)})")
+    return lambda reading, target, z: all(_holds(name, reading, target, z, tol) for name in names)
+
+
+def _holds(name: str, x: BoatReading, target, z: float, tol: dict) -> bool:
+    if name == "within":
+        return math.hypot(x.pos[0] - target[0], x.pos[1] - target[1]) <= tol["radius_m"]
+    if name == "height":
+        return abs(float(x.pos[2]) - z) < tol["height_tolerance_m"]
+    if name == "upright":
+        return x.upright_cos >= tol["upright_cos_min"]
+    if name == "any_face":
+        return x.face_cos >= tol["face_cos_min"]
+    if name == "object_still":
+        return x.speed_m_s < tol["still_speed_m_s"]
+    if name == "robot_still":
+        return x.arm_speed_rad_s < tol["robot_still_rad_s"]
+    if name == "held":
+        return x.held
+    if name == "lifted":
+        return float(x.pos[2]) >= float(target[2])
+    return not x.touching_arm  # arm_clear
 
 
 def _cm(metres: float) -> float:

@@ -73,6 +73,10 @@ STAT_CENTER = (0.2, 0.0, -0.01)
 STAT_MEANSIZE_M = 0.08665918873320455
 ROOM_GEOM_GROUP = 4  # the floor: not drawn by the policy's cameras (mjvOption shows groups 0-2), drawn in videos
 HIDDEN_GEOM_GROUP = 5  # the walls and ceiling: never drawn
+ROOM_PREFIX = "fontaine/"  # Fontaine's own bodies, geoms and cameras in any scene: a prefix no MJCF uses
+IMPACT_SOLREF = (0.004, 1.0)  # the supports' contact: stiff (MuJoCo's default time constant is 0.02 s) ...
+IMPACT_SOLIMP = (0.95, 0.99, 0.001, 0.5, 2.0)
+IMPACT_PRIORITY = 1  # ... and theirs, not the falling object's
 
 FRONT_CAMERA_POS = (0.50, 0.0, 0.37)
 FRONT_CAMERA_TARGET = (0.15, 0.0, 0.03)
@@ -167,7 +171,7 @@ def _add_table_and_light(spec: mujoco.MjSpec) -> None:
         height=64,
     )
     world = spec.worldbody
-    world.add_geom(
+    table = world.add_geom(
         name="table",
         type=mujoco.mjtGeom.mjGEOM_BOX,
         size=[TABLE_HALF_XY[0], TABLE_HALF_XY[1], 0.01],
@@ -176,21 +180,26 @@ def _add_table_and_light(spec: mujoco.MjSpec) -> None:
         contype=BIT_ARM | BIT_BOAT,
         conaffinity=BIT_ARM | BIT_BOAT,
     )
+    set_impact(table)
     world.add_light(name="top", pos=[0.2, 0.0, 1.2], dir=[0.0, 0.0, -1.0], castshadow=False)
 
 
 def _add_floor_and_walls(spec: mujoco.MjSpec, *, center_xy=TABLE_CENTER_XY, floor_z: float = FLOOR_Z,
-                         half: float = ROOM_HALF_M, height: float = ROOM_HEIGHT_M) -> None:
+                         half: float = ROOM_HALF_M, height: float = ROOM_HEIGHT_M, floor: bool = True) -> None:
     """A floor under the table, four walls and a ceiling, all planes (each a half-space to the
     collider, so nothing tunnels through one however fast it goes), on a static body welded to
     the world. A kerb at floor height was not enough (a boat flung at 12 m/s flew over it), nor
     a 10 cm box wall (it went through). An env file (engine/envs/envfile.py) gives its own table's
-    centre, floor depth and room."""
-    room = spec.worldbody.add_body(name="room", pos=[center_xy[0], center_xy[1], floor_z])
+    centre, floor depth and room, and keeps its own floor when it has one (`floor=False`).
+
+    Their names carry `ROOM_PREFIX`, so a lab's scene may have its own `floor` or `wall_px`; they
+    take Fontaine's impact settings (`set_impact`)."""
+    room = spec.worldbody.add_body(name=ROOM_PREFIX + "room", pos=[center_xy[0], center_xy[1], floor_z])
     common = dict(type=mujoco.mjtGeom.mjGEOM_PLANE, contype=BIT_ARM | BIT_BOAT, conaffinity=BIT_ARM | BIT_BOAT)
     h, r = height / 2, np.sqrt(0.5)
-    room.add_geom(name="floor", size=[FLOOR_DRAWN_HALF_M, FLOOR_DRAWN_HALF_M, 0.5], rgba=[0.55, 0.57, 0.60, 1.0], group=ROOM_GEOM_GROUP,
-                  **common)
+    if floor:
+        set_impact(room.add_geom(name=ROOM_PREFIX + "floor", size=[FLOOR_DRAWN_HALF_M, FLOOR_DRAWN_HALF_M, 0.5],
+                                 rgba=[0.55, 0.57, 0.60, 1.0], group=ROOM_GEOM_GROUP, **common))
     for name, pos, quat, size in (  # each plane's normal (its z) points into the room
         ("ceiling", [0.0, 0.0, height], [0.0, 1.0, 0.0, 0.0], [half, half, 0.1]),
         ("wall_px", [half, 0.0, h], [r, 0.0, -r, 0.0], [h, half, 0.1]),
@@ -198,8 +207,18 @@ def _add_floor_and_walls(spec: mujoco.MjSpec, *, center_xy=TABLE_CENTER_XY, floo
         ("wall_py", [0.0, half, h], [r, r, 0.0, 0.0], [half, h, 0.1]),
         ("wall_ny", [0.0, -half, h], [r, -r, 0.0, 0.0], [half, h, 0.1]),
     ):
-        room.add_geom(name=name, pos=pos, quat=quat, size=size, rgba=[0.45, 0.47, 0.50, 1.0],
-                      group=HIDDEN_GEOM_GROUP, **common)
+        set_impact(room.add_geom(name=ROOM_PREFIX + name, pos=pos, quat=quat, size=size, rgba=[0.45, 0.47, 0.50, 1.0],
+                                 group=HIDDEN_GEOM_GROUP, **common))
+
+
+def set_impact(geom) -> None:
+    """Contact settings for what the object lands on (table, disk, floor, walls): a stiff contact
+    (time constant `IMPACT_SOLREF[0]`, two substeps and a bit) whose parameters win over the
+    object's (priority). With MuJoCo's default (20 ms) a boat dropped at 5 m/s sank 38 mm: through
+    the 20 mm table, and 3.5 cm below the floor; with these, 7 mm at most (tests/engine/test_floor.py)."""
+    geom.priority = IMPACT_PRIORITY
+    geom.solref = list(IMPACT_SOLREF)
+    geom.solimp = list(IMPACT_SOLIMP)
 
 
 def room_bounds_xy() -> tuple[float, float, float, float]:
@@ -218,7 +237,7 @@ def table_bounds_xy() -> tuple[float, float, float, float]:
 def _add_disk(spec: mujoco.MjSpec) -> None:
     """A mocap body: moved per episode through `data.mocap_pos`, collisions included."""
     disk = spec.worldbody.add_body(name="disk", mocap=True, pos=[0.2, 0.0, 0.0])
-    disk.add_geom(
+    set_impact(disk.add_geom(
         name="disk",
         type=mujoco.mjtGeom.mjGEOM_CYLINDER,
         size=[DISK_RADIUS_M, DISK_THICKNESS_M / 2, 0],
@@ -226,7 +245,7 @@ def _add_disk(spec: mujoco.MjSpec) -> None:
         rgba=[0.15, 0.45, 0.85, 1.0],
         contype=BIT_ARM | BIT_BOAT,
         conaffinity=BIT_ARM | BIT_BOAT,
-    )
+    ))
 
 
 def _add_boat(spec: mujoco.MjSpec) -> None:
@@ -266,15 +285,23 @@ def _add_boat(spec: mujoco.MjSpec) -> None:
 
 def _add_front_camera(spec: mujoco.MjSpec) -> None:
     """A camera in front of the arm, over the table, looking back at the workspace."""
-    pos = np.array(FRONT_CAMERA_POS)
-    forward = np.array(FRONT_CAMERA_TARGET) - pos
+    add_look_at_camera(spec, "front", FRONT_CAMERA_POS, FRONT_CAMERA_TARGET, FRONT_CAMERA_FOVY)
+
+
+def add_look_at_camera(spec: mujoco.MjSpec, name: str, pos, look_at, fovy: float) -> None:
+    """A fixed camera at `pos` looking at `look_at` (world, metres), image up as near world up as
+    it can be (straight down: +x up the image), with vertical field of view `fovy` degrees."""
+    pos = np.asarray(pos, dtype=float)
+    forward = np.asarray(look_at, dtype=float) - pos
     forward /= np.linalg.norm(forward)
     right = np.cross(forward, [0.0, 0.0, 1.0])
+    if np.linalg.norm(right) < 1e-9:  # looking straight up or down
+        right = np.cross(forward, [1.0, 0.0, 0.0])
     right /= np.linalg.norm(right)
     up = np.cross(right, forward)
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, np.column_stack([right, up, -forward]).ravel())  # camera looks along -z
-    spec.worldbody.add_camera(name="front", pos=list(pos), quat=list(quat), fovy=FRONT_CAMERA_FOVY)
+    spec.worldbody.add_camera(name=name, pos=list(pos), quat=list(quat), fovy=float(fovy))
 
 
 def _attach_arm(spec: mujoco.MjSpec) -> None:
@@ -328,6 +355,86 @@ def _tune_arm(arm: mujoco.MjSpec) -> None:
     grip = arm.actuator("gripper")
     grip.forcerange = [-GRIPPER_FORCE, GRIPPER_FORCE]
     arm.camera("wrist_cam").name = "wrist"
+
+
+JAW_MESHES = ("wrist_roll_follower_so101_v1", "moving_jaw_so101_v1")  # hulls that intrude into the grasp gap
+
+
+def set_collision_bits(spec: mujoco.MjSpec, object_body: str, arm_root: str | None, jaw_geoms, *,
+                       impact: bool = False) -> None:
+    """Give every colliding geom of a composed scene its bits, by where it hangs in the tree: the
+    object's subtree collides with the jaw geoms (the pads), the arm's other links and the scene,
+    never with the jaw meshes (`JAW_MESHES`); the jaw meshes collide with the arm and the scene;
+    every other colliding geom of the scene collides with both. Geoms that collide with nothing
+    (visual geoms) stay so. The tree is walked and each geom set where it stands: nothing is
+    matched by Python identity (the spec's wrappers are made anew on each access). With `impact`,
+    the scene's geoms on bodies that cannot move (what the object lands on) take `set_impact`."""
+    jaws = set(jaw_geoms)
+
+    def walk(body, moves=False):
+        moves = moves or len(body.joints) > 0
+        yield body, moves
+        for child in body.bodies:
+            yield from walk(child, moves)
+
+    def colliding(geom) -> bool:
+        return geom.contype != 0 or geom.conaffinity != 0
+
+    both = BIT_ARM | BIT_BOAT
+    for geom in spec.worldbody.geoms:
+        if colliding(geom):
+            geom.contype = geom.conaffinity = both
+            if impact:
+                set_impact(geom)
+    for top in spec.worldbody.bodies:
+        role = "object" if top.name == object_body else "arm" if arm_root and top.name == arm_root else "scene"
+        for body, moves in walk(top):
+            for geom in body.geoms:
+                if not colliding(geom):
+                    continue
+                if role == "object":
+                    geom.contype = geom.conaffinity = BIT_BOAT
+                elif role == "scene":
+                    geom.contype = geom.conaffinity = both
+                    if impact and not moves:
+                        set_impact(geom)
+                elif geom.name in jaws:
+                    geom.contype = geom.conaffinity = both
+                elif geom.type == mujoco.mjtGeom.mjGEOM_MESH and geom.meshname in JAW_MESHES:
+                    geom.contype = geom.conaffinity = BIT_ARM
+                else:
+                    geom.contype, geom.conaffinity = BIT_ARM, both
+
+
+def collision_problems(model: mujoco.MjModel, object_body: str, jaw_geoms) -> list[str]:
+    """What is wrong with the compiled scene's collision bits for a grasp, one line each: every
+    colliding geom of the object must collide with both jaw geoms and with no jaw mesh."""
+    from engine.sim.geometry import colliding_geoms
+
+    def name(g: int) -> str:
+        return model.geom(g).name or f"#{g}"
+
+    def collide(a: int, b: int) -> bool:
+        return bool(model.geom_contype[a] & model.geom_conaffinity[b] or model.geom_contype[b] & model.geom_conaffinity[a])
+
+    body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, object_body)
+    if body < 0:
+        return []  # EnvSpec.problems says the body is missing
+    obj = colliding_geoms(model, body)
+    if len(obj) == 0:
+        return [f"object body {object_body!r} has no geom that collides (contype/conaffinity 0): nothing can hold it"]
+    out = []
+    pads = [(j, mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, j)) for j in jaw_geoms]
+    for jaw, pad in pads:
+        if pad >= 0 and not all(collide(int(o), pad) for o in obj):
+            out.append(f"object body {object_body!r} does not collide with jaw geom {jaw!r}: the jaws cannot hold it")
+    meshes = [g for g in range(model.ngeom) if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH
+              and model.mesh(model.geom_dataid[g]).name in JAW_MESHES and g not in {p for _, p in pads}]
+    for g in meshes:
+        if any(collide(int(o), g) for o in obj):
+            out.append(f"object body {object_body!r} collides with the jaw mesh {name(g)!r} "
+                       f"({model.mesh(model.geom_dataid[g]).name}), whose hull intrudes into the grasp gap")
+    return out
 
 
 def _draw_with_clustered_meshes(arm: mujoco.MjSpec, mesh_dir: Path) -> None:

@@ -103,9 +103,15 @@ def bounded_int(lo: int, hi: int):
     return number_type(int, minimum=lo, inclusive=True, maximum=hi, what=f"an integer from {lo:,} to {hi:,}")
 
 
-def bounded_float(lo: float, hi: float):
-    return number_type(float, minimum=lo, inclusive=False, maximum=hi, what=f"more than {lo:g} and at most {hi:g}")
+def bounded_float(lo: float, hi: float, *, inclusive: bool = False):
+    """A float in (lo, hi], or [lo, hi] when `inclusive`: every number a command takes has an upper
+    bound too (`--poll 1e9` would never look again; a timeout past ~1e9 s overflows a wait)."""
+    what = f"from {lo:g} to {hi:g}" if inclusive else f"more than {lo:g} and at most {hi:g}"
+    return number_type(float, minimum=lo, inclusive=inclusive, maximum=hi, what=what)
 
+
+POLL_MAX_S = 60.0  # the console's and the notifier's --poll: a look at the runs at least once a minute
+DAY_S = 86400.0
 
 positive_int = number_type(int, minimum=0, inclusive=False, what="a positive integer")
 nonneg_int = number_type(int, minimum=0, inclusive=True, what="zero or positive")
@@ -120,6 +126,18 @@ def path_type(text: str) -> Path:
         raise argparse.ArgumentTypeError("an empty path would mean the working directory; "
                                          "give a folder or file name, e.g. runs/my-run")
     return Path(text)
+
+
+# --------------------------------------------------------------------------- starting a command of ours
+
+
+def module_argv(module: str, *args: str) -> list[str]:
+    """`python -P -m MODULE ARGS`: how the console starts a run, a resume, a report or the notifier.
+    `-P` keeps the working folder off the import path (`python -m` puts it first: a `timeit.py` in the
+    folder the console was started from crashed every run it launched)."""
+    import sys
+
+    return [sys.executable, "-P", "-m", module, *args]
 
 
 # --------------------------------------------------------------------------- the parser

@@ -21,10 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from prereg.core.untrusted import escaped
+
 EXIT_DONE = 0  # every seed ran (error rows included: they are rows)
 EXIT_FAILED = 1  # the run failed: a crash, a full disk, every worker dead, no episode could run
 EXIT_USAGE = 2  # bad input (a flag, a document, a checkpoint, a run directory): nothing was run
 EXIT_STOPPED = 3  # stopped at an episode boundary on request (STOP, a signal) or by a gate
+EXIT_BROKEN_PIPE = 128 + 13  # the output's reader went away (`| head -1`): what a shell tool killed by SIGPIPE exits
 
 
 class FontaineError(Exception):
@@ -34,9 +37,10 @@ class FontaineError(Exception):
     label: str = "failed"  # the word after the command's name: `fontaine-eval: failed: ...`
 
     def one_line(self) -> str:
-        """What was wrong, where and what to do, on one line (a message's line breaks become '; ')."""
+        """What was wrong, where and what to do, on one line (a message's line breaks become '; ';
+        a control character quoted from a file is shown escaped, never sent to the terminal)."""
         text = str(self).strip() or type(self).__name__
-        return "; ".join(part.strip() for part in text.splitlines() if part.strip())
+        return escaped("; ".join(part.strip() for part in text.splitlines() if part.strip()))
 
 
 class UsageError(FontaineError):
@@ -84,7 +88,7 @@ class PreregError(UsageError):
 
     def one_line(self) -> str:
         """A problem list keeps one line per problem under its heading (a validation report)."""
-        return str(self).strip()
+        return escaped(str(self).strip(), keep="\n")
 
 
 # --------------------------------------------------------------------------- the commands' one mapping
@@ -134,14 +138,68 @@ def run_cli(prog: str, fn: Callable[[], int]) -> int:
     other exception is a bug: its traceback goes to the log, the one line says where."""
     log_to(None)
     try:
-        return fn()
+        code = fn()
+        sys.stdout.flush()  # here, not at exit: a reader gone by now is a broken pipe below, not a bug
+        return code
+    except BrokenPipeError:
+        if not _stdout_gone():  # another pipe broke (a worker's): a bug like any other
+            return _bug(prog)
+        _quiet_stdout()  # the reader of our output went away (`| head -1`): not a bug, nothing to say
+        return EXIT_BROKEN_PIPE
     except FontaineError as exc:
         print(f"{prog}: {exc.label}: {exc.one_line()}", file=sys.stderr, flush=True)
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - a bug: the traceback to the log, one line here
-        where = write_traceback(traceback.format_exc(), prog)
-        first = (str(exc).strip().splitlines() or [""])[0]
-        print(f"{prog}: failed: internal error ({type(exc).__name__}{': ' + first if first else ''}); "
-              f"this is a bug: the traceback is in {where or 'nowhere (no log could be written)'}",
-              file=sys.stderr, flush=True)
-        return EXIT_FAILED
+        loop = symlink_loop(exc)
+        if loop is not None:  # a path the user gave, or one a file they gave names: their file system's loop
+            print(f"{prog}: error: {loop}: a symbolic link loop (too many levels of symbolic links); remove the "
+                  "loop or give another path", file=sys.stderr, flush=True)
+            return EXIT_USAGE
+        return _bug(prog)
+
+
+def symlink_loop(exc: BaseException) -> str | None:
+    """The path of a symbolic link loop `exc` ran into (pathlib's resolve raises RuntimeError on one
+    before Python 3.13, an open or a stat OSError ELOOP), else None."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return escaped(str(exc.filename or "a path"))
+    if type(exc) is RuntimeError and str(exc).startswith("Symlink loop from "):
+        return escaped(str(exc).removeprefix("Symlink loop from ").strip("'\""))
+    return None
+
+
+def _bug(prog: str) -> int:
+    """The exception being handled is a bug: its traceback to the log, one line on stderr, exit 1."""
+    exc = sys.exc_info()[1]
+    where = write_traceback(traceback.format_exc(), prog)
+    first = escaped((str(exc).strip().splitlines() or [""])[0])
+    print(f"{prog}: failed: internal error ({type(exc).__name__}{': ' + first if first else ''}); "
+          f"this is a bug: the traceback is in {where or 'nowhere (no log could be written)'}",
+          file=sys.stderr, flush=True)
+    return EXIT_FAILED
+
+
+def _stdout_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll says POLLERR)."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, 0)
+        return any(ev & select.POLLERR for _, ev in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null, so the interpreter's flush at exit does not
+    raise (and print) the same error again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

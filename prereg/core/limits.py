@@ -1,6 +1,9 @@
-"""The bounds of a run's seeds, in one place: `fontaine-eval --seeds/--seed/--num-seeds` (engine/cli_parser.py)
-and a pre-registration's `protocol.seeds` (prereg/document/read.py) refuse the same plans, before any
-seed list is expanded."""
+"""The bounds of a run, in one place: `fontaine-eval`'s flags (engine/cli_parser.py), a pre-registration's
+`protocol` (prereg/document/check_arms.py) and a resumed run's manifest (engine/cli_resolve.py) refuse
+the same plans, before any seed list is expanded or any worker started."""
 
 MAX_SEEDS = 100_000  # seeds in one run
 MAX_SEED = 2**31 - 1  # the largest seed: MuJoCo/numpy seed range
+MAX_WORKERS = 256  # worker processes of one run (a resume honoured 100,000 until the OOM killer came)
+MIN_EPISODE_SECONDS = 0.1  # a few control ticks at any rate a scene runs at (0.0001 s ran no tick at all)
+MAX_EPISODE_SECONDS = 3600.0  # one hour of simulated time per episode

@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from prereg.core.errors import UsageError
@@ -23,6 +24,8 @@ from prereg.core.errors import UsageError
 JSON_MAX_BYTES = 16 * 1024 * 1024  # manifest.json, status.json, pid.json, ...: far above any the driver writes
 ROWS_MAX_BYTES = 1024 * 1024 * 1024  # rows.jsonl: 100,000 rows of 10 KB each fit ten times over
 STOP_MAX_BYTES = 64 * 1024  # STOP: a small JSON object (a bigger one still stops the run)
+CHART_MAX_BYTES = 8 * 1024 * 1024  # chart.png: the report's per-seed chart (drawn in the console, attached to a post)
+LINE_MAX_BYTES = 1024 * 1024  # one line of a JSON-lines file: a row is a few KB (an hour's distances: ~30 KB)
 _CHUNK = 4 * 1024 * 1024
 
 
@@ -60,6 +63,15 @@ def os_error_why(exc: OSError) -> str:
     return exc.strerror or str(exc)
 
 
+def resolved(path: str | Path) -> Path:
+    """`path.resolve()`, or its absolute path when it cannot be resolved (a symbolic link loop
+    raises there, RuntimeError before Python 3.13): to compare two paths, never to open one."""
+    try:
+        return Path(path).resolve()
+    except (OSError, RuntimeError):
+        return Path(os.path.abspath(path))
+
+
 def check_regular(path: str | Path, max_bytes: int | None = None) -> os.stat_result:
     """stat `path` (following links): its stat when it is a regular file of at most `max_bytes`,
     else Unreadable; FileNotFoundError when it is missing (a dangling link included)."""
@@ -86,6 +98,39 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
 
     FileNotFoundError when it is missing; Unreadable (with why) when it is anything but a
     regular file, a symlink loop, unreadable, or larger than `max_bytes`."""
+    return b"".join(_chunks(path, max_bytes))
+
+
+def read_lines(path: str | Path, max_bytes: int, line_max: int = LINE_MAX_BYTES) -> Iterator[tuple[int, bytes | None, int, bool]]:
+    """Each line of the regular file `path`, streamed: (line number from 1, its bytes without the
+    newline or None when longer than `line_max`, its length, whether a newline ended it). Checked as
+    `read_regular` checks (FileNotFoundError, Unreadable; never blocking, at most `max_bytes`), read in
+    chunks: memory holds a chunk and a line, never the file (a 300 MB rows.jsonl was read whole, then
+    split: three times its size)."""
+    line_no = length = 0  # length: of the line being gathered (its parts are dropped once it passes line_max)
+    parts: list[bytes] = []
+    for data in _chunks(path, max_bytes):
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            piece = data[start:] if end < 0 else data[start:end]
+            length += len(piece)
+            if length <= line_max:
+                parts.append(piece)
+            elif parts:
+                parts = []
+            if end < 0:
+                break
+            line_no += 1
+            yield line_no, (b"".join(parts) if length <= line_max else None), length, True
+            parts, length, start = [], 0, end + 1
+    if length:
+        yield line_no + 1, (b"".join(parts) if length <= line_max else None), length, False
+
+
+def _chunks(path: str | Path, max_bytes: int) -> Iterator[bytes]:
+    """The regular file `path` in chunks: stat'ed before it is opened (a FIFO or a device never is),
+    opened non-blocking, checked again once open (it may have been swapped since), at most `max_bytes`."""
     check_regular(path, max_bytes)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
@@ -95,7 +140,6 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
         raise Unreadable(path, os_error_why(exc)) from None
     try:
         _check_stat(path, os.fstat(fd), max_bytes)  # swapped between the stat and the open
-        chunks: list[bytes] = []
         total = 0
         while True:
             try:
@@ -103,11 +147,10 @@ def read_regular(path: str | Path, max_bytes: int) -> bytes:
             except OSError as exc:
                 raise Unreadable(path, os_error_why(exc)) from None
             if not data:
-                break
-            chunks.append(data)
+                return
             total += len(data)
             if total > max_bytes:
                 raise Unreadable(path, f"grew past the {max_bytes:,} bytes a reader takes while being read")
-        return b"".join(chunks)
+            yield data
     finally:
         os.close(fd)

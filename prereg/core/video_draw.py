@@ -41,7 +41,7 @@ def parse_video_draw(value: object) -> str:
         return "none"
     if d.startswith("seeds:"):
         parts = [s.strip() for s in d[6:].split(",") if s.strip()]
-        if parts and all(p.isdigit() for p in parts):
+        if parts and all(p.isascii() and p.isdigit() for p in parts):
             return "seeds:" + ",".join(str(int(p)) for p in parts)
         raise ValueError(f"{value!r}: 'seeds:' takes whole seed numbers separated by commas, e.g. 'seeds:6,28'")
     raise ValueError(f"{value!r} is not a video draw: use {CHOICES}")

@@ -8,7 +8,8 @@ import re
 
 FORMAT = "fontaine-prereg/1"
 
-POLICIES = ("scripted", "molmoact2", "molmoact2-discrete", "lerobot")  # lerobot: any lerobot checkpoint (ACT, ...)
+PLUGIN = "plugin"  # a lab's own policy: the `fontaine.policies` entry point the arm's checkpoint names
+POLICIES = ("scripted", "molmoact2", "molmoact2-discrete", "lerobot", PLUGIN)  # lerobot: any lerobot checkpoint (ACT, ...)
 DECODES = {"molmoact2": ("flow",), "molmoact2-discrete": ("reference", "grammar-masked")}
 PATHWAYS = {"molmoact2": "flow", "molmoact2-discrete": "discrete"}  # a MolmoAct2 policy's pathway
 CONVMAPS = ("official", "identity", "fit")
@@ -58,3 +59,18 @@ FIRST_ACTION_MAX_DEG = 10.0  # the limit without an anchor
 # A revision that pins a Hugging Face snapshot immutably: a full 40-hex Git commit (a plan's
 # revision or fast_revision; the engine's download refuses anything else where it needs a pin).
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
+
+# How a policy served in the driver answers the observations waiting together (fontaine-eval --serving),
+# and what that makes of a run's rows (the manifest's policy_resolved.rows; the report says it)
+SERVING_INVARIANT, SERVING_BATCHED = "invariant", "batched"
+SERVINGS = (SERVING_INVARIANT, SERVING_BATCHED)
+ROWS_INVARIANT = "invariant"  # each action computed alone (batch 1, or in the episode's own worker)
+ROWS_BATCH_DEPENDENT = "batch-dependent"  # served batched: an action's last bits depend on its batch
+ROWS_LEVELS = {
+    ROWS_INVARIANT: "each observation's action is computed alone (batch 1), or in the episode's own worker: "
+                    "the rows do not depend on the number of workers or on timing",
+    ROWS_BATCH_DEPENDENT: "served batched: an action can differ in its last bits with the observations that shared "
+                          "its predict call, so the rows can depend on the number of workers and on timing "
+                          "(fontaine-eval --serving invariant serves each alone)",
+}
+

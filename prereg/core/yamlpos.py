@@ -27,15 +27,15 @@ def load_with_lines(text: str, first_line: int = 1) -> tuple[object, dict[Path_,
     Raises PosYAMLError (with the file line) when the text is not YAML.
     """
     _refuse_aliases(text, first_line)
-    loader = yaml.SafeLoader(text)
+    loader = None
     try:
+        loader = yaml.SafeLoader(text)  # checks every character: a NUL or a control character is a ReaderError
         node = loader.get_single_node()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = first_line + (mark.line if mark else 0)
-        raise PosYAMLError(f"not valid YAML: {exc.problem or exc}", line) from None
+    except yaml.YAMLError as exc:  # a MarkedYAMLError says where; a ReaderError its offset
+        raise PosYAMLError(f"not valid YAML: {_words(exc)}", first_line + _line_of(exc, text)) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     lines: dict[Path_, int] = {}
     dups: list[tuple[Path_, int]] = []
     if node is None:
@@ -66,7 +66,7 @@ def _refuse_aliases(text: str, first_line: int) -> None:
                                        "is a few levels deep", first_line + event.start_mark.line)
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1
-    except yaml.MarkedYAMLError:
+    except yaml.YAMLError:
         return  # not YAML at all: the loader below says where
 
 
@@ -86,4 +86,19 @@ def _build(loader, node, path, lines, dups, first_line):
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(loader, item, path + (i,), lines, dups, first_line) for i, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+    try:
+        return loader.construct_object(node, deep=True)
+    except (ValueError, OverflowError, yaml.YAMLError) as exc:  # `created: 2026-13-45` is YAML's date, and not one
+        raise PosYAMLError(f"{node.value!r} cannot be read ({exc}); quote it to keep it as text", lines[path]) from None
+
+
+def _words(exc: yaml.YAMLError) -> str:
+    return getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc).splitlines()[0]
+
+
+def _line_of(exc: yaml.YAMLError, text: str) -> int:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return mark.line
+    position = getattr(exc, "position", None)
+    return text.count("\n", 0, position) if isinstance(position, int) else 0

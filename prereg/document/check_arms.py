@@ -7,7 +7,7 @@ import math
 import re
 from collections import Counter
 
-from prereg.core.limits import MAX_SEED, MAX_SEEDS
+from prereg.core.limits import MAX_EPISODE_SECONDS, MAX_SEED, MAX_SEEDS, MAX_WORKERS, MIN_EPISODE_SECONDS
 from prereg.core.video_draw import parse_video_draw
 from prereg.core.vocabulary import (
     COMMIT_RE,
@@ -15,6 +15,7 @@ from prereg.core.vocabulary import (
     DECODES,
     DTYPES,
     JOINT_NAMES,
+    PLUGIN,
     POLICIES,
     decode_problem,
 )
@@ -106,6 +107,18 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
         if convmap not in ("identity", "official"):
             err("convmap", f"{convmap!r} is not a shim a lerobot policy takes",
                 "identity (the default) or official, with convmap_overrides for the rest")
+    elif policy == PLUGIN:  # a lab's entry point, pinned by the content of its installed package
+        if checkpoint is None:
+            err("checkpoint", "missing", "the name of its fontaine.policies entry point, e.g. towards-middle")
+        elif not NAME_RE.match(checkpoint):
+            err("checkpoint", f"{checkpoint!r} is not an entry point name", "the name under [fontaine.policies]")
+        for k in ("decode", "norm_tag", "flow_steps", "dtype", "fast_revision"):
+            if a.get(k) is not None:
+                err(k, "does not apply to a plugin policy", "remove it")
+        convmap = convmap or "identity"
+        if convmap not in ("identity", "official"):
+            err("convmap", f"{convmap!r} is not a shim a plugin policy takes",
+                "identity (the default) or official, with convmap_overrides for the rest")
     features = _check_features(a.get("features"), err, policy)
     overrides = a.get("convmap_overrides") or []
     if isinstance(overrides, str):
@@ -120,11 +133,15 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
                  "JOINT=[SIGN,]OFFSET, e.g. shoulder_lift=-1,90 or wrist_roll=-90")
         elif m.group("joint") not in JOINT_NAMES:
             errs(("convmap_overrides", j), f"unknown joint {m.group('joint')!r}", "one of " + ", ".join(JOINT_NAMES))
-    workers = _opt_int(a, "workers", err, minimum=1)
-    flow_steps = _opt_int(a, "flow_steps", err, minimum=1)
+    workers = _opt_int(a, "workers", err, minimum=1, maximum=MAX_WORKERS)
+    flow_steps = _opt_int(a, "flow_steps", err, minimum=1, maximum=1000)
     if flow_steps is not None and decode != "flow":
         err("flow_steps", "only the flow decode has flow steps", "remove it or use decode: flow")
     revision = a.get("revision")
+    if policy == PLUGIN and not sec.sealed and (revision is None or not SHA256_PIN_RE.match(str(revision))):
+        err("revision", "a plugin policy is pinned by the content of its installed package" if revision is None
+            else f"{revision!r} does not pin a plugin policy",
+            "sha256:<plugin_sha256>: the pin a launch refusal or a run's manifest (policy_resolved.pin) names")
     if (model or policy == "lerobot") and checkpoint is not None and not sec.sealed:
         # A frozen plan names an immutable checkpoint; a section frozen before this rule keeps its
         # text (it is sealed) and is refused at launch instead, when what loaded differs.
@@ -140,24 +157,32 @@ def _check_arm(a, ctx: Ctx, path: tuple, sec: Section) -> Arm | None:
             "the commit of allenai/MolmoAct2-FAST-Tokenizer, e.g. the last folder of its snapshot path")
     norm_tag = _opt_str(a, "norm_tag", err)
     task = _opt_str(a, "task", err)
-    grasp_miss = a.get("grasp_miss")
-    if grasp_miss is not None:
+    if task is not None and not task.strip():
+        err("task", "is empty", "the instruction the policy is given, e.g. 'put the boat on the disk'; or leave it out")
+        task = None
+    knobs = {"grasp_miss": "that an episode's grasps miss, e.g. grasp_miss: 0.5",
+             "grasp_drop": "that it lets go after the lift, e.g. grasp_drop: 0.3"}
+    for knob, what in knobs.items():
+        value = a.get(knob)
+        if value is None:
+            continue
         if policy != "scripted":
-            err("grasp_miss", f"is the scripted oracle's skill knob; policy {policy} has none", "remove it")
-        elif isinstance(grasp_miss, bool) or not isinstance(grasp_miss, (int, float)) or not 0 <= grasp_miss <= 1:
-            err("grasp_miss", f"must be a probability from 0 to 1, got {grasp_miss!r}",
-                "the chance (seeded per seed) that an episode's grasps miss, e.g. grasp_miss: 0.5")
+            err(knob, f"is a knob of the scripted oracle; policy {policy} has none", "remove it")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            err(knob, f"must be a probability from 0 to 1, got {value!r}", f"the chance (seeded per seed) {what}")
+    grasp_miss, grasp_drop = a.get("grasp_miss"), a.get("grasp_drop")
     env = _check_env_fields(a, err, sec.sealed)
     if errs.bad:
         return None
     return Arm(
         name=name, section=sec.name, line=ctx.line(path), policy=policy,
         checkpoint=checkpoint, revision=None if revision is None else str(revision), fast_revision=fast_revision,
-        decode=decode if model else None, convmap=convmap if model or policy == "lerobot" else None,
+        decode=decode if model else None, convmap=convmap if model or policy in ("lerobot", PLUGIN) else None,
         convmap_overrides=tuple(str(o).replace(" ", "") for o in overrides),
         norm_tag=norm_tag, dtype=dtype if model else (dtype or None), workers=workers,
         flow_steps=flow_steps, task=task, **env,
-        grasp_miss=None if grasp_miss is None else float(grasp_miss), features=features,
+        grasp_miss=None if grasp_miss is None else float(grasp_miss),
+        grasp_drop=None if grasp_drop is None else float(grasp_drop), features=features,
     )
 
 
@@ -180,6 +205,7 @@ def _check_features(raw, err, policy) -> tuple[str, ...]:
 
 ENV_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # engine.envs.spec.NAME_RE
 ENV_FILE_SUFFIXES = (".yaml", ".yml")  # a declarative env file, relative to the document's folder
+ENV_GYM_RE = re.compile(r"gym:[A-Za-z0-9_./-]{1,128}")  # a Gymnasium env with Fontaine's adapter (engine.envs.gym_adapter)
 ENV_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
@@ -189,9 +215,10 @@ def _check_env_fields(raw: dict, err, sealed: bool) -> dict:
     out: dict = {}
     env = raw.get("env")
     if env is not None:
-        if not isinstance(env, str) or not (ENV_NAME_RE.fullmatch(env) or env.endswith(ENV_FILE_SUFFIXES)):
-            err("env", f"{env!r} is not an env", "a name from `fontaine-eval --list-envs` (e.g. boat-on-disk) "
-                "or an env file, path/to/env.yaml")
+        if not isinstance(env, str) or not (ENV_NAME_RE.fullmatch(env) or env.endswith(ENV_FILE_SUFFIXES)
+                                            or ENV_GYM_RE.fullmatch(env)):
+            err("env", f"{env!r} is not an env", "a name from `fontaine-eval --list-envs` (e.g. boat-on-disk), "
+                "an env file, path/to/env.yaml, or gym:ID")
         else:
             out["env"] = env
     sha = raw.get("env_sha256")
@@ -245,12 +272,17 @@ def _opt_str(a: dict, key: str, err) -> str | None:
     return str(v)
 
 
-def _opt_int(a: dict, key: str, err, minimum: int) -> int | None:
+def episode_seconds_ok(v) -> bool:
+    """An episode budget fontaine-eval --episode-seconds would take (prereg/core/limits.py)."""
+    return nonneg(v) and MIN_EPISODE_SECONDS <= v <= MAX_EPISODE_SECONDS
+
+
+def _opt_int(a: dict, key: str, err, minimum: int, maximum: int) -> int | None:
     v = a.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-        err(key, f"must be a whole number >= {minimum}, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int) or not minimum <= v <= maximum:
+        err(key, f"must be a whole number from {minimum} to {maximum:,}, got {v!r}")
         return None
     return v
 
@@ -340,8 +372,9 @@ def check_protocol(raw, ctx: Ctx, required: bool, sealed: bool = False) -> dict:
         ctx.err(("protocol", "seeds"), "missing", "a list [0, 1, 2], a range '0-99', or {start: 0, count: 100}")
     if "episode_seconds" in raw:
         v = raw["episode_seconds"]
-        if not nonneg(v) or v <= 0:
-            ctx.err(("protocol", "episode_seconds"), f"must be a finite number of seconds > 0, got {v!r}",
+        if not episode_seconds_ok(v):
+            ctx.err(("protocol", "episode_seconds"),
+                    f"must be seconds from {MIN_EPISODE_SECONDS:g} to {MAX_EPISODE_SECONDS:g}, got {v!r}",
                     "the budget is stated in seconds, e.g. 30")
         else:
             out["episode_seconds"] = float(v)
@@ -349,8 +382,9 @@ def check_protocol(raw, ctx: Ctx, required: bool, sealed: bool = False) -> dict:
         ctx.err(("protocol", "episode_seconds"), "missing", "the episode budget in seconds, e.g. 30")
     if "workers" in raw:
         v = raw["workers"]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            ctx.err(("protocol", "workers"), f"must be a whole number >= 1, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_WORKERS:
+            ctx.err(("protocol", "workers"), f"must be a whole number from 1 to {MAX_WORKERS}, got {v!r}",
+                    "the most fontaine-eval --workers takes")
         else:
             out["workers"] = v
     if "video_draw" in raw:

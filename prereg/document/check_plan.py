@@ -4,6 +4,7 @@ decision rules; each problem names its field and line."""
 
 from __future__ import annotations
 
+from prereg.core.limits import MAX_EPISODE_SECONDS, MIN_EPISODE_SECONDS
 from prereg.core.vocabulary import (
     INTERVALS,
     JOINT_NAMES,
@@ -12,7 +13,7 @@ from prereg.core.vocabulary import (
     SECONDARY_READS,
     TRIPWIRES,
 )
-from prereg.document.check_arms import nonneg, parse_seeds
+from prereg.document.check_arms import episode_seconds_ok, nonneg, parse_seeds
 from prereg.document.fields import (
     DECIDED_VALUES,
     EFFECT_KEYS,
@@ -193,8 +194,9 @@ def _check_coverage_tripwire(body: dict, err) -> CoverageTripwire:
                     out["rig_seeds"] = seeds
             if "episode_seconds" in rig:
                 v = rig["episode_seconds"]
-                if not (nonneg(v) and 0 < v <= 3600):
-                    err(("coverage", "rig", "episode_seconds"), f"must be seconds in (0, 3600], got {v!r}", "e.g. 30")
+                if not episode_seconds_ok(v):
+                    err(("coverage", "rig", "episode_seconds"),
+                        f"must be seconds from {MIN_EPISODE_SECONDS:g} to {MAX_EPISODE_SECONDS:g}, got {v!r}", "e.g. 30")
                 else:
                     out["rig_episode_seconds"] = float(v)
     return CoverageTripwire(**out)

@@ -8,10 +8,10 @@ import math
 from dataclasses import dataclass
 
 METRICS = ("success", "progress_final_cm")
-TESTS = ("step", "savi", "fixed")
+TESTS = ("step", "savi", "sprt", "fixed")
 SUCCESS_METRIC, PROGRESS_METRIC = METRICS
 KEYS = ("arms", "metric", "test", "alpha", "power", "minimum_effect", "max_seeds",
-        "assumed_rates", "assumed_delta_cm", "delta_sd_cm", "delta_bound_cm")
+        "assumed_rates", "assumed_delta_cm", "delta_sd_cm", "delta_bound_cm", "clip_cm")
 SCENE_MAX_DISTANCE_CM = 272.26  # boat-on-disk: engine/envs BoundsSpec.max_distance_m() = 2.7226 m (see above)
 STEP_MAX_SEEDS = 500  # STEP's policy is synthesised per n_max (44 s at 200 on one core, about n^3)
 STEP_MIN_SEEDS = 10  # the package synthesises no policy for n_max < 10 (ValueError: "Invalid n_max")
@@ -35,6 +35,7 @@ class ComparisonSpec:
     assumed_delta_cm: float | None = None
     delta_sd_cm: float | None = None
     delta_bound_cm: float = SCENE_MAX_DISTANCE_CM
+    clip_cm: float | None = None  # progress, test savi: the estimand is the mean of the deltas clipped to +/- it
     line: int | None = None
 
     def seeds_cap(self, planned: int) -> int:
@@ -44,10 +45,30 @@ class ComparisonSpec:
         unit = "" if self.metric == SUCCESS_METRIC else " cm"
         what = {"step": "STEP (Snyder et al. 2025, via sequentialized-barnard-tests)",
                 "savi": ("paired discordant-seed e-process" if self.metric == SUCCESS_METRIC
-                         else f"betting confidence sequence, |delta| <= {self.delta_bound_cm:g} cm"),
+                         else f"betting confidence sequence for {self.estimand()}"),
+                "sprt": (f"discordant-pair SPRT designed at {self.design_rates()[0]:g} vs {self.design_rates()[1]:g}"
+                         if self.design_rates() else "discordant-pair SPRT"),
                 "fixed": "fixed-n batch test"}[self.test]
         return (f"{self.arm_b} vs {self.arm_a} on {self.metric}: {what}, alpha {self.alpha:g} (two-sided), "
                 f"minimum effect {self.minimum_effect:g}{unit}")
+
+    def estimand(self) -> str:
+        """What the registered test is about, in words."""
+        if self.metric == SUCCESS_METRIC:
+            return f"the success-rate difference {self.arm_b} - {self.arm_a}"
+        if self.test == "savi" and self.clip_cm is not None:
+            return f"the mean of the per-seed deltas {self.arm_b} - {self.arm_a} clipped to +/-{self.clip_cm:g} cm"
+        return f"the mean per-seed delta {self.arm_b} - {self.arm_a} (cm)"
+
+    def design_rates(self) -> tuple[float, float] | None:
+        """test: sprt's design (p_lo, p_hi), p_lo < p_hi: the assumed rates, lower first; equal assumed
+        rates p get (p, p + minimum_effect). None without assumed rates (parse refuses that for sprt)."""
+        if self.metric != SUCCESS_METRIC or self.assumed_rates is None:
+            return None
+        lo, hi = sorted(self.assumed_rates)
+        if hi == lo:
+            hi = lo + self.minimum_effect
+        return (lo, hi) if hi < 1 else None
 
     @property
     def label(self) -> str:
@@ -73,7 +94,9 @@ class ComparisonSpec:
     def as_dict(self) -> dict:
         return {"arms": [self.arm_a, self.arm_b], "metric": self.metric, "test": self.test, "alpha": self.alpha,
                 "power": self.power, "minimum_effect": self.minimum_effect, "max_seeds": self.max_seeds,
-                "delta_bound_cm": self.delta_bound_cm}
+                "delta_bound_cm": self.delta_bound_cm,
+                **({"clip_cm": self.clip_cm} if self.clip_cm is not None else {}),
+                **({"assumed_rates": list(self.assumed_rates)} if self.test == "sprt" and self.assumed_rates else {})}
 
 
 def comparison_label(arm_a: str, arm_b: str) -> str:
@@ -113,12 +136,14 @@ def parse(raw, known_arms=None, planned_seeds: int | None = None) -> tuple[Compa
     metric = raw.get("metric")
     if metric not in METRICS:
         err("metric", f"must be one of {', '.join(METRICS)}, got {metric!r}")
-    test = raw.get("test")
+    test = raw.get("test", "fixed" if metric == PROGRESS_METRIC else None)  # progress: the paired t test by default
     if test not in TESTS:
         err("test", f"must be one of {', '.join(TESTS)}, got {test!r}",
-            "step: STEP (success only); savi: anytime-valid paired test; fixed: the batch test at max_seeds")
-    elif test == "step" and metric == PROGRESS_METRIC:
-        err("test", "STEP compares success rates only", "use test: savi for progress_final_cm")
+            "sprt: the discordant-pair SPRT (success, near the information floor); step: STEP (success); "
+            "savi: anytime-valid paired test; fixed: the batch test at max_seeds (progress's default)")
+    elif test in ("step", "sprt") and metric == PROGRESS_METRIC:
+        err("test", f"test {test} compares success rates only",
+            "progress_final_cm: test fixed (the paired t test, the default), or savi with a registered clip_cm")
     kw: dict = {}
     for key, lo, hi, default in (("alpha", 0.0, 0.5, 0.05), ("power", 0.5, 1.0, 0.8)):
         v = raw.get(key, default)
@@ -166,6 +191,28 @@ def parse(raw, known_arms=None, planned_seeds: int | None = None) -> tuple[Compa
             err("assumed_rates", f"must be two rates in (0, 1) [A, B], got {rates!r}")
         else:
             kw["assumed_rates"] = (float(rates[0]), float(rates[1]))
+    if test == "sprt" and metric == SUCCESS_METRIC and "assumed_rates" not in kw and rates is None:
+        err("test", "test sprt derives its alternative from assumed_rates: register them [A, B]",
+            "the rates the plan expects, e.g. assumed_rates: [0.01, 0.09]; equal rates p design p vs p + minimum_effect")
+    elif test == "sprt" and "assumed_rates" in kw and "minimum_effect" in kw:
+        lo, hi = sorted(kw["assumed_rates"])
+        if lo == hi and lo + kw["minimum_effect"] >= 1:
+            err("assumed_rates", f"equal assumed rates {lo:g} design {lo:g} vs {lo:g} + minimum_effect, above 1",
+                "assume two different rates, or a smaller minimum_effect")
+    clip = raw.get("clip_cm")
+    if clip is not None:
+        if metric != PROGRESS_METRIC or test != "savi":
+            err("clip_cm", "only test savi on progress_final_cm reads a clip",
+                "the anytime-valid progress test: its estimand is the mean of the deltas clipped to +/-clip_cm")
+        elif not (_num(clip) and 0 < clip <= bound):
+            err("clip_cm", f"must be a distance in cm in (0, {bound:g}], got {clip!r}")
+        else:
+            kw["clip_cm"] = float(clip)
+    elif test == "savi" and metric == PROGRESS_METRIC:
+        err("test", "the anytime-valid progress test needs clip_cm: it tests the mean of the deltas clipped to "
+            "+/-clip_cm, not the mean delta",
+            "register clip_cm (e.g. 7.5) and say so as the estimand, or use test: fixed (the paired t test on the mean "
+            "delta, the default)")
     for key, positive in (("assumed_delta_cm", False), ("delta_sd_cm", True)):
         v = raw.get(key)
         if v is not None:

@@ -12,7 +12,7 @@ TOP_KEYS = ("fontaine", "id", "title", "created", "arms", "protocol", "reads", "
 AMEND_KEYS = ("title", "arms", "protocol", "reads", "gates", "decision_rules", "comparison")
 ARM_KEYS = (
     "name", "policy", "checkpoint", "revision", "fast_revision", "decode", "convmap", "convmap_overrides",
-    "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256", "grasp_miss", "features",
+    "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256", "grasp_miss", "grasp_drop", "features",
 )
 PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts", "env", "env_sha256")
 GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided", "sequential", "tripwires")

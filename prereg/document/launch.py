@@ -42,6 +42,7 @@ class LaunchSpec:
     env: str | None = None  # the arm's env, else the protocol's; None: boat-on-disk (the engine's default)
     env_sha256: str | None = None  # the content hash the plan froze with it (None: not pinned)
     grasp_miss: float | None = None  # the scripted oracle's skill knob (None: 0)
+    grasp_drop: float | None = None  # the scripted oracle's drop knob (None: 0)
     features: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE (engine/policies/lerobot_policy/features.py)
     fast_revision: str | None = None  # molmoact2-discrete: the release FAST tokenizer's commit
 
@@ -102,6 +103,7 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
         env=arm.env or proto.env,
         env_sha256=arm.env_sha256 if arm.env else proto.env_sha256,
         grasp_miss=arm.grasp_miss,
+        grasp_drop=arm.grasp_drop,
         features=tuple(arm.features),
     )
 

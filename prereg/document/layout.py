@@ -4,7 +4,7 @@ results blocks; and the marker lines, read here and written from here (seal, ame
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from prereg.core.errors import Problem
 
@@ -26,9 +26,10 @@ def amendment_marker(n: int) -> str:
     return f"<!-- fontaine:amendment {n} -->"
 
 
-def results_begin(key: str) -> str:
-    """The first line of a tool-owned results block (`key`: 'arms=a,b')."""
-    return f"<!-- fontaine:results begin {key} -->"
+def results_begin(key: str, **attrs: str) -> str:
+    """The first line of a tool-owned results block (`key`: 'arms=a,b'; `attrs`: at=, rules=, superseded=, by=)."""
+    extra = "".join(f" {k}={v}" for k, v in attrs.items() if v)
+    return f"<!-- fontaine:results begin {key}{extra} -->"
 
 
 @dataclass
@@ -62,9 +63,22 @@ class Section:
 
 @dataclass
 class ResultsBlock:
-    key: str
+    key: str  # "arms=a,b": the arm set it reports (one live block per set)
     start: int  # 0-based line of the begin marker
     end: int  # 0-based line of the end marker (inclusive)
+    attrs: dict[str, str] = field(default_factory=dict)  # at=, rules= (the questions it answers), superseded=, by=
+
+    @property
+    def arms(self) -> set[str]:
+        return {a for a in self.key.removeprefix("arms=").split(",") if a}
+
+    @property
+    def rules(self) -> set[str]:
+        return {k for k in self.attrs.get("rules", "").split(",") if k}
+
+    @property
+    def superseded(self) -> bool:
+        return "superseded" in self.attrs
 
 
 @dataclass
@@ -115,7 +129,8 @@ def parse_layout(text: str) -> Layout:
                 problems.append(Problem("results", "a results block is opened but never closed", i + 1,
                                         f"add '{RESULTS_END}' or delete the block and re-run the report"))
                 end = len(lines) - 1
-            results.append(ResultsBlock(m.group("key"), i, end))
+            key, _, rest = m.group("key").strip().partition(" ")
+            results.append(ResultsBlock(key, i, end, _attrs(rest)))
             if current.seal is None and current.end is None:
                 current.end = i
             i = end + 1

@@ -33,6 +33,7 @@ class Arm:
     env: str | None = None  # the scene and task (engine.envs name or env file); None: the protocol's
     env_sha256: str | None = None  # its content hash as frozen
     grasp_miss: float | None = None  # the scripted oracle's skill knob (engine/policies/scripted.py)
+    grasp_drop: float | None = None  # ... and its drop knob (let go after the lift)
     features: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE, a checkpoint input fed by another sim input
 
 
@@ -107,6 +108,14 @@ def tripwires_from_dict(d: object) -> Tripwires | None:
     if coverage is None and first_action is None:
         return None
     return Tripwires(coverage, first_action)
+
+
+def seeds_text(seeds) -> str:
+    """A plan's seeds in words: 'seeds 0-99 (100)', or the first twelve and the count."""
+    s = list(seeds)
+    if s and s == list(range(s[0], s[0] + len(s))):
+        return f"seeds {s[0]}-{s[-1]} ({len(s)})"
+    return f"seeds {','.join(map(str, s[:12]))}{'...' if len(s) > 12 else ''} ({len(s)})"
 
 
 def describe_tripwires(d: object) -> str | None:
@@ -201,6 +210,14 @@ class SectionModel:
     reads: Reads
     rules: list[Rule]
     comparison: ComparisonSpec | None = None  # `comparison:` (prereg/document/comparison_spec.py), this section's own
+    # where each protocol/gates/reads key in force comes from: "gates.decided" -> "base". An amendment's
+    # keys merge one by one over the section before it (docs/prereg.md): a key it does not set is inherited
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def inherited(self, part: str) -> dict[str, str]:
+        """{key: section} of `part` ('protocol', 'gates', 'reads') this section takes from an earlier one."""
+        return {k.split(".", 1)[1]: src for k, src in self.sources.items()
+                if k.startswith(part + ".") and src != self.section.name}
 
 
 @dataclass

@@ -295,7 +295,7 @@ def amend(path: str | Path, *, title: str = "", why: str = "", data: dict | None
 
 def _arm_dict(arm) -> dict:
     keys = ("name", "policy", "checkpoint", "revision", "fast_revision", "decode", "convmap", "convmap_overrides",
-            "norm_tag", "dtype", "workers", "flow_steps", "task", "env", "env_sha256", "grasp_miss")
+            "norm_tag", "dtype", "workers", "flow_steps", "task", "env", "env_sha256", "grasp_miss", "grasp_drop")
     out = {}
     for k in keys:
         v = getattr(arm, k)

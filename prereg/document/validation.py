@@ -28,6 +28,7 @@ def build_model(doc: Document) -> None:
     parent_protocol: dict = {}
     parent_gates: dict = {}
     parent_reads: dict = {}
+    sources: dict[str, str] = {}  # "gates.decided" -> the section that set the value in force
     for sec in lay.sections:
         raw, ctx, readable = _section_yaml(doc, sec)
         if not readable:
@@ -52,9 +53,17 @@ def build_model(doc: Document) -> None:
         rules = check_rules(raw.get("decision_rules"), ctx, sec, names, known_arms)
         if sec.number and not (arms or raw.get("reads") or rules) and raw:
             ctx.err((), "an amendment must add arms, reads or decision rules")
-        doc.sections.append(SectionModel(sec, title, arms, protocol, GateSpec(**gates_d), gates_d, reads, rules))
+        for part, own in (("protocol", proto_fields), ("gates", gate_fields), ("reads", reads_fields)):
+            sources.update({f"{part}.{_RAW_NAMES.get(k, k)}": sec.name for k in own})
+        doc.sections.append(SectionModel(sec, title, arms, protocol, GateSpec(**gates_d), gates_d, reads, rules,
+                                         sources=dict(sources)))
         doc.sections[-1].comparison = check_comparison(raw.get("comparison"), ctx, known_arms, protocol)
         parent_protocol, parent_gates, parent_reads = protocol_d, gates_d, reads_d
+
+
+# the model's names for the keys a document writes (GateSpec flattens pace and stall)
+_RAW_NAMES = {"pace_limit_hours": "pace", "pace_after_episodes": "pace", "stall_factor": "stall",
+              "stall_min_s": "stall"}
 
 
 def _section_yaml(doc: Document, sec: Section) -> tuple[dict, Ctx, bool]:
@@ -95,3 +104,18 @@ def _check_top(raw: dict, ctx: Ctx, doc: Document) -> None:
     doc.created = str(raw.get("created") or "")
     if not doc.created:
         ctx.err(("created",), "missing", "the date the pre-registration was written, e.g. 2026-08-13")
+    elif not _is_date(raw.get("created")):
+        ctx.err(("created",), f"{raw.get('created')!r} is not a date", "the date it was written, YYYY-MM-DD, e.g. 2026-08-13")
+
+
+def _is_date(v: object) -> bool:
+    """A date as YAML reads `2026-08-13` (a datetime.date), or the same written as text."""
+    import datetime
+
+    if isinstance(v, datetime.date):
+        return True
+    try:
+        datetime.date.fromisoformat(str(v))
+        return True
+    except ValueError:
+        return False

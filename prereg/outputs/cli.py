@@ -20,7 +20,8 @@ from prereg.core.argcheck import parse_once
 from prereg.core.errors import EXIT_DONE as EXIT_OK
 from prereg.core.errors import EXIT_FAILED, PreregError, RunFailed, UsageError, run_cli
 from prereg.core.errors import EXIT_USAGE as EXIT_BAD_INPUT
-from prereg.document.model import describe_tripwires
+from prereg.document.fields import NAME_RE
+from prereg.document.model import describe_tripwires, seeds_text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,8 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("file")
     s.set_defaults(func=cmd_verify)
 
-    s = sub.add_parser("show", help="summary: arms, protocol, gates, rules, freeze status")
+    s = sub.add_parser("show", help="summary: arms, protocol, gates (and where each comes from), rules, freeze "
+                                    "state, and the registration's timeline")
     s.add_argument("file")
+    s.add_argument("--runs-dir", action="append", default=None, metavar="DIR",
+                   help="where its runs are, for the timeline (repeatable; default: runs)")
     s.set_defaults(func=cmd_show)
 
     s = sub.add_parser("launch-spec", help="the settings fontaine-eval takes for an arm, as JSON")
@@ -96,13 +100,18 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the reads as JSON")
     s.set_defaults(func=cmd_report)
 
-    s = sub.add_parser("publish", help="upload reported results to a Hugging Face dataset repo (one commit)",
+    s = sub.add_parser("publish", help="upload reported results to a Hugging Face dataset repo and/or the pages to a "
+                                       "static Space (one commit each)",
                        description="Upload a registration's reported results (results files, charts, rows, manifests, "
-                                   "the videos the plan names) to a Hugging Face dataset repo in one commit, and record "
-                                   "the commit and links in each run's results files. The token is huggingface_hub's "
-                                   "own (HF_TOKEN, or `hf auth login`); HF_ENDPOINT picks the hub.")
+                                   "the videos the plan names) to a Hugging Face dataset repo (--repo), and/or its "
+                                   "pages (results.html) with every file they link to a static Space (--space), each "
+                                   "in one commit of the files the repo does not hold already, and record the commit "
+                                   "and links in each run's results files. The token is huggingface_hub's own "
+                                   "(HF_TOKEN, or `hf auth login`); HF_ENDPOINT picks the hub.")
     s.add_argument("file")
-    s.add_argument("--repo", required=True, metavar="OWNER/NAME", help="the dataset repo (created if missing)")
+    s.add_argument("--repo", default=None, metavar="OWNER/NAME", help="the dataset repo (created if missing)")
+    s.add_argument("--space", default=None, metavar="OWNER/NAME",
+                   help="the lab's reports Space: a static Space (created if missing) that gets the pages and what they link")
     s.add_argument("--run", dest="runs", action="append", default=[], metavar="ARM=RUN_DIR",
                    help="a reported run of an arm (repeatable); default: the newest reported run of each arm in --runs-dir")
     s.add_argument("--runs-dir", default="runs", help="where to find the runs without --run (default: runs)")
@@ -128,8 +137,11 @@ def cmd_new(args) -> int:
     path = Path(args.path)
     if path.exists():
         raise PreregError(f"{path}: already exists; choose another path (new never overwrites)")
-    if not path.parent.exists():
-        raise PreregError(f"{path.parent}: no such folder")
+    if not path.parent.is_dir():
+        raise PreregError(f"{path.parent}: no such folder" if not path.parent.exists() else f"{path.parent}: not a folder")
+    if args.prereg_id is not None and not NAME_RE.match(args.prereg_id):
+        raise PreregError(f"--id {args.prereg_id!r}: an id is letters, digits, '-' and '_', starting with a letter or "
+                          "a digit (it names the runs' folders)")
     pid = args.prereg_id or "".join(c if c.isalnum() or c in "-_" else "-" for c in path.stem) or "my-eval"
     path.write_text(render(pid, args.title), encoding="utf-8")
     print(f"wrote {path}: edit the arms, protocol, reads, gates and decision rules, then\n"
@@ -150,8 +162,10 @@ def cmd_validate(args) -> int:
     print(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
     _print_savings(doc)
     _print_power(doc)
-    _print_comparison(doc)
-    return EXIT_OK
+    lines, refusals = _comparison_advice(doc)
+    if lines:
+        print("\n".join(lines))
+    return _refused(doc, refusals, "") if refusals else EXIT_OK
 
 
 def _print_savings(doc) -> None:
@@ -174,27 +188,53 @@ def _print_power(doc) -> None:
         print("\n".join(lines))
 
 
-def _print_comparison(doc) -> None:
-    """A registered comparison's type-I, power and expected episodes against the batch (prereg/stats/operating.py)."""
-    from prereg.stats.operating import operating_lines
+def _comparison_advice(doc, sections=None) -> tuple[list[str], list[str]]:
+    """(lines, refusals): each registered comparison's advice before spending (prereg/stats/operating.py: the
+    registered test and every test the plan could register instead, against the batch and the information
+    floor), and, positioned (FILE:LINE: comparison.test: ...), the refusal of each registered test that cannot
+    reach its registered power within its max seeds. `sections`: only these sections' comparisons."""
+    from prereg.stats.operating import comparison_advice
     from prereg.stats.step import StepUnavailable
 
+    lines, refusals = [], []
     for sm in doc.sections:
         spec = sm.comparison
-        if spec is None or sm.protocol is None:
+        if spec is None or sm.protocol is None or (sections is not None and sm.section.name not in sections):
             continue
         if spec.test == "step":
             print(f"  (STEP's policy for {spec.seeds_cap(len(sm.protocol.seeds))} seeds: built once by "
                   "sequentialized-barnard-tests and cached; a minute at 200 seeds)", flush=True)
         try:
-            print("\n".join(operating_lines(spec, len(sm.protocol.seeds), power_plan=sm.reads.power)))
+            advice = comparison_advice(spec, len(sm.protocol.seeds), power_plan=sm.reads.power)
         except StepUnavailable as exc:
-            print(f"comparison registered: {spec.describe()}; {exc}")
+            lines.append(f"comparison registered: {spec.describe()}; {exc}")
+            continue
+        lines += advice.lines
+        if advice.refusal:
+            refusals.append(f"{doc.path}:{spec.line or 0}: comparison.test: {advice.refusal}")
+    return lines, refusals
+
+
+def _refused(doc, refusals: list[str], what: str) -> int:
+    for line in refusals:
+        print(line, file=sys.stderr)
+    print(f"{doc.path}: {len(refusals)} problem(s){what}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 def cmd_freeze(args) -> int:
+    from prereg.document.read import load
     from prereg.document.seal import freeze
 
+    before = load(args.file)
+    lines: list[str] = []
+    if before.ok:  # the open section's comparison is read before it is sealed: a refused one writes nothing
+        opened = {sm.section.name for sm in before.sections if not sm.section.sealed}
+        lines, refusals = _comparison_advice(before, opened)
+        if refusals:
+            if lines:
+                print("\n".join(lines))
+            return _refused(before, refusals, ": not frozen, nothing written")
     res = freeze(args.file)
     if res is None:
         print(f"{args.file}: every section is already frozen; nothing to do "
@@ -202,12 +242,11 @@ def cmd_freeze(args) -> int:
         return EXIT_OK
     print(f"{args.file}: froze {res.section} at {res.frozen_at}\n  sha256 {res.sha256}\n"
           f"  tool commit {res.tool_commit}\n  seal on line {res.seal_line}")
-    from prereg.document.read import load
-
     doc = load(args.file)
     _print_savings(doc)
     _print_power(doc)
-    _print_comparison(doc)
+    if lines:
+        print("\n".join(lines))
     return EXIT_OK
 
 
@@ -216,9 +255,17 @@ def cmd_amend(args) -> int:
 
     data = {}
     if args.yaml_file:
-        try:
-            data = yaml.safe_load(Path(args.yaml_file).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+        from prereg.core.safe_read import Unreadable, read_regular
+        from prereg.core.yamlpos import load_with_lines
+        from prereg.document.read import DOC_MAX_BYTES
+
+        try:  # bounded and never blocking (a FIFO hung it), read as a document's YAML is (no aliases, no deep nesting)
+            data = load_with_lines(read_regular(args.yaml_file, DOC_MAX_BYTES).decode("utf-8"))[0] or {}
+        except FileNotFoundError:
+            raise PreregError(f"{args.yaml_file}: no such file") from None
+        except Unreadable as exc:
+            raise PreregError(f"{args.yaml_file}: cannot be read: {exc.why}") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:  # PosYAMLError is a ValueError
             raise PreregError(f"{args.yaml_file}: cannot be read as YAML ({exc})") from None
         if not isinstance(data, dict):
             raise PreregError(f"{args.yaml_file}: must be a mapping (arms, protocol, reads, gates, decision_rules)")
@@ -272,7 +319,7 @@ def cmd_show(args) -> int:
         print(f"\n[{sm.section.name}] {sm.title if sm.section.number else ''}  -- {state}")
         pr = sm.protocol
         if pr:
-            print(f"  protocol: {_seed_text(pr.seeds)}, {pr.episode_seconds:g} s, workers {pr.workers}, "
+            print(f"  protocol: {seeds_text(pr.seeds)}, {pr.episode_seconds:g} s, workers {pr.workers}, "
                   f"video draw {pr.video_draw}")
         g = sm.gates
         gates = [f"gpu_hours {g.gpu_hours:g}" if g.gpu_hours is not None else "no GPU-hour gate"]
@@ -284,11 +331,16 @@ def cmd_show(args) -> int:
         if tripwires:
             gates.append(tripwires)
         print(f"  gates: {', '.join(gates)}")
+        if sm.section.number:  # an amendment's protocol, gates and reads merge key by key over the section before
+            for part in ("protocol", "gates", "reads"):
+                took = sm.inherited(part)
+                if took:
+                    print(f"  inherits {part}: " + ", ".join(f"{k} (from {src})" for k, src in sorted(took.items())))
         for a in sm.arms:
             bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in
                                  ("checkpoint", "revision", "fast_revision", "decode", "convmap", "norm_tag",
                                   "dtype", "workers",
-                                  "flow_steps", "grasp_miss") if getattr(a, k) is not None]
+                                  "flow_steps", "grasp_miss", "grasp_drop") if getattr(a, k) is not None]
             if a.convmap_overrides:
                 bits.append("overrides=" + ",".join(a.convmap_overrides))
             print(f"  arm {a.name}: {' '.join(bits)}")
@@ -299,15 +351,14 @@ def cmd_show(args) -> int:
     for pr in doc.problems:
         print("problem: " + pr.render(str(doc.path)), file=sys.stderr)
     if doc.layout.results:
-        print(f"\nresults sections: {', '.join(b.key for b in doc.layout.results)}")
+        print(f"\nresults sections: {', '.join(b.key + (' (superseded)' if b.superseded else '') for b in doc.layout.results)}")
+    from prereg.outputs.timeline import timeline
+
+    runs_dirs = [Path(d) for d in (args.runs_dir or ["runs"])]
+    print(f"\ntimeline (runs from {', '.join(map(str, runs_dirs))}; !! = a section frozen after data it is read against):")
+    for e in timeline(doc, runs_dirs):
+        print(f"  {e.line()}")
     return EXIT_BAD_INPUT if doc.problems else EXIT_OK
-
-
-def _seed_text(seeds) -> str:
-    s = list(seeds)
-    if s == list(range(s[0], s[0] + len(s))):
-        return f"seeds {s[0]}-{s[-1]} ({len(s)})"
-    return f"seeds {','.join(map(str, s[:12]))}{'...' if len(s) > 12 else ''} ({len(s)})"
 
 
 def cmd_launch_spec(args) -> int:
@@ -331,30 +382,56 @@ def cmd_report(args) -> int:
 
 
 def cmd_publish(args) -> int:
-    from prereg.outputs.publish import hub_endpoint, plan_publish, publish, record
+    from prereg.outputs.publish import hub_endpoint, plan_publish, plan_space
     from prereg.outputs.report import parse_run_args
 
+    if not args.repo and not args.space:
+        raise UsageError("publish where? --repo OWNER/NAME (a dataset: the files) and/or --space OWNER/NAME (a static "
+                         "Space: the pages)")
     seeds = []
     for s in (x.strip() for x in args.video_seeds.split(",")):
         if s and not (s.isascii() and s.isdigit()):
             raise UsageError(f"--video-seeds {args.video_seeds!r}: whole seed numbers separated by commas, e.g. 6,28")
         if s:
             seeds.append(int(s))
-    plan = plan_publish(args.file, parse_run_args(args.runs) or None, repo_id=args.repo, runs_dir=args.runs_dir,
-                        path_in_repo=args.path_in_repo, revision=args.revision, videos=args.videos,
-                        video_seeds=tuple(seeds))
+    runs = parse_run_args(args.runs) or None
+    plans = []
+    if args.repo:
+        plans.append(plan_publish(args.file, runs, repo_id=args.repo, runs_dir=args.runs_dir,
+                                  path_in_repo=args.path_in_repo, revision=args.revision, videos=args.videos,
+                                  video_seeds=tuple(seeds)))
+    if args.space:
+        plans.append(plan_space(args.file, runs, repo_id=args.space, runs_dir=args.runs_dir,
+                                path_in_repo=args.path_in_repo, revision=args.revision))
     endpoint = hub_endpoint()
     if args.dry_run:
-        print("\n".join(plan.lines(endpoint)))
+        for plan in plans:
+            print("\n".join(plan.lines(endpoint)))
         print("dry run: nothing uploaded, nothing recorded")
         return EXIT_OK
+    for plan in plans:
+        _publish_one(plan, args.private)
+    return EXIT_OK
+
+
+def _publish_one(plan, private: bool) -> None:
+    """One repo's commit (or none, when it holds every file already) and its record in the runs' results files."""
+    from prereg.outputs.page import PAGE
+    from prereg.outputs.publish import SPACE, publish, record
+
     for n in plan.notes:
         print(f"note: {n}")
-    print(f"publishing {len(plan.items)} files to {endpoint}/datasets/{plan.repo_id} in one commit ...", flush=True)
-    pub = publish(plan, private=args.private)
+    pub = publish(plan, private=private)
+    if not pub.sent:
+        print(f"nothing sent: {plan.repo_id} @ {pub.revision} already holds these {pub.total} files (commit "
+              f"{pub.commit[:12]}); no commit made, the records in the runs' results files are left as they were")
+        return
     print(f"published: commit {pub.commit} ({pub.commit_url})")
     for run in plan.runs:
-        print(f"  {run.arm}: {pub.tree_url(run.folder)}")
+        where = pub.page_url(f"{run.folder}/{PAGE}") if plan.repo_type == SPACE else pub.tree_url(run.folder)
+        print(f"  {run.arm}: {where}")
+    if plan.repo_type == SPACE and plan.registration_page:
+        print(f"  the registration: {pub.page_url(plan.registration_page)}")
     try:
         written = record(plan, pub)
     except OSError as exc:
@@ -362,7 +439,6 @@ def cmd_publish(args) -> int:
                         f"results files ({exc}); the commit stands") from None
     for path in written:
         print(f"  recorded in {path}")
-    return EXIT_OK
 
 
 if __name__ == "__main__":

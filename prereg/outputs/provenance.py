@@ -47,6 +47,8 @@ def recorded_settings(manifest: rd.Manifest | dict) -> dict[str, object]:
     resolved = manifest.policy_resolved or {}
     revision = resolved.get("revision", pol.get("revision", (pol.get("extra") or {}).get("revision")
                                                 if isinstance(pol.get("extra"), dict) else None))
+    if isinstance(resolved.get("pin"), str):  # what loaded, by the engine's pin: a local checkpoint's content hash
+        revision = resolved["pin"]
     return {
         "policy": pol.get("kind"),
         "checkpoint": pol.get("checkpoint"),
@@ -106,8 +108,20 @@ def manifest_problems(run_dir: Path, spec: LaunchSpec, notes: list[str] | None =
                              "revision to record (a local or built checkpoint), so it is not compared")
             continue
         if not _same(have, want):
-            out.append(f"recorded {key} {_show(have)} is not the registered {_show(want)}")
+            out.append(f"recorded {key} {_show(have)} is not the registered {_show(want)}"
+                       + (_pin_files(manifest) if key == "revision" else ""))
     return out
+
+
+def _pin_files(manifest: rd.Manifest) -> str:
+    """What a pin that is not the registered one covered, naming the checkpoint and its files."""
+    resolved = manifest.policy_resolved or {}
+    files = resolved.get("files")
+    where = resolved.get("checkpoint_path") or (manifest.policy or {}).get("checkpoint")
+    if isinstance(files, dict) and files:
+        return (f": the checkpoint {where} loaded with files {', '.join(sorted(map(str, files)))}, one of which is not "
+                "what was frozen (the pin is their one hash)")
+    return f": the checkpoint {where} is not what was frozen" if where else ""
 
 
 def _comparison_problems(recorded, registered) -> list[str]:

@@ -1,5 +1,6 @@
 """`fontaine-prereg publish`: a registration's reported results shared on a Hugging Face dataset
-repo, in one commit, and the commit and its links recorded in each run's results files.
+repo (`--repo`), its pages on a static Hugging Face Space (`--space`: the lab's reports Space), each in
+one commit, and the commit and its links recorded in each run's results files.
 
 What goes up, under PATH_IN_REPO (default: the pre-registration's id):
 
@@ -14,38 +15,56 @@ knock-away, of the seeds the protocol's `video_draw: seeds:...` names and of `--
 every filmed episode; `none` none. Which episodes were filmed is the plan's `video_draw`
 (prereg/core/video_draw.py): a named seed that was not filmed is said, never an error.
 
+The Space (`plan_space`) gets the report's pages (prereg/outputs/page.py: the registration's page and
+each run's) and every file they use, found by following their relative links (videos, rows, results
+files), laid out as beside the runs so the links hold; at its root an index.html of every
+registration published there and, if it has none, a README.md that makes it a static Space. A page
+that links outside the registration's folder is refused (the Space could not hold what it links).
+
 Only reported runs are published (results.json present, written after the last row), of a
 registration that verifies, and never a run that is still going. One `create_commit`: the hub
 applies all of it or none of it, so an offline, refused or failed publish leaves nothing half
-published, and records nothing locally. The token is huggingface_hub's own (HF_TOKEN, or the one
-`hf auth login` saved): it is never written, printed or uploaded (a file that contains it is
-refused before anything is sent). huggingface_hub is imported inside the functions that talk to
-the hub, so `prereg` stays importable without it.
+published, and records nothing locally. Only the files that differ from the repo's are sent (by
+git blob id, or sha256 for a large file); when none differs nothing is sent and the records stay as
+they were. Published text holds no local absolute path: in every text file the folders of this
+machine (the runs' folder, the document's, the working directory, the home directory) become
+relative paths (`~/` for the home). The token is huggingface_hub's own (HF_TOKEN, or the one `hf
+auth login` saved): it is never written, printed or uploaded (a file that contains it is refused
+before anything is sent). huggingface_hub is imported inside the functions that talk to the hub,
+so `prereg` stays importable without it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from prereg import rundir as rd
 from prereg.core.errors import RunFailed, UsageError
-from prereg.core.safe_read import JSON_MAX_BYTES, Unreadable, read_regular
-from prereg.rundir.rows import read_rows, rows_by_seed
+from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, read_regular
+from prereg.core.untrusted import secret_in
+from prereg.rundir.rows import read_rows, row_video, rows_by_seed
 
 REPO_TYPE = "dataset"
+SPACE = "space"
 VIDEO_CHOICES = ("named", "all", "none")
 # a run's files that go up (those present), in this order; the first two carry the local record of a publication
 REPORT_FILES = (rd.RESULTS, rd.RESULTS_JSON)
 RUN_FILES = (*REPORT_FILES, rd.CHART, rd.ROWS, rd.ROWS_SUMMARY, rd.MANIFEST, rd.STATUS)
-PUBLISHED_KEY = "published"  # results.json: the publication record
+PUBLISHED_KEY = "published"  # results.json: the publication record (the dataset)
 PUBLISHED_LINE = "- **Published**: "  # results.md: its one line, last in the file
+SPACE_KEY = "published_space"  # results.json: the reports Space's record (the page's URL)
+PAGE_LINE = "- **Page**: "  # results.md: its line
+TEXT_SUFFIXES = (".md", ".json", ".jsonl", ".html", ".txt", ".log", ".yaml", ".yml")  # local paths made relative
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 _BAD_NAME = re.compile(r"[^A-Za-z0-9._-]")
+UPLOAD_MAX_BYTES = ROWS_MAX_BYTES  # the largest file that goes up (a rows.jsonl at its bound)
 
 
 class PublishFailed(RunFailed):
@@ -63,7 +82,13 @@ class Item:
     data: bytes | None = field(default=None, repr=False)  # the bytes to send when not the file's own (a report file)
 
     def content(self) -> bytes:
-        return self.data if self.data is not None else self.local.read_bytes()
+        """The bytes to send: read bounded and never blocking (a FIFO swapped in is refused, not waited on)."""
+        if self.data is not None:
+            return self.data
+        try:
+            return read_regular(self.local, UPLOAD_MAX_BYTES)
+        except Unreadable as exc:
+            raise UsageError(f"{self.local}: cannot be read ({exc.why}); nothing published") from None
 
 
 @dataclass
@@ -88,6 +113,9 @@ class PublishPlan:
     items: list[Item]
     runs: list[RunPlan]
     notes: list[str] = field(default_factory=list)
+    repo_type: str = REPO_TYPE  # dataset, or space (the pages)
+    registration_page: str | None = None  # a Space: the registration's page, its path in the repo
+    title: str = ""  # the registration's title (a Space's index)
 
     @property
     def total_bytes(self) -> int:
@@ -96,10 +124,12 @@ class PublishPlan:
     def lines(self, endpoint: str) -> list[str]:
         """What would go up: one line per file with its size, then the total and the notes."""
         width = len(_size(self.total_bytes))
-        out = [f"{_repo_url(endpoint, self.repo_id)} @ {self.revision or 'main'}: {len(self.items)} files "
-               f"under {self.path_in_repo}/, one commit"]
+        out = [f"{_repo_url(endpoint, self.repo_id, self.repo_type)} @ {self.revision or 'main'}: {len(self.items)} files "
+               f"under {self.path_in_repo}/, one commit (those the repo holds already are not sent)"]
         out += [f"  {_size(i.size):>{width}}  {i.path_in_repo}  ({i.what})" for i in self.items]
         out.append(f"  {_size(self.total_bytes):>{width}}  in all")
+        if self.repo_type == SPACE:
+            out.append("  and at the Space's root: index.html (every registration on it), README.md if it has none")
         out += [f"note: {n}" for n in self.notes]
         return out
 
@@ -112,13 +142,23 @@ class Published:
     commit_url: str
     endpoint: str
     at: str
+    repo_type: str = REPO_TYPE
+    sent: int = 0  # files sent in the commit; 0: the repo held every one already, no commit was made
+    total: int = 0  # files the plan had
 
     def tree_url(self, path: str) -> str:
-        return f"{_repo_url(self.endpoint, self.repo_id)}/tree/{self.commit}/{quote(path, safe='/')}"
+        return f"{_repo_url(self.endpoint, self.repo_id, self.repo_type)}/tree/{self.commit}/{quote(path, safe='/')}"
 
     def file_url(self, path: str) -> str:
         """The file's bytes at this commit (what `curl -L` fetches)."""
-        return f"{_repo_url(self.endpoint, self.repo_id)}/resolve/{self.commit}/{quote(path, safe='/')}"
+        return f"{_repo_url(self.endpoint, self.repo_id, self.repo_type)}/resolve/{self.commit}/{quote(path, safe='/')}"
+
+    def page_url(self, path: str) -> str:
+        """A Space's page as a browser shows it: on the public hub the Space's static host (its newest commit),
+        elsewhere the file at this commit."""
+        if self.endpoint.rstrip("/") == PUBLIC_HUB:
+            return f"https://{static_host(self.repo_id)}/{quote(path, safe='/')}"
+        return self.file_url(path)
 
 
 # ---------------------------------------------------------------- what goes up
@@ -129,26 +169,99 @@ def plan_publish(prereg_path: str | Path, runs: dict[str, Path] | None, *, repo_
                  videos: str = "named", video_seeds: tuple[int, ...] = ()) -> PublishPlan:
     """The files of these runs' reports (or of the newest reported run of each arm in `runs_dir`),
     checked and listed; nothing is sent. Bad input is a UsageError naming what and what to do."""
-    from prereg.document.read import load_valid
-    from prereg.document.seal import require_intact
-    from prereg.outputs.report import registration_files
+    from prereg.outputs.report import registration_files, runs_folder
 
-    if not _REPO_ID.fullmatch(repo_id or ""):
-        raise UsageError(f"--repo {repo_id!r}: expected OWNER/NAME, a Hugging Face dataset repo, e.g. "
-                         "--repo my-lab/fontaine-reports")
+    _check_repo_id(repo_id, "--repo", "dataset")
     if videos not in VIDEO_CHOICES:
         raise UsageError(f"--videos {videos!r}: one of {', '.join(VIDEO_CHOICES)}")
-    doc = load_valid(prereg_path)
-    p = str(doc.path)
-    require_intact(doc.layout, p, not_frozen="and only a frozen registration's results are published",
-                   modified="Results of a modified registration are not published: revert the change (e.g. `git diff`)")
-    runs = {arm: Path(d) for arm, d in runs.items()} if runs else _discover(doc, Path(runs_dir))
+    doc, runs = _registration(prereg_path, runs, runs_dir)
     prefix = _prefix(path_in_repo if path_in_repo is not None else doc.prereg_id or doc.path.stem)
     notes: list[str] = []
-    items = [Item(f"{prefix}/{doc.path.name}", doc.path, "the pre-registration", doc.path.stat().st_size)]
+    roots = local_roots(runs_folder(list(runs.values())), doc.path.parent)
+    items = [_item(f"{prefix}/{doc.path.name}", doc.path, "the pre-registration", roots)]
     for f in registration_files(doc, runs):
-        items.append(Item(f"{prefix}/{f.name}", f, "the registration's results" if f.suffix == ".md" else "paired chart",
-                          f.stat().st_size))
+        items.append(_item(f"{prefix}/{f.name}", f, "the registration's results" if f.suffix == ".md" else "paired chart",
+                           roots))
+    plans = _run_plans(runs, prefix)
+    for plan in plans:
+        items += _run_items(doc, plan, videos, video_seeds, notes, roots)
+    return PublishPlan(doc.path, doc.prereg_id, repo_id, revision, prefix, items, plans, notes, title=doc.title)
+
+
+def plan_space(prereg_path: str | Path, runs: dict[str, Path] | None, *, repo_id: str, runs_dir: str | Path = "runs",
+               path_in_repo: str | None = None, revision: str | None = None) -> PublishPlan:
+    """The report's pages for a static Space: the registration's page, each run's page, and every file they use
+    (by their relative links), under PATH_IN_REPO laid out as beside the runs; nothing is sent. Refused (bad
+    input): a run not reported, a report from before the pages, a page that links outside the runs' folder."""
+    from prereg.outputs.page import PAGE, linked_files, registration_page_name
+    from prereg.outputs.report import runs_folder
+    from prereg.outputs.report_read import registration_results_name
+
+    _check_repo_id(repo_id, "--space", "static Space")
+    doc, runs = _registration(prereg_path, runs, runs_dir)
+    prefix = _prefix(path_in_repo if path_in_repo is not None else doc.prereg_id or doc.path.stem)
+    folder = runs_folder(list(runs.values())).resolve()
+    reg_page = folder / registration_page_name(registration_results_name(doc))
+    plans = _run_plans(runs, prefix)
+    pages = [reg_page]
+    for plan in plans:
+        _check_reported(doc, plan)
+        pages.append(plan.run_dir.resolve() / PAGE)
+    for page in pages:
+        if not page.is_file():
+            raise UsageError(f"{page}: no page (a report from before results.html); run `fontaine-prereg report "
+                             f"{doc.path}` with these runs again, then publish")
+    files: set[Path] = set()
+    for page in pages:
+        found, problems = linked_files(page, folder)
+        if problems:
+            raise UsageError(f"{page}: {problems[0]}: a Space holds the pages and what they link inside {folder}; "
+                             "report runs that share one folder (or publish the dataset only)")
+        files.update(found)
+    roots = local_roots(folder, doc.path.parent)
+    reports = {plan.run_dir.resolve(): plan for plan in plans}
+    items = []
+    for f in sorted(files):
+        rel = f.relative_to(folder).as_posix()
+        plan = reports.get(f.parent)
+        results = _check_reported(doc, plan) if plan is not None and f.name == rd.RESULTS_JSON else None
+        items.append(_item(f"{prefix}/{rel}", f, _page_what(f, reg_page), roots, results))
+    for plan in plans:
+        plan.folder = f"{prefix}/{plan.run_dir.resolve().relative_to(folder).as_posix()}"
+    return PublishPlan(doc.path, doc.prereg_id, repo_id, revision, prefix, items, plans, [], repo_type=SPACE,
+                       registration_page=f"{prefix}/{reg_page.name}", title=doc.title)
+
+
+def _page_what(f: Path, reg_page: Path) -> str:
+    if f == reg_page:
+        return "the registration's page"
+    if f.suffix == ".html":
+        return "a run's page"
+    if f.suffix == ".mp4":
+        return "a seed's video"
+    return _WHAT.get(f.name, "a file the pages link")
+
+
+def _check_repo_id(repo_id: str, flag: str, kind: str) -> None:
+    if not _REPO_ID.fullmatch(repo_id or ""):
+        raise UsageError(f"{flag} {repo_id!r}: expected OWNER/NAME, a Hugging Face {kind} repo, e.g. "
+                         f"{flag} my-lab/fontaine-reports")
+
+
+def _registration(prereg_path, runs, runs_dir):
+    """The document (valid and intact) and the runs to publish: as given, or the newest reported run of each arm."""
+    from prereg.document.read import load_valid
+    from prereg.document.seal import require_intact
+
+    doc = load_valid(prereg_path)
+    require_intact(doc.layout, str(doc.path), not_frozen="and only a frozen registration's results are published",
+                   modified="Results of a modified registration are not published: revert the change (e.g. `git diff`)")
+    runs = {arm: Path(d) for arm, d in runs.items()} if runs else _discover(doc, Path(runs_dir))
+    return doc, runs
+
+
+def _run_plans(runs: dict[str, Path], prefix: str) -> list[RunPlan]:
+    """One plan per run directory (a comparison run's two arms share one), each in its own folder of the repo."""
     by_dir: dict[Path, list[str]] = {}
     for arm, run_dir in runs.items():
         by_dir.setdefault(run_dir.resolve(), []).append(arm)
@@ -159,9 +272,8 @@ def plan_publish(prereg_path: str | Path, runs: dict[str, Path] | None, *, repo_
         if any(r.folder == plan.folder for r in plans):
             raise UsageError(f"--run {arms[0]}={run_dir}: another run has the same folder name {run_dir.name!r}; "
                              "publish them separately (--path-in-repo)")
-        items += _run_items(doc, plan, videos, video_seeds, notes)
         plans.append(plan)
-    return PublishPlan(doc.path, doc.prereg_id, repo_id, revision, prefix, items, plans, notes)
+    return plans
 
 
 def _discover(doc, runs_dir: Path) -> dict[str, Path]:
@@ -183,6 +295,9 @@ def _discover(doc, runs_dir: Path) -> dict[str, Path]:
 
 
 def _prefix(text: str) -> str:
+    if text.strip().startswith("/"):  # a path on this machine, most likely: in the repo it would lose its '/'
+        raise UsageError(f"--path-in-repo {text!r}: a folder in the repo, not an absolute path, e.g. my-eval "
+                         "or evals/my-eval")
     parts = [s for s in text.strip().strip("/").split("/") if s]
     if not parts or any(s in (".", "..") or _BAD_NAME.search(s) for s in parts):
         raise UsageError(f"--path-in-repo {text!r}: a folder in the repo, e.g. my-eval or evals/my-eval "
@@ -190,7 +305,9 @@ def _prefix(text: str) -> str:
     return "/".join(parts)
 
 
-def _run_items(doc, plan: RunPlan, videos: str, extra_seeds: tuple[int, ...], notes: list[str]) -> list[Item]:
+def _check_reported(doc, plan: RunPlan) -> dict:
+    """The run's results.json object, once the run is checked publishable: its arms are the document's, it
+    has ended, it has been reported against this registration and nothing was written after the report."""
     run_dir, arm = plan.run_dir, plan.arms[0]
     for a in plan.arms:
         if doc.find_arm(a) is None:
@@ -212,21 +329,76 @@ def _run_items(doc, plan: RunPlan, videos: str, extra_seeds: tuple[int, ...], no
     rows_path = run_dir / rd.ROWS
     if rows_path.is_file() and rows_path.stat().st_mtime > res_json.stat().st_mtime:
         raise UsageError(f"{run_dir}: {rd.ROWS} changed after the report; run `fontaine-prereg report` again first")
+    return res
+
+
+def _run_items(doc, plan: RunPlan, videos: str, extra_seeds: tuple[int, ...], notes: list[str],
+               roots: list[tuple[str, str]]) -> list[Item]:
+    res = _check_reported(doc, plan)
+    run_dir = plan.run_dir
     out = []
     for name in RUN_FILES:
         f = run_dir / name
         if not f.is_file():
             continue
-        data = _as_reported(f, res if name == rd.RESULTS_JSON else None) if name in REPORT_FILES else None
-        size = len(data) if data is not None else f.stat().st_size
-        out.append(Item(f"{plan.folder}/{name}", f, _WHAT[name], size, data))
+        out.append(_item(f"{plan.folder}/{name}", f, _WHAT[name], roots, res if name == rd.RESULTS_JSON else None))
     if videos == "none":
         return out
-    rows = read_rows(rows_path).rows
+    rows = read_rows(run_dir / rd.ROWS).rows
     for a in plan.arms:
         arm_rows = [r for r in rows if r.get("arm") == a] if len(plan.arms) > 1 else rows
         out += _video_items(doc, a, arm_rows, plan, videos, extra_seeds, notes)
     return out
+
+
+def _item(path_in_repo: str, local: Path, what: str, roots: list[tuple[str, str]], results: dict | None = None) -> Item:
+    """One file as it goes up: a report file as the report wrote it (no publication record), a text file with
+    this machine's folders made relative, anything else (a video, a chart) as it is."""
+    data = _as_reported(local, results) if local.name in REPORT_FILES else None
+    if local.suffix in TEXT_SUFFIXES:
+        data = no_local_paths(data if data is not None else _read_text_bytes(local), roots)
+    return Item(path_in_repo, local, what, len(data) if data is not None else local.stat().st_size, data)
+
+
+def _read_text_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot be read ({exc})") from None
+
+
+def local_roots(*folders: Path) -> list[tuple[str, str]]:
+    """(this machine's folder, what it becomes in published text), longest first: the given folders (the
+    runs' folder, the document's) and the working directory become relative, the home directory `~`."""
+    out: dict[str, str] = {}
+    for f in [*folders, Path.cwd()]:
+        for form in {str(Path(f)), str(Path(f).resolve())}:
+            if form != "/":
+                out.setdefault(form, "")
+    home = Path.home()
+    for form in {str(home), str(home.resolve())}:
+        if form != "/":
+            out.setdefault(form, "~")
+    return sorted(out.items(), key=lambda kv: -len(kv[0]))
+
+
+def no_local_paths(data: bytes, roots: list[tuple[str, str]]) -> bytes:
+    """`data` (text) with every local folder in `roots` replaced where it starts a path: `<root>/x` -> `x` (or
+    `~/x`), a bare `<root>` -> `.` (or `~`); `/work/root/x` is left alone for a root `/root`. JSON stays JSON:
+    a path is replaced inside its string, never across a quote."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data
+    for root, repl in roots:
+        if root not in text:
+            continue
+
+        def sub(m, repl=repl):
+            return (f"{repl}/" if repl else "") if m.group(0).endswith("/") else (repl or ".")
+
+        text = re.sub(r"(?<![\w.-])" + re.escape(root) + r"(?:/|(?![\w.-]))", sub, text)
+    return text.encode("utf-8")
 
 
 def _video_items(doc, arm: str, rows: list[dict], plan: RunPlan, videos: str, extra_seeds: tuple[int, ...],
@@ -253,7 +425,7 @@ def _video_items(doc, arm: str, rows: list[dict], plan: RunPlan, videos: str, ex
             why.setdefault(s, []).append("--video-seeds")
     out, unfilmed = [], []
     for seed in sorted(why):
-        video = _video_file(plan.run_dir, by_seed.get(seed))
+        video = row_video(plan.run_dir, by_seed.get(seed))
         if video is None:
             if videos != "all":
                 unfilmed.append(seed)
@@ -274,21 +446,6 @@ _WHAT = {rd.RESULTS: "the run's results", rd.RESULTS_JSON: "the run's results, f
          rd.STATUS: "how it ended"}
 
 
-def _video_file(run_dir: Path, row: dict | None) -> Path | None:
-    """The row's video, when it is a regular file inside the run directory (never a path out of it)."""
-    rel = row.get("video") if isinstance(row, dict) else None
-    if not isinstance(rel, str) or not rel:
-        return None
-    root = run_dir.resolve()
-    try:
-        path = (run_dir / rel).resolve()
-    except (OSError, RuntimeError):
-        return None
-    if not path.is_relative_to(root) or not path.is_file():
-        return None
-    return path
-
-
 def _report_json(path: Path) -> dict:
     """results.json's object, read bounded (a FIFO or a file past the limit is a problem, not a wait)."""
     obj, why = rd.load_json_object(path)
@@ -299,21 +456,25 @@ def _report_json(path: Path) -> dict:
 
 
 def _as_reported(path: Path, results: dict | None = None) -> bytes:
-    """A report file as the report wrote it: without a publication recorded in it since (so the
-    commit holds the report, and publishing again sends the same bytes). `results`: results.json's
-    object when the caller has read it already."""
+    """A report file as the report wrote it: without a publication recorded in it since (the dataset's or the
+    Space's), so the commit holds the report and publishing again sends the same bytes. `results`:
+    results.json's object when the caller has read it already."""
     if path.name == rd.RESULTS_JSON:
         obj = dict(results if results is not None else _report_json(path))
         obj.pop(PUBLISHED_KEY, None)
+        obj.pop(SPACE_KEY, None)
         return _json_text(obj).encode()
+    kept = [line for line in _report_text(path).splitlines() if not line.startswith((PUBLISHED_LINE, PAGE_LINE))]
+    return ("\n".join(kept).rstrip("\n") + "\n").encode()
+
+
+def _report_text(path: Path) -> str:
     try:
-        text = read_regular(path, JSON_MAX_BYTES).decode("utf-8")
+        return read_regular(path, JSON_MAX_BYTES).decode("utf-8")
     except Unreadable as exc:
         raise UsageError(f"{path}: cannot be read ({exc.why}); run `fontaine-prereg report` again") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot be read ({exc}); run `fontaine-prereg report` again") from None
-    kept = [line for line in text.splitlines() if not line.startswith(PUBLISHED_LINE)]
-    return ("\n".join(kept).rstrip("\n") + "\n").encode()
 
 
 def _json_text(obj: dict) -> str:
@@ -334,10 +495,12 @@ def hub_endpoint() -> str:
 
 
 def publish(plan: PublishPlan, *, private: bool = False, log=print) -> Published:
-    """Create the dataset repo if needed (and the branch), then send every file in one commit.
+    """Create the repo if needed (a dataset, or a static Space; and the branch), then send in one commit every
+    file the repo does not hold already (a Space: with its index.html and, if it has none, a README.md).
 
-    Raises PublishFailed (one line, nothing published) when the hub is offline, unreachable or
-    refuses; UsageError when there is no token or a file holds it. The token is never in a message."""
+    Nothing differs: no commit, `sent` 0 and the repo's head commit (the caller keeps its records). Raises
+    PublishFailed (one line, nothing published) when the hub is offline, unreachable or refuses; UsageError
+    when there is no token or a file holds it. The token is never in a message."""
     from huggingface_hub import CommitOperationAdd, HfApi, get_token
 
     endpoint = hub_endpoint()
@@ -352,29 +515,97 @@ def publish(plan: PublishPlan, *, private: bool = False, log=print) -> Published
         raise PublishFailed("HF_HUB_OFFLINE is set: nothing published; unset it to publish "
                             "(--dry-run lists what would go)")
     needle = token.encode()
-    ops = []
+    contents = {}
     for item in plan.items:
         data = item.content()
         if needle in data:
             raise UsageError(f"{item.local}: contains the Hugging Face token; nothing published. Remove it from the "
                              "file (and revoke the token: it was written to disk)")
-        ops.append(CommitOperationAdd(path_in_repo=item.path_in_repo, path_or_fileobj=data))
+        secret = secret_in(data)
+        if secret is not None:  # another token, a webhook URL, a NAME_KEY=value: never uploaded either
+            raise UsageError(f"{item.local}: contains {secret}; nothing published. Remove it from the file "
+                             "(and revoke it: it was written to disk)")
+        contents[item.path_in_repo] = data
+    if not sys.stderr.isatty():  # progress bars only on a terminal: a log or a pipe gets the one line of each outcome
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
     api = HfApi(endpoint=endpoint, token=token)
-    repo = plan.repo_id
+    repo, kind = plan.repo_id, plan.repo_type
+    what = "static Space" if kind == SPACE else "dataset repo"
     try:
-        step = f"creating the dataset repo {repo}"
-        api.create_repo(repo, repo_type=REPO_TYPE, private=private or None, exist_ok=True)
+        step = f"creating the {what} {repo}"
+        api.create_repo(repo, repo_type=kind, private=private or None, exist_ok=True,
+                        **({"space_sdk": "static"} if kind == SPACE else {}))
         if plan.revision and plan.revision != "main":
             step = f"creating the branch {plan.revision} of {repo}"
-            api.create_branch(repo, branch=plan.revision, repo_type=REPO_TYPE, exist_ok=True)
-        step = f"committing {len(ops)} files to {repo}"
-        info = api.create_commit(repo, operations=ops, repo_type=REPO_TYPE, revision=plan.revision,
+            api.create_branch(repo, branch=plan.revision, repo_type=kind, exist_ok=True)
+        step = f"listing the files of {repo}"
+        held = _held(api, repo, kind, plan.revision)
+        if kind == SPACE:
+            contents.update(_space_front(plan, held, contents))
+        send = {path: data for path, data in contents.items() if not _same(held.get(path), data)}
+        if not send:
+            step = f"reading the head commit of {repo}"
+            head = api.repo_info(repo, repo_type=kind, revision=plan.revision).sha
+            return Published(repo, plan.revision or "main", head, _commit_url(endpoint, repo, kind, head), endpoint,
+                             rd.utc_now(), kind, 0, len(contents))
+        log(f"sending {len(send)} of {len(contents)} files to {_repo_url(endpoint, repo, kind)} in one commit"
+            + (f" ({len(contents) - len(send)} unchanged, not sent)" if len(send) < len(contents) else "") + " ...")
+        step = f"committing {len(send)} files to {repo}"
+        ops = [CommitOperationAdd(path_in_repo=path, path_or_fileobj=data) for path, data in send.items()]
+        info = api.create_commit(repo, operations=ops, repo_type=kind, revision=plan.revision,
                                  commit_message=f"fontaine-prereg publish: {plan.prereg_id} "
                                                 f"({', '.join(r.arm for r in plan.runs)})",
                                  commit_description=_description(plan))
     except Exception as exc:  # noqa: BLE001 - every failure talking to the hub: one line, nothing published
         raise PublishFailed(_scrub(_failure_line(exc, step, repo, endpoint), token)) from None
-    return Published(repo, plan.revision or "main", info.oid, info.commit_url, endpoint, rd.utc_now())
+    return Published(repo, plan.revision or "main", info.oid, info.commit_url, endpoint, rd.utc_now(), kind,
+                     len(send), len(contents))
+
+
+def _held(api, repo: str, kind: str, revision: str | None) -> dict[str, tuple[str, str | None]]:
+    """What the repo holds at `revision`: path -> (git blob id, the LFS sha256 of a large file or None)."""
+    from huggingface_hub.hf_api import RepoFile
+
+    out = {}
+    for entry in api.list_repo_tree(repo, repo_type=kind, revision=revision, recursive=True):
+        if isinstance(entry, RepoFile):
+            out[entry.path] = (entry.blob_id, entry.lfs.sha256 if entry.lfs else None)
+    return out
+
+
+def _same(held: tuple[str, str | None] | None, data: bytes) -> bool:
+    """Whether the repo's file is these bytes: by its LFS sha256 when it is a large file, else its git blob id."""
+    if held is None:
+        return False
+    blob, sha256 = held
+    if sha256:
+        return hashlib.sha256(data).hexdigest() == sha256
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == blob
+
+
+def _space_front(plan: PublishPlan, held: dict, contents: dict[str, bytes]) -> dict[str, bytes]:
+    """The Space's root: index.html (every registration page on it, this one included) and a README.md that
+    makes it a static Space, when it has none (a README of the lab's own is never replaced)."""
+    from prereg.outputs.page import space_index
+
+    pages = sorted({p for p in (*held, *contents) if _is_registration_page(p)})
+    ours = plan.registration_page
+    entries = [(p, p.rsplit("/", 1)[-1].removesuffix(".results.html") + (f": {plan.title}" if p == ours else ""))
+               for p in pages]
+    title = f"{plan.repo_id.split('/')[-1]}: reports"
+    out = {"index.html": space_index(title, entries, rd.utc_now()[:10]).encode()}
+    if "README.md" not in held:
+        out["README.md"] = (f"---\ntitle: {plan.repo_id.split('/')[-1]}\nsdk: static\napp_file: index.html\n"
+                            "pinned: false\n---\n\nPre-registered evaluations reported by `fontaine-prereg publish "
+                            "--space`: each registration's page, its runs' pages, their videos and rows.\n").encode()
+    return out
+
+
+def _is_registration_page(path: str) -> bool:
+    parts = path.split("/")
+    return path.endswith(".results.html") and len(parts) >= 2
 
 
 def _description(plan: PublishPlan) -> str:
@@ -395,6 +626,9 @@ def _failure_line(exc: BaseException, step: str, repo: str, endpoint: str) -> st
         return "HF_HUB_OFFLINE is set: nothing published; unset it to publish"
     response = getattr(exc, "response", None)
     status = getattr(response, "status_code", None) if isinstance(exc, HfHubHTTPError) else None
+    xet = _XET_HTTP.search(str(exc)) if status is None else None  # hf_xet (Rust) says the status in its message
+    if xet is not None:
+        return _xet_line(int(xet.group(1)), xet.group(2), step, repo, endpoint)
     head = f"{endpoint} refused {step}"
     if status == 401:
         return (f"{head} (401: the token was not accepted): nothing published; set HF_TOKEN to a valid token "
@@ -421,6 +655,25 @@ def _failure_line(exc: BaseException, step: str, repo: str, endpoint: str) -> st
             "or --dry-run to check what would go")
 
 
+# hf_xet's error for an answer it did not want: "HTTP status client error (404 Not Found), domain: http://..."
+_XET_HTTP = re.compile(r"HTTP status (?:client|server) error \((\d{3})[^)]*\)(?:, domain: (\S+))?")
+
+
+def _xet_line(status: int, url: str | None, step: str, repo: str, endpoint: str) -> str:
+    """The one line for a large file refused on its way through Xet storage: the hub answered, so never
+    'cannot reach'."""
+    where = urlsplit(url or "").path or "its Xet storage"
+    if status == 404 and "xet-write-token" in where:
+        return (f"{endpoint} has no Xet storage (it answered 404 to {where}) while {step}: nothing published; "
+                "set HF_HUB_DISABLE_XET=1 to send the large files (videos, charts) through LFS instead")
+    if status in (401, 403):
+        return (f"{endpoint} refused the Xet storage of {repo} ({status} on {where}) while {step}: nothing published; "
+                "use a token with write access there (`hf auth whoami`), or HF_HUB_DISABLE_XET=1 to use LFS")
+    kind = "a server error" if status >= 500 else "refused"
+    return (f"{endpoint}'s Xet storage answered {status} ({kind}) on {where} while {step}: nothing published; run "
+            "again" + (" later" if status >= 500 else ", or HF_HUB_DISABLE_XET=1 to send the large files through LFS"))
+
+
 def _one_line(exc: BaseException | str, limit: int = 200) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -434,31 +687,63 @@ def _scrub(text: str, token: str | None) -> str:
 
 
 def record(plan: PublishPlan, pub: Published) -> list[Path]:
-    """Write the publication into each run's results.json (`published`) and results.md (one line)."""
+    """Write the publication into each run's results.json and results.md: the dataset's (`published`, its
+    `Published:` line) or the Space's (`published_space`, its `Page:` line), replacing an earlier one of the
+    same kind and keeping the other kind's."""
+    from prereg.outputs.page import PAGE
+
     written = []
+    space = plan.repo_type == SPACE
+    key, mark = (SPACE_KEY, PAGE_LINE) if space else (PUBLISHED_KEY, PUBLISHED_LINE)
     for run in plan.runs:
-        entry = {
-            "repo": pub.repo_id, "repo_type": REPO_TYPE, "revision": pub.revision, "commit": pub.commit,
-            "commit_url": pub.commit_url, "folder_url": pub.tree_url(run.folder), "published_at": pub.at,
-            "files": {name: pub.file_url(f"{run.folder}/{name}") for name in RUN_FILES if (run.run_dir / name).is_file()},
-            "videos": {label: pub.file_url(path) for label, path in run.videos.items()},
-        }
+        base = {"repo": pub.repo_id, "repo_type": plan.repo_type, "revision": pub.revision, "commit": pub.commit,
+                "commit_url": pub.commit_url}
+        if space:
+            page = pub.page_url(f"{run.folder}/{PAGE}")
+            entry = {**base, "space_url": _repo_url(pub.endpoint, pub.repo_id, SPACE), "page_url": page,
+                     "registration_url": pub.page_url(plan.registration_page), "published_at": pub.at}
+            line = f"{mark}{page} (Space {pub.repo_id}, commit `{pub.commit[:12]}`, {pub.at})"
+        else:
+            entry = {**base, "folder_url": pub.tree_url(run.folder), "published_at": pub.at,
+                     "files": {name: pub.file_url(f"{run.folder}/{name}") for name in RUN_FILES
+                               if (run.run_dir / name).is_file()},
+                     "videos": {label: pub.file_url(path) for label, path in run.videos.items()}}
+            vids = f", {len(run.videos)} video{'s' if len(run.videos) != 1 else ''}" if run.videos else ""
+            line = f"{mark}{entry['folder_url']} (commit `{pub.commit[:12]}` of {pub.repo_id}, {pub.at}{vids})"
         res_path = run.run_dir / rd.RESULTS_JSON
-        obj = json.loads(_as_reported(res_path))
-        obj[PUBLISHED_KEY] = entry
+        obj = _report_json(res_path)
+        obj.pop(key, None)
+        obj[key] = entry
         md_path = run.run_dir / rd.RESULTS
-        md = _as_reported(md_path).decode("utf-8")
-        vids = f", {len(run.videos)} video{'s' if len(run.videos) != 1 else ''}" if run.videos else ""
-        line = (f"{PUBLISHED_LINE}{entry['folder_url']} (commit `{pub.commit[:12]}` of {pub.repo_id}, "
-                f"{pub.at}{vids})")
+        md = _report_text(md_path)
+        kept = [x for x in md.splitlines() if not x.startswith(mark)]
+        while kept and not kept[-1].strip():
+            kept.pop()
+        records = [x for x in kept if x.startswith((PUBLISHED_LINE, PAGE_LINE))]
+        body = [x for x in kept if not x.startswith((PUBLISHED_LINE, PAGE_LINE))]
+        while body and not body[-1].strip():
+            body.pop()
         rd.write_json_atomic(res_path, obj)
-        rd.write_text_atomic(md_path, md.rstrip("\n") + "\n\n" + line + "\n")
+        rd.write_text_atomic(md_path, "\n".join(body) + "\n\n" + "\n".join([*records, line]) + "\n")
         written += [res_path, md_path]
     return written
 
 
-def _repo_url(endpoint: str, repo_id: str) -> str:
-    return f"{endpoint.rstrip('/')}/datasets/{repo_id}"
+def _repo_url(endpoint: str, repo_id: str, repo_type: str = REPO_TYPE) -> str:
+    return f"{endpoint.rstrip('/')}/{'spaces' if repo_type == SPACE else 'datasets'}/{repo_id}"
+
+
+def _commit_url(endpoint: str, repo_id: str, repo_type: str, commit: str) -> str:
+    return f"{_repo_url(endpoint, repo_id, repo_type)}/commit/{commit}"
+
+
+PUBLIC_HUB = "https://huggingface.co"
+
+
+def static_host(repo_id: str) -> str:
+    """Where the public hub serves a static Space's files: OWNER/NAME -> owner-name.static.hf.space (lower
+    case, every run of other characters one hyphen)."""
+    return re.sub(r"[^a-z0-9]+", "-", repo_id.lower()).strip("-") + ".static.hf.space"
 
 
 def _size(n: int) -> str:

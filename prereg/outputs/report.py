@@ -26,6 +26,7 @@ from prereg.core.errors import PreregError
 from prereg.document.model import Document
 from prereg.document.read import load_valid
 from prereg.document.seal import require_intact
+from prereg.outputs.page import PAGE, registration_page, registration_page_name, run_page
 from prereg.outputs.report_markdown import (
     append_section,
     arm_markdown,
@@ -76,6 +77,7 @@ class Report:
     registration_md: Path | None = None
     paired_charts: list[Path] = field(default_factory=list)
     sequential: list[SequentialVerdict] = field(default_factory=list)
+    registration_page: Path | None = None  # <prereg-id>.results.html beside the registration's results file
 
     @property
     def comparisons(self) -> list[ComparisonRead]:
@@ -92,6 +94,7 @@ class Report:
                                      "paired": c.paired.as_dict() if c.paired else None} for c in r.comparators],
                     "chart": str(r.chart) if r.chart else None,
                     "results_md": str(r.results_md) if r.results_md else None,
+                    "page": str(r.page) if r.page else None,
                 } for name, r in self.arms.items()
             },
             "decision_rules": [v.as_dict() for v in self.verdicts],
@@ -100,6 +103,7 @@ class Report:
             "appended": self.appended,
             "unregistered": self.unregistered,
             "registration_results": str(self.registration_md) if self.registration_md else None,
+            "registration_page": str(self.registration_page) if self.registration_page else None,
         }
 
     def summary_text(self) -> str:
@@ -120,7 +124,7 @@ class Report:
                 out.append(f"  outcomes  {outcomes_line(a.outcomes)}")
             for c in r.comparators:
                 out.append(f"  vs {c.comparator.name}: " + (paired_line(c.paired) if c.paired else c.note))
-            out.append(f"  wrote     {r.results_md}, {r.chart}")
+            out.append(f"  wrote     {r.results_md}, {r.chart}" + (f", {r.page}" if r.page else ""))
         for c in self.comparisons:
             out.append(f"\ncomparison {c.title}  [{c.run_dir}]")
             out += [f"  {line}" for line in c.lines()]
@@ -134,6 +138,8 @@ class Report:
                        + (f"\n      ({s.decision.text})" if s.decision else ""))
         if self.registration_md:
             out.append(f"\nregistration results: {self.registration_md}")
+        if self.registration_page:
+            out.append(f"registration page:    {self.registration_page}")
         if self.appended:
             out.append(f"\nappended the results section to {self.prereg_path}")
         else:
@@ -166,13 +172,16 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     now = now or utc_now()
     colors = registration_colors(doc)
     head = [UNREGISTERED_LINE, ""] if unregistered else []
-    for arms in arms_by_run(reports).values():
-        _write_run_files(doc, [reports[a] for a in arms], judgement, now, colors, head, unregistered)
-    folder = _runs_folder([r.run_dir for r in reports.values()])
-    charts = draw_paired_charts(doc, reports, folder, colors)
+    folder = runs_folder([r.run_dir for r in reports.values()])
     reg_md = folder / registration_results_name(doc)
+    reg_page = folder / registration_page_name(reg_md.name)
+    for arms in arms_by_run(reports).values():
+        _write_run_files(doc, [reports[a] for a in arms], judgement, now, colors, head, unregistered, reg_page)
+    charts = draw_paired_charts(doc, reports, folder, colors)
     reg_lines = registration_markdown(doc, reports, judgement, now, charts, folder, unregistered)
     rd.write_text_atomic(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
+    rd.write_text_atomic(reg_page, registration_page(doc, reports, judgement, now, colors, reg_page,
+                                                     unregistered=unregistered))
     section = section_markdown(doc, reports, judgement, now, reg_md)
     skipped = ""
     if append and unregistered:
@@ -188,7 +197,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     if append:
         append_section(doc, sorted(reports), section, now)
     return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped,
-                  unregistered, reg_md, charts, judgement.sequential)
+                  unregistered, reg_md, charts, judgement.sequential, reg_page)
 
 
 def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
@@ -211,13 +220,16 @@ def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
     for arm, rep in reports.items():
         rep.comparators = [comparator_read(doc, rep, c, reports, unregistered) for c in doc.comparators_for(arm)]
         pair_comparison_arms(rep, reports)
-    return doc, reports, judge_reports(doc, reports)
+    judgement = judge_reports(doc, reports)
+    for c in comparison_reads(reports):  # whether its decision stands is the verdict engine's
+        c.verdict = judgement.comparison_of(c.spec)
+    return doc, reports, judgement
 
 
 def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement, now: str, colors: dict,
-                     head: list[str], unregistered: bool) -> None:
-    """results.md, results.json and chart.png of one run directory: one arm's, or a comparison run's
-    two arms together (one chart of both, paired B - A; one results file that states the decision)."""
+                     head: list[str], unregistered: bool, reg_page: Path) -> None:
+    """results.md, results.json, chart.png and results.html of one run directory: one arm's, or a comparison
+    run's two arms together (one chart of both, paired B - A; one results file that states the decision)."""
     rep = reps[0]
     run_dir = rep.run_dir
     if len(reps) == 1:
@@ -248,6 +260,11 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
         doc_json = _comparison_results_json(doc, reps, comparisons, judgement, now, unregistered)
     doc_json["chart"] = chart_record(series, paired, colors)  # what the console draws in cells
     rd.write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
+    page = run_dir / PAGE  # the same objects as a page, written last: it links the files above
+    rd.write_text_atomic(page, run_page(doc, reps, judgement, now, colors, unregistered=unregistered,
+                                        registration=reg_page))
+    for r in reps:
+        r.page = page
 
 
 def chart_record(series: list[ArmReads], paired, colors: dict) -> dict:
@@ -275,7 +292,7 @@ def _results_json(doc: Document, rep: ArmReport, judgement: Judgement, now: str,
     """results.json: what a machine reads of this run's report (the Discord results post)."""
     r = rep.reads
     return {"prereg_id": doc.prereg_id, "arm": r.arm, "generated_at": now, "unregistered": unregistered,
-            **_arm_json(r),
+            **_arm_json(r), "rows_level": rep.rows_level,
             "verdicts": [v.as_dict() for v in judgement.verdicts],
             "sequential_tests": [s.as_dict() for s in judgement.sequential]}
 
@@ -287,13 +304,13 @@ def _comparison_results_json(doc: Document, reps: list[ArmReport], comparisons: 
     c = comparisons[0] if comparisons else None
     return {"prereg_id": doc.prereg_id, "arm": "-vs-".join(r.reads.arm for r in reps) if c is None else c.spec.label,
             "generated_at": now, "unregistered": unregistered, "valid": all(r.reads.valid for r in reps),
-            "arms": {r.reads.arm: {**_arm_json(r.reads), "label": r.after_stop} for r in reps},
+            "arms": {r.reads.arm: {**_arm_json(r.reads), "label": r.after_stop, "rows_level": r.rows_level} for r in reps},
             "comparison": c.as_dict() if c is not None else None,
             "verdicts": [v.as_dict() for v in judgement.verdicts],
             "sequential_tests": [s.as_dict() for s in judgement.sequential]}
 
 
-def _runs_folder(dirs: list[Path]) -> Path:
+def runs_folder(dirs: list[Path]) -> Path:
     """Where the registration's results go: the folder that holds the runs (their common parent)."""
     parents = {d.resolve().parent for d in dirs}
     if len(parents) == 1:
@@ -305,7 +322,7 @@ def _runs_folder(dirs: list[Path]) -> Path:
 def registration_files(doc: Document, runs: dict[str, Path]) -> list[Path]:
     """The files a report of these runs (arm -> run directory) wrote beside them, those that exist:
     the registration's results file and each arm's paired charts (what `fontaine-prereg publish` shares)."""
-    folder = _runs_folder([Path(d) for d in runs.values()])
+    folder = runs_folder([Path(d) for d in runs.values()])
     names = [registration_results_name(doc)]
     names += [paired_chart_name(doc, arm, c.name) for arm in runs for c in doc.comparators_for(arm)]
     return [folder / n for n in names if (folder / n).is_file()]

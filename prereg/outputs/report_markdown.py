@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prereg.core.errors import PreregError
-from prereg.document.layout import REPLACED_MARK, RESULTS_END, results_begin
+from prereg.document.layout import REPLACED_MARK, RESULTS_END, parse_layout, results_begin
 from prereg.document.model import Document
 from prereg.document.read import parse
 from prereg.document.seal import verify_layout, write_lines
@@ -21,9 +21,10 @@ from prereg.stats.verdict import Judgement
 def section_markdown(doc: Document, reports: dict[str, ArmReport], judgement: Judgement, now: str,
                       reg_md: Path | None = None) -> list[str]:
     arms = sorted(reports)
-    out = [results_begin(f"arms={','.join(arms)}"),
+    out = [results_begin(f"arms={','.join(arms)}", at=now, rules=",".join(answered(reports, judgement))),
            f"## Results: {', '.join(arms)} ({now[:16].replace('T', ' ')}Z, fontaine-prereg report)", "",
-           "_Written by `fontaine-prereg report`; reporting these arms again replaces this section. "
+           "_Written by `fontaine-prereg report`; reporting these arms again replaces this section, and a later "
+           "report that answers any of its questions (an arm, a rule) marks it superseded. "
            "Write interpretation outside it._", ""]
     if reg_md is not None:
         out += [f"The registration's results file: `{reg_md}`.", ""]
@@ -35,6 +36,16 @@ def section_markdown(doc: Document, reports: dict[str, ArmReport], judgement: Ju
     out += rules_markdown(judgement)
     out.append(RESULTS_END)
     return out
+
+
+def answered(reports: dict[str, ArmReport], judgement: Judgement) -> list[str]:
+    """The questions a report answers besides its arms' reads: each rule, sequential test and comparison
+    every arm of which it read (a rule missing an arm's run is not answered here, only listed)."""
+    shown = set(reports) | {c.comparator.arm for r in reports.values() for c in r.comparators if c.report is not None}
+    keys = [v.key for v in judgement.verdicts if set(v.arms) <= shown]
+    keys += [s.key for s in judgement.sequential if s.arm in reports]
+    keys += [c.key for c in judgement.comparisons]
+    return keys
 
 
 def arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool = False) -> list[str]:
@@ -52,7 +63,7 @@ def arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool
                + f"; quiet {a.quiet}; progress_final_cm mean {cm_text(a.progress_final_mean)}, median "
                f"{cm_text(a.progress_final_median)}; success seeds {a.success_seeds}; mask violations {a.mask_violations}"
                + (f"; first-action delta {a.first_action_delta_deg:.2f} deg" if a.first_action_delta_deg is not None else ""))
-    out.append(f"- **Reads as the lab notes made them**: {_seed_reads_line(a)}")
+    out.append(f"- **Reads as the lab notes made them**: {seed_reads_line(a)}")
     if a.outcomes:
         out.append("- **Outcomes** (one per episode, prereg.rundir.rows.episode_outcome): " + outcomes_line(a.outcomes))
     for c in rep.comparators:
@@ -62,7 +73,7 @@ def arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool
             moves = outcome_transitions(c.reads, a)
             if moves:
                 out.append(f"  - outcome moves from {c.comparator.name} to {a.arm}: "
-                           + "; ".join(_transition_text(m) for m in moves))
+                           + "; ".join(transition_text(m) for m in moves))
     if a.dropped:
         out.append("- **Dropped values** (null or not finite, left out of the reads that need them): "
                    + ", ".join(f"{k} {v}" for k, v in sorted(a.dropped.items())))
@@ -95,7 +106,7 @@ def outcome_transitions(before: ArmReads, after: ArmReads) -> list[tuple[str, st
                   key=lambda m: (-len(m[2]), order[m[0]], order[m[1]]))
 
 
-def _transition_text(move: tuple[str, str, list[int]]) -> str:
+def transition_text(move: tuple[str, str, list[int]]) -> str:
     was, now, seeds = move
     shown = ", ".join(map(str, seeds[:20])) + (", ..." if len(seeds) > 20 else "")
     return f"{OUTCOME_LABELS[was]} → {OUTCOME_LABELS[now]} {len(seeds)} (seeds {shown})"
@@ -129,7 +140,7 @@ def validity_lines(a: ArmReads) -> list[str]:
     return [("FAIL " if not c.ok else "ok   ") + c.text for c in sorted(a.checks, key=lambda c: c.ok)]
 
 
-def _seed_reads_line(a: ArmReads) -> str:
+def seed_reads_line(a: ArmReads) -> str:
     bits = []
     if a.worst_knock_cm is not None:
         bits.append(f"worst knock-away {a.worst_knock_cm:+.2f} cm at seed {a.worst_knock_seed}")
@@ -219,7 +230,7 @@ def _pairings_markdown(reports: dict[str, ArmReport], charts: list[Path], folder
         out.append(f"- **{arm} - {c.comparator.name}**: " + (paired_line(c.paired) if c.paired else c.note)
                    + (f" ({c.note})" if c.paired and c.note else ""))
         if c.reads is not None:
-            out += [f"  - {c.comparator.name} → {arm}: {_transition_text(m)}"
+            out += [f"  - {c.comparator.name} → {arm}: {transition_text(m)}"
                     for m in outcome_transitions(c.reads, reports[arm].reads)]
     out.append("")
     for ch in charts:
@@ -256,13 +267,20 @@ def append_section(doc: Document, arms: list[str], section: list[str], now: str)
     """Replace this tool's section for the same arms, or append one; frozen text is never touched.
 
     A replaced report that said something else is kept below the new one (folded), with the
-    sha256 of its text and when it was replaced; one reported again unchanged is not repeated."""
+    sha256 of its text and when it was replaced; one reported again unchanged is not repeated.
+    Every other live section that answers one of the same questions (an arm it reports, a rule,
+    sequential test or comparison it judged on all the arms it reads) is marked superseded by this
+    one, with when and by which: one live answer per question."""
     key = f"arms={','.join(arms)}"
     lines = list(doc.layout.lines)
-    block = next((b for b in doc.layout.results if b.key == key), None)
-    if block is not None:
-        lines[block.start:block.end + 1] = _with_history(section, lines[block.start:block.end + 1], now)
-    else:
+    new = next(iter(parse_layout("\n".join(section) + "\n").results), None)
+    questions = set(arms) | (new.rules if new is not None else set())
+    for b in sorted(doc.layout.results, key=lambda b: -b.start):  # bottom first: the lines above stay put
+        if b.key == key:
+            lines[b.start:b.end + 1] = _with_history(section, lines[b.start:b.end + 1], now)
+        elif not b.superseded and (b.arms | b.rules) & questions:
+            lines[b.start:b.start + 1] = _superseded(b, key, now)
+    if not any(b.key == key for b in doc.layout.results):
         while lines and not lines[-1].strip():
             lines.pop()
         lines += [""] + section
@@ -272,6 +290,15 @@ def append_section(doc: Document, arms: list[str], section: list[str], now: str)
         raise PreregError(f"{doc.path}: writing the results section here would touch a frozen part "
                           "(a results block inside a frozen section?); not written")
     write_lines(doc.path, lines)
+
+
+def _superseded(block, by: str, now: str) -> list[str]:
+    """A live block's begin line marked superseded (superseded=, by=) and the line that says so."""
+    arms = ", ".join(sorted(a for a in by.removeprefix("arms=").split(",") if a))
+    marked = results_begin(block.key, **{**block.attrs, "superseded": now, "by": by})
+    return [marked, "", f"> **Superseded** at {now[:16].replace('T', ' ')}Z by the results section for {arms}: "
+            "the reads and verdicts below are no longer the live answer to the questions that report answers again "
+            "(kept as they were reported).", ""]
 
 
 def _with_history(section: list[str], old: list[str], now: str) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prereg import rundir as rd
 from prereg.core.errors import PreregError
+from prereg.core.vocabulary import ROWS_LEVELS
 from prereg.document.launch import resolve_launch
 from prereg.document.model import Comparator, Document
 from prereg.outputs.provenance import manifest_problems
@@ -18,6 +19,7 @@ from prereg.stats import curtail
 from prereg.stats.chart import paired_delta_chart
 from prereg.stats.comparison_report import ComparisonRead, read_comparison, registered_comparison
 from prereg.stats.reads import ArmReads, Check, Paired, arm_reads, paired_reads
+from prereg.stats.sequential import record_problems as sequential_record_problems
 from prereg.stats.verdict import ArmEvidence, Judgement, evidence_from_reads, judge
 
 UNREGISTERED_LINE = ("**UNREGISTERED REPORT**: rows read with --unregistered; runs not launched from this "
@@ -47,6 +49,9 @@ class ArmReport:
     provenance: list[str] = field(default_factory=list)  # why this run is not a run of this arm ([] = it is)
     evidence: ArmEvidence | None = None  # what the verdict engine reads of this run (prereg/verdict.py)
     comparison: ComparisonRead | None = None  # the run is a comparison run: this arm is one of its two
+    snapshot: rd.Snapshot | None = None  # the run directory's small files as this report read them (the page's provenance)
+    page: Path | None = None  # RUN_DIR/results.html, once written
+    rows_level: str | None = None  # how reproducible its rows are (prereg.core.vocabulary.ROWS_LEVELS), as recorded
 
     @property
     def after_stop(self) -> str:
@@ -164,6 +169,10 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
     if m is not None and m.is_comparison and arm in m.arms and spec is None:
         problems.insert(0, f"a comparison run of {' and '.join(m.arms)}, a comparison no frozen section registers")
     reads.notes += notes
+    if comparison is not None:  # the driver's record against what the rows decide: a provenance problem
+        reads.checks += [Check("record", None, None, False, why) for why in comparison.record_problems]
+    reads.checks += [Check("record", None, None, False, why)
+                     for why in sequential_record_problems(sm.gates.sequential, status, rows, seeds)]
     if not problems:
         reads.checks.insert(0, Check("provenance", None, None, True,
                                      f"launched from this registration ({sm.section.name}, sha256 {sha[:12]}), "
@@ -178,6 +187,9 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
     decided = curtail.savings_note(status, reads)
     if decided:
         reads.notes.append(decided)
+    level = rows_level(m, arm)
+    if level is not None:
+        reads.notes.append(f"rows {level}: {ROWS_LEVELS[level]}")
     if not (run_dir / rd.ROWS).exists():
         if m is not None:  # the driver creates rows.jsonl before its first episode: this run's rows are gone
             reads.checks.append(Check("rows_file", None, None, False,
@@ -191,7 +203,16 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")
     return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence,
-                     comparison=comparison)
+                     comparison=comparison, snapshot=snap, rows_level=level)
+
+
+def rows_level(m: rd.Manifest | None, arm: str) -> str | None:
+    """How reproducible the run's rows are, as the engine recorded it for this arm (policy_resolved.rows:
+    prereg.core.vocabulary.ROWS_LEVELS); None for a run that did not record it."""
+    view = m.arm_view(arm) if m is not None and m.is_comparison else m
+    resolved = view.policy_resolved if view is not None else None
+    level = resolved.get("rows") if isinstance(resolved, dict) else None
+    return level if level in ROWS_LEVELS else None
 
 
 def comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[str, ArmReport],

@@ -32,15 +32,26 @@ def run_sort_key(run_id: str) -> tuple[str, str]:
 
 def discover_runs(runs_dir: str | Path) -> list[Path]:
     """Run directories under runs_dir, newest name last (run ids end in a UTC timestamp); dot
-    folders (.archive, .notifier) are never runs."""
+    folders (.archive, .notifier) are never runs. An entry that cannot be looked at (a symbolic
+    link loop, a folder it may not enter) is listed too: one bad entry is one run whose files
+    cannot be read (its readers say why), never a folder whose every run disappears."""
     root = Path(runs_dir)
     if not root.is_dir():
         return []
     out = []
-    with os.scandir(root) as it:
-        for entry in it:
-            if entry.is_dir() and not entry.name.startswith("."):
-                out.append(Path(entry.path))
+    try:
+        with os.scandir(root) as it:
+            for entry in it:
+                if entry.name.startswith("."):
+                    continue
+                try:
+                    is_run = entry.is_dir()
+                except OSError:  # ELOOP, EACCES: there, and not readable; a dangling link is not a run
+                    is_run = True
+                if is_run:
+                    out.append(Path(entry.path))
+    except OSError:  # the folder itself went or cannot be listed: no runs in it now
+        return []
     return sorted(out, key=lambda p: p.name)
 
 

@@ -47,6 +47,7 @@ POSTS = "posts.jsonl"  # the Discord notifier's ledger: one line per post Discor
 RESULTS = "results.md"  # the report: the frozen reads of this run
 RESULTS_JSON = "results.json"  # the report: this run's primary read and every verdict, for machines (the Discord post)
 CHART = "chart.png"  # the report: the per-seed chart
+RESULTS_HTML = "results.html"  # the report: this run's results as a page (prereg/outputs/page.py), videos linked relatively
 NOTIFY_INFLIGHT = "posts.inflight.json"  # the notifier: the post being sent now (re-sent if it never got recorded)
 NOTIFIER_STATUS = "status.json"  # RUNS/.notifier/status.json: the notifier's own state (not a run's status.json)
 RESERVE = ".space-reserve"  # the driver: a little disk space it frees to record a failure on a full disk
@@ -92,6 +93,28 @@ def utc_iso(ts: float, timespec: str = "seconds") -> str:
     return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat(timespec=timespec).replace("+00:00", "Z")
 
 
+def parse_utc(text: object) -> datetime | None:
+    """A time this contract wrote (`utc_now`: ISO-8601, 'Z' or an offset) as an aware datetime; None for
+    anything else (a missing field, another type, a malformed string). A naive time reads as UTC."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    try:
+        t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
+
+
+def first_row_at(rows, started_at: object = None) -> str | None:
+    """When a run's data first existed: the earliest `finished_at` of its rows (as written), else the
+    run's start (`started_at`, the manifest's: earlier than any row), else None (not known)."""
+    times = [(t, r["finished_at"]) for r in rows if isinstance(r, dict)
+             for t in (parse_utc(r.get("finished_at")),) if t is not None]
+    if times:
+        return min(times)[1]
+    return started_at if parse_utc(started_at) is not None else None
+
+
 # -- writing and reading files ---------------------------------------------------------
 
 
@@ -112,18 +135,27 @@ def write_text_atomic(path: str | Path, text: str, *, keep_mode: bool = False) -
     """Replace `path` with `text` atomically: tmp in the same folder, fsync, rename.
 
     `keep_mode` keeps the permissions of the file being replaced (a user's document)."""
+    write_bytes_atomic(path, text.encode("utf-8"), keep_mode=keep_mode)
+
+
+def write_bytes_atomic(path: str | Path, data: bytes, *, keep_mode: bool = False) -> None:
+    """Replace `path` with `data` atomically (a FIFO there is replaced, never opened and waited on; a
+    directory there is Unreadable, one line, never an IsADirectoryError traceback)."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         if keep_mode and path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o777)
         else:
             os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except IsADirectoryError:
+            raise Unreadable(path, "is a directory, not a regular file: remove it (a file is written there)") from None
     except BaseException:
         try:
             os.unlink(tmp)

@@ -1,4 +1,10 @@
-"""The row contract (`rows.jsonl`, schema 2): its fields and their types, one reader, one classifier.
+"""The row contract (`rows.jsonl`, schema 3): its fields and their types, one reader, one classifier.
+
+Schema 3 renamed `boat_z_mm` to `object_z_mm` (any env's object: the height of its base) and added
+`success_streak` (the ticks in a row the env's success test held at the end: a hold the episode cut
+short) and, for a Gymnasium env run through an adapter, `env_success` / `env_success_tick` (the
+env's own success, beside Fontaine's). A schema-1 or -2 row still reads: its `boat_z_mm` stands in
+for `object_z_mm` (`object_z_mm()`), and the fields it lacks read as null.
 
 Schema 2 added the grasp fields read from the simulator's contacts (`grasped`, `grasp_tick`,
 `lift_max_mm`, `carried_cm`, `released`), then `touched` (the arm touched the object at some
@@ -24,9 +30,10 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prereg.core.safe_read import ROWS_MAX_BYTES, Unreadable, read_regular
+from prereg.core.safe_read import LINE_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, read_lines
+from prereg.core.untrusted import redacted
 
-SCHEMA = 2
+SCHEMA = 3
 
 ROW_FIELDS: tuple[str, ...] = (
     "schema", "run_id", "arm", "seed", "worker",
@@ -36,10 +43,11 @@ ROW_FIELDS: tuple[str, ...] = (
     "progress_cm", "progress_final_cm",
     "dist_by_second_cm",
     "knock_away", "engaged",
-    "upright_final", "boat_z_mm", "tipped",
-    "reset_strikes",
+    "upright_final", "object_z_mm", "tipped",
+    "reset_strikes", "success_streak",
     "grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released",
     "touched", "off_table",
+    "env_success", "env_success_tick",
     "predicts", "zero_fallbacks", "mask_violations", "mean_batch",
     "first_action_delta_deg",
     "wall_s", "started_at", "finished_at",
@@ -71,16 +79,27 @@ FIELD_TYPES: dict[str, frozenset] = {
     "progress_cm": _OPT_NUM, "progress_final_cm": _OPT_NUM,
     "dist_by_second_cm": _OPT_NUMS,
     "knock_away": _OPT_BOOL, "engaged": _OPT_BOOL,
-    "upright_final": _OPT_NUM, "boat_z_mm": _OPT_NUM, "tipped": _OPT_BOOL,
-    "reset_strikes": _OPT_INT,
+    "upright_final": _OPT_NUM, "object_z_mm": _OPT_NUM, "tipped": _OPT_BOOL,
+    "reset_strikes": _OPT_INT, "success_streak": _OPT_INT,
     "grasped": _OPT_BOOL, "grasp_tick": _OPT_INT, "lift_max_mm": _OPT_NUM, "carried_cm": _OPT_NUM,
     "released": _OPT_BOOL, "touched": _OPT_BOOL, "off_table": _OPT_BOOL,
+    "env_success": _OPT_BOOL, "env_success_tick": _OPT_INT,
+    "boat_z_mm": _OPT_NUM,  # LEGACY_FIELDS: schema 1 and 2's name for object_z_mm
     "predicts": _OPT_INT, "zero_fallbacks": _OPT_INT, "mask_violations": _OPT_INT, "mean_batch": _OPT_NUM,
     "first_action_delta_deg": _OPT_NUM_OR_NUMS,  # per-joint list from the engine; a number is accepted
     "wall_s": _OPT_NUM, "started_at": _OPT_STR, "finished_at": _OPT_STR,
     "video": _OPT_STR, "note": _OPT_STR,
     "status": _OPT_STR, "error": _OPT_STR,
 }
+LEGACY_FIELDS = ("boat_z_mm",)  # read (and type-checked) in old rows, never written
+
+
+def object_z_mm(row: dict) -> float | None:
+    """The object's base height at the end (mm): `object_z_mm`, or a schema-1/2 row's `boat_z_mm`."""
+    z = number(row.get("object_z_mm"))
+    return number(row.get("boat_z_mm")) if z is None else z
+
+
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", _NONE: "null",
                list: "a list of numbers"}
 _NUMBER = (int, float)
@@ -170,12 +189,14 @@ class RowsRead:
 
 
 def complete_row(partial: dict) -> dict:
-    """Order a row's fields by the schema, with null for every field not given."""
+    """Order a row's fields by the schema, with null for every field not given; a secret's shape in a
+    text field (an error message quoting a token or a webhook URL) is redacted: what the driver
+    writes to rows.jsonl and rows.json, and what publish uploads, never carries one."""
     row = {k: partial.get(k) for k in ROW_FIELDS}
     row["schema"] = SCHEMA
     extra = {k: v for k, v in partial.items() if k not in row}
     row.update(extra)
-    return row
+    return {k: redacted(v) if isinstance(v, str) else v for k, v in row.items()}
 
 
 def missing_fields(row: dict) -> list[str]:
@@ -190,7 +211,12 @@ def parse_line(text: str, line_no: int) -> tuple[dict | None, BadLine | None]:
     problem = row_problem(obj)
     if problem is not None:
         return None, BadLine(line_no, text[:200], problem)
-    return obj, None
+    return {_FIELD_NAMES.get(k, k): v for k, v in obj.items()}, None  # one str per field name, not one per row
+
+
+# json.loads makes each row's 40 field names anew: shared, a row takes about half the memory (a 300 MB
+# rows.jsonl read at 1.5 GB, now 0.85 GB; benchmarks/bench_console.py times the read)
+_FIELD_NAMES = {name: name for name in ROW_FIELDS}
 
 
 def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
@@ -202,30 +228,34 @@ def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
     validity, the console's corrupt count) sees that the run's rows could not be read rather
     than a run with no rows."""
     out = RowsRead()
+    last: dict[tuple, dict] = {}  # (arm, seed) -> its latest row: a line repeated is one object, not one each
     try:
-        data = read_regular(path, max_bytes)
+        for i, raw, length, ended in read_lines(path, max_bytes):
+            if raw is None:
+                out.bad.append(BadLine(i, "", f"a line of {length:,} bytes, more than the {LINE_MAX_BYTES:,} a row "
+                                              "may be", torn=not ended))
+                continue
+            if not raw.strip():
+                continue
+            text = raw.decode("utf-8", errors="replace")
+            if not ended:
+                out.bad.append(BadLine(i, text[:200], "torn last line (no newline: a write was cut short)", torn=True))
+                continue
+            row, bad = parse_line(text, i)
+            if bad is not None:
+                out.bad.append(bad)
+            else:
+                key = (row.get("arm"), row.get("seed"))
+                if last.get(key) == row:
+                    row = last[key]  # the same row again (300 MB of one line read at 1 GB): shared, read-only
+                last[key] = row
+                out.rows.append(row)
+                out.line_nos.append(i)
     except FileNotFoundError:
-        return out
+        return RowsRead()
     except Unreadable as exc:
-        out.problem = exc.why
+        out = RowsRead(problem=exc.why)
         out.bad.append(BadLine(0, "", f"{exc} (no row of this run can be read)"))
-        return out
-    lines = data.split(b"\n")
-    torn_tail = data and not data.endswith(b"\n")
-    for i, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        is_last = i == len(lines)
-        text = raw.decode("utf-8", errors="replace")
-        if is_last and torn_tail:
-            out.bad.append(BadLine(i, text[:200], "torn last line (no newline: a write was cut short)", torn=True))
-            continue
-        row, bad = parse_line(text, i)
-        if bad is not None:
-            out.bad.append(bad)
-        else:
-            out.rows.append(row)
-            out.line_nos.append(i)
     return out
 
 
@@ -238,22 +268,21 @@ def last_row_of_seed(path: str | Path, seed: int, max_bytes: int = ROWS_MAX_BYTE
     `parse_line`, so a wrong-typed row is never shown as a row); lines that do not mention the
     seed are skipped unparsed, so the seed view opens fast on a 100,000-row run."""
     name = Path(path).name
+    needles = (f'"seed": {seed}'.encode(), f'"seed":{seed}'.encode())
+    found = None
     try:
-        data = read_regular(path, max_bytes)
+        for i, raw, _, ended in read_lines(path, max_bytes):
+            if raw is None or not ended or not any(n in raw for n in needles):
+                continue
+            row, bad = parse_line(raw.decode("utf-8", errors="replace"), i)
+            if bad is None and row.get("seed") == seed and (arm is None or row.get("arm") == arm):
+                found = row
     except FileNotFoundError:
         return None, f"{name} is missing"
     except Unreadable as exc:
         return None, str(exc)
     except OSError as exc:
         return None, f"{name}: {exc.strerror or exc}"
-    needles = (f'"seed": {seed}'.encode(), f'"seed":{seed}'.encode())
-    found = None
-    for i, raw in enumerate(data.split(b"\n"), 1):
-        if not any(n in raw for n in needles):
-            continue
-        row, bad = parse_line(raw.decode("utf-8", errors="replace"), i)
-        if bad is None and row.get("seed") == seed and (arm is None or row.get("arm") == arm):
-            found = row
     return found, "" if found is not None else f"no row for seed {seed}{f' of {arm}' if arm else ''} yet"
 
 
@@ -314,23 +343,28 @@ def row_outcome(row: dict) -> str:
 
 # ---------------------------------------------------------------- one outcome per episode
 
-# What happened in an episode, in one word, from the row's physics fields (schema 2). Decided in
-# this order, the first that holds: error, success, off the table, then (grasped) placed tipped,
-# carried not placed, grasped then dropped, then (never grasped) knocked away, touched, quiet.
+# What happened in an episode, in one word, from the row's physics fields (schema 2 and 3). Decided
+# in this order, the first that holds: error, success, hold unfinished, off the table, then (grasped)
+# placed tipped, carried not placed, grasped then dropped, then (never grasped) knocked away,
+# touched, quiet.
+HOLD_UNFINISHED = "hold_unfinished"
 OFF_TABLE = "off_table"
 PLACED_TIPPED = "placed_tipped"
 CARRIED = "carried_not_placed"
 DROPPED = "grasped_dropped"
 TOUCHED = "touched"
-EPISODE_OUTCOMES = (ERROR, SUCCESS, OFF_TABLE, PLACED_TIPPED, CARRIED, DROPPED, KNOCK_AWAY, TOUCHED, QUIET)
+EPISODE_OUTCOMES = (ERROR, SUCCESS, HOLD_UNFINISHED, OFF_TABLE, PLACED_TIPPED, CARRIED, DROPPED, KNOCK_AWAY, TOUCHED,
+                    QUIET)
 OUTCOME_LABELS = {
-    ERROR: "error", SUCCESS: "success", OFF_TABLE: "off the table", PLACED_TIPPED: "placed tipped",
+    ERROR: "error", SUCCESS: "success", HOLD_UNFINISHED: "placed, hold unfinished", OFF_TABLE: "off the table",
+    PLACED_TIPPED: "placed tipped",
     CARRIED: "carried not placed", DROPPED: "grasped then dropped", KNOCK_AWAY: "knocked away",
     TOUCHED: "touched", QUIET: "quiet",
 }
 OUTCOME_RULES = {  # the definitions, in words: the report prints them under its outcome table
     SUCCESS: "the env's success predicate held",
-    OFF_TABLE: "the object ended below the table top (off_table; else boat_z_mm <= -10)",
+    HOLD_UNFINISHED: "the success test held at the end, for fewer ticks than its hold (success_streak > 0)",
+    OFF_TABLE: "the object ended below the table top (off_table; else object_z_mm <= -10)",
     PLACED_TIPPED: "grasped, released, tipped, within 5 cm of the target",
     CARRIED: "grasped and carried >= 2 cm while held, or still held at the end",
     DROPPED: "grasped, then released after carrying < 2 cm",
@@ -346,7 +380,8 @@ CARRIED_MIN_CM = 2.0  # carried: moved at least this far (XY) while held
 def episode_outcome(row: dict, classified: tuple[str, bool, bool] | None = None) -> str:
     """The one outcome of an episode (EPISODE_OUTCOMES), by the order above.
 
-    A row without the grasp fields (schema 1) is never grasped, so its outcome is `classify`'s
+    A row without `success_streak` (schema 1 and 2) never reads as a hold unfinished. A row without
+    the grasp fields (schema 1) is never grasped, so its outcome is `classify`'s
     order (error > success > knock-away > engaged > quiet) with two refinements: a boat that
     ended below the table is off the table, and engaged reads as touched. `classified`, when
     given, is `classify(row)` already computed."""
@@ -354,9 +389,12 @@ def episode_outcome(row: dict, classified: tuple[str, bool, bool] | None = None)
     if outcome in (ERROR, SUCCESS):
         return outcome
     get = row.get
+    streak = get("success_streak")
+    if type(streak) is int and streak > 0:
+        return HOLD_UNFINISHED
     off = get("off_table")
     if off is None:
-        z = number(get("boat_z_mm"))
+        z = object_z_mm(row)
         off = z is not None and z <= OFF_TABLE_Z_MM
     if off is True:
         return OFF_TABLE
@@ -515,6 +553,22 @@ def count_rows(rows) -> RowCounts:
     c = RowCounts()
     c.add_many(rows)
     return c
+
+
+def row_video(run_dir: str | Path, row: dict | None) -> Path | None:
+    """The row's filmed episode (its `video`, relative to the run directory) when it is a regular file inside
+    the run directory: never a path out of it (the report's page links it, publish uploads it)."""
+    rel = row.get("video") if isinstance(row, dict) else None
+    if not isinstance(rel, str) or not rel:
+        return None
+    root = Path(run_dir).resolve()
+    try:
+        path = (root / rel).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not path.is_relative_to(root) or not path.is_file():
+        return None
+    return path
 
 
 @dataclass(frozen=True)

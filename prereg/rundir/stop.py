@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from prereg.core.safe_read import STOP_MAX_BYTES, Unreadable, read_regular
+from prereg.core.untrusted import redacted, secret_in
 from prereg.rundir.files import STOP, utc_now, write_json_atomic
 
 # -- stopping: the STOP request and the structured stop reason --------------------------
@@ -55,9 +56,11 @@ STOP_DETAIL_MAX = 200  # characters of a stop reason's detail: it becomes status
 
 def one_line(text: str, limit: int = STOP_DETAIL_MAX) -> str:
     """`text` as one printable line of at most `limit` characters: control, format and separator
-    characters (newlines, escapes, bidi overrides, NULs) become spaces or '?', runs of spaces one."""
+    characters (newlines, escapes, bidi overrides, NULs) become spaces or '?', runs of spaces one,
+    and a secret's shape (a webhook URL, a token: prereg.core.untrusted) is redacted, since the
+    line is copied into status.json, rows.json, the terminal and the Discord stop post."""
     out = []
-    for ch in text[: limit * 4]:
+    for ch in redacted(text[: limit * 4]):
         if ch.isprintable():
             out.append(ch)
         elif ch.isspace():
@@ -104,3 +107,16 @@ def read_stop(run_dir: str | Path) -> StopReason | None:
         return StopReason(BY_USER, one_line(text))  # a person's words (or any bytes): one printable line
     return StopReason.from_dict(obj) or StopReason(BY_USER, one_line(text))
 
+
+def scrub_stop_file(run_dir: str | Path, reason: StopReason) -> bool:
+    """Once a STOP is acted on: a STOP whose words hold a secret's shape (`printf 'stop %s' "$HF_TOKEN" >
+    STOP`) is rewritten as its reason, redacted, so no secret lingers in the run directory. True when it was."""
+    p = Path(run_dir) / STOP
+    try:
+        data = read_regular(p, STOP_MAX_BYTES)
+    except (OSError, Unreadable):
+        return False
+    if secret_in(data) is None:
+        return False
+    write_stop(run_dir, reason, only_if_absent=False)
+    return True

@@ -34,9 +34,7 @@ def per_seed_chart(arms: list[ArmReads], path: str | Path, title: str = "", *,
     if paired is not None:
         _paired(fig.add_subplot(2, 1, 2), paired, colors)
     fig.tight_layout()  # room for the axis labels at any width
-    out = Path(path)
-    fig.savefig(out, format="png")
-    return out
+    return _save(fig, path)
 
 
 def paired_delta_chart(paired: Paired, path: str | Path, *, colors: dict[str, str] | None = None,
@@ -50,9 +48,7 @@ def paired_delta_chart(paired: Paired, path: str | Path, *, colors: dict[str, st
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, format="png")
-    return out
+    return _save(fig, path)
 
 
 def _per_seed(ax, arms: list[ArmReads], seeds: list[int], colors: dict[str, str]) -> None:
@@ -115,3 +111,15 @@ def _paired(ax, p: Paired, colors: dict[str, str]) -> None:
     ax.set_ylabel(f"delta progress_final_cm\n{p.arm} - {p.comparator}", fontsize=9)
     ax.set_title(f"paired per-seed delta on {p.shared_seeds} shared seeds", fontsize=10)
     ax.legend(handles=handles, fontsize=8, loc="best")
+
+
+def _save(fig, path: str | Path) -> Path:
+    """The PNG written atomically: a FIFO named chart.png was opened for writing and waited on."""
+    import io
+
+    from prereg.rundir.files import write_bytes_atomic
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    write_bytes_atomic(path, buf.getvalue())
+    return Path(path)

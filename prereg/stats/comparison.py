@@ -6,7 +6,7 @@ The front matter (validated in prereg/document/, carried on `SectionModel.compar
 comparison:
   arms: [release, finetuned]   # A (the baseline), B (the candidate): every delta is B - A, per seed
   metric: success              # success | progress_final_cm
-  test: step                   # step | savi | fixed
+  test: sprt                   # sprt | step | savi | fixed (success); fixed (the default) | savi (progress)
   alpha: 0.05                  # P(any wrong claim) at most alpha, whenever the run is read (two-sided)
   power: 0.8                   # the power the batch comparison is sized for (validate/freeze's table)
   minimum_effect: 0.15         # a rate difference (success) or cm (progress): "equivalent" means |delta| < it
@@ -16,6 +16,7 @@ comparison:
   assumed_delta_cm: 0.73       # progress: the plan's guess of the mean paired delta ...
   delta_sd_cm: 3.0             # ... and of its SD across seeds
   delta_bound_cm: 272.26       # progress: |B - A| never exceeds this (default: the scene's, below)
+  clip_cm: 7.5                 # progress, test savi (required): it tests the mean of the deltas clipped to +/- this
 ```
 
 **The API the driver calls** (after every row, on the rows so far; nothing here reads a file):
@@ -27,7 +28,8 @@ comparison:
 `prereg.rundir.rows.rows_by_seed(rows_of_arm, planned_seeds)`, `planned_seeds` the protocol's seeds in
 plan order. `None`: no decision yet, keep going. Otherwise `d.outcome` is one of `BETTER` ("B
 better"), `WORSE` ("B worse"), `EQUIVALENT` ("equivalent within the minimum effect"),
-`UNDECIDED` (max seeds read and none of the three), or `VOID` (a progress delta broke the
+`FUTILE` (test sprt only: stopped for futility, the design's difference is implausible, nothing
+claimed), `UNDECIDED` (max seeds read and none of the above), or `VOID` (a progress delta broke the
 registered bound: the anytime-valid guarantee no longer holds, the run goes on to the fixed-n
 read). `d.stops_run` says whether the driver should stop (`StopReason(by="decided",
 detail="(comparison) " + d.text)`), `d.text` is the evidence in words, `d.as_dict()` goes to
@@ -45,6 +47,12 @@ progress metric and counted in the text.
 **The tests** (every claim below is checked by simulation in tests/prereg/test_comparison.py
 and drawn by scripts/comparison_figures.py):
 
+- `sprt` (success): the truncated discordant-pair SPRT of prereg/stats/paired_sprt.py, designed
+  at the registered rates (`ComparisonSpec.design_rates`), its boundary at an exact level alpha for
+  every null and correlation, a non-binding futility stop that keeps the registered power at the
+  design, truncated at max_seeds (tests/prereg/test_paired_sprt.py; exact by dynamic programming).
+  No equivalence claim: a futility stop says the design's difference is implausible, and the
+  betting confidence sequence for the rate difference is given with it.
 - `step` (success): STEP (Snyder et al., RSS 2025) through its authors' package
   `sequentialized-barnard-tests`: its near-optimal rejection policy for n_max = max_seeds at
   alpha/2 per direction (the package's mirrored test in its "ranking" mode), read by
@@ -65,9 +73,11 @@ and drawn by scripts/comparison_figures.py):
   correlation between the arms. Equivalence as for `step`.
 - `savi` (progress_final_cm): the betting confidence sequence of Waudby-Smith & Ramdas (JRSS-B
   2024, the hedged capital process with predictable plug-in bets, Theorem 3) for the mean of
-  the per-seed deltas, bounded in [-delta_bound_cm, delta_bound_cm]: B better when it excludes
-  every delta <= 0, worse when every delta >= 0, equivalent when it lies inside
-  (-minimum_effect, minimum_effect). One (1 - alpha) sequence, so P(any wrong claim) <= alpha.
+  the per-seed deltas CLIPPED to [-clip_cm, clip_cm] (registered; its estimand, said in every
+  text): B better when it excludes every clipped mean <= 0, worse when every one >= 0,
+  equivalent when it lies inside (-minimum_effect, minimum_effect). One (1 - alpha) sequence,
+  so P(any wrong claim about the clipped mean) <= alpha. The clipped mean is not the mean: rare
+  large losses (a knock-away) count as -clip_cm, so it can be positive when the mean is not.
 - `fixed`: the batch test, read once at max_seeds: exact McNemar (binomial on the discordant
   seeds) or the paired t test, two-sided at alpha; equivalence when the (1 - alpha) t interval
   of the paired deltas lies inside (-minimum_effect, minimum_effect).
@@ -79,9 +89,9 @@ and drawn by scripts/comparison_figures.py):
 because prereg may not import engine. Both arms start a seed at the same boat-to-disk distance,
 so the paired delta is dist_final_A - dist_final_B, each in [0, D]: |delta| <= D. A tighter
 `delta_bound_cm` may be registered; a row that breaks it voids the anytime-valid read (VOID).
-The bound is the price of a distribution-free sequence: the bets may not lose more than the
-wealth, so with D = 272 cm a +0.73 cm effect grows the wealth by about 0.73 / 544 per seed
-(docs/prereg.md, "Comparison runs (anytime-valid)", has the measured figures).
+The bound is why savi on progress needs a clip: the bets may not lose more than the wealth, so
+with D = 272 cm a +0.73 cm effect grows the wealth by about 0.73 / 544 per seed and decides
+nothing in thousands of seeds (docs/prereg.md, "Comparison runs (anytime-valid)", has the figures).
 """
 
 from __future__ import annotations
@@ -93,13 +103,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from prereg.document.comparison_spec import SUCCESS_METRIC, ComparisonSpec
+from prereg.stats import paired_sprt
 from prereg.stats.step import step_policy
 
 BET_C = 0.5  # WSR's truncation of the bets: lambda <= c / m (c = 1/2, their default)
 
-BETTER, WORSE, EQUIVALENT, UNDECIDED, VOID = (
-    "B better", "B worse", "equivalent", "undecided", "void")
-_CODES = {1: BETTER, 2: WORSE, 3: EQUIVALENT}
+BETTER, WORSE, EQUIVALENT, UNDECIDED, VOID, FUTILE = (
+    "B better", "B worse", "equivalent", "undecided", "void", "futile")
+_CODES = {1: BETTER, 2: WORSE, 3: EQUIVALENT, paired_sprt.FUTILE: FUTILE}
+DECIDED = (BETTER, WORSE, EQUIVALENT, FUTILE)  # the outcomes that stop a run before max seeds
 
 
 # ---------------------------------------------------------------- the vectorised engines (S sequences x n seeds)
@@ -307,7 +319,7 @@ def mcnemar_rejects(w, lo, alpha: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Decision:
-    outcome: str  # BETTER | WORSE | EQUIVALENT | UNDECIDED | VOID
+    outcome: str  # BETTER | WORSE | EQUIVALENT | FUTILE | UNDECIDED | VOID
     at: int  # seeds of the shared plan prefix read when it was decided
     max_seeds: int
     text: str  # the evidence in words
@@ -322,7 +334,7 @@ class Decision:
     @property
     def episodes_saved(self) -> int:
         """Episodes not run against the batch (both arms to max_seeds)."""
-        return 2 * (self.max_seeds - self.at) if self.outcome in (BETTER, WORSE, EQUIVALENT) else 0
+        return 2 * (self.max_seeds - self.at) if self.outcome in DECIDED else 0
 
     def as_dict(self) -> dict:
         return {"outcome": self.outcome, "at": self.at, "max_seeds": self.max_seeds, "text": self.text,
@@ -385,6 +397,8 @@ def decide(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, pla
             c1, t1 = run_discordant(A, B, spec.alpha)
             c2, t2 = run_betting((B.astype(float) - A), 1.0, spec.alpha, spec.minimum_effect, directions=False)
             code, when = _earliest(c1, t1, c2, t2)
+        elif spec.test == "sprt":
+            code, when = paired_sprt.run(sprt_design(spec, cap), A, B)
         else:
             code, when = run_fixed(A, B, spec.alpha, spec.minimum_effect, cap)
         code, when = int(code[0]), int(when[0])
@@ -403,7 +417,8 @@ def decide(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, pla
     if spec.test == "fixed":
         code, when = run_fixed(d[None, :], None, spec.alpha, spec.minimum_effect, cap - skipped)
     else:
-        code, when = run_betting(d[None, :], spec.delta_bound_cm, spec.alpha, spec.minimum_effect)
+        d = clipped(spec, d)
+        code, when = run_betting(d[None, :], progress_bound(spec), spec.alpha, spec.minimum_effect)
     code, when = int(code[0]), int(when[0])
     if code == 0 and n < cap:
         return None
@@ -411,6 +426,35 @@ def decide(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, pla
     # `at` counts seeds of the prefix (skipped pairs included) up to the deciding delta
     at = n if not code else _seed_index_of_delta(spec, pairs, used)
     return _progress_decision(spec, d[:used], _CODES.get(code, UNDECIDED), at, cap, skipped)
+
+
+def sprt_design(spec: ComparisonSpec, n_max: int) -> paired_sprt.Design:
+    """test sprt's design at the registered rates, alpha and power for n_max seeds (exact; memoised). Where
+    the power cannot be reached within n_max (validate and freeze refuse that plan), the boundary alone:
+    the same level alpha, no futility stop."""
+    p_lo, p_hi = spec.design_rates()
+    try:
+        return paired_sprt.make_design(p_lo, p_hi, spec.alpha, spec.power, n_max)
+    except paired_sprt.Unreachable:
+        crit, h = paired_sprt.calibrate(paired_sprt.design_theta(p_lo, p_hi), n_max, spec.alpha)
+        return paired_sprt.Design(p_lo, p_hi, spec.alpha, spec.power, n_max, crit, h, -math.inf)
+
+
+def prepare(spec: ComparisonSpec, planned_seeds) -> None:
+    """What `decide` computes once per process, computed now (the driver calls it before any episode): test
+    sprt's exact design, seconds at a few hundred seeds."""
+    if spec.test == "sprt":
+        sprt_design(spec, spec.seeds_cap(len(list(planned_seeds))))
+
+
+def progress_bound(spec: ComparisonSpec) -> float:
+    """The bound of the deltas the betting sequence reads: the registered clip (savi), else delta_bound_cm."""
+    return spec.clip_cm if spec.clip_cm is not None else spec.delta_bound_cm
+
+
+def clipped(spec: ComparisonSpec, d: np.ndarray) -> np.ndarray:
+    """The deltas as the anytime-valid progress test reads them: clipped to +/-clip_cm (its estimand)."""
+    return np.clip(d, -spec.clip_cm, spec.clip_cm) if spec.clip_cm is not None else d
 
 
 def _earliest(c1, t1, c2, t2):
@@ -437,6 +481,8 @@ def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
                     f"(decides at {2 / spec.alpha:g})")
     elif spec.test == "step":
         evidence = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {cap}"
+    elif spec.test == "sprt":
+        evidence = _sprt_evidence(sprt_design(spec, cap), at, w, lo, values)
     else:
         evidence = "exact McNemar test, read once at max seeds"
     text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: {spec.arm_b} {kb}/{at} vs {spec.arm_a} {ka}/{at} "
@@ -445,15 +491,36 @@ def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
     return Decision(outcome, at, cap, text, spec, values)
 
 
+def _sprt_evidence(d: paired_sprt.Design, at: int, w: int, lo: int, values: dict) -> str:
+    """The SPRT's state in words (and in `values`): the discordant LLR against its boundary and the futility statistic."""
+    up, down = d.futility_stats(at, w, lo)
+    values.update({"llr_better": round(float(d.llr(w, lo)), 4), "llr_worse": round(float(d.llr(lo, w)), 4),
+                   "futility_better": round(float(up), 4), "futility_worse": round(float(down), 4),
+                   "design": [d.p_lo, d.p_hi], "boundary_h": round(d.h, 4) if math.isfinite(d.h) else None,
+                   "futility_g": d.futility if math.isfinite(d.futility) else None})
+    need = d.crit[min(lo, d.n_max)]
+    bound = (f"B better at {d.h:.3f}: {need} seeds only B with {lo} only A" if need <= d.n_max
+             else "no boundary within max seeds")
+    fut = (f"futility when both are <= {d.futility:.3f}: now {float(up):.2f} / {float(down):.2f}"
+           if d.futility > paired_sprt.G_MIN else "no futility stop (the registered power is out of reach)")
+    return (f"discordant-pair SPRT designed at {d.p_lo:g} vs {d.p_hi:g}: log-likelihood ratio {float(d.llr(w, lo)):+.2f} "
+            f"({bound}), {float(d.llr(lo, w)):+.2f} for B worse; {fut}")
+
+
 def _progress_decision(spec, d, outcome, at, cap, skipped) -> Decision:
-    cs = betting_cs(d, spec.delta_bound_cm, spec.alpha)
+    bound = progress_bound(spec) if spec.test == "savi" else spec.delta_bound_cm
+    cs = betting_cs(d, bound, spec.alpha)
     mean = float(d.mean()) if d.size else float("nan")
     values = {"delta_mean_cm": mean, "pairs": int(d.size), "skipped": skipped, "cs_cm": [round(cs[0], 3), round(cs[1], 3)]}
-    how = ("betting confidence sequence" if spec.test == "savi" else "paired t test, read once at max seeds")
-    text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: mean {spec.arm_b} - {spec.arm_a} {mean:+.3f} cm over "
+    if spec.clip_cm is not None:
+        values["clip_cm"] = spec.clip_cm
+    what = ("mean clipped delta" if spec.clip_cm is not None and spec.test == "savi" else "mean")
+    how = (f"betting confidence sequence for {spec.estimand()}" if spec.test == "savi"
+           else "paired t test, read once at max seeds")
+    text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: {what} {spec.arm_b} - {spec.arm_a} {mean:+.3f} cm over "
             f"{d.size} pairs{f' ({skipped} without progress on a side, skipped)' if skipped else ''}; {how}; "
             f"{100 * (1 - spec.alpha):g}% confidence sequence [{cs[0]:+.3f}, {cs[1]:+.3f}] cm "
-            f"(|delta| <= {spec.delta_bound_cm:g} cm)")
+            f"(|delta| <= {bound:g} cm)")
     return Decision(outcome, at, cap, text, spec, values)
 
 
@@ -461,6 +528,7 @@ def _label(outcome: str, spec: ComparisonSpec) -> str:
     unit = "" if spec.metric == SUCCESS_METRIC else " cm"
     return {BETTER: f"{spec.arm_b} better than {spec.arm_a}", WORSE: f"{spec.arm_b} worse than {spec.arm_a}",
             EQUIVALENT: f"{spec.arm_b} equivalent to {spec.arm_a} within {spec.minimum_effect:g}{unit}",
+            FUTILE: "stopped for futility (no difference of the design's size; nothing claimed)",
             UNDECIDED: "undecided at max seeds"}.get(outcome, outcome)
 
 
@@ -471,7 +539,8 @@ def _label(outcome: str, spec: ComparisonSpec) -> str:
 class ComparisonPath:
     """The comparison after each seed of the shared plan prefix: the running mean of the per-seed delta
     B - A, the confidence sequence around it (the same betting sequence `decide` reads for the band:
-    success deltas in [-1, 1], progress deltas in [-delta_bound_cm, delta_bound_cm]), and, for the
+    success deltas in [-1, 1], progress deltas in [-delta_bound_cm, delta_bound_cm], or clipped to
+    +/-clip_cm under savi, whose running mean is then the clipped one), and, for the
     discordant e-process, its two e-values. Point i is after `at[i]` seeds of the prefix."""
 
     spec: ComparisonSpec
@@ -486,6 +555,7 @@ class ComparisonPath:
     successes: tuple[int, int] | None = None  # success: (A, B) on the whole prefix
     skipped: int = 0  # progress: pairs without progress on a side
     void_at: int | None = None  # progress: the prefix seed whose delta broke the registered bound (points stop before)
+    discordant: tuple[int, int] | None = None  # success: (seeds only B, seeds only A) on the whole prefix
 
     @property
     def unit(self) -> str:
@@ -513,14 +583,17 @@ class ComparisonPath:
                        f"(decides at {self.threshold:g})")
             elif spec.test == "step":
                 how = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {self.max_seeds}"
+            elif spec.test == "sprt" and self.discordant is not None:
+                how = _sprt_evidence(sprt_design(spec, self.max_seeds), k, *self.discordant, {})
             else:
                 how = f"exact McNemar test, read once at {self.max_seeds} seeds"
             return f"{head}; {how}; {level} for the rate difference {band}"
-        head = f"at {k}/{self.max_seeds} seeds: mean {spec.arm_b} - {spec.arm_a} {self.mean[-1]:+.3f} cm"
+        what = "mean clipped delta" if spec.test == "savi" and spec.clip_cm is not None else "mean"
+        head = f"at {k}/{self.max_seeds} seeds: {what} {spec.arm_b} - {spec.arm_a} {self.mean[-1]:+.3f} cm"
         if spec.test == "fixed":
             how = f"paired t test, read once at {self.max_seeds} seeds"
         else:
-            how = (f"decides when the sequence excludes 0 (better/worse) or lies inside "
+            how = (f"decides when the sequence for {spec.estimand()} excludes 0 (better/worse) or lies inside "
                    f"+/-{spec.minimum_effect:g} cm (equivalent)")
         skipped = f" ({self.skipped} pairs skipped: no progress on a side)" if self.skipped else ""
         return f"{head}{skipped}; {level} {band}; {how}"
@@ -545,7 +618,8 @@ def path(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, plann
             ew = tuple(float(v) for v in np.exp(discordant_log_e(ls, w)))
         return ComparisonPath(spec, cap, tuple(planned[i - 1] for i in at), tuple(at),
                               tuple(float(v) for v in np.cumsum(d) / np.arange(1, d.size + 1)),
-                              tuple(map(float, lo)), tuple(map(float, hi)), eb, ew, (int(a.sum()), int(b.sum())))
+                              tuple(map(float, lo)), tuple(map(float, hi)), eb, ew, (int(a.sum()), int(b.sum())),
+                              discordant=(int((b & ~a).sum()), int((a & ~b).sum())))
     d, skipped, broken = _arrays(spec, pairs)
     at = _delta_seed_indices(pairs)
     void_at = None
@@ -553,7 +627,9 @@ def path(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, plann
         void_at = broken[0]
         keep = sum(1 for i in at if i < void_at)
         d, at = d[:keep], at[:keep]
-    lo, hi = betting_cs_path(d, spec.delta_bound_cm, spec.alpha)
+    if spec.test == "savi":
+        d = clipped(spec, d)
+    lo, hi = betting_cs_path(d, progress_bound(spec) if spec.test == "savi" else spec.delta_bound_cm, spec.alpha)
     return ComparisonPath(spec, cap, tuple(planned[i - 1] for i in at), tuple(at),
                           tuple(float(v) for v in np.cumsum(d) / np.arange(1, d.size + 1)),
                           tuple(map(float, lo)), tuple(map(float, hi)), skipped=skipped, void_at=void_at)

@@ -8,24 +8,30 @@ the driver's latest `prereg.stats.comparison.Decision`). The report reads such a
 
 - `comparison_runs(doc, runs)`: `--run A=DIR` (or `--run A-vs-B=DIR`) for a comparison run names
   both of its arms; an arm given its own `--run` keeps it.
-- `read_comparison(...)`: the decision (status.json's, or `decide` on the rows when the driver
-  recorded none), whether the run stopped on it (then every fixed-n read of its arms is "read after
-  an anytime-valid stop"), the episodes run, and the episodes saved against the batch (max_seeds x 2
-  minus the episodes run: in-flight episodes that finished after the decision count as run), and
-  the path over seeds (`prereg.stats.comparison.path`) the console draws.
+- `read_comparison(...)`: the decision, recomputed from the rows by the code the driver ran after
+  every row (`decide`), with status.json's record of it beside (`record_problems`: any difference is
+  a provenance problem of both arms, never the decision); whether the run stopped on it (then every
+  fixed-n read of its arms is "read after an anytime-valid stop"), the episodes run, and the
+  episodes saved against the batch (max_seeds x 2 minus the episodes run: in-flight episodes that
+  finished after the decision count as run), and the path over seeds (`prereg.stats.comparison.path`)
+  the console draws. Whether the decision stands (both arms VALID, ended, read from this run; the
+  comparison frozen before the data) is the verdict engine's (`prereg.stats.verdict.ComparisonVerdict`),
+  attached as `.verdict` by the report.
 
 Pure but for reading the run directory's small files.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import rundir as rd
 from prereg.document.comparison_spec import ComparisonSpec
 from prereg.document.model import Document
 from prereg.stats.comparison import UNDECIDED, VOID, ComparisonPath, batch_episodes, decide, episodes_saved, path
+from prereg.stats.verdict import COMPARISON_STOP, FINAL, ComparisonVerdict
 
 AFTER_STOP = "read after an anytime-valid stop"
 
@@ -59,13 +65,20 @@ class ComparisonRead:
 
     spec: ComparisonSpec
     run_dir: Path
-    decision: dict | None  # Decision.as_dict(): status.json's `comparison`, or decided here from the rows
-    recorded: bool  # the decision is the one the driver recorded (status.json), not recomputed here
+    decision: dict | None  # Decision.as_dict() (+ episodes_saved) decided from the rows by the driver's code; None: none
+    record: dict | None  # status.json's `comparison`: the driver's record of its decision (provenance, not the decision)
     stopped_by_decision: bool  # the run stopped because the comparison decided (its reads: after an anytime-valid stop)
     state: str | None
     episodes_run: int  # rows of either arm, one per (arm, seed)
     max_seeds: int
     path: ComparisonPath
+    record_problems: list[str] = field(default_factory=list)  # where the record and the rows disagree
+    verdict: "ComparisonVerdict | None" = None  # the verdict engine's (prereg.stats.verdict), attached by the report
+
+    @property
+    def recorded(self) -> bool:
+        """The driver recorded a decision (status.json)."""
+        return self.record is not None
 
     @property
     def batch(self) -> int:
@@ -77,22 +90,43 @@ class ComparisonRead:
 
     @property
     def outcome(self) -> str | None:
+        """What is stated: the judged outcome (undetermined or exploratory when the decision cannot stand),
+        or, before judging, what the rows decide."""
+        if self.verdict is not None:
+            return self.verdict.outcome
         return (self.decision or {}).get("outcome")
 
     @property
     def decided_at(self) -> int | None:
         at = (self.decision or {}).get("at")
-        return at if type(at) is int and self.outcome not in (None, VOID) else None
+        return at if type(at) is int and (self.decision or {}).get("outcome") not in (None, VOID) else None
 
     @property
     def title(self) -> str:
         return f"{self.spec.arm_b} vs {self.spec.arm_a}"
 
-    def decision_text(self) -> str:
+    def rows_text(self) -> str:
+        """What the rows decide, in words (the driver's code on this run's rows)."""
         if self.decision is None:
             return f"no decision yet: {self.path.evidence_text()}"
-        text = str(self.decision.get("text") or self.outcome)
-        return text if self.recorded else f"{text} (decided here from the rows: status.json records no decision)"
+        return str(self.decision.get("text") or self.decision.get("outcome"))
+
+    def decision_text(self) -> str:
+        """The decision as stated: the verdict engine's label once judged, else what the rows decide."""
+        if self.verdict is None:
+            return self.rows_text()
+        if self.verdict.verdict != FINAL and self.decision is not None and self.verdict.decision is None:
+            return f"{self.verdict.label}; this run's rows decide: {self.rows_text()}"
+        return self.verdict.label
+
+    def record_text(self) -> str:
+        """The driver's record beside the decision: agreeing, absent, or each difference."""
+        if self.record_problems:
+            return "; ".join(self.record_problems)
+        if self.record is None:
+            return ("status.json records no decision (the driver recorded none)" if self.decision is not None
+                    else "status.json records no decision, and the rows decide none")
+        return "status.json records the same decision"
 
     def savings_text(self) -> str:
         """'39 of the batch's 120 episodes run (60 seeds x 2 arms): 81 saved'."""
@@ -110,14 +144,15 @@ class ComparisonRead:
                 "(the comparison's decision is)")
 
     def lines(self) -> list[str]:
-        """The comparison in words: the test, the decision, the savings (plain text, one item a line)."""
+        """The comparison in words: the test, the decision, the driver's record, the savings (one item a line)."""
         out = [f"registered: {self.spec.describe()}, max {self.max_seeds} seeds per arm",
-               f"decision: {self.decision_text()}"]
-        if self.outcome == UNDECIDED:
+               f"decision: {self.decision_text()}",
+               f"the driver's record: {self.record_text()}"]
+        if (self.decision or {}).get("outcome") == UNDECIDED:
             out.append(f"no decision before max seeds: {self.savings_text()}")
         else:
             out.append(self.savings_text())
-        if self.outcome == VOID:
+        if (self.decision or {}).get("outcome") == VOID:
             out.append("void: the anytime-valid read does not hold for this run; its fixed-n reads stand alone")
         return out
 
@@ -132,30 +167,65 @@ class ComparisonRead:
 
     def as_dict(self) -> dict:
         return {"arms": [self.spec.arm_a, self.spec.arm_b], "run_dir": str(self.run_dir),
-                "registered": self.spec.as_dict(), "decision": self.decision, "recorded": self.recorded,
+                "registered": self.spec.as_dict(), "decision": self.decision, "record": self.record,
+                "recorded": self.recorded, "record_problems": list(self.record_problems),
+                "verdict": self.verdict.as_dict() if self.verdict is not None else None,
                 "text": self.decision_text(), "outcome": self.outcome, "at": self.decided_at,
                 "stopped_by_decision": self.stopped_by_decision, "after_anytime_valid_stop": self.stopped_by_decision,
                 "episodes_run": self.episodes_run, "batch_episodes": self.batch, "episodes_saved": self.saved,
                 "max_seeds": self.max_seeds}
 
 
+RECORD_KEYS = ("outcome", "at", "max_seeds", "successes_a", "successes_b", "b_only", "a_only", "pairs", "skipped",
+               "delta_mean_cm")
+
+
+def record_problems(record: dict | None, decision: dict | None) -> list[str]:
+    """Where the driver's record of a comparison's decision (status.json) is not what its rows decide:
+    each a provenance problem of both arms (the rows or the record changed after the run, or the
+    record is another run's). No record is no problem: the rows decide."""
+    if not isinstance(record, dict):
+        return []
+    if decision is None:
+        return [f"status.json records the comparison's decision {_short_decision(record)}, but the rows decide "
+                "none (rows.jsonl or status.json changed after the run?)"]
+    diffs = []
+    for k in RECORD_KEYS:
+        have, want = record.get(k), decision.get(k)
+        if k not in record and k not in decision:
+            continue
+        same = (isinstance(have, (int, float)) and isinstance(want, (int, float)) and not isinstance(have, bool)
+                and math.isclose(have, want, rel_tol=0, abs_tol=1e-9)) or have == want
+        if not same:
+            diffs.append(f"{k} {have!r} (the rows: {want!r})")
+    if not diffs:
+        return []
+    return [f"status.json's record of the comparison's decision is not what the rows decide: {', '.join(diffs)} "
+            "(rows.jsonl or status.json changed after the run?)"]
+
+
+def _short_decision(d: dict) -> str:
+    return f"{d.get('outcome')!r} at {d.get('at')!r}/{d.get('max_seeds')!r}"
+
+
 def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], status: rd.Status | dict | None,
                     planned_seeds) -> ComparisonRead:
-    """The comparison of a comparison run: its rows (both arms), its status.json (typed), the arms' plan."""
+    """The comparison of a comparison run: its rows (both arms), its status.json (typed), the arms' plan.
+
+    The decision is `decide` on the rows, the code the driver ran after every row; status.json's record
+    is read beside it and any difference listed (`record_problems`)."""
     planned = list(planned_seeds)
     cap = spec.seeds_cap(len(planned))
     a, b = spec.by_seed(rows, planned)
     status = rd.Status.of(status) or rd.Status()
-    recorded = status.comparison
-    decision, was_recorded = (recorded, True) if recorded is not None else (None, False)
-    if decision is None:
-        d = decide(spec, a, b, planned)
-        decision = None if d is None else {**d.as_dict(), "episodes_saved": d.episodes_saved}
+    record = status.comparison if isinstance(status.comparison, dict) else None
+    d = decide(spec, a, b, planned)
+    decision = None if d is None else {**d.as_dict(), "episodes_saved": d.episodes_saved}
     stop = status.stop
-    stopped = bool(stop is not None and stop.by == rd.BY_DECIDED and stop.detail.startswith("(comparison)"))
+    stopped = bool(stop is not None and stop.by == rd.BY_DECIDED and stop.detail.startswith(COMPARISON_STOP))
     episodes = {(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in (spec.arm_a, spec.arm_b)}
-    return ComparisonRead(spec, Path(run_dir), decision, was_recorded, stopped,
-                          status.state, len(episodes), cap, path(spec, a, b, planned))
+    return ComparisonRead(spec, Path(run_dir), decision, record, stopped, status.state, len(episodes), cap,
+                          path(spec, a, b, planned), record_problems(record, decision))
 
 
 def live_evidence(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None, rows: list[dict]) -> str | None:

@@ -282,6 +282,19 @@ class Plan:
     rules: list[Rule]
     other_arms: dict[str, tuple[str, tuple[int, ...], str]] = field(default_factory=dict)  # arm -> (sha, seeds, interval)
     keys: list[str] = field(default_factory=list)  # each rule's identity (prereg.stats.verdict.rule_key), as `rules`
+    frozen: list[str] = field(default_factory=list)  # when each rule's section was frozen (its seal), as `rules`
+
+    def registered_before(self, data_at: str | None) -> "Plan":
+        """The rules frozen no later than the run's first row (`data_at`): a rule written once the data
+        existed (an amendment frozen mid-run) is exploratory, and never stops the run."""
+        from prereg import rundir as rd
+
+        t = rd.parse_utc(data_at)
+        if t is None:
+            return self
+        keep = [i for i, f in enumerate(self.frozen) if (rd.parse_utc(f) or t) <= t]
+        return Plan(self.arm, self.sha256, self.seeds, self.interval, [self.rules[i] for i in keep],
+                    self.other_arms, [self.keys[i] for i in keep], [self.frozen[i] for i in keep])
 
 
 @lru_cache(maxsize=16)
@@ -301,8 +314,9 @@ def _plan(path: str, arm: str, mtime: float) -> Plan | None:
             f = doc.find_arm(a)
             if f and f[1].section.sealed and f[1].protocol is not None:
                 others[a] = (f[1].section.seal.sha256, tuple(f[1].protocol.seeds), f[1].reads.interval)
+    frozen = [(doc.section_model(r.section).section.seal.attrs.get("frozen_at", "")) for r in rules]
     return Plan(arm, sm.section.seal.sha256, tuple(sm.protocol.seeds), sm.reads.interval, rules, others,
-                [k for k, _ in keyed])
+                [k for k, _ in keyed], frozen)
 
 
 def load_plan(prereg: dict | None, arm: str) -> Plan | None:
@@ -335,11 +349,14 @@ def check_run(prereg: dict | None, arm: str, rows: list[dict], run_dir: Path) ->
 
     Every arm is read on its plan prefix (seed k counts once the seeds before it in the plan
     have rows), so neither the order in which episodes finish nor the number of workers can
-    move the decision. {"at": the prefix length, "total": planned, "all": every rule settled,
+    move the decision. Only rules frozen before the run's first row are read (`Plan.registered_before`).
+    {"at": the prefix length, "total": planned, "all": every rule settled,
     "rules": [{key, condition, settled, verdict, why}...]}."""
+    from prereg import rundir as rd
     from prereg.rundir.rows import plan_prefix, rows_by_seed
 
     plan = load_plan(prereg, arm)
+    plan = plan.registered_before(rd.first_row_at(rows)) if plan is not None else None
     if plan is None or not plan.rules:
         return None
     states = sibling_states(plan, run_dir)

@@ -22,8 +22,10 @@ Every figure is at 80% power and a two-sided alpha of 0.05 (`POWER`, `ALPHA`):
   SD of one arm's per-seed values in a pilot run (`reads.power.pilot`), which assumes the two
   arms uncorrelated per seed (conservative when they correlate positively).
 - **Seeds needed** for the effect the plan names (`reads.power.minimum_effect`): the smallest n
-  reaching 80% (`seeds_needed`). Discrete tests' power is a sawtooth in n: the search doubles n,
-  bisects, then looks 10% below the crossing for an earlier n that reaches 80%.
+  from which the power stays at or above 80% for every n up to the plan's seeds (at least twice
+  the first crossing), `seeds_needed`. Discrete tests' power is a sawtooth in n: at p0 = 0.09 the
+  exact test first reaches 80% against 0.24 at 37 seeds but falls to 0.72-0.79 at 38-40 and
+  42-45, so it needs 46; the line names the first tooth and the dips.
 
 `power_lines(doc)` gives the block `fontaine-prereg validate` and `freeze` print. See
 docs/prereg.md ("Power before spending"), tests/prereg/test_power.py (every MDE against 10,000
@@ -235,15 +237,11 @@ def delta_mde_formula(sd: float, n: int, alpha: float = ALPHA) -> float | None:
 # ---------------------------------------------------------------- seeds needed
 
 
-def seeds_needed(power_at, n_min: int = 2, n_max: int = N_MAX) -> int | None:
-    """The smallest n in [n_min, n_max] with power_at(n) >= POWER (None: not by n_max).
-
-    Discrete tests' power is a sawtooth in n (at p0 = 0.09 the exact test's power at a true 0.24
-    is 0.82 at 37 seeds and 0.72 at 38), so a bisection alone can land on a later tooth: n is
-    doubled and bisected to a crossing n_b, then every n from n_b - max(n_b / 4, 25) up is tried
-    in order (with a quarter fewer seeds a test's power is near 0.68, below any tooth's reach;
-    tests/prereg/test_power.py checks the result against a scan from 1).
-    """
+def first_seeds(power_at, n_min: int = 2, n_max: int = N_MAX) -> int | None:
+    """The smallest n in [n_min, n_max] with power_at(n) >= POWER (None: not by n_max): n is doubled and
+    bisected to a crossing n_b, then every n from n_b - max(n_b / 4, 25) up is tried in order (with a
+    quarter fewer seeds a test's power is near 0.68, below any tooth's reach; tests/prereg/test_power.py
+    checks it against a scan from 1)."""
     hi = n_min
     while power_at(hi) < POWER:
         if hi >= n_max:
@@ -262,19 +260,74 @@ def seeds_needed(power_at, n_min: int = 2, n_max: int = N_MAX) -> int | None:
     return hi
 
 
-def rate_seeds(p0: float, p1: float, alpha: float = ALPHA) -> int | None:
+@dataclass(frozen=True)
+class SeedsNeeded:
+    """Seeds a test needs, without the sawtooth: discrete tests' power is not monotone in n (at p0 = 0.09
+    the exact test's power at a true 0.24 is 0.82 at 37 seeds, 0.72 at 38, and below 0.8 again at 42-45),
+    so `n` is the smallest n from which the power stays at or above POWER for every n up to `through`,
+    and `first` the first n that reaches it (a tooth when the two differ, `dips` the n between below it)."""
+
+    n: int | None  # None: not by N_MAX
+    first: int | None
+    through: int
+    dips: tuple[int, ...] = ()
+
+    def text(self, what: str = "") -> str:
+        if self.n is None:
+            return f"more than {N_MAX} seeds"
+        out = f"{self.n} seeds{what}"
+        if self.dips:
+            out += (f" (80% power from {self.n} on, checked to {self.through}; {self.first} seeds reach it first but "
+                    f"{_spans(self.dips)} fall below)")
+        return out
+
+
+def _spans(ns) -> str:
+    """'38-40, 42-45' for [38, 39, 40, 42, 43, 44, 45]."""
+    out, start, prev = [], None, None
+    for n in ns:
+        if start is None:
+            start = prev = n
+        elif n == prev + 1:
+            prev = n
+        else:
+            out.append(f"{start}-{prev}" if prev > start else f"{start}")
+            start = prev = n
+    if start is not None:
+        out.append(f"{start}-{prev}" if prev > start else f"{start}")
+    return ", ".join(out)
+
+
+def seeds_needed(power_at, n_min: int = 2, n_max: int = N_MAX, through: int | None = None,
+                 monotone: bool = False) -> SeedsNeeded:
+    """The smallest n from which power_at(n) >= POWER holds for every n up to `through` (the plan's max seeds;
+    at least twice the first crossing, where the smooth power is near 0.98 and no tooth of these tests
+    reaches back below 0.8: tests/prereg/test_power.py scans to four times it). `monotone`: the power
+    rises with n (the t test), so the first crossing is the answer."""
+    first = first_seeds(power_at, n_min, n_max)
+    if first is None:
+        return SeedsNeeded(None, None, n_max)
+    top = min(n_max, max(through or 0, 2 * first))
+    if monotone:
+        return SeedsNeeded(first, first, top)
+    below = [m for m in range(first + 1, top + 1) if power_at(m) < POWER]
+    n = below[-1] + 1 if below else first
+    return SeedsNeeded(n if n <= n_max else None, first, top, tuple(below))
+
+
+def rate_seeds(p0: float, p1: float, alpha: float = ALPHA, through: int | None = None) -> SeedsNeeded:
     """Seeds the primary read needs to detect a true rate p1 against p0 with 80% power."""
-    return seeds_needed(lambda n: float(binom_power(n, p0, p1, alpha)[0]), n_min=1)
+    return seeds_needed(lambda n: float(binom_power(n, p0, p1, alpha)[0]), n_min=1, through=through)
 
 
-def difference_seeds(p0: float, p1: float, alpha: float = ALPHA) -> int | None:
+def difference_seeds(p0: float, p1: float, alpha: float = ALPHA, through: int | None = None) -> SeedsNeeded:
     """Seeds per arm the difference test needs (comparator p0, arm p1)."""
-    return seeds_needed(lambda n: float(difference_power(n, p0, p1, alpha)[0]), n_min=1)
+    return seeds_needed(lambda n: float(difference_power(n, p0, p1, alpha)[0]), n_min=1, through=through)
 
 
-def delta_seeds(effect: float, sd: float, alpha: float = ALPHA) -> int | None:
-    """Seeds the paired t test needs to detect a mean delta `effect` (cm) at SD `sd`."""
-    return seeds_needed(lambda n: delta_power(effect, sd, n, alpha), n_min=2)
+def delta_seeds(effect: float, sd: float, alpha: float = ALPHA) -> SeedsNeeded:
+    """Seeds the paired t test needs to detect a mean delta `effect` (cm) at SD `sd` (its power rises with n)."""
+    return seeds_needed(lambda n: delta_power(effect, sd, n, alpha), n_min=2, monotone=True)
 
 
 # ---------------------------------------------------------------- a pilot run's SD
@@ -322,10 +375,6 @@ def _rate_text(m: RateMde, what: str) -> str:
     if not bits:
         return f"no rate reaches 80% power at {m.n} seeds"
     return f"{what} " + " or ".join(bits)
-
-
-def _seeds_text(n: int | None) -> str:
-    return f"more than {N_MAX} seeds" if n is None else f"{n} seeds"
 
 
 def power_lines(doc) -> list[str]:
@@ -377,7 +426,7 @@ def power_lines(doc) -> list[str]:
             continue
         line = f"  arm {name} ({n} seeds, assumed rate {p0:g}): " + _rate_text(rate_mde(n, p0), "detects a true rate")
         if effect is not None:
-            line += f"; +{effect:g} needs " + (_seeds_text(rate_seeds(p0, p0 + effect)) if p0 + effect < 1
+            line += f"; +{effect:g} needs " + (rate_seeds(p0, p0 + effect, through=n).text() if p0 + effect < 1
                                                else f"a rate above 1 (assumed {p0:g})")
         out.append(line)
     sd, sd_src = _delta_sd(plan, doc) if pairs else (None, "")
@@ -397,7 +446,7 @@ def power_lines(doc) -> list[str]:
             if p1 is not None and p1 != p0:
                 line += f"; power at the assumed {p1:g} vs {p0:g}: {100 * float(difference_power(n, p0, p1)[0]):.0f}%"
             if effect is not None:
-                line += f"; +{effect:g} needs " + (f"{_seeds_text(difference_seeds(p0, p0 + effect))} per arm"
+                line += f"; +{effect:g} needs " + (difference_seeds(p0, p0 + effect, through=n).text(" per arm")
                                                    if p0 + effect < 1 else f"a rate above 1 (comparator {p0:g})")
             out.append(line)
         if sd is None:
@@ -407,7 +456,7 @@ def power_lines(doc) -> list[str]:
         line = f"{head}, paired progress delta (SD {sd:.2f} cm, {sd_src}): "
         line += "needs at least 2 seeds" if mde is None else f"detects a mean delta of {mde:.2f} cm either way"
         if effect_cm is not None:
-            line += f"; {effect_cm:g} cm needs {_seeds_text(delta_seeds(effect_cm, sd))}"
+            line += f"; {effect_cm:g} cm needs {delta_seeds(effect_cm, sd).text()}"
         out.append(line)
     return out
 

@@ -96,6 +96,8 @@ class ArmReads:
     run_state: str | None = None  # status.json's state (running runs are never judged)
     outcomes: dict[str, int] = field(default_factory=dict)  # prereg.rundir.rows.episode_outcome -> seeds
     outcome_by_seed: dict[int, str] = field(default_factory=dict)
+    # the row each read was made from (a seed's last), for the page's per-seed rows; not in as_dict
+    rows_by_seed: dict[int, dict] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def stopped_early(self) -> bool:
@@ -132,6 +134,7 @@ class ArmReads:
 
     def as_dict(self) -> dict:
         d = asdict(self)
+        d.pop("rows_by_seed")
         d["progress_by_seed"] = {str(k): v for k, v in self.progress_by_seed.items()}
         d["outcome_by_seed"] = {str(k): v for k, v in self.outcome_by_seed.items()}
         d["valid"] = self.valid
@@ -237,6 +240,7 @@ def arm_reads(
         run_state=state.state,
         outcomes=dict(counts.by_outcome),
         outcome_by_seed={s: episode_outcome(by_seed[s], cls[s]) for s in seeds},
+        rows_by_seed={s: by_seed[s] for s in seeds},
     )
     reads.checks = _validity_checks(reads, validity)
     unknown = sum(1 for r in rs if r.get("reset_strikes") is None)
@@ -457,6 +461,13 @@ def paired_bootstrap_ci(x, y) -> tuple[tuple[float, float] | None, str]:
 
 OPS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt, "<": operator.lt}
 HOLDS, NOT_HOLDS, UNDETERMINED, PROVISIONAL = "HOLDS", "does not hold", "undetermined", "provisional"
+EXPLORATORY = "exploratory"  # a rule frozen after the data it reads existed: never a verdict
+EXPLORATORY_HEAD = "exploratory (frozen after the data existed)"
+
+
+def exploratory_label(why: str, on_rows: str) -> str:
+    """How a rule, test or comparison registered after its data is shown everywhere: never as a verdict."""
+    return f"{EXPLORATORY_HEAD[:-1]}: {why}; on the rows: {on_rows})"
 
 
 @dataclass
@@ -470,11 +481,16 @@ class Verdict:
     reasons: tuple[str, ...] = ()  # undetermined: every reason, one each
     decided: str = ""  # "decided at 5/20 by curtailment" when no completion of the plan can change it
     early: bool = False  # decided before every planned seed of an arm it reads had a row: final all the same
+    frozen_at: str = ""  # when the rule's section was frozen (its seal)
+    data_at: str = ""  # the first row of the runs it reads: "ARM T" (the earliest), "" when not known
+    on_rows: str = ""  # exploratory: the label it would carry had it been frozen before the data
 
     @property
     def label(self) -> str:
         """How every report shows it: 'HOLDS', 'undetermined (why)', 'provisional at 60/100 (HOLDS so far)',
-        'HOLDS (final: decided at 5/20 by curtailment)'."""
+        'HOLDS (final: decided at 5/20 by curtailment)', 'exploratory (frozen after the data existed; ...)'."""
+        if self.verdict == EXPLORATORY:
+            return exploratory_label(self.why, self.on_rows)
         if self.verdict in (UNDETERMINED, PROVISIONAL):
             return f"{self.verdict} ({self.why})" if self.verdict == UNDETERMINED else f"provisional {self.why}"
         return f"{self.verdict} (final: {self.decided})" if self.early and self.decided else self.verdict
@@ -483,7 +499,8 @@ class Verdict:
         return {"key": self.key, "condition": self.rule.condition, "action": self.rule.action,
                 "section": self.rule.section, "arms": list(self.arms), "verdict": self.verdict, "label": self.label,
                 "why": self.why, "reasons": list(self.reasons), "decided": self.decided, "early": self.early,
-                "detail": self.detail}
+                "detail": self.detail, "frozen_at": self.frozen_at, "data_at": self.data_at,
+                "exploratory": self.verdict == EXPLORATORY, "on_rows": self.on_rows}
 
 
 def evaluate_rule(rule: Rule, values: dict[str, dict[str, float | None]], *,

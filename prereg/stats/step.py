@@ -36,12 +36,10 @@ def _compressed_policy(n_max: int, alpha: float) -> list:
         raise StepUnavailable(f"test: step needs its authors' package {STEP_PACKAGE} ({exc}): install the extra "
                               "with `pip install -e '.[step]'` (licence CC-BY-NC-4.0, non-commercial), or register "
                               "test: savi") from None
-    shipped = (Path(sbt.__file__).parent / "policies"
-               / f"n_max_{n_max}_alpha_{alpha}_shape_parameter_0.0_pnorm_False" / "policy_compressed.pkl")
+    shipped, cached = _policy_files(sbt, n_max, alpha)
     if shipped.is_file():
         with open(shipped, "rb") as fh:
             return pickle.load(fh)  # the package's own file, read as the package reads it
-    cached = _cache_dir() / f"n_max_{n_max}_alpha_{alpha!r}.npz"
     if cached.is_file():
         try:
             with np.load(cached) as z:
@@ -62,6 +60,22 @@ def _compressed_policy(n_max: int, alpha: float) -> list:
     except OSError:
         pass  # no cache: synthesised again next time
     return policy
+
+
+def _policy_files(sbt, n_max: int, alpha: float) -> tuple[Path, Path]:
+    """(the package's shipped policy file, our cache file) for n_max seeds at one-sided alpha."""
+    return ((Path(sbt.__file__).parent / "policies"
+             / f"n_max_{n_max}_alpha_{alpha}_shape_parameter_0.0_pnorm_False" / "policy_compressed.pkl"),
+            _cache_dir() / f"n_max_{n_max}_alpha_{alpha!r}.npz")
+
+
+def policy_at_hand(n_max: int, alpha_one_sided: float) -> bool:
+    """Whether STEP's policy loads without being synthesised (the package ships it, or it is cached)."""
+    try:
+        import sequentialized_barnard_tests as sbt
+    except ImportError:
+        return False
+    return any(f.is_file() for f in _policy_files(sbt, n_max, alpha_one_sided))
 
 
 def _flatten(policy) -> tuple[np.ndarray, np.ndarray]:

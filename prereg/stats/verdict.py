@@ -29,7 +29,13 @@ How a rule is judged:
    hold with the values it was judged on.
 
 The registered sequential test (prereg/stats/sequential.py) is read the same way: on the plan
-prefix, the first crossing of a boundary; final only when the arm ends VALID.
+prefix, the first crossing of a boundary; final only when the arm ends VALID. A registered
+comparison (`ComparisonVerdict`) is decided from one comparison run's rows of both arms by the
+code the driver ran (prereg.stats.comparison.decide), never from status.json's record of it, and
+stands only when both arms can bear it.
+
+Every verdict carries when its section was frozen and when the data it reads first existed (the
+first row of each run it reads): one frozen after that is `exploratory`, never a verdict.
 """
 
 from __future__ import annotations
@@ -40,18 +46,32 @@ from typing import Iterable, Mapping, Sequence
 
 from prereg import rundir as rd
 from prereg.core.vocabulary import COMPARATOR_READS
+from prereg.document.comparison_spec import ComparisonSpec
 from prereg.document.model import Document
 from prereg.document.rules import Rule
 from prereg.rundir.rows import plan_prefix, rows_by_seed
 from prereg.stats import curtail
-from prereg.stats.reads import HOLDS, NOT_HOLDS, PROVISIONAL, UNDETERMINED, ArmReads, Paired, Verdict, evaluate_rule
+from prereg.stats.comparison import Decision, decide
+from prereg.stats.reads import (
+    EXPLORATORY,
+    HOLDS,
+    NOT_HOLDS,
+    PROVISIONAL,
+    UNDETERMINED,
+    ArmReads,
+    Paired,
+    Verdict,
+    evaluate_rule,
+    exploratory_label,
+)
 from prereg.stats.sequential import SequentialDecision, Sprt, sequential_decision
 
 FINAL = "final"  # a decision reached early by a registered curtailment or sequential test
+COMPARISON_STOP, SEQUENTIAL_STOP = "(comparison)", "(sequential)"  # the driver's stop details start so
 
-__all__ = ["ArmEvidence", "Judgement", "SequentialDecision", "SequentialVerdict", "judge", "plan_prefix",
-           "prefix_state", "rows_by_seed", "sequential_decision", "HOLDS", "NOT_HOLDS", "PROVISIONAL",
-           "UNDETERMINED"]
+__all__ = ["ArmEvidence", "ComparisonVerdict", "Judgement", "SequentialDecision", "SequentialVerdict", "judge",
+           "plan_prefix", "prefix_state", "rows_by_seed", "sequential_decision", "EXPLORATORY", "HOLDS", "NOT_HOLDS",
+           "PROVISIONAL", "UNDETERMINED"]
 
 
 # ---------------------------------------------------------------- evidence
@@ -75,6 +95,8 @@ class ArmEvidence:
     paired: Paired | None = None  # the paired reads against that comparator
     external: bool = False  # a comparator run named by path, outside the registration's arms
     run_dir: Path | None = None
+    first_row_at: str | None = None  # when its data first existed (prereg.rundir.first_row_at), None: not known
+    comparison_of: tuple[str, ...] | None = None  # read as one arm of a comparison run of these arms
 
     @property
     def live(self) -> bool:
@@ -118,15 +140,53 @@ def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Seque
     manifest = rd.Manifest.of(manifest) if isinstance(manifest, (rd.Manifest, Mapping)) else None
     stop = status.stop if status is not None else None
     resumes = [x["at"] for x in (manifest.resumes if manifest is not None else ()) if isinstance(x.get("at"), str)]
+    comparison_of = (tuple(manifest.arms) if manifest is not None and manifest.is_comparison
+                     and reads.arm in manifest.arms else None)
     return ArmEvidence(reads.arm, reads, by_seed, plan, interval, problems,
                        status.state if status is not None else None,
                        stop.by if stop else None, stop.detail if stop else "", resumes, external=external,
-                       run_dir=run_dir)
+                       run_dir=run_dir,
+                       first_row_at=rd.first_row_at(rows, manifest.started_at if manifest is not None else None),
+                       comparison_of=comparison_of)
 
 
 def prefix_state(ev: ArmEvidence) -> curtail.ArmState:
     """The arm's counts on its plan prefix, for curtailment."""
     return curtail.state_from_rows(ev.prefix, ev.planned, ev.interval)
+
+
+# ---------------------------------------------------------------- when a rule was written
+
+
+def frozen_at(doc: Document | None, section: str) -> str:
+    """When `section` was frozen (its seal's time, to the second); '' when not known or not frozen."""
+    sm = doc.section_model(section) if doc is not None else None
+    seal = sm.section.seal if sm is not None else None
+    return seal.attrs.get("frozen_at", "") if seal is not None else ""
+
+
+def data_time(frozen: str, arms, evidence: Mapping[str, "ArmEvidence"]) -> tuple[str, str]:
+    """(the earliest first row of the runs these arms are read from, 'ARM T' or '';
+    why the registration came after the data, or '' when it did not or it is not known).
+
+    Registered means frozen no later than the data: a section frozen after the first row of a run it
+    reads (to the second, as seals and rows are stamped) was written with the data there to see."""
+    firsts = sorted((t, a, ev.first_row_at) for a in arms for ev in (evidence.get(a),) if ev is not None
+                    for t in (rd.parse_utc(ev.first_row_at),) if t is not None)
+    if not firsts:
+        return "", ""
+    t0, arm, text = firsts[0]
+    when = rd.parse_utc(frozen)
+    late = f"frozen {frozen}, after the first row of {arm}'s run ({text})" if when is not None and when > t0 else ""
+    return f"{arm} {text}", late
+
+
+def _stop_kind(detail: str) -> str:
+    if detail.startswith(COMPARISON_STOP):
+        return "the registered comparison decided"
+    if detail.startswith(SEQUENTIAL_STOP):
+        return "the registered sequential test decided"
+    return "its registered curtailment settled the rules it stops on"
 
 
 # ---------------------------------------------------------------- the sequential test
@@ -138,19 +198,127 @@ class SequentialVerdict:
     arm: str
     section: str
     decision: SequentialDecision | None
-    verdict: str  # FINAL | PROVISIONAL | UNDETERMINED ("no decision" is undetermined with its why)
+    verdict: str  # FINAL | PROVISIONAL | UNDETERMINED | EXPLORATORY ("no decision" is undetermined with its why)
     why: str
+    frozen_at: str = ""
+    data_at: str = ""
+    on_rows: str = ""  # exploratory: the label it would carry had it been frozen before the data
 
     @property
     def label(self) -> str:
+        if self.verdict == EXPLORATORY:
+            return exploratory_label(self.why, self.on_rows)
         if self.verdict == FINAL and self.decision is not None:
             return f"final: {self.decision.decision} accepted at {self.decision.at}/{self.decision.total}"
         return f"{self.verdict} ({self.why})"
 
     def as_dict(self) -> dict:
         return {"key": self.key, "arm": self.arm, "section": self.section, "verdict": self.verdict,
-                "label": self.label, "why": self.why,
+                "label": self.label, "why": self.why, "frozen_at": self.frozen_at, "data_at": self.data_at,
+                "exploratory": self.verdict == EXPLORATORY,
                 "decision": self.decision.as_dict() if self.decision else None}
+
+
+# ---------------------------------------------------------------- a registered comparison
+
+
+@dataclass
+class ComparisonVerdict:
+    """A section's registered comparison, judged on one comparison run's rows of both arms.
+
+    The decision is recomputed from the rows by the code the driver ran (prereg.stats.comparison.decide
+    on the shared plan prefix); status.json's record of it is the run's provenance, checked beside it
+    (prereg/stats/comparison_report.py), never the decision. It stands (`final`) only when both arms
+    are read from that run and each can bear it (VALID, ended, with episodes); a run that ended before
+    the comparison decided leaves it undetermined. An anytime-valid decision stands at whatever seed
+    it fell, so the stop it caused is not "partial"."""
+
+    key: str  # "<section>:comparison"
+    section: str
+    spec: ComparisonSpec
+    run_dir: Path | None  # the comparison run it reads
+    decision: Decision | None  # from the rows; None: no decision on them (or the arms are not one run's)
+    verdict: str  # FINAL | UNDETERMINED | EXPLORATORY
+    why: str = ""
+    reasons: tuple[str, ...] = ()
+    frozen_at: str = ""
+    data_at: str = ""
+    on_rows: str = ""
+
+    @property
+    def outcome(self) -> str:
+        """What is stated: the decision's outcome when it stands, else the verdict (undetermined, exploratory)."""
+        return self.decision.outcome if self.verdict == FINAL and self.decision is not None else self.verdict
+
+    @property
+    def rows_decide(self) -> str:
+        return f"the rows decide: {self.decision.text}" if self.decision is not None else "no decision on the rows"
+
+    @property
+    def label(self) -> str:
+        if self.verdict == FINAL and self.decision is not None:
+            return self.decision.text  # it stands: the decision in words
+        if self.verdict == EXPLORATORY:
+            return exploratory_label(self.why, self.on_rows)
+        return f"undetermined ({self.why})"
+
+    def as_dict(self) -> dict:
+        return {"key": self.key, "section": self.section, "arms": [self.spec.arm_a, self.spec.arm_b],
+                "run_dir": str(self.run_dir) if self.run_dir else None, "verdict": self.verdict,
+                "outcome": self.outcome, "label": self.label, "why": self.why, "reasons": list(self.reasons),
+                "frozen_at": self.frozen_at, "data_at": self.data_at, "exploratory": self.verdict == EXPLORATORY,
+                "rows_decide": ({**self.decision.as_dict(), "episodes_saved": self.decision.episodes_saved}
+                                if self.decision is not None else None)}
+
+
+def _comparison_verdicts(doc: Document, evidence: Mapping[str, ArmEvidence]) -> list[ComparisonVerdict]:
+    """Each frozen section's comparison that a comparison run of its arms in this report reads."""
+    out = []
+    for sm in doc.sections:
+        spec = sm.comparison
+        if spec is None or not sm.section.sealed:
+            continue
+        pair = (spec.arm_a, spec.arm_b)
+        evs = {a: evidence.get(a) for a in pair}
+        from_run = [ev for ev in evs.values() if ev is not None and ev.run_dir is not None
+                    and ev.comparison_of is not None and set(ev.comparison_of) == set(pair)]
+        if not from_run:
+            continue  # no comparison run of these arms in this report
+        run = from_run[0].run_dir
+        reasons: list[str] = []
+        for a, ev in evs.items():
+            if ev is None:
+                reasons.append(f"{a}: no run of this arm in this report")
+            elif ev not in from_run or ev.run_dir.resolve() != run.resolve():
+                reasons.append(f"{a}: read from run {ev.run_dir.name if ev.run_dir else '?'}, not from the "
+                               f"comparison run {run.name} (a comparison decides on one run's rows of both arms)")
+            else:
+                reasons += [f"{a}: {why}" for why in ev.blocked()]
+        a_ev, b_ev = evs[spec.arm_a], evs[spec.arm_b]
+        one_run = not any("not from the comparison run" in r or "no run of this arm" in r for r in reasons)
+        d = decide(spec, a_ev.by_seed, b_ev.by_seed, a_ev.planned) if one_run else None
+        if d is None and one_run:
+            reasons += [f"{a}: the run ended at {ev.reads.n}/{ev.reads.n_planned} ({ev.state or 'state unknown'}) "
+                        "before the comparison decided: its decision at completion is not known"
+                        for a, ev in evs.items() if ev.reads.stopped_early and not ev.live]
+        key = f"{sm.section.name}:comparison"
+        if reasons:
+            tail = (f" (the rows decide: {d.text}; a decision stands only on arms that ended VALID)"
+                    if d is not None else "")
+            v = ComparisonVerdict(key, sm.section.name, spec, run, d, UNDETERMINED, "; ".join(reasons) + tail,
+                                  tuple(reasons))
+        elif d is None:
+            n = len(plan_prefix(a_ev.planned, {s: r for s, r in a_ev.by_seed.items() if s in b_ev.by_seed}))
+            why = f"no decision on the shared plan prefix ({n} of {len(a_ev.planned)} seeds)"
+            v = ComparisonVerdict(key, sm.section.name, spec, run, None, UNDETERMINED, why, (why,))
+        else:
+            v = ComparisonVerdict(key, sm.section.name, spec, run, d, FINAL)
+        v.frozen_at = frozen_at(doc, sm.section.name)
+        v.data_at, late = data_time(v.frozen_at, pair, evidence)
+        if late:
+            v.on_rows, v.verdict, v.why = (v.label if v.verdict != FINAL else v.rows_decide), EXPLORATORY, late
+        out.append(v)
+    return out
 
 
 # ---------------------------------------------------------------- judging
@@ -160,9 +328,13 @@ class SequentialVerdict:
 class Judgement:
     verdicts: list[Verdict]
     sequential: list[SequentialVerdict]
+    comparisons: list[ComparisonVerdict] = field(default_factory=list)
 
     def by_key(self) -> dict[str, Verdict]:
         return {v.key: v for v in self.verdicts}
+
+    def comparison_of(self, spec: ComparisonSpec) -> ComparisonVerdict | None:
+        return next((c for c in self.comparisons if c.spec == spec), None)
 
 
 def arms_read(rule: Rule, evidence: Mapping[str, ArmEvidence], doc: Document | None = None) -> list[str]:
@@ -188,12 +360,48 @@ def _comparator_name(arm: str, evidence: Mapping[str, ArmEvidence], doc: Documen
 
 
 def judge(doc: Document, evidence: Mapping[str, ArmEvidence]) -> Judgement:
-    """Every registered rule and sequential test, judged on the evidence of every arm each reads."""
-    verdicts = [judge_rule(doc, key, rule, evidence) for key, rule in doc.registered_rules()]
-    return Judgement(verdicts, _sequential_verdicts(doc, evidence))
+    """Every registered rule, sequential test and comparison, judged on the evidence of every arm each reads."""
+    sequential = _sequential_verdicts(doc, evidence)
+    comparisons = _comparison_verdicts(doc, evidence)
+    stops = _stop_texts(evidence, sequential, comparisons)
+    verdicts = [judge_rule(doc, key, rule, evidence, stops=stops) for key, rule in doc.registered_rules()]
+    return Judgement(verdicts, sequential, comparisons)
 
 
-def judge_rule(doc: Document | None, key: str, rule: Rule, evidence: Mapping[str, ArmEvidence]) -> Verdict:
+def _stop_texts(evidence: Mapping[str, ArmEvidence], sequential: list[SequentialVerdict],
+                comparisons: list[ComparisonVerdict]) -> dict[str, str]:
+    """{arm: what its registered stop was, in words, whole}: the decision recomputed from the rows, never
+    status.json's stop detail (a one-line record, cut at its length limit)."""
+    out = {}
+    for a, ev in evidence.items():
+        if ev.stopped_by != rd.BY_DECIDED:
+            continue
+        how = _stop_kind(ev.stop_detail)
+        if ev.stop_detail.startswith(COMPARISON_STOP):
+            c = next((c for c in comparisons if a in (c.spec.arm_a, c.spec.arm_b)), None)
+            if c is not None:
+                how += f": {c.rows_decide}"
+        elif ev.stop_detail.startswith(SEQUENTIAL_STOP):
+            sv = next((x for x in sequential if x.arm == a and x.decision is not None), None)
+            if sv is not None:
+                how += f": {sv.decision.text}"
+        out[a] = how
+    return out
+
+
+def judge_rule(doc: Document | None, key: str, rule: Rule, evidence: Mapping[str, ArmEvidence], *,
+               stops: Mapping[str, str] | None = None) -> Verdict:
+    """One rule's verdict; a rule whose section was frozen after the data it reads existed is exploratory."""
+    v = _judge_on_rows(doc, key, rule, evidence, stops or {})
+    v.frozen_at = frozen_at(doc, rule.section)
+    v.data_at, late = data_time(v.frozen_at, v.arms, evidence)
+    if late:
+        v.on_rows, v.verdict, v.why = v.label, EXPLORATORY, late
+    return v
+
+
+def _judge_on_rows(doc: Document | None, key: str, rule: Rule, evidence: Mapping[str, ArmEvidence],
+                   stops: Mapping[str, str]) -> Verdict:
     arms = arms_read(rule, evidence, doc)
     reasons: list[str] = []
     for a in arms:
@@ -223,8 +431,9 @@ def judge_rule(doc: Document | None, key: str, rule: Rule, evidence: Mapping[str
     why = ""
     if cut:
         ev = evidence[cut[0]]
+        how = stops.get(cut[0]) or _stop_kind(ev.stop_detail)
         why = (f"a registered stop ended arm {', '.join(cut)} at {ev.reads.n}/{ev.reads.n_planned} before this rule "
-               f"was settled ({ev.stop_detail[:160]}); its verdict at completion is not known")
+               f"was settled ({how}); its verdict at completion is not known")
     if reasons:  # every reason: an INVALID arm that a registered stop also cut short says both
         every = reasons + ([why] if why else [])
         return _verdict(plain, key, arms, UNDETERMINED, "; ".join(every), reasons=every)
@@ -248,8 +457,10 @@ def _verdict(plain: Verdict, key: str, arms: list[str], verdict: str, why: str, 
 
 
 def _values(ev: ArmEvidence) -> dict:
+    """The reads a rule may name of this arm; with a comparator run read, its paired reads too, even with
+    no shared seed (then shared_seeds is 0 and the deltas, which need a pair, are not available)."""
     v = dict(ev.reads.values())
-    if ev.paired is not None and ev.paired.shared_seeds:
+    if ev.paired is not None:
         v.update(ev.paired.values())
     return v
 
@@ -289,15 +500,20 @@ def _sequential_verdicts(doc: Document, evidence: Mapping[str, ArmEvidence]) -> 
             d = sequential_decision(spec, ev.planned, ev.by_seed)
             blocked = ev.blocked()
             if d is not None and not blocked:
-                out.append(SequentialVerdict(key, a.name, sm.section.name, d, FINAL, d.text))
+                v = SequentialVerdict(key, a.name, sm.section.name, d, FINAL, d.text)
             elif d is not None:
-                out.append(SequentialVerdict(key, a.name, sm.section.name, d, UNDETERMINED,
-                                             "; ".join(blocked) + f" (the test reached {d.decision} at "
-                                             f"{d.at}/{d.total}, but a decision never stands on such an arm)"))
+                v = SequentialVerdict(key, a.name, sm.section.name, d, UNDETERMINED,
+                                      "; ".join(blocked) + f" (the test reached {d.decision} at "
+                                      f"{d.at}/{d.total}, but a decision never stands on such an arm)")
             else:
                 n = len(ev.prefix)
                 why = "; ".join(blocked) if blocked else (
                     f"no decision by the last planned seed ({n}/{len(ev.planned)})" if n == len(ev.planned)
                     else f"no boundary crossed in the first {n} seeds of the plan ({ev.reads.n} rows read)")
-                out.append(SequentialVerdict(key, a.name, sm.section.name, None, UNDETERMINED, why))
+                v = SequentialVerdict(key, a.name, sm.section.name, None, UNDETERMINED, why)
+            v.frozen_at = frozen_at(doc, sm.section.name)
+            v.data_at, late = data_time(v.frozen_at, (a.name,), evidence)
+            if late:
+                v.on_rows, v.verdict, v.why = v.label, EXPLORATORY, late
+            out.append(v)
     return out

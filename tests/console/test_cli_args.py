@@ -27,7 +27,10 @@ def _one_line(err: str) -> str:
     (["--every", "٣"], "argument --every: not an integer: '٣'"),
     (["--every", "３"], "argument --every: not an integer"),
     (["--poll", "٠.٥"], "argument --poll: not a number"),
-    (["--every", "0"], "argument --every: must be a positive integer"),
+    (["--every", "0"], "argument --every: must be an integer from 1 to 100,000"),
+    (["--poll", "1e9"], "argument --poll: must be more than 0 and at most 60"),  # issue 33: it never looked again
+    (["--http-timeout", "1e12"], "argument --http-timeout: must be more than 0 and at most 600"),
+    (["--grace", "1e300"], "argument --grace: must be from 0 to 604800"),
     (["--grace", "nan"], "argument --grace: not a finite number"),
     (["--every", "3", "--every", "4"], "--every is given twice (3, then 4); give it once"),
     (["--runs-dir", "a", "--runs-dir=b"], "--runs-dir is given twice (a, then b)"),
@@ -79,7 +82,8 @@ def test_a_bug_in_the_notifier_is_one_line_and_its_traceback_is_in_the_notifier_
 
 @pytest.mark.parametrize("argv, why", [
     (["--poll", "٣"], "argument --poll: not a number: '٣'"),
-    (["--poll", "0"], "argument --poll: must be positive"),
+    (["--poll", "0"], "argument --poll: must be more than 0 and at most 60"),
+    (["--poll", "1e9"], "argument --poll: must be more than 0 and at most 60"),  # issue 33: it never polled again
     (["--poll", "inf"], "argument --poll: not a finite number"),
     (["--runs-dir", "a", "--runs-dir", "b"], "--runs-dir is given twice (a, then b); give it once"),
     (["--poll", "1", "--poll=2"], "--poll is given twice (1, then 2)"),
@@ -103,12 +107,12 @@ def test_the_console_still_takes_repeated_prereg_dirs(tmp_path, monkeypatch):
 
 
 def test_the_number_and_path_types_are_the_ones_fontaine_eval_uses():
-    """One source of truth: the engine's CLI takes its types from prereg.core.argcheck, it defines none of its own."""
+    """One source of truth: the engine's CLI (engine/cli*.py) takes its types from prereg.core.argcheck, it defines none of its own."""
     import ast
 
-    trees = [ast.parse((REPO / "engine" / name).read_text(encoding="utf-8")) for name in ("cli.py", "cli_parser.py")]
-    defined = {n.name for tree in trees for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    trees = [ast.parse(p.read_text(encoding="utf-8")) for p in sorted((REPO / "engine").glob("cli*.py"))]
+    defined = {n.name for t in trees for n in ast.walk(t) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert not defined & {"_number", "_path", "_Parser", "_bounded_int", "_bounded_float"}
-    imported = {a.name for tree in trees for n in ast.walk(tree)
-                if isinstance(n, ast.ImportFrom) and n.module == "prereg.core.argcheck" for a in n.names}
+    imported = {a.name for t in trees for n in ast.walk(t) if isinstance(n, ast.ImportFrom)
+                and n.module == "prereg.core.argcheck" for a in n.names}
     assert {"parse_once", "path_type", "OneLineParser", "positive_int"} <= imported

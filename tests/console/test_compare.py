@@ -44,7 +44,7 @@ def registered_runs(runs_dir: Path, tmp: Path, *, flow_rows, discrete_rows, disc
     """A frozen registration and one launched run of each arm (manifests as fontaine-eval writes them)."""
     doc = tmp / "fvd.md"
     doc.write_text(DOC)
-    freeze(doc, now="2026-12-01T00:00:00Z", commit="0" * 40)
+    freeze(doc, now="2025-12-01T00:00:00Z", commit="0" * 40)  # before the runs' rows (2026-01-01): registered
     out = {}
     for arm, rows, state, stamp in (("flow", flow_rows, "done", "000000"), ("discrete", discrete_rows, discrete_state,
                                                                             "010000")):

@@ -93,7 +93,8 @@ async def test_the_compare_screen_draws_the_band_and_marks_the_decision_live(run
         await wait_for(pilot, lambda: "decided at seed 12 of the prefix" in plain(band), what="the decision marked")
         assert DECISION in plain(band)
         text = plain(evidence)
-        assert "decision: steady better than clumsy at 12/60 seeds" in text and "e-value" in text
+        assert "decision: undetermined (clumsy: the run is still stopping" in text  # a live run bears no decision
+        assert "the rows decide: steady better than clumsy at 12/60" in text and "e-value" in text
         assert "24 of the batch's 120 episodes run (60 seeds x 2 arms): 96 saved" in text
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))

@@ -93,7 +93,7 @@ async def test_resume_key_confirms_the_argv_and_starts_it_detached(runs_dir):
         assert "--resume" not in " ".join(ran[0])  # the fake; the real default is below
     from console.runs import resume_argv as real
 
-    assert real(d) == [sys.executable, "-m", "engine.cli", "--resume", str(d)]
+    assert real(d) == [sys.executable, "-P", "-m", "engine.cli", "--resume", str(d)]
 
 
 async def test_resume_refuses_a_locked_run_and_a_done_run(runs_dir):
@@ -244,3 +244,21 @@ async def test_a_plan_of_ten_million_seeds_is_refused_in_the_dialog_at_once(runs
     assert ran == [] and app.launched == []
     grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before_kb) / 1024
     assert grew_mb < 300, f"the dialog's process grew by {grew_mb:.0f} MB: were the seeds expanded?"
+
+
+def test_a_module_in_the_consoles_working_folder_never_shadows_a_launched_runs(tmp_path):
+    """Issue 33: `python -m engine.cli` put the working folder first on the import path, so a `timeit.py`
+    (here `random.py`, which the engine imports) where the console was started crashed every run it
+    launched. The console starts its commands with `python -P`."""
+    import subprocess
+
+    from console.runs import scripted_launch_argv
+    from prereg import rundir as rd
+    from tests.helpers import REPO
+
+    (tmp_path / "random.py").write_text('raise SystemExit("the working folder\'s random.py was imported")\n')
+    run_dir = tmp_path / "run"
+    argv = scripted_launch_argv(run_dir, num_seeds=1, episode_seconds=0.5, workers=1) + ["--video-draw", "none"]
+    out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == rd.EXIT_DONE and "random.py was imported" not in out.stdout + out.stderr, out.stderr[-2000:]

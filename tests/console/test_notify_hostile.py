@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import stat
 
 import pytest
@@ -150,3 +151,122 @@ def test_the_notifier_status_file_is_a_type_and_a_wrong_field_never_crashes_the_
         (home(runs) / STATUS).write_bytes(garbage)
         st = read_status(runs)
         assert not st.running and st.line() == "Discord: notifier not running"
+
+
+# --- issue 33: escapes, secrets, garbage status, a loop in the folder, a hostile webhook setting -------
+
+EVIL = "a\u001b[2J\u001b]0;T\u0007"
+HF = "hf_" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3h"
+
+
+def _payload_text(fake) -> str:
+    """Every post Discord got, as the JSON on the wire."""
+    return json.dumps([m.payload for m in fake.messages], ensure_ascii=False)
+
+
+def test_no_post_carries_an_escape_sequence_or_a_secret_from_a_runs_files(fake, notifier_service):
+    """An arm and a stop reason holding escape sequences, and a STOP holding the webhook URL and the
+    HF token (`printf 'stop %s %s' "$WEBHOOK_URL" "$HF_TOKEN" > STOP`), as the driver copies them."""
+    from prereg import rundir as rd
+    from prereg.core.untrusted import secret_in
+
+    svc = notifier_service
+    run = HandMadeRun(svc.runs_dir, f"evil-{STAMP}", total=30).episodes(10)
+    manifest = json.loads((run.dir / "manifest.json").read_text())
+    (run.dir / "manifest.json").write_text(json.dumps({**manifest, "arm": EVIL}))
+    _scan(svc)
+    assert fake.wait_for(lambda f: len(f.messages) >= 2), _posted(fake)
+    (run.dir / "STOP").write_text(f"stop {FAKE_WEBHOOK_URL} {HF} {EVIL}")
+    run.status("stopped", reason=f"raw {EVIL} {HF} {FAKE_WEBHOOK_URL}", stop=rd.read_stop(run.dir))
+    _scan(svc)
+    assert fake.wait_for(lambda f: len(f.messages) >= 3), _posted(fake)
+    assert svc.notifier.wait_idle(10)
+    text = _payload_text(fake)
+    assert "\u001b" not in text and "\u0007" not in text
+    assert "a\\\\x1b[2J\\\\x1b]0;T\\\\x07" in text  # shown escaped (JSON doubles the backslash)
+    unescaped = text.replace("\\\\", "")  # markdown escapes out: `hf\\_...` is the token still
+    assert secret_in(unescaped) is None and FAKE_WEBHOOK_URL not in unescaped and HF not in unescaped
+    assert "<redacted: a Hugging Face token" in text and "<redacted: a Discord webhook URL" in text
+
+
+@pytest.mark.parametrize("garbage", [random.Random(33).randbytes(256), b"[1, 2, 3]", b'{"state": 5, "done": 10}',
+                                     b"[" * 100_000 + b"]" * 100_000, b'{"state": "exploded"}'],
+                         ids=["random-bytes", "a-list", "state-5", "deep-json", "unknown-state"])
+def test_a_status_json_without_a_known_state_gets_no_post_and_no_stall_alert(fake, notifier_service, garbage):
+    svc = notifier_service
+    good = HandMadeRun(svc.runs_dir, f"good-{STAMP}", total=30).episodes(10)
+    bad = HandMadeRun(svc.runs_dir, f"garbage-{STAMP}", total=30).episodes(10, state="done")
+    (bad.dir / "status.json").write_bytes(garbage)
+    os.utime(bad.dir / "heartbeat", (1, 1))  # stale for ages: a live run's would be a stall
+    _scan(svc)
+    assert fake.wait_for(lambda f: len(f.messages) >= 2), _posted(fake)
+    assert svc.notifier.wait_idle(10)
+    _scan(svc)
+    assert svc.notifier.wait_idle(10)
+    assert _posted(fake) == {"good": ["launch", "update:10"]}
+    assert good.dir.is_dir()
+
+
+def test_a_symlink_loop_in_the_runs_folder_never_stops_the_notifier(fake, notifier_service):
+    svc = notifier_service
+    HandMadeRun(svc.runs_dir, f"good-{STAMP}", total=30).episodes(10)
+    os.symlink("loop", svc.runs_dir / "loop")
+    assert isinstance(_scan(svc), int)
+    assert fake.wait_for(lambda f: len(f.messages) >= 2), _posted(fake)
+    assert svc.notifier.wait_idle(10)
+    assert _posted(fake) == {"good": ["launch", "update:10"]}
+
+
+def _webhook_file(tmp_path, kind):
+    path = tmp_path / "webhook"
+    if kind == "fifo":
+        os.mkfifo(path, 0o600)
+    elif kind == "huge":
+        with open(path, "wb") as f:  # 200 MB, sparse: refused by its size, never read
+            f.truncate(200 * 1024 * 1024)
+        path.chmod(0o600)
+    elif kind == "world-readable":
+        path.write_text(FAKE_WEBHOOK_URL + "\n")
+        path.chmod(0o644)
+    elif kind == "not-discord":
+        path.write_text("https://example.com/hook\n")
+        path.chmod(0o600)
+    elif kind == "loop":
+        os.symlink("webhook", path)
+    return path
+
+
+WEBHOOK_WHY = {"fifo": "is a FIFO (named pipe), not a regular file", "huge": "bytes, more than the 4,096",
+               "world-readable": "readable or writable by others", "not-discord": "is not a Discord webhook URL",
+               "loop": "symbolic link loop"}
+
+
+@pytest.mark.parametrize("kind", sorted(WEBHOOK_WHY))
+def test_a_hostile_webhook_setting_is_one_line_and_exit_2_never_a_hang(tmp_path, monkeypatch, capsys, kind):
+    from console.notify.webhook import webhook_setting
+
+    monkeypatch.delenv(ENV_URL, raising=False)
+    monkeypatch.setenv(ENV_FILE, str(_webhook_file(tmp_path, kind)))
+    url, why = returns_within(lambda: webhook_setting(os.environ), 10, what="reading the webhook setting")
+    assert url is None and WEBHOOK_WHY[kind] in why, why
+    runs = tmp_path / "runs"
+    code = returns_within(lambda: service.main(["--runs-dir", str(runs), "--no-check"]), 20, what="fontaine-notify")
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].startswith("fontaine-notify: error: ") and WEBHOOK_WHY[kind] in err[0], err
+    assert "no notifier started" in err[0] and FAKE_WEBHOOK_URL not in err[0]
+    assert not (runs / ".notifier" / "lock").exists()
+
+
+@pytest.mark.parametrize("kind", ["loop", "fifo", "dir"])
+def test_a_status_json_that_is_not_a_file_reads_as_unreadable_and_owes_no_post(tmp_path, kind):
+    """The posts' own rule, whatever the sender skips: a run whose status.json cannot be read is neither
+    live nor over (a symlink loop there read as `starting` and got a launch post)."""
+    from console.notify import messages as msgs
+    from console.notify.snapshot import read_snapshot
+
+    run = HandMadeRun(tmp_path, f"x-{STAMP}", total=30).episodes(10)
+    p = run.dir / "status.json"
+    p.unlink()
+    {"loop": lambda: p.symlink_to(p.name), "fifo": lambda: os.mkfifo(p), "dir": lambda: p.mkdir()}[kind]()
+    snap = returns_within(lambda: read_snapshot(run.dir), 10, what="the snapshot")
+    assert snap.state == "unreadable" and msgs.due_posts(snap, set(), catch_up_s=1e12) == []

@@ -53,9 +53,10 @@ episode:
 """
 
 
-def write_stl(path: Path, half: float = 0.0155, height: float = 0.031) -> None:
-    """A binary STL box, `2 * half` wide and `height` tall, its origin at the centre of its underside."""
-    v = np.array([[x, y, z] for x in (-half, half) for y in (-half, half) for z in (0.0, height)])
+def write_stl(path: Path, half: float = 0.0155, height: float = 0.031, offset=(0.0, 0.0, 0.0)) -> None:
+    """A binary STL box, `2 * half` wide and `height` tall, its origin at the centre of its underside
+    (moved by `offset`: the box's vertices shifted so, its origin where the lab put it)."""
+    v = np.array([[x, y, z] for x in (-half, half) for y in (-half, half) for z in (0.0, height)]) + np.asarray(offset)
     faces = [(0, 1, 3), (0, 3, 2), (4, 6, 7), (4, 7, 5), (0, 4, 5), (0, 5, 1), (2, 3, 7), (2, 7, 6), (0, 2, 6),
              (0, 6, 4), (1, 5, 7), (1, 7, 3)]
     with open(path, "wb") as f:

@@ -3,9 +3,11 @@
 every worker (workers are spawned: each imports this module again as `__mp_main__`, before it
 runs anything, so the same faults are installed there). The engine has no fault code at all.
 
-- `FAULT_CRASH_SEEDS=1,5`: the worker handed one of these seeds dies at once (exit 3, no row),
+- `FONTAINE_FAULT_CRASH_SEEDS=1,5`: the worker handed one of these seeds dies at once (exit 3, no row),
   as a segfault in the simulator or the policy would.
-- `FAULT_LOAD_S=15`: every policy load takes 15 s longer (a slow checkpoint).
+- `FONTAINE_FAULT_LOAD_S=15`: every policy load takes 15 s longer (a slow checkpoint).
+
+The names start with FONTAINE_: a worker's environment is an allow-list (engine/worker_env.py).
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import time
 
 import engine.cli  # first: it sets MUJOCO_GL before anything imports mujoco
 
-CRASH_SEEDS = "FAULT_CRASH_SEEDS"
-LOAD_S = "FAULT_LOAD_S"
+CRASH_SEEDS = "FONTAINE_FAULT_CRASH_SEEDS"
+LOAD_S = "FONTAINE_FAULT_LOAD_S"
 
 
 def install(environ=os.environ) -> None:

@@ -20,7 +20,9 @@ from tests.helpers import REPO, run_eval
         (["--policy", "hold", "--molmoact2", "tiny"], "choose one policy"),
         (["--molmoact2-grammar-masked"], "modifies --molmoact2-discrete"),
         (["--molmoact2", "tiny", "--fast-revision", "f" * 40], "--fast-revision pins the FAST tokenizer of --molmoact2-discrete"),
-        (["--policy", "hold", "--grasp-miss", "0.5"], "--grasp-miss is the scripted oracle's skill knob"),
+        (["--policy", "hold", "--grasp-miss", "0.5"], "--grasp-miss is a knob of the scripted oracle"),
+        (["--policy", "hold", "--grasp-drop", "0.5"], "--grasp-drop is a knob of the scripted oracle"),
+        (["--policy", "scripted", "--grasp-drop", "-1"], "--grasp-drop: must be a probability from 0 to 1"),
         (["--policy", "scripted", "--grasp-miss", "1.5"], "--grasp-miss: must be a probability from 0 to 1"),
         (["--resume", "/nonexistent/run"], "no readable manifest.json"),
         # bounds, stated in the message
@@ -28,7 +30,18 @@ from tests.helpers import REPO, run_eval
         (["--num-seeds", "1e7"], "--num-seeds: not an integer: '1e7'"),
         (["--seeds", "0-10000000"], "names more than 100,000 seeds"),
         (["--seed", "2147483647", "--num-seeds", "2"], "goes past the largest seed, 2147483647"),
-        (["--episode-seconds", "1e9"], "--episode-seconds: must be more than 0 and at most 3600"),
+        (["--episode-seconds", "1e9"], "--episode-seconds: must be from 0.1 to 3600"),
+        # issue 33: accepted silently before
+        (["--episode-seconds", "0.0001"], "--episode-seconds: must be from 0.1 to 3600"),
+        (["--policy", "hold", "--batch-wait-max-ms", "1e12"], "--batch-wait-max-ms: must be from 0 to 60000"),
+        (["--molmoact2-discrete", ""], "--molmoact2-discrete: an empty checkpoint"),  # it ran the oracle
+        (["--lerobot", " "], "--lerobot: an empty checkpoint"),
+        (["--molmoact2", ""], "--molmoact2: an empty checkpoint"),
+        (["--molmoact2-discrete", "tiny", "--fast-revision", "nothex"], "'nothex' is not a commit: give the 40-hex commit"),
+        (["--molmoact2-discrete", "tiny", "--fast-revision", "A" * 40], "is not a commit"),
+        (["--policy", "scripted", "--task", ""], "argument --task: empty; give a value or leave the flag out"),
+        (["--policy", ""], "argument --policy: empty"),
+        (["--policy", "scripted", "--num-seeds", "2", "--video-draw", "seeds:0,5,7"], "names seeds 5, 7 that this run does not run"),
         (["--workers", "100000"], "--workers: must be an integer from 1 to 256"),
         (["--video-size", "8"], "--video-size: must be an integer from 16 to 1,024"),
         # overrides are parsed whatever the policy
@@ -178,3 +191,21 @@ def test_a_checkpoint_that_is_a_symlink_loop_is_bad_input_not_a_crash(tmp_path, 
     err = capsys.readouterr().err.strip()
     assert "symbolic link loop" in err and str(loop) in err and "\n" not in err and "Traceback" not in err
     assert not run_dir.exists()  # refused before anything is written (it ended 'driver crashed', exit 1)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "loop"])
+def test_out_json_that_is_not_a_regular_file_is_refused_before_the_run(tmp_path, capsys, kind):
+    """Issue 33: `--out-json FIFO` was refused only after the whole run."""
+    import os
+
+    target = tmp_path / "out.json"
+    {"fifo": lambda: os.mkfifo(target), "device": lambda: target.symlink_to("/dev/null"),
+     "loop": lambda: target.symlink_to(target)}[kind]()
+    run_dir = tmp_path / "r"
+    assert main(["--policy", "hold", "--video-draw", "none", "--num-seeds", "1", "--run-dir", str(run_dir),
+                 "--out-json", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    why = {"fifo": "is a FIFO (named pipe), not a regular file", "device": "is a character device",
+           "loop": "symbolic link loop"}[kind]
+    assert err.startswith("fontaine-eval: error: --out-json") and why in err and "\n" not in err, err
+    assert not run_dir.exists()

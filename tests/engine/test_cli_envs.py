@@ -18,8 +18,10 @@ def test_list_envs_prints_one_env_a_line_name_first_and_writes_nothing(tmp_path,
     monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
     assert main(["--list-envs"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split("\t")[0] for line in lines] == ["boat-on-disk", "pick-lift", "lab-boat"]
+    assert [line.split("\t")[0] for line in lines] == ["boat-on-disk", "pick-lift", "lab-boat",
+                                                        "gym:MuJoCoPickAndPlace-v1", "gym:MuJoCoPickLift-v1"]
     assert "the lab's boat" in lines[2]
+    assert lines[3].endswith("\tgym (so101-nexus-mujoco 0.3.12)")  # the Gymnasium envs Fontaine ships adapters for
     assert list(tmp_path.iterdir()) == []
 
 
@@ -55,7 +57,7 @@ def test_the_manifest_records_the_env_and_its_hash_and_rows_carry_the_grasp_fiel
     assert manifest["env"] == {"name": "boat-on-disk", "sha256": env_sha256("boat-on-disk")}
     assert manifest["config"]["env"] == "boat-on-disk"
     row = json.loads((run_dir / "rows.jsonl").read_text().splitlines()[0])
-    assert row["schema"] == 2 and row["status"] == "ok" and row["grasped"] is False and row["released"] is False
+    assert row["schema"] == 3 and row["status"] == "ok" and row["grasped"] is False and row["released"] is False
 
 
 def test_a_resume_whose_env_is_gone_is_refused(tmp_path, capsys):

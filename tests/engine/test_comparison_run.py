@@ -112,6 +112,36 @@ def test_a_comparison_that_runs_every_seed_undecided_is_done(tmp_path):
     assert status["comparison"]["outcome"] == "undecided" and status["comparison"]["at"] == 3
 
 
+@pytest.mark.slow
+def test_a_registered_sprt_stops_a_real_run_when_b_is_worse_and_for_futility(tmp_path):
+    """test: sprt (prereg/stats/paired_sprt.py) through the real driver: clumsy (grasp_miss 0.5) against steady
+    (0.1) is decided "B worse" on the plan prefix; two arms of the same skill share every seed's draw, so no
+    seed is discordant and the run stops for futility within a few seeds, claiming nothing."""
+    from prereg.document.seal import freeze
+
+    sprt = 'test: sprt, assumed_rates: [0.9, 0.5], alpha: 0.05, power: 0.8, minimum_effect: 0.2, max_seeds: 40'
+    text = (SWAPPED.replace("test: savi, alpha: 0.05, power: 0.8, minimum_effect: 0.2, max_seeds: 30", sprt)
+            .replace('video_draw: "seeds:0"', "video_draw: none"))
+    doc = tmp_path / "sprt.md"
+    doc.write_text(text)
+    freeze(doc)
+    run_dir = tmp_path / "run"
+    out = run_eval("--prereg", str(doc), "--arms", "steady,clumsy", "--run-dir", str(run_dir))
+    assert out.returncode == 3, out.stdout + out.stderr
+    status = read_status(run_dir)
+    assert status["comparison"]["outcome"] == "B worse" and status["stop"]["by"] == "decided"
+    assert "discordant-pair SPRT designed at 0.5 vs 0.9" in status["stop"]["detail"]
+    same = tmp_path / "same.md"
+    same.write_text(text.replace("grasp_miss: 0.5", "grasp_miss: 0.1"))
+    freeze(same)
+    run_dir = tmp_path / "run-same"
+    out = run_eval("--prereg", str(same), "--arms", "steady,clumsy", "--run-dir", str(run_dir))
+    assert out.returncode == 3, out.stdout + out.stderr
+    status = read_status(run_dir)
+    assert status["comparison"]["outcome"] == "futile" and status["comparison"]["at"] < 10
+    assert "stopped for futility" in status["stop"]["detail"] and status["comparison"]["episodes_saved"] > 60
+
+
 MIXED = """---
 fontaine: fontaine-prereg/1
 id: t-mixed

@@ -254,3 +254,31 @@ def test_exact_tables_recover_the_map_unless_the_mirror_is_ambiguous(box, sign, 
     declared = fit_convention_map(a, b, rel01, rel99, declared=docs).joints[0]
     assert (declared.chosen.sign, declared.chosen.offset_deg) == truth and declared.chosen.uncovered == pytest.approx(0, abs=1e-9)
 
+
+
+@pytest.mark.parametrize("kind, says", [("fifo", "is a FIFO (named pipe), not a regular file"),
+                                        ("loop", "symbolic link loop"), ("dir", "is a directory"),
+                                        ("garbage", "not a seam-stats file"), ("list", "no joints table"),
+                                        ("missing", "no such seam-stats file")])
+def test_a_seam_stats_path_that_is_not_a_table_is_one_convmap_error_never_a_hang(tmp_path, kind, says):
+    """Issue 33: a FIFO as --convmap-seam-stats hung the run (read), and writing the table to one would too."""
+    import os
+
+    from engine.policies.convmap import ConvMapError
+    from engine.policies.convmap_fit import load_seam_stats, save_seam_stats
+    from tests.helpers import returns_within
+
+    path = tmp_path / "rig.json"
+    {"fifo": lambda: os.mkfifo(path), "loop": lambda: path.symlink_to(path), "dir": lambda: path.mkdir(),
+     "garbage": lambda: path.write_bytes(b"\xff\x00{"), "list": lambda: path.write_text("[1, 2]"),
+     "missing": lambda: None}[kind]()
+
+    def refused():
+        with pytest.raises(ConvMapError) as got:
+            load_seam_stats(path)
+        return str(got.value)
+
+    assert says in returns_within(refused, 10, what="reading the seam stats")
+    if kind == "fifo":  # written over atomically, never opened for a write that waits on a reader
+        returns_within(lambda: save_seam_stats({"format": "x", "joints": {}}, path), 10, what="writing the seam stats")
+        assert path.is_file() and not path.is_fifo()

@@ -120,21 +120,26 @@ SLOW_START = ("--policy", "scripted", "--episode-seconds", "20", "--video-draw",
 
 
 def test_a_slow_loading_policy_no_longer_trips_the_pace_gate(tmp_path):
-    # 15 s of start-up (a slow checkpoint), then four ~1 s episodes: the whole run takes ~20 s,
-    # under the 30 s limit. The old projection, elapsed x 4 / 2 at episode 2, says ~35 s or more.
+    # 30 s of start-up (a slow checkpoint), then four episodes of e s each (about 1 s on a quiet machine, 3-4 s on
+    # a loaded one): the whole run takes 30 + 4e, under a 55 s limit for any e below 6 s. The old projection,
+    # elapsed x 4 / 2 at episode 2, says 60 + 4e: over the limit whatever e is. (With 15 s and a 30 s limit the
+    # window was 15 s wide and a loaded CI machine's episodes closed it: the test measured the machine.)
     run_dir = tmp_path / "run"
-    out = run_eval(*SLOW_START, "--run-dir", str(run_dir), faults={"FAULT_LOAD_S": "15"})
+    limit_s = 55
+    argv = [*SLOW_START]
+    argv[argv.index("--pace-limit-hours") + 1] = f"{limit_s / 3600:.6f}"
+    out = run_eval(*argv, "--run-dir", str(run_dir), faults={"FONTAINE_FAULT_LOAD_S": "30"})
     assert out.returncode == 0, out.stderr
     status = read_status(run_dir)
     assert status["state"] == "done", status["reason"]
     pace = status["pace"]
-    assert pace["startup_s"] >= 15
-    assert pace["projected_wall_s"] < 30 and status["elapsed_s"] < 30
+    assert pace["startup_s"] >= 30
+    assert pace["projected_wall_s"] < limit_s and status["elapsed_s"] < limit_s
     # the old projection (elapsed x total / done) at the registered judging point, episode 2: the
     # elapsed time then was at least the start-up plus the two episodes' own walls
     rows = read_rows(run_dir)
     elapsed_at_2 = pace["startup_s"] + sum(r["wall_s"] for r in rows[:2])
-    old = evaluate_gates(GateSpec(pace_limit_hours=30 / 3600, pace_after_episodes=2),
+    old = evaluate_gates(GateSpec(pace_limit_hours=limit_s / 3600, pace_after_episodes=2),
                          elapsed_s=elapsed_at_2, done=2, total=4, gpu_hours=0.0)[0]
     assert old.state == "tripped"  # it would have stopped this healthy run
 

@@ -144,7 +144,7 @@ def test_batched_predicts_fill_to_the_worker_count(tmp_path):
 def test_a_crashed_worker_leaves_an_error_row_and_the_run_goes_on(tmp_path):
     run_dir = tmp_path / "run"
     out = run_eval("--policy", "hold", "--episode-seconds", "2", "--video-draw", "none", "--seeds", "0-3",
-                   "--workers", "2", "--run-dir", str(run_dir), faults={"FAULT_CRASH_SEEDS": "1"})
+                   "--workers", "2", "--run-dir", str(run_dir), faults={"FONTAINE_FAULT_CRASH_SEEDS": "1"})
     assert out.returncode == 0, out.stderr
     rows = {r["seed"]: r for r in read_rows(run_dir)}
     assert sorted(rows) == [0, 1, 2, 3]

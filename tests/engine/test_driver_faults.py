@@ -240,25 +240,66 @@ def test_a_video_that_cannot_be_written_costs_the_video_never_the_row(tmp_path):
 
 
 @pytest.mark.slow
-def test_fontaine_eval_started_by_hand_gives_its_workers_no_webhook(tmp_path):
+def test_fontaine_eval_started_by_hand_gives_its_workers_no_webhook_and_no_secret(tmp_path):
+    """A worker's environment is an allow-list (issue 33: HF_TOKEN and *_KEY stayed in it): what the
+    kernel shows of each worker and of the fork server they are forked from holds no secret."""
     hook = "https://discord.com/api/webhooks/123456789012345678/Zq3vN8kLp0Xw_Tg5-Hs2Yd7Rb4Mc9Fj1Ua6Ke3Wn0Qx8Lv5"
+    token = "hf_" + "Q" * 34
     run_dir = tmp_path / "run"
     proc = launch_detached(run_dir, *SCRIPTED, "--seeds", "0-3", "--workers", "2", "--video-draw", "none",
-                           env={"FONTAINE_DISCORD_WEBHOOK": hook, "NOTIFY": hook, "HF_TOKEN": "kept"})
+                           env={"FONTAINE_DISCORD_WEBHOOK": hook, "NOTIFY": hook, "HF_TOKEN": token,
+                                "WANDB_API_KEY": "wandb-secret-value", "FONTAINE_API_TOKEN": "also-secret"})
     try:
         workers = _workers_started(proc, 2)
-        envs = []
+        envs = {}
         for w in workers:
-            try:
-                envs.append(Path(f"/proc/{w.pid}/environ").read_bytes())
-            except OSError:
-                pass
+            for p in (w, *([w.parent()] if w.parent() and w.parent().pid != proc.pid else [])):
+                try:
+                    envs[p.pid] = Path(f"/proc/{p.pid}/environ").read_bytes()
+                except (OSError, psutil.Error):
+                    pass
         assert envs, "no worker environment could be read"
-        for raw in envs:
+        for raw in envs.values():
             env = dict(item.split(b"=", 1) for item in raw.split(b"\0") if b"=" in item)
             assert not [k for k in env if b"WEBHOOK" in k.upper()] and b"NOTIFY" not in env
-            assert hook.encode() not in raw and env[b"HF_TOKEN"] == b"kept"
+            assert hook.encode() not in raw and token.encode() not in raw and b"secret" not in raw
+            assert not {b"HF_TOKEN", b"WANDB_API_KEY", b"FONTAINE_API_TOKEN"} & env.keys()
+            assert env.get(b"MUJOCO_GL") and env.get(b"PATH")  # what a worker runs with stays
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_to_the_runs_process_group_stops_it_with_the_episodes_in_flight_finished(tmp_path, sig):
+    """Issue 33: SIGTERM to the run's process group (the console's `K` first, a closing terminal) killed
+    the fork server and with it every worker: `failed`, "worker died" error rows. SIGHUP exited 129 and
+    left status.json `running`. Now only the driver acts on either: the episodes in flight finish, the
+    run ends `stopped` (exit 3) with ok rows only, and the seeds not run are owed to --resume."""
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, "--policy", "scripted", "--episode-seconds", "10", "--seeds", "0-9",
+                           "--workers", "2", "--video-draw", "none")
+    try:
+        _workers_started(proc, 2)
+        in_flight = wait_until(lambda: read_status(run_dir).get("in_flight_seeds"), timeout=120,
+                               what="episodes in flight")
+        os.killpg(proc.pid, sig)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    log = (run_dir / rd.LOG).read_text()
+    status = read_status(run_dir)
+    assert code == rd.EXIT_STOPPED, (code, log[-3000:])
+    assert status["state"] == "stopped" and status["stop"]["by"] == "signal", status
+    assert status["stop"]["detail"] == f"{signal.Signals(sig).name} received"
+    rows = _rows_intact(run_dir)
+    assert rows and all(r["status"] == "ok" for r in rows), [r.get("error") for r in rows]  # no "worker died"
+    assert len(rows) < 10 and "worker died" not in log
+    assert set(in_flight) - {r["seed"] for r in rows} <= set(status.get("lost_seeds") or []), (in_flight, status)
+    if sig == signal.SIGTERM:  # what was not run is owed to --resume, and it runs exactly that
+        out = run_eval("--resume", str(run_dir))
+        assert out.returncode == rd.EXIT_DONE, out.stderr
+        assert sorted(r["seed"] for r in _rows_intact(run_dir)) == list(range(10))

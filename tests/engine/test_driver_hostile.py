@@ -239,3 +239,20 @@ def test_the_driver_beats_the_heartbeat_through_a_slow_policy_load(tmp_path, mon
     assert result.state == rd.DONE and seen["state"] == rd.STARTING
     assert "fontaine-heartbeat" in seen["threads"]
     assert "fontaine-heartbeat" not in [t.name for t in threading.enumerate()]  # it ends with start-up
+def test_a_secret_written_into_stop_reaches_no_file_and_does_not_linger(tmp_path):
+    """Issue 33: `printf 'stop %s %s' "$WEBHOOK_URL" "$HF_TOKEN" > STOP` put both into status.json,
+    rows.json, the terminal and the Discord stop post. The reason is redacted where it becomes one line,
+    and the STOP itself, once acted on, is rewritten as that reason."""
+    token = "hf_" + "Z" * 34
+    d = tmp_path / "run"
+    said = []
+    ex = FakeExecutor(on_poll=lambda n: n == 2 and (d / rd.STOP).write_text(f"stop {HOOK} {token}"))
+    result = run(_config(), d, argv=["test"], log=said.append, executor=ex)
+    assert result.state == rd.STOPPED
+    for p in d.rglob("*"):
+        if p.is_file():
+            data = p.read_bytes()
+            assert token.encode() not in data and HOOK.encode() not in data, p.name
+    assert token not in " ".join(said) and HOOK not in " ".join(said)
+    status = json.loads((d / rd.STATUS).read_text())
+    assert status["stop"]["detail"] == "stop <redacted: a Discord webhook URL> <redacted: a Hugging Face token>"

@@ -28,7 +28,11 @@ def test_the_scripted_oracle_places_the_stl_block_and_the_manifest_records_the_f
     assert main(["--policy", "scripted", "--env", "lab/env.yaml", "--num-seeds", "1", "--episode-seconds", "12",
                  "--video-draw", "none", "--run-dir", str(run)]) == 0
     manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["env"] == {"name": "lab-cube", "file": str(lab), "sha256": env_sha256(str(lab))}
+    assert manifest["env"] == {"name": "lab-cube", "file": str(lab), "sha256": env_sha256(str(lab)),
+                               "physics": {"mode": "fontaine", "overridden": {  # MuJoCo's defaults, set aside
+                                   "timestep": {"scene": 0.002, "ran": 1 / 600}, "impratio": {"scene": 1.0, "ran": 10.0},
+                                   "integrator": {"scene": "euler", "ran": "implicitfast"},
+                                   "cone": {"scene": "pyramidal", "ran": "elliptic"}}}}
     assert manifest["config"]["env"] == str(lab)  # a resume finds it wherever it is started from
     (row,) = [json.loads(line) for line in (run / "rows.jsonl").read_text().splitlines()]
     assert row["status"] == "ok" and row["success"] and row["grasped"] and row["reset_strikes"] == 0
@@ -88,12 +92,13 @@ def test_each_problem_is_one_line_with_its_file_and_line(tmp_path, capsys):
 def test_more_problems_the_target_the_free_joint_and_fields(tmp_path, capsys):
     env = ENV.replace("target: pad", "target: table_top").replace("episode:\n  seconds: 20",
                                                                    "episode:\n  seconds: -1\nlights: on")
-    scene = SCENE.replace("      <freejoint/>\n", "").replace('<body name="pad" mocap="true"', '<body name="table_top"')
+    scene = SCENE.replace("      <freejoint/>\n", "").replace('<body name="pad" mocap="true" pos="0.2 0 0">',
+                                                                 '<body name="table_top" pos="0.2 0 0"><joint type="slide"/>')
     problems = _problems(tmp_path, capsys, env, scene)
     x = tmp_path / "bad" / "scene.xml"
     assert any(p.startswith(f"{x}:{line_of(scene, 'name=\"block\" pos')}: object body 'block' has no free joint")
                for p in problems), problems
-    assert any(p.startswith(f"{x}:{line_of(scene, 'table_top')}: target body 'table_top' is not a mocap body")
+    assert any(p.startswith(f"{x}:{line_of(scene, 'table_top')}: target body 'table_top' has a joint")
                for p in problems), problems
     assert any("episode.seconds: -1 is not a number" in p for p in problems)
     assert any(f":{line_of(env, 'lights')}: lights: not an env field" in p for p in problems)
@@ -192,3 +197,31 @@ def test_a_scene_that_includes_the_arm_loads_and_the_oracle_places_the_block_wit
         env.close()
     assert row["reset_strikes"] == 0
     assert row["success"] and row["grasped"] and row["carried_cm"] > 5.0 and not row["off_table"]
+
+
+@pytest.mark.parametrize("kind, says", [("sparse", "bytes, more than the 268,435,456"),
+                                        ("fifo", "is a FIFO (named pipe), not a regular file"),
+                                        ("loop", "symbolic link loop")])
+def test_a_mesh_that_is_huge_or_not_a_file_is_refused_unread(tmp_path, capsys, kind, says):
+    """Issue 33: a sparse 1 GB mesh (nothing on disk) was read whole, 1.1 GB of memory; a FIFO there
+    hung the launch. Now each is a problem at its MJCF line, found by a stat, before MuJoCo reads it."""
+    import os
+
+    from tests.helpers import returns_within
+
+    d = tmp_path / "bad"
+    path = write_env(d)
+    mesh = d / "meshes" / "block.stl"
+    mesh.unlink()
+    if kind == "sparse":
+        with open(mesh, "wb") as f:
+            f.truncate(1 << 30)
+    elif kind == "fifo":
+        os.mkfifo(mesh)
+    else:
+        mesh.symlink_to(mesh)
+    run = tmp_path / "run"
+    code = returns_within(lambda: main(["--policy", "hold", "--env", str(path), "--num-seeds", "1",
+                                        "--run-dir", str(run)]), 60, what="fontaine-eval on the env file")
+    err = capsys.readouterr().err
+    assert code == 2 and not run.exists() and says in err and "block.stl" in err and "Traceback" not in err, err

@@ -139,3 +139,27 @@ def test_a_registered_lerobot_arm_launches_and_reports_valid(tmp_path):
     refused = run_eval("--prereg", str(doc), "--arm", "act", "--device", "cpu", "--run-dir", str(tmp_path / "r2"))
     assert refused.returncode == 2 and "refused: the pre-registration pins" in refused.stderr
     assert not (tmp_path / "r2").exists()  # refused before anything is written
+
+
+def test_the_rows_do_not_depend_on_the_number_of_workers(tmp_path):
+    """ACT served in the driver, invariant (the default): one worker and three give the same rows, bit for
+    bit, but for the fields that say when and where an episode ran; the manifest and the report say so."""
+    from tests.engine.lerobot_fixtures import build_checkpoint
+    from tests.helpers import stable
+
+    ckpt = build_checkpoint(tmp_path / "act", "act")
+    rows = {}
+    for workers in (1, 3):
+        run_dir = tmp_path / f"w{workers}"
+        out = run_eval("--lerobot", str(ckpt), "--seeds", "0-2", "--workers", str(workers), "--episode-seconds", "2",
+                       "--render-size", "48", "--video-draw", "none", "--device", "cpu", "--run-dir", str(run_dir),
+                       timeout=400)
+        assert out.returncode == 0, out.stdout + out.stderr
+        # mean_batch records how many observations waited together (timing), not what the episode did
+        rows[workers] = sorted(({k: v for k, v in stable(r).items() if k != "mean_batch"} for r in read_rows(run_dir)),
+                               key=lambda r: r["seed"])
+        resolved = json.loads((run_dir / "manifest.json").read_text())["policy_resolved"]
+        assert resolved["rows"] == "invariant" and resolved["batching"] == "per observation (batch 1)"
+    assert len(rows[1]) == 3 and all(r["status"] == "ok" for r in rows[1])
+    assert [r["first_action_delta_deg"] for r in rows[1]] == [r["first_action_delta_deg"] for r in rows[3]]
+    assert rows[1] == rows[3]

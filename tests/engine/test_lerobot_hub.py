@@ -73,3 +73,18 @@ def test_a_launch_asks_the_hub_once_per_environment(hub, monkeypatch):
     shutil.rmtree(probe(REPO).path)
     probe.cache_clear()
     assert probe(REPO).path.is_dir() and len(hub.requests) > asked
+
+
+def test_an_edited_file_in_the_hub_cache_is_not_the_pinned_commit(hub, monkeypatch):
+    """A commit pins the hub's files; the cache's copy is checked against the hub's own names for them
+    (the git blob id here, the sha256 for an LFS file), so an edited cache does not pass as the commit."""
+    import os
+    from pathlib import Path
+
+    path = Path(probe(REPO, COMMIT).path)
+    probe.cache_clear()
+    blob = Path(os.path.realpath(path / "policy_postprocessor.json"))
+    blob.write_text(blob.read_text().replace("}", " }", 1))  # still JSON, another byte string
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(LerobotError, match="policy_postprocessor.json: the Hugging Face cache's copy is not the hub's"):
+        load_policy(REPO, revision=COMMIT, pinned=True, device="cpu")

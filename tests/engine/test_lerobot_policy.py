@@ -118,7 +118,8 @@ def test_images_of_another_size_are_resized_to_the_checkpoint(act_dir):
 def test_the_manifest_records_type_config_hash_and_pin(act_dir):
     d = load_policy(str(act_dir), device="cpu").describe()
     assert d["policy"] == "lerobot" and d["policy_type"] == "act" and d["serving"] == "chunk"
-    assert len(d["config_sha256"]) == 64 and d["pin"] == f"sha256:{d['weights_sha256']}"
+    assert len(d["config_sha256"]) == 64 and d["pin"] == f"sha256:{d['checkpoint_sha256']}"
+    assert sorted(d["files"]) == sorted(p.name for p in act_dir.iterdir())  # every file the loader reads
     assert d["features"] == {"observation.images.front": "front", "observation.images.wrist": "wrist",
                              "observation.state": "state"}
 
@@ -203,3 +204,22 @@ def test_a_policy_served_in_each_worker_is_described_without_its_weights(ensembl
     with pytest.raises(LerobotError, match="refused: the pre-registration pins"):
         describe_unserved(PolicySpec(kind="lerobot", checkpoint=str(ensembled_dir), revision="sha256:" + "0" * 64,
                                      pinned=True))
+
+
+def test_served_invariant_each_observation_gets_its_batch_1_action_bit_for_bit(act_dir):
+    """`--serving invariant` (the default for a lerobot checkpoint): whatever waits with an observation, its
+    action is the one it gets alone, bit for bit; `batched` is recorded as batch-dependent."""
+    from engine.policies.factory import PolicySpec, make_policy
+
+    spec = PolicySpec(kind="lerobot", checkpoint=str(act_dir), device="cpu", convmap="identity", dtype="fp32")
+    invariant = make_policy(spec)
+    batch = [_episode(s, 1)[0] for s in range(4)]
+    alone = [invariant.predict_batch([o])[0].targets_rad for o in batch]
+    for mix in (batch, batch[::-1], batch[:2], [batch[3], batch[0], batch[0], batch[1]]):
+        got = invariant.predict_batch(mix)
+        for o, chunk in zip(mix, got):
+            assert np.array_equal(chunk.targets_rad, alone[batch.index(o)])
+    d = invariant.describe()
+    assert d["rows"] == "invariant" and d["batching"] == "per observation (batch 1)" and d["serving"] == "chunk"
+    batched = make_policy(PolicySpec(**{**spec.__dict__, "serving": "batched"}))
+    assert batched.describe()["rows"] == "batch-dependent" and len(batched.predict_batch(batch)) == 4

@@ -159,3 +159,30 @@ def test_the_knob_keeps_the_seeds_it_does_not_miss(env):
 
     seed = next(s for s in range(50) if not misses(s, 0.5))
     assert episode(env, ScriptedOracle(grasp_miss=0.5), seed)["success"]
+
+
+def test_the_drop_knob_grasps_lifts_and_lets_go_so_the_row_reads_grasped_then_dropped(env):
+    from engine.policies.scripted import drop_draw, drops
+    from prereg.rundir.rows import DROPPED, episode_outcome
+
+    assert drop_draw(3) == drop_draw(3) != drop_draw(4) and not drops(3, 0.0) and drops(3, 1.0)
+    assert 35 <= sum(drops(s, 0.25) for s in range(200)) <= 65
+    dropper = ScriptedOracle(grasp_drop=1.0)
+    assert dropper.describe()["grasp_drop"] == 1.0
+    row = episode(env, dropper, 0, seconds=12.0)
+    assert row["grasped"] and row["released"] and row["lift_max_mm"] > 30 and row["carried_cm"] < 2.0, row
+    assert not row["success"] and episode_outcome({**row, "status": "ok"}) == DROPPED
+    with pytest.raises(ValueError, match="grasp_drop must be a probability"):
+        ScriptedOracle(grasp_drop=2)
+
+
+def test_an_episode_that_ends_inside_the_hold_reads_placed_hold_unfinished(env, oracle):
+    """The oracle sets the boat upright on the disk; the episode ends 5 ticks before its 15-tick hold
+    completes: not a success, and not 'carried not placed' either."""
+    from engine.sim.metrics import SUCCESS_HOLD_TICKS
+    from prereg.rundir.rows import HOLD_UNFINISHED, episode_outcome
+
+    done = episode(env, oracle, 0)
+    cut = episode(env, oracle, 0, seconds=(done["success_tick"] - 5) / 30)
+    assert not cut["success"] and cut["success_streak"] == SUCCESS_HOLD_TICKS - 5 and cut["grasped"], cut
+    assert episode_outcome({**cut, "status": "ok"}) == HOLD_UNFINISHED

@@ -41,10 +41,11 @@ def _obs(seed, replan, state):
 
 
 def test_the_documented_example_runs_batched_with_the_shim(towards_middle):
-    policy = make_policy(PolicySpec(kind="towards-middle", convmap="identity"))
+    policy = make_policy(PolicySpec(kind="towards-middle", convmap="identity", serving="batched"))
     assert policy.serve_in_driver and policy.chunk_horizon == 15 and not policy.needs_images
     chunks = policy.predict_batch([_obs(0, 0, np.zeros(6)), _obs(1, 0, np.full(6, 0.2))])
     assert [c.batch_size for c in chunks] == [2, 2] and chunks[0].targets_rad.shape == (15, 6)
+    assert policy.describe()["rows"] == "batch-dependent"
     assert policy.inner.episodes == 2  # reset once per episode, at its first predict
     policy.predict_batch([_obs(0, 1, np.zeros(6))])
     assert policy.inner.episodes == 2
@@ -106,3 +107,12 @@ def test_an_installed_entry_point_runs_through_fontaine_eval(tmp_path):
     resolved = json.loads((run_dir / "manifest.json").read_text())["policy_resolved"]
     assert resolved["policy"] == "towards-middle" and resolved["version"] == "0.1" and resolved["own"] == {"gain": 0.1}
     assert resolved["convmap"]["name"] == "identity"
+
+
+def test_served_invariant_by_default_each_observation_is_one_call(towards_middle):
+    policy = make_policy(PolicySpec(kind="towards-middle"))
+    calls = []
+    original = policy.inner.predict
+    policy.inner.predict = lambda obs: calls.append(len(obs)) or original(obs)
+    chunks = policy.predict_batch([_obs(0, 0, np.zeros(6)), _obs(1, 0, np.full(6, 0.2))])
+    assert calls == [1, 1] and len(chunks) == 2 and policy.describe()["rows"] == "invariant"

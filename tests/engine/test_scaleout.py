@@ -371,7 +371,8 @@ def test_a_comparison_run_spreads_both_arms_over_the_shards_and_equals_a_local_o
     assert status["comparison"] == ref_status["comparison"] and status["comparison"]["outcome"] == "undecided"
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["arm"] == "clumsy-vs-steady" and manifest["cluster"]["shards"] == 2
-    assert manifest["policy_resolved"] == {a: {"policy": "scripted", "served": "in each worker of each Ray shard"}
+    assert manifest["policy_resolved"] == {a: {"policy": "scripted", "served": "in each worker of each Ray shard",
+                                               "rows": "invariant"}
                                            for a in ("clumsy", "steady")}
     assert all(set(s["policy"]) == {"clumsy", "steady"} for s in manifest["cluster"]["per_shard"])
 
@@ -421,6 +422,26 @@ def test_sigterm_while_connecting_to_a_cluster_that_never_answers_stops_the_run_
     assert read_rows(run_dir) == []
 
 
+def test_a_cluster_that_never_answers_is_given_up_on_left_alone(tmp_path):
+    """Issue 33: `--ray nohost:1` left alone stayed `running` after 360 s (Ray retried for good). It
+    gives up after FONTAINE_RAY_CONNECT_TIMEOUT_S: one line, exit 2, the run `failed` with why, no episode."""
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, "--policy", "hold", "--episode-seconds", "2", "--video-draw", "none",
+                           "--seeds", "0-1", "--ray", "nohost:1", env={"FONTAINE_RAY_CONNECT_TIMEOUT_S": "3"})
+    try:
+        code = proc.wait(timeout=240)  # Ray's import and the 3 s; before, it never ended
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    log = (run_dir / "driver.log").read_text()
+    assert code == 2, (code, log[-2000:])
+    (line,) = [x for x in log.splitlines() if x.startswith("fontaine-eval: ")][-1:]
+    assert "cannot connect to the Ray cluster at 'nohost:1': no answer within 3 s" in line, line
+    status = read_status(run_dir)
+    assert status["state"] == "failed" and "no answer within 3 s" in status["reason"], status
+    assert read_rows(run_dir) == [] and "Traceback" not in log
+
+
 def _comparison_config(**over):
     from engine.policies.factory import PolicySpec
     from engine.run_config import RunConfig
@@ -441,7 +462,7 @@ def test_a_shard_serves_each_arm_of_a_comparison_run_on_its_node(tmp_path):
     shard = Shard(_comparison_config(), 0, 2, {})
     try:
         assert shard.policy_description["held"]["policy"] == "hold"
-        assert shard.policy_description["oracle"] == {"policy": "scripted", "served": "in each worker"}
+        assert shard.policy_description["oracle"] == {"policy": "scripted", "served": "in each worker", "rows": "invariant"}
         assert set(shard.pool.policies) == {"held"}  # only the served arm is loaded on the shard
         wait_until(lambda: shard.step([], 0, True, 0.5)["free"] == 2, timeout=120, what="the shard's two workers")
         jobs, rows = [("oracle", 0), ("held", 0)], []

@@ -126,7 +126,7 @@ def test_reset_leaves_the_arm_home_and_the_boat_upright(env):
     assert strikes == 0
     np.testing.assert_allclose(env.state_rad()[:5], HOME_RAD[:5], atol=np.deg2rad(2))
     row = env.row()
-    assert row["upright_final"] > 0.99 and abs(row["boat_z_mm"]) < 1.0 and row["reset_strikes"] == 0
+    assert row["upright_final"] > 0.99 and abs(row["object_z_mm"]) < 1.0 and row["reset_strikes"] == 0
 
 
 def test_an_invalid_draw_is_redrawn_and_counted_as_a_strike(monkeypatch):
@@ -166,7 +166,7 @@ def test_upright_on_the_disk_is_a_success_after_the_hold(env):
     hold_home(env, 6)
     row = env.row()
     assert row["success"] and row["success_tick"] == SUCCESS_HOLD_TICKS
-    assert abs(row["boat_z_mm"] - 2.0) < 1.0 and not row["tipped"]
+    assert abs(row["object_z_mm"] - 2.0) < 1.0 and not row["tipped"]
 
 
 def test_tipped_on_the_disk_is_not_a_success(env):

@@ -10,6 +10,7 @@ import pytest
 
 from prereg.document.launch import resolve_launch
 from prereg.rundir.rows import complete_row
+from tests.fake_hub import FakeHub
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "prereg" / "examples"
 
@@ -82,3 +83,64 @@ def run_dir(tmp_path):
         return d
 
     return make
+
+
+HF_TOKEN = "hf_fakeTOKEN0123456789abcdefSECRET"  # the publish tests' token: it must never be written or sent
+
+
+@pytest.fixture
+def hf_env(tmp_path, monkeypatch):
+    """A Hugging Face environment of this test's own: the token from HF_TOKEN, no saved token."""
+    import huggingface_hub.constants as c
+
+    monkeypatch.setattr(c, "HF_TOKEN_PATH", str(tmp_path / "no-saved-token"))
+    monkeypatch.setattr(c, "HF_HUB_OFFLINE", False)  # as read at import: a suite run offline still reaches the fake
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    for name in ("HF_HUB_OFFLINE", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_TOKEN", HF_TOKEN)
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    return monkeypatch
+
+
+@pytest.fixture
+def hub(hf_env):
+    with FakeHub(token=HF_TOKEN) as fake:
+        hf_env.setenv("HF_ENDPOINT", fake.endpoint)
+        yield fake
+
+
+SCRIPTED_DOC = """---
+fontaine: fontaine-prereg/1
+id: two-oracles
+title: two scripted arms
+created: 2026-01-01
+arms:
+  - name: a
+    policy: scripted
+protocol:
+  seeds: 0-5
+  episode_seconds: 20
+  workers: 1
+reads:
+  primary: successes
+gates:
+  gpu_hours: 0.1
+---
+
+Plain words.
+"""
+
+
+def scripted_doc(tmp_path, frozen="2026-01-01T00:00:00Z", amendments=()):
+    """A frozen document with scripted arm `a`; each amendment (YAML data, freeze time) appended and frozen."""
+    from prereg.document.seal import amend, freeze
+
+    doc = tmp_path / "two.md"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(SCRIPTED_DOC)
+    freeze(doc, now=frozen)
+    for data, at in amendments:
+        amend(doc, title=data.pop("title", "amendment"), why="Why.", data=data)
+        freeze(doc, now=at)
+    return doc

@@ -6,6 +6,7 @@ by the package once per machine (about 5-10 s) and cached under XDG_CACHE_HOME."
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -14,7 +15,7 @@ import pytest
 from prereg.document.comparison_spec import SCENE_MAX_DISTANCE_CM, ComparisonSpec
 from prereg.document.read import load
 from prereg.rundir.rows import rows_by_seed
-from prereg.stats.comparison import BETTER, EQUIVALENT, UNDECIDED, VOID, decide, run_betting, run_step
+from prereg.stats.comparison import BETTER, EQUIVALENT, FUTILE, UNDECIDED, VOID, decide, run_betting, run_step, sprt_design
 from prereg.stats.operating import batch_seeds, pair_probs, run_sequences, simulate_deltas, simulate_success
 from prereg.stats.step import step_oc
 
@@ -107,37 +108,47 @@ def test_the_betting_sequence_keeps_type_one_at_alpha(sd):
     assert np.mean(code == 3) + np.mean(code == 2) <= ALPHA + 3 * SE
 
 
-def test_successes_finishing_early_at_8_workers_do_not_move_the_decision():
-    """Rows arrive in completion order (a success ends its episode early, 8 workers); the driver asks
-    after every row. The first decision it gets is the decision on the plan order, at the same seed."""
-    rng = np.random.default_rng(11)
-    s = spec(test="savi", max_seeds=60)
-    planned = list(range(60))
-    decided = 0
-    for _ in range(25):
-        a, b = rng.random(60) < 0.3, rng.random(60) < 0.6
-        events = []
-        for arm, outs in (("a", a), ("b", b)):
-            for seed, ok in enumerate(outs):
-                events.append((arm, seed, 2.0 + rng.random() if ok else 10.0 + rng.random()))
-        free = [0.0] * 8
-        finished = []
-        for arm, seed, dur in sorted(events, key=lambda e: (e[1], e[0])):  # dispatched in plan order, A and B together
-            w = int(np.argmin(free))
-            free[w] += dur
-            finished.append((free[w], arm, seed))
-        ra, rb, first = {}, {}, None
-        for _, arm, seed in sorted(finished):
-            (ra if arm == "a" else rb)[seed] = {"seed": seed, "status": "ok",
-                                                "success": bool((a if arm == "a" else b)[seed])}
-            d = decide(s, ra, rb, planned)
-            if d is not None:
-                first = d
-                break
+def _replay(s: ComparisonSpec, a, b, workers: int, rng):
+    """Rows in completion order (a success ends its episode early), dispatched in plan order with A and B
+    together to `workers` workers; the driver asks after every row. The first decision it gets."""
+    events = []
+    for arm, outs in (("a", a), ("b", b)):
+        for seed, ok in enumerate(outs):
+            events.append((arm, seed, 2.0 + rng.random() if ok else 10.0 + rng.random()))
+    free = [0.0] * workers
+    finished = []
+    for arm, seed, dur in sorted(events, key=lambda e: (e[1], e[0])):
+        w = int(np.argmin(free))
+        free[w] += dur
+        finished.append((free[w], arm, seed))
+    ra, rb = {}, {}
+    planned = list(range(len(a)))
+    for _, arm, seed in sorted(finished):
+        (ra if arm == "a" else rb)[seed] = {"seed": seed, "status": "ok", "success": bool((a if arm == "a" else b)[seed])}
+        d = decide(s, ra, rb, planned)
+        if d is not None:
+            return d
+    return None
+
+
+@pytest.mark.parametrize("test,workers", [("sprt", 1), ("sprt", 8), ("sprt", 32), ("savi", 8)])
+def test_successes_finishing_early_do_not_move_the_decision(test, workers):
+    """At 1, 8 and 32 workers the first decision the driver gets is the plan-order decision at the same
+    seed, under no difference and under the design: so the plan-order type-I and power (exact, for sprt:
+    tests/prereg/test_paired_sprt.py) hold whatever the completion order."""
+    rng = np.random.default_rng(11 + workers)
+    n = 75
+    s = spec(test=test, max_seeds=n, assumed_rates=(0.3, 0.6))
+    planned = list(range(n))
+    outcomes = set()
+    for i in range(16):
+        pa, pb = (0.45, 0.45) if i % 2 else (0.3, 0.6)
+        a, b = rng.random(n) < pa, rng.random(n) < pb
+        first = _replay(s, a, b, workers, rng)
         ref = decide(s, rows(a), rows(b), planned)
         assert (first.outcome, first.at) == (ref.outcome, ref.at)
-        decided += ref.outcome == BETTER
-    assert decided >= 10
+        outcomes.add(ref.outcome)
+    assert BETTER in outcomes and len(outcomes) >= 2
 
 
 # ---------------------------------------------------------------- power and expected seeds vs the batch
@@ -224,6 +235,36 @@ def test_step_and_fixed_decide_through_the_same_api():
     assert decide(spec(test="fixed"), rows([0] * 50), rows([1] * 50), planned) is None
 
 
+def test_sprt_decides_through_the_same_api_and_says_why():
+    s = spec(test="sprt", max_seeds=75, assumed_rates=(0.3, 0.6))
+    d = sprt_design(s, 75)
+    planned = list(range(75))
+    got = decide(s, rows([0] * 75), rows([1] * 75), planned)
+    assert got.outcome == BETTER and got.at == d.crit[0] and got.episodes_saved == 2 * (75 - d.crit[0])
+    assert "discordant-pair SPRT designed at 0.3 vs 0.6" in got.text and got.values["llr_better"] >= d.h
+    got = decide(s, rows([1] * 75), rows([1] * 75), planned)  # every seed concordant: no difference of 0.3
+    assert got.outcome == FUTILE and got.at < 10 and got.stops_run and got.episodes_saved == 2 * (75 - got.at)
+    assert "stopped for futility" in got.text and "nothing claimed" in got.text
+    assert decide(s, rows([1] * 3), rows([1] * 3), planned) is None
+    # a max seeds below what the design needs: the boundary alone (level alpha, no futility stop)
+    short = spec(test="sprt", max_seeds=20, assumed_rates=(0.3, 0.6))
+    assert sprt_design(short, 20).futility == -math.inf
+    got = decide(short, rows([1] * 20), rows([1] * 20), list(range(20)))
+    assert got.outcome == UNDECIDED and "no futility stop" in got.text
+    json.dumps(got.as_dict(), allow_nan=False)  # status.json stays strict JSON (no -Infinity)
+
+
+def test_savi_on_progress_reads_the_clipped_mean_and_says_so():
+    s = spec(metric="progress_final_cm", test="savi", minimum_effect=1.0, max_seeds=200, clip_cm=5.0)
+    planned = list(range(200))
+    prog_a = rows([0] * 200, progress=[0.0] * 200)
+    delta = [2.0] * 200
+    delta[3] = -40.0  # a knock-away counts as -5 cm
+    got = decide(s, prog_a, rows([0] * 200, progress=delta), planned)
+    assert got.outcome == BETTER and got.values["clip_cm"] == 5.0
+    assert "clipped to +/-5 cm" in got.text and "mean clipped delta" in got.text
+
+
 # ---------------------------------------------------------------- the registration
 
 
@@ -267,8 +308,37 @@ def test_the_registration_is_carried_on_the_model_and_bad_fields_name_their_line
         "metric: success", "metric: progress_final_cm").replace("max_seeds: 60", "max_seeds: 600"))
     probs = {p.field: (p.line, p.message) for p in load(bad).problems}
     assert probs["comparison.arms"][0] == 19 and "unknown arm" in probs["comparison.arms"][1]
-    assert "STEP compares success rates only" in probs["comparison.test"][1]
+    assert "test step compares success rates only" in probs["comparison.test"][1]
     assert "more than the 100 planned" in probs["comparison.max_seeds"][1]
+
+
+def test_the_registration_of_sprt_and_of_progress_tests(tmp_path):
+    """sprt needs assumed rates (its alternative); progress defaults to the paired t test; savi on progress
+    needs a clip, which is its estimand; a clip is read only there."""
+    def problems(text):
+        p = tmp_path / "c.md"
+        p.write_text(text)
+        doc = load(p)
+        return doc, {x.field: x.message for x in doc.problems}
+
+    doc, probs = problems(DOC.replace("test: savi", "test: sprt"))
+    assert "test sprt derives its alternative from assumed_rates" in probs["comparison.test"]
+    doc, probs = problems(DOC.replace("test: savi", "test: sprt\n  assumed_rates: [0.2, 0.2]"))
+    assert not probs and doc.sections[0].comparison.design_rates() == (0.2, 0.35)  # equal: p vs p + minimum_effect
+    doc, probs = problems(DOC.replace("test: savi", "test: sprt\n  assumed_rates: [0.9, 0.9]"))
+    assert "above 1" in probs["comparison.assumed_rates"]
+    prog = DOC.replace("metric: success", "metric: progress_final_cm").replace("minimum_effect: 0.15", "minimum_effect: 1.0")
+    doc, probs = problems(prog.replace("  test: savi\n", ""))
+    assert not probs and doc.sections[0].comparison.test == "fixed"
+    doc, probs = problems(prog)
+    assert "needs clip_cm" in probs["comparison.test"] and "clipped" in probs["comparison.test"]
+    doc, probs = problems(prog.replace("test: savi", "test: savi\n  clip_cm: 7.5"))
+    c = doc.sections[0].comparison
+    assert not probs and c.clip_cm == 7.5 and "clipped to +/-7.5 cm" in c.describe()
+    doc, probs = problems(DOC.replace("test: savi", "test: savi\n  clip_cm: 7.5"))
+    assert "only test savi on progress_final_cm reads a clip" in probs["comparison.clip_cm"]
+    doc, probs = problems(prog.replace("test: savi", "test: savi\n  clip_cm: 300"))
+    assert "must be a distance in cm in (0, 272.26]" in probs["comparison.clip_cm"]
 
 
 def test_step_needs_at_least_ten_seeds_said_at_its_line(tmp_path):
@@ -283,12 +353,52 @@ def test_step_needs_at_least_ten_seeds_said_at_its_line(tmp_path):
         assert "STEP is synthesised for at least 10 seeds" in prob.message and "savi" in prob.hint
 
 
-def test_validate_prints_the_operating_table(tmp_path, capsys):
+def test_validate_prints_the_advice_for_every_test_the_plan_could_register(tmp_path, capsys):
     from prereg.outputs.cli import main
 
     p = tmp_path / "cmp.md"
     p.write_text(DOC.replace("max_seeds: 60", "max_seeds: 60\n  assumed_rates: [0.1, 0.5]"))
     assert main(["validate", str(p)]) == 0
     out = capsys.readouterr().out
-    assert "comparison registered: b vs a on success" in out
-    assert "no difference (0.1 vs 0.1)" in out and "assumed 0.1 -> 0.5" in out and "batch" in out
+    assert "comparison registered: b vs a on success: paired discordant-seed e-process" in out
+    assert "no difference 0.1 vs 0.1 | assumed 0.1 -> 0.5 | minimum effect 0.1 -> 0.25" in out
+    assert "the batch (exact McNemar, sized for it) needs" in out and "information floor (Wald's bound" in out
+    rows = {line[4:].split()[0]: line for line in out.splitlines() if line.startswith(("  > ", "    ")) and "worst" in line}
+    assert rows["savi"].startswith("  > savi (simulated)") and "worst 120" in rows["savi"]
+    assert rows["sprt"].startswith("    sprt (exact)") and rows["fixed"].startswith("    fixed (exact)")
+    assert "fixed (exact)       120.0 (" in out  # the batch at max seeds: 60 seeds x 2 episodes, whatever the truth
+    p.write_text(DOC.replace("metric: success", "metric: progress_final_cm").replace("  test: savi\n", "").replace(
+        "minimum_effect: 0.15", "minimum_effect: 1.0\n  assumed_delta_cm: 0.73\n  delta_sd_cm: 3.0").replace(
+        "seeds: 0-99", "seeds: 0-199").replace("max_seeds: 60", "max_seeds: 150"))
+    assert main(["validate", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "b vs a on progress_final_cm: fixed-n batch test" in out and "the batch (paired t test, sized for it) needs 135 seeds" in out
+    assert "  > fixed (exact)" in out and "    savi, e.g. clip_cm 7.5 (simulated)" in out
+    assert "savi tests the mean of the deltas clipped to +/-its clip, not the mean" in out
+
+
+def test_a_test_that_cannot_reach_its_power_is_refused_in_one_line_that_says_which_would(tmp_path, capsys):
+    """validate exits 2 and freeze writes nothing: the SPRT at 9% vs 1% needs more than the batch's 123 seeds
+    as its max seeds; the betting sequence on progress with a clip as wide as the scene never decides."""
+    from prereg.outputs.cli import main
+
+    text = DOC.replace("seeds: 0-99", "seeds: 0-199").replace("max_seeds: 60", "max_seeds: 123")
+    sprt = tmp_path / "sprt.md"
+    sprt.write_text(text.replace("test: savi", "test: sprt\n  assumed_rates: [0.01, 0.09]"))
+    assert main(["validate", str(sprt)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == (f"{sprt}:18: comparison.test: test sprt cannot reach power 0.8 at 0.01 -> 0.09 within max_seeds "
+                      "123 (it reaches 0.737); test fixed does (0.804); test sprt with max_seeds >= 139")
+    before = sprt.read_text()
+    assert main(["freeze", str(sprt)]) == 2 and sprt.read_text() == before
+    assert "not frozen, nothing written" in capsys.readouterr().err
+    sprt.write_text(before.replace("max_seeds: 123", "max_seeds: 139"))
+    assert main(["validate", str(sprt)]) == 0
+    prog = tmp_path / "prog.md"
+    prog.write_text(text.replace("metric: success", "metric: progress_final_cm").replace(
+        "minimum_effect: 0.15", "minimum_effect: 1.0\n  assumed_delta_cm: 0.73\n  delta_sd_cm: 3.0\n  clip_cm: 272.26"))
+    capsys.readouterr()
+    assert main(["validate", str(prog)]) == 2
+    (line, _) = capsys.readouterr().err.splitlines()
+    assert "test savi cannot reach power 0.8 at +0.73 cm (SD 3 cm) within max_seeds 123 (it reaches 0.000)" in line
+    assert line.endswith("test fixed with max_seeds >= 135")

@@ -106,7 +106,8 @@ def test_a_decision_the_driver_did_not_record_is_read_from_the_rows_and_said(tmp
     doc, run = decided_run(tmp_path, record=False)
     _, reports, _ = read_registration(doc, {"steady": run})
     c = reports["steady"].comparison
-    assert not c.recorded and c.outcome == BETTER and "status.json records no decision" in c.decision_text()
+    assert not c.recorded and c.outcome == BETTER and c.decision_text().startswith("steady better")
+    assert "the driver's record: status.json records no decision (the driver recorded none)" in c.lines()
 
 
 # ---------------------------------------------------------------- the path the console draws (pure)

@@ -29,6 +29,7 @@ ERRORS = [
     ("engine.cli", "UsageError", EXIT_USAGE),
     ("engine.driver", "RunFailed", EXIT_FAILED),
     ("engine.worker", "_PredictFailed", EXIT_FAILED),
+    ("engine.envs.place_scene", "ResetFailed", EXIT_FAILED),
     ("console.runs", "RunBusy", EXIT_USAGE),
     ("prereg.core.yamlpos", "PosYAMLError", EXIT_USAGE),
     ("console.notify.webhook", "WebhookConfigError", EXIT_USAGE),
@@ -110,3 +111,64 @@ def test_a_bug_has_its_traceback_in_a_log_and_the_line_says_where(capsys, tmp_pa
     assert run_cli("prog", bug_in_a_run) == EXIT_FAILED
     err = capsys.readouterr().err
     assert f"the traceback is in {log}" in err and "RuntimeError: boom" in log.read_text()
+
+
+def test_a_reader_that_went_away_is_not_a_bug(demo):
+    """`fontaine-prereg show X.md | head -1` (issue 33: `freeze ... | head -1` said "internal error ...
+    this is a bug" though the freeze had completed): stdout's reader closed, so the command exits as a
+    shell tool killed by SIGPIPE would (141), with nothing on stderr."""
+    import os
+    import subprocess
+    import sys
+
+    from prereg.core.errors import EXIT_BROKEN_PIPE
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "prereg.outputs.cli", "show", str(demo)], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the command writes a byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == EXIT_BROKEN_PIPE == 141 and err == "", err
+
+
+def test_another_broken_pipe_is_still_a_bug(capsys):
+    """Only stdout's reader going away is forgiven: a pipe to a worker breaking is a bug like any other."""
+    import os
+
+    def body():
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            os.write(w, b"x")
+        finally:
+            os.close(w)
+
+    assert run_cli("fontaine-x", body) == EXIT_FAILED
+    assert "internal error (BrokenPipeError" in capsys.readouterr().err
+
+
+def test_a_quoted_control_character_is_shown_escaped_in_the_one_line(capsys):
+    def body():
+        raise UsageError("status.json: state 'a\x1b[2J\x1b]0;T\x07' is not one of running, done")
+
+    assert run_cli("fontaine-x", body) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "state 'a\\x1b[2J\\x1b]0;T\\x07'" in err
+
+
+def test_a_symlink_loop_met_anywhere_is_the_users_path_not_a_bug(capsys, tmp_path):
+    """pathlib's resolve raises RuntimeError on a loop (before 3.13), an open OSError ELOOP: either,
+    from any command, is a path the user gave (or one a file they gave names), one line and exit 2."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+
+    def resolves():
+        loop.resolve()
+
+    def opens():
+        open(loop / "x")
+
+    for body in (resolves, opens):
+        assert run_cli("fontaine-x", body) == EXIT_USAGE
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"fontaine-x: error: {loop}") and "symbolic link loop" in err and "\n" not in err, err

@@ -126,3 +126,14 @@ def test_a_run_written_before_the_grasp_fields_reports_valid_with_its_counts_and
     assert "- **Validity**: VALID" in text and "- **Primary**: " in text
     assert "success 2 · off the table 1 · knocked away 1 · touched 1 · quiet 1" in text
     assert {v.rule.condition: v.verdict for v in rep.verdicts}["scripted.successes >= 1"] == "HOLDS"
+
+
+def test_a_hold_the_episode_cut_short_is_placed_hold_unfinished():
+    from prereg.rundir.rows import HOLD_UNFINISHED
+
+    placed = dict(**GRASP, released=True, carried_cm=15.0, tipped=False, dist_final_cm=0.2, success_streak=9)
+    assert episode_outcome(make_row(7, **placed)) == HOLD_UNFINISHED
+    assert episode_outcome(make_row(7, **{**placed, "success_streak": 0})) == CARRIED  # not on it at the end
+    assert episode_outcome(make_row(7, **{**placed, "success": True})) == SUCCESS
+    assert episode_outcome(make_row(7, **{**placed, "status": "error"})) == ERROR
+    assert OUTCOME_LABELS[HOLD_UNFINISHED] == "placed, hold unfinished"

@@ -109,18 +109,27 @@ def test_delta_mde_matches_a_simulated_t_test(n, sd):
 
 
 @pytest.mark.parametrize("p0, effect", [(0.09, 0.15), (0.2, 0.15), (0.5, 0.2), (0.01, 0.05), (0.9, 0.05)])
-def test_seeds_needed_is_the_first_n_reaching_80_percent(p0, effect):
-    # the sawtooth: at p0 0.09 the exact test reaches 0.82 at 37 seeds and falls to 0.72 at 38
-    first = next(n for n in range(1, 2000) if power.binom_power(n, p0, p0 + effect)[0] >= 0.8)
-    assert power.rate_seeds(p0, p0 + effect) == first
-    first = next(n for n in range(1, 2000) if power.difference_power(n, p0, p0 + effect)[0] >= 0.8)
-    assert power.difference_seeds(p0, p0 + effect) == first
+def test_seeds_needed_is_where_the_power_stays_at_80_percent(p0, effect):
+    """The sawtooth: at p0 0.09 the exact test reaches 0.82 at 37 seeds, falls to 0.72 at 38 and below 0.8
+    again at 42-45; the seeds needed are 46, from which every n keeps 80%. Checked against a scan from 1
+    to four times the first crossing (the answer looks to twice it)."""
+    for power_of, got in ((lambda n: power.binom_power(n, p0, p0 + effect)[0], power.rate_seeds(p0, p0 + effect)),
+                          (lambda n: power.difference_power(n, p0, p0 + effect)[0], power.difference_seeds(p0, p0 + effect))):
+        first = next(n for n in range(1, 2000) if power_of(n) >= 0.8)
+        top = 4 * first if first < 150 else 2 * first  # the largest cases: scanned to twice the crossing
+        pw = {n: float(power_of(n)) for n in range(1, top + 1)}
+        stays = 1 + max(n for n in range(1, top + 1) if pw[n] < 0.8)
+        assert (got.first, got.n) == (first, stays) and got.dips == tuple(n for n in range(first, stays) if pw[n] < 0.8)
+    got = power.rate_seeds(0.09, 0.24)
+    assert (got.first, got.n, got.dips) == (37, 46, (38, 39, 40, 42, 43, 44, 45))
+    assert got.text() == "46 seeds (80% power from 46 on, checked to 74; 37 seeds reach it first but 38-40, 42-45 fall below)"
 
 
 def test_seeds_needed_for_the_delta_and_beyond_the_cap():
     first = next(n for n in range(2, 999) if power.delta_power(1.0, 2.5, n) >= 0.8)
-    assert power.delta_seeds(1.0, 2.5) == first == 52
-    assert power.seeds_needed(lambda n: 0.5, n_max=64) is None
+    assert power.delta_seeds(1.0, 2.5).n == first == 52 and power.delta_seeds(1.0, 2.5).text() == "52 seeds"
+    assert power.seeds_needed(lambda n: 0.5, n_max=64).n is None
+    assert power.seeds_needed(lambda n: 0.5, n_max=64).text() == "more than 5000 seeds"
 
 
 # ---------------------------------------------------------------- the document's reads.power
@@ -188,11 +197,11 @@ def test_validate_prints_the_power_block(tmp_path, capsys):
     assert "Newcombe" in block and "independent" in block and "conservative" in block
     m = power.rate_mde(10, 0.2)
     assert f"arm a (10 seeds, assumed rate 0.2): detects a true rate >= {m.up:.3f}" in block
-    assert f"+0.15 needs {power.rate_seeds(0.2, 0.35)} seeds" in block
+    assert f"+0.15 needs {power.rate_seeds(0.2, 0.35, through=10).text()}" in block
     d = power.difference_mde(10, 0.09)
     assert f"a vs b (10 seeds each), success difference (arms as independent: conservative) from b at 0.09: " \
            f"detects a at >= {d.up:.3f}" in block
-    assert f"needs {power.difference_seeds(0.09, 0.24)} seeds per arm" in block
+    assert f"needs {power.difference_seeds(0.09, 0.24, through=10).text(' per arm')}" in block
     assert f"paired progress delta (SD 2.50 cm, registered): detects a mean delta of {power.delta_mde(2.5, 10):.2f} cm" in block
     assert "1 cm needs 52 seeds" in block
     assert "ILLUSTRATIVE" not in block
@@ -207,7 +216,7 @@ def test_the_template_asks_for_assumed_rates(tmp_path, capsys):
     p.write_text(p.read_text().replace("revision: PIN-ME", "revision: " + "3f" * 20))
     out = validate(capsys, p)
     assert "arm arm-a (100 seeds, assumed rate 0.1): detects a true rate >= 0.199" in out
-    assert "+0.15 needs 44 seeds" in out
+    assert "+0.15 needs 49 seeds (80% power from 49 on, checked to 100; 44 seeds reach it first but 48 fall below)" in out
 
 
 def test_validate_without_assumed_rates_is_illustrative(tmp_path, capsys):

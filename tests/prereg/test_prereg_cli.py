@@ -168,3 +168,58 @@ def test_flags_that_collect_may_repeat():
     assert repeated_option(_parser(), ["report", "x.md", "--run", "a=r", "--run", "b=s"]) is None
     assert repeated_option(_parser(), ["amend", "x.md", "--set", "a=1", "--set", "b=2"]) is None
     assert repeated_option(_parser(), ["new", "--", "--title", "--title"]) is None
+
+
+# --- issue 33: what ended "internal error ... this is a bug", hung, or was taken silently -------------
+
+
+@pytest.mark.parametrize("old, new, says", [
+    ("created: 2026-11-30", "created: 2026-13-45", "'2026-13-45' cannot be read (month must be in 1..12); quote it"),
+    ("created: 2026-11-30", "created: [1]", "created: [1] is not a date"),
+    ("title:", "ti\0tle:", "not valid YAML: special characters are not allowed"),
+])
+def test_a_document_yaml_cannot_hold_is_a_problem_at_its_line(tmp_path, capsys, demo, old, new, says):
+    p = tmp_path / "d.md"
+    p.write_text(demo.read_text().replace(old, new, 1))
+    for cmd in ("validate", "freeze", "show"):  # the demo is frozen: freeze says what changed since
+        rc, out, err = run(capsys, cmd, str(p))
+        assert rc == 2 and (says in out + err or cmd == "freeze") and "internal error" not in err, (cmd, out, err)
+
+
+@pytest.mark.parametrize("kind, says", [("fifo", "is a FIFO (named pipe), not a regular file"),
+                                        ("random", "cannot be read as YAML"), ("deep", "nested more than 32 deep")])
+def test_an_amendment_yaml_file_that_is_not_one_is_one_line_never_a_hang(tmp_path, capsys, demo, kind, says):
+    import os
+
+    from tests.helpers import returns_within
+
+    y = tmp_path / "a.yaml"
+    {"fifo": lambda: os.mkfifo(y), "random": lambda: y.write_bytes(bytes(range(256)) * 4),
+     "deep": lambda: y.write_text("[" * 5000 + "]" * 5000)}[kind]()
+    rc, _, err = returns_within(lambda: run(capsys, "amend", str(demo), "--yaml", str(y)), 20, what="amend --yaml")
+    assert rc == 2 and says in err and err.count("\n") == 1 and "internal error" not in err, err
+
+
+def test_new_refuses_a_folder_that_is_a_file_and_an_id_that_is_no_name(tmp_path, capsys):
+    (tmp_path / "f").write_text("x")
+    rc, _, err = run(capsys, "new", str(tmp_path / "f" / "n.md"))
+    assert rc == 2 and "not a folder" in err and "internal error" not in err, err
+    rc, _, err = run(capsys, "new", str(tmp_path / "n.md"), "--id", "../x")
+    assert rc == 2 and "--id '../x': an id is letters" in err and not (tmp_path / "n.md").exists()
+
+
+@pytest.mark.parametrize("name, kind", [("results.json", "dir"), ("results.md", "dir"), ("chart.png", "fifo")])
+def test_a_report_file_that_is_not_a_file_is_one_line_never_a_hang(demo, run_dir, capsys, name, kind):
+    import os
+
+    from tests.helpers import returns_within
+
+    d = run_dir("s", [make_row(s, success=True) for s in range(6)], status={"state": "done"}, launched=(demo, "scripted"))
+    (d / name).mkdir() if kind == "dir" else os.mkfifo(d / name)
+    (d / name / "keep").write_text("x") if kind == "dir" else None
+    rc, out, err = returns_within(lambda: run(capsys, "report", str(demo), "--run", f"scripted={d}", "--no-append"), 60,
+                                  what="the report")
+    if kind == "dir":
+        assert rc == 2 and f"{name}: is a directory" in err and "internal error" not in err, err
+    else:  # the chart is written over the FIFO atomically, never opened and waited on
+        assert rc == 0 and (d / name).is_file(), err

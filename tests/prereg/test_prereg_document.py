@@ -131,6 +131,18 @@ def test_grasp_miss_is_the_scripted_arms_skill_knob():
     assert pr.line == line_of(text, "grasp_miss") and "policy molmoact2-discrete has none" in pr.message
 
 
+def test_grasp_drop_is_the_scripted_arms_drop_knob():
+    """Issue 34: a scripted arm may register the oracle's seeded drop probability (grasped, then dropped)."""
+    doc = parse(GOOD.replace("    policy: scripted\n", "    policy: scripted\n    grasp_drop: 0.3\n", 1))
+    assert doc.problems == [] and doc.find_arm("b")[0].grasp_drop == 0.3
+    text = GOOD.replace("    policy: scripted\n", "    policy: scripted\n    grasp_drop: yes\n", 1)
+    (pr,) = problems_of(text)
+    assert pr.field == "arms[1].grasp_drop" and "probability from 0 to 1" in pr.message
+    text = GOOD.replace("    convmap: official\n", "    convmap: official\n    grasp_drop: 0.2\n", 1)
+    (pr,) = problems_of(text)
+    assert "policy molmoact2-discrete has none" in pr.message
+
+
 @pytest.mark.parametrize("written, meant", [
     (None, "0"), ("0", "0"), ("auto", "auto"), ("none", "none"), ("all", "all"), ("'seeds:3, 7'", "seeds:3,7"),
 ])
@@ -268,10 +280,11 @@ def test_two_billion_seeds_are_refused_without_being_expanded(spec):
 
 
 def test_the_seed_bounds_are_one_pair_of_constants_for_documents_and_flags():
-    from engine import cli
+    from engine import cli_parser as cli
     from prereg.core import limits
 
     assert (cli.MAX_SEEDS, cli.MAX_SEED) == (limits.MAX_SEEDS, limits.MAX_SEED) == (100_000, 2**31 - 1)
+    assert (cli.MAX_WORKERS, cli.MAX_EPISODE_SECONDS) == (limits.MAX_WORKERS, limits.MAX_EPISODE_SECONDS) == (256, 3600)
     assert parse_seeds(f"{limits.MAX_SEED}") == [limits.MAX_SEED]
     assert len(parse_seeds(f"0-{limits.MAX_SEEDS - 1}")) == limits.MAX_SEEDS
 
@@ -299,8 +312,12 @@ def test_the_package_stays_pure():
 
 @pytest.mark.parametrize("old,new,field,says", [
     ("    policy: scripted\n", "    policy: [scripted]\n", "arms[1].policy", "must be a single value"),
-    ("  episode_seconds: 20\n", "  episode_seconds: .nan\n", "protocol.episode_seconds", "finite"),
-    ("  episode_seconds: 20\n", "  episode_seconds: .inf\n", "protocol.episode_seconds", "finite"),
+    ("  episode_seconds: 20\n", "  episode_seconds: .nan\n", "protocol.episode_seconds", "from 0.1 to 3600"),
+    ("  episode_seconds: 20\n", "  episode_seconds: .inf\n", "protocol.episode_seconds", "from 0.1 to 3600"),
+    # issue 33: the bounds fontaine-eval's flags have (prereg/core/limits.py), a plan has too
+    ("  episode_seconds: 20\n", "  episode_seconds: 1e9\n", "protocol.episode_seconds", "from 0.1 to 3600"),
+    ("  episode_seconds: 20\n", "  episode_seconds: 0.0001\n", "protocol.episode_seconds", "from 0.1 to 3600"),
+    ("  workers: 2\n", "  workers: 100000\n", "protocol.workers", "from 1 to 256"),
     ("  gpu_hours: 0.5\n", "  gpu_hours: .inf\n", "gates.gpu_hours", ""),
     ("title: a test\n", "title: a test\ndeep: " + "[" * 5000 + "]" * 5000 + "\n", "front matter", "nested more than"),
 ])

@@ -77,3 +77,25 @@ def test_the_protocol_names_the_env_for_every_arm(demo):
     doc = load(draft)
     proto = doc.sections[0].protocol
     assert (proto.env, proto.env_sha256) == ("pick-lift", PIN)
+
+
+def test_an_arm_may_name_a_gymnasium_env_and_its_run_is_checked_by_name_and_content(demo, tmp_path):
+    """Issue 34: `env: gym:ID` (a Gymnasium env with Fontaine's adapter) validates, is pinned like any
+    env, and a run recorded on it (manifest env name gym:ID) is valid only with the pinned content."""
+    gym = "gym:MuJoCoPickAndPlace-v1"
+    _amended(demo, {"name": "nexus", "policy": "scripted", "env": gym, "env_sha256": PIN})
+    assert load(demo).ok, load(demo).problems
+    freeze(demo, now="2026-12-01T10:00:00Z")
+    spec = resolve_launch(demo, "nexus")
+    assert (spec.env, spec.env_sha256) == (gym, PIN)
+    same = _write_manifest(tmp_path, demo, "nexus", env={"name": gym, "sha256": PIN, "gym": "MuJoCoPickAndPlace-v1"})
+    assert manifest_problems(same, spec) == []
+    changed = _write_manifest(tmp_path, demo, "nexus", env={"name": gym, "sha256": OTHER})
+    (why,) = manifest_problems(changed, spec)
+    assert f"the env {gym} changed after freezing" in why
+
+
+def test_a_gym_env_that_is_not_an_id_is_refused(demo):
+    _amended(demo, {"name": "nexus", "policy": "scripted", "env": "gym:", "env_sha256": PIN})
+    (problem,) = [p for p in load(demo).problems if "is not an env" in p.message]
+    assert "'gym:' is not an env" in problem.message and "gym:ID" in problem.hint

@@ -17,6 +17,7 @@ from prereg.rundir.rows import (
     ERROR,
     FIELD_TYPES,
     KNOCK_AWAY,
+    LEGACY_FIELDS,
     QUIET,
     ROW_FIELDS,
     SCHEMA,
@@ -24,6 +25,7 @@ from prereg.rundir.rows import (
     classify,
     complete_row,
     count_rows,
+    object_z_mm,
     read_rows,
     row_problem,
 )
@@ -67,26 +69,34 @@ def test_valid_rows_pass_and_extra_fields_are_allowed():
     assert row_problem(make_row(3, dist_by_second_cm=[10.0, 9, 8.5], note="video not written: no GL")) is None
     assert row_problem({"seed": 1, "future_field": {"a": 1}}) is None
     assert row_problem([1]) == "not a JSON object" and row_problem({"x": 1}) == "no 'seed' field"
-    assert set(FIELD_TYPES) == set(ROW_FIELDS)
+    assert set(FIELD_TYPES) == set(ROW_FIELDS) | set(LEGACY_FIELDS) and not set(LEGACY_FIELDS) & set(ROW_FIELDS)
 
 
 GRASP_FIELDS = ("grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released")
 
 
-def test_schema_2_adds_the_grasp_fields_and_schema_1_rows_still_read(tmp_path):
-    assert SCHEMA == 2 and set(GRASP_FIELDS) <= set(ROW_FIELDS)
+def test_schema_3_names_the_object_and_schema_1_and_2_rows_still_read(tmp_path):
+    """Schema 2 added the grasp fields; schema 3 renamed boat_z_mm to object_z_mm and added success_streak
+    and the Gymnasium env's own success. Rows of all three read, and an old row's boat_z_mm is its object_z_mm."""
+    assert SCHEMA == 3 and set(GRASP_FIELDS) <= set(ROW_FIELDS)
+    assert {"object_z_mm", "success_streak", "env_success", "env_success_tick"} <= set(ROW_FIELDS)
+    assert "boat_z_mm" not in ROW_FIELDS and "boat_z_mm" in LEGACY_FIELDS
     row = complete_row({"seed": 4, "status": "ok", "grasped": True, "grasp_tick": 91, "lift_max_mm": 44.5,
-                        "carried_cm": 33.1, "released": True})
-    assert row["schema"] == 2 and row_problem(row) is None
+                        "carried_cm": 33.1, "released": True, "object_z_mm": 2.0, "success_streak": 4})
+    assert row["schema"] == 3 and row_problem(row) is None and object_z_mm(row) == 2.0
     assert complete_row({"seed": 5})["grasped"] is None  # an error row: unknown, null
-    old = {k: v for k, v in make_row(0).items() if k not in GRASP_FIELDS}
-    old["schema"] = 1
+    base = {k: v for k, v in make_row(0).items() if k not in ("object_z_mm", "success_streak", "env_success",
+                                                              "env_success_tick")}
+    two = {**base, "schema": 2, "seed": 2, "boat_z_mm": -745.0}
+    one = {k: v for k, v in base.items() if k not in GRASP_FIELDS} | {"schema": 1, "boat_z_mm": 3.5}
+    assert row_problem({**two, "boat_z_mm": "low"}) is not None  # an old field is still type-checked
     p = tmp_path / "rows.jsonl"
-    p.write_text(json.dumps(old) + "\n" + json.dumps(row) + "\n")
+    p.write_text("".join(json.dumps(r) + "\n" for r in (one, two, row)))
     got = read_rows(p)
-    assert not got.bad and [r["seed"] for r in got.rows] == [0, 4]
-    assert [r.get("schema") for r in got.rows] == [1, 2] and got.rows[0].get("grasped") is None
-    assert count_rows(got.rows).rows == 2
+    assert not got.bad and [r["seed"] for r in got.rows] == [0, 2, 4]
+    assert [r.get("schema") for r in got.rows] == [1, 2, 3] and got.rows[0].get("grasped") is None
+    assert [object_z_mm(r) for r in got.rows] == [3.5, -745.0, 2.0]
+    assert count_rows(got.rows).rows == 3
 
 
 def test_error_rows_are_never_successes_and_any_status_but_ok_is_an_error():

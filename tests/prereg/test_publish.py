@@ -1,14 +1,20 @@
 """`fontaine-prereg publish` against a loopback fake hub (tests/fake_hub.py, HF_ENDPOINT points at it).
 
-The files arrive in one commit with their paths and contents, the results files record the commit
-and links (which resolve on the hub to the same bytes), a refused, unreachable or offline hub leaves
-nothing published and nothing recorded, the token is in no file, no output and no uploaded byte,
-and --dry-run lists what would go without a token or a request.
+The files arrive in one commit with their paths and contents (the large ones through Xet storage, as
+huggingface_hub sends them with hf_xet installed, and through LFS with HF_HUB_DISABLE_XET), this
+machine's folders made relative in every text file; the results files record the commit and links
+(which resolve on the hub to the same bytes); publishing again sends only what changed, and nothing
+(no commit, the records as they were) when nothing did; a refused, unreachable or offline hub, or one
+without Xet storage, leaves nothing published and nothing recorded in one line that says which; the
+token is in no file, no output and no uploaded byte, and --dry-run lists what would go without a
+token or a request. The Space (--space): tests/prereg/test_publish_space.py.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import socket
 import urllib.request
 
@@ -19,10 +25,10 @@ from prereg.outputs import publish as pub
 from prereg.outputs.cli import main
 from prereg.outputs.report import build_report
 from tests.fake_hub import FakeHub
+from tests.prereg.conftest import HF_TOKEN as TOKEN
 from tests.prereg.conftest import make_row
 
 NOW = "2026-11-30T09:00:00Z"
-TOKEN = "hf_fakeTOKEN0123456789abcdefSECRET"
 REPO = "my-lab/fontaine-reports"
 PREREG_ID = "demo-tiny-engine"
 
@@ -53,26 +59,16 @@ def reported_runs(run_dir, demo) -> dict:
     return runs
 
 
-@pytest.fixture
-def hf_env(tmp_path, monkeypatch):
-    """A Hugging Face environment of this test's own: the token from HF_TOKEN, no saved token."""
+def lfs_only(monkeypatch) -> None:
+    """HF_HUB_DISABLE_XET, as huggingface_hub read it at import: large files go through LFS, not Xet."""
     import huggingface_hub.constants as c
 
-    monkeypatch.setattr(c, "HF_TOKEN_PATH", str(tmp_path / "no-saved-token"))
-    monkeypatch.setattr(c, "HF_HUB_OFFLINE", False)  # as read at import: a suite run offline still reaches the fake
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    for name in ("HF_HUB_OFFLINE", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    return monkeypatch
+    monkeypatch.setattr(c, "HF_HUB_DISABLE_XET", True)
 
 
-@pytest.fixture
-def hub(hf_env):
-    with FakeHub(token=TOKEN) as fake:
-        hf_env.setenv("HF_ENDPOINT", fake.endpoint)
-        yield fake
+def published_bytes(path, tmp_path) -> bytes:
+    """A local file as publish sends it: this machine's folders (the runs', the document's) made relative."""
+    return pub.no_local_paths(path.read_bytes(), pub.local_roots(tmp_path / "runs", tmp_path))
 
 
 def run_cli(capsys, *argv) -> tuple[int, str, str]:
@@ -96,27 +92,38 @@ def no_token_anywhere(tmp_path, *texts) -> None:
         assert TOKEN not in text
 
 
-def test_publish_sends_one_commit_and_records_it(demo, run_dir, hub, capsys, tmp_path):
+@pytest.mark.parametrize("road", ["xet", "lfs"])
+def test_publish_sends_one_commit_and_records_it(demo, run_dir, hub, capsys, tmp_path, monkeypatch, road):
+    if road == "lfs":
+        lfs_only(monkeypatch)
     runs = reported_runs(run_dir, demo)
-    reported = {d: ((d / rd.RESULTS).read_bytes(), (d / rd.RESULTS_JSON).read_bytes()) for d in runs.values()}
+    reported = {d: (published_bytes(d / rd.RESULTS, tmp_path), published_bytes(d / rd.RESULTS_JSON, tmp_path))
+                for d in runs.values()}
+    local_md = {d: (d / rd.RESULTS).read_text() for d in runs.values()}
     code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
     assert code == 0, err
     (commit,) = hub.commits(REPO)
     assert commit.branch == "main" and PREREG_ID in commit.summary
     prefix = PREREG_ID  # the default folder in the repo
     beside = [f"{PREREG_ID}.results.md", f"{PREREG_ID}.paired.tiny-masked-vs-tiny-reference.png"]
-    expected = {f"{prefix}/demo.md": demo.read_bytes(),
-                **{f"{prefix}/{name}": (tmp_path / "runs" / name).read_bytes() for name in beside}}
+    expected = {f"{prefix}/demo.md": published_bytes(demo, tmp_path),
+                **{f"{prefix}/{name}": published_bytes(tmp_path / "runs" / name, tmp_path) for name in beside}}
     videos = {"scripted": [0, 1, 2, 4, 5], "tiny-reference": [2], "tiny-masked": []}
     for arm, d in runs.items():
         md, js = reported[d]
         expected[f"{prefix}/{d.name}/{rd.RESULTS}"] = md
         expected[f"{prefix}/{d.name}/{rd.RESULTS_JSON}"] = js
         for name in (rd.CHART, rd.ROWS, rd.MANIFEST, rd.STATUS):
-            expected[f"{prefix}/{d.name}/{name}"] = (d / name).read_bytes()
+            expected[f"{prefix}/{d.name}/{name}"] = published_bytes(d / name, tmp_path)
         for s in videos[arm]:
             expected[f"{prefix}/{d.name}/{rd.VIDEOS}/rollout_seed{s:03d}.mp4"] = _video(s)
     assert commit.added == expected
+    for data in commit.added.values():  # no local absolute path in what was published (the report wrote some)
+        assert str(tmp_path).encode() not in data
+    assert b"/tmp/" in (runs["scripted"] / rd.MANIFEST).read_bytes()  # ... though the local files hold them
+    # the large files (videos, charts: binary) took the road asked for, and arrived whole (commit.added above)
+    large = {hashlib.sha256(v).hexdigest() for k, v in commit.added.items() if k.endswith((".mp4", ".png"))}
+    assert large and {hub.uploads[h] for h in large} == {road}
 
     for arm, d in runs.items():
         res = json.loads((d / rd.RESULTS_JSON).read_text())
@@ -133,7 +140,7 @@ def test_publish_sends_one_commit_and_records_it(demo, run_dir, hub, capsys, tmp
         md = (d / rd.RESULTS).read_text()
         (line,) = [x for x in md.splitlines() if x.startswith(pub.PUBLISHED_LINE)]
         assert p["folder_url"] in line and commit.oid[:12] in line
-        assert md.startswith(reported[d][0].decode())  # the report's text, then the one line
+        assert md.startswith(local_md[d])  # the report's text, then the one line
     assert commit.oid in out
     no_token_anywhere(tmp_path, out, err)
     assert not any(TOKEN.encode() in b for b in hub.bodies)
@@ -153,20 +160,32 @@ def test_the_discord_results_post_links_the_published_files(demo, run_dir, hub, 
     assert f"[seed 0]({p['videos']['0']})" in text and f"[seed 5]({p['videos']['5']})" in text
 
 
-def test_publishing_again_sends_the_report_as_written_and_keeps_one_record(demo, run_dir, hub, capsys, tmp_path):
+def test_publishing_again_sends_only_what_changed_and_nothing_when_nothing_did(demo, run_dir, hub, capsys, tmp_path):
     runs = reported_runs(run_dir, demo)
     scripted = runs["scripted"]
-    reported = (scripted / rd.RESULTS).read_bytes(), (scripted / rd.RESULTS_JSON).read_bytes()
+    reported = published_bytes(scripted / rd.RESULTS, tmp_path), published_bytes(scripted / rd.RESULTS_JSON, tmp_path)
     assert run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={scripted}")[0] == 0
+    (first,) = hub.commits(REPO)
+    recorded = (scripted / rd.RESULTS).read_bytes(), (scripted / rd.RESULTS_JSON).read_bytes()
+    # the same again: nothing differs, so nothing is sent, no commit is made and the record stays as it was
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={scripted}")
+    assert code == 0, err
+    assert hub.commits(REPO) == [first]
+    assert "nothing sent" in out and "already holds these" in out and first.oid[:12] in out and "publishing" not in out
+    assert ((scripted / rd.RESULTS).read_bytes(), (scripted / rd.RESULTS_JSON).read_bytes()) == recorded
+    # a new report of the same rows: only its files go, the record is replaced (never stacked)
+    build_report(demo, runs, now="2026-12-01T10:00:00Z")
     code, out, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={scripted}", "--videos", "none")
     assert code == 0, err
     first, second = hub.commits(REPO)
-    assert second.added[f"{PREREG_ID}/{scripted.name}/{rd.RESULTS}"] == reported[0]
-    assert second.added[f"{PREREG_ID}/{scripted.name}/{rd.RESULTS_JSON}"] == reported[1]
-    assert not [k for k in second.added if "/videos/" in k]
+    assert "sending" in out and "unchanged, not sent" in out
+    assert second.added[f"{PREREG_ID}/{scripted.name}/{rd.RESULTS}"] != reported[0]
+    assert set(second.added) < set(first.added) | {f"{PREREG_ID}/{PREREG_ID}.results.md"}
+    assert not [k for k in second.added if "/videos/" in k or k.endswith(rd.ROWS)]  # the rows did not change
     md = (scripted / rd.RESULTS).read_text()
     assert md.count(pub.PUBLISHED_LINE) == 1 and second.oid[:12] in md and first.oid[:12] not in md
     assert json.loads((scripted / rd.RESULTS_JSON).read_text())["published"]["commit"] == second.oid
+    assert b'"published"' not in second.added[f"{PREREG_ID}/{scripted.name}/{rd.RESULTS_JSON}"]  # the report as written
 
 
 def test_the_runs_are_found_without_run_and_a_branch_is_made_for_revision(demo, run_dir, hub, capsys, tmp_path):
@@ -201,7 +220,7 @@ def test_dry_run_lists_the_files_with_sizes_and_needs_no_token(demo, run_dir, hf
 
 
 @pytest.mark.parametrize("case", ["bad-token", "create-refused", "commit-refused", "server-error", "unreachable",
-                                  "offline"])
+                                  "offline", "no-xet"])
 def test_a_refused_or_unreachable_hub_publishes_nothing_and_records_nothing(demo, run_dir, hf_env, capsys, tmp_path,
                                                                             case):
     runs = reported_runs(run_dir, demo)
@@ -222,6 +241,8 @@ def test_a_refused_or_unreachable_hub_publishes_nothing_and_records_nothing(demo
             hf_env.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
         elif case == "offline":
             hf_env.setenv("HF_HUB_OFFLINE", "1")
+        elif case == "no-xet":  # a hub without Xet storage: its write-token endpoint answers 404
+            fake.xet = False
         before = snapshot(tmp_path)
         code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
         assert fake.commits(REPO) == []
@@ -230,9 +251,27 @@ def test_a_refused_or_unreachable_hub_publishes_nothing_and_records_nothing(demo
     (line,) = err.strip().splitlines()
     assert line.startswith("fontaine-prereg: failed: ") and "nothing published" in line
     want = {"bad-token": "401", "create-refused": "403", "commit-refused": "403", "server-error": "500, a server error",
-            "unreachable": "cannot reach", "offline": "HF_HUB_OFFLINE"}[case]
-    assert want in line
+            "unreachable": "cannot reach", "offline": "HF_HUB_OFFLINE",
+            "no-xet": "has no Xet storage (it answered 404 to /api/datasets/my-lab/fontaine-reports/xet-write-token/main)"
+            }[case]
+    assert want in line, line
+    if case != "unreachable":  # the hub answered: the line never says it could not be reached
+        assert "cannot reach" not in line
+    if case == "no-xet":
+        assert "HF_HUB_DISABLE_XET=1" in line
     no_token_anywhere(tmp_path, out, err)
+
+
+def test_a_hub_without_xet_takes_the_large_files_through_lfs_when_xet_is_off(demo, run_dir, hub, capsys, tmp_path,
+                                                                             monkeypatch):
+    hub.xet = False
+    lfs_only(monkeypatch)  # what HF_HUB_DISABLE_XET=1, as the failure line advises, does
+    runs = reported_runs(run_dir, demo)
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
+    assert code == 0, err
+    (commit,) = hub.commits(REPO)
+    assert set(hub.uploads.values()) == {"lfs"} and not hub.cas.files
+    assert commit.added[f"{PREREG_ID}/{runs['scripted'].name}/{rd.VIDEOS}/rollout_seed000.mp4"] == _video(0)
 
 
 def test_without_a_token_nothing_is_sent(demo, run_dir, hub, capsys, tmp_path, hf_env):
@@ -281,3 +320,29 @@ def test_a_damaged_report_is_one_line_and_nothing_is_sent(demo, run_dir, hub, ca
     assert code == 2 and said in err and "run `fontaine-prereg report` again" in err, err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert hub.requests == []
+
+
+HOOK = "https://discord.com/api/webhooks/123456789012345678/Zq3vN8kLp0Xw_Tg5-Hs2Yd7Rb4Mc9Fj1Ua6Ke3Wn0Qx8Lv5Ps2Dy7B"
+
+
+@pytest.mark.parametrize("secret, kind", [(HOOK, "a Discord webhook URL"),
+                                          ("hf_" + "Z" * 34, "a Hugging Face token"),
+                                          ("WANDB_API_KEY=0123456789abcdef", "a secret value")])
+def test_a_row_holding_any_secret_is_refused_before_anything_is_sent(demo, run_dir, hub, capsys, secret, kind):
+    """Issue 33: a webhook URL in a row field was uploaded (only the HF token in the same place was refused)."""
+    runs = reported_runs(run_dir, demo)
+    rows = runs["scripted"] / rd.ROWS
+    lines = rows.read_text().splitlines()
+    lines[0] = json.dumps({**json.loads(lines[0]), "note": f"see {secret}"})
+    rows.write_text("\n".join(lines) + "\n")
+    os.utime(runs["scripted"] / rd.RESULTS_JSON)  # the rows are older than the report: only the secret is wrong
+    os.utime(rows, (1, 1))
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
+    assert code == 2 and f"contains {kind}" in err and str(rows) in err, err
+    assert hub.requests == [] and secret not in out + err
+
+
+def test_an_absolute_path_in_repo_is_refused(demo, run_dir, capsys, hf_env):
+    runs = reported_runs(run_dir, demo)
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, "--path-in-repo", "/abs/evals", "--dry-run", *run_args(runs))
+    assert code == 2 and "--path-in-repo '/abs/evals': a folder in the repo, not an absolute path" in err, err

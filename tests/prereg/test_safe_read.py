@@ -212,3 +212,46 @@ def test_a_ledger_line_appended_where_a_fifo_now_is_is_an_error_not_a_wait(tmp_p
     rd.append_line(ok, {"key": "a"})
     rd.append_line(ok, {"key": "b"})
     assert [json.loads(x)["key"] for x in ok.read_text().splitlines()] == ["a", "b"]
+
+
+def test_read_lines_streams_a_file_line_by_line_and_drops_a_line_too_long_unkept(tmp_path):
+    from prereg.core.safe_read import read_lines
+
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b"a\n\nbb\n" + b"x" * 5000 + b"\nlast")
+    got = list(read_lines(path, 10_000, line_max=100))
+    assert got == [(1, b"a", 1, True), (2, b"", 0, True), (3, b"bb", 2, True), (4, None, 5000, True), (5, b"last", 4, False)]
+    with pytest.raises(Unreadable, match="more than the 10"):
+        list(read_lines(path, 10, line_max=100))
+    for kind in KINDS:
+        other = _hostile(tmp_path / f"other-{kind}", kind)
+        with pytest.raises(Unreadable):
+            returns_within(lambda other=other: list(read_lines(other, 100)), 10, what=f"read_lines of a {kind}")
+
+
+def test_rows_are_read_in_memory_sized_to_the_rows_not_three_times_the_file(tmp_path):
+    """Issue 33: a 300 MB rows.jsonl was read whole, split, then parsed: three times the file before a
+    row was kept. Streamed, a line longer than a row may be is one bad line and is never kept."""
+    rows = [make_row(s) for s in range(3)]
+    path = tmp_path / rd.ROWS
+    path.write_text(json.dumps(rows[0]) + "\n" + '{"seed": 9, "pad": "' + "x" * 3_000_000 + '"}\n'
+                    + "".join(json.dumps(r) + "\n" for r in rows[1:]))
+    got = read_rows(path)
+    assert [r["seed"] for r in got.rows] == [0, 1, 2] and got.line_nos == [1, 3, 4]
+    (bad,) = got.bad
+    assert bad.line_no == 2 and "a line of 3,000,022 bytes, more than the 1,048,576 a row may be" in bad.reason
+    from prereg.rundir.rows import last_row_of_seed
+
+    assert last_row_of_seed(path, 2)[0]["seed"] == 2 and last_row_of_seed(path, 9) == (None, "no row for seed 9 yet")
+
+
+def test_a_line_repeated_is_one_row_object_in_memory(tmp_path):
+    """Issue 33: 300 MB of one row line, repeated, was read as 300,000 dictionaries (1 GB). The rows read
+    are the same (the report still sees every line: its duplicates, its last row), sharing one object."""
+    path = tmp_path / rd.ROWS
+    a, b = make_row(0), make_row(0, success=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in (a, a, a, b, b, make_row(1))))
+    got = read_rows(path)
+    assert [r["seed"] for r in got.rows] == [0, 0, 0, 0, 0, 1] and got.line_nos == [1, 2, 3, 4, 5, 6]
+    assert got.rows[0] is got.rows[1] is got.rows[2] and got.rows[3] is got.rows[4] and got.rows[2] is not got.rows[3]
+    assert got.rows[3]["success"] is True and got.rows[0] == a

@@ -8,9 +8,16 @@ post-processors through `make_pre_post_processors(config, pretrained_path=...)`.
 are fed from the sim by name or by a declared mapping (features.py); how its actions are executed
 (batched chunks in the driver, or `select_action` at every tick in each worker) is policy.py's.
 
-Pins, as MolmoAct2's: a hub commit, or `sha256:<weights_sha256>` for a local directory. The
-manifest records the policy type, the sha256 of its config.json (`config_sha256`) and of its
-processors' files, the pin, the feature mapping and the serving mode.
+Pins: a hub commit, or `sha256:<checkpoint_sha256>` for a local directory, where checkpoint_sha256
+covers every file lerobot's loader reads (`loader_files`: config.json, the weights, the saved pre-
+and post-processors and every state file they name), by name and content. What is hashed is what
+runs: the files are hashed before loading and again once the policy is loaded, and a launch whose
+files changed in between (or differ from the ones the run recorded, `expected_files`, which each
+worker of a `step` run loads against) is refused naming the file. A Hugging Face cache's copy is
+checked against the hub's own blob names (sha256 for LFS files, the git blob id for the others),
+so an edited cache is not the pinned commit. The manifest records the policy type, the sha256 of
+config.json (`config_sha256`), of the processors' files and of the weights, every file's sha256
+(`files`), the pin, the feature mapping and the serving mode.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from pathlib import Path
 
 from engine.policies.convmap import PRESETS, ConvMap
 from engine.policies.lerobot_policy.features import FeatureError, FeaturePlan, parse_map, plan_features
-from engine.policies.molmoact2.checkpoint import HubSettings, _one_line
+from engine.policies.molmoact2.checkpoint import HubSettings, _one_line, check_checkpoint_files
 from prereg.core.errors import UsageError
 
 __all__ = ["LerobotError", "FeatureError", "load_policy", "probe", "check_feeds", "parse_map", "serving_of", "check_pin"]
@@ -48,10 +55,19 @@ class Probe:
     config_sha256: str
     processors_sha256: str
     weights_sha256: str
+    files: tuple[tuple[str, str], ...] = ()  # (name, sha256) of every file the loader reads, by name
+
+    @property
+    def checkpoint_sha256(self) -> str:
+        """One hash of every file the loader reads, each by its name and content: what a local pin names."""
+        digest = hashlib.sha256()
+        for name, sha in self.files:
+            digest.update(f"{name}\0{sha}\n".encode())
+        return digest.hexdigest()
 
     @property
     def pin(self) -> str:
-        return self.revision if self.source == "hub" and self.revision else f"sha256:{self.weights_sha256}"
+        return self.revision if self.source == "hub" and self.revision else f"sha256:{self.checkpoint_sha256}"
 
 
 def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[Path, str, str | None]:
@@ -72,7 +88,7 @@ def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[
         if not local.is_dir():
             raise LerobotError(f"lerobot checkpoint {requested!r} is a file; pass the folder that holds "
                                "config.json, model.safetensors and the policy_*processor.json files")
-        return local.resolve(), "local", None
+        return check_readable(local.resolve()), "local", None
     parts = requested.split("/")
     if len(parts) != 2 or not all(parts) or requested.startswith((".", "~")):
         raise LerobotError(f"lerobot checkpoint {requested!r} not found: not a directory, and not a Hugging Face "
@@ -81,7 +97,14 @@ def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[
         path, commit = _hub_snapshot(requested, hub_revision(revision), hub_settings(), log)
     except CheckpointError as exc:
         raise LerobotError(str(exc)) from None
-    return path, "hub", commit
+    return check_readable(path), "hub", commit
+
+
+
+def check_readable(path: Path) -> Path:
+    """Every file of the checkpoint that is read is a regular file, and its JSON files parse (config.json,
+    policy_*.json): else a LerobotError naming it (molmoact2.checkpoint.check_checkpoint_files)."""
+    return check_checkpoint_files(path, (CONFIG_NAME,), LerobotError)
 
 
 _HUB_SNAPSHOTS: dict[tuple[str, str | None, HubSettings], tuple[Path, str]] = {}
@@ -117,20 +140,92 @@ def probe(checkpoint: str, revision: str | None = None) -> Probe:
     import lerobot.policies  # noqa: F401 - registers every policy type's config class
     from lerobot.configs.policies import PreTrainedConfig
 
+    files = file_hashes(path, loader_files(path))  # before the config is parsed: the bytes it parses are these
     try:
         config = PreTrainedConfig.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - draccus/lerobot's refusal, as one line
         raise LerobotError(f"{path / CONFIG_NAME} is not a lerobot policy config: {_one_line(exc, 240)}") from None
-    return Probe(checkpoint, path, source, commit, config, _sha256_files([path / CONFIG_NAME]),
-                 _sha256_files(processors), _sha256_files(weights))
+    return Probe(checkpoint, path, source, commit, config, _sha256_of([CONFIG_NAME], files),
+                 _sha256_of([p.name for p in processors], files), _sha256_of([p.name for p in weights], files),
+                 tuple(sorted(files.items())))
+
+
+def loader_files(path: Path) -> list[str]:
+    """Every file of the checkpoint lerobot's loader reads: config.json, the weights (model*.safetensors), the
+    saved processors (policy_*) and every state file their steps name (refused when one is missing)."""
+    import json
+
+    names = {CONFIG_NAME} | {p.name for p in path.iterdir() if p.is_file() and (
+        p.name.startswith("policy_") or (p.name.startswith("model") and p.name.endswith(".safetensors")))}
+    for which in ("pre", "post"):
+        spec = path / f"policy_{which}processor.json"
+        try:
+            steps = json.loads(spec.read_text()).get("steps", []) if spec.is_file() else []
+        except (OSError, ValueError, AttributeError) as exc:
+            raise LerobotError(f"{spec} is not readable JSON ({exc})") from None
+        for step in steps if isinstance(steps, list) else []:
+            state = step.get("state_file") if isinstance(step, dict) else None
+            if isinstance(state, str) and state:
+                if not (path / state).is_file():
+                    raise LerobotError(f"{spec} names the state file {state}, which {path} does not hold")
+                names.add(state)
+    return sorted(names)
+
+
+def file_hashes(path: Path, names) -> dict[str, str]:
+    """{name: sha256 of its content}, read now (never cached). A Hugging Face cache's file must be its
+    blob: a blob named by a sha256 (LFS) or a git blob id whose content is not that is an edited cache."""
+    import os
+
+    from engine.policies.molmoact2.checkpoint import _content_sha256, git_blob_sha1
+
+    out = {}
+    for name in names:
+        real = Path(os.path.realpath(path / name))
+        try:
+            sha = _content_sha256(real)
+            blob = real.name if real.parent.name == "blobs" else None
+            if blob is not None and ((len(blob) == 64 and blob != sha) or (len(blob) == 40 and blob != git_blob_sha1(real))):
+                raise LerobotError(f"{path / name}: the Hugging Face cache's copy is not the hub's file (its blob "
+                                   f"{blob[:12]} holds content hashing to {sha[:12]}): the pinned commit is not what "
+                                   "would load; delete the file from the cache and download it again")
+        except OSError as exc:
+            raise LerobotError(f"{path / name} cannot be read ({exc.strerror or exc})") from None
+        out[name] = sha
+    return out
+
+
+def _differences(want: dict[str, str], have: dict[str, str]) -> list[str]:
+    """Each file whose sha256 differs, 'NAME (sha256 A... when hashed, now B...)'."""
+    return [f"{name} ({want[name][:12] if name in want else 'absent'} when hashed, now "
+            f"{have[name][:12] if name in have else 'absent'})"
+            for name in sorted(set(want) | set(have)) if want.get(name) != have.get(name)]
+
+
+def check_files(info: Probe, expected: dict[str, str] | None, when: str, *, fresh: bool = True) -> None:
+    """Refuse (one line, naming each file) a checkpoint whose files are not `expected` (the ones the run
+    recorded) or, with none, the ones the probe hashed. `fresh`: hash the files now (after loading: what
+    was read is what was hashed); else compare the probe's hashes (no reading)."""
+    want = dict(expected) if expected else dict(info.files)
+    have = file_hashes(info.path, sorted(set(want) | set(loader_files(info.path)))) if fresh else dict(info.files)
+    changed = _differences(want, have)
+    if changed:
+        raise LerobotError(f"refused: the lerobot checkpoint {info.path} changed {when}: {'; '.join(changed)}. "
+                           "What runs must be what was hashed and pinned: restore the files, or launch again")
 
 
 def check_pin(checkpoint: str, revision: str | None) -> str:
     """The checkpoint's pin when it is `revision` (a plan's); else the one-line refusal."""
-    pin = probe(checkpoint, revision).pin
+    info = probe(checkpoint, revision)
+    pin = info.pin
+    if revision != pin and info.source == "local" and revision == f"sha256:{info.weights_sha256}":
+        raise LerobotError(f"refused: the pre-registration pins {checkpoint} by its weights alone ({revision[:19]}...); "
+                           "a local lerobot pin covers every file the loader reads (config.json, the weights, the "
+                           f"processors and their state files): register {pin} by amendment")
     if revision != pin:
         raise LerobotError(f"refused: the pre-registration pins {checkpoint} at revision {revision!r}, but what "
-                           f"loads is {pin} (pin that, by amendment, or restore the checkpoint the plan named)")
+                           f"loads is {pin}: one of its files ({', '.join(n for n, _ in info.files)}) is not what "
+                           "was frozen (pin that, by amendment, or restore the checkpoint the plan named)")
     return pin
 
 
@@ -175,17 +270,21 @@ def _processors(info: Probe, device: str):
 
 def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = False, device: str | None = None,
                 convmap: ConvMap = PRESETS["identity"], feature_map=(), task: str | None = None,
-                cameras=None):
+                cameras=None, expected_files: dict | None = None):
     """Resolve, check and load a lerobot checkpoint; every failure a person can fix is a LerobotError.
 
     `cameras`: the scene's policy image inputs, checked against the checkpoint's image features
-    (None: not checked here; fontaine-eval checks them against the env before writing anything)."""
+    (None: not checked here; fontaine-eval checks them against the env before writing anything).
+    `expected_files`: {name: sha256} the run recorded (fontaine-eval, before it started): the files
+    must be those, before loading and once loaded; without it, the ones hashed just before loading."""
     import torch
 
     from engine.policies.lerobot_policy.policy import LerobotPolicy
     from engine.policies.lerobot_policy.serving import serving_mode
 
     info = probe(checkpoint, revision)
+    if expected_files:  # first: it names the file (a pin is one hash of them all)
+        check_files(info, expected_files, "after the run recorded it", fresh=False)
     if pinned:
         check_pin(checkpoint, revision)
     declared = parse_map(feature_map)
@@ -209,6 +308,7 @@ def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = 
     policy.eval()
     pre, post = _processors(info, device)
     mode = serving_mode(info.path)
+    check_files(info, expected_files, "while it was being loaded")  # what was read is what was hashed
     description = {
         **_facts(info, plan, declared, mode, convmap, task),
         "device": device,
@@ -233,6 +333,8 @@ def _facts(info: Probe, plan: FeaturePlan, declared: dict, mode: str, convmap: C
         "config_sha256": info.config_sha256,
         "processors_sha256": info.processors_sha256,
         "weights_sha256": info.weights_sha256,
+        "checkpoint_sha256": info.checkpoint_sha256,
+        "files": dict(info.files),
         "features": plan.as_dict(),
         "feature_map_declared": declared,
         "serving": mode,
@@ -248,12 +350,15 @@ def _facts(info: Probe, plan: FeaturePlan, declared: dict, mode: str, convmap: C
 
 
 def describe_checkpoint(checkpoint: str, *, revision: str | None = None, pinned: bool = False,
-                        convmap: ConvMap = PRESETS["identity"], feature_map=(), task: str | None = None) -> dict:
+                        convmap: ConvMap = PRESETS["identity"], feature_map=(), task: str | None = None,
+                        expected_files: dict | None = None) -> dict:
     """The manifest's record of a checkpoint each worker loads itself (`step` mode), read in the driver
     without its weights: the same facts as a loaded policy's describe(), the pin checked."""
     from engine.policies.lerobot_policy.serving import serving_mode
 
     info = probe(checkpoint, revision)
+    if expected_files:  # first: it names the file (a pin is one hash of them all)
+        check_files(info, expected_files, "after the run recorded it", fresh=False)
     if pinned:
         check_pin(checkpoint, revision)
     declared = parse_map(feature_map)
@@ -261,13 +366,12 @@ def describe_checkpoint(checkpoint: str, *, revision: str | None = None, pinned:
     return _facts(info, plan, declared, serving_mode(info.path), convmap, task)
 
 
-def _sha256_files(paths) -> str:
-    from engine.policies.molmoact2.checkpoint import _file_sha256
-
+def _sha256_of(names, files: dict[str, str]) -> str:
+    """The manifest's per-part hash (config, processors, weights): each file's name and sha256, in order."""
     digest = hashlib.sha256()
-    for path in paths:
-        digest.update(Path(path).name.encode())
-        digest.update(_file_sha256(Path(path)).encode())
+    for name in names:
+        digest.update(name.encode())
+        digest.update(files[name].encode())
     return digest.hexdigest()
 
 

@@ -68,7 +68,7 @@ def resolve_checkpoint(
 
     local = check_local_path(requested)
     if local.is_dir():
-        return ResolvedCheckpoint(requested, local.resolve(), "local", None)
+        return ResolvedCheckpoint(requested, check_checkpoint_files(local.resolve(), ("config.json",)), "local", None)
     if local.exists():
         raise CheckpointError(f"MolmoAct2 checkpoint {requested!r}: {local.resolve()} is a file, not a checkpoint "
                               "directory (pass the folder that holds config.json and the safetensors)")
@@ -80,7 +80,40 @@ def resolve_checkpoint(
     path, commit = download_snapshot(requested, revision, log=log)
     if not (path / "config.json").is_file():
         raise CheckpointError(f"{requested}@{commit} has no config.json; it is not a MolmoAct2 checkpoint")
-    return ResolvedCheckpoint(requested, path, "hub", commit)
+    return ResolvedCheckpoint(requested, check_checkpoint_files(path, ("config.json",)), "hub", commit)
+
+
+def check_checkpoint_files(path: Path, parsed: tuple[str, ...] = (), error: type[UsageError] | None = None) -> Path:
+    """`path`, once every JSON and safetensors file in it is a regular file (a FIFO named config.json
+    or model.safetensors hung the launch, read or hashed; a directory or a loop there was a traceback)
+    and the JSON files named in `parsed` (and any `policy_*.json`) are JSON objects (a corrupt
+    policy_preprocessor.json failed in every worker, a traceback each). Else `error` (default
+    CheckpointError) naming the file. Stat'ed, and read bounded, never blocking."""
+    from prereg.core.safe_read import JSON_MAX_BYTES, Unreadable, check_regular, read_regular
+
+    error = error or CheckpointError
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise error(f"checkpoint {path}: cannot be listed ({os_error_why(exc)})") from None
+    for name in names:
+        if not name.endswith((".json", ".safetensors")):
+            continue
+        try:
+            if name in parsed or (name.startswith("policy_") and name.endswith(".json")):
+                obj = json.loads(read_regular(path / name, JSON_MAX_BYTES))
+                if not isinstance(obj, dict):
+                    raise ValueError("not a JSON object")
+            else:
+                check_regular(path / name)
+        except FileNotFoundError:  # a dangling link: what needs the file says it is missing
+            continue
+        except Unreadable as exc:
+            raise error(f"checkpoint {path}: {name}: {exc.why}") from None
+        except (ValueError, RecursionError) as exc:
+            raise error(f"checkpoint {path}: {name} is not a JSON object ({_one_line(exc, 120)}); the checkpoint "
+                        "is damaged: save or download it again") from None
+    return path
 
 
 def check_local_path(requested: str) -> Path:
@@ -304,8 +337,23 @@ def _file_sha256(path: Path) -> str:
     real = Path(os.path.realpath(path))
     if real.parent.name == "blobs" and len(real.name) == 64:
         return real.name  # LFS blob: the hub named it by its sha256
+    return _content_sha256(real)
+
+
+def _content_sha256(path: Path) -> str:
+    """sha256 of the bytes the file holds now (never a name standing for them)."""
     h = hashlib.sha256()
-    with open(real, "rb") as fh:
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def git_blob_sha1(path: Path) -> str:
+    """The git blob id of the file's content: how the hub names (and ETags) a file kept outside LFS."""
+    h = hashlib.sha1()
+    h.update(f"blob {os.path.getsize(path)}\0".encode())
+    with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 22), b""):
             h.update(block)
     return h.hexdigest()
