@@ -17,6 +17,7 @@ Usage: .venv/bin/python benchmarks/bench_driver.py [--seeds N] [--episode-second
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -92,6 +93,9 @@ def worker_cost(n: int, env: str) -> None:
             m = r[when]
             print(f"    per worker at {when:8s}: RSS {m['rss']:6.0f} MB  PSS {m['pss']:6.0f} MB  "
                   f"private {m['private']:6.0f} MB  (peak RSS {m['hwm']:.0f} MB)")
+            if m.get("children"):
+                print("      child processes seen while these episodes ran: "
+                      + ", ".join(f"{name} {mb:.0f} MB" for name, mb in m["children"]))
         print(f"    scenes handed: {r['scenes'] or 'none'}; heavy modules in workers: {r['heavy'] or 'none'}")
     old, new = got[0], got[2]
     for when in ("ready", "episode", "filmed"):
@@ -109,6 +113,7 @@ def _start_workers(n: int, env: str, **kwargs) -> dict:
 
     filmed = list(range(100, 100 + n))
     with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "videos").mkdir()  # as the driver makes it: without it no video was written
         cfg = RunConfig(run_id="bench", arm="scripted", policy=PolicySpec(kind="scripted"), seeds=list(range(n)) + filmed,
                         episode_seconds=3.0, workers=n, video_draw="seeds:" + ",".join(map(str, filmed)), env=env)
         t0 = time.perf_counter()
@@ -127,13 +132,31 @@ def _start_workers(n: int, env: str, **kwargs) -> dict:
             for when, seeds in (("episode", range(n)), ("filmed", filmed)):
                 for seed in seeds:
                     pool.submit(seed)
-                rows = []
+                rows, children = [], {}  # the processes a worker starts while filming (an encoder's?)
                 while len(rows) < n:
                     rows += pool.poll(0.1)
-                assert all(r.status == "ok" for r in rows), rows
+                    for w in workers:
+                        for c, name, mb in _children(w.proc.pid):
+                            children[c] = max(children.get(c, (0.0, ""))[0], mb), name
+                assert all(r.status == "ok" and not r.get("note") for r in rows), rows
                 out[when] = _memory(workers)
+                out[when]["children"] = sorted((name, mb) for mb, name in children.values())
         finally:
             pool.close()
+    return out
+
+
+def _children(pid: int) -> list[tuple[int, str, float]]:
+    """(pid, name, RSS MB) of each process under `pid` now."""
+    import psutil
+
+    out = []
+    try:
+        for c in psutil.Process(pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                out.append((c.pid, c.name(), c.memory_info().rss / 2**20))
+    except psutil.Error:
+        pass
     return out
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
 from engine.sim.metrics import TICKS_PER_SECOND, BoatReading, EpisodeMetrics
-from engine.sim.render import FrameRenderer
+from engine.sim.render import DEFAULT_GEOM_GROUPS, FrameRenderer
 from engine.sim.scene import (
     DISK_RADIUS_M,
     DISK_TOP_Z,
@@ -74,7 +74,7 @@ class ObjectEnv:
         self.data = mujoco.MjData(self.model) if data is None else data  # a Gymnasium env's own, when it owns it
         self.cameras = dict(cameras)
         self.render_size = int(render_size)
-        self._renderer = FrameRenderer(self.model, self.render_size)
+        self._renderer = FrameRenderer(self.model, self.render_size, self._drawn_groups())
         self._film_renderer: FrameRenderer | None = None
         self._film_option: mujoco.MjvOption | None = None
         self._qpos_adr = joint_qpos_addresses(self.model)
@@ -210,6 +210,10 @@ class ObjectEnv:
         """The policy's image inputs, each from the scene camera the env maps it to."""
         return {key: self.render(camera) for key, camera in self.cameras.items()}
 
+    def _drawn_groups(self) -> tuple[int, ...]:
+        """The geom groups a frame may draw: the policy's cameras' (MuJoCo's default) and the video's."""
+        return (*DEFAULT_GEOM_GROUPS, *self.film_geom_groups)
+
     def film_cameras(self) -> tuple[str, ...]:
         """The scene cameras a video frame shows, left to right."""
         return ("front", "wrist")
@@ -220,7 +224,7 @@ class ObjectEnv:
         renderer = self._renderer
         if size and int(size) != self.render_size:
             if self._film_renderer is None or self._film_renderer.size != int(size):
-                self._film_renderer = FrameRenderer(self.model, int(size))
+                self._film_renderer = FrameRenderer(self.model, int(size), self._drawn_groups())
             renderer = self._film_renderer
         if self._film_option is None:
             self._film_option = mujoco.MjvOption()

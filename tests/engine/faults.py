@@ -6,6 +6,8 @@ runs anything, so the same faults are installed there). The engine has no fault 
 - `FONTAINE_FAULT_CRASH_SEEDS=1,5`: the worker handed one of these seeds dies at once (exit 3, no row),
   as a segfault in the simulator or the policy would.
 - `FONTAINE_FAULT_LOAD_S=15`: every policy load takes 15 s longer (a slow checkpoint).
+- `FONTAINE_FAULT_VIDEO_ENOSPC=1`: finishing a video's file fails as a full disk would (ENOSPC), after
+  its frames were encoded.
 
 The names start with FONTAINE_: a worker's environment is an allow-list (engine/worker_env.py).
 """
@@ -20,6 +22,7 @@ import engine.cli  # first: it sets MUJOCO_GL before anything imports mujoco
 
 CRASH_SEEDS = "FONTAINE_FAULT_CRASH_SEEDS"
 LOAD_S = "FONTAINE_FAULT_LOAD_S"
+VIDEO_ENOSPC = "FONTAINE_FAULT_VIDEO_ENOSPC"
 
 
 def install(environ=os.environ) -> None:
@@ -48,6 +51,15 @@ def install(environ=os.environ) -> None:
 
         for module in (factory, driver, worker):  # every name it is called by
             module.make_policy = slow_make_policy
+    if environ.get(VIDEO_ENOSPC):
+        import errno
+
+        from engine import video_writer
+
+        def full_disk(self):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        video_writer._Encoder.close = full_disk
 
 
 install()

@@ -227,15 +227,12 @@ def test_every_worker_dead_fails_the_run_with_a_non_zero_exit(tmp_path):
 
 def test_a_video_that_cannot_be_written_costs_the_video_never_the_row(tmp_path):
     run_dir = tmp_path / "run"
-    fake_ffmpeg = tmp_path / "ffmpeg"
-    fake_ffmpeg.write_text("#!/bin/sh\necho 'Error writing trailer' >&2\nexit 1\n")
-    fake_ffmpeg.chmod(0o755)
     out = run_eval("--policy", "scripted", "--episode-seconds", "1", "--seeds", "0", "--video-draw", "all",
-                   "--run-dir", str(run_dir), env={"IMAGEIO_FFMPEG_EXE": str(fake_ffmpeg)})
+                   "--run-dir", str(run_dir), faults={"FONTAINE_FAULT_VIDEO_ENOSPC": "1"})
     assert out.returncode == 0, out.stderr
     (row,) = read_rows(run_dir)
     assert row["status"] == "ok" and row["video"] is None
-    assert row["note"].startswith("video not written:"), row["note"]
+    assert row["note"] == "video not written: OSError: [Errno 28] No space left on device", row["note"]
     assert [p.name for p in (run_dir / rd.VIDEOS).iterdir()] == []  # no broken mp4, no leftover part
 
 
