@@ -8,6 +8,7 @@ running and a new console reattaches from pid.json.
 
 from __future__ import annotations
 
+import gc
 import shlex
 import sys
 import time
@@ -74,6 +75,10 @@ def _main(argv: list[str] | None) -> int:
         raise UsageError(f"--runs-dir {runs_dir} is a file, not a folder of run directories")
     app = FontaineApp(runs_dir=Path(args.runs_dir), prereg_dirs=preregs.prereg_dirs(args.prereg_dir), poll_s=args.poll)
     app.run()
+    # The terminal is back: nothing is left to collect. Without this the interpreter's last
+    # garbage collection walked every object a played video left behind (Textual's caches of its
+    # screen), and the shell prompt came back 2-20 s after `q` instead of under a second.
+    gc.freeze()
     return app.return_code or 0
 
 

@@ -21,7 +21,7 @@ from textual.worker import get_current_worker
 
 from console import seedview
 from console.render import OUTCOME_STYLE, fmt_signed
-from console.widgets.images import DRAWS_CELLS, Image, VideoFrame, half_block_strips
+from console.widgets.images import DRAWS_CELLS, Image, VideoFrame, forget_styles
 from console.widgets.table import Table
 from prereg.rundir.rows import OUTCOME_LABELS, episode_outcome
 
@@ -53,6 +53,13 @@ def seed_title(run_id: str, seed, row: dict | None, problem: str = "", arm: str 
     if bits:
         t.append("\n" + "  ·  ".join(bits), style="grey70")
     return t
+
+
+def frame_time(index: int, count: int, fps: float) -> str:
+    """Where frame `index` (from 0) starts, of the video's length: `count` frames last count/fps
+    seconds (an 89-frame video at 10 fps is 8.9 s long; its first frame starts at 0.0 s)."""
+    fps = fps if fps and fps > 0 else 10.0
+    return f"{index / fps:.1f} s of {count / fps:.1f} s"
 
 
 def scrub_bar(index: int, count: int, width: int) -> Text:
@@ -138,9 +145,6 @@ class SeedScreen(Screen):
         self.frames_shown = 0  # how many frames the player has drawn (tests wait on it)
         self._timer = None
         self._played_from: tuple[float, int] | None = None  # (monotonic time, frame) play started at
-        # frames rendered ahead for VideoFrame, at one size: {index: strips}; a new size starts afresh
-        self._strips: dict[int, list] = {}
-        self._strips_size: tuple[int, int] = (0, 0)
 
     def compose(self) -> ComposeResult:
         yield Static(seed_title(self.run_id, self.seed, None, arm=self.arm), id="seed-title")
@@ -281,29 +285,10 @@ class SeedScreen(Screen):
         cols, rows = fit_cells(w, h, player.width, player.height - 2)
         frame = self.query_one("#frame")
         frame.styles.width, frame.styles.height = cols, rows
-        if isinstance(frame, VideoFrame) and (cols, rows) != self._strips_size:
-            self._strips, self._strips_size = {}, (cols, rows)
-            self.render_ahead(cols, rows)
-            self.show_frame(self.index)
         thumbs = self.query_one("#thumbs").content_size
         cols, rows = fit_cells(w, h, thumbs.width, (thumbs.height - 2) // 2)
         for thumb in self.query("#thumb-first, #thumb-last"):
             thumb.styles.width, thumb.styles.height = cols, rows
-
-    @work(thread=True, exclusive=True, group="render-ahead")
-    def render_ahead(self, cols: int, rows: int) -> None:
-        """Every frame as half-block strips at (cols, rows), off the UI thread, from the frame shown
-        on (then the ones before it); stops when the size changes (a newer worker takes over)."""
-        worker = get_current_worker()
-        images = self.frames.images if self.frames else []
-        start = self.index
-        for i in [*range(start, len(images)), *range(0, start)]:
-            if worker.is_cancelled or self._strips_size != (cols, rows):
-                return
-            if i not in self._strips:
-                strips = half_block_strips(images[i], cols, rows)
-                if self._strips_size == (cols, rows):
-                    self._strips[i] = strips
 
     # -- the player --------------------------------------------------------------------
 
@@ -317,18 +302,13 @@ class SeedScreen(Screen):
         image = self.frames.images[self.index]
         frame = self.query_one("#frame")
         if isinstance(frame, VideoFrame):
-            cols, rows = self._strips_size
-            strips = self._strips.get(self.index)
-            if strips is None and cols and rows:  # not rendered ahead yet (a jump): render this one now
-                strips = self._strips[self.index] = half_block_strips(image, cols, rows)
-            frame.show(image, strips or [])
+            frame.show(image)
         else:
             frame.image = image
         self.frames_shown += 1
-        fps = self.frames.fps or 10.0
-        info = Text(f"frame {self.index + 1}/{n}  ·  {self.index / fps:.1f} s of {(n - 1) / fps:.1f} s  ·  ")
+        info = Text(f"frame {self.index + 1}/{n}  ·  {frame_time(self.index, n, self.frames.fps)}  ·  ")
         info.append("playing" if self.playing else "paused", style="bold green" if self.playing else "yellow")
-        self.query_one("#frame-info", Static).update(info)
+        self.query_one("#frame-info", Static).update(info, layout=False)  # one line, always: no layout pass
         self.query_one("#scrub", ScrubBar).show(self.index, n)
 
     def _tick(self) -> None:
@@ -382,6 +362,16 @@ class SeedScreen(Screen):
         self.query_one(TabbedContent).active = tab
         table = {"tab-row": "#row-fields", "tab-predicts": "#predicts"}.get(tab)
         self.set_focus(self.query_one(table, DataTable) if table else None)
+
+    def on_unmount(self) -> None:
+        """Closed (esc, or the app quitting): the decoded frames and the video's styles go now, by
+        reference count, rather than in a garbage collection later (at exit it took seconds)."""
+        if self._timer is not None:
+            self._timer.stop()
+        self.frames = None
+        for frame in self.query(VideoFrame):
+            frame.forget()
+        forget_styles()
 
     def action_back(self) -> None:
         if self._timer is not None:

@@ -195,9 +195,11 @@ def test_half_block_strips_put_the_upper_pixel_in_front_and_the_lower_behind():
     assert segs[0].style.color.triplet == (252, 0, 0) and segs[0].style.bgcolor.triplet == (0, 0, 252)
 
 
-async def test_frames_are_rendered_ahead_and_played_by_the_clock_at_the_files_fps(runs_dir, filmed_run):
-    """The player shows strips rendered ahead in a worker, and the frame it shows is the one the
-    clock says (a late tick skips to it): no timing is asserted, only which frame is due."""
+async def test_the_player_repaints_only_what_changed_and_shows_the_frame_the_clock_says(runs_dir, filmed_run):
+    """A step repaints the cells the moving bar touched, not the picture; playing shows the frame
+    the clock says (a late tick skips to it): no timing is asserted, only which frame is due.
+    Closing the view lets go of the frames and the video's styles."""
+    from console.widgets import images
     from console.widgets.images import DRAWS_CELLS, VideoFrame
 
     app = make_app(runs_dir)
@@ -207,19 +209,34 @@ async def test_frames_are_rendered_ahead_and_played_by_the_clock_at_the_files_fp
         await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.frames_shown >= 1)
         screen = app.screen
         frame = screen.query_one("#frame")
-        assert DRAWS_CELLS and isinstance(frame, VideoFrame)  # half-blocks here (headless): the fast player
-        n = len(screen.frames.images)
-        await wait_for(pilot, lambda: len(screen._strips) == n, what="every frame rendered ahead",
-                       state=lambda: (len(screen._strips), screen._strips_size))
-        cols, rows = screen._strips_size
-        assert (frame.region.width, frame.region.height) == (cols, rows)
-        assert frame._strips is screen._strips[0]  # the first frame, from the cache
+        assert DRAWS_CELLS and isinstance(frame, VideoFrame)  # half-blocks here (headless): the cell player
+        size = lambda: (frame.content_size.height, frame.content_size.width)  # noqa: E731
+        await wait_for(pilot, lambda: frame._keys is not None and frame._keys.shape == size() and size()[0] > 4,
+                       what="the first frame drawn at the frame's size")
+        rows, cols = size()
+        painted = frame.painted
+        await pilot.press("right")
+        assert screen.index == 1 and frame.image is screen.frames.images[1]
+        assert 0 < frame.painted - painted < rows * cols / 4  # the bar's move, a few cells a line
         await pilot.press("space")
-        await wait_for(pilot, lambda: screen.index >= 2, what="frames to advance while playing")
-        assert frame._strips is screen._strips[screen.index] and frame.image is screen.frames.images[screen.index]
+        await wait_for(pilot, lambda: screen.index >= 3, what="frames to advance while playing")
+        assert frame.image is screen.frames.images[screen.index]
         t0, i0 = screen._played_from
         screen._played_from = (t0 - 3.0, i0)  # as if the UI had been busy for 3 s: 30 frames are due
         screen._tick()
         assert screen.index >= i0 + 30
         await pilot.press("space")
         assert not screen.playing
+        assert images._STYLES
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, SeedScreen))
+        assert screen.frames is None and not images._STYLES
+
+
+def test_the_time_of_a_frame_counts_the_whole_video():
+    """89 frames at 10 fps last 8.9 s: the first starts at 0.0 s, the last at 8.8 s (it read 'of 8.8 s')."""
+    from console.widgets.seed_screen import frame_time
+
+    assert frame_time(0, 89, 10.0) == "0.0 s of 8.9 s"
+    assert frame_time(88, 89, 10.0) == "8.8 s of 8.9 s"
+    assert frame_time(0, 1, 0.0) == "0.0 s of 0.1 s"  # a file without a frame rate: the run's 10 fps
