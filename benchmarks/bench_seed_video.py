@@ -148,7 +148,7 @@ def write_video(path: Path, seconds: float, fps: float, size=(448, 224), noise: 
     """A still textured scene with a block moving right; `noise`: fresh noise in every frame."""
     import numpy as np
 
-    from engine.video import VideoWriter
+    from engine.video_writer import VideoWriter
 
     path.parent.mkdir(parents=True, exist_ok=True)
     w, h = size
