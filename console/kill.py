@@ -1,7 +1,8 @@
 """`K`: end a run by signal, and never leave it `died` for a kill the console made.
 
-SIGTERM goes to the run's process group: the driver treats it as a stop, finishes the episodes
-in flight at their boundary, writes their rows and exits `stopped`. The console waits for that
+SIGTERM goes to the run's process group, after a STOP that says who sent it (the driver gives
+that as its stop reason, as it does for `s`): the driver treats it as a stop, finishes the
+episodes in flight at their boundary, writes their rows and exits `stopped`. The console waits for that
 for as long as an episode of this run can take (`grace_s`: the manifest's episode_seconds or the
 longest episode wall so far, whichever is longer, times 1.5, plus a margin), not a fixed 10 s
 that a 30 s episode always outlasts. Only then SIGKILL, and a killed driver cannot write its
@@ -52,6 +53,11 @@ def kill_run(run_dir: str | Path, pid_info: dict | None, who: str | None = None,
         return "the run's process is already gone; nothing was signalled"
     grace = grace_s(run_dir) if grace is None else grace
     pgid = pid_info.get("pgid") if isinstance(pid_info.get("pgid"), int) else os.getpgid(proc.pid)
+    try:  # who sent the signal and why, for the driver to give as its stop reason (a STOP already there wins)
+        rd.write_stop(run_dir, rd.StopReason(rd.BY_SIGNAL, f"SIGTERM to process group {pgid} (K in the console)",
+                                             who=who))
+    except OSError:
+        pass  # the signal still stops it: the reason is then the driver's own "SIGTERM received"
     own_group = pgid == os.getpgid(0)  # started in the console's own group: signal the tree, not the group
     procs = [proc] + proc.children(recursive=True) if own_group else []
     try:

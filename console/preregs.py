@@ -178,8 +178,9 @@ def arm_settings(spec) -> list[tuple[str, str]]:
     if tripwires:
         gates.append(tripwires)
     model = [("policy", f"{spec.policy}   checkpoint {checkpoint}"), ("model", model_settings(spec) or "—")]
-    if spec.policy not in DECODES:
-        model = [("policy", f"{spec.policy}   (reads the true boat pose: no model, no checkpoint)")]
+    if spec.policy == "scripted":
+        model = [("policy", f"{spec.policy}   (an oracle: it reads the true poses of the object and its target "
+                            "from the simulator; no model, no checkpoint)")]
     return [
         *model,
         ("env", env_line(spec)),

@@ -81,7 +81,8 @@ class RunActions:
 
         def confirmed_once(yes: bool | None) -> None:
             if yes:
-                self.push_screen(ConfirmScreen("Second confirmation", second, "Kill", danger=True), confirmed_twice)
+                self.push_screen(ConfirmScreen("Second confirmation", second, f"SIGTERM now, SIGKILL after {grace:g} s",
+                                               danger=True), confirmed_twice)
 
         self.push_screen(ConfirmScreen(f"Escalate {info.run_id}?", first, "SIGTERM", danger=True), confirmed_once)
 

@@ -254,7 +254,7 @@ class _Driver:
             if signum == signal.SIGHUP:
                 self._output_to_log()
             if self.signals == 1:
-                self._request_stop(rd.StopReason(rd.BY_SIGNAL, f"{name} received"))
+                self._request_stop(self._signal_reason(name))
             else:
                 self.abort = True
 
@@ -275,6 +275,12 @@ class _Driver:
             except OSError:
                 pass
         os.close(fd)
+
+    def _signal_reason(self, name: str) -> rd.StopReason:
+        """Why a signal stops the run: the STOP its sender wrote first, naming who sent it (the
+        console's `K`), else the signal's name."""
+        sent = rd.read_stop(self.run_dir)
+        return sent if sent is not None and sent.by == rd.BY_SIGNAL else rd.StopReason(rd.BY_SIGNAL, f"{name} received")
 
     def _load_policy(self) -> None:
         spec = self.cfg.policy

@@ -64,7 +64,25 @@ def _comparison_option(choice: str) -> str:
 def _entry_label(e: PreregEntry) -> str:
     """A pre-registration in the launch list: its id and path, marked when it cannot be read or is a draft."""
     mark = "  [unreadable]" if e.problem else "  [not frozen]" if e.frozen is False else ""
-    return f"{e.prereg_id}  ({e.path}){mark}"
+    return f"{e.prereg_id}  ({_shown(e.path)}){mark}"
+
+
+def settings_renderable(lines: list[tuple[str, str]], hint: str | None = None, problem: str | None = None):
+    """The launch's settings as a two-column grid: a long value wraps under its own column, never
+    under the labels ("gates   GPU-hours ≤ 0.25; ... stall" then "beyond 4x ..." at the left edge)."""
+    from rich.console import Group
+    from rich.table import Table
+
+    grid = Table.grid()
+    grid.add_column(no_wrap=True, style="grey62", min_width=8)  # "policy  ", "arm A   ": the labels are short
+    grid.add_column(ratio=1, overflow="fold")
+    for label, value in lines:
+        grid.add_row(label, value)
+    parts = [Text(hint, style="bold yellow")] if hint else []
+    parts.append(grid)
+    if problem:
+        parts.append(Text(problem, style="yellow"))
+    return Group(*parts)
 
 
 class LaunchScreen(ModalScreen[tuple | None]):
@@ -133,18 +151,11 @@ class LaunchScreen(ModalScreen[tuple | None]):
         if entry is None or not arm:
             box.display = False
             return
-        t = Text()
         lines, problem = launch_settings(entry.path, arm)
         # a draft is told how to freeze it; one that does not validate is told why first (freezing would fail)
         only_unfrozen = entry.frozen is False and (not problem or "not frozen" in problem)
-        if only_unfrozen:
-            t.append(freeze_hint(entry.path) + "\n", style="bold yellow")
-        for label, value in lines:
-            t.append(f"{label:<8}", style="grey62")
-            t.append(value + "\n")
-        if problem and not only_unfrozen:
-            t.append(problem, style="yellow")
-        box.update(t)
+        box.update(settings_renderable(lines, freeze_hint(entry.path) if only_unfrozen else None,
+                                       problem if problem and not only_unfrozen else None))
         box.display = True
 
     def chosen(self) -> tuple[PreregEntry | None, str]:

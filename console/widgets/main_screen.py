@@ -54,10 +54,11 @@ APP_CSS = """
               border: thick $warning; background: $surface; padding: 1 2; }
     #dialog.danger { border: thick $error; }
     #dialog-title { margin-bottom: 1; }
-    #dialog-buttons { height: auto; margin-top: 1; }
+    #dialog-buttons { dock: bottom; height: auto; margin-top: 1; }  /* on screen however long the dialog */
     #dialog-buttons Button { margin-right: 2; }
     #dialog Select, #dialog Input { margin-bottom: 1; }
     #launch-error { margin-top: 1; }
+    #launch-settings { margin-bottom: 1; }
     #results { width: 100; max-width: 100%; height: 80%; min-height: 20; max-height: 100%;
                border: thick $primary; background: $surface; padding: 1 2; }
     #results VerticalScroll { height: 1fr; }

@@ -28,7 +28,8 @@ def main() -> None:
     p.add_argument("--row-every", type=float, default=0.1)
     p.add_argument("--linger", type=float, default=600.0, help="seconds to stay alive with no more rows")
     p.add_argument("--wait-for", default=None, help="write nothing until this file appears in the run directory")
-    p.add_argument("--ignore-term", action="store_true", help="ignore SIGTERM (an episode that outlasts any grace)")
+    p.add_argument("--ignore-term", action="store_true",
+                   help="an episode that outlasts any grace: neither SIGTERM nor STOP ends the run")
     args = p.parse_args()
     if args.ignore_term:
         import signal
@@ -63,7 +64,7 @@ def main() -> None:
     deadline = time.time() + args.linger
     while time.time() < deadline:
         rd.touch_heartbeat(d)
-        stop = rd.read_stop(d)
+        stop = None if args.ignore_term else rd.read_stop(d)
         if stop is not None:
             status("stopped", stop.text())
             return

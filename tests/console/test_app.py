@@ -177,6 +177,8 @@ async def test_escalate_needs_two_confirmations_then_kills_the_group(runs_dir, p
         assert "loses the episodes in flight" not in body.split("SIGKILL")[0]
         await pilot.press("q", "y")  # q never quits from a dialog: the y that follows still answers it
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen) and "Really" in plain(app.screen.query_one("#dialog-body")))
+        said = str(app.screen.query_one("#yes").label)  # what the button does, in order: it said "Kill"
+        assert said.startswith("SIGTERM now, SIGKILL after ") and said.endswith(" s (y)"), said
         assert proc.poll() is None
         await pilot.press("y")
         await wait_for(pilot, lambda: proc.poll() is not None, what="the process to end")

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from console import kill, runs
 from prereg import rundir as rd
 from tests.helpers import wait_until
@@ -90,3 +92,27 @@ def test_a_killed_comparison_run_lists_its_episodes_by_arm_and_seed(tmp_path):
     assert status["lost_seeds"] == [["b", 1], ["a", 2], ["b", 2]] and (status["done"], status["total"]) == (3, 6)
     assert "3 episode(s) without a row" in said
     assert "in flight when killed [b:1, a:2]; never started 1" in status["reason"]
+
+
+@pytest.mark.slow
+def test_a_real_driver_stopped_by_k_names_who_sent_the_signal(tmp_path):
+    """`s` names the person in the stop reason; `K` did not ("signal: SIGTERM received"). The console
+    now writes who sent the signal first, and the driver gives that as its reason."""
+    from tests.helpers import launch_detached, read_status
+
+    d = tmp_path / "run"
+    proc = launch_detached(d, "--policy", "hold", "--inject-latency-ms", "200", "--episode-seconds", "3",
+                           "--video-draw", "none", "--seeds", "0-7", "--workers", "1")
+    try:
+        wait_until(lambda: read_status(d).get("state") == "running", timeout=120, what="a running driver")
+        pid = json.loads((d / rd.PID).read_text())
+        outcome = kill.kill_run(d, pid, who="fontaine-console (ana)")
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    status = read_status(d)
+    assert "SIGKILL" not in outcome and status["state"] == "stopped", (outcome, status)
+    assert status["stop"]["by"] == "signal" and status["stop"]["who"] == "fontaine-console (ana)", status["stop"]
+    assert status["reason"].startswith("signal (fontaine-console (ana)): SIGTERM to process group"), status["reason"]

@@ -262,3 +262,48 @@ def test_a_module_in_the_consoles_working_folder_never_shadows_a_launched_runs(t
     out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.returncode == rd.EXIT_DONE and "random.py was imported" not in out.stdout + out.stderr, out.stderr[-2000:]
+async def test_at_80x24_the_launch_buttons_stay_on_screen_and_long_settings_wrap_under_their_values(runs_dir, prereg_dir):
+    """The dialog outgrows 24 rows once a document is chosen: its buttons are docked at its bottom
+    (they were below the fold), and a long setting wraps under its value, not under the labels."""
+    frozen = demo_copy(prereg_dir)
+    app = make_app(runs_dir, prereg_dir, launch_argv=fake_argv, clock=__import__("time").time)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("l")
+        await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
+        app.screen.query_one("#prereg", Select).value = str(frozen)
+        box = app.screen.query_one("#launch-settings")
+        await wait_for(pilot, lambda: box.display and "gates" in plain(box), what="the arm's settings")
+        dialog = app.screen.query_one("#dialog")
+        await wait_for(pilot, lambda: dialog.virtual_size.height > dialog.size.height, what="a dialog taller than the screen")
+        for button in ("#launch", "#cancel"):
+            region = app.screen.query_one(button).region
+            assert region.height and region.bottom <= 24 and app.screen.get_widget_at(*region.center)[0] is \
+                app.screen.query_one(button), (button, region)
+        await press_button(pilot, "#launch")
+        await wait_for(pilot, lambda: not isinstance(app.screen, LaunchScreen) and app.launched)
+
+
+def test_a_long_setting_wraps_under_its_value():
+    from rich.console import Console
+
+    from console.widgets.dialogs import settings_renderable
+
+    console = Console(width=50, record=True, file=open(os.devnull, "w"))
+    console.print(settings_renderable([("seeds", "6 seeds"), ("gates", "GPU-hours ≤ 0.25; projected wall ≤ 0.5 h "
+                                        "after 2 episodes; stall beyond 4x median episode (≥ 120 s)")]))
+    lines = console.export_text().splitlines()
+    assert lines[0].startswith("seeds   6 seeds") and lines[1].startswith("gates   GPU-hours")
+    assert len(lines) > 2 and all(line.startswith(" " * 8) and line[8] != " " for line in lines[2:]), lines
+
+
+def test_the_oracles_settings_say_what_it_reads_for_any_scene():
+    """pick-lift has no boat: the oracle reads the true poses of the object and its target."""
+    from console.preregs import arm_settings
+    from prereg.rundir.status import GateSpec
+
+    class Spec:
+        policy, checkpoint, revision, seeds, episode_seconds, workers = "scripted", None, None, [0, 1], 20.0, 1
+        gates, env, env_sha256, video_draw, record_predicts, section = GateSpec(), "pick-lift", None, "0", False, "base"
+
+    policy = dict(arm_settings(Spec()))["policy"]
+    assert "boat" not in policy and "true poses of the object and its target" in policy, policy
