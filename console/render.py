@@ -377,6 +377,12 @@ def histogram_plan(counts: tuple[tuple[float, int], ...], max_bins: int) -> dict
     return {"start": start, "width": w, "n": n, "under": under, "over": over, "min": lo, "max": hi}
 
 
+def axis_label(cm: float) -> str:
+    """An axis mark as the panels write progress: signed (`-10`, `+30`), `0` unsigned; the left
+    end read `13` beside a right end of `+30`."""
+    return "0" if cm == 0 else f"{cm:+g}"
+
+
 def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Text:
     """Vertical bars of progress_final_cm counts over the range of the data (see histogram_plan)."""
     counts = view.progress_final_counts
@@ -411,7 +417,7 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
         t.append("\n")
     axis = [" "] * (2 * len(cols) + 8)
     first = 2 if plan["under"] else 0
-    marks = [(first, f"{start:g}"), (first + 2 * n, f"{start + n * w:+g}")]
+    marks = [(first, axis_label(start)), (first + 2 * n, axis_label(start + n * w))]
     if start < 0 < start + n * w:
         marks.insert(1, (first + int(round(2 * (0 - start) / w)), "0"))
     taken = -1
@@ -427,9 +433,9 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
     if plan["under"] or plan["over"]:
         tails = []
         if plan["under"]:
-            tails.append(f"{plan['under']} below {start:g} (left bar)")
+            tails.append(f"{plan['under']} below {axis_label(start)} (left bar)")
         if plan["over"]:
-            tails.append(f"{plan['over']} at/above {start + n * w:+g} (right bar)")
+            tails.append(f"{plan['over']} at/above {axis_label(start + n * w)} (right bar)")
         t.append("\n" + "; ".join(tails), style="magenta")
     return t
 

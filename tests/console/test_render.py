@@ -148,3 +148,15 @@ def test_gpu_hours_source_is_whole_on_its_own_line(tmp_path):
         console.print(pace_table(info, view, gate_readings(info, view, FIXED_TIME + 5), FIXED_TIME + 5))
         text = " ".join(console.export_text().split())
         assert "allocated (wall x 2 GPUs held)" in text, (width, text)
+
+
+def test_the_histograms_axis_signs_both_ends_as_the_panels_do():
+    """The oracle's +13..+29 cm read `13 … +30 cm`: one end signed, the other not."""
+    rows = [make_row(s, progress_final_cm=13.0 + (s % 17)) for s in range(40)]
+    axis = histogram_text(view_of(rows), width=60).plain.splitlines()[4]
+    assert axis.split()[0] == "+13" and axis.split()[-2:] == ["+30", "cm"], axis
+    both = [make_row(s, progress_final_cm=-6.0 + s) for s in range(14)]
+    axis = histogram_text(view_of(both), width=60).plain.splitlines()[4]
+    assert axis.split() == ["-6", "0", "+8", "cm"], axis
+    tails = [make_row(s) for s in range(200)] + [make_row(900, progress_final_cm=-250.0)]
+    assert "1 below -" in histogram_text(view_of(tails), width=50).plain
