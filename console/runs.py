@@ -93,6 +93,14 @@ class RunInfo(ShowsState):
         """The manifest's seeds (None: no manifest, or its seeds cannot be read)."""
         return self.manifest.seeds if self.manifest is not None else None
 
+    @property
+    def started_at(self) -> str | None:
+        """When the run started (UTC, ISO): the manifest's start, else when its driver's pid.json was
+        written. The runs list sorts a hand-named run directory by it (run_sort_key)."""
+        at = self.manifest.started_at if self.manifest is not None else None
+        launched = (self.pid or {}).get("launched_at")
+        return at or (launched if isinstance(launched, str) else None)
+
     def heartbeat_age(self, now: float) -> float | None:
         return None if self.heartbeat_mtime is None else max(0.0, now - self.heartbeat_mtime)
 

@@ -55,6 +55,11 @@ class RunSummary:
     live: bool
     loading: bool  # rows.jsonl not read to its end yet
     by_arm: tuple = ()  # a comparison run's (arm, successes, episodes), each arm apart
+    started_at: str | None = None  # RunInfo.started_at: orders a run whose name has no time (run_sort_key)
+
+    @property
+    def sort_key(self) -> tuple[str, str]:
+        return run_sort_key(self.path.name, self.started_at)
 
 
 @dataclass(frozen=True)
@@ -73,11 +78,16 @@ class WatchUpdate:
     detail: RunDetail | None
 
 
+def _key(w) -> tuple[str, str]:
+    """A watched run's place in launch order (run_sort_key, with its start for a hand-named directory)."""
+    return run_sort_key(w.path.name, w.info.started_at)
+
+
 def default_selection(watches) -> Path:
     """The run to show first: the newest live one, else the newest."""
     watches = list(watches)
     live = [w for w in watches if w.info.live or w.popen is not None]
-    return max(live or watches, key=lambda w: run_sort_key(w.path.name)).path
+    return max(live or watches, key=_key).path
 
 
 class RunWatch:
@@ -155,6 +165,7 @@ class RunWatch:
             done=info.done, total=info.total, successes=self.agg.successes, ok_rows=self.agg.ok_rows,
             rows=self.agg.rows, heartbeat_mtime=info.heartbeat_mtime, live=info.live, loading=self.loading,
             by_arm=by_arm,
+            started_at=info.started_at,
         )
 
     def close(self) -> None:
@@ -309,10 +320,10 @@ class Watcher:
                 if prereg is None or prereg.id != prereg_id:
                     continue
                 held = newest.get(w.info.arm)
-                if held is None or run_sort_key(w.path.name) > run_sort_key(held.path.name):
+                if held is None or _key(w) > _key(held):
                     newest[w.info.arm] = w
-            path = next((w.info.prereg_path for w in sorted(newest.values(), key=lambda w: run_sort_key(w.path.name),
-                                                            reverse=True) if w.info.prereg_path), None)
+            path = next((w.info.prereg_path for w in sorted(newest.values(), key=_key, reverse=True)
+                         if w.info.prereg_path), None)
             return path, {arm: w.path for arm, w in sorted(newest.items())}
 
     def alive_runs(self) -> list[RunSummary]:

@@ -9,7 +9,6 @@ from textual.binding import Binding
 from console.render import fmt_age, state_text
 from console.watcher import RunSummary
 from console.widgets.table import Table
-from prereg.rundir.discovery import run_sort_key
 
 ID_MIN, ARM_MIN = 14, 10  # the narrowest the run id and the arm are clipped to
 
@@ -52,9 +51,9 @@ class RunsTable(Table):
         """Each column's width, so that every column fits `width` (the table's, inside its border):
         the other columns get their widest value now (done and succ up to total/total, so that a
         count ticking up never pushes a column off the screen), then the run id and the arm share
-        the rest, each whole when both fit; otherwise the arm keeps its name up to where the id
-        would be cut, and the id is middle-clipped (its start names the plan and arm, its end the
-        launch time). Fixed widths: DataTable's own only ever grow, and a table rebuilt with
+        the rest, each whole when both fit; otherwise the arm keeps its whole name (it read
+        "tiny…asked" beside a whole id at 80-100 columns) and the id is middle-clipped to the rest
+        (its start names the plan, its end the launch time), down to ID_MIN. Fixed widths: DataTable's own only ever grow, and a table rebuilt with
         them is drawn at its labels' widths until its next idle."""
         width = width or 120
         cells = [self._cells_for(r, now, 1000, 1000) for r in runs]
@@ -71,8 +70,8 @@ class RunsTable(Table):
         arm_full = max([3, *(len(r.arm) for r in runs)])
         if id_full + arm_full <= room:
             id_w, arm_w = id_full, arm_full
-        else:
-            arm_w = max(min(arm_full, ARM_MIN), min(arm_full, room - id_full))
+        else:  # the arm is what tells runs of one plan apart: whole, unless the id would go below ID_MIN
+            arm_w = min(arm_full, max(ARM_MIN, room - ID_MIN))
             id_w = max(ID_MIN, room - arm_w)
         return id_w, need["state"], arm_w, need["done"], need["succ"], need["heartbeat"]
 
@@ -133,7 +132,7 @@ class RunsTable(Table):
 
     def _sort_newest_first(self, runs: tuple[RunSummary, ...]) -> None:
         """Newest launch at the top (run_sort_key), stable across restarts; sorted only when needed."""
-        wanted = [str(r.path) for r in sorted(runs, key=lambda r: run_sort_key(r.path.name), reverse=True)]
+        wanted = [str(r.path) for r in sorted(runs, key=lambda r: r.sort_key, reverse=True)]
         if [row.key.value for row in self.ordered_rows] == wanted:
             return
         rank = {id(self._cells[k][0]): i for i, k in enumerate(wanted)}

@@ -12,6 +12,7 @@ run (and never signalled).
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 import psutil
@@ -23,11 +24,26 @@ CREATE_TIME_TOLERANCE_S = 1.0
 # liveness of a recorded process (not a run state: those are prereg.rundir's)
 ALIVE, GONE, UNKNOWN = "alive", "gone", "unknown"
 
-def run_sort_key(run_id: str) -> tuple[str, str]:
+def run_sort_key(run_id: str, started_at: str | None = None) -> tuple[str, str]:
     """Run ids end in their UTC launch time (new_run_id): sort on it, then the id, so the order is
-    launch order whatever the pre-registration's name, the same after every restart. Ids without
-    a timestamp sort as the oldest."""
-    return (rd.stamp_of(run_id) or "", run_id)
+    launch order whatever the pre-registration's name, the same after every restart. A directory
+    named by hand (`--run-dir runs/oracle50`) has no time in its name: it sorts by `started_at`
+    (the manifest's UTC start, ISO), and only without one as the oldest (a live hand-named run
+    sat at the bottom of the list, off screen at 80x24)."""
+    return (rd.stamp_of(run_id) or _stamp_of_iso(started_at) or "", run_id)
+
+
+def _stamp_of_iso(when: str | None) -> str | None:
+    """'2026-01-01T12:00:00Z' as a run id's stamp ('20260101-120000'), or None if it is not a time."""
+    if not isinstance(when, str):
+        return None
+    try:
+        at = datetime.fromisoformat(when.strip())
+    except ValueError:
+        return None
+    if at.tzinfo is not None:
+        at = at.astimezone(timezone.utc)
+    return at.strftime(rd.RUN_STAMP_FORMAT)
 
 
 def discover_runs(runs_dir: str | Path) -> list[Path]:

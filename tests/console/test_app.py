@@ -4,11 +4,13 @@ import json
 import os
 import shutil
 import sys
+from pathlib import Path
 
 import psutil
 from textual.widgets import Select
 
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
+from prereg import rundir as rd
 from tests.console.conftest import make_app, make_row, make_run_dir, notified, plain, press_button, wait_file, wait_for
 
 
@@ -683,6 +685,33 @@ async def test_the_runs_list_fits_its_width_after_a_resize_and_the_arm_is_whole_
             assert app.selected == selected  # rebuilding the columns kept the selection
         cells = long_row()
         assert cells[0].startswith("demo-tiny") and "…" in cells[0] and cells[0].endswith("a1b2c3d4")  # cut at 80
+        assert cells[2] == "tiny-grammar-masked"  # the arm whole, the id clipped (it read "tiny…asked")
+        await pilot.resize_terminal(100, 30)
+        await wait_for(pilot, lambda: table.size.width == 98 and fits(), what="the columns at 100x30", state=state)
+        assert long_row()[2] == "tiny-grammar-masked"
+
+
+async def test_a_hand_named_run_directory_sorts_by_when_it_started(runs_dir):
+    """`fontaine-eval --run-dir runs/oracle50` (the README's example) has no time in its name: it sorted
+    as the oldest, so a live one sat at the bottom of the list, off screen at 80x24."""
+    from prereg.rundir.discovery import run_sort_key
+
+    make_run_dir(runs_dir, "demo-tiny-engine-scripted-20260101-000000", total=6, done=6)
+    make_run_dir(runs_dir, "demo-tiny-engine-scripted-20260103-000000", total=6, done=6)
+    d = make_run_dir(runs_dir, "oracle50", total=50, done=3, state="running")
+    manifest = json.loads((d / rd.MANIFEST).read_text())
+    rd.write_json_atomic(d / rd.MANIFEST, {**manifest, "started_at": "2026-01-02T09:30:00Z"})
+    app = make_app(runs_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.screen.query_one("#runs")
+        await wait_for(pilot, lambda: table.row_count == 3 and not any(r.loading for r in app.runs))
+        await wait_for(pilot, lambda: [Path(r.key.value).name for r in table.ordered_rows] == [
+            "demo-tiny-engine-scripted-20260103-000000", "oracle50", "demo-tiny-engine-scripted-20260101-000000"],
+            what="launch order", state=lambda: [Path(r.key.value).name for r in table.ordered_rows])
+    assert run_sort_key("oracle50", "2026-01-02T09:30:00+00:00") == ("20260102-093000", "oracle50")
+    assert run_sort_key("oracle50", "2026-01-02T10:30:00+01:00") == ("20260102-093000", "oracle50")
+    assert run_sort_key("oracle50", "yesterday") == run_sort_key("oracle50") == ("", "oracle50")
+    assert run_sort_key("demo-x-20260101-000000", "2030-01-01T00:00:00Z")[0] == "20260101-000000"  # the name's own
 
 
 async def test_the_latest_rows_fill_a_tall_panel(runs_dir):
