@@ -52,9 +52,10 @@ class RunsTable(Table):
         the other columns get their widest value now (done and succ up to total/total, so that a
         count ticking up never pushes a column off the screen), then the run id and the arm share
         the rest, each whole when both fit; otherwise the arm keeps its whole name (it read
-        "tiny…asked" beside a whole id at 80-100 columns) and the id is middle-clipped to the rest
-        (its start names the plan, its end the launch time), down to ID_MIN. Fixed widths: DataTable's own only ever grow, and a table rebuilt with
-        them is drawn at its labels' widths until its next idle."""
+        "tiny…asked" beside a whole id at 80-100 columns) and the id is middle-clipped to the
+        rest (its start names the plan, its end the launch time), down to ID_MIN. Fixed widths:
+        DataTable's own only ever grow, and a table rebuilt with them is drawn at its labels'
+        widths until its next idle."""
         width = width or 120
         cells = [self._cells_for(r, now, 1000, 1000) for r in runs]
         totals = [str(r.total if r.total is not None else r.rows) for r in runs]
