@@ -44,6 +44,7 @@ class CompareView:
     interval: str = ""
     error: str | None = None
     comparison: "ComparisonPanel | None" = None
+    invalid: list[str] = field(default_factory=list)  # why each INVALID arm is, every failed check, in words
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def compare_view(prereg_id: str, prereg_path: str | Path | None, runs: dict[str,
         doc, reports, judgement = read_registration(prereg_path, runs)
     except PreregError as exc:
         return CompareView(prereg_id, error=str(exc).splitlines()[0])
-    arms = []
+    arms, invalid = [], []
     interval = ""
     for a in doc.arms():
         rep = reports.get(a.name)
@@ -96,7 +97,8 @@ def compare_view(prereg_id: str, prereg_path: str | Path | None, runs: dict[str,
         name, ci = next(iter(r.intervals.items()), ("", None))
         interval = interval or INTERVAL_NAMES.get(name, name)
         state = r.run_state or "?"
-        validity = "VALID" if r.valid else "INVALID: " + next(c.text for c in r.checks if not c.ok)
+        validity = "VALID" if r.valid else "INVALID"
+        invalid += invalid_lines(a.name, r)
         rate = f" {100 * r.success_rate:.1f}%" if r.success_rate is not None else ""
         zf = f"{r.zero_fallbacks}" + (f" ({100 * r.zero_fallback_rate:.2f}%)" if r.zero_fallback_rate is not None else "")
         arms.append((a.name, (a.name, validity, state, f"{r.n}/{r.n_planned}", f"{r.successes}/{r.n}{rate}",
@@ -111,7 +113,23 @@ def compare_view(prereg_id: str, prereg_path: str | Path | None, runs: dict[str,
     verdicts = [f"[{v.label}] {v.key}: if {v.rule.condition}" for v in judgement.verdicts]
     verdicts += [f"[{s.label}] sequential test of arm {s.arm}" for s in judgement.sequential]
     return CompareView(doc.prereg_id or prereg_id, arms, paired, verdicts, interval,
-                       comparison=_panel(reports))
+                       comparison=_panel(reports), invalid=invalid)
+
+
+BAD_LINES_SHOWN = 5
+
+
+def invalid_lines(arm: str, reads) -> list[str]:
+    """An INVALID arm's failed checks, one line each, then the rows.jsonl lines that are not rows
+    (the check says "listed below": they are, here). The validity column says only INVALID: its
+    first reason, in the table, cut the table's last columns off at 80x24."""
+    out = [f"{arm}: {c.text}" for c in reads.checks if not c.ok]
+    bad = list(reads.bad_lines)
+    if bad:
+        out += [f"  {line}" for line in bad[:BAD_LINES_SHOWN]]
+        if len(bad) > BAD_LINES_SHOWN:
+            out.append(f"  … {len(bad) - BAD_LINES_SHOWN} more")
+    return out
 
 
 def _panel(reports) -> ComparisonPanel | None:
@@ -204,12 +222,22 @@ def band_chart(path: ComparisonPath, decided_at: int | None, width: int, height:
     return out
 
 
-def band_legend(path: ComparisonPath) -> str:
+def band_legend(path: ComparisonPath, width: int = 1000) -> str:
+    """The band's glyphs in words, in lines of at most `width` cells that break only between entries
+    (wrapped as prose it split an entry from its words: "│ the" / "decision")."""
     spec = path.spec
     unit = "rate difference" if spec.metric == SUCCESS_METRIC else "cm"
-    return (f"{spec.arm_b} - {spec.arm_a} per seed ({unit}): {BAND} {100 * (1 - spec.alpha):g}% confidence sequence "
-            f"(anytime-valid, running intersection)  {MEAN} running mean  {ZERO} 0  {EFFECT} ±minimum effect "
-            f"{spec.minimum_effect:g}  {DECISION} the decision")
+    entries = [f"{spec.arm_b} - {spec.arm_a} per seed ({unit}):",
+               f"{BAND} {100 * (1 - spec.alpha):g}% confidence sequence (anytime-valid, running intersection)",
+               f"{MEAN} running mean", f"{ZERO} 0", f"{EFFECT} ±minimum effect {spec.minimum_effect:g}",
+               f"{DECISION} the decision"]
+    lines = [entries[0]]
+    for entry in entries[1:]:
+        if len(lines[-1]) + 2 + len(entry) <= width:
+            lines[-1] += ("  " if lines[-1] != entries[0] else " ") + entry
+        else:
+            lines.append(entry)
+    return "\n".join(lines)
 
 
 def _paired_cells(arm: str, c) -> tuple[str, ...]:

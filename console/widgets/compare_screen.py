@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.cells import cell_len
+from rich import box
+from rich.console import Group
+from rich.table import Table as RichTable
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import Footer, Static
 
 from console.compare import (
     ARM_COLUMNS,
@@ -23,7 +25,6 @@ from console.compare import (
     focused_runs,
     inputs_key,
 )
-from console.widgets.table import Table
 
 
 class CompareScreen(Screen):
@@ -32,9 +33,9 @@ class CompareScreen(Screen):
     DEFAULT_CSS = """
     CompareScreen #compare-title, CompareScreen #paired-title, CompareScreen #compare-note,
     CompareScreen #verdicts, CompareScreen #comparison-title, CompareScreen #band,
-    CompareScreen #evidence { height: auto; padding: 0 1; }
-    CompareScreen #evidence { margin-bottom: 1; }
-    CompareScreen #arms, CompareScreen #paired { height: auto; max-height: 40%; margin-bottom: 1; }
+    CompareScreen #evidence, CompareScreen #invalid, CompareScreen #reading { height: auto; padding: 0 1; }
+    CompareScreen #evidence, CompareScreen #invalid { margin-bottom: 1; }
+    CompareScreen #arms, CompareScreen #paired { height: auto; padding: 0 1; margin-bottom: 1; }
     """
 
     def __init__(self, prereg_id: str, refresh_s: float = 1.0, focus: Path | None = None):
@@ -48,12 +49,14 @@ class CompareScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(Text(f"Arms of {self.prereg_id}: the newest run of each", style="bold"), id="compare-title")
-        yield Table(id="arms", cursor_type="none")
+        yield Static(Text("reading the arms' runs as the report reads them…", style="italic grey62"), id="reading")
+        yield Static("", id="arms")
+        yield Static("", id="invalid")
         yield Static("", id="comparison-title")
         yield Static("", id="band")
         yield Static("", id="evidence")
         yield Static("", id="paired-title")
-        yield Table(id="paired", cursor_type="none")
+        yield Static("", id="paired")
         yield Static("", id="verdicts")
         yield Static(Text("Read as `fontaine-prereg report` reads them: successes over every "
                           "episode with a row, an error row a non-success; each arm against its registered "
@@ -61,10 +64,8 @@ class CompareScreen(Screen):
         yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
-        for table, cols in (("#arms", ARM_COLUMNS), ("#paired", PAIRED_COLUMNS)):
-            t = self.query_one(table, DataTable)
-            for c in cols:
-                t.add_column(c, key=c)
+        for hidden in ("#arms", "#invalid", "#paired"):
+            self.query_one(hidden).display = False
         self.refresh_worker()
         self.set_interval(self.refresh_s, self.refresh_worker)
 
@@ -84,13 +85,17 @@ class CompareScreen(Screen):
             return
         self.view = view
         self.updates += 1
-        _sync(self.query_one("#arms", DataTable), view.arms, ARM_COLUMNS)
+        self.query_one("#reading").display = False
+        self._table("#arms", ARM_COLUMNS, view.arms)
+        invalid = self.query_one("#invalid", Static)
+        invalid.display = bool(view.invalid)
+        self._set("#invalid", "\n".join(["Why INVALID:", *view.invalid]) if view.invalid else "", "yellow")
         n_pairs = len(view.paired)
         title = (view.error and f"Cannot read the arms: {view.error}") or (
             f"Each arm against its registered comparator ({view.interval} interval above)" if n_pairs else
             "No arm of this pre-registration has a registered comparator (reads.comparator), or none has a run yet.")
         self._set("#paired-title", title, "bold red" if view.error else "bold")
-        _sync(self.query_one("#paired", DataTable), view.paired, PAIRED_COLUMNS)
+        self._table("#paired", PAIRED_COLUMNS, view.paired)
         self._set("#verdicts", "Decision rules\n" + "\n".join(view.verdicts) if view.verdicts else "", "")
         self._show_comparison(view)
 
@@ -106,11 +111,24 @@ class CompareScreen(Screen):
         height = min(12, max(5, self.size.height - 30))
         band = self.query_one("#band", Static)
         band.update(band_chart(c.path, c.decided_at, width, height))
-        self._set("#evidence", "\n".join([band_legend(c.path), *c.words]), "")
+        self._set("#evidence", "\n".join([band_legend(c.path, self.size.width - 2), *c.words]), "")
 
     def on_resize(self) -> None:
         if self.view is not None and self.is_attached:
+            self._table("#arms", ARM_COLUMNS, self.view.arms)
+            self._table("#paired", PAIRED_COLUMNS, self.view.paired)
             self._show_comparison(self.view)
+
+    def _table(self, widget: str, columns: tuple, rows: list[tuple[str, tuple]]) -> None:
+        """A table's Static, updated only when its cells or the width change (refreshed every second)."""
+        static = self.query_one(widget, Static)
+        static.display = bool(rows)
+        width = max(20, self.size.width - 4)  # its padding, and the screen's scrollbar
+        key = repr((rows, width))
+        if self._texts.get(widget) != key:
+            self._texts[widget] = key
+            table, runs = fitted_table(columns, rows, width)
+            static.update(Group(table, Text(runs, style="grey62")) if runs else table)
 
     def _set(self, widget: str, text: str, style: str) -> None:
         if self._texts.get(widget) != text:  # refreshed every second: repaint only what changed
@@ -121,17 +139,43 @@ class CompareScreen(Screen):
         self.app.pop_screen()
 
 
-def _sync(table: DataTable, rows: list[tuple[str, tuple]], columns: tuple) -> None:
-    """Rows by key: added, updated cell by cell, removed; never cleared (no flicker)."""
-    wanted = {k for k, _ in rows}
-    for key in [r.key.value for r in table.ordered_rows if r.key.value not in wanted]:
-        table.remove_row(key)
-    present = {r.key.value for r in table.ordered_rows}
-    for key, cells in rows:
-        if key not in present:
-            table.add_row(*cells, key=key)
-            continue
-        for col, cell in zip(columns, cells):
-            old = str(table.get_cell(key, col))
-            if old != str(cell):  # a cell as wide as before cannot move its column: no width pass
-                table.update_cell(key, col, cell, update_width=cell_len(old) != cell_len(str(cell)))
+GAP = 2  # cells between columns: the box's divider and one of padding
+
+
+def fitted_table(columns: tuple, rows: list[tuple[str, tuple]], width: int) -> tuple[RichTable, str]:
+    """The rows under their column names, fitted to `width` cells (a DataTable cut its last columns
+    off at 80x24). Where the table is wider, the names break onto lines at their spaces, hyphens and
+    slashes, the run column leaves the table for the line returned with it (its ids fit nowhere
+    in 80 columns), and the widest columns give up cells first, down to their longest word: a
+    cell wraps only between its words."""
+    def cell_words(i: int) -> list[str]:
+        return [w for _, cells in rows for w in str(cells[i]).split()]
+
+    def natural(i: int) -> int:
+        return max([len(columns[i]), *(len(str(cells[i])) for _, cells in rows)])
+
+    narrow = sum(natural(i) + GAP for i in range(len(columns))) > width  # each column is padded on its right
+    shown = [i for i, c in enumerate(columns) if not (narrow and c == "run")]
+    names = {i: columns[i] for i in shown}
+    if sum(natural(i) + GAP for i in shown) > width:
+        names = {i: n.replace("-", "-\n").replace("/", "/\n").replace(" (", "\n(").replace(" ", "\n")
+                 for i, n in names.items()}
+    least = {i: max([len(line) for line in names[i].split("\n")] + [len(w) for w in cell_words(i)]) for i in shown}
+    widths = {i: max(least[i], *(len(line) for line in names[i].split("\n")),
+                     *(len(str(cells[i])) for _, cells in rows)) for i in shown}
+    while sum(widths.values()) + GAP * len(shown) > width:
+        i = max(shown, key=lambda j: (widths[j] - least[j], widths[j]))
+        if widths[i] <= least[i]:
+            break  # every column at its longest word: wider than the screen, scrolled sideways
+        widths[i] -= 1
+    table = RichTable(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold",
+                      padding=(0, GAP - 1, 0, 0))
+    for i in shown:
+        table.add_column(names[i], width=widths[i], overflow="fold")
+    for _, cells in rows:
+        table.add_row(*(cells[i] for i in shown))
+    runs = ""
+    if narrow and "run" in columns:
+        at = columns.index("run")
+        runs = "runs: " + "; ".join(f"{key} {cells[at]}" for key, cells in rows if cells[at])
+    return table, runs

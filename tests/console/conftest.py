@@ -49,14 +49,32 @@ async def press_button(pilot, selector: str, what: str = "") -> None:
     await pilot.click(selector)
 
 
+class ViewCells:
+    """One of the compare view's tables as the tests read it: its cells by row key and column name,
+    from the view the screen shows (CompareScreen.view); the screen draws them as a rich table."""
+
+    def __init__(self, screen, rows: str, columns: tuple):
+        self.screen, self.rows, self.columns = screen, rows, columns
+
+    @property
+    def row_count(self) -> int:
+        return len(getattr(self.screen.view, self.rows)) if self.screen.view is not None else 0
+
+    def get_cell(self, key: str, column: str) -> str:
+        return dict(getattr(self.screen.view, self.rows))[key][self.columns.index(column)]
+
+
 async def open_compare(pilot, app, run_name: str, what: str = "two arms"):
     """Wait until the run `run_name` is the one selected, press `c`, wait for the compare view and for its
-    arms table to hold both arms' rows (`what` names them if they never come); returns (the screen, the arms table)."""
+    arms table to hold both arms' rows (`what` names them if they never come); returns (the screen, the arms'
+    cells, a ViewCells)."""
+    from console.compare import ARM_COLUMNS
+
     await wait_for(pilot, lambda: app.detail is not None and app.detail.info.path.name == run_name)
     await pilot.press("c")
     await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
     screen = app.screen
-    table = screen.query_one("#arms")
+    table = ViewCells(screen, "arms", ARM_COLUMNS)
     await wait_for(pilot, lambda: table.row_count == 2, what=what)
     return screen, table
 

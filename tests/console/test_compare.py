@@ -3,11 +3,11 @@
 import json
 from pathlib import Path
 
-from console.compare import compare_view
+from console.compare import PAIRED_COLUMNS, compare_view
 from console.widgets.compare_screen import CompareScreen
 from prereg.document.seal import freeze
 from prereg.outputs.report import build_report
-from tests.console.conftest import make_app, make_row, make_run_dir, open_compare, wait_for
+from tests.console.conftest import ViewCells, make_app, make_row, make_run_dir, open_compare, wait_for
 from tests.prereg.conftest import launched_manifest
 
 DOC = """---
@@ -68,7 +68,8 @@ def test_the_view_shows_what_the_report_computes(tmp_path):
     assert arms["flow"][4] == f"3/10 {100 * f.success_rate:.1f}%"  # the error row counts, as in the report
     lo, hi = f.intervals["wilson"]
     assert arms["flow"][5] == f"[{100 * lo:.1f}, {100 * hi:.1f}]"  # the interval on the same denominator
-    assert arms["flow"][1].startswith("INVALID: error rows 1") and arms["discrete"][1] == "VALID"
+    assert arms["flow"][1] == "INVALID" and arms["discrete"][1] == "VALID"
+    assert view.invalid[0].startswith("flow: error rows 1") and len(view.invalid) == 1  # why, under the table
     (key, cells), = view.paired
     p = rep.arms["discrete"].comparators[0].paired
     assert key == "discrete" and cells[0] == "discrete vs flow" and cells[1] == str(p.shared_seeds)
@@ -121,7 +122,7 @@ async def test_compare_view_follows_new_rows(runs_dir, tmp_path):
         screen, arms = await open_compare(pilot, app, runs["discrete"].name, what="two arms")  # the newest is selected
         assert str(arms.get_cell("discrete", "successes")).startswith("4/4")
         assert str(arms.get_cell("discrete", "state")) == "running"
-        paired_table = screen.query_one("#paired")
+        paired_table = ViewCells(screen, "paired", PAIRED_COLUMNS)
         await wait_for(pilot, lambda: paired_table.row_count == 1)
         assert str(paired_table.get_cell("discrete", "shared")) == "4"
         assert "the run is still running" in screen.view.verdicts[0]
@@ -132,3 +133,44 @@ async def test_compare_view_follows_new_rows(runs_dir, tmp_path):
         await wait_for(pilot, lambda: str(paired_table.get_cell("discrete", "shared")) == "5")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
+
+
+async def test_at_80x24_every_column_shows_and_an_invalid_arm_says_why_with_its_bad_lines(runs_dir, tmp_path, monkeypatch):
+    """The table cut its last columns at 80x24; an INVALID arm's reason said "(listed below)" and
+    nothing was listed; `c` showed bare headers for 10-20 s on a busy machine, with no word of why."""
+    import threading
+
+    from console import compare as compare_mod
+    from console.widgets import compare_screen
+    from tests.console.conftest import plain
+
+    flow = [make_row(s, arm="flow", progress_final_cm=1.0) for s in range(9)] + [make_row(9, arm="flow", status="error")]
+    disc = [make_row(s, arm="discrete", progress_final_cm=2.0) for s in range(10)]
+    _, runs = registered_runs(runs_dir, tmp_path, flow_rows=flow, discrete_rows=disc, discrete_state="done")
+    with open(runs["flow"] / "rows.jsonl", "a") as f:
+        f.write("{torn\n")
+    release = threading.Event()
+
+    def held_view(*args, **kwargs):  # the runs read slowly, as on a busy machine
+        release.wait(30)
+        return compare_mod.compare_view(*args, **kwargs)
+
+    monkeypatch.setattr(compare_screen, "compare_view", held_view)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: len(app.runs) == 2 and app.detail is not None)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert screen.query_one("#reading").display and "reading the arms' runs" in plain(screen.query_one("#reading"))
+        release.set()
+        await wait_for(pilot, lambda: screen.view is not None and screen.query_one("#arms").display)
+        assert not screen.query_one("#reading").display
+        why = plain(screen.query_one("#invalid"))
+        assert why.startswith("Why INVALID:") and "flow: error rows 1" in why, why
+        assert "line(s) of rows.jsonl are not valid rows (listed below)" in why and "  line 11: " in why, why
+        await wait_for(pilot, lambda: screen.query_one("#arms").size.width > 0)
+        shown = " ".join(strip.text for strip in screen._compositor.render_strips())
+        for word in ("arm", "validity", "state", "done", "successes", "CI95", "knock-", "aways", "zero-", "fallbacks",
+                     "fvd-flow-20260101-000000", "INVALID"):
+            assert word in shown, (word, shown)

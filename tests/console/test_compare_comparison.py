@@ -130,3 +130,16 @@ def test_the_report_of_a_comparison_run_reads_its_own_arms_not_older_runs_of_the
                               comparison_rows(A_WINS, B_WINS))
     assert report_runs(runs.read_run(run), runs_dir) == [("clumsy-vs-steady", run)]
     assert dict(report_runs(runs.read_run(old), runs_dir)) == {"clumsy": old, "clumsy-vs-steady": run}
+
+
+def test_the_bands_legend_breaks_between_entries_never_inside_one():
+    """Wrapped as prose at 80 columns it split an entry from its words: "│ the" / "decision"."""
+    from console.compare import band_legend
+
+    p = ComparisonPath(ComparisonSpec("a", "b", "success", "savi", minimum_effect=0.2, max_seeds=60), 60)
+    for width in (40, 76, 118, 500):
+        lines = band_legend(p, width).splitlines()
+        assert all(len(line) <= width for line in lines if "confidence sequence" not in line), (width, lines)
+        assert any(line.endswith(f"{DECISION} the decision") for line in lines)
+        assert lines[0].startswith("b - a per seed (rate difference):")
+    assert len(band_legend(p, 500).splitlines()) == 1

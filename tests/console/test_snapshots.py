@@ -247,7 +247,8 @@ def test_compare_view_sizes(snap_compare, here, size):
     async def run_before(pilot):
         await until_drawn(pilot, app)
         await pilot.press("c")
-        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.query_one("#paired").row_count == 1)
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.view is not None
+                       and len(app.screen.view.paired) == 1)
         # and the decision rules: a refresh that read the runs before the watcher knew the registration's
         # document draws the pairs without them, and the next one (a second later, more under load) adds them
         await wait_for(pilot, lambda: "provisional at 6/10" in plain(app.screen.query_one("#verdicts")),
