@@ -423,8 +423,11 @@ def _judge_on_rows(doc: Document | None, key: str, rule: Rule, evidence: Mapping
                             "by curtailment, but a decision never stands on an arm that cannot bear one)",
                             reasons=reasons, decided=how)
         short = [a for a in rule.arms() if evidence[a].reads.stopped_early]
+        # every planned row read: nothing was curtailed (the plan may not even register it), so the
+        # detail says only when the verdict stopped being able to change ("settled at 1/6 by curtailment"
+        # on a plan without curtailment read as if the run had been cut short)
         detail = (f"{settled.verdict} whatever the remaining seeds do; on the rows read: {plain.detail}" if short else
-                  f"{plain.detail} (settled at {at} by curtailment)")
+                  f"{plain.detail}; fixed from {at} on: no later row could change it")
         return _verdict(plain, key, arms, settled.verdict, "", detail=detail, decided=how, early=bool(short))
     cut = [a for a in arms if a in evidence and evidence[a].stopped_by == rd.BY_DECIDED
            and evidence[a].reads.stopped_early]

@@ -397,3 +397,15 @@ def test_a_resumed_runs_resumes_are_listed_in_its_reads(demo, run_dir):
     plain = run_dir("plain", [make_row(s) for s in range(6)], status={"state": "done"}, launched=(demo, "scripted"))
     rep = build_report(demo, {"scripted": plain}, append=False, now=NOW)
     assert not any(n.startswith("resumed") for n in rep.arms["scripted"].reads.notes)
+
+
+def test_a_rule_settled_early_on_a_complete_run_is_not_said_curtailed(demo, run_dir):
+    """The demo (no curtailment registered, every seed run) read 'settled at 1/6 by curtailment', as
+    if the run had been cut short. Every row was read: the detail says from when it could not change."""
+    done = run_dir("done", [make_row(s, success=True) for s in range(6)], status={"state": "done"},
+                   launched=(demo, "scripted"))
+    rep = build_report(demo, {"scripted": done}, append=False, now=NOW)
+    v = {x.rule.condition: x for x in rep.verdicts}["scripted.successes >= 1"]
+    assert v.verdict == "HOLDS" and not v.early and v.label == "HOLDS"
+    assert v.detail.endswith("; fixed from 1/6 on: no later row could change it"), v.detail
+    assert "by curtailment" not in rep.summary_text() and "by curtailment" not in (done / "results.md").read_text()
