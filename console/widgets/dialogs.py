@@ -64,7 +64,7 @@ def _comparison_option(choice: str) -> str:
 def _entry_label(e: PreregEntry) -> str:
     """A pre-registration in the launch list: its id and path, marked when it cannot be read or is a draft."""
     mark = "  [unreadable]" if e.problem else "  [not frozen]" if e.frozen is False else ""
-    return f"{e.prereg_id}  ({_shown(e.path)}){mark}"
+    return f"{e.prereg_id}  ({shown_path(e.path)}){mark}"
 
 
 def settings_renderable(lines: list[tuple[str, str]], hint: str | None = None, problem: str | None = None):
