@@ -58,9 +58,9 @@ def test_an_error_row_makes_an_arm_invalid_and_the_decision_undetermined_everywh
 
 
 def _discord_head(res: dict) -> str:
-    from console.notify.messages import _report_head
+    from console.notify.wording import report_head
 
-    head, _, _ = _report_head(res)
+    head, _, _ = report_head(res)
     return head
 
 

@@ -41,9 +41,9 @@ def test_a_rule_frozen_after_the_first_row_is_exploratory_everywhere(tmp_path, r
     assert "**exploratory (frozen after the data existed" in doc.read_text()  # the document's results section
     assert "[exploratory (frozen after the data existed" in rep.summary_text()  # the console line of `report`
     assert "**HOLDS**" not in doc.read_text().split("fontaine:results begin")[1]
-    from console.notify.messages import _verdict_lines
+    from console.notify.wording import verdict_lines
 
-    (line,) = _verdict_lines(res)  # the Discord results post: whole, never cut mid-phrase
+    (line,) = verdict_lines(res)  # the Discord results post: whole, never cut mid-phrase
     assert line == "[exploratory (frozen after the data existed)] `a.successes >= 5`"
 
 
