@@ -6,8 +6,8 @@ cluster (engine/scaleout.py), whichever the command line chose. For policies ser
 driver (MolmoAct2, the hold baseline) the model is loaded here, once, before any episode
 starts, so a bad checkpoint fails early.
 
-Stop protocol: a STOP file, SIGTERM, SIGINT or SIGHUP -> no new episode starts, in-flight episodes
-finish and their rows are written, state `stopped`. A second signal aborts: workers are killed
+Stop protocol (engine/run_stop.py): a STOP file, SIGTERM, SIGINT or SIGHUP -> no new episode starts,
+in-flight episodes finish and their rows are written, state `stopped`. A second signal aborts: workers are killed
 and their in-flight seeds are recorded as not run (never as rows with made-up values).
 
 Comparison runs (`fontaine-eval --prereg DOC --arms A,B`, issue 24): `RunConfig.arms` names two
@@ -29,7 +29,6 @@ directory's lock (prereg.rundir.RunLock) for its whole life: one writer per run 
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import sys
 import time
@@ -37,7 +36,6 @@ import traceback
 from collections import deque
 from pathlib import Path
 
-from engine.deathsig import STOP_SIGNALS
 from engine.decisions import PlanDecisions
 from engine.executor import DriverError, Executor, ExecutorFactory, StartInterrupted, local_executor
 from engine.launch_tripwires import TripwireFailed, check_at_start
@@ -45,6 +43,7 @@ from engine.policies.factory import load_served
 from engine.run_clock import RunClock, beating
 from engine.run_config import RunConfig, RunResult
 from engine.run_manifest import manifest_record
+from engine.run_stop import StopProtocol
 from engine.run_summary import failure_reason, progress_line, summarize
 from engine.worker_env import SECRET_NAME, held_back
 from prereg import rundir as rd
@@ -52,9 +51,8 @@ from prereg.core.errors import FontaineError, RunFailed, UsageError, write_trace
 from prereg.core.webhook_env import scrub_webhooks
 from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.gates import evaluate_gates, first_tripped
+from prereg.rundir.outcomes import is_error
 from prereg.rundir.row import Row
-from prereg.rundir.rows import is_error
-from prereg.rundir.stop import scrub_stop_file
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -97,7 +95,7 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
         lock.release()
 
 
-class _Driver:
+class _Driver(StopProtocol):
     def __init__(self, cfg: RunConfig, run_dir: Path, argv: list[str], resume: bool, log, executor: ExecutorFactory):
         self.cfg, self.run_dir, self.argv, self.resume, self.log = cfg, run_dir, argv, resume, log
         self.make_executor = executor
@@ -242,45 +240,6 @@ class _Driver:
                 f.write(b"\0" * RESERVE_BYTES)
         except OSError:
             pass
-
-    def _install_signals(self) -> None:
-        """SIGTERM, SIGINT and SIGHUP (a closing terminal) stop the run at the episode boundary; a
-        second aborts. The workers and their fork server ignore all three (engine/worker.py,
-        engine/worker_preload.py): a signal to the run's process group reaches the driver alone,
-        which decides how the episodes in flight end."""
-        def on_signal(signum, _frame):
-            self.signals += 1
-            name = signal.Signals(signum).name
-            if signum == signal.SIGHUP:
-                self._output_to_log()
-            if self.signals == 1:
-                self._request_stop(self._signal_reason(name))
-            else:
-                self.abort = True
-
-        for sig in STOP_SIGNALS:
-            signal.signal(sig, on_signal)
-
-    def _output_to_log(self) -> None:
-        """After a hangup the terminal is gone: what the driver still prints goes to driver.log."""
-        try:
-            if not (os.isatty(1) or os.isatty(2)):
-                return
-            fd = os.open(self.run_dir / rd.LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError:
-            return
-        for target in (1, 2):
-            try:
-                os.dup2(fd, target)
-            except OSError:
-                pass
-        os.close(fd)
-
-    def _signal_reason(self, name: str) -> rd.StopReason:
-        """Why a signal stops the run: the STOP its sender wrote first, naming who sent it (the
-        console's `K`), else the signal's name."""
-        sent = rd.read_stop(self.run_dir)
-        return sent if sent is not None and sent.by == rd.BY_SIGNAL else rd.StopReason(rd.BY_SIGNAL, f"{name} received")
 
     def _load_policy(self) -> None:
         spec = self.cfg.policy
@@ -427,36 +386,6 @@ class _Driver:
         self._stop_if(self.decisions.after_row(self.rows, stopping=self.stop is not None, remaining=self._remaining()))
         self._write_status(rd.STOPPING if self.stop else rd.RUNNING)
         self._enforce_gates()
-
-    def _check_stop_file(self) -> None:
-        if self.stop is None:
-            req = rd.read_stop(self.run_dir)
-            if req is not None:
-                self.stop = req
-                self.log(f"stop requested ({req.text()}); finishing in-flight episodes")
-                if scrub_stop_file(self.run_dir, req):
-                    self.log("STOP held a secret's shape: rewritten as its reason, redacted")
-                self._write_status(rd.STOPPING)
-        elif self.stop.by == rd.BY_USER and self.stop.detail == rd.EMPTY_STOP_DETAIL:
-            # an empty STOP may be one caught between its creation and its writing (`echo ... > STOP`):
-            # its words, once there, are the reason
-            req = rd.read_stop(self.run_dir)
-            if req is not None and req.detail != rd.EMPTY_STOP_DETAIL:
-                self.stop = req
-                self.log(f"stop reason: {req.text()}")
-                scrub_stop_file(self.run_dir, req)
-                self._write_status(rd.STOPPING)
-
-    def _stop_if(self, reason: rd.StopReason | None) -> None:
-        if reason is not None:
-            self._request_stop(reason)
-
-    def _request_stop(self, reason: rd.StopReason) -> None:
-        if self.stop is None:
-            rd.write_stop(self.run_dir, reason)
-            self.stop = reason
-            self.log(f"stopping at the episode boundary: {reason.text()}")
-            self._write_status(rd.STOPPING)
 
     def _enforce_gates(self) -> None:
         reading = first_tripped(self._gate_readings())
