@@ -17,7 +17,8 @@ from itertools import islice
 
 from prereg.core.wilson import wilson_interval
 from prereg.rundir.fold import ONE_ARM, ArmTally, Plan, RowsFold, counter_median
-from prereg.rundir.rows import BadLine, RowCounts, is_error
+from prereg.rundir.outcomes import RowCounts, is_error
+from prereg.rundir.rows import BadLine
 
 RECENT_ROWS = 120  # the latest-rows panel shows as many as it has lines for: a tall terminal (220x60) has ~40
 RECENT_BAD = 20

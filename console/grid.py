@@ -11,7 +11,7 @@ from rich.text import Text
 
 from console.aggregate import GRID_MAX_SEEDS, AggregateView
 from console.render import OUTCOME_GLYPH, OUTCOME_STYLE, clip_text
-from prereg.rundir.rows import CARRIED, DROPPED, ERROR, KNOCK_AWAY, OFF_TABLE, PLACED_TIPPED, QUIET, SUCCESS, TOUCHED
+from prereg.rundir.outcomes import CARRIED, DROPPED, ERROR, KNOCK_AWAY, OFF_TABLE, PLACED_TIPPED, QUIET, SUCCESS, TOUCHED
 
 GRID_LEGEND = ((SUCCESS, "success"), (PLACED_TIPPED, "tipped"), (CARRIED, "carried"), (DROPPED, "dropped"),
                (OFF_TABLE, "off-table"), (KNOCK_AWAY, "knock"), (TOUCHED, "touched"), (QUIET, "quiet"),

@@ -15,7 +15,7 @@ from console.runs import RunInfo
 from prereg import rundir as rd
 from prereg.rundir.files import FINAL_STATES
 from prereg.rundir.gates import OK, PENDING, TRIPPED, WARN, GateReading, PaceInputs, evaluate_gates
-from prereg.rundir.rows import (
+from prereg.rundir.outcomes import (
     CARRIED,
     DROPPED,
     ENGAGED,
@@ -27,8 +27,8 @@ from prereg.rundir.rows import (
     QUIET,
     SUCCESS,
     TOUCHED,
-    number,
 )
+from prereg.rundir.rows import number
 from prereg.rundir.status import GateSpec, gpu_hours_source
 from prereg.stats.curtail import pace_text, settled_text
 
@@ -441,7 +441,7 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
 
 
 def recent_row_cells(row: dict, with_arm: bool = False) -> tuple:
-    from prereg.rundir.rows import row_outcome
+    from prereg.rundir.outcomes import row_outcome
 
     outcome = row_outcome(row)
     pf = row.get("progress_final_cm")

@@ -13,7 +13,8 @@ from pathlib import Path
 from engine.run_config import RunConfig, RunResult
 from prereg.core.errors import FontaineError
 from prereg.rundir.fold import Plan, fold_rows
-from prereg.rundir.rows import ERROR, SUCCESS, classify, is_error, latest_rows, number
+from prereg.rundir.outcomes import ERROR, SUCCESS, classify, is_error
+from prereg.rundir.rows import latest_rows, number
 
 
 def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=None) -> dict:

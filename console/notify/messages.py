@@ -68,7 +68,7 @@ from console.notify.wording import (
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES
 from prereg.rundir.gates import TRIPPED, WARN, PaceInputs, evaluate_gates, projected_wall_s
-from prereg.rundir.rows import OUTCOME_LABELS
+from prereg.rundir.outcomes import OUTCOME_LABELS
 from prereg.rundir.status import gpu_hours_source
 from prereg.stats.comparison_report import live_evidence, savings
 from prereg.stats.curtail import settled_text

@@ -17,7 +17,8 @@ from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, read_regular
 from prereg.rundir.discovery import GONE, UNKNOWN, liveness
 from prereg.rundir.fold import ONE_ARM, Plan, RowsFold, fold_rows
-from prereg.rundir.rows import ERROR, RowCounts, read_rows
+from prereg.rundir.outcomes import ERROR, RowCounts
+from prereg.rundir.rows import read_rows
 from prereg.rundir.runstate import RunState, ShowsState, episodes_done, planned_total, young
 from prereg.rundir.status import GateSpec
 
@@ -153,7 +154,7 @@ class Tally:
 
 
 def tally(c: RowCounts) -> Tally:
-    """What a post says of counts (prereg.rundir.rows.RowCounts, the fold's: the same as the console and the report)."""
+    """What a post says of counts (prereg.rundir.outcomes.RowCounts, the fold's: the same as the console and the report)."""
     outcomes = tuple((o, n) for o, n in c.by_outcome.items() if n and o != ERROR)
     return Tally(c.successes, c.knock_aways, c.engaged, c.zero_fallbacks, c.predicts, c.reset_strikes, c.errors,
                  c.rows, outcomes)

@@ -23,7 +23,7 @@ from console import seedview
 from console.render import OUTCOME_STYLE, fmt_signed
 from console.widgets.images import DRAWS_CELLS, Image, VideoFrame, forget_styles
 from console.widgets.table import Table
-from prereg.rundir.rows import OUTCOME_LABELS, episode_outcome
+from prereg.rundir.outcomes import OUTCOME_LABELS, episode_outcome
 
 PREDICT_COLUMNS = ("replan", "tick", "pathway", "decode", "tokens", "chunk (normalised)", "fallback", "mask", "first action °")
 

@@ -15,7 +15,7 @@ XY travel (path length) over consecutive held ticks; `released` = grasped and no
 end (false when never grasped); `touched` = the arm touched the boat at some tick; `off_table` =
 the boat's base ended more than `OFF_TABLE_DROP_M` below where it started (it fell off the table:
 on the floor); `success_streak` = the ticks in a row the success test held at the end (a hold the
-episode's end cut short). prereg.rundir.rows.episode_outcome reads these into the episode's one outcome.
+episode's end cut short). prereg.rundir.outcomes.episode_outcome reads these into the episode's one outcome.
 
 An env file composes its success test from `PREDICATES` (`success_test`).
 """

@@ -43,14 +43,12 @@ from prereg.outputs.report_markdown import (
     validity_lines,
 )
 from prereg.outputs.report_read import comparison_reads
-from prereg.rundir.row_words import fmt_value, row_in_words
-from prereg.rundir.rows import (
+from prereg.rundir.outcomes import (
     CARRIED,
     DROPPED,
     EPISODE_OUTCOMES,
     ERROR,
     KNOCK_AWAY,
-    KNOCK_AWAY_CM,
     OFF_TABLE,
     OUTCOME_LABELS,
     OUTCOME_RULES,
@@ -58,8 +56,9 @@ from prereg.rundir.rows import (
     QUIET,
     SUCCESS,
     TOUCHED,
-    row_video,
 )
+from prereg.rundir.row_words import fmt_value, row_in_words
+from prereg.rundir.rows import KNOCK_AWAY_CM, row_video
 from prereg.stats.comparison import UNDECIDED
 
 PAGE = rd.RESULTS_HTML  # beside results.md in a run directory

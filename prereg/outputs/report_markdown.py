@@ -11,7 +11,7 @@ from prereg.document.model import Document
 from prereg.document.read import parse
 from prereg.document.seal import verify_layout, write_lines
 from prereg.outputs.report_read import UNREGISTERED_LINE, ArmReport, comparison_reads
-from prereg.rundir.rows import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES
+from prereg.rundir.outcomes import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES
 from prereg.stats.reads import MIN_PAIRED_SEEDS, ArmReads, Paired
 from prereg.stats.verdict import Judgement
 
@@ -65,7 +65,7 @@ def arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool
                + (f"; first-action delta {a.first_action_delta_deg:.2f} deg" if a.first_action_delta_deg is not None else ""))
     out.append(f"- **Reads as the lab notes made them**: {seed_reads_line(a)}")
     if a.outcomes:
-        out.append("- **Outcomes** (one per episode, prereg.rundir.rows.episode_outcome): " + outcomes_line(a.outcomes))
+        out.append("- **Outcomes** (one per episode, prereg.rundir.outcomes.episode_outcome): " + outcomes_line(a.outcomes))
     for c in rep.comparators:
         out.append(f"- **Paired vs {c.comparator.name}**: " + (paired_line(c.paired) if c.paired else c.note)
                    + (f" ({c.note})" if c.paired and c.note else ""))
@@ -119,7 +119,7 @@ def _outcomes_table(shown: dict[str, ArmReport]) -> list[str]:
         return []
     used = [o for o in EPISODE_OUTCOMES if any(r.outcomes.get(o) for _, r in arms)]
     out = ["## Outcomes", "",
-           "One outcome per episode (prereg.rundir.rows.episode_outcome; the first that holds, left to right).", "",
+           "One outcome per episode (prereg.rundir.outcomes.episode_outcome; the first that holds, left to right).", "",
            "| arm | " + " | ".join(OUTCOME_LABELS[o] for o in used) + " |",
            "| --- | " + " | ".join("---" for _ in used) + " |"]
     for name, r in arms:

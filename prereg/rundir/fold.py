@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from prereg.rundir.manifest import Manifest
-from prereg.rundir.rows import EPISODE_OUTCOMES, ERROR, OUTCOMES, RowCounts, classify, contribution
+from prereg.rundir.outcomes import EPISODE_OUTCOMES, ERROR, OUTCOMES, RowCounts, classify, contribution
 
 ONE_ARM = None  # the key of a one-arm run's tally
 
@@ -75,7 +75,7 @@ class ArmTally:
         return self.counts.rows
 
     def outcome_of(self, seed) -> str | None:
-        """The counted row's episode outcome (prereg.rundir.rows.episode_outcome), None before its row."""
+        """The counted row's episode outcome (prereg.rundir.outcomes.episode_outcome), None before its row."""
         part = self.part_of(seed)
         return outcome_of_part(part) if part is not None else None
 
@@ -303,7 +303,7 @@ def unpack(packed: bytes | tuple) -> tuple:
 
 
 def outcome_of_part(part: tuple) -> str:
-    """The episode outcome of a counted row's part (prereg.rundir.rows.episode_outcome)."""
+    """The episode outcome of a counted row's part (prereg.rundir.outcomes.episode_outcome)."""
     return part[8]
 
 

@@ -40,7 +40,7 @@ can draw.
 read (`prereg.rundir.rows.plan_prefix` on the pairs), truncated at `max_seeds`: successes end episodes
 early, so reading rows in the order they finish would over-represent successes while a run is
 in flight. On the prefix the decision is a function of the outcomes in plan order, however many
-workers ran them. A success is `prereg.rundir.rows.classify(row)[0] == SUCCESS` (an error row is a
+workers ran them. A success is `prereg.rundir.outcomes.classify(row)[0] == SUCCESS` (an error row is a
 non-success); a pair without a finite `progress_final_cm` on either side is skipped for the
 progress metric and counted in the text.
 
@@ -351,7 +351,7 @@ def shared_prefix(rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> 
 
 def _arrays(spec: ComparisonSpec, pairs):
     """Success booleans (a, b) or progress deltas (d, skipped, first bound break) of the pairs."""
-    from prereg.rundir.rows import SUCCESS, classify
+    from prereg.rundir.outcomes import SUCCESS, classify
 
     if spec.metric == SUCCESS_METRIC:
         a = np.array([classify(ra)[0] == SUCCESS for ra, _ in pairs], dtype=bool)
@@ -365,7 +365,8 @@ def _arrays(spec: ComparisonSpec, pairs):
 def _progress_deltas(pairs) -> list[tuple[int, float]]:
     """(1-based prefix index, B - A progress_final_cm) of each pair read on both sides: a pair with
     an error row or no finite progress on either side has no delta (it is skipped and counted)."""
-    from prereg.rundir.rows import is_error, number
+    from prereg.rundir.outcomes import is_error
+    from prereg.rundir.rows import number
 
     out = []
     for i, (ra, rb) in enumerate(pairs, 1):

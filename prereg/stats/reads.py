@@ -22,7 +22,8 @@ from prereg import rundir as rd
 from prereg.core.wilson import wilson_interval
 from prereg.document.model import Validity
 from prereg.document.rules import Clause, Rule
-from prereg.rundir.rows import ERROR, SUCCESS, RowCounts, episode_outcome, latest_rows, number
+from prereg.rundir.outcomes import ERROR, SUCCESS, RowCounts, episode_outcome
+from prereg.rundir.rows import latest_rows, number
 
 CONFIDENCE = 0.95
 WILSON, CLOPPER_PEARSON = "wilson", "exact"  # scipy's method names (Clopper-Pearson is "exact")
@@ -94,7 +95,7 @@ class ArmReads:
     dist_by_second_mean: list[float | None] = field(default_factory=list)  # mean boat-to-disk cm at t = i s
     dist_by_second_n: list[int] = field(default_factory=list)  # rows that reached second i
     run_state: str | None = None  # status.json's state (running runs are never judged)
-    outcomes: dict[str, int] = field(default_factory=dict)  # prereg.rundir.rows.episode_outcome -> seeds
+    outcomes: dict[str, int] = field(default_factory=dict)  # prereg.rundir.outcomes.episode_outcome -> seeds
     outcome_by_seed: dict[int, str] = field(default_factory=dict)
     # the row each read was made from (a seed's last), for the page's per-seed rows; not in as_dict
     rows_by_seed: dict[int, dict] = field(default_factory=dict, repr=False, compare=False)

@@ -137,9 +137,10 @@ class SequentialDecision:
 
 def sequential_decision(spec, planned, by_seed) -> SequentialDecision | None:
     """The registered SPRT on the plan prefix (`prereg.rundir.rows.plan_prefix`): the first crossing of a
-    boundary, or None. An episode is a success only when `prereg.rundir.rows.classify` says so (an
+    boundary, or None. An episode is a success only when `prereg.rundir.outcomes.classify` says so (an
     error row is a non-success, whatever its `success` field says)."""
-    from prereg.rundir.rows import SUCCESS, classify, plan_prefix
+    from prereg.rundir.outcomes import SUCCESS, classify
+    from prereg.rundir.rows import plan_prefix
 
     s = spec if isinstance(spec, Sprt) else Sprt.from_dict(spec)
     if s is None:

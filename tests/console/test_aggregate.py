@@ -4,7 +4,8 @@ from console.aggregate import RECENT_ROWS, RunAggregate
 from console.fixtures import make_row
 from prereg.core.wilson import wilson_interval
 from prereg.rundir.fold import Plan
-from prereg.rundir.rows import ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, TOUCHED, BadLine, row_outcome
+from prereg.rundir.outcomes import ENGAGED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, TOUCHED, row_outcome
+from prereg.rundir.rows import BadLine
 
 
 def fold(rows):
@@ -21,7 +22,7 @@ def test_counts_match_the_rows():
     assert v.successes == sum(r["success"] for r in rows) == 20
     assert v.knock_aways == sum(r["knock_away"] for r in rows) == 20
     assert v.engaged == sum(r["engaged"] for r in rows)
-    # quiet: ok rows that are neither a success, a knock-away nor engaged (prereg.rundir.rows.classify)
+    # quiet: ok rows that are neither a success, a knock-away nor engaged (prereg.rundir.outcomes.classify)
     assert v.quiet == sum(row_outcome(r) == QUIET for r in rows) == sum(
         not (r["success"] or r["knock_away"] or r["engaged"]) for r in rows)
     assert v.zero_fallbacks == 10 and v.predicts == 3000
@@ -124,7 +125,7 @@ def test_bad_lines_and_reset():
 
 def test_the_seed_grid_shows_carried_dropped_and_off_table_cells():
     from console.grid import GRID_LABEL_W, seed_grid_text
-    from prereg.rundir.rows import CARRIED, DROPPED, OFF_TABLE, TOUCHED
+    from prereg.rundir.outcomes import CARRIED, DROPPED, OFF_TABLE, TOUCHED
 
     held = {"success": False, "knock_away": False, "progress_final_cm": 0.5, "grasped": True, "grasp_tick": 50,
             "lift_max_mm": 25.0, "touched": True, "off_table": False}

@@ -10,7 +10,7 @@ import pytest
 from engine.envs import get_env
 from engine.sim import scene
 from engine.sim.env import HOME_RAD, BoatEnv
-from prereg.rundir.rows import OFF_TABLE, episode_outcome
+from prereg.rundir.outcomes import OFF_TABLE, episode_outcome
 
 BOUNDS = get_env("boat-on-disk").bounds
 

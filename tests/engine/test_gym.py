@@ -16,7 +16,7 @@ from engine.envs import EnvError, env_record, env_sha256, get_env, gym_adapter
 from engine.episode import run_episode
 from engine.policies.convmap import sim_rad_to_rig_deg
 from engine.policies.scripted import ScriptedOracle
-from prereg.rundir.rows import SUCCESS, episode_outcome
+from prereg.rundir.outcomes import SUCCESS, episode_outcome
 
 pytest.importorskip("so101_nexus_mujoco")
 

@@ -17,7 +17,7 @@ from engine.episode import run_episode
 from engine.policies.scripted import ScriptedOracle
 from engine.sim import scene
 from engine.sim.env import ObjectEnv
-from prereg.rundir.rows import SUCCESS, episode_outcome
+from prereg.rundir.outcomes import SUCCESS, episode_outcome
 from tests.engine.env_file_fixture import ENV, SCENE, write_env, write_included_env
 from tests.engine.nexus_fixture import write_nexus_env
 

@@ -163,7 +163,7 @@ def test_the_knob_keeps_the_seeds_it_does_not_miss(env):
 
 def test_the_drop_knob_grasps_lifts_and_lets_go_so_the_row_reads_grasped_then_dropped(env):
     from engine.policies.scripted import drop_draw, drops
-    from prereg.rundir.rows import DROPPED, episode_outcome
+    from prereg.rundir.outcomes import DROPPED, episode_outcome
 
     assert drop_draw(3) == drop_draw(3) != drop_draw(4) and not drops(3, 0.0) and drops(3, 1.0)
     assert 35 <= sum(drops(s, 0.25) for s in range(200)) <= 65
@@ -180,7 +180,7 @@ def test_an_episode_that_ends_inside_the_hold_reads_placed_hold_unfinished(env, 
     """The oracle sets the boat upright on the disk; the episode ends 5 ticks before its 15-tick hold
     completes: not a success, and not 'carried not placed' either."""
     from engine.sim.metrics import SUCCESS_HOLD_TICKS
-    from prereg.rundir.rows import HOLD_UNFINISHED, episode_outcome
+    from prereg.rundir.outcomes import HOLD_UNFINISHED, episode_outcome
 
     done = episode(env, oracle, 0)
     cut = episode(env, oracle, 0, seconds=(done["success_tick"] - 5) / 30)

@@ -12,7 +12,8 @@ from engine.envs.pick_lift import HOLD_TICKS, LIFT_HEIGHT_M
 from engine.episode import run_episode
 from engine.policies.hold import HoldPolicy
 from engine.policies.scripted import ScriptedOracle
-from prereg.rundir.rows import QUIET, SUCCESS, complete_row, episode_outcome, row_problem
+from prereg.rundir.outcomes import QUIET, SUCCESS, episode_outcome
+from prereg.rundir.rows import complete_row, row_problem
 
 ORACLE_SEEDS = range(40)  # measured: 100/100 on seeds 0-99 (engine/envs/pick_lift.py)
 

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from console.fixtures import make_row
 from prereg.rundir.fold import ONE_ARM, Plan, RowsFold, fold_rows
-from prereg.rundir.rows import ERROR, classify, count_rows, latest_rows, number
+from prereg.rundir.outcomes import ERROR, classify, count_rows
+from prereg.rundir.rows import latest_rows, number
 
 ARMS = ("clumsy", "steady")
 COUNTS = ("rows", "ok", "errors", "successes", "knock_aways", "engaged", "quiet", "tipped", "reset_strikes",

@@ -1,4 +1,4 @@
-"""One outcome per episode (prereg.rundir.rows.episode_outcome): each of the eight from a row's physics
+"""One outcome per episode (prereg.rundir.outcomes.episode_outcome): each of the eight from a row's physics
 fields, schema-1 rows by classify's order, the counts, and the report's table and outcome moves."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from prereg.outputs.report import build_report
 from prereg.outputs.report_markdown import outcome_transitions
-from prereg.rundir.rows import (
+from prereg.rundir.outcomes import (
     CARRIED,
     DROPPED,
     EPISODE_OUTCOMES,
@@ -129,7 +129,7 @@ def test_a_run_written_before_the_grasp_fields_reports_valid_with_its_counts_and
 
 
 def test_a_hold_the_episode_cut_short_is_placed_hold_unfinished():
-    from prereg.rundir.rows import HOLD_UNFINISHED
+    from prereg.rundir.outcomes import HOLD_UNFINISHED
 
     placed = dict(**GRASP, released=True, carried_cm=15.0, tipped=False, dist_final_cm=0.2, success_streak=9)
     assert episode_outcome(make_row(7, **placed)) == HOLD_UNFINISHED

@@ -13,22 +13,8 @@ from console.aggregate import RunAggregate
 from console.fixtures import make_row
 from console.notify.snapshot import tally
 from prereg.rundir.fold import fold_rows
-from prereg.rundir.rows import (
-    ERROR,
-    FIELD_TYPES,
-    KNOCK_AWAY,
-    LEGACY_FIELDS,
-    QUIET,
-    ROW_FIELDS,
-    SCHEMA,
-    SUCCESS,
-    classify,
-    complete_row,
-    count_rows,
-    object_z_mm,
-    read_rows,
-    row_problem,
-)
+from prereg.rundir.outcomes import ERROR, KNOCK_AWAY, QUIET, SUCCESS, classify, count_rows
+from prereg.rundir.rows import FIELD_TYPES, LEGACY_FIELDS, ROW_FIELDS, SCHEMA, complete_row, object_z_mm, read_rows, row_problem
 from prereg.rundir.tail import RowsTailer
 from prereg.stats.reads import arm_reads
 
