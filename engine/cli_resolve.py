@@ -331,9 +331,9 @@ def check_resumed(config: dict, where: Path) -> None:
                            ("pinned", (bool,)), ("extra", (dict,)), ("convmap_overrides", (list,)),
                            ("feature_map", (list,))):
             field(pol, key, kinds, name=f"{name}.{key}")
-        for key, flag in (("dtype", "dtype"), ("convmap", "convmap")):
-            field(pol, key, text, name=f"{name}.{key}")
-            if key in pol and pol[key] not in choices[flag]:
+        for key, flag in (("dtype", "dtype"), ("convmap", "convmap")):  # null: not the policy's (a frozen scripted arm)
+            field(pol, key, opt_text, name=f"{name}.{key}")
+            if pol.get(key) is not None and pol[key] not in choices[flag]:
                 raise UsageError(f"{where}: config.{name}.{key} {pol[key]!r} is not one of "
                                  f"{', '.join(choices[flag])}; the run cannot be resumed")
         field(pol, "flow_steps", (int,), "flow_steps", name=f"{name}.flow_steps")
