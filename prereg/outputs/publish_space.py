@@ -29,7 +29,8 @@ def plan_space(prereg_path: str | Path, runs: dict[str, Path] | None, *, repo_id
     """The report's pages for a static Space: the registration's page, each run's page, and every file they use
     (by their relative links), under PATH_IN_REPO laid out as beside the runs; nothing is sent. Refused (bad
     input): a run not reported, a report from before the pages, a page that links outside the runs' folder."""
-    from prereg.outputs.page import PAGE, linked_files, registration_page_name
+    from prereg.outputs.page import PAGE, registration_page_name
+    from prereg.outputs.page_html import linked_files
     from prereg.outputs.report import runs_folder
     from prereg.outputs.report_read import registration_results_name
 
@@ -81,7 +82,7 @@ def _page_what(f: Path, reg_page: Path) -> str:
 def space_front(plan: PublishPlan, held: dict, contents: dict[str, bytes]) -> dict[str, bytes]:
     """The Space's root: index.html (every registration page on it, this one included) and a README.md that
     makes it a static Space, when it has none (a README of the lab's own is never replaced)."""
-    from prereg.outputs.page import space_index
+    from prereg.outputs.page_html import space_index
 
     pages = sorted({p for p in (*held, *contents) if _is_registration_page(p)})
     ours = plan.registration_page
