@@ -20,7 +20,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prereg.document.comparison_spec import SCENE_MAX_DISTANCE_CM, ComparisonSpec  # noqa: E402
 from prereg.stats import paired_sprt as P  # noqa: E402
-from prereg.stats.comparison import discordant_log_e, run_betting  # noqa: E402
+from prereg.stats.comparison_engines import discordant_log_e, run_betting  # noqa: E402
 from prereg.stats.operating import (  # noqa: E402
     batch_seeds,
     floor_seeds_normal,

@@ -159,7 +159,7 @@ def test_no_import_cycles():
 
 
 def test_prereg_imports_the_hub_client_only_inside_functions():
-    """prereg/outputs/publish.py talks to the Hugging Face hub; `import prereg...` must not load huggingface_hub
+    """prereg/outputs/publish_hub.py talks to the Hugging Face hub; `import prereg...` must not load huggingface_hub
     (nor httpx): every other prereg command, the console and the notifier import prereg without it."""
     heavy = ("huggingface_hub", "httpx")
     bad = []

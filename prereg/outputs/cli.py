@@ -382,7 +382,9 @@ def cmd_report(args) -> int:
 
 
 def cmd_publish(args) -> int:
-    from prereg.outputs.publish import hub_endpoint, plan_publish, plan_space
+    from prereg.outputs.publish import plan_publish
+    from prereg.outputs.publish_hub import hub_endpoint
+    from prereg.outputs.publish_space import plan_space
     from prereg.outputs.report import parse_run_args
 
     if not args.repo and not args.space:
@@ -417,7 +419,8 @@ def cmd_publish(args) -> int:
 def _publish_one(plan, private: bool) -> None:
     """One repo's commit (or none, when it holds every file already) and its record in the runs' results files."""
     from prereg.outputs.page import PAGE
-    from prereg.outputs.publish import SPACE, publish, record
+    from prereg.outputs.publish import SPACE, record
+    from prereg.outputs.publish_hub import publish
 
     for n in plan.notes:
         print(f"note: {n}")

@@ -16,24 +16,25 @@ but its own), so a broken promise shows as a console error in the browser test. 
 run's files are linked relatively, so the folder works from disk, from a static server and from a
 Hugging Face Space. Everything works without the script (a seed opens by its anchor, `:target`);
 the script pauses a video whose seed is closed and adds Escape and the arrow keys.
+
+This module writes the two pages and their sections in words; the frame they share (style, script,
+links, what a page links, for a Space) is prereg/outputs/page_html.py, the inline SVG charts
+prereg/outputs/page_charts.py, the grid of seeds and each seed's box prereg/outputs/page_seeds.py.
 """
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import hashlib
-import math
-import os
 import re
 from html import escape
-from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import quote, unquote, urlsplit
 
 from prereg import rundir as rd
-from prereg.core.colors import COLORS, KNOCK_COLOR, MEAN_COLOR, SUCCESS_COLOR, TIED_COLOR
+from prereg.core.colors import COLORS
 from prereg.document.model import seeds_text
+from prereg.outputs.page_charts import band_chart, chart_section, paired_chart
+from prereg.outputs.page_html import Links, document, header, rel
+from prereg.outputs.page_seeds import grids, seed_boxes
 from prereg.outputs.report_markdown import (
     cm_text,
     outcome_transitions,
@@ -43,86 +44,9 @@ from prereg.outputs.report_markdown import (
     validity_lines,
 )
 from prereg.outputs.report_read import comparison_reads
-from prereg.rundir.outcomes import (
-    CARRIED,
-    DROPPED,
-    EPISODE_OUTCOMES,
-    ERROR,
-    KNOCK_AWAY,
-    OFF_TABLE,
-    OUTCOME_LABELS,
-    OUTCOME_RULES,
-    PLACED_TIPPED,
-    QUIET,
-    SUCCESS,
-    TOUCHED,
-)
-from prereg.rundir.row_words import fmt_value, row_in_words
-from prereg.rundir.rows import KNOCK_AWAY_CM, row_video
-from prereg.stats.comparison import UNDECIDED
+from prereg.rundir.outcomes import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES
 
 PAGE = rd.RESULTS_HTML  # beside results.md in a run directory
-NO_ROW = "no_row"
-OUTCOME_COLORS = {  # the grid's cells, as the console's grid colours them (console/render.py)
-    SUCCESS: SUCCESS_COLOR, PLACED_TIPPED: "#63b86f", CARRIED: "#1f9bb5", DROPPED: "#4a6fd1",
-    OFF_TABLE: "#7a1010", KNOCK_AWAY: KNOCK_COLOR, TOUCHED: "#d9b400", QUIET: "#b9b9b9",
-    ERROR: "#b0289a", NO_ROW: "#f2f2f2",
-}
-FONT = "system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"  # the reader's own fonts: nothing is fetched
-
-SCRIPT = """\
-addEventListener('hashchange',function(){document.querySelectorAll('.seed video').forEach(function(v){\
-if(!v.closest('.seed:target'))v.pause()})});
-addEventListener('keydown',function(e){var t=document.querySelector('.seed:target');if(!t)return;\
-var go={Escape:t.dataset.back,ArrowRight:t.dataset.next,ArrowLeft:t.dataset.prev}[e.key];\
-if(go){location.hash=go;e.preventDefault()}});"""
-
-STYLE = """\
-:root{--fg:#1d1d1f;--mute:#5d6066;--line:#d9dbe0;--bg:#fff;--soft:#f5f6f8}
-*{box-sizing:border-box}
-body{margin:0;font:15px/1.45 FONT;color:var(--fg);background:var(--bg)}
-main{max-width:1100px;margin:0 auto;padding:12px 14px 60px}
-h1{font-size:1.35rem;margin:.4rem 0}h2{font-size:1.12rem;margin:1.6rem 0 .5rem;border-bottom:1px solid var(--line)}
-h3{font-size:1rem;margin:1rem 0 .3rem}
-code{font:13px/1.3 ui-monospace,Menlo,Consolas,monospace;background:var(--soft);padding:0 3px;border-radius:3px;\
-overflow-wrap:anywhere}
-.mute{color:var(--mute)}.small{font-size:.85rem}
-.banner{background:#fff3cd;border:1px solid #e0c46c;padding:8px;margin:8px 0;font-weight:600}
-nav a{margin-right:.8rem}
-.scroll{overflow-x:auto;-webkit-overflow-scrolling:touch}
-table{border-collapse:collapse;font-size:.9rem}
-th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
-th{background:var(--soft);white-space:nowrap}
-table.sticky th:first-child{position:sticky;left:0;z-index:1}
-td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
-.badge{display:inline-block;padding:1px 7px;border-radius:10px;font-weight:600;font-size:.85rem;color:#fff}
-.holds{background:#1a7f37}.fails{background:#b42318}.undetermined{background:#6e7781}.provisional{background:#9a6700}
-.valid{color:#1a7f37;font-weight:600}.invalid{color:#b42318;font-weight:600}
-ol.verdicts{padding-left:1.3rem}ol.verdicts li{margin:.5rem 0}
-.why{margin:.15rem 0 0;font-size:.88rem;color:var(--mute)}
-.swatch{display:inline-block;width:.8em;height:.8em;border-radius:2px;vertical-align:-1px;margin-right:4px}
-.legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:.85rem;margin:.3rem 0}
-.chart{display:flex;align-items:flex-start;margin:.3rem 0}
-.chart .axis{flex:none;background:var(--bg)}
-.chart .scroll{flex:1 1 auto}
-.chart svg text{font:12px FONT;fill:var(--fg)}
-.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(44px,1fr));gap:4px;margin:.4rem 0}
-.cell{display:block;text-align:center;padding:9px 0;border-radius:4px;color:#111;text-decoration:none;\
-font-weight:600;font-size:.85rem;border:1px solid rgba(0,0,0,.12)}
-.cell.dark{color:#fff}.cell.film::after{content:" \\25B6";font-size:.65rem}
-.seed{display:none;position:fixed;inset:0;z-index:10;background:rgba(20,22,26,.6);overflow-y:auto}
-.seed:target{display:block}
-.seed .box{background:var(--bg);max-width:980px;margin:2vh auto;padding:10px 14px 18px;border-radius:6px}
-.seed .bar{display:flex;flex-wrap:wrap;gap:6px 14px;align-items:baseline}
-.seed .bar .close{margin-left:auto;font-weight:600}
-.seed table.row{width:100%}.seed table.row td:last-child{overflow-wrap:anywhere;min-width:40%}
-.seed video{width:100%;max-height:60vh;background:#000;display:block;margin:.4rem 0}
-details{margin:.4rem 0}summary{cursor:pointer}
-.words p{margin:.4rem 0}
-dl.plan{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:.3rem 0}
-dl.plan dt{color:var(--mute)}dl.plan dd{margin:0}
-@media (max-width:600px){body{font-size:14px}th,td{padding:3px 5px}.seed .box{margin:0;min-height:100%;border-radius:0}}
-""".replace("FONT", FONT)
 
 
 # ---------------------------------------------------------------- the two pages
@@ -138,23 +62,23 @@ def run_page(doc, reps, judgement, now: str, colors: dict[str, str], *, unregist
         for c in r.comparators:
             if c.report is not None and c.comparator.arm not in pages:
                 pages[c.comparator.arm] = c.report.run_dir.resolve() / PAGE
-    links = _Links(here / PAGE, pages)
+    links = Links(here / PAGE, pages)
     names = " and ".join(r.reads.arm for r in reps)
-    nav = [(_rel(registration, here), "the registration's page (every arm)")] if registration is not None else []
+    nav = [(rel(registration, here), "the registration's page (every arm)")] if registration is not None else []
     series = _series(reps)
-    body = [_header(doc, f"{names}" + (" (one comparison run)" if len(reps) > 1 else ""), now, unregistered, nav),
+    body = [header(doc, f"{names}" + (" (one comparison run)" if len(reps) > 1 else ""), now, unregistered, nav),
             _question(doc),
             _verdicts(judgement),
             *(_comparison(c, colors) for c in comparison_reads({r.reads.arm: r for r in reps})),
             _reads(doc, reps, colors),
-            _chart_section(series, colors, links),
-            _grids(reps, colors, links),
+            chart_section(series, colors, links),
+            grids(reps, colors, links),
             _outcomes(reps, colors),
             _pairs(reps, colors, links),
             _distance(reps),
             _provenance(doc, reps, links, now),
-            _seed_boxes(reps, links)]
-    return _document(f"Results: {names} · {doc.prereg_id}", body)
+            seed_boxes(reps, links)]
+    return document(f"Results: {names} · {doc.prereg_id}", body)
 
 
 def registration_page(doc, reports: dict, judgement, now: str, colors: dict[str, str], path: Path, *,
@@ -165,98 +89,29 @@ def registration_page(doc, reports: dict, judgement, now: str, colors: dict[str,
     found = {c.comparator.arm: c.report for r in reports.values() for c in r.comparators if c.report is not None}
     shown = {**found, **reports}  # comparator arms found beside the reported runs, as the results file shows them
     reps = [shown[a.name] for a in doc.arms() if a.name in shown]
-    links = _Links(path, {r.reads.arm: path for r in reps})
+    links = Links(path, {r.reads.arm: path for r in reps})
     runs = {}
     for r in reps:
         runs.setdefault(r.run_dir.resolve(), []).append(r.reads.arm)
-    nav = [(_rel(d / PAGE, here), f"run {d.name} ({' and '.join(arms)})") for d, arms in runs.items()]
-    body = [_header(doc, doc.prereg_id or doc.path.stem, now, unregistered, nav),
+    nav = [(rel(d / PAGE, here), f"run {d.name} ({' and '.join(arms)})") for d, arms in runs.items()]
+    body = [header(doc, doc.prereg_id or doc.path.stem, now, unregistered, nav),
             _question(doc),
             _verdicts(judgement),
             *(_comparison(c, colors) for c in comparison_reads(reports)),
             _reads(doc, reps, colors, registration=True),
-            _chart_section([r.reads for r in reps], colors, links),
-            _grids(reps, colors, links),
+            chart_section([r.reads for r in reps], colors, links),
+            grids(reps, colors, links),
             _outcomes(reps, colors),
             _pairs(list(reports.values()), colors, links),
             _distance(reps),
             _provenance(doc, reps, links, now),
-            _seed_boxes(reps, links)]
-    return _document(f"Results: {doc.prereg_id} · {doc.title}", body)
+            seed_boxes(reps, links)]
+    return document(f"Results: {doc.prereg_id} · {doc.title}", body)
 
 
 def registration_page_name(results_md_name: str) -> str:
     """`<prereg-id>.results.html` beside `<prereg-id>.results.md`."""
     return results_md_name.removesuffix(".md") + ".html"
-
-
-# ---------------------------------------------------------------- links
-
-
-@dataclasses.dataclass
-class _Links:
-    """Where the page is and where each arm's seeds open (the page that holds its grid)."""
-
-    page: Path  # this page's file (resolved)
-    grid_page: dict[str, Path]  # arm -> the page (file, resolved) holding its grid
-
-    @property
-    def here(self) -> Path:
-        return self.page.parent
-
-    def seed(self, arm: str, seed: int) -> str | None:
-        page = self.grid_page.get(arm)
-        if page is None:
-            return None
-        anchor = "#" + seed_id(arm, seed)
-        return anchor if page == self.page else _rel(page, self.here) + anchor
-
-    def file(self, path: Path) -> str:
-        return _rel(path, self.here)
-
-
-def _rel(path: Path, here: Path) -> str:
-    """A relative URL from the folder `here` to `path`: what works from disk, a server and a Space alike."""
-    return quote(Path(os.path.relpath(Path(path).resolve(), here)).as_posix(), safe="/")
-
-
-def seed_id(arm: str, seed: int) -> str:
-    """The anchor of an arm's seed on the page that holds its grid (`#seed-<arm>-<seed>`)."""
-    return f"seed-{_slug(arm)}-{seed}"
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", text) or "_"
-
-
-# ---------------------------------------------------------------- the frame
-
-
-def _document(title: str, body: list[str]) -> str:
-    digest = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()
-    csp = (f"default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; media-src 'self'; "
-           f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
-    return "\n".join([
-        "<!doctype html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f'<meta http-equiv="Content-Security-Policy" content="{csp}">',
-        '<meta name="generator" content="fontaine-prereg report">',
-        '<link rel="icon" href="data:,">',  # no favicon request (a 404 on a static server)
-        f"<title>{escape(title)}</title>", f"<style>\n{STYLE}</style>", "</head>", "<body>", "<main>",
-        *[b for b in body if b], "</main>", f"<script>{SCRIPT}</script>", "</body>", "</html>", ""])
-
-
-def _header(doc, name: str, now: str, unregistered: bool, nav: list[tuple[str, str]]) -> str:
-    out = []
-    if unregistered:
-        out.append('<p class="banner">UNREGISTERED REPORT: rows read with --unregistered; runs not launched from '
-                   "this registration are not registered results</p>")
-    out.append(f"<h1>Results: {escape(name)}</h1>")
-    out.append(f'<p class="mute small">Pre-registration <code>{escape(doc.prereg_id)}</code> '
-               f"({escape(doc.path.name)}) · report {escape(now)} · <code>fontaine-prereg report</code></p>")
-    if nav:
-        out.append("<nav class=small>" + "".join(f'<a href="{h}">{escape(t)}</a>' for h, t in nav) + "</nav>")
-    return "<header>" + "\n".join(out) + "</header>"
 
 
 # ---------------------------------------------------------------- the question and the plan
@@ -408,68 +263,9 @@ def _comparison(c, colors: dict[str, str]) -> str:
            f'<p data-k="savings">{escape(c.savings_text())}</p>']
     if c.stopped_by_decision:
         out.append(f'<p class="banner" data-k="after_stop">{escape(c.stop_label())}</p>')
-    out.append(_band_chart(c, colors))
+    out.append(band_chart(c, colors))
     out.append("</section>")
     return "\n".join(out)
-
-
-def _band_chart(c, colors: dict[str, str]) -> str:
-    """B - A over the seeds of the shared plan prefix: the confidence-sequence band, its running mean,
-    zero, the minimum effect (both signs) and the seed the decision fell on."""
-    p = c.path
-    n = len(p.at)
-    if n == 0:
-        return '<p class="mute">No pair has finished: no band to draw.</p>'
-    spec = p.spec
-    eff = spec.minimum_effect
-    if spec.metric == "success":
-        lo_y, hi_y = -1.0, 1.0
-    else:  # the band starts at +/- the registered bound: scale to the later seeds, clip the first ones
-        tail = slice(min(n - 1, n // 4), n)
-        vals = [v for v in (*p.lo[tail], *p.hi[tail], *p.mean) if v == v] + [0.0, eff, -eff]
-        lo_y, hi_y = min(vals), max(vals)
-    scale = _Scale(lo_y, hi_y, pad=0.06)
-    step = max(4.0, min(60.0, 880.0 / n))
-    width = max(320, int(step * n) + 24)
-    x = [12 + step * i + step / 2 for i in range(n)]
-    y = scale.y
-    def clip(v):
-        return min(max(v, scale.lo), scale.hi)
-    band = [(x[i], y(clip(p.hi[i]))) for i in range(n) if p.hi[i] == p.hi[i]]
-    band += [(x[i], y(clip(p.lo[i]))) for i in reversed(range(n)) if p.lo[i] == p.lo[i]]
-    b_color = colors.get(spec.arm_b, COLORS[1])
-    parts = [f'<polygon points="{_pts(band)}" fill="{b_color}" fill-opacity="0.22" stroke="none"/>',
-             f'<polyline points="{_pts([(x[i], y(clip(p.mean[i]))) for i in range(n)])}" fill="none" '
-             f'stroke="{MEAN_COLOR}" stroke-width="2"/>',
-             _hline(0.0, scale, width, "#444", 1.2)]
-    for e in (eff, -eff):
-        if scale.lo <= e <= scale.hi:
-            parts.append(_hline(e, scale, width, "#888", 1, dash="5 4"))
-    decided = c.decided_at
-    mark = ""
-    if decided is not None and decided in p.at:
-        i = p.at.index(decided)
-        parts.append(f'<line x1="{x[i]:.1f}" x2="{x[i]:.1f}" y1="{scale.top}" y2="{scale.bottom}" stroke="#b7791f" '
-                     'stroke-width="2.5"/>')
-        anchor = "end" if x[i] > width * 0.6 else "start"
-        dx = -6 if anchor == "end" else 6
-        said = f"undecided at {decided} (max seeds)" if c.outcome == UNDECIDED else f"decided at {decided}"
-        parts.append(f'<text x="{x[i] + dx:.1f}" y="{scale.top + 12}" text-anchor="{anchor}" data-k="decided_at" '
-                     f'data-v="{decided}">{said}</text>')
-        mark = (f'<span><span class="swatch" style="background:#b7791f"></span>the decision ({escape(c.outcome or "")}), '
-                f"at seed {decided} of the prefix</span>")
-    for i in _label_every(n, step):
-        parts.append(f'<text x="{x[i]:.1f}" y="{scale.bottom + 16}" text-anchor="middle">{p.at[i]}</text>')
-    unit = "rate difference" if spec.metric == "success" else "cm"
-    label = (f"{spec.arm_b} minus {spec.arm_a} per seed ({unit}) over the {n} seeds of the shared plan prefix: "
-             f"{100 * (1 - spec.alpha):g}% confidence sequence, running mean, zero and the minimum effect")
-    legend = (f'<div class="legend"><span><span class="swatch" style="background:{b_color};opacity:.35"></span>'
-              f"{100 * (1 - spec.alpha):g}% confidence sequence (anytime-valid)</span>"
-              f'<span><span class="swatch" style="background:{MEAN_COLOR}"></span>running mean</span>'
-              f"<span>— 0 · - - ±minimum effect {eff:g}</span>{mark}</div>")
-    return (f'<p class="small mute">{escape(spec.arm_b)} − {escape(spec.arm_a)} per seed ({unit}), seeds of the shared '
-            f"plan prefix (both arms have a row)</p>"
-            + _frame(scale, width, "".join(parts), label, "band") + legend)
 
 
 # ---------------------------------------------------------------- reads
@@ -548,67 +344,7 @@ def _reads(doc, reps, colors: dict[str, str], *, registration: bool = False) -> 
     return "\n".join(out)
 
 
-# ---------------------------------------------------------------- charts (inline SVG)
-
-
-class _Scale:
-    """A vertical scale: values lo..hi (zero always in) onto pixels top..bottom, with round ticks."""
-
-    def __init__(self, lo: float, hi: float, *, height: int = 240, pad: float = 0.08):
-        lo, hi = min(lo, 0.0), max(hi, 0.0)
-        span = (hi - lo) or 1.0
-        self.lo, self.hi = lo - pad * span, hi + pad * span
-        self.top, self.bottom = 10, 10 + height
-        self.height = height
-
-    def y(self, v: float) -> float:
-        return self.top + (self.hi - v) / (self.hi - self.lo) * self.height
-
-    def ticks(self) -> list[float]:
-        span = self.hi - self.lo
-        raw = span / 5
-        mag = 10 ** math.floor(math.log10(raw))
-        step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-        first = math.ceil(self.lo / step) * step
-        out, v = [], first
-        while v <= self.hi + 1e-9:
-            out.append(round(v, 10))
-            v += step
-        return out
-
-
-def _tick_text(v: float) -> str:
-    return "0" if abs(v) < 1e-12 else f"{v:+g}"
-
-
-def _frame(scale: _Scale, width: int, plot: str, label: str, name: str) -> str:
-    """A chart: its y axis stays put (a narrow SVG of its own) while the plot scrolls sideways on a phone."""
-    h = scale.bottom + 24
-    axis = [f'<svg class="axis" width="48" height="{h}" role="presentation" aria-hidden="true">']
-    grid = []
-    for t in scale.ticks():
-        yy = scale.y(t)
-        axis.append(f'<text x="44" y="{yy + 4:.1f}" text-anchor="end">{_tick_text(t)}</text>')
-        grid.append(f'<line x1="0" x2="{width}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eceef1" stroke-width="1"/>')
-    axis.append("</svg>")
-    return (f'<div class="chart" data-chart="{name}">' + "".join(axis) + '<div class="scroll">'
-            f'<svg width="{width}" height="{h}" role="img" aria-label="{escape(label)}"><title>{escape(label)}</title>'
-            + "".join(grid) + plot + "</svg></div></div>")
-
-
-def _hline(v: float, scale: _Scale, width: int, color: str, w: float, dash: str = "") -> str:
-    yy = scale.y(v)
-    d = f' stroke-dasharray="{dash}"' if dash else ""
-    return f'<line x1="0" x2="{width}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="{color}" stroke-width="{w}"{d}/>'
-
-
-def _pts(points) -> str:
-    return " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-
-
-def _label_every(n: int, step: float) -> range:
-    every = max(1, math.ceil(30 / step))
-    return range(0, n, every)
+# ---------------------------------------------------------------- the arms of the per-seed chart (page_charts.py draws it)
 
 
 def _series(reps) -> list:
@@ -621,180 +357,6 @@ def _series(reps) -> list:
     if cr is not None:
         series.sort(key=lambda a: a.arm != cr.comparator.name)
     return series
-
-
-def _chart_section(series, colors: dict[str, str], links: _Links) -> str:
-    seeds = sorted({s for a in series for s in a.progress_by_seed} | {s for a in series for s in a.success_seeds})
-    if not seeds:
-        return '<section id="chart"><h2>Per seed</h2><p class="mute">No row has a progress_final_cm value.</p></section>'
-    vals = [v for a in series for v in a.progress_by_seed.values()]
-    scale = _Scale(min(vals + [KNOCK_AWAY_CM]), max(vals + [0.0]))
-    k = len(series)
-    gw = max(6.0 * k + 4, min(56.0, 880.0 / len(seeds)))
-    bw = (gw * 0.8) / k
-    width = int(gw * len(seeds)) + 8
-    parts = [_hline(KNOCK_AWAY_CM, scale, width, KNOCK_COLOR, 1, dash="4 3")]
-    for j, a in enumerate(series):
-        color = colors.get(a.arm, COLORS[j % len(COLORS)])
-        succ, knocks = set(a.success_seeds), set(a.knock_seeds)
-        for i, s in enumerate(seeds):
-            if s not in a.progress_by_seed:
-                continue
-            v = a.progress_by_seed[s]
-            x = 4 + gw * i + gw * 0.1 + bw * j
-            y0, y1 = sorted((scale.y(0.0), scale.y(v)))
-            what = OUTCOME_LABELS.get(a.outcome_by_seed.get(s, ""), "")
-            tip = f"{a.arm} · seed {s}: {v:+.2f} cm" + (f" · {what}" if what else "")
-            mark = ""
-            cx = x + bw / 2
-            if s in succ:
-                cy = scale.y(max(v, 0.0)) - 6
-                mark = f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="{max(2.5, min(5, bw / 2)):.1f}" fill="{SUCCESS_COLOR}"/>'
-            elif s in knocks:
-                cy = scale.y(min(v, 0.0)) + 4
-                r = max(3.0, min(5.0, bw / 2))
-                mark = f'<polygon points="{_pts([(cx - r, cy), (cx + r, cy), (cx, cy + 1.6 * r)])}" fill="{KNOCK_COLOR}"/>'
-            bar = (f'<rect x="{x:.1f}" y="{y0:.1f}" width="{max(bw - 0.6, 1):.1f}" height="{max(y1 - y0, 1):.1f}" '
-                   f'fill="{color}"/>{mark}')
-            href = links.seed(a.arm, s)
-            g = f'<g data-arm="{escape(a.arm)}" data-seed="{s}" data-v="{v!r}"><title>{escape(tip)}</title>{bar}</g>'
-            parts.append(f'<a href="{href}">{g}</a>' if href else g)
-    parts.append(_hline(0.0, scale, width, "#444", 1))
-    for i in _label_every(len(seeds), gw):
-        parts.append(f'<text x="{4 + gw * i + gw / 2:.1f}" y="{scale.bottom + 16}" text-anchor="middle">{seeds[i]}</text>')
-    label = (f"progress_final_cm by seed, {', '.join(a.arm for a in series)}: successes marked with a green dot, "
-             f"knock-aways with a red triangle, {KNOCK_AWAY_CM:g} cm dashed")
-    legend = "".join(f'<span><span class="swatch" style="background:{colors.get(a.arm, COLORS[j % len(COLORS)])}">'
-                     f"</span>{escape(a.arm)} ({a.successes}/{a.n} successes)</span>" for j, a in enumerate(series))
-    legend += (f'<span><span class="swatch" style="background:{SUCCESS_COLOR};border-radius:50%"></span>success</span>'
-               f'<span><span class="swatch" style="background:{KNOCK_COLOR}"></span>knock-away '
-               f"(final ≤ {KNOCK_AWAY_CM:g} cm, dashed)</span>")
-    return ('<section id="chart"><h2>Per seed</h2><p class="small mute">progress_final_cm (progress kept at the end, '
-            "cm) by seed; a bar opens its seed.</p>" + _frame(scale, width, "".join(parts), label, "per-seed")
-            + f'<div class="legend">{legend}</div><p class="small mute">seed</p></section>')
-
-
-def _paired_chart(p, colors: dict[str, str], links: _Links) -> str:
-    items = sorted(p.deltas.items(), key=lambda kv: (kv[1], kv[0]))
-    if not items:
-        return ""
-    vals = [d for _, d in items] + ([*p.delta_ci] if p.delta_ci else [])
-    scale = _Scale(min(vals), max(vals), height=180)
-    step = max(5.0, min(28.0, 880.0 / len(items)))
-    width = int(step * len(items)) + 8
-    arm_c, cmp_c = colors.get(p.arm, COLORS[0]), colors.get(p.comparator, COLORS[1])
-    parts = []
-    if p.delta_ci is not None:
-        y0, y1 = scale.y(p.delta_ci[1]), scale.y(p.delta_ci[0])
-        parts.append(f'<rect x="0" y="{y0:.1f}" width="{width}" height="{max(y1 - y0, 1):.1f}" fill="{MEAN_COLOR}" '
-                     'fill-opacity="0.12"/>')
-    for i, (s, d) in enumerate(items):
-        color = arm_c if d > p.tie_cm else cmp_c if d < -p.tie_cm else TIED_COLOR
-        y0, y1 = sorted((scale.y(0.0), scale.y(d)))
-        g = (f'<g data-seed="{s}"><title>seed {s}: {p.arm} − {p.comparator} {d:+.2f} cm</title>'
-             f'<rect x="{4 + step * i + step * 0.1:.1f}" y="{y0:.1f}" width="{step * 0.8:.1f}" height="{max(y1 - y0, 1):.1f}" '
-             f'fill="{color}"/></g>')
-        href = links.seed(p.arm, s)
-        parts.append(f'<a href="{href}">{g}</a>' if href else g)
-    parts.append(_hline(0.0, scale, width, "#444", 1))
-    if p.delta_mean is not None:
-        parts.append(_hline(p.delta_mean, scale, width, MEAN_COLOR, 1.6))
-    label = f"paired per-seed delta of progress_final_cm, {p.arm} minus {p.comparator}, sorted"
-    legend = (f'<div class="legend"><span><span class="swatch" style="background:{arm_c}"></span>{escape(p.arm)} better: '
-              f'{p.better}</span><span><span class="swatch" style="background:{TIED_COLOR}"></span>tied: {p.tied}</span>'
-              f'<span><span class="swatch" style="background:{cmp_c}"></span>{escape(p.comparator)} better: {p.worse}</span>'
-              + (f"<span>— mean {p.delta_mean:+.3f} cm</span>" if p.delta_mean is not None else "")
-              + (f'<span><span class="swatch" style="background:{MEAN_COLOR};opacity:.25"></span>CI95 '
-                 f"[{p.delta_ci[0]:+.3f}, {p.delta_ci[1]:+.3f}]</span>" if p.delta_ci else "") + "</div>")
-    return _frame(scale, width, "".join(parts), label, "paired") + legend
-
-
-# ---------------------------------------------------------------- the grid and each seed
-
-
-def _grid_seeds(a) -> list[int]:
-    return sorted(set(a.outcome_by_seed) | set(a.missing_seeds))
-
-
-def _grids(reps, colors: dict[str, str], links: _Links) -> str:
-    out = ['<section id="seeds"><h2>Every seed</h2><p class="small mute">One cell per registered seed, coloured by how '
-           "its episode ended; ▶ marks a filmed one. A cell opens the seed: its video (front and wrist cameras side by "
-           "side) and its row in words.</p>"]
-    used = set()
-    for r in reps:
-        a = r.reads
-        cells = []
-        for s in _grid_seeds(a):
-            o = a.outcome_by_seed.get(s, NO_ROW)
-            used.add(o)
-            row = a.rows_by_seed.get(s)
-            film = row_video(r.run_dir, row) is not None
-            cls = "cell" + (" dark" if o in (SUCCESS, OFF_TABLE, KNOCK_AWAY, ERROR, CARRIED, DROPPED) else "") + (
-                " film" if film else "")
-            what = OUTCOME_LABELS.get(o, "no row")
-            cells.append(f'<a class="{cls}" style="background:{OUTCOME_COLORS[o]}" href="{links.seed(a.arm, s)}" '
-                         f'data-seed="{s}" data-outcome="{o}" title="seed {s}: {escape(what)}">{s}</a>')
-        out.append(f'<h3 id="grid-{_slug(a.arm)}"><span class="swatch" style="background:{colors.get(a.arm, COLORS[0])}">'
-                   f"</span>{escape(a.arm)} <span class=\"mute small\">run {escape(r.run_dir.name)}</span></h3>"
-                   f'<div class="grid" data-arm="{escape(a.arm)}">' + "".join(cells) + "</div>")
-    legend = "".join(f'<span><span class="swatch" style="background:{OUTCOME_COLORS[o]}"></span>'
-                     f"{escape(OUTCOME_LABELS.get(o, 'no row'))}</span>" for o in (*EPISODE_OUTCOMES, NO_ROW) if o in used)
-    out.append(f'<div class="legend">{legend}</div></section>')
-    return "\n".join(out)
-
-
-def _seed_boxes(reps, links: _Links) -> str:
-    out = []
-    for r in reps:
-        a = r.reads
-        seeds = _grid_seeds(a)
-        for i, s in enumerate(seeds):
-            row = a.rows_by_seed.get(s)
-            o = a.outcome_by_seed.get(s, NO_ROW)
-            sid = seed_id(a.arm, s)
-            prev = seed_id(a.arm, seeds[i - 1]) if i > 0 else ""
-            nxt = seed_id(a.arm, seeds[i + 1]) if i + 1 < len(seeds) else ""
-            back = f"grid-{_slug(a.arm)}"
-            bar = [f"<strong>{escape(a.arm)} · seed {s}</strong>",
-                   f'<span class="badge" style="background:{OUTCOME_COLORS[o]};color:#111">'
-                   f"{escape(OUTCOME_LABELS.get(o, 'no row'))}</span>"]
-            if prev:
-                bar.append(f'<a href="#{prev}">← seed {seeds[i - 1]}</a>')
-            if nxt:
-                bar.append(f'<a href="#{nxt}">seed {seeds[i + 1]} →</a>')
-            bar.append(f'<a class="close" href="#{back}">close ✕</a>')
-            body = [f'<p class="small">{escape(_seed_facts(row))}</p>'] if row is not None else []
-            video = row_video(r.run_dir, row)
-            if video is not None:
-                body.append(f'<video controls muted playsinline preload="none" src="{links.file(video)}"></video>'
-                            '<p class="small mute">front camera | wrist camera</p>')
-            elif row is None:
-                body.append('<p class="mute">No row: this seed has not run (or its episode was not recorded).</p>')
-            else:
-                body.append('<p class="mute">Not filmed (the plan\'s video_draw chose other episodes, or the file is '
-                            "gone).</p>")
-            if row is not None:
-                body.append('<table class="small row"><thead><tr><th>field: what it means</th><th>value</th></tr></thead>'
-                            "<tbody>" + "".join(f'<tr data-field="{escape(k)}"><td><code>{escape(k)}</code>'
-                                                f'<div class="mute">{escape(w)}</div></td><td>{escape(v)}</td></tr>'
-                                                for k, v, w in row_in_words(row))
-                            + "</tbody></table>")
-            out.append(f'<section class="seed" id="{sid}" data-arm="{escape(a.arm)}" data-seed="{s}" data-back="{back}" '
-                       f'data-prev="{prev}" data-next="{nxt}"><div class="box"><div class="bar">' + " ".join(bar)
-                       + "</div>" + "".join(body) + "</div></section>")
-    return "\n".join(out)
-
-
-def _seed_facts(row: dict) -> str:
-    """The few fields a glance at a seed wants first, in the row's own words (the table below has them all)."""
-    bits = [f"{label} {fmt_value(key, row.get(key))}" for key, label in SEED_FACTS if key in row]
-    if type(row.get("zero_fallbacks")) is int and type(row.get("predicts")) is int:
-        bits.append(f"zero-fallbacks {row['zero_fallbacks']}/{row['predicts']}")
-    return " · ".join(bits)
-
-
-SEED_FACTS = (("progress_final_cm", "progress kept"), ("progress_cm", "best progress"), ("ticks", "ticks"),
-              ("wall_s", "wall"))
 
 
 # ---------------------------------------------------------------- outcomes, pairs, distance
@@ -819,7 +381,7 @@ def _outcomes(reps, colors: dict[str, str]) -> str:
             "</section>")
 
 
-def _pairs(reps, colors: dict[str, str], links: _Links) -> str:
+def _pairs(reps, colors: dict[str, str], links: Links) -> str:
     rows = [(r, c) for r in reps for c in r.comparators]
     if not rows:
         return ""
@@ -846,7 +408,7 @@ def _pairs(reps, colors: dict[str, str], links: _Links) -> str:
             f'<tr><th>{escape(k)}</th><td class="num" data-k="{d}">{escape(v)}</td></tr>' for k, v, d in cells)
             + "</tbody></table></div>")
         out.append(f'<p class="small mute">{escape(paired_line(p))}' + (f" ({escape(c.note)})" if c.note else "") + "</p>")
-        out.append(_paired_chart(p, colors, links))
+        out.append(paired_chart(p, colors, links))
         if c.reads is not None:
             moves = outcome_transitions(c.reads, r.reads)
             if moves:
@@ -879,7 +441,7 @@ def _distance(reps) -> str:
 # ---------------------------------------------------------------- provenance
 
 
-def _provenance(doc, reps, links: _Links, now: str) -> str:
+def _provenance(doc, reps, links: Links, now: str) -> str:
     out = ['<section id="provenance"><h2>Provenance</h2>']
     seen = set()
     for r in reps:
@@ -939,61 +501,3 @@ def _no_path(v) -> str:
     s = str(v)
     return Path(s).name if s.startswith("/") else s
 
-
-# ---------------------------------------------------------------- what a page uses (for a Space)
-
-
-class _Refs(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.refs: list[str] = []
-
-    def handle_starttag(self, tag, attrs):
-        for k, v in attrs:
-            if v and ((k == "href" and tag in ("a", "link")) or (k in ("src", "poster") and tag in _MEDIA)):
-                self.refs.append(v)
-
-
-_MEDIA = ("video", "audio", "source", "img", "script", "iframe", "embed", "track")
-
-
-def linked_files(page: Path, root: Path) -> tuple[list[Path], list[str]]:
-    """The local files `page` uses (its links and media), following every page it links, each inside `root`;
-    and, one line each, the references that leave `root`, name another host, or name a missing file."""
-    root = root.resolve()
-    todo, seen, files, problems = [page.resolve()], set(), [], []
-    while todo:
-        p = todo.pop()
-        if p in seen:
-            continue
-        seen.add(p)
-        files.append(p)
-        if p.suffix != ".html":
-            continue
-        parser = _Refs()
-        parser.feed(p.read_text(encoding="utf-8"))
-        for ref in parser.refs:
-            parts = urlsplit(ref)
-            if ref.startswith("#") or parts.scheme == "data":
-                continue
-            if parts.scheme or parts.netloc:
-                problems.append(f"{p.name} links {ref} on another host")
-                continue
-            target = (p.parent / unquote(parts.path)).resolve()
-            if not target.is_relative_to(root):
-                problems.append(f"{p.name} links {unquote(parts.path)}, outside {root.name}/")
-            elif not target.is_file():
-                problems.append(f"{p.name} links {unquote(parts.path)}, which is not there")
-            else:
-                todo.append(target)
-    return sorted(files), problems
-
-
-def space_index(title: str, registrations: list[tuple[str, str]], now: str) -> str:
-    """The Space's front page: each registration's page on it (path in the Space, its id), newest publish first."""
-    items = "".join(f'<li><a href="{quote(path, safe="/")}">{escape(label)}</a> <span class="mute small">'
-                    f"{escape(path)}</span></li>" for path, label in registrations)
-    body = [f"<header><h1>{escape(title)}</h1><p class=\"mute small\">Pre-registered evaluations reported by "
-            f"<code>fontaine-prereg</code>; updated {escape(now)}.</p></header>",
-            f'<section><h2>Registrations</h2><ul class="index">{items or "<li>none yet</li>"}</ul></section>']
-    return _document(title, body)

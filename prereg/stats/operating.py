@@ -14,7 +14,8 @@ import numpy as np
 
 from prereg.document.comparison_spec import PROGRESS_METRIC, SUCCESS_METRIC, ComparisonSpec
 from prereg.stats import paired_sprt
-from prereg.stats.comparison import _mcnemar_table, clipped, progress_bound, run_betting, run_discordant, run_fixed, run_step, sprt_design
+from prereg.stats.comparison import clipped, progress_bound, sprt_design
+from prereg.stats.comparison_engines import mcnemar_table, run_betting, run_discordant, run_fixed, run_step
 
 # ---------------------------------------------------------------- before spending: simulated operating characteristics
 
@@ -65,7 +66,7 @@ def mcnemar_power(n: int, b_only: float, a_only: float, alpha: float) -> float:
         return 0.0
     theta = b_only / pd
     D = np.arange(n + 1)
-    crit = _mcnemar_table(alpha, max(n, 1))[: n + 1]
+    crit = mcnemar_table(alpha, max(n, 1))[: n + 1]
     # B better: the losses l = D - w <= crit[D] (and w > l)
     p_rej = np.where(crit >= 0, stats.binom.cdf(crit, D, 1 - theta), 0.0)
     return float((stats.binom.pmf(D, n, pd) * p_rej).sum())

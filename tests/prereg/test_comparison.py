@@ -15,7 +15,8 @@ import pytest
 from prereg.document.comparison_spec import SCENE_MAX_DISTANCE_CM, ComparisonSpec
 from prereg.document.read import load
 from prereg.rundir.rows import rows_by_seed
-from prereg.stats.comparison import BETTER, EQUIVALENT, FUTILE, UNDECIDED, VOID, decide, run_betting, run_step, sprt_design
+from prereg.stats.comparison import BETTER, EQUIVALENT, FUTILE, UNDECIDED, VOID, decide, sprt_design
+from prereg.stats.comparison_engines import run_betting, run_step
 from prereg.stats.operating import batch_seeds, pair_probs, run_sequences, simulate_deltas, simulate_success
 from prereg.stats.step import step_oc
 

@@ -11,8 +11,9 @@ import pytest
 
 from prereg.document.comparison_spec import PROGRESS_METRIC, ComparisonSpec
 from prereg.outputs.report import build_report, read_registration
-from prereg.stats.comparison import BETTER, UNDECIDED, betting_cs, betting_cs_path, decide
+from prereg.stats.comparison import BETTER, UNDECIDED, decide
 from prereg.stats.comparison import path as comparison_path
+from prereg.stats.comparison_engines import betting_cs, betting_cs_path
 from tests.comparison_run import compare_doc, comparison_rows, comparison_spec, make_comparison_run, row
 
 NOW = "2026-12-01T15:00:00Z"

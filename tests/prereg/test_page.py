@@ -18,7 +18,8 @@ import pytest
 
 from prereg import rundir as rd
 from prereg.document.seal import freeze
-from prereg.outputs.page import PAGE, registration_page_name, seed_id
+from prereg.outputs.page import PAGE, registration_page_name
+from prereg.outputs.page_html import seed_id
 from prereg.outputs.report import build_report
 from tests.comparison_run import compare_doc, comparison_rows, make_comparison_run
 from tests.prereg.conftest import make_row

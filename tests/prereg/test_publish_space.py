@@ -14,7 +14,8 @@ import pytest
 
 from prereg import rundir as rd
 from prereg.outputs import publish as pub
-from prereg.outputs.page import PAGE, linked_files
+from prereg.outputs.page import PAGE
+from prereg.outputs.page_html import linked_files
 from tests.prereg.conftest import HF_TOKEN as TOKEN
 from tests.prereg.test_publish import (
     PREREG_ID,
