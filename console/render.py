@@ -282,7 +282,8 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
     t.add_row("projected", proj_text)
     pace_line = _guarded_text(pace_text, status)
     if pace_line:
-        t.add_row("", Text(clip_text(pace_line, 72), style="grey50"))
+        # a clause a line: wrapped at a narrow panel's edge, "naive 0.3 min" lost its unit to the next line
+        t.add_row("", Text("\n".join(clip_text(c, 72) for c in pace_line.split("; ")), style="grey50"))
     eta = (projected - elapsed) if projected is not None and elapsed is not None else None
     t.add_row("ETA", fmt_duration(eta) if info.recorded_state not in FINAL_STATES else "ended")
     gpu = by_name.get("gpu_hours")
