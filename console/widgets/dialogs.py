@@ -305,6 +305,7 @@ HELP_SECTIONS: tuple[tuple[str, str | None, tuple[tuple[str, str], ...]], ...] =
         ("s", "stop the selected run at an episode boundary (writes STOP; asks first)"),
         ("K", "escalate: SIGTERM to the run's process group, then SIGKILL (asks twice)"),
         ("r", "results: the pre-registration report of the selected run (asks while it runs)"),
+        ("o", "in the results view: open results.html in the browser (or the command to copy it)"),
         ("t", "send a Discord test post"),
         ("c", "compare the arms of the selected run's pre-registration (paired deltas), live"),
         ("R", "resume a stopped, failed or died run (fontaine-eval --resume; asks first)"),
