@@ -168,8 +168,8 @@ def report_head(res: dict | None) -> tuple[str | None, str, list[str]]:
     why = res.get("invalid_because")
     if res.get("valid") is not True and isinstance(why, list) and why:
         valid += f" ({esc(short(why[0], 120))})"
-    head = (f"successes **{esc(short(p.get('text') or f'{k} / {n}', 120))}** · knock-aways {num(res.get('knock_aways'))}"
-            f" · engaged {num(res.get('engaged'))} · {valid}")
+    head = (f"successes **{esc(short(p.get('text') or f'{k} / {n}', 120))}** · knock-aways {count_text(res.get('knock_aways'))}"
+            f" · engaged {count_text(res.get('engaged'))} · {valid}")
     return head, f"results: {k}/{n} successes", verdict_lines(res)
 
 
@@ -284,7 +284,12 @@ def num(v: object) -> float | None:
 
 
 def count_text(v: object) -> str:
-    return str(v) if type(v) is int else "?"
+    """A count as a whole number ('23', never '23.0': a count written as 23.0 by another writer too);
+    '?' for what is not a whole number."""
+    if type(v) is int:
+        return str(v)
+    n = num(v)
+    return str(int(n)) if n is not None and n.is_integer() else "?"
 
 
 def hours(seconds: float) -> str:
