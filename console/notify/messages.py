@@ -201,15 +201,18 @@ def _successes_words(snap: RunSnapshot, *, knock_aways: bool = True) -> str:
     return f"{c.successes} successes" + (f" · {c.knock_aways} knock-aways" if knock_aways else "")
 
 
-def progress_lines(snap: RunSnapshot) -> list[str]:
-    """The counts an update reads (each arm's, a comparison run): outcomes, validity, pace, GPU-hours."""
+def progress_lines(snap: RunSnapshot, said: str = "") -> list[str]:
+    """The counts an update reads (each arm's, a comparison run): outcomes, validity, pace, GPU-hours.
+    `said`: what the post says above them (an end post's reason), not said again."""
     lines = []
     for arm in snap.arms or (None,):
         lines.extend(_count_lines(snap, arm))
     lines.extend(_read_lines(snap))
     spec = snap.gate_spec()
     elapsed, done, total = snap.elapsed_s, snap.done, snap.total
-    if elapsed is not None and done > 0:
+    if elapsed is not None and done > 0 and not snap.live:  # ended (or died): what it took, nothing projected
+        lines.append(f"wall {hours(elapsed)} · pace {elapsed / done:.0f} s/episode")
+    elif elapsed is not None and done > 0:
         proj = snap.status.projected_wall_s or projected_wall_s(elapsed, done, total)
         pace = f"pace {elapsed / done:.0f} s/episode"
         if proj is not None:
@@ -231,7 +234,7 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
         lines.append(esc(settled))
     # a file or a field the notifier cannot read is said, not shown as a blank figure
     lines.extend(f"unreadable: {esc(short(p, 200))}" for p in snap.problems[:5])
-    return lines + comparison_lines(snap)
+    return lines + comparison_lines(snap, said)
 
 
 def _count_lines(snap: RunSnapshot, arm: str | None) -> list[str]:
@@ -264,14 +267,15 @@ def _read_lines(snap: RunSnapshot) -> list[str]:
     return out
 
 
-def comparison_lines(snap: RunSnapshot) -> list[str]:
+def comparison_lines(snap: RunSnapshot, said: str = "") -> list[str]:
     """A comparison run's lines: one line of the comparison's evidence (the driver's decision,
     status.json `comparison`, or the evidence so far), and once the run is over, the episodes the
-    decision saved against the batch. [] for a one-arm run."""
+    decision saved against the batch. [] for a one-arm run. The evidence is left out when `said`
+    holds it already: a run its decision stopped gives the decision as its reason."""
     evidence = live_evidence(snap.manifest, snap.status, list(snap.rows))
     if evidence is None:
         return []
-    out = [f"comparison: {esc(short(evidence, 400))}"]
+    out = [] if evidence in said else [f"comparison: {esc(short(evidence, 400))}"]
     saved = savings(snap.manifest, snap.status, list(snap.rows)) if snap.over else None
     if saved is not None:
         out.append(saved_line(*saved[1:]))
@@ -402,12 +406,13 @@ def _end_posts(snap: RunSnapshot, posted: set[str]) -> list[Post]:
     """stopped/failed with the reason; the frozen reads once results.md exists; until then a run
     that completed gets a `done` post with its counts (the report is run by hand, maybe later)."""
     out = []
-    summary = [f"**{snap.done}/{snap.total}** episodes", *progress_lines(snap)]
+    reason = _reason(snap) if snap.state in (rd.STOPPED, rd.FAILED) else ""
+    summary = [f"**{snap.done}/{snap.total}** episodes", *progress_lines(snap, said=reason)]
     if snap.state in (rd.STOPPED, rd.FAILED):
-        reason = _reason(snap)
         kind = snap.state
         verb = "stopped" if kind == rd.STOPPED else "failed"
-        text = "\n".join([f"reason: {esc(short(reason, 300))}" if reason else "reason: not given", *summary])
+        # up to 450: a decision that stopped the run is said here whole, and only here (progress_lines' `said`)
+        text = "\n".join([f"reason: {esc(short(reason, 450))}" if reason else "reason: not given", *summary])
         text = "\n".join([text, *_tripwire_table_lines(snap, DESCRIPTION_MAX - len(text) - 1)])
         out.append(mark_late(_post(snap, kind, f"{kind}:{snap.done}", f"{verb} at {snap.done}/{snap.total}",
                                    f"{verb.capitalize()} · {snap.run_id}", text), snap.status_age_s))

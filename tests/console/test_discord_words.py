@@ -43,3 +43,36 @@ def test_counts_are_whole_numbers_in_every_post(tmp_path):
     head, _, _ = report_head({"primary": {"successes": 4, "n": 25}, "knock_aways": 0.0, "engaged": 23.0, "valid": True})
     assert "knock-aways 0 · engaged 23 · VALID" in head and ".0" not in head
     assert [count_text(v) for v in (3, 3.0, 2.5, True, "3", None, float("nan"))] == ["3", "3", "?", "?", "?", "?", "?"]
+
+
+def test_a_post_of_a_run_that_has_ended_says_what_it_took_and_projects_nothing(tmp_path):
+    run = HandMadeRun(tmp_path, total=100).episodes(20)
+    (update,) = [p for p in owed(run.dir, ["launch"]) if p.key == "update:20"]
+    assert "pace 15 s/episode · projected wall 25 min (limit 2.5 h)" in update.description  # live: projected
+    run.episodes(100, state="done")
+    (done,) = owed(run.dir, ["launch", "update:90"])
+    assert done.key == "done" and "wall 25 min · pace 15 s/episode" in done.description
+    assert "projected" not in done.description
+    run.status("stopped", reason="stop key in the console (alice)")
+    (stopped,) = owed(run.dir, ["launch", "done"])
+    assert "projected" not in stopped.description and "wall 25 min" in stopped.description
+
+
+def test_a_run_its_decision_stopped_says_the_decision_once(tmp_path):
+    from tests.comparison_run import compare_doc, comparison_rows, make_comparison_run, row
+
+    doc = compare_doc(tmp_path)
+    rows = comparison_rows([s < 4 for s in range(12)], [True] * 12) + [row("clumsy", 12, False)]
+    run = make_comparison_run(doc, tmp_path / "runs" / "cmp", rows)
+    (stopped,) = owed(run, ["launch"])
+    d = stopped.description
+    decision = "steady better than clumsy at 12/60 seeds: steady 12/12 vs clumsy 4/12"
+    assert d.count(decision) == 1 and "reason: decided: (comparison) " + decision in d
+    assert "confidence sequence for the rate difference [-0.060, +0.752]" in d  # whole, not cut
+    assert "episodes saved against the batch: **95**" in d
+    # a run stopped for another reason keeps the comparison's line
+    status = json.loads((run / "status.json").read_text())
+    status.update(stop=None, reason="stop key in the console (alice)")
+    (run / "status.json").write_text(json.dumps(status))
+    (other,) = owed(run, ["launch"])
+    assert other.description.count(decision) == 1 and "\ncomparison: " + decision in other.description
