@@ -454,6 +454,7 @@ class Notifier:
             self._failures += 1
             failures = self._failures
         delay = self.retry.delay(failures)
+        failing = failures >= self.retry.failing_after
         if isinstance(exc, discord.HTTPException):
             text = f"Discord answered {status}: {exc.text or exc.response.reason}"
             if status == 400 and item is not None and not item.plain:
@@ -470,13 +471,13 @@ class Notifier:
                     return 0.0
                 text = (f"Discord answered {status}: the webhook was deleted or the URL is wrong; set a new one "
                         f"(try {tries} of {self.retry.gone_after})")
-                failures = max(failures, self.retry.failing_after)
+                failing = True  # at once: retrying will not mend it (the log keeps the true count in a row)
         elif what:
             text = f"{what}: {exc}"
         else:
             text = f"cannot reach Discord: {type(exc).__name__}: {exc}"
         text = self._scrub(text)[:300]
-        state = FAILING if failures >= self.retry.failing_after else RETRYING
+        state = FAILING if failing else RETRYING
         # every failed attempt is one line in notifier.log (a repeat of the same error too): the
         # log is where a user counts the attempts and reads the gaps between them
         what = f"post {item.post.key}" + (f" of {item.run_dir.name}" if item.run_dir else "") if item else "webhook check"

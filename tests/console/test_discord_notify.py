@@ -382,3 +382,19 @@ def test_each_failed_attempt_is_a_line_in_the_log(fake, make_notifier, tmp_path,
     assert len(failed) == 4, failed  # each attempt, not only the first of a kind
     assert [f"failure {i} in a row" in line for i, line in enumerate(failed, 1)] == [True] * 4
     assert all("post launch of flow-a-20261130-080000" in line for line in failed)
+
+
+def test_the_log_of_a_dead_webhook_counts_its_tries_as_they_happen(fake, make_notifier, tmp_path, caplog):
+    """The first 404 is failure 1 in a row and try 1 of 3 (it read 'failure 3 in a row … (try 1 of 3)'),
+    and the state says failing at once: retrying will not bring a deleted webhook back."""
+    caplog.set_level(logging.INFO)
+    run = HandMadeRun(tmp_path, total=100)
+    fake.fail_next(404, times=3)
+    n = make_notifier()
+    n.poll_run(run.dir)
+    assert wait_until(lambda: n.gone)
+    failed = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert len(failed) == 2, failed  # the third 404 gives up (its own line: webhook gone)
+    for i, line in enumerate(failed, 1):
+        assert f"failure {i} in a row" in line and f"(try {i} of 3)" in line, line
+    assert any("webhook gone: Discord answered 404 3 times" in r.getMessage() for r in caplog.records)
