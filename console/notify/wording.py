@@ -16,7 +16,7 @@ from prereg import rundir as rd
 from prereg.core.untrusted import redacted, shown
 from prereg.core.vocabulary import DECODES, PLUGIN, POLICIES
 from prereg.document.model import describe_tripwires
-from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY
+from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY, video_words
 from prereg.rundir.rows import number
 from prereg.rundir.status import GateSpec
 from prereg.stats.reads import EXPLORATORY_HEAD
@@ -199,7 +199,7 @@ def published_lines(res: dict | None) -> list[str]:
     commit = pub.get("commit") if isinstance(pub.get("commit"), str) else ""
     line = f"published: [rows, chart, results]({pub['folder_url']})" + (f" · commit `{code(commit[:12])}`" if commit else "")
     videos = pub.get("videos") if isinstance(pub.get("videos"), dict) else {}
-    links = [f"[seed {esc(short(str(s), 12))}]({u})" for s, u in list(videos.items())[:10] if is_url(u)]
+    links = [f"[{esc(short(video_words(str(s)), 60))}]({u})" for s, u in list(videos.items())[:10] if is_url(u)]
     if links:
         line += " · videos " + " ".join(links) + (f" (+{len(videos) - 10})" if len(videos) > 10 else "")
     return [*page, line]

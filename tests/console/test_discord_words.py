@@ -76,3 +76,16 @@ def test_a_run_its_decision_stopped_says_the_decision_once(tmp_path):
     (run / "status.json").write_text(json.dumps(status))
     (other,) = owed(run, ["launch"])
     assert other.description.count(decision) == 1 and "\ncomparison: " + decision in other.description
+
+
+def test_a_comparison_runs_published_videos_are_named_by_arm_and_seed():
+    from console.notify.wording import published_lines
+    from prereg.outputs.publish import PUBLISHED_KEY, video_key, video_words
+
+    url = "https://huggingface.co/datasets/lab/evals/blob/abc/cmp/videos/rollout_seed002.mp4"
+    videos = {video_key("steady", 2, comparison=True): url, video_key("clumsy", 11, comparison=True): url}
+    (line,) = published_lines({PUBLISHED_KEY: {"folder_url": "https://huggingface.co/datasets/lab/evals/tree/abc/cmp",
+                                               "commit": "abc", "videos": videos}})
+    assert f"videos [steady, seed 2]({url}) [clumsy, seed 11]({url})" in line and "steady:2" not in line
+    assert video_words(video_key("oracle", 6, comparison=False)) == "seed 6"  # a one-arm run's: its seed
+    assert video_words("a:b:7") == "a:b, seed 7"  # the seed is after the last colon
