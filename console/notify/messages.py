@@ -53,6 +53,7 @@ from console.notify.wording import (
     clip,
     code,
     describe_gates,
+    describe_stall,
     esc,
     hours,
     no_local_paths,
@@ -155,7 +156,9 @@ def launch_post(snap: RunSnapshot) -> Post:
     lines.append(budget)
     if m.comparison:
         lines.append(f"comparison: {esc(short(_comparison_words(m.comparison), 200))}")
-    lines.append("gates: " + describe_gates(snap.gate_spec()))
+    gates = describe_gates(snap.gate_spec())
+    lines.append("gates: " + ("none registered (no GPU-hour or pace limit)" if gates == "none" else gates))
+    lines.append("checked: " + describe_stall(snap.gate_spec()))
     # the content line leads with the arm(s): the policy kind follows only when it says something more
     what = "launched" + ("" if snap.arms or kinds[0] == m.arm else f" · {kinds[0]}")
     return _post(snap, LAUNCH, LAUNCH, what, f"Launch · {snap.run_id}", "\n".join(lines))

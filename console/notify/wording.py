@@ -230,6 +230,13 @@ def describe_gates(spec: GateSpec) -> str:
     return " · ".join(bits) or "none"
 
 
+def describe_stall(spec: GateSpec) -> str:
+    """The stall check every run gets, registered or launched by flags (prereg.rundir.gates: the stall
+    limit, and start-up's own limit), in words."""
+    return (f"a stall is posted when the heartbeat is older than {spec.stall_factor:g} × the median episode"
+            f" (at least {spec.stall_min_s:g} s), or {hours(spec.startup_limit_s)} while starting")
+
+
 def seed_span(seeds: list) -> str:
     """'0–99' for a contiguous range, else the first few seeds."""
     ints = [s for s in seeds if isinstance(s, int)]

@@ -89,3 +89,17 @@ def test_a_comparison_runs_published_videos_are_named_by_arm_and_seed():
     assert f"videos [steady, seed 2]({url}) [clumsy, seed 11]({url})" in line and "steady:2" not in line
     assert video_words(video_key("oracle", 6, comparison=False)) == "seed 6"  # a one-arm run's: its seed
     assert video_words("a:b:7") == "a:b, seed 7"  # the seed is after the last colon
+
+
+def test_a_launch_post_says_what_is_checked_with_or_without_registered_gates(tmp_path):
+    flags = HandMadeRun(tmp_path / "flags", total=10, gates={})
+    (launch,) = owed(flags.dir)
+    lines = launch.description.splitlines()
+    assert "gates: none" not in lines  # the stall check runs all the same
+    assert "gates: none registered (no GPU-hour or pace limit)" in lines
+    assert ("checked: a stall is posted when the heartbeat is older than 4 × the median episode (at least 60 s),"
+            " or 15 min while starting") in lines
+    registered = HandMadeRun(tmp_path / "registered", total=10)
+    (launch,) = owed(registered.dir)
+    assert "gates: GPU-hours ≤ 1.5 · projected wall ≤ 2.5 h (judged after 10 episodes)" in launch.description
+    assert "checked: a stall is posted" in launch.description
