@@ -65,6 +65,7 @@ from console.notify.wording import (
     seed_span,
     short,
     shorten_markdown,
+    tripwire_joint_lines,
 )
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES
@@ -416,7 +417,7 @@ def _end_posts(snap: RunSnapshot, posted: set[str]) -> list[Post]:
         verb = "stopped" if kind == rd.STOPPED else "failed"
         # up to 450: a decision that stopped the run is said here whole, and only here (progress_lines' `said`)
         text = "\n".join([f"reason: {esc(short(reason, 450))}" if reason else "reason: not given", *summary])
-        text = "\n".join([text, *_tripwire_table_lines(snap, DESCRIPTION_MAX - len(text) - 1)])
+        text = "\n".join([text, *_tripwire_lines(snap, DESCRIPTION_MAX - len(text) - 1)])
         out.append(mark_late(_post(snap, kind, f"{kind}:{snap.done}", f"{verb} at {snap.done}/{snap.total}",
                                    f"{verb.capitalize()} · {snap.run_id}", text), snap.status_age_s))
     if snap.results_md is not None:
@@ -441,32 +442,30 @@ def _died_post(snap: RunSnapshot) -> Post:
     return _post(snap, DIED, f"{DIED}:{snap.done}", f"died at {snap.done}/{snap.total}", f"Died · {snap.run_id}", text)
 
 
-def _tripwire_table_lines(snap: RunSnapshot, room: int) -> list[str]:
-    """A run stopped by its registered tripwires: the failing tripwires' per-joint tables (notes left
-    out) as a code block of at most `room` characters, cut at a line."""
-    passed, table = rd.tripwire_table(snap.status, snap.manifest)
-    if passed is not False or not table:
+def _tripwire_lines(snap: RunSnapshot, room: int) -> list[str]:
+    """A run stopped by its registered tripwires: each failing tripwire's joints, one short line a joint
+    (tripwire_joint_lines: every joint, the gripper too, no 130-column table a phone cuts), at most
+    `room` characters, cut at a line. A record without per-joint rows gives its failures' one-liners."""
+    record = rd.tripwire_record(snap.status, snap.manifest)
+    if record is None or record.get("passed") is not False:
         return []
-    keep, lines = False, []
-    for line in table.splitlines():
-        if line.startswith("registered tripwires, arm "):
-            lines.append(line)
-            continue
-        if line.startswith("tripwire "):
-            keep = line.rstrip().endswith("FAIL")
-        if keep and not line.lstrip().startswith("note:"):
-            lines.append(line)
-    head, fence = "registered tripwires (before the first episode):", "```"
-    budget = room - len(head) - 2 * len(fence) - 8
-    out: list[str] = []
+    lines = []
+    for entry in record.get("arms") if isinstance(record.get("arms"), list) else ():
+        reports = entry.get("reports") if isinstance(entry, dict) else None
+        for name, report in (reports.items() if isinstance(reports, dict) else ()):
+            if isinstance(report, dict) and report.get("passed") is False:
+                arm = esc(short(entry.get("arm") or "?", 40))
+                lines += [f"**{esc(short(name, 40))}** (arm {arm}): failed", *tripwire_joint_lines(name, report.get("joints"))]
+    if not lines:
+        failed = record.get("failed") if isinstance(record.get("failed"), list) else []
+        lines = [esc(short(f, 300)) for f in failed if isinstance(f, str)]
+    out = ["registered tripwires (before the first episode):"]
     for line in lines:
-        if sum(len(x) + 1 for x in out) + len(line) + 1 > budget:
+        if sum(len(x) + 1 for x in out) + len(line) + 2 > room:
             out.append("…")
             break
         out.append(line)
-    if budget <= 0 or not out:
-        return []
-    return [head, fence, "\n".join(out).replace("`", "'"), fence]
+    return out if len(out) > 1 and sum(len(x) + 1 for x in out) <= room else []
 
 
 def _post(snap: RunSnapshot, kind: str, key: str, content: str, title: str, description: str,

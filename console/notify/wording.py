@@ -237,6 +237,32 @@ def describe_stall(spec: GateSpec) -> str:
             f" (at least {spec.stall_min_s:g} s), or {hours(spec.startup_limit_s)} while starting")
 
 
+_JOINT_STATUS = {"pass": "ok", "fail": "**FAIL**", "warn": "warn", "info": "not judged"}
+
+
+def tripwire_joint_lines(tripwire: str, joints: object) -> list[str]:
+    """A registered tripwire's per-joint rows (the record's `reports[name].joints`) one short line a
+    joint, the gripper too, readable on a phone: 'wrist\\_roll **FAIL** · 54% uncovered', its why on
+    the line below. A row another writer left malformed is skipped, never a crash."""
+    out = []
+    for row in joints if isinstance(joints, list) else ():
+        if not isinstance(row, dict) or not isinstance(row.get("joint"), str):
+            continue
+        line = f"{esc(short(row['joint'], 30))} {_JOINT_STATUS.get(row.get('status'), esc(short(row.get('status'), 12)))}"
+        uncovered, delta, limit = num(row.get("uncovered")), num(row.get("delta_deg")), num(row.get("limit_deg"))
+        if tripwire == "coverage" and uncovered is not None:
+            line += f" · {uncovered:.0%} uncovered"
+        elif delta is not None:
+            line += f" · first action moves {delta:.1f}°" + (f" (limit {limit:.1f}°)" if limit is not None else "")
+        out.append(line)
+        why = row.get("why") if isinstance(row.get("why"), str) and row.get("status") != "pass" else ""
+        if delta is not None:  # 'delta 41.0 > limit 10.0' is the line above; a clamp signature is not
+            why = "; ".join(w for w in why.split("; ") if not w.startswith("delta "))
+        if why.strip():
+            out.append(f"  {esc(short(why.strip(), 160))}")
+    return out
+
+
 def seed_span(seeds: list) -> str:
     """'0–99' for a contiguous range, else the first few seeds."""
     ints = [s for s in seeds if isinstance(s, int)]
