@@ -18,7 +18,8 @@ def owed(run_dir, posted=()):
 
 
 def reported_run(tmp_path, *, state="done"):
-    """A real report (results.md, results.json) of a run of the curtailment example: 6 successes and an error row."""
+    """A real report (results.md, results.json) of a run of the curtailment example: 6 successes and an
+    error row, its predicts served one a policy call (a served policy's rows say so: mean_batch)."""
     from prereg.outputs.report import build_report
     from tests.prereg.conftest import EXAMPLES, launched_manifest, make_row
 
@@ -26,7 +27,7 @@ def reported_run(tmp_path, *, state="done"):
     shutil.copy(EXAMPLES / "curtailment.md", doc)
     run = tmp_path / "runs" / "oracle"
     run.mkdir(parents=True)
-    rows = [make_row(s, success=True) for s in range(6)] + [make_row(6, status="error", success=True)]
+    rows = [make_row(s, success=True, mean_batch=1.0) for s in range(6)] + [make_row(6, status="error", success=True)]
     (run / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (run / "status.json").write_text(json.dumps({"state": state, "done": 7, "total": 7, "elapsed_s": 700.0,
                                                  "projected_wall_s": 720.0}))
@@ -103,3 +104,14 @@ def test_a_launch_post_says_what_is_checked_with_or_without_registered_gates(tmp
     (launch,) = owed(registered.dir)
     assert "gates: GPU-hours ≤ 1.5 · projected wall ≤ 2.5 h (judged after 10 episodes)" in launch.description
     assert "checked: a stall is posted" in launch.description
+
+
+def test_the_results_post_quotes_results_md_without_module_paths_or_lab_jargon(tmp_path):
+    run = reported_run(tmp_path)
+    md = (run / "results.md").read_text()
+    (post,) = [p for p in owed(run, ["launch", "done"]) if p.key == "results"]
+    for text in (md, post.description):
+        assert "prereg." not in text and "lab notes" not in text and "mean batch" not in text
+    assert "**Other reads**: no knock-away; tipped 0; spend wall 11.7 min, 70 predicts (1.00 per policy call)" in md
+    assert "**Outcomes** (one per episode, the first that holds): error 1 · success 6" in md
+    assert "**Other reads**: no knock-away" in post.description
