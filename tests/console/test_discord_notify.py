@@ -398,3 +398,26 @@ def test_the_log_of_a_dead_webhook_counts_its_tries_as_they_happen(fake, make_no
     for i, line in enumerate(failed, 1):
         assert f"failure {i} in a row" in line and f"(try {i} of 3)" in line, line
     assert any("webhook gone: Discord answered 404 3 times" in r.getMessage() for r in caplog.records)
+
+
+def test_a_send_that_got_no_answer_is_retried_marked_as_a_possible_repeat(fake, make_notifier, tmp_path):
+    """Discord created the message but its answer came after the HTTP timeout: without a nonce the
+    retry makes a second copy, and says it may be one. A post Discord refused or never got is not marked."""
+    run = HandMadeRun(tmp_path, total=100)
+    fake.delay_next(3.0)  # created at once, answered after the notifier gave up waiting
+    n = make_notifier(request_timeout_s=0.5)
+    n.poll_run(run.dir)
+    assert n.wait_idle(20)
+    fake.release_delays()
+    assert keys_posted(fake) == ["launch", "launch"]
+    first, second = (m.payload["embeds"][0]["description"] for m in fake.messages)
+    assert "may repeat" not in first
+    assert second.splitlines()[-1] == "*may repeat: an earlier try of this post got no answer from Discord*"
+    assert [e["key"] for e in read_ledger(run.dir)] == ["launch"]
+
+    fake.stop()  # Discord unreachable: the request never left, so its retry is no repeat
+    n.poll_run(run.episodes(10).dir)
+    assert wait_until(lambda: n.state in (RETRYING, FAILING))
+    fake.start()
+    assert n.wait_idle(20)
+    assert "may repeat" not in fake.messages[-1].payload["embeds"][0]["description"]
