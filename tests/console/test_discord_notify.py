@@ -46,6 +46,7 @@ def test_a_run_of_25_episodes_posts_launch_updates_at_10_and_20_and_results_with
     assert n.poll_run(run.dir) == []  # polled again: nothing owed twice
     assert n.poll_run(run.episodes(19).dir) == []
     assert n.poll_run(run.episodes(20).dir) == ["update:20"]
+    assert n.wait_idle(10)  # sent before the run ends (a post still queued then folds into the end post)
     run.episodes(25, state="done").results()
     assert n.poll_run(run.dir) == ["results"]
     assert n.wait_idle(10)
@@ -116,6 +117,7 @@ def test_a_restarted_console_catches_up_without_repeating_a_post(fake, make_noti
     second = make_notifier()
     assert second.poll_run(run.dir) == ["update:40"]
     assert second.poll_run(run.episodes(50).dir) == ["update:50"]
+    assert second.wait_idle(10)  # sent before the run ends (a post still queued then folds into the end post)
     run.episodes(100, state="done").results()
     assert second.poll_run(run.dir) == ["results"]
     assert second.wait_idle(10)
