@@ -76,7 +76,8 @@ def test_the_pages_and_what_they_link_go_to_a_static_space_in_one_commit(demo, r
 
 
 def test_the_dataset_and_the_space_together_and_the_post_links_the_page(demo, run_dir, hub, capsys, tmp_path):
-    from console.notify.messages import read_snapshot, results_post
+    from console.notify.messages import results_post
+    from console.notify.snapshot import read_snapshot
 
     runs = reported_runs(run_dir, demo)
     scripted = runs["scripted"]
