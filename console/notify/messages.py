@@ -53,6 +53,7 @@ from console.notify.wording import (
     clip,
     code,
     describe_gates,
+    describe_stall,
     esc,
     hours,
     no_local_paths,
@@ -64,6 +65,7 @@ from console.notify.wording import (
     seed_span,
     short,
     shorten_markdown,
+    tripwire_joint_lines,
 )
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES
@@ -155,7 +157,9 @@ def launch_post(snap: RunSnapshot) -> Post:
     lines.append(budget)
     if m.comparison:
         lines.append(f"comparison: {esc(short(_comparison_words(m.comparison), 200))}")
-    lines.append("gates: " + describe_gates(snap.gate_spec()))
+    gates = describe_gates(snap.gate_spec())
+    lines.append("gates: " + ("none registered (no GPU-hour or pace limit)" if gates == "none" else gates))
+    lines.append("checked: " + describe_stall(snap.gate_spec()))
     # the content line leads with the arm(s): the policy kind follows only when it says something more
     what = "launched" + ("" if snap.arms or kinds[0] == m.arm else f" · {kinds[0]}")
     return _post(snap, LAUNCH, LAUNCH, what, f"Launch · {snap.run_id}", "\n".join(lines))
@@ -201,15 +205,18 @@ def _successes_words(snap: RunSnapshot, *, knock_aways: bool = True) -> str:
     return f"{c.successes} successes" + (f" · {c.knock_aways} knock-aways" if knock_aways else "")
 
 
-def progress_lines(snap: RunSnapshot) -> list[str]:
-    """The counts an update reads (each arm's, a comparison run): outcomes, validity, pace, GPU-hours."""
+def progress_lines(snap: RunSnapshot, said: str = "") -> list[str]:
+    """The counts an update reads (each arm's, a comparison run): outcomes, validity, pace, GPU-hours.
+    `said`: what the post says above them (an end post's reason), not said again."""
     lines = []
     for arm in snap.arms or (None,):
         lines.extend(_count_lines(snap, arm))
     lines.extend(_read_lines(snap))
     spec = snap.gate_spec()
     elapsed, done, total = snap.elapsed_s, snap.done, snap.total
-    if elapsed is not None and done > 0:
+    if elapsed is not None and done > 0 and not snap.live:  # ended (or died): what it took, nothing projected
+        lines.append(f"wall {hours(elapsed)} · pace {elapsed / done:.0f} s/episode")
+    elif elapsed is not None and done > 0:
         proj = snap.status.projected_wall_s or projected_wall_s(elapsed, done, total)
         pace = f"pace {elapsed / done:.0f} s/episode"
         if proj is not None:
@@ -231,7 +238,7 @@ def progress_lines(snap: RunSnapshot) -> list[str]:
         lines.append(esc(settled))
     # a file or a field the notifier cannot read is said, not shown as a blank figure
     lines.extend(f"unreadable: {esc(short(p, 200))}" for p in snap.problems[:5])
-    return lines + comparison_lines(snap)
+    return lines + comparison_lines(snap, said)
 
 
 def _count_lines(snap: RunSnapshot, arm: str | None) -> list[str]:
@@ -264,14 +271,15 @@ def _read_lines(snap: RunSnapshot) -> list[str]:
     return out
 
 
-def comparison_lines(snap: RunSnapshot) -> list[str]:
+def comparison_lines(snap: RunSnapshot, said: str = "") -> list[str]:
     """A comparison run's lines: one line of the comparison's evidence (the driver's decision,
     status.json `comparison`, or the evidence so far), and once the run is over, the episodes the
-    decision saved against the batch. [] for a one-arm run."""
+    decision saved against the batch. [] for a one-arm run. The evidence is left out when `said`
+    holds it already: a run its decision stopped gives the decision as its reason."""
     evidence = live_evidence(snap.manifest, snap.status, list(snap.rows))
     if evidence is None:
         return []
-    out = [f"comparison: {esc(short(evidence, 400))}"]
+    out = [] if evidence in said else [f"comparison: {esc(short(evidence, 400))}"]
     saved = savings(snap.manifest, snap.status, list(snap.rows)) if snap.over else None
     if saved is not None:
         out.append(saved_line(*saved[1:]))
@@ -402,13 +410,14 @@ def _end_posts(snap: RunSnapshot, posted: set[str]) -> list[Post]:
     """stopped/failed with the reason; the frozen reads once results.md exists; until then a run
     that completed gets a `done` post with its counts (the report is run by hand, maybe later)."""
     out = []
-    summary = [f"**{snap.done}/{snap.total}** episodes", *progress_lines(snap)]
+    reason = _reason(snap) if snap.state in (rd.STOPPED, rd.FAILED) else ""
+    summary = [f"**{snap.done}/{snap.total}** episodes", *progress_lines(snap, said=reason)]
     if snap.state in (rd.STOPPED, rd.FAILED):
-        reason = _reason(snap)
         kind = snap.state
         verb = "stopped" if kind == rd.STOPPED else "failed"
-        text = "\n".join([f"reason: {esc(short(reason, 300))}" if reason else "reason: not given", *summary])
-        text = "\n".join([text, *_tripwire_table_lines(snap, DESCRIPTION_MAX - len(text) - 1)])
+        # up to 450: a decision that stopped the run is said here whole, and only here (progress_lines' `said`)
+        text = "\n".join([f"reason: {esc(short(reason, 450))}" if reason else "reason: not given", *summary])
+        text = "\n".join([text, *_tripwire_lines(snap, DESCRIPTION_MAX - len(text) - 1)])
         out.append(mark_late(_post(snap, kind, f"{kind}:{snap.done}", f"{verb} at {snap.done}/{snap.total}",
                                    f"{verb.capitalize()} · {snap.run_id}", text), snap.status_age_s))
     if snap.results_md is not None:
@@ -433,32 +442,30 @@ def _died_post(snap: RunSnapshot) -> Post:
     return _post(snap, DIED, f"{DIED}:{snap.done}", f"died at {snap.done}/{snap.total}", f"Died · {snap.run_id}", text)
 
 
-def _tripwire_table_lines(snap: RunSnapshot, room: int) -> list[str]:
-    """A run stopped by its registered tripwires: the failing tripwires' per-joint tables (notes left
-    out) as a code block of at most `room` characters, cut at a line."""
-    passed, table = rd.tripwire_table(snap.status, snap.manifest)
-    if passed is not False or not table:
+def _tripwire_lines(snap: RunSnapshot, room: int) -> list[str]:
+    """A run stopped by its registered tripwires: each failing tripwire's joints, one short line a joint
+    (tripwire_joint_lines: every joint, the gripper too, no 130-column table a phone cuts), at most
+    `room` characters, cut at a line. A record without per-joint rows gives its failures' one-liners."""
+    record = rd.tripwire_record(snap.status, snap.manifest)
+    if record is None or record.get("passed") is not False:
         return []
-    keep, lines = False, []
-    for line in table.splitlines():
-        if line.startswith("registered tripwires, arm "):
-            lines.append(line)
-            continue
-        if line.startswith("tripwire "):
-            keep = line.rstrip().endswith("FAIL")
-        if keep and not line.lstrip().startswith("note:"):
-            lines.append(line)
-    head, fence = "registered tripwires (before the first episode):", "```"
-    budget = room - len(head) - 2 * len(fence) - 8
-    out: list[str] = []
+    lines = []
+    for entry in record.get("arms") if isinstance(record.get("arms"), list) else ():
+        reports = entry.get("reports") if isinstance(entry, dict) else None
+        for name, report in (reports.items() if isinstance(reports, dict) else ()):
+            if isinstance(report, dict) and report.get("passed") is False:
+                arm = esc(short(entry.get("arm") or "?", 40))
+                lines += [f"**{esc(short(name, 40))}** (arm {arm}): failed", *tripwire_joint_lines(name, report.get("joints"))]
+    if not lines:
+        failed = record.get("failed") if isinstance(record.get("failed"), list) else []
+        lines = [esc(short(f, 300)) for f in failed if isinstance(f, str)]
+    out = ["registered tripwires (before the first episode):"]
     for line in lines:
-        if sum(len(x) + 1 for x in out) + len(line) + 1 > budget:
+        if sum(len(x) + 1 for x in out) + len(line) + 2 > room:
             out.append("…")
             break
         out.append(line)
-    if budget <= 0 or not out:
-        return []
-    return [head, fence, "\n".join(out).replace("`", "'"), fence]
+    return out if len(out) > 1 and sum(len(x) + 1 for x in out) <= room else []
 
 
 def _post(snap: RunSnapshot, kind: str, key: str, content: str, title: str, description: str,

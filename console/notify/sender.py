@@ -16,10 +16,11 @@ webhook at start answers at once) | ok | retrying | failing. A 401/403/404 is tr
 
 Crash window. discord.py's Webhook.send takes no nonce (only channel sends have
 `enforce_nonce`), so Discord cannot deduplicate a re-sent webhook message. `close()` waits for
-a send already on the wire up to the HTTP timeout, so a stopped notifier records its answer;
-only a process killed outright between Discord's answer and the ledger line leaves a post
-delivered but unrecorded, and the in-flight marker (ledger.py) has the next notifier re-send
-it marked as a possible repeat.
+a send already on the wire up to the HTTP timeout, so a stopped notifier records its answer.
+A process killed outright while a post is marked in flight (ledger.mark_in_flight, before the
+send, until its ledger line), its answer pending or not yet recorded, may leave it delivered but
+unrecorded: the next notifier re-sends it marked MAYBE_REPEAT. A try that went out and got no
+answer (the timeout, a dropped connection) is retried marked NO_ANSWER_REPEAT.
 
 Test posts: `send_test(test_id)`; the outcome (sent with the message id, or dropped with the
 reason: posts off, webhook gone, the notifier stopped first) lands in `test_results`.
@@ -55,6 +56,9 @@ log = logging.getLogger(__name__)
 # that sent it stopped (killed, or the machine went down) before it recorded Discord's answer.
 MAYBE_REPEAT = ("may repeat: the notifier that sent this post stopped before recording whether "
                 "Discord received it")
+# The note on a retry of a post whose earlier try went out and got no answer (the HTTP timeout, a
+# dropped connection): Discord may have created it, and without a nonce it cannot tell us.
+NO_ANSWER_REPEAT = "may repeat: an earlier try of this post got no answer from Discord"
 
 
 class Notifier:
@@ -422,6 +426,7 @@ class Notifier:
                                       allowed_mentions=discord.AllowedMentions.none())
         except Exception as exc:  # noqa: BLE001 - HTTP errors, connection errors (OSError), timeouts, bugs: retried, never dropped
             self._sending = None
+            item.unanswered = item.unanswered or _maybe_received(exc, discord)
             return self._failed(item, exc, discord)
         if run_dir is not None:
             ledger.record_post(run_dir, post.key, post.kind, post.episodes, message.id, post.covers)
@@ -436,7 +441,7 @@ class Notifier:
         return 0.0
 
     def _render(self, item: _Item, discord) -> dict:
-        post = item.post
+        post = item.post.with_note(NO_ANSWER_REPEAT) if item.unanswered else item.post
         if item.plain:
             return {"content": post.as_text()}
         embed = discord.Embed(title=post.title, description=post.description, colour=post.colour)
@@ -454,6 +459,7 @@ class Notifier:
             self._failures += 1
             failures = self._failures
         delay = self.retry.delay(failures)
+        failing = failures >= self.retry.failing_after
         if isinstance(exc, discord.HTTPException):
             text = f"Discord answered {status}: {exc.text or exc.response.reason}"
             if status == 400 and item is not None and not item.plain:
@@ -470,13 +476,13 @@ class Notifier:
                     return 0.0
                 text = (f"Discord answered {status}: the webhook was deleted or the URL is wrong; set a new one "
                         f"(try {tries} of {self.retry.gone_after})")
-                failures = max(failures, self.retry.failing_after)
+                failing = True  # at once: retrying will not mend it (the log keeps the true count in a row)
         elif what:
             text = f"{what}: {exc}"
         else:
             text = f"cannot reach Discord: {type(exc).__name__}: {exc}"
         text = self._scrub(text)[:300]
-        state = FAILING if failures >= self.retry.failing_after else RETRYING
+        state = FAILING if failing else RETRYING
         # every failed attempt is one line in notifier.log (a repeat of the same error too): the
         # log is where a user counts the attempts and reads the gaps between them
         what = f"post {item.post.key}" + (f" of {item.run_dir.name}" if item.run_dir else "") if item else "webhook check"
@@ -538,6 +544,15 @@ class _Item:
     post: Post
     plain: bool = False  # Discord rejected the embed as malformed: send it as plain text
     test_id: str | None = None  # a test post: its outcome goes to Notifier.test_results
+    unanswered: bool = False  # an earlier try went out and got no answer: Discord may have it already
+
+
+def _maybe_received(exc: BaseException, discord) -> bool:
+    """A try that may have reached Discord though no answer came back: a timeout or a dropped
+    connection, not an HTTP answer (Discord refused it) nor a connection never made."""
+    import aiohttp
+
+    return not isinstance(exc, (discord.HTTPException, aiohttp.ClientConnectorError))
 
 
 def _retry_after(exc) -> float:

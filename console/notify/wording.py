@@ -16,7 +16,7 @@ from prereg import rundir as rd
 from prereg.core.untrusted import redacted, shown
 from prereg.core.vocabulary import DECODES, PLUGIN, POLICIES
 from prereg.document.model import describe_tripwires
-from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY
+from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY, video_words
 from prereg.rundir.rows import number
 from prereg.rundir.status import GateSpec
 from prereg.stats.reads import EXPLORATORY_HEAD
@@ -168,8 +168,8 @@ def report_head(res: dict | None) -> tuple[str | None, str, list[str]]:
     why = res.get("invalid_because")
     if res.get("valid") is not True and isinstance(why, list) and why:
         valid += f" ({esc(short(why[0], 120))})"
-    head = (f"successes **{esc(short(p.get('text') or f'{k} / {n}', 120))}** · knock-aways {num(res.get('knock_aways'))}"
-            f" · engaged {num(res.get('engaged'))} · {valid}")
+    head = (f"successes **{esc(short(p.get('text') or f'{k} / {n}', 120))}** · knock-aways {count_text(res.get('knock_aways'))}"
+            f" · engaged {count_text(res.get('engaged'))} · {valid}")
     return head, f"results: {k}/{n} successes", verdict_lines(res)
 
 
@@ -199,7 +199,7 @@ def published_lines(res: dict | None) -> list[str]:
     commit = pub.get("commit") if isinstance(pub.get("commit"), str) else ""
     line = f"published: [rows, chart, results]({pub['folder_url']})" + (f" · commit `{code(commit[:12])}`" if commit else "")
     videos = pub.get("videos") if isinstance(pub.get("videos"), dict) else {}
-    links = [f"[seed {esc(short(str(s), 12))}]({u})" for s, u in list(videos.items())[:10] if is_url(u)]
+    links = [f"[{esc(short(video_words(str(s)), 60))}]({u})" for s, u in list(videos.items())[:10] if is_url(u)]
     if links:
         line += " · videos " + " ".join(links) + (f" (+{len(videos) - 10})" if len(videos) > 10 else "")
     return [*page, line]
@@ -228,6 +228,39 @@ def describe_gates(spec: GateSpec) -> str:
     if tripwires:
         bits.append(tripwires)
     return " · ".join(bits) or "none"
+
+
+def describe_stall(spec: GateSpec) -> str:
+    """The stall check every run gets, registered or launched by flags (prereg.rundir.gates: the stall
+    limit, and start-up's own limit), in words."""
+    return (f"a stall is posted when the heartbeat is older than {spec.stall_factor:g} × the median episode"
+            f" (at least {spec.stall_min_s:g} s), or {hours(spec.startup_limit_s)} while starting")
+
+
+_JOINT_STATUS = {"pass": "ok", "fail": "**FAIL**", "warn": "warn", "info": "not judged"}
+
+
+def tripwire_joint_lines(tripwire: str, joints: object) -> list[str]:
+    """A registered tripwire's per-joint rows (the record's `reports[name].joints`) one short line a
+    joint, the gripper too, readable on a phone: 'wrist\\_roll **FAIL** · 54% uncovered', its why on
+    the line below. A row another writer left malformed is skipped, never a crash."""
+    out = []
+    for row in joints if isinstance(joints, list) else ():
+        if not isinstance(row, dict) or not isinstance(row.get("joint"), str):
+            continue
+        line = f"{esc(short(row['joint'], 30))} {_JOINT_STATUS.get(row.get('status'), esc(short(row.get('status'), 12)))}"
+        uncovered, delta, limit = num(row.get("uncovered")), num(row.get("delta_deg")), num(row.get("limit_deg"))
+        if tripwire == "coverage" and uncovered is not None:
+            line += f" · {uncovered:.0%} uncovered"
+        elif delta is not None:
+            line += f" · first action moves {delta:.1f}°" + (f" (limit {limit:.1f}°)" if limit is not None else "")
+        out.append(line)
+        why = row.get("why") if isinstance(row.get("why"), str) and row.get("status") != "pass" else ""
+        if delta is not None:  # 'delta 41.0 > limit 10.0' is the line above; a clamp signature is not
+            why = "; ".join(w for w in why.split("; ") if not w.startswith("delta "))
+        if why.strip():
+            out.append(f"  {esc(short(why.strip(), 160))}")
+    return out
 
 
 def seed_span(seeds: list) -> str:
@@ -284,7 +317,12 @@ def num(v: object) -> float | None:
 
 
 def count_text(v: object) -> str:
-    return str(v) if type(v) is int else "?"
+    """A count as a whole number ('23', never '23.0': a count written as 23.0 by another writer too);
+    '?' for what is not a whole number."""
+    if type(v) is int:
+        return str(v)
+    n = num(v)
+    return str(int(n)) if n is not None and n.is_integer() else "?"
 
 
 def hours(seconds: float) -> str:

@@ -36,6 +36,7 @@ from prereg.outputs.page_charts import band_chart, chart_section, paired_chart
 from prereg.outputs.page_html import Links, document, header, rel
 from prereg.outputs.page_seeds import grids, seed_boxes
 from prereg.outputs.report_markdown import (
+    OTHER_READS,
     cm_text,
     outcome_transitions,
     paired_line,
@@ -330,7 +331,7 @@ def _reads(doc, reps, colors: dict[str, str], *, registration: bool = False) -> 
                      + "".join(f"<li>{escape(t)}</li>" for t in validity_lines(a)) + "</ul></li>")
         items.append(f"<li><strong>Secondary</strong> (record-only): engaged {a.engaged}; knock-aways {a.knock_aways}; "
                      f"quiet {a.quiet}; success seeds {escape(str(a.success_seeds))}; mask violations {a.mask_violations}</li>")
-        items.append(f"<li><strong>Reads as the lab notes made them</strong>: {escape(seed_reads_line(a))}</li>")
+        items.append(f"<li><strong>{OTHER_READS}</strong>: {escape(seed_reads_line(a))}</li>")
         if a.dropped:
             items.append("<li><strong>Dropped values</strong> (null or not finite): "
                          + escape(", ".join(f"{k} {v}" for k, v in sorted(a.dropped.items()))) + "</li>")

@@ -344,6 +344,17 @@ def no_local_paths(data: bytes, roots: list[tuple[str, str]]) -> bytes:
     return text.encode("utf-8")
 
 
+def video_key(arm: str, seed: int, *, comparison: bool) -> str:
+    """A published video's key in results.json's `published.videos`: its seed, a comparison run's 'arm:seed'."""
+    return f"{arm}:{seed}" if comparison else str(seed)
+
+
+def video_words(key: str) -> str:
+    """A published video's key in words: 'seed 6', a comparison run's 'steady, seed 2' (not 'seed steady:2')."""
+    arm, colon, seed = key.rpartition(":")
+    return f"{arm}, seed {seed}" if colon and arm else f"seed {key}"
+
+
 def _video_items(doc, arm: str, rows: list[dict], plan: RunPlan, videos: str, extra_seeds: tuple[int, ...],
                  notes: list[str]) -> list[Item]:
     """The videos of `arm` the plan names (or all of them), those filmed; the named ones not filmed go to `notes`."""
@@ -376,7 +387,7 @@ def _video_items(doc, arm: str, rows: list[dict], plan: RunPlan, videos: str, ex
         path = f"{plan.folder}/{video.relative_to(plan.run_dir.resolve()).as_posix()}"
         if path in plan.videos.values():
             continue
-        plan.videos[f"{arm}:{seed}" if len(plan.arms) > 1 else str(seed)] = path
+        plan.videos[video_key(arm, seed, comparison=len(plan.arms) > 1)] = path
         out.append(Item(path, video, f"video of seed {seed}: {', '.join(why[seed])}", video.stat().st_size))
     if unfilmed:
         notes.append(f"{arm}: no video of seed{'s' if len(unfilmed) > 1 else ''} {', '.join(map(str, unfilmed))} "

@@ -17,6 +17,10 @@ from prereg.stats.verdict import Judgement
 
 # ---------------------------------------------------------------- writing
 
+# the seeds' further reads (worst knock-away, success ticks, tipped, spend, mask), as results.md, the page
+# and the Discord post that quotes results.md head them: plain words, for a reader on a phone
+OTHER_READS = "Other reads"
+
 
 def section_markdown(doc: Document, reports: dict[str, ArmReport], judgement: Judgement, now: str,
                       reg_md: Path | None = None) -> list[str]:
@@ -63,9 +67,9 @@ def arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool
                + f"; quiet {a.quiet}; progress_final_cm mean {cm_text(a.progress_final_mean)}, median "
                f"{cm_text(a.progress_final_median)}; success seeds {a.success_seeds}; mask violations {a.mask_violations}"
                + (f"; first-action delta {a.first_action_delta_deg:.2f} deg" if a.first_action_delta_deg is not None else ""))
-    out.append(f"- **Reads as the lab notes made them**: {seed_reads_line(a)}")
+    out.append(f"- **{OTHER_READS}**: {seed_reads_line(a)}")
     if a.outcomes:
-        out.append("- **Outcomes** (one per episode, prereg.rundir.outcomes.episode_outcome): " + outcomes_line(a.outcomes))
+        out.append("- **Outcomes** (one per episode, the first that holds): " + outcomes_line(a.outcomes))
     for c in rep.comparators:
         out.append(f"- **Paired vs {c.comparator.name}**: " + (paired_line(c.paired) if c.paired else c.note)
                    + (f" ({c.note})" if c.paired and c.note else ""))
@@ -119,7 +123,7 @@ def _outcomes_table(shown: dict[str, ArmReport]) -> list[str]:
         return []
     used = [o for o in EPISODE_OUTCOMES if any(r.outcomes.get(o) for _, r in arms)]
     out = ["## Outcomes", "",
-           "One outcome per episode (prereg.rundir.outcomes.episode_outcome; the first that holds, left to right).", "",
+           "One outcome per episode (the first that holds, left to right).", "",
            "| arm | " + " | ".join(OUTCOME_LABELS[o] for o in used) + " |",
            "| --- | " + " | ".join("---" for _ in used) + " |"]
     for name, r in arms:
@@ -157,9 +161,8 @@ def seed_reads_line(a: ArmReads) -> str:
         spend.append(f"episode walls {a.wall_s_episodes / 60:.1f} min summed")
     if a.gpu_hours is not None:
         spend.append(f"{a.gpu_hours:.3f} GPU-h")
-    if a.mean_batch is not None:
-        spend.append(f"mean batch {a.mean_batch:.2f}")
-    spend.append(f"{a.predicts:,} predicts")
+    per_call = f" ({a.mean_batch:.2f} per policy call)" if a.mean_batch is not None else ""
+    spend.append(f"{a.predicts:,} predicts{per_call}")
     bits.append("spend " + ", ".join(spend))
     if a.mask_per_predict is not None:
         bits.append(f"mask interventions {a.mask_violations} ({a.mask_per_predict:.3f} per predict)")

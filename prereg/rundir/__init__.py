@@ -78,6 +78,7 @@ from prereg.rundir.manifest import (
     Snapshot,
     read_manifest,
     read_snapshot,
+    tripwire_record,
     tripwire_table,
 )
 from prereg.rundir.status import (
@@ -188,6 +189,7 @@ __all__ = [
     "Status",
     "PreregRef",
     "Manifest",
+    "tripwire_record",
     "tripwire_table",
     "read_manifest",
     "Snapshot",

@@ -164,13 +164,21 @@ def tripwire_table(status: "Status | Mapping | None", manifest: "Manifest | Mapp
     """(passed, the per-joint tables as text) of a run's registered tripwires, from status.json's
     record, else the manifest's (typed, or the files' objects); (None, '') when none ran.
     Never raises on a record someone else wrote."""
+    record = tripwire_record(status, manifest)
+    if record is None:
+        return None, ""
+    passed, table = record.get("passed"), record.get("table")
+    return (passed if isinstance(passed, bool) else None), (table if isinstance(table, str) else "")
+
+
+def tripwire_record(status: "Status | Mapping | None", manifest: "Manifest | Mapping | None" = None) -> dict | None:
+    """The registered tripwires' record (TRIPWIRES_FIELD: passed, failed, table, and per arm its
+    reports' per-joint rows), status.json's, else the manifest's; None when none ran."""
     for holder in (Status.of(status), Manifest.of(manifest)):
         record = holder.tripwires if holder is not None else None
         if isinstance(record, dict):
-            passed = record.get("passed")
-            table = record.get("table")
-            return (passed if isinstance(passed, bool) else None), (table if isinstance(table, str) else "")
-    return None, ""
+            return record
+    return None
 
 
 def read_manifest(run_dir: str | Path) -> tuple[Manifest | None, str | None]:

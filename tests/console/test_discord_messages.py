@@ -199,7 +199,10 @@ def test_the_launch_post_reads_the_manifest_the_real_driver_writes(tmp_path):
     # the oracle loads no model: no dtype, convmap, decode or checkpoint (the flags' defaults are in its manifest)
     assert "dtype" not in d and "convmap" not in d and "decode" not in d and "checkpoint" not in d
     assert "1 seeds (0)" in d and "1 s episodes" in d and "1 workers" in d and "budget: 1 episodes" in d
-    assert "gates: " in d
+    # a flag launch registers no gate, but the stall check runs: the post says so, not 'gates: none'
+    assert "gates: none registered (no GPU-hour or pace limit)" in d
+    assert "checked: a stall is posted when the heartbeat is older than 4 × the median episode (at least 60 s)" in d
+    assert "or 15 min while starting" in d
     assert p.content.startswith("scripted ")
     assert p.content.count("scripted") == 1  # the arm is named 'scripted' too: said once
 

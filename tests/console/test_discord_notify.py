@@ -46,6 +46,7 @@ def test_a_run_of_25_episodes_posts_launch_updates_at_10_and_20_and_results_with
     assert n.poll_run(run.dir) == []  # polled again: nothing owed twice
     assert n.poll_run(run.episodes(19).dir) == []
     assert n.poll_run(run.episodes(20).dir) == ["update:20"]
+    assert n.wait_idle(10)  # sent before the run ends (a post still queued then folds into the end post)
     run.episodes(25, state="done").results()
     assert n.poll_run(run.dir) == ["results"]
     assert n.wait_idle(10)
@@ -116,6 +117,7 @@ def test_a_restarted_console_catches_up_without_repeating_a_post(fake, make_noti
     second = make_notifier()
     assert second.poll_run(run.dir) == ["update:40"]
     assert second.poll_run(run.episodes(50).dir) == ["update:50"]
+    assert second.wait_idle(10)  # sent before the run ends (a post still queued then folds into the end post)
     run.episodes(100, state="done").results()
     assert second.poll_run(run.dir) == ["results"]
     assert second.wait_idle(10)
@@ -382,3 +384,42 @@ def test_each_failed_attempt_is_a_line_in_the_log(fake, make_notifier, tmp_path,
     assert len(failed) == 4, failed  # each attempt, not only the first of a kind
     assert [f"failure {i} in a row" in line for i, line in enumerate(failed, 1)] == [True] * 4
     assert all("post launch of flow-a-20261130-080000" in line for line in failed)
+
+
+def test_the_log_of_a_dead_webhook_counts_its_tries_as_they_happen(fake, make_notifier, tmp_path, caplog):
+    """The first 404 is failure 1 in a row and try 1 of 3 (it read 'failure 3 in a row … (try 1 of 3)'),
+    and the state says failing at once: retrying will not bring a deleted webhook back."""
+    caplog.set_level(logging.INFO)
+    run = HandMadeRun(tmp_path, total=100)
+    fake.fail_next(404, times=3)
+    n = make_notifier()
+    n.poll_run(run.dir)
+    assert wait_until(lambda: n.gone)
+    failed = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert len(failed) == 2, failed  # the third 404 gives up (its own line: webhook gone)
+    for i, line in enumerate(failed, 1):
+        assert f"failure {i} in a row" in line and f"(try {i} of 3)" in line, line
+    assert any("webhook gone: Discord answered 404 3 times" in r.getMessage() for r in caplog.records)
+
+
+def test_a_send_that_got_no_answer_is_retried_marked_as_a_possible_repeat(fake, make_notifier, tmp_path):
+    """Discord created the message but its answer came after the HTTP timeout: without a nonce the
+    retry makes a second copy, and says it may be one. A post Discord refused or never got is not marked."""
+    run = HandMadeRun(tmp_path, total=100)
+    fake.delay_next(3.0)  # created at once, answered after the notifier gave up waiting
+    n = make_notifier(request_timeout_s=0.5)
+    n.poll_run(run.dir)
+    assert n.wait_idle(20)
+    fake.release_delays()
+    assert keys_posted(fake) == ["launch", "launch"]
+    first, second = (m.payload["embeds"][0]["description"] for m in fake.messages)
+    assert "may repeat" not in first
+    assert second.splitlines()[-1] == "*may repeat: an earlier try of this post got no answer from Discord*"
+    assert [e["key"] for e in read_ledger(run.dir)] == ["launch"]
+
+    fake.stop()  # Discord unreachable: the request never left, so its retry is no repeat
+    n.poll_run(run.episodes(10).dir)
+    assert wait_until(lambda: n.state in (RETRYING, FAILING))
+    fake.start()
+    assert n.wait_idle(20)
+    assert "may repeat" not in fake.messages[-1].payload["embeds"][0]["description"]

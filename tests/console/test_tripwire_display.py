@@ -25,7 +25,9 @@ def record(allow=()) -> dict:
     report = coverage_tripwire(PRESETS["official"], RIG_Q01, RIG_Q99, REL_Q01, REL_Q99, allow_span_limited=allow)
     table = "registered tripwires, arm A (molmoact2):\n" + format_tripwires([report])
     failed = [] if report.passed else ["coverage: wrist_roll 54% uncovered (span mismatch ...)"]
-    return {"passed": report.passed, "failed": failed, "table": table, "checked_at": "2026-12-01T10:00:00Z"}
+    arm = {"arm": "A", "policy": "molmoact2", "applies": True, "passed": report.passed, "failed": failed,
+           "reports": {report.name: report.as_dict()}, "table": format_tripwires([report])}  # as engine/launch_tripwires.py
+    return {"passed": report.passed, "failed": failed, "table": table, "arms": [arm], "checked_at": "2026-12-01T10:00:00Z"}
 
 
 def failed_run(tmp_path, rec: dict) -> HandMadeRun:
@@ -38,14 +40,53 @@ def failed_run(tmp_path, rec: dict) -> HandMadeRun:
     return run
 
 
-def test_the_failure_post_carries_the_failing_tripwires_table(tmp_path):
+def test_the_failure_post_gives_the_failing_tripwire_one_short_line_a_joint(tmp_path):
+    """Read on a phone: every joint, the gripper too, on a line of its own (it was a 130-column code
+    block a phone cut at 'wrist_flex …', before the gripper's row)."""
     run = failed_run(tmp_path, record())
     (post,) = [p for p in due_posts(read_snapshot(run.dir), {"launch"}) if p.kind == rd.FAILED]
     d = post.description
-    assert "reason: tripwire coverage: wrist\\_roll 54% uncovered" in d  # markdown-escaped outside the block
-    assert "```" in d and "tripwire coverage: FAIL" in d and "wrist_roll" in d and "fail" in d
+    assert "reason: tripwire coverage: wrist\\_roll 54% uncovered" in d  # markdown-escaped
+    lines = d.splitlines()
+    start = lines.index("registered tripwires (before the first episode):")
+    assert lines[start + 1:] == [
+        "**coverage** (arm A): failed",
+        "shoulder\\_pan ok · 4% uncovered",
+        "shoulder\\_lift ok · 0% uncovered",
+        "elbow\\_flex ok · 0% uncovered",
+        "wrist\\_flex ok · 6% uncovered",
+        "wrist\\_roll **FAIL** · 54% uncovered",
+        "  span mismatch: rig span 207 vs release 106 deg, no offset below 49%",
+        "gripper ok · 2% uncovered",
+    ]
+    assert all(len(line) <= 72 for line in lines[start:]) and "```" not in d
     assert "note:" not in d  # the tables' notes stay in the manifest
-    assert len(d) <= 1800 and d.count("```") == 2
+    assert len(d) <= 1800
+
+
+def test_a_first_action_tripwire_reads_each_joints_move_against_its_limit():
+    from console.notify.wording import tripwire_joint_lines
+
+    rows = [{"joint": "shoulder_pan", "delta_deg": 2.04, "limit_deg": 10.0, "status": "pass", "why": ""},
+            {"joint": "wrist_roll", "delta_deg": 41.0, "limit_deg": 10.0, "status": "fail",
+             "why": "CLAMP SIGNATURE: delta 41.0 ~ gap 40.8 from state to release edge; delta 41.0 > limit 10.0"},
+            {"joint": "elbow_flex", "delta_deg": 12.5, "limit_deg": 10.0, "status": "fail", "why": "delta 12.5 > limit 10.0"},
+            {"joint": "gripper", "delta_deg": 3.0, "limit_deg": 10.0, "status": "info", "why": ""},
+            "not a row", {"joint": 3}]
+    assert tripwire_joint_lines("first_action", rows) == [
+        "shoulder\\_pan ok · first action moves 2.0° (limit 10.0°)",
+        "wrist\\_roll **FAIL** · first action moves 41.0° (limit 10.0°)",
+        "  CLAMP SIGNATURE: delta 41.0 \\~ gap 40.8 from state to release edge",  # escaped; its delta is above
+        "elbow\\_flex **FAIL** · first action moves 12.5° (limit 10.0°)",
+        "gripper not judged · first action moves 3.0° (limit 10.0°)"]
+
+
+def test_a_record_without_per_joint_rows_gives_its_failures(tmp_path):
+    rec = {**record(), "arms": []}  # an older record: the table and the one-line failures only
+    run = failed_run(tmp_path, rec)
+    (post,) = [p for p in due_posts(read_snapshot(run.dir), {"launch"}) if p.kind == rd.FAILED]
+    assert post.description.endswith("registered tripwires (before the first episode):\n"
+                                      "coverage: wrist\\_roll 54% uncovered (span mismatch ...)")
 
 
 def test_a_failure_that_is_not_a_tripwire_posts_no_table(tmp_path):
