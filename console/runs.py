@@ -21,6 +21,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.core.argcheck import module_argv
 from prereg.core.errors import UsageError
+from prereg.core.safe_read import resolved
 from prereg.core.webhook_env import without_webhooks
 from prereg.rundir.discovery import (  # noqa: F401 - re-exported: the console's names for them
     ALIVE,
@@ -203,8 +204,9 @@ def request_stop(run_dir: str | Path, who: str, detail: str, now: float | None =
 
 
 def shown_path(path: Path) -> str:
-    """A path as a person would type it: relative to the working directory when under it."""
+    """A path as a person would type it: relative to the working directory when under it (a symlink loop,
+    which Path.resolve raises on, is shown as given: `resolved`)."""
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+        return str(resolved(path).relative_to(resolved(Path.cwd())))
     except ValueError:
         return str(path)
