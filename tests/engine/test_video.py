@@ -35,10 +35,11 @@ def test_an_mp4_a_browser_plays_is_written_in_this_process(tmp_path):
     path.parent.mkdir()
     shown = frames(25)
     me = psutil.Process()
+    before = {c.pid for c in me.children()}  # a pytest worker may hold an earlier test's processes
     writer = VideoWriter(path)
     for f in shown:
         writer.add(f)
-        assert me.children() == []
+        assert {c.pid for c in me.children()} <= before
     writer.close()
     assert writer.error is None and writer.frames == 25
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # the .part file renamed into place
