@@ -255,7 +255,8 @@ def tripwire_joint_lines(tripwire: str, joints: object) -> list[str]:
         elif delta is not None:
             line += f" · first action moves {delta:.1f}°" + (f" (limit {limit:.1f}°)" if limit is not None else "")
         out.append(line)
-        why = row.get("why") if isinstance(row.get("why"), str) and row.get("status") != "pass" else ""
+        judged_ok = _JOINT_STATUS.get(row.get("status")) == "ok"  # a tripwire joint's status, not a row's
+        why = row.get("why") if isinstance(row.get("why"), str) and not judged_ok else ""
         if delta is not None:  # 'delta 41.0 > limit 10.0' is the line above; a clamp signature is not
             why = "; ".join(w for w in why.split("; ") if not w.startswith("delta "))
         if why.strip():
