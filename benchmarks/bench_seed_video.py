@@ -1,7 +1,7 @@
 """A seed's video played in the console, measured in a real terminal (a pty, or tmux), as plain tmux draws it.
 
     .venv/bin/python benchmarks/bench_seed_video.py [--size 220x60] [--seconds 8] [--video film|synthetic|noise|PATH]
-        [--resize 220x60] [--busy 2] [--tmux] [--baseline]
+        [--resize 220x60] [--busy 2] [--tmux [--check]] [--baseline]
 
 The video: `film` (the default) films a scripted episode of boat-on-disk with the engine, as a run
 does (front | wrist, 10 fps); `synthetic` is a still textured scene with a block moving; `noise` has
@@ -16,7 +16,10 @@ and a key (`v`, which does nothing on the video tab) is pressed at once: the tim
 drawn at the new size and until the key is handled. --busy N: N busy loops (`while True: pass`)
 run while it plays (the development box has 2 cores). --tmux: the console runs inside a tmux
 session (new-session -d -x W -y H), which is sampled 20 times a second (capture-pane): the pictures a
-tmux user sees per second, and the tmux server's CPU too. --baseline: the same run with the terminal
+tmux user sees per second, and the tmux server's CPU too. --check (with --tmux): a tall notification
+covers the picture for a third of the run (BENCH_NO_TOAST=1: none); at the end, paused, tmux's
+picture must be what Textual's own full repaint draws (the player writes to the terminal itself when
+nothing covers it; BENCH_CHECK_DUMP=FILE keeps both). --baseline: the same run with the terminal
 output thrown away (a pty nobody reads is never full, so this is the console's own cost).
 
 Goal (issues 27 and 38): the file's own fps at every size, under 30% of a core.
@@ -82,13 +85,13 @@ run = next(p for p in runs.iterdir() if p.is_dir())
 result = {"resized_drawn": [], "keys": [], "resize_seen": [], "direct": 0, "textual": 0}
 
 # what the benchmark observes, noted where it happens (time.monotonic is one clock for every process)
-draw_line = VideoFrame.render_line
-def render_line(self, y):
+made_keys = VideoFrame.keys  # the tiles ask for the keys when they draw; at a new size they are made afresh
+def keys(self):
     size = (self.content_size.height, self.content_size.width)
     if self._keys is None or self._keys.shape != size:
         result["resized_drawn"].append([time.monotonic(), list(app.size), list(size)])
-    return draw_line(self, y)
-VideoFrame.render_line = render_line
+    return made_keys(self)
+VideoFrame.keys = keys
 tab = SeedScreen.action_tab
 def action_tab(self, which):
     result["keys"].append(time.monotonic())
@@ -284,7 +287,8 @@ def run_in_tmux(child_argv, env, cols, rows, deadline_s, resize, frame_rows) -> 
     """The console in a detached tmux session; its pane sampled 20 times a second."""
     session = f"bench-video-{os.getpid()}"
     cmd = " ".join(shlex.quote(a) for a in child_argv) + "; sleep 2"  # the pane outlives a crash long enough to say so
-    envs = [f"{k}={v}" for k, v in env.items() if k in ("FONTAINE_IMAGES", "PYTHONPATH", "COLORTERM", "MUJOCO_GL", "BENCH_CHECK_DUMP", "BENCH_NO_TOAST")]
+    passed = ("FONTAINE_IMAGES", "PYTHONPATH", "COLORTERM", "MUJOCO_GL", "BENCH_CHECK_DUMP", "BENCH_NO_TOAST")
+    envs = [f"{k}={v}" for k, v in env.items() if k in passed]
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(cols), "-y", str(rows),
                     "env", *envs, "bash", "-c", cmd], check=True)
     server = int(subprocess.run(["tmux", "display", "-p", "-t", session, "#{pid}"], capture_output=True,
