@@ -1,7 +1,7 @@
 """A seed's video played in the console, measured in a real terminal (a pty, or tmux), as plain tmux draws it.
 
     .venv/bin/python benchmarks/bench_seed_video.py [--size 220x60] [--seconds 8] [--video film|synthetic|noise|PATH]
-        [--resize 220x60] [--busy 2] [--tmux] [--baseline]
+        [--resize 220x60] [--busy 2] [--tmux [--check]] [--baseline]
 
 The video: `film` (the default) films a scripted episode of boat-on-disk with the engine, as a run
 does (front | wrist, 10 fps); `synthetic` is a still textured scene with a block moving; `noise` has
@@ -16,7 +16,10 @@ and a key (`v`, which does nothing on the video tab) is pressed at once: the tim
 drawn at the new size and until the key is handled. --busy N: N busy loops (`while True: pass`)
 run while it plays (the development box has 2 cores). --tmux: the console runs inside a tmux
 session (new-session -d -x W -y H), which is sampled 20 times a second (capture-pane): the pictures a
-tmux user sees per second, and the tmux server's CPU too. --baseline: the same run with the terminal
+tmux user sees per second, and the tmux server's CPU too. --check (with --tmux): a tall notification
+covers the picture for a third of the run (BENCH_NO_TOAST=1: none); at the end, paused, tmux's
+picture must be what Textual's own full repaint draws (the player writes to the terminal itself when
+nothing covers it; BENCH_CHECK_DUMP=FILE keeps both). --baseline: the same run with the terminal
 output thrown away (a pty nobody reads is never full, so this is the console's own cost).
 
 Goal (issues 27 and 38): the file's own fps at every size, under 30% of a core.
@@ -30,6 +33,7 @@ import json
 import os
 import pty
 import select
+import shlex
 import shutil
 import subprocess
 import sys
@@ -68,18 +72,26 @@ timed(ChopsUpdate, "render_segments", "Textual's escape codes")
 timed(LayoutUpdate, "render_segments", "Textual's escape codes")
 
 runs, out, seconds, settle = Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+check = sys.argv[6] == "check"
+if hasattr(VideoFrame, "_write_direct"):
+    written = VideoFrame._write_direct
+    def write_direct(self, keys, changed):
+        went = written(self, keys, changed)
+        result["direct" if went else "textual"] += 1
+        return went
+    VideoFrame._write_direct = write_direct
 app = FontaineApp(runs_dir=runs, prereg_dirs=[], notifier=None)
 run = next(p for p in runs.iterdir() if p.is_dir())
-result = {"resized_drawn": [], "keys": [], "resize_seen": []}
+result = {"resized_drawn": [], "keys": [], "resize_seen": [], "direct": 0, "textual": 0}
 
 # what the benchmark observes, noted where it happens (time.monotonic is one clock for every process)
-draw_line = VideoFrame.render_line
-def render_line(self, y):
+made_keys = VideoFrame.keys  # the tiles ask for the keys when they draw; at a new size they are made afresh
+def keys(self):
     size = (self.content_size.height, self.content_size.width)
     if self._keys is None or self._keys.shape != size:
         result["resized_drawn"].append([time.monotonic(), list(app.size), list(size)])
-    return draw_line(self, y)
-VideoFrame.render_line = render_line
+    return made_keys(self)
+VideoFrame.keys = keys
 tab = SeedScreen.action_tab
 def action_tab(self, which):
     result["keys"].append(time.monotonic())
@@ -115,8 +127,11 @@ def play(screen):
     n = len(screen.frames.images)
     loops = [0]
     last = [screen.index]
+    ended = []
 
     def loop_again():  # a video shorter than the measurement plays again from the start
+        if ended:
+            return
         if screen.index < last[0]:
             loops[0] += 1
         last[0] = screen.index
@@ -124,6 +139,30 @@ def play(screen):
             loops[0] += 1
             screen.action_play_pause()
         app.set_timer(0.05, loop_again)
+
+    def pane(rows):  # what tmux shows on the picture's rows, colours included (--check runs inside tmux)
+        import subprocess
+        shot = subprocess.run(["tmux", "capture-pane", "-e", "-p", "-t", os.environ["TMUX_PANE"]],
+                              capture_output=True, text=True).stdout.split("\n")
+        return shot[rows[0]:rows[1]]
+
+    def checked():  # the screen as the player left it, then as Textual draws it all afresh
+        box = frame.content_region
+        rows = (box.y, box.bottom)
+        before = pane(rows)
+        app.screen.refresh()
+        def again():
+            if os.environ.get("BENCH_CHECK_DUMP"):
+                Path(os.environ["BENCH_CHECK_DUMP"]).write_text(json.dumps([before, pane(rows)]))
+            result["check"] = {"rows": list(rows), "same": before == pane(rows),
+                               "differing_rows": sum(a != b for a, b in zip(before, pane(rows)))}
+            out.write_text(json.dumps(result))
+            app.exit()
+        app.set_timer(1.0, again)
+
+    if check and not os.environ.get("BENCH_NO_TOAST"):  # a tall notification over the picture for a third of the run, from a third in
+        tall = "\n".join(f"a notification over the picture, line {i}" for i in range(30))
+        app.set_timer(seconds / 3, lambda: app.notify(tall, timeout=seconds / 3))
 
     def done():
         r1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -133,6 +172,12 @@ def play(screen):
                       frames_advanced=screen.index - i0 + loops[0] * n, fps=screen.frames.fps, n=n,
                       cells_painted=frame.painted - p0, size=list(app.size), frame_cells=list(frame.content_size),
                       spent=dict(spent))
+        ended.append(True)
+        if check:
+            if screen.playing:
+                screen.action_play_pause()
+            app.set_timer(1.0, checked)
+            return
         out.write_text(json.dumps(result))
         app.exit()
 
@@ -241,8 +286,9 @@ def run_in_pty(child_argv, env, cols, rows, deadline_s, resize, read=True) -> di
 def run_in_tmux(child_argv, env, cols, rows, deadline_s, resize, frame_rows) -> dict:
     """The console in a detached tmux session; its pane sampled 20 times a second."""
     session = f"bench-video-{os.getpid()}"
-    cmd = " ".join(f"'{a}'" for a in child_argv)
-    envs = [f"{k}={v}" for k, v in env.items() if k in ("FONTAINE_IMAGES", "PYTHONPATH", "COLORTERM", "MUJOCO_GL")]
+    cmd = " ".join(shlex.quote(a) for a in child_argv) + "; sleep 2"  # the pane outlives a crash long enough to say so
+    passed = ("FONTAINE_IMAGES", "PYTHONPATH", "COLORTERM", "MUJOCO_GL", "BENCH_CHECK_DUMP", "BENCH_NO_TOAST")
+    envs = [f"{k}={v}" for k, v in env.items() if k in passed]
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(cols), "-y", str(rows),
                     "env", *envs, "bash", "-c", cmd], check=True)
     server = int(subprocess.run(["tmux", "display", "-p", "-t", session, "#{pid}"], capture_output=True,
@@ -285,6 +331,8 @@ def main() -> None:
     ap.add_argument("--busy", type=int, default=0, help="busy loops running meanwhile")
     ap.add_argument("--tmux", action="store_true", help="run inside tmux and count the pictures it shows")
     ap.add_argument("--baseline", action="store_true", help="throw the terminal output away unread")
+    ap.add_argument("--check", action="store_true", help="(with --tmux) a notification over the picture a third of "
+                    "the way in; at the end, paused, tmux's picture against Textual's own full repaint")
     ap.add_argument("--noise", action="store_true", help="(old spelling of --video noise)")
     args = ap.parse_args()
     if args.noise:
@@ -308,7 +356,10 @@ def main() -> None:
     out = tmp / "result.json"
     env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", "FONTAINE_IMAGES": "halfcell",
            "PYTHONPATH": str(ROOT)}
-    child = [sys.executable, "-c", CHILD, str(ROOT), str(runs), str(out), str(args.seconds), str(args.settle)]
+    if args.check and not args.tmux:
+        sys.exit("--check reads the screen from tmux: add --tmux")
+    child = [sys.executable, "-c", CHILD, str(ROOT), str(runs), str(out), str(args.seconds), str(args.settle),
+             "check" if args.check else "-"]
     resize = None
     if args.resize:
         size = tuple(int(v) for v in args.resize.split("x"))
@@ -372,6 +423,13 @@ def report(r: dict, got: dict, args, cols: int, rows: int) -> None:
         print(f"resized to {args.resize} while playing: the frame drawn at the new size "
               + (f"{drawn[0] - sent:.2f} s" if drawn else "never") + " after the resize; a key pressed with it handled "
               + (f"{keys[0] - got['key_sent']:.2f} s" if keys else "never") + " after")
+    if r["direct"] or r["textual"]:
+        print(f"frames written straight to the terminal: {r['direct']}, Textual's way: {r['textual']}")
+    if "check" in r:
+        c = r["check"]
+        print(f"check: tmux's picture (rows {c['rows'][0]}-{c['rows'][1] - 1}) after playing "
+              + ("is the same as" if c["same"] else f"DIFFERS ({c['differing_rows']} rows) from") + " Textual's own repaint")
+        ok = ok and c["same"]
     print("goal met" if ok else "goal NOT met")
 
 

@@ -16,6 +16,7 @@ import os
 
 from rich.segment import Segment
 from rich.style import Style
+from textual.errors import NoWidget
 from textual.filter import ANSIToTruecolor
 from textual.geometry import Region
 from textual.strip import Strip
@@ -87,6 +88,8 @@ class HalfBlockImage(DrawsPictures, Widget):
             out.append(Strip(segs, cols))
         return out
 
+
+SYNC_START, SYNC_END = "\x1b[?2026h", "\x1b[?2026l"  # synchronized output, as Textual wraps its own updates
 
 TOLERANCE = 8  # the player keeps a pixel's colour on screen until it moves by more than this (of 255)
 
@@ -245,18 +248,20 @@ def forget_styles() -> None:
 
 
 class VideoFrame(DrawsPictures, Widget):
-    """The player's picture, in half-blocks, drawn by TILES side-by-side tiles (_Tile).
+    """The player's picture, in half-blocks.
 
     `show(image)` turns the frame into cell keys (numpy, about a millisecond at 220x60; a pixel
-    keeps its colour on screen until it moves by more than TOLERANCE) and repaints only what
-    changed: each run of changed cells is spliced into the lines (CellLines) of the tile it falls in
-    and that tile's span refreshed. The tiles are there for the terminal: Textual writes a changed
-    span of a line from the start of the widget that holds it, so a whole-width picture wrote
-    about 300 KB a frame at 220x60 (3 MB/s at 10 fps, more than tmux could show: 3-4 different
-    pictures a second); a tile starts at most a few cells before the change. Nothing is rendered
-    ahead or kept per frame: the strips of a video rendered ahead (issue 27) were ~800k objects
-    at 220x60 for the garbage collector to walk, and a resize re-rendered every frame in a worker
-    that held the UI's GIL. `image` is the frame shown."""
+    keeps its colour on screen until it moves by more than TOLERANCE), finds the runs of cells
+    that changed, and writes them to the terminal itself (_write_direct) when nothing can cover
+    the picture; otherwise (a notification over it, a headless test) they are spliced into the
+    lines (CellLines) of the side-by-side tiles (_Tile) that hold them and refreshed Textual's
+    way. The tiles are there for the terminal: Textual writes a changed span from the start of
+    the widget that holds it, so a whole-width picture wrote ~300 KB a frame at 220x60. Whenever
+    Textual draws the picture itself (a resize, a dialog closing), the tiles draw it from the keys.
+    Nothing is rendered ahead or kept per frame: the strips of a video rendered ahead (issue 27)
+    were ~800k objects at 220x60 for the garbage collector to walk (quitting after playing took
+    seconds), and a resize re-rendered every frame in a worker that held the UI's GIL. `image` is
+    the frame shown."""
 
     TILES = 12
     DEFAULT_CSS = """
@@ -271,6 +276,7 @@ class VideoFrame(DrawsPictures, Widget):
         self._keys = None  # the cells on screen (cell_keys), rows x cols
         self.generation = 0  # counts the times the keys were made whole (a tile's lines are of one)
         self.painted = 0  # cells repainted (the benchmark reads it)
+        self._suspended = False  # the app is suspended: nothing is written to the terminal (on_mount)
 
     def compose(self):
         for _ in range(self.TILES):
@@ -293,6 +299,8 @@ class VideoFrame(DrawsPictures, Widget):
         keys = cell_keys(self._shown)
         changed = keys != old
         self._keys = keys
+        if self._write_direct(keys, changed):
+            return
         tiles = []
         for tile in self.query_children(_Tile):
             c0, c1 = tile.columns()
@@ -313,6 +321,87 @@ class VideoFrame(DrawsPictures, Widget):
         for tile, _, _, regions in tiles:
             if regions:
                 tile.refresh(*regions)
+
+    def _write_direct(self, keys, changed) -> bool:
+        """Write the changed spans to the terminal as Textual would draw them (Strip.render, then the
+        cursor put back where Textual keeps it), when nothing can be drawn over them (_uncovered).
+        Textual's way cost ~20 ms a frame at 220x60 on the development box (the compositor walks
+        every line of every tile in the changed spans' bounding box, then builds each line's escape
+        codes from its segments), which held the video near 30% of a core; writing the spans is
+        ~1 ms. The tiles' lines are dropped: whenever Textual does draw the picture (a resize, a
+        dialog or a notification closing over it) it draws it from the keys. False: drawn Textual's
+        way (headless too, as in the tests)."""
+        import numpy as np
+
+        write = self._terminal()
+        if write is None or not self._uncovered(keys.shape):
+            return False
+        region, console = self.content_region, self.app.console
+        out = []
+        for y in np.flatnonzero(changed.any(axis=1)).tolist():
+            for x0, x1 in changed_spans(changed[y]):
+                self.painted += x1 - x0
+                out.append(f"\x1b[{region.y + y + 1};{region.x + x0 + 1}H")
+                out.append(key_strip(keys[y, x0:x1]).render(console))
+        for tile in self.query_children(_Tile):
+            tile.lines = None
+        if out:
+            cursor = self.screen.outer_size.clamp_offset(self.app.cursor_position)  # as App._display leaves it
+            out.append(f"\x1b[{cursor.y + 1};{cursor.x + 1}H")
+            write(SYNC_START + "".join(out) + SYNC_END)
+        return True
+
+    def _uncovered(self, shape) -> bool:
+        """Whether Textual would draw the picture's cells as they are, every one of them, now: the
+        app is not suspended nor holding its updates back (a batch), the screen is the top one, the
+        picture and the boxes around it are displayed, not loading, not clipped, at `shape`, no
+        line filter changes colours (NO_COLOR's), and no other widget (a notification, a tooltip,
+        an overlay) has a visible cell over the picture. Anything in doubt says no."""
+        app, screen = self.app, self.screen
+        if self._suspended or getattr(app, "_batch_count", 1) or not screen.is_active or not self.is_attached:
+            return False
+        if any(not isinstance(f, ANSIToTruecolor) for f in self.get_line_filters()):
+            return False
+        boxes = [node for node in self.ancestors_with_self if isinstance(node, Widget)]
+        if not all(box.display and box.visible and not box.loading for box in boxes):
+            return False
+        try:
+            mine = screen.find_widget(self)
+        except NoWidget:
+            return False
+        region = self.content_region
+        if not mine.clip.contains_region(mine.region) or (region.height, region.width) != shape:
+            return False
+        ours = {*boxes, *self.walk_children()}
+        for widget in screen.walk_children():
+            if widget in ours:
+                continue
+            try:
+                theirs = screen.find_widget(widget)
+            except NoWidget:  # not displayed
+                continue
+            if theirs.region.intersection(theirs.clip).overlaps(mine.region):
+                return False
+        return True
+
+    def _terminal(self):
+        """The terminal's write: Textual's driver's (its writer thread keeps the order of every
+        write, Textual's own and these), or None where there is none to write to (headless, inline,
+        a browser). `App._driver` is Textual's private attribute (textual is pinned in
+        pyproject.toml): without it, or without what is read of it, the picture goes Textual's way."""
+        driver = getattr(self.app, "_driver", None)
+        write = getattr(driver, "write", None)
+        if not callable(write) or not self.app.is_running:
+            return None
+        if getattr(driver, "is_headless", True) or getattr(driver, "is_inline", True) or getattr(driver, "is_web", True):
+            return None
+        return write
+
+    def on_mount(self) -> None:
+        """A suspended app (ctrl+z, or a program given the terminal) has no terminal to write to:
+        the driver's writer is stopped, and a write could block the app. Told at once (immediate)."""
+        self.app.app_suspend_signal.subscribe(self, lambda _app: setattr(self, "_suspended", True), immediate=True)
+        self.app.app_resume_signal.subscribe(self, lambda _app: setattr(self, "_suspended", False), immediate=True)
 
     def forget(self) -> None:
         """Let go of the frame and its cells (the view is closing)."""

@@ -240,3 +240,86 @@ def test_the_time_of_a_frame_counts_the_whole_video():
     assert frame_time(0, 89, 10.0) == "0.0 s of 8.9 s"
     assert frame_time(88, 89, 10.0) == "8.8 s of 8.9 s"
     assert frame_time(0, 1, 0.0) == "0.0 s of 0.1 s"  # a file without a frame rate: the run's 10 fps
+
+
+async def test_in_a_terminal_the_changed_cells_are_written_straight_and_only_when_nothing_covers_them(
+        runs_dir, filmed_run, monkeypatch):
+    """A step writes cursor moves and the changed runs of cells, inside the picture, as Textual's
+    Strip.render makes them, and puts the cursor back; while anything can cover the picture (a
+    notification, the help over the screen, another tab, the app suspended) the picture goes
+    Textual's way, and Textual's own draw afterwards is the same cells (the tiles draw from the keys)."""
+    import re
+
+    from console.widgets.dialogs import HelpScreen
+    from console.widgets.images import VideoFrame, _Tile, key_strip
+
+    written: list[str] = []
+    monkeypatch.setattr(VideoFrame, "_terminal", lambda self: written.append)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40), notifications=True, tooltips=True) as pilot:  # as in a terminal
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 10)
+        await pilot.press("g", "right", "right", "right", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.frames_shown >= 1)
+        screen = app.screen
+        frame = screen.query_one(VideoFrame)
+        await wait_for(pilot, lambda: frame._keys is not None and frame._keys.shape == (
+            frame.content_size.height, frame.content_size.width), what="the first frame drawn")
+        box = frame.content_region
+
+        def step_written() -> str | None:
+            """One step right: what it wrote straight to the terminal (None: nothing)."""
+            before, index = len(written), screen.index
+            screen.action_step(1)
+            assert screen.index == index + 1
+            assert len(written) in (before, before + 1)
+            return written[-1] if len(written) > before else None
+
+        painted = frame.painted
+        out = step_written()
+        assert out is not None and out.startswith("\x1b[?2026h") and out.endswith("\x1b[?2026l")
+        moves = [(int(r) - 1, int(c) - 1) for r, c in re.findall(r"\x1b\[(\d+);(\d+)H", out)]
+        assert moves[:-1] and all(box.y <= y < box.bottom and box.x <= x < box.right for y, x in moves[:-1])
+        assert moves[-1] == (app.cursor_position.y, app.cursor_position.x)  # the cursor back where Textual keeps it
+        assert out.count("▀") == frame.painted - painted  # the changed runs, not the picture
+        (y, x), run = moves[0], re.split(r"\x1b\[\d+;\d+H", out)[1]  # the first run, byte for byte Textual's
+        assert run == key_strip(frame._keys[y - box.y, x - box.x:x - box.x + run.count("▀")]).render(app.console)
+        assert all(t.lines is None for t in frame.query(_Tile))  # Textual draws them from the keys if it must
+
+        app.notify("a short toast, below the picture", timeout=30)
+        await wait_for(pilot, lambda: screen.query_one("Toast").region, what="the toast")
+        toast = screen.query_one("Toast").region
+        assert not toast.overlaps(box) and step_written() is not None  # a toast elsewhere covers nothing
+        app.clear_notifications()
+        app.notify("\n".join(f"a tall toast, line {i}" for i in range(14)), timeout=30)
+        await wait_for(pilot, lambda: screen.query_one("Toast").region.overlaps(box), what="a toast over the picture")
+        assert step_written() is None  # Textual's way while the toast is over it
+        app.clear_notifications()
+        await wait_for(pilot, lambda: not screen.query("Toast"), what="the toast gone")
+        assert step_written() is not None
+
+        app.action_help()  # a modal over the seed view (the seed view binds no `?`: the palette's "Keys and states")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
+        assert step_written() is None  # the help over the screen
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
+
+        await pilot.press("w")  # the row's tab: the player is not shown
+        await wait_for(pilot, lambda: not frame.display or not frame.is_on_screen, what="the video tab hidden")
+        assert step_written() is None
+        await pilot.press("v")
+        await wait_for(pilot, lambda: frame.content_region == box, what="the video tab back")
+
+        app.app_suspend_signal.publish(app)
+        assert step_written() is None  # suspended: no terminal to write to
+        app.app_resume_signal.publish(app)
+        assert step_written() is not None
+
+        screen.refresh()  # Textual's own draw of the whole picture: the cells on screen
+        await pilot.pause()
+
+        def cells(strip):
+            return [(seg.style.color, seg.style.bgcolor) for seg in strip for _ in seg.text]
+
+        drawn = app.screen._compositor.render_strips()
+        assert all(cells(drawn[box.y + y].crop(box.x, box.right)) == cells(key_strip(frame._keys[y]))
+                   for y in range(box.height))
