@@ -83,3 +83,22 @@ def test_the_latest_rows_name_their_arm_and_the_grid_has_a_line_per_arm(tmp_path
             assert app.screen.row["arm"] == "steady" and app.screen.row["seed"] == 4
 
     asyncio.run(go())
+
+
+def test_at_80_columns_the_runs_list_keeps_a_comparison_runs_arms_whole(tmp_path):
+    """The succ column is sized for each arm's share of the run's total (60/60 60/60 of 120 episodes):
+    sized for 120/120 per arm, its spare columns clipped the arm to 'clumsy…-steady' at 80x24."""
+    comparison_run(tmp_path)
+
+    async def go():
+        app = make_app(tmp_path / "runs")
+        async with app.run_test(size=(80, 24)) as pilot:
+            table = app.screen.query_one(RunsTable)
+            await wait_for(pilot, lambda: table.row_count == 1 and str(table.get_row_at(0)[4]) == "4/12 12/12",
+                           what="the comparison run's row")
+            await wait_for(pilot, lambda: table.size.width == 78)
+            assert str(table.get_row_at(0)[2]) == "clumsy-vs-steady"
+            widths = [c.get_render_width(table) for c in table.columns.values()]
+            assert sum(widths) <= table.scrollable_content_region.width  # and nothing pushed off the screen
+
+    asyncio.run(go())
