@@ -501,3 +501,24 @@ def _pad(text: str, width: int, right: bool) -> str:
 def clip_text(text: str, width: int) -> str:
     """`text` cut to `width` with an ellipsis."""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def clip_lines(text: Text, width: int, lines: int) -> Text:
+    """`text` wrapped to `width`; when it takes more than `lines` lines, its first `lines`, the last
+    ending in an ellipsis: a box of fixed height cut the rest off with no sign that there was more."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    if width < 2:
+        return text
+    wrapped = text.wrap(Console(width=width, file=StringIO()), width)
+    if len(wrapped) <= lines:
+        return text
+    kept = list(wrapped)[:lines]
+    for line in kept:
+        line.rstrip()
+    last = kept[-1]
+    last.truncate(width - 1)
+    last.append("…", style=last.spans[-1].style if last.spans else "")
+    return Text("\n").join(kept)

@@ -117,9 +117,31 @@ def test_the_arms_intervals_stand_apart_in_the_counts_panel(tmp_path):
             await opened(pilot, app)
             counts = plain(app.screen.query_one("#counts")).splitlines()
             line = next(line for line in counts if "CI95" in line)
-            assert line.split() == ["CI95", "%", "[14,", "61]", "[76,", "100]"] 
+            assert line.split() == ["CI95", "%", "[14,", "61]", "[76,", "100]"]
             assert line.index("[76") - line.index("61]") - len("61]") >= 3  # the arms stand apart
             await wait_for(pilot, lambda: app.screen.query_one("#counts").region.width == 80)
             assert max(len(line.rstrip()) for line in counts) <= 80 - 4  # inside the panel's border and padding
+
+    asyncio.run(go())
+
+
+def test_at_80x24_the_cut_header_ends_in_an_ellipsis(tmp_path):
+    """In a small terminal the header has three lines: the comparison's decision, a stop reason of ~230
+    characters, was cut after 'at 12/60 seeds:' with no sign of more (and the 'missing:' line below it)."""
+    comparison_run(tmp_path)
+
+    async def go():
+        app = make_app(tmp_path / "runs")
+        async with app.run_test(size=(80, 24)) as pilot:
+            await opened(pilot, app)
+            header = app.screen.query_one("#run-header")
+            await wait_for(pilot, lambda: plain(header).endswith("…"), what="the cut header",
+                           state=lambda: plain(header))
+            lines = plain(header).split("\n")
+            assert len(lines) == 3 and all(len(line) <= 78 for line in lines)
+            assert lines[2].startswith("stopped: decided: (comparison) steady better than clumsy")
+            assert header.region.height == 3
+            await pilot.resize_terminal(160, 50)  # room for it all: whole again
+            await wait_for(pilot, lambda: "missing: pid.json" in plain(header) and "…" not in plain(header))
 
     asyncio.run(go())
