@@ -415,7 +415,7 @@ def test_compare_view_of_a_comparison_run_resized(snap_compare, here, size):
         await pilot.press("c")
         await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.view is not None
                        and len(app.screen.view.arms) == 2 and bool(plain(app.screen.query_one("#band"))),
-                       what="the comparison's band")
+                       what="the comparison's band", timeout=60)  # the first read took over 10 s with two busy loops
         await pilot.resize_terminal(*size)
         await wait_for(pilot, lambda: app.screen.size == size, what=f"the compare view at {size}")
         await until_still(pilot, app)
