@@ -380,27 +380,19 @@ def test_main_screen_resized_to_the_middle_size(snap_compare, here, size):
     assert snap_compare(app, terminal_size=FROM, run_before=run_before)
 
 
-@pytest.mark.parametrize("size", EDGES, ids=edge_ids)
-def test_main_screen_comparison_run_sizes(snap_compare, here, size):
+@pytest.mark.parametrize(("start", "size"), [(s, None) for s in EDGES] + [(FROM, s) for s in SIZES],
+                         ids=edge_ids + resize_all_ids)
+def test_main_screen_comparison_run_at_sizes(snap_compare, here, start, size):
+    """Started at the size, or (size given) started at 160x48 and resized to it."""
     comparison_run(here)
     app = make_app(Path("runs"))
 
     async def run_before(pilot):
         await until_drawn(pilot, app, COMPARISON_RUN)
+        if size:
+            await resized_main(pilot, app, size)
 
-    assert snap_compare(app, terminal_size=size, run_before=run_before)
-
-
-@pytest.mark.parametrize("size", SIZES, ids=resize_all_ids)
-def test_main_screen_comparison_run_resized(snap_compare, here, size):
-    comparison_run(here)
-    app = make_app(Path("runs"))
-
-    async def run_before(pilot):
-        await until_drawn(pilot, app, COMPARISON_RUN)
-        await resized_main(pilot, app, size)
-
-    assert snap_compare(app, terminal_size=FROM, run_before=run_before)
+    assert snap_compare(app, terminal_size=start, run_before=run_before)
 
 
 @pytest.mark.parametrize("size", SIZES, ids=resize_all_ids)
