@@ -30,6 +30,7 @@ from console.notify.link import ConsoleNotifier, NotifierLink
 from console.render import (
     age_step,
     banner_text,
+    clip_lines,
     counts_table,
     gate_readings,
     header_text,
@@ -43,7 +44,7 @@ from console.watcher import RunDetail, RunSummary, Watcher, WatchUpdate
 from console.widgets.compare_screen import CompareScreen
 from console.widgets.dialogs import HelpScreen, LaunchScreen
 from console.widgets.escape import SHOW_CONTROLS
-from console.widgets.main_screen import APP_CSS, MainScreen
+from console.widgets.main_screen import APP_CSS, COMPACT_HEADER_LINES, MainScreen
 from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
 from console.widgets.runs_table import RunsTable
 from console.widgets.seed_screen import SeedScreen  # imports textual-image: it probes the terminal before the app starts
@@ -332,6 +333,8 @@ class FontaineApp(RunActions, App):
         self._update_if(screen.query_one(TripwireBanner), (text.plain if text else None, level),
                         lambda w: w.show_banner(text, level))
         header = header_text(d.info, d.loading, d.restart_reason)
+        if screen.compact:  # its first lines, and "…" where the rest is cut (redrawn on a resize: layout_for)
+            header = clip_lines(header, screen.size.width - 2, COMPACT_HEADER_LINES)  # less #run-header's padding
         self._update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
         self._update_if(screen.query_one("#counts", Panel), version, lambda w: w.update(counts_table(d.view)))
         pace_key = (d.info.path, d.view.version, d.view.median_wall_s, d.info.status, d.info.live, d.info.total, age_s,

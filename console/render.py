@@ -208,8 +208,10 @@ def counts_table(view: AggregateView) -> Table:
 
 
 def arms_counts_table(view: AggregateView) -> Table:
-    """A comparison run's counts, one column per arm (each over its own episodes), then what the run read."""
-    t = Table.grid(padding=(0, 1))
+    """A comparison run's counts, one column per arm (each over its own episodes), then what the run read.
+    Each arm's rate beside its count and its interval on a line of its own, three columns apart: as one
+    cell, right-aligned one column apart, the arms' intervals ran together ('[14, 61]% 100% CI95 [76, 100]%')."""
+    t = Table.grid(padding=(0, 3))
     t.add_column(style="grey70")
     for _ in view.arms:
         t.add_column(justify="right")
@@ -218,8 +220,11 @@ def arms_counts_table(view: AggregateView) -> Table:
     def row(label: str, cell) -> None:
         t.add_row(label, *(cell(a) for a in view.arms))
 
-    row("successes", lambda a: Text(f"{a.counts.successes}/{a.episodes}", style="bold green"))
-    row("", lambda a: Text(_rate_text(a.counts.successes, a.episodes, a.success_ci, digits=0), style="grey62"))
+    row("successes", lambda a: Text.assemble((f"{a.counts.successes}/{a.episodes}", "bold green"),
+                                             (f" {100 * a.counts.successes / a.episodes:.0f}%" if a.episodes else "",
+                                              "grey62")))
+    row("  CI95 %", lambda a: Text(f"[{100 * a.success_ci[0]:.0f}, {100 * a.success_ci[1]:.0f}]" if a.success_ci
+                                   else "", style="grey62"))
     row("knock-aways", lambda a: Text(str(a.counts.knock_aways), style="red" if a.counts.knock_aways else ""))
     row("engaged/quiet", lambda a: f"{a.counts.engaged}/{a.counts.quiet}")
     row("zero-fallbacks", lambda a: Text(str(a.counts.zero_fallbacks), style="yellow" if a.counts.zero_fallbacks else ""))
@@ -233,10 +238,10 @@ def arms_counts_table(view: AggregateView) -> Table:
     return t
 
 
-def _rate_text(k: int, n: int, ci: tuple[float, float] | None, digits: int = 1) -> str:
-    """'19.0% CI95 [12.5, 27.8]%' (Wilson's interval); `digits` 0 for a comparison run's narrow columns."""
-    pct = f"{100 * k / n:.{digits}f}%" if n else ""
-    ci_text = f"CI95 [{100 * ci[0]:.{digits}f}, {100 * ci[1]:.{digits}f}]%" if ci else ""
+def _rate_text(k: int, n: int, ci: tuple[float, float] | None) -> str:
+    """'19.0% CI95 [12.5, 27.8]%' (Wilson's interval)."""
+    pct = f"{100 * k / n:.1f}%" if n else ""
+    ci_text = f"CI95 [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]%" if ci else ""
     return f"{pct} {ci_text}".strip()
 
 
@@ -496,3 +501,24 @@ def _pad(text: str, width: int, right: bool) -> str:
 def clip_text(text: str, width: int) -> str:
     """`text` cut to `width` with an ellipsis."""
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def clip_lines(text: Text, width: int, lines: int) -> Text:
+    """`text` wrapped to `width`; when it takes more than `lines` lines, its first `lines`, the last
+    ending in an ellipsis: a box of fixed height cut the rest off with no sign that there was more."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    if width < 2:
+        return text
+    wrapped = text.wrap(Console(width=width, file=StringIO()), width)
+    if len(wrapped) <= lines:
+        return text
+    kept = list(wrapped)[:lines]
+    for line in kept:
+        line.rstrip()
+    last = kept[-1]
+    last.truncate(width - 1)
+    last.append("…", style=last.spans[-1].style if last.spans else "")
+    return Text("\n").join(kept)

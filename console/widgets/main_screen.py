@@ -16,8 +16,12 @@ from console.grid import grid_legend
 from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
 from console.widgets.runs_table import RunsTable
 
+# In a small terminal the run's header takes at most this many lines, the last ending in "…" when
+# there is more (the app clips it so: console.render.clip_lines).
+COMPACT_HEADER_LINES = 3
+
 # The app's stylesheet (FontaineApp.CSS): the main screen's layout, its compact pages, the dialogs.
-APP_CSS = """
+APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}; }}" + """
     #banner { display: none; height: auto; padding: 0 1; }
     #banner.tripped { background: $error; color: $text; text-style: bold; }
     #banner.warn { background: $warning 40%; }
@@ -27,7 +31,6 @@ APP_CSS = """
     #filter.shown { display: block; }
     MainScreen.compact #pages { display: block; }
     MainScreen.compact #discord { display: none; }
-    MainScreen.compact #run-header { max-height: 3; }
     MainScreen.compact #counts, MainScreen.compact #pace, MainScreen.compact #grid, MainScreen.compact #hist,
     MainScreen.compact #recent, MainScreen.compact #top-panels, MainScreen.compact #left-col,
     MainScreen.compact #grid-legend { display: none; }

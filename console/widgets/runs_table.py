@@ -158,9 +158,13 @@ def succ_text(run: RunSummary) -> str:
 
 def _succ_width(run: RunSummary) -> int:
     """The widest the succ cell can get (every count up to the total), so a count ticking up never
-    pushes a column off the screen."""
-    most = len(str(max(run.total or 0, run.rows)))
-    return max(len(run.by_arm), 1) * (2 * most + 1) + max(0, len(run.by_arm) - 1)
+    pushes a column off the screen. A comparison run's total is both arms' episodes: each arm's
+    count goes up to its share ('60/60 60/60' for 120, not '120/120 120/120', whose four spare
+    columns clipped the arm to 'clumsy…-steady' at 80 columns)."""
+    arms = max(len(run.by_arm), 1)
+    most = len(str(max(-(-(run.total or 0) // arms), run.rows if arms == 1 else 0,
+                       *(n for _, _, n in run.by_arm))))
+    return arms * (2 * most + 1) + arms - 1
 
 
 def middle_clip(text: str, width: int) -> str:

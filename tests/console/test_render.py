@@ -164,3 +164,25 @@ def test_the_histograms_axis_signs_both_ends_as_the_panels_do():
     assert axis.split() == ["-6", "0", "+8", "cm"], axis
     tails = [make_row(s) for s in range(200)] + [make_row(900, progress_final_cm=-250.0)]
     assert "1 below -" in histogram_text(view_of(tails), width=50).plain
+
+
+def test_clip_lines_ends_a_cut_text_with_an_ellipsis_and_leaves_a_short_one_alone():
+    from rich.console import Console
+    from rich.style import Style
+    from rich.text import Text
+
+    from console.render import clip_lines
+
+    short = Text("one line\nand another")
+    assert clip_lines(short, 40, 3) is short
+    text = Text("run-20260101  stopped  arm a-vs-b\n")
+    text.append("stopped: decided: (comparison) b better than a at 12/60 seeds: b 12/12 vs a 4/12", style="yellow")
+    text.append("\nmissing: pid.json", style="yellow")
+    cut = clip_lines(text, 40, 3)
+    lines = cut.plain.split("\n")
+    assert len(lines) == 3 and all(len(line) <= 40 for line in lines)
+    assert lines[0] == "run-20260101  stopped  arm a-vs-b"
+    assert lines[2].endswith("…") and "missing" not in cut.plain  # there is more, and it says so
+    assert cut.get_style_at_offset(Console(), len(cut) - 1) == Style.parse("yellow")  # the ellipsis in its line's colour
+    full = Text("x" * 40 + "y" * 40 + "z" * 40 + "w" * 5)  # a line exactly as wide: the ellipsis takes its last cell
+    assert clip_lines(full, 40, 3).plain.split("\n")[2] == "z" * 39 + "…"

@@ -339,3 +339,116 @@ def test_main_screen_comparison_run(snap_compare, here):
         await until_drawn(pilot, app, "demo-compare-clumsy-vs-steady-20260101-000000")
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+# -- issue 38: a comparison run, the compare view and the launch dialog at 80x24, 120x40 and 200x60,
+# started at the size and resized to it from 160x48 (the one-arm main screen's 120x40 resize too) ----
+
+FROM = (160, 48)
+EDGES = [(80, 24), (200, 60)]  # 120x40, started, is the snapshot above each section's
+edge_ids = [f"{w}x{h}" for w, h in EDGES]
+resize_all_ids = [f"160x48-to-{w}x{h}" for w, h in SIZES]
+COMPARISON_RUN = "demo-compare-clumsy-vs-steady-20260101-000000"
+
+
+def comparison_run(here):
+    from tests.comparison_run import compare_doc, comparison_rows, make_comparison_run
+
+    make_comparison_run(compare_doc(here), Path("runs") / COMPARISON_RUN,
+                        comparison_rows([s < 4 for s in range(12)], [True] * 12))
+
+
+async def resized_main(pilot, app, size):
+    """Resize, then wait until the runs list is rebuilt for the new width and the panels redrawn."""
+    await pilot.resize_terminal(*size)
+    table = app.screen.query_one("#runs")
+    await wait_for(pilot, lambda: table.size.width == size[0] - 2 and columns_settled(table)
+                   and table.virtual_size.width <= table.scrollable_content_region.width,
+                   what=f"the runs list at {size}")
+    await until_drawn(pilot, app)
+
+
+@pytest.mark.parametrize("size", [(120, 40)], ids=["160x48-to-120x40"])
+def test_main_screen_resized_to_the_middle_size(snap_compare, here, size):
+    finished_runs(Path("runs"))
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app)
+        await resized_main(pilot, app, size)
+
+    assert snap_compare(app, terminal_size=FROM, run_before=run_before)
+
+
+@pytest.mark.parametrize(("start", "size"), [(s, None) for s in EDGES] + [(FROM, s) for s in SIZES],
+                         ids=edge_ids + resize_all_ids)
+def test_main_screen_comparison_run_at_sizes(snap_compare, here, start, size):
+    """Started at the size, or (size given) started at 160x48 and resized to it."""
+    comparison_run(here)
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app, COMPARISON_RUN)
+        if size:
+            await resized_main(pilot, app, size)
+
+    assert snap_compare(app, terminal_size=start, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=resize_all_ids)
+def test_compare_view_of_a_comparison_run_resized(snap_compare, here, size):
+    from console.widgets.compare_screen import CompareScreen
+
+    comparison_run(here)
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app, COMPARISON_RUN)
+        await pilot.press("c")
+        await wait_for(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.view is not None
+                       and len(app.screen.view.arms) == 2 and bool(plain(app.screen.query_one("#band"))),
+                       what="the comparison's band", timeout=60)  # the first read took over 10 s with two busy loops
+        await pilot.resize_terminal(*size)
+        await wait_for(pilot, lambda: app.screen.size == size, what=f"the compare view at {size}")
+        await until_still(pilot, app)
+
+    assert snap_compare(app, terminal_size=FROM, run_before=run_before)
+
+
+def launch_dialog_app(here):
+    (here / "preregs").mkdir()
+    src = Path(__file__).resolve().parents[2] / "prereg" / "examples" / "demo.md"
+    (here / "preregs" / "demo.md").write_text(src.read_text())
+    return make_app(Path("runs"), Path("preregs"))
+
+
+async def document_chosen(pilot, app):
+    await pilot.press("l")
+    await wait_for(pilot, lambda: isinstance(app.screen, LaunchScreen))
+    app.screen.query_one("#prereg", Select).value = "preregs/demo.md"
+    await wait_for(pilot, lambda: app.screen.query_one("#arm", Select).value == "scripted"
+                   and app.screen.query_one("#launch-settings").display)
+
+
+@pytest.mark.parametrize("size", EDGES, ids=edge_ids)
+def test_launch_dialog_sizes(snap_compare, here, size):
+    app = launch_dialog_app(here)
+
+    async def run_before(pilot):
+        await document_chosen(pilot, app)
+        await until_still(pilot, app)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=resize_all_ids)
+def test_launch_dialog_resized(snap_compare, here, size):
+    app = launch_dialog_app(here)
+
+    async def run_before(pilot):
+        await document_chosen(pilot, app)
+        await pilot.resize_terminal(*size)
+        await wait_for(pilot, lambda: app.screen.size == size, what=f"the dialog at {size}")
+        await until_still(pilot, app)
+
+    assert snap_compare(app, terminal_size=FROM, run_before=run_before)
