@@ -245,3 +245,17 @@ def make_notifier():
     yield make
     for n in made:
         n.close(timeout=2.0)
+
+
+def pytest_collection_modifyitems(items):
+    """Under pytest-repeat (scripts/repeat.sh: `--count N`) each test's name gains '-1-N' ('test_x[1-N]'
+    without a parameter), and syrupy names a snapshot by the test's name: every snapshot test then
+    looked for a file that does not exist and failed. The repeated copies keep their own node ids
+    (what pytest and xdist go by) and take back the name their snapshot was saved under."""
+    for item in items:
+        step = getattr(item, "callspec", None) and item.callspec.params.get("__pytest_repeat_step_number")
+        if step is None or "snap_compare" not in getattr(item, "fixturenames", ()):
+            continue
+        suffix = item.callspec.id.rsplit("-", 2) if "-" in item.callspec.id else None
+        params = "-".join(suffix[:-2]) if suffix and len(suffix) > 2 else ""
+        item.name = f"{item.originalname}[{params}]" if params else item.originalname
