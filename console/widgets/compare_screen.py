@@ -28,7 +28,7 @@ from console.compare import (
 
 
 class CompareScreen(Screen):
-    BINDINGS = [Binding("escape", "back", "Back")]
+    BINDINGS = [Binding("escape", "back", "Back"), Binding("question_mark", "app.help", "Help", key_display="?")]
     AUTO_FOCUS = None
     DEFAULT_CSS = """
     CompareScreen #compare-title, CompareScreen #paired-title, CompareScreen #compare-note,

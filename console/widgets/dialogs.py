@@ -327,6 +327,7 @@ HELP_SECTIONS: tuple[tuple[str, str | None, tuple[tuple[str, str], ...]], ...] =
         ("[ ]", "ten frames back/on"),
         ("home/end", "first/last frame"),
         ("v w p", "video, row, predicts"),
+        ("?", "this help (here and in the compare view)"),
         ("esc", "back to the runs list"),
     )),
     ("States", None, (

@@ -114,6 +114,7 @@ class SeedScreen(Screen):
         Binding("v", "tab('tab-video')", "Video"),
         Binding("w", "tab('tab-row')", "Row"),
         Binding("p", "tab('tab-predicts')", "Predicts"),
+        Binding("question_mark", "app.help", "Help", key_display="?"),
     ]
 
     AUTO_FOCUS = None  # focusing a table would switch to its tab: the video tab comes first

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from console.compare import PAIRED_COLUMNS, compare_view
 from console.widgets.compare_screen import CompareScreen
+from console.widgets.dialogs import HelpScreen
 from prereg.document.seal import freeze
 from prereg.outputs.report import build_report
 from tests.console.conftest import ViewCells, make_app, make_row, make_run_dir, open_compare, wait_for
@@ -131,6 +132,10 @@ async def test_compare_view_follows_new_rows(runs_dir, tmp_path):
         await wait_for(pilot, lambda: str(arms.get_cell("discrete", "successes")).startswith("5/5"), what="the row",
                        state=lambda: (screen.updates, screen._key, screen.view.arms[1]))
         await wait_for(pilot, lambda: str(paired_table.get_cell("discrete", "shared")) == "5")
+        await pilot.press("question_mark")  # the help over the compare view, and back to it
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help over the compare view")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen, what="back at the compare view")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from console import seedview
+from console.widgets.dialogs import HelpScreen
 from console.widgets.seed_screen import SeedScreen
 from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_for
 
@@ -96,6 +97,11 @@ async def test_grid_cell_opens_the_seed_and_its_frames_advance(runs_dir, filmed_
         await pilot.press("p")
         assert screen.query_one("#predicts").row_count == 4
         assert "1 zero-fallbacks" in plain(screen.query_one("#predicts-note"))
+        # `?` is the help here too (its footer says so), and closing it comes back to the seed
+        await pilot.press("question_mark")
+        await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help over the seed")
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen, what="back at the seed")
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, SeedScreen))
 
