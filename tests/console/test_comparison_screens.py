@@ -140,7 +140,8 @@ def test_at_80x24_the_cut_header_ends_in_an_ellipsis(tmp_path):
             lines = plain(header).split("\n")
             assert len(lines) == 3 and all(len(line) <= 78 for line in lines)
             assert lines[2].startswith("stopped: decided: (comparison) steady better than clumsy")
-            assert header.region.height == 3
+            await wait_for(pilot, lambda: header.region.height == 3, what="the header laid out at its three lines",
+                           state=lambda: header.region)  # the text is set a refresh before the layout follows
             await pilot.resize_terminal(160, 50)  # room for it all: whole again
             await wait_for(pilot, lambda: "missing: pid.json" in plain(header) and "…" not in plain(header))
 

@@ -256,6 +256,8 @@ async def test_in_a_terminal_the_changed_cells_are_written_straight_and_only_whe
     Textual's way, and Textual's own draw afterwards is the same cells (the tiles draw from the keys)."""
     import re
 
+    from textual.css.scalar import Unit
+
     from console.widgets.dialogs import HelpScreen
     from console.widgets.images import VideoFrame, _Tile, key_strip
 
@@ -268,8 +270,11 @@ async def test_in_a_terminal_the_changed_cells_are_written_straight_and_only_whe
         await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.frames_shown >= 1)
         screen = app.screen
         frame = screen.query_one(VideoFrame)
-        await wait_for(pilot, lambda: frame._keys is not None and frame._keys.shape == (
-            frame.content_size.height, frame.content_size.width), what="the first frame drawn")
+        await wait_for(pilot, lambda: frame.styles.height.unit == Unit.CELLS and frame._keys is not None and (
+            frame._keys.shape == (frame.content_size.height, frame.content_size.width) == (
+                frame.styles.height.value, frame.styles.width.value)),
+            what="the first frame drawn at the video's aspect",  # until its aspect is known the frame is 1fr tall:
+            state=lambda: (frame.styles.height, frame.content_region))  # 32 rows, then 24 (seen under load)
         box = frame.content_region
 
         def step_written() -> str | None:
