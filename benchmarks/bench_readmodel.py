@@ -157,12 +157,15 @@ def bench_notifier_open(folder: Path, url: str, label: str) -> Notifier:
 
 def bench_follow(folder: Path, w: Watcher, n: Notifier, start: int, appends: int, per: int) -> None:
     run = next(p for p in folder.iterdir() if p.is_dir())
+    with open(run / rd.ROWS, "rb") as f:  # the rows appended are the run's own last row, seed by seed
+        f.seek(-4096, os.SEEK_END)
+        template = json.loads(f.read().splitlines()[-1])
     seed = start
     cw = cn = 0.0
     for _ in range(appends):
         with open(run / rd.ROWS, "a") as f:
             for _ in range(per):
-                f.write(json.dumps(make_row(seed)) + "\n")
+                f.write(json.dumps({**template, "seed": seed}) + "\n")
                 seed += 1
         status = json.loads((run / rd.STATUS).read_text())
         status["done"] = seed
@@ -196,15 +199,32 @@ def bench_app(folder: Path, runs: int) -> None:
 LINE = re.compile(r"^\[(?P<where>[^\]]+)\] (?P<what>.*?)(?::| ) ?(?P<value>[0-9.]+) (?P<unit>CPU s|CPU ms|MB)\b")
 
 
+def write_data(root: Path, args) -> Path:
+    """The two folders, written once with this checkout's rows (console/fixtures.py): both checkouts then
+    read the same bytes. Each wrote its own before, and a row of this checkout's 44 fields is a dict
+    of twice the memory of the older 40 (Python's dict table doubles past 42 keys): the peak memory
+    compared the rows, not the code that reads them."""
+    write_many(root, args.runs, args.rows_per_run)
+    write_big(root, args.big)  # its pid.json names this process, which outlives the measuring children
+    return root
+
+
 def against(args, sizes: list[str]) -> None:
-    """Both checkouts, alternately, each measurement in a fresh process: medians and their ratio."""
+    """Both checkouts, alternately, each measurement in a fresh process, on the same rows: medians and their ratio."""
+    import shutil
+
     trees = {"this": str(ROOT), "against": str(Path(args.against).resolve())}
     got: dict[tuple, dict[str, list[float]]] = {}
+    data = write_data(Path(tempfile.mkdtemp(prefix="bench-readmodel-data-")), args)
     for i in range(args.repeat):
         for name, tree in trees.items():
             env = {**os.environ, "BENCH_ROOT": tree, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
-            out = subprocess.run([sys.executable, __file__, *sizes], env=env, cwd=tree, capture_output=True, text=True)
+            out = subprocess.run([sys.executable, __file__, *sizes, f"--data={data}"], env=env, cwd=tree,
+                                 capture_output=True, text=True)
             print(f"[run {i + 1}/{args.repeat}, {name}] exit {out.returncode}", flush=True)
+            for line in out.stdout.splitlines():
+                if line.startswith("[read]") and i == 0:
+                    print(f"  {name}: {line}")  # what each checkout counted: the same rows, read the same
             for m in map(LINE.match, out.stdout.splitlines()):
                 if m:
                     got.setdefault((m["where"], m["what"], m["unit"]), {}).setdefault(name, []).append(float(m["value"]))
@@ -212,6 +232,7 @@ def against(args, sizes: list[str]) -> None:
     for (where, what, unit), by in got.items():
         a, b = (statistics.median(by.get(k, [float('nan')])) for k in ("this", "against"))
         print(f"{f'[{where}] {what} ({unit})':<62} {a:>9.2f} {b:>9.2f} {a / b if b else float('nan'):>6.2f}")
+    shutil.rmtree(data, ignore_errors=True)
 
 
 def main() -> None:
@@ -223,6 +244,7 @@ def main() -> None:
     p.add_argument("--append-rows", type=int, default=2)
     p.add_argument("--against", help="another checkout to measure alternately with this one (medians, ratios)")
     p.add_argument("--repeat", type=int, default=3, help="with --against: runs of each checkout")
+    p.add_argument("--data", help="read a copy of these folders (many/, big/) instead of writing them (--against does)")
     args = p.parse_args()
     if args.against:
         against(args, [f"--runs={args.runs}", f"--rows-per-run={args.rows_per_run}", f"--big={args.big}",
@@ -240,10 +262,17 @@ def main() -> None:
     discord.http.Route.BASE = fake.base
     url = "https://discord.com/api/webhooks/123456789012345678/" + "x" * 68
     root = Path(tempfile.mkdtemp(prefix="bench-readmodel-"))
-    many = write_many(root, args.runs, args.rows_per_run)
-    big = write_big(root, args.big)
+    if args.data:
+        import shutil
+
+        shutil.copytree(args.data, root, dirs_exist_ok=True)
+        many, big = root / "many", root / "big"
+    else:
+        many, big = write_many(root, args.runs, args.rows_per_run), write_big(root, args.big)
     print(f"[setup] {args.runs} runs of {args.rows_per_run} rows; one live run of {args.big} rows; code from {ROOT}")
     w = bench_watcher_open(many, "many")
+    counted = sum(x.agg.rows for x in w.watches.values())
+    print(f"[read] {len(w.watches)} runs, {counted} rows counted, {sum(x.agg.corrupt for x in w.watches.values())} corrupt")
     bench_watcher_idle(w, "many")
     w.stop()
     n = bench_notifier_open(many, url, "many")
