@@ -41,6 +41,8 @@ APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}
     MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #grid-legend,
     MainScreen.page-seeds #hist { display: block; }
     MainScreen.page-rows #recent { display: block; }
+    MainScreen.two-line-footer KeysFooter { height: 2; layout: grid; grid-columns: auto; grid-gutter: 0 1; }
+    MainScreen.two-line-footer KeysFooter FooterKey { margin: 0; }  /* the gutter parts the columns */
     #header-row { height: auto; }
     #run-header { width: 1fr; height: auto; padding: 0 1; }
     #discord { width: auto; height: 1; padding: 0 1; }
@@ -70,6 +72,17 @@ APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}
     #help { width: 104; max-width: 100%; height: 90%; min-height: 20; max-height: 100%;
             border: thick $primary; background: $surface; padding: 1 2; }
 """
+
+
+class KeysFooter(Footer):
+    """Textual's footer, its keys in two rows when its screen says one line cannot hold them (the
+    class `two-line-footer`): at 80 columns the main screen's last four keys were cut off."""
+
+    def compose(self) -> ComposeResult:
+        keys = list(super().compose())
+        if self.screen.has_class("two-line-footer"):
+            self.styles.grid_size_columns = -(-len(keys) // 2)  # row by row: the first half on top
+        yield from keys
 
 
 class MainScreen(Screen):
@@ -140,6 +153,12 @@ class MainScreen(Screen):
         self.page = page
         self.layout_for(self.size.width, self.size.height)
 
+    def footer_width(self) -> int:
+        """Columns the footer's keys take on one line (compact: 'q Quit', a column between), those of
+        this size's: the panels key only when the panels are paged."""
+        shown = [b for b in self.BINDINGS if b.show and (b.action not in ("next_page",) or self.compact)]
+        return sum(len(b.key_display or b.key) + 1 + len(b.description) + 1 for b in shown) - 1
+
     def on_resize(self, event) -> None:
         self.layout_for(event.size.width, event.size.height)
 
@@ -153,6 +172,10 @@ class MainScreen(Screen):
             self.compact = compact
             self.refresh_bindings()
         self.set_class(compact, "compact")
+        two_lines = width < self.footer_width()  # every key on screen, never cut off the right
+        if two_lines != self.has_class("two-line-footer"):
+            self.set_class(two_lines, "two-line-footer")
+            self.query_one(KeysFooter).refresh(recompose=True)
         for page in self.PAGES:
             self.set_class(compact and self.page == page, f"page-{page}")
         runs = self.query_one(RunsTable)
@@ -188,4 +211,4 @@ class MainScreen(Screen):
             recent = RecentRows(id="recent")
             recent.border_title = "latest rows"
             yield recent
-        yield Footer(compact=True, show_command_palette=False)  # ctrl+p still opens it (see ?)
+        yield KeysFooter(compact=True, show_command_palette=False)  # ctrl+p still opens it (see ?)

@@ -742,3 +742,32 @@ async def test_help_wraps_each_entry_under_its_own_text(runs_dir):
         k = next(i for i, line in enumerate(lines) if line.startswith("K "))
         assert lines[k + 1].startswith(" " * 10) and "twice" in lines[k + 1]  # under its text, not under the key
         assert any("(must be 0)" in line for line in lines)  # a paragraph reflows as one
+
+
+async def test_every_key_of_the_main_screen_is_in_its_footer_at_80_columns(runs_dir):
+    """At 80x24 the footer's last keys (R Resume, a Archive, / Filter, t Discord) were cut off the
+    right: where one line cannot hold them the keys take two rows, and one again when it can."""
+    from textual.widgets._footer import FooterKey
+
+    from console.widgets.main_screen import KeysFooter, MainScreen
+
+    make_run_dir(runs_dir, "demo-scripted-20260101-000000", rows=[make_row(s) for s in range(5)])
+    app = make_app(runs_dir)
+    shown = {b.key_display or b.key for b in MainScreen.BINDINGS if b.show}
+
+    def keys_on_screen() -> set[str]:
+        footer = app.screen.query_one(KeysFooter)
+        return {k.key_display for k in footer.query(FooterKey)
+                if k.region.width and footer.region.contains_region(k.region)}
+
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and keys_on_screen() == shown, what="every key",
+                       state=lambda: sorted(shown - keys_on_screen()))
+        assert app.screen.query_one(KeysFooter).region.height == 2
+        await pilot.resize_terminal(160, 48)  # the panels all on screen: no p, and one line holds the rest
+        await wait_for(pilot, lambda: app.screen.query_one(KeysFooter).region.height == 1
+                       and keys_on_screen() == shown - {"p"}, what="the footer on one line",
+                       state=lambda: (app.screen.query_one(KeysFooter).region, sorted(keys_on_screen())))
+        await pilot.resize_terminal(100, 30)
+        await wait_for(pilot, lambda: app.screen.query_one(KeysFooter).region.height == 2
+                       and keys_on_screen() == shown, what="two rows again")
