@@ -389,29 +389,32 @@ def axis_label(cm: float) -> str:
     return "0" if cm == 0 else f"{cm:+g}"
 
 
-def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Text:
-    """Vertical bars of progress_final_cm counts over the range of the data (see histogram_plan)."""
-    counts = view.progress_final_counts
-    if not counts:
-        return Text("no rows yet", style="grey50")
-    plan = histogram_plan(counts, (width - 8) // 2)
+def _hist_columns(counts, plan: dict) -> list[tuple[int, str]]:
+    """(count, style) a bar, in the plan's bins: the under and over bars at the ends when the plan has them."""
     start, w, n = plan["start"], plan["width"], plan["n"]
     bins = [0] * n
+    under = over = 0
     for value, c in counts:
         i = int((value - start) // w)
         if 0 <= i < n:
             bins[i] += c
+        elif i < 0:
+            under += c
+        else:
+            over += c
     cols: list[tuple[int, str]] = []
     if plan["under"]:
-        cols.append((plan["under"], "bold magenta"))
+        cols.append((under, "bold magenta"))
     for i, c in enumerate(bins):
         left = start + i * w
-        style = "grey62" if left <= 0 < left + w else ("red" if left < 0 else "cyan")
-        cols.append((c, style))
+        cols.append((c, "grey62" if left <= 0 < left + w else ("red" if left < 0 else "cyan")))
     if plan["over"]:
-        cols.append((plan["over"], "bold magenta"))
-    peak = max(c for c, _ in cols)
-    t = Text()
+        cols.append((over, "bold magenta"))
+    return cols
+
+
+def _hist_bars(t: Text, cols: list[tuple[int, str]], peak: int, height: int) -> None:
+    """`height` rows of eighth-blocks, two cells a bar, the peak written after the top row."""
     for level in range(height, 0, -1):
         for count, style in cols:
             eighths = round(8 * height * count / peak) - 8 * (level - 1) if count else 0
@@ -419,8 +422,28 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
                 eighths = max(eighths, 1)  # a bin with any row shows
             t.append(BAR_BLOCKS[max(0, min(8, eighths))] * 2, style=style)
         if level == height:
-            t.append(f" {peak}", style="grey50")
+            t.append(f" {max(c for c, _ in cols)}", style="grey50")
         t.append("\n")
+
+
+def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Text:
+    """Vertical bars of progress_final_cm counts over the range of the data (see histogram_plan). A
+    comparison run's arms each get their bars, named, over one axis and one scale (pooled, the arms
+    read as one: 'steady' at +15 cm and 'clumsy' at 0 looked like one policy's two modes)."""
+    counts = view.progress_final_counts
+    if not counts:
+        return Text("no rows yet", style="grey50")
+    plan = histogram_plan(counts, (width - 8) // 2)
+    series = [(a.arm, _hist_columns(a.progress_final_counts, plan)) for a in view.arms] if view.comparison else [
+        (None, _hist_columns(counts, plan))]
+    peak = max(c for _, cols in series for c, _ in cols) or 1
+    t = Text()
+    for arm, cols in series:
+        if arm is not None:
+            t.append(f"{arm[:width - 8]}\n", style="bold")
+        _hist_bars(t, cols, peak, height if arm is None else max(2, height - 1))
+    start, w, n = plan["start"], plan["width"], plan["n"]
+    cols = series[0][1]
     axis = [" "] * (2 * len(cols) + 8)
     first = 2 if plan["under"] else 0
     marks = [(first, axis_label(start)), (first + 2 * n, axis_label(start + n * w))]

@@ -186,3 +186,21 @@ def test_clip_lines_ends_a_cut_text_with_an_ellipsis_and_leaves_a_short_one_alon
     assert cut.get_style_at_offset(Console(), len(cut) - 1) == Style.parse("yellow")  # the ellipsis in its line's colour
     full = Text("x" * 40 + "y" * 40 + "z" * 40 + "w" * 5)  # a line exactly as wide: the ellipsis takes its last cell
     assert clip_lines(full, 40, 3).plain.split("\n")[2] == "z" * 39 + "…"
+
+
+def test_a_comparison_runs_histogram_draws_each_arm_on_one_axis():
+    """Pooled, a comparison run's arms read as one policy with two modes: each arm gets its bars,
+    named, over the same bins and the same scale, and the axis is drawn once."""
+    from prereg.rundir.fold import Plan
+
+    agg = RunAggregate(Plan(seeds=tuple(range(8)), arms=("clumsy", "steady")))
+    agg.add_many([make_row(s, arm="clumsy", progress_final_cm=0.0) for s in range(8)]
+                 + [make_row(s, arm="steady", progress_final_cm=15.0) for s in range(4)])
+    lines = histogram_text(agg.snapshot(), width=50).plain.splitlines()
+    assert lines[0] == "clumsy" and lines[4] == "steady"
+    clumsy, steady = lines[1:4], lines[5:8]
+    assert clumsy[0].endswith(" 8") and steady[0].endswith(" 4")  # each arm's own count, on one scale:
+    assert clumsy[0].strip(" 8") and not steady[0].strip(" 4")  # 8 fills three rows, 4 only the lower half
+    edge = len(clumsy[2].rstrip())  # clumsy's bar is the first bin (0 cm), steady's the last (+15 cm)
+    assert clumsy[2].strip() and steady[2].rstrip()[:2].strip() == "" and len(steady[2].rstrip()) > edge
+    assert sum("cm" in line for line in lines) == 2 and lines[-1].startswith("1 cm bins")  # one axis, one legend
