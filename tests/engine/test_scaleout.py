@@ -64,6 +64,12 @@ class LoopbackCluster:
         self._start("head", ["--head", f"--port={self.port}", "--include-dashboard=false",
                              f"--dashboard-port={_free_port()}", f"--temp-dir={self.tmp}"])
         self._wait_started("head")
+        self.start_node2()
+
+    def start_node2(self) -> None:
+        log = self.tmp / "node2.log"
+        if log.exists():  # a node2 started before and killed: its log's 'started' is not this one's
+            log.rename(self.tmp / f"node2.{time.monotonic_ns()}.log")
         self._start("node2", [f"--address={self.address}", "--num-gpus=1"])  # a declared (fake) GPU
         self._wait_started("node2")
         self.wait_nodes(2)
@@ -121,13 +127,22 @@ class LoopbackCluster:
 
 
 @pytest.fixture(scope="module")
-def cluster():
+def _cluster():
     c = LoopbackCluster()
     try:
         c.start()
         yield c
     finally:
         c.stop()
+
+
+@pytest.fixture
+def cluster(_cluster):
+    """The module's cluster with both its nodes: the node-death test kills node2, and a test after it
+    (the same module run again: scripts/repeat.sh) found one node, placed one of two shards and failed."""
+    if "node2" not in _cluster.procs:
+        _cluster.start_node2()
+    return _cluster
 
 
 def _final(run_dir, timeout=240):
