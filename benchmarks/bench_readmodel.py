@@ -35,6 +35,7 @@ import asyncio
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -211,8 +212,6 @@ def write_data(root: Path, args) -> Path:
 
 def against(args, sizes: list[str]) -> None:
     """Both checkouts, alternately, each measurement in a fresh process, on the same rows: medians and their ratio."""
-    import shutil
-
     trees = {"this": str(ROOT), "against": str(Path(args.against).resolve())}
     got: dict[tuple, dict[str, list[float]]] = {}
     data = write_data(Path(tempfile.mkdtemp(prefix="bench-readmodel-data-")), args)
@@ -263,8 +262,6 @@ def main() -> None:
     url = "https://discord.com/api/webhooks/123456789012345678/" + "x" * 68
     root = Path(tempfile.mkdtemp(prefix="bench-readmodel-"))
     if args.data:
-        import shutil
-
         shutil.copytree(args.data, root, dirs_exist_ok=True)
         many, big = root / "many", root / "big"
     else:

@@ -154,10 +154,11 @@ class MainScreen(Screen):
         self.layout_for(self.size.width, self.size.height)
 
     def footer_width(self) -> int:
-        """Columns the footer's keys take on one line (compact: 'q Quit', a column between), those of
-        this size's: the panels key only when the panels are paged."""
-        shown = [b for b in self.BINDINGS if b.show and (b.action not in ("next_page",) or self.compact)]
-        return sum(len(b.key_display or b.key) + 1 + len(b.description) + 1 for b in shown) - 1
+        """Columns the footer's keys take on one line (compact: 'q Quit', a column between): the keys it
+        shows, as Footer picks them (the screen's active bindings, one per action, check_action's say
+        included: the panels key only when the panels are paged)."""
+        shown = {b.action: b for _, b, _, _ in self.active_bindings.values() if b.show}
+        return sum(len(self.app.get_key_display(b)) + 1 + len(b.description) + 1 for b in shown.values()) - 1
 
     def on_resize(self, event) -> None:
         self.layout_for(event.size.width, event.size.height)

@@ -253,9 +253,8 @@ def pytest_collection_modifyitems(items):
     looked for a file that does not exist and failed. The repeated copies keep their own node ids
     (what pytest and xdist go by) and take back the name their snapshot was saved under."""
     for item in items:
-        step = getattr(item, "callspec", None) and item.callspec.params.get("__pytest_repeat_step_number")
-        if step is None or "snap_compare" not in getattr(item, "fixturenames", ()):
+        callspec = getattr(item, "callspec", None)
+        if callspec is None or "__pytest_repeat_step_number" not in callspec.params or "snap_compare" not in item.fixturenames:
             continue
-        suffix = item.callspec.id.rsplit("-", 2) if "-" in item.callspec.id else None
-        params = "-".join(suffix[:-2]) if suffix and len(suffix) > 2 else ""
-        item.name = f"{item.originalname}[{params}]" if params else item.originalname
+        params, *step_and_count = callspec.id.rsplit("-", 2)  # '160x48-to-80x24-1-2' -> '160x48-to-80x24'; '1-2' alone
+        item.name = f"{item.originalname}[{params}]" if len(step_and_count) == 2 else item.originalname

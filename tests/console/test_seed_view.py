@@ -308,7 +308,7 @@ async def test_in_a_terminal_the_changed_cells_are_written_straight_and_only_whe
         await wait_for(pilot, lambda: not screen.query("Toast"), what="the toast gone")
         assert step_written() is not None
 
-        app.action_help()  # a modal over the seed view (the seed view binds no `?`: the palette's "Keys and states")
+        app.action_help()  # a modal over the seed view (what its `?` opens)
         await wait_for(pilot, lambda: isinstance(app.screen, HelpScreen))
         assert step_written() is None  # the help over the screen
         await pilot.press("escape")
