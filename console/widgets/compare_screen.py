@@ -25,6 +25,7 @@ from console.compare import (
     focused_runs,
     inputs_key,
 )
+from console.widgets.text import TextBlock
 
 
 class CompareScreen(Screen):
@@ -48,17 +49,17 @@ class CompareScreen(Screen):
         self._texts: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static(Text(f"Arms of {self.prereg_id}: the newest run of each", style="bold"), id="compare-title")
-        yield Static(Text("reading the arms' runs as the report reads them…", style="italic grey62"), id="reading")
-        yield Static("", id="arms")
-        yield Static("", id="invalid")
-        yield Static("", id="comparison-title")
-        yield Static("", id="band")
-        yield Static("", id="evidence")
-        yield Static("", id="paired-title")
-        yield Static("", id="paired")
-        yield Static("", id="verdicts")
-        yield Static(Text("Read as `fontaine-prereg report` reads them: successes over every "
+        yield TextBlock(Text(f"Arms of {self.prereg_id}: the newest run of each", style="bold"), id="compare-title")
+        yield TextBlock(Text("reading the arms' runs as the report reads them…", style="italic grey62"), id="reading")
+        yield TextBlock("", id="arms")
+        yield TextBlock("", id="invalid")
+        yield TextBlock("", id="comparison-title")
+        yield TextBlock("", id="band")
+        yield TextBlock("", id="evidence")
+        yield TextBlock("", id="paired-title")
+        yield TextBlock("", id="paired")
+        yield TextBlock("", id="verdicts")
+        yield TextBlock(Text("Read as `fontaine-prereg report` reads them: successes over every "
                           "episode with a row, an error row a non-success; each arm against its registered "
                           "comparator. Live: refreshed when a run's files change.", style="grey62"), id="compare-note")
         yield Footer(compact=True, show_command_palette=False)

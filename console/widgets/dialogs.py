@@ -23,6 +23,7 @@ from console.preregs import (
 )
 from console.runs import shown_path
 from console.widgets.images import DRAWS_CELLS, Image
+from console.widgets.text import TextBlock
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, check_regular
 from prereg.outputs.publish import SPACE_KEY
@@ -40,7 +41,7 @@ class ConfirmScreen(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="danger" if self.danger else ""):
             yield Label(Text(self.title_text, style="bold"), id="dialog-title")
-            yield Static(self.body, id="dialog-body")
+            yield TextBlock(self.body, id="dialog-body")
             with Horizontal(id="dialog-buttons"):
                 yield Button(f"{self.yes_label} (y)", id="yes", variant="error" if self.danger else "warning")
                 yield Button("No (n)", id="no", variant="primary")
@@ -99,17 +100,17 @@ class LaunchScreen(ModalScreen[tuple | None]):
         with Vertical(id="dialog"):
             yield Label(Text("Launch a pre-registered run", style="bold"), id="dialog-title")
             if not self.entries:
-                yield Static("No pre-registrations found (*.md in the --prereg-dir folders).", id="launch-empty")
+                yield TextBlock("No pre-registrations found (*.md in the --prereg-dir folders).", id="launch-empty")
             yield Select(
                 [(_entry_label(e), str(e.path)) for e in self.entries.values()],
                 prompt="pre-registration", id="prereg",
             )
             yield Select([], prompt="arm", id="arm")
             yield Input(placeholder="arm name (not listed in the front matter)", id="arm-input")
-            yield Static("", id="launch-settings")
-            yield Static(Text("Starts fontaine-eval detached (its own session, output to runs/<run_id>/driver.log): "
+            yield TextBlock("", id="launch-settings")
+            yield TextBlock(Text("Starts fontaine-eval detached (its own session, output to runs/<run_id>/driver.log): "
                               "quitting the console leaves it running.", style="grey62"), id="launch-note")
-            yield Static("", id="launch-error")
+            yield TextBlock("", id="launch-error")
             with Horizontal(id="dialog-buttons"):
                 yield Button("Launch", id="launch", variant="success")
                 yield Button("Cancel", id="cancel")
@@ -209,12 +210,12 @@ class ResultsScreen(ModalScreen[None]):
         argv = report_argv(self.prereg_file, self.arm_runs, append=appends_to(self.prereg_file))
         with Vertical(id="results"):
             yield Label(Text(f"Results: {self.run_dir.name}", style="bold"), id="dialog-title")
-            yield Static(Text("running: fontaine-prereg " + " ".join(argv[3:]) + " …", style="grey62"),
+            yield TextBlock(Text("running: fontaine-prereg " + " ".join(argv[3:]) + " …", style="grey62"),
                          id="results-status")
             with VerticalScroll():
                 yield Image(None, id="results-chart")
-                yield Static("", id="results-cells")
-                yield Static("", id="results-output")
+                yield TextBlock("", id="results-cells")
+                yield TextBlock("", id="results-output")
             yield Button("Close (esc)", id="close")
 
     def on_mount(self) -> None:
@@ -372,7 +373,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
-            yield Static(help_text())
+            yield TextBlock(help_text())
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -15,6 +15,7 @@ from textual.widgets import Footer, Input, Static
 from console.grid import grid_legend
 from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
 from console.widgets.runs_table import RunsTable
+from console.widgets.text import TextBlock
 
 # In a small terminal the run's header takes at most this many lines, the last ending in "…" when
 # there is more (the app clips it so: console.render.clip_lines).
@@ -195,9 +196,9 @@ class MainScreen(Screen):
         runs_table.border_title = "runs"
         yield runs_table
         with Horizontal(id="header-row"):
-            yield Static(Text("Reading the runs folder…", style="grey62"), id="run-header")
-            yield Static("", id="discord")
-        yield Static("", id="pages")
+            yield TextBlock(Text("Reading the runs folder…", style="grey62"), id="run-header")
+            yield TextBlock("", id="discord")
+        yield TextBlock("", id="pages")
         with Horizontal(id="top-panels"):
             yield Panel("counts", id="counts")
             yield Panel("pace · gates · heartbeat", id="pace")
@@ -207,7 +208,7 @@ class MainScreen(Screen):
                 yield grid
                 # the glyphs in words, under the grid and wrapped to the column (as the grid's
                 # subtitle it was cut to "▼off-table…" once the outcomes outgrew the column)
-                yield Static(grid_legend(), id="grid-legend")
+                yield TextBlock(grid_legend(), id="grid-legend")
                 yield Panel("progress_final_cm", id="hist")
             recent = RecentRows(id="recent")
             recent.border_title = "latest rows"

@@ -15,9 +15,10 @@ from textual.widget import Widget
 from console.aggregate import AggregateView
 from console.grid import GridLayout, grid_layout, seed_grid_text
 from console.render import recent_rows_text
+from console.widgets.text import FreshLayout
 
 
-class LinePanel(Widget):
+class LinePanel(FreshLayout, Widget):
     """Rich content drawn line by line (Textual's line API): an update repaints only the lines
     that changed, and asks for a layout pass only when the number of lines changed.
 

@@ -23,6 +23,7 @@ from console import seedview
 from console.render import OUTCOME_STYLE, fmt_signed
 from console.widgets.images import DRAWS_CELLS, Image, VideoFrame, forget_styles
 from console.widgets.table import Table
+from console.widgets.text import TextBlock
 from prereg.rundir.outcomes import OUTCOME_LABELS, episode_outcome
 
 PREDICT_COLUMNS = ("replan", "tick", "pathway", "decode", "tokens", "chunk (normalised)", "fallback", "mask", "first action °")
@@ -86,7 +87,7 @@ def fit_cells(image_w: int, image_h: int, box_w: int, box_h: int) -> tuple[int, 
     return max(1, min(box_w, round(image_w * scale))), max(1, min(box_h, round(image_h * scale / 2)))
 
 
-class ScrubBar(Static):
+class ScrubBar(TextBlock):
     """The position bar; drawn at its own width whenever it lays out (no size guessed)."""
 
     index, count = 0, 0
@@ -148,24 +149,24 @@ class SeedScreen(Screen):
         self._played_from: tuple[float, int] | None = None  # (monotonic time, frame) play started at
 
     def compose(self) -> ComposeResult:
-        yield Static(seed_title(self.run_id, self.seed, None, arm=self.arm), id="seed-title")
+        yield TextBlock(seed_title(self.run_id, self.seed, None, arm=self.arm), id="seed-title")
         with TabbedContent(initial="tab-video"):
             with TabPane("video (v)", id="tab-video"):
-                yield Static(Text("reading the row and the video…", style="italic grey62"), id="video-note")
+                yield TextBlock(Text("reading the row and the video…", style="italic grey62"), id="video-note")
                 with Horizontal(id="player-row"):
                     with Vertical(id="player"):
                         yield VideoFrame(id="frame") if DRAWS_CELLS else Image(None, id="frame")
-                        yield Static("", id="frame-info")
+                        yield TextBlock("", id="frame-info")
                         yield ScrubBar(id="scrub")
                     with Vertical(id="thumbs"):
-                        yield Static(Text("first frame", style="grey62"))
+                        yield TextBlock(Text("first frame", style="grey62"))
                         yield Image(None, id="thumb-first")
-                        yield Static(Text("last frame", style="grey62"))
+                        yield TextBlock(Text("last frame", style="grey62"))
                         yield Image(None, id="thumb-last")
             with TabPane("row (w)", id="tab-row"):
                 yield Table(id="row-fields", cursor_type="row", zebra_stripes=True)
             with TabPane("predicts (p)", id="tab-predicts"):
-                yield Static("", id="predicts-note")
+                yield TextBlock("", id="predicts-note")
                 yield Table(id="predicts", cursor_type="row", zebra_stripes=True)
         yield Footer(compact=True, show_command_palette=False)
 
