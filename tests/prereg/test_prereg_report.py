@@ -108,8 +108,13 @@ def test_report_refuses_modified_or_unknown(demo, run_dir):
 
 
 def test_comparator_run_dir_relative_to_the_document(discrete, run_dir, tmp_path):
-    # the discrete example pairs its base arm against ../runs/release_officialmap_a_100ep_30s
+    # the discrete example pairs its base arm against ../runs/release_officialmap_a_100ep_30s: the
+    # document goes one folder down so that ../runs is this test's (it was the worker's shared folder,
+    # and a second pass under pytest-repeat found the first pass's directory there)
+    (tmp_path / "preregs").mkdir()
+    discrete = discrete.rename(tmp_path / "preregs" / discrete.name)
     flow_dir = discrete.parent.parent / "runs" / "release_officialmap_a_100ep_30s"
+    assert flow_dir.is_relative_to(tmp_path)
     flow_dir.mkdir(parents=True)
     import json
     (flow_dir / "rows.jsonl").write_text("".join(json.dumps(make_row(s, success=s in (42, 73),
