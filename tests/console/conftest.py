@@ -36,6 +36,21 @@ async def wait_for(pilot, predicate, timeout: float = 10.0, what: str = "conditi
     raise AssertionError(f"timed out after {timeout} s waiting for {what}" + (f"; state: {state()}" if state else ""))
 
 
+async def until_steady(pilot, read, *, looks: int = 1, interval: float = 0.1, timeout: float = 10.0,
+                       what: str = "the value"):
+    """Let the app run until read() gives the same value `looks` times running, `interval` apart, and
+    return it: a repaint or a paint still to land changes it (a fixed pause is too short under load)."""
+    last, same = read(), 0
+    deadline = time.monotonic() + timeout
+    while same < looks:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} was still changing after {timeout} s")
+        await pilot.pause(interval)
+        now = read()
+        same, last = (same + 1, last) if now == last else (0, now)
+    return last
+
+
 async def press_button(pilot, selector: str, what: str = "") -> None:
     """Click the button `selector` once it can take a press. Textual's Button ignores a click while its
     press effect (`-active`, 0.2 s) from the click before is still on: a second Launch within 0.2 s is

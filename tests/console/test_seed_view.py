@@ -8,7 +8,7 @@ import pytest
 from console import seedview
 from console.widgets.dialogs import HelpScreen
 from console.widgets.seed_screen import SeedScreen
-from tests.console.conftest import make_app, make_row, make_run_dir, plain, wait_for
+from tests.console.conftest import make_app, make_row, make_run_dir, plain, until_steady, wait_for
 
 
 def write_video(path, frames=60, size=(96, 48)):
@@ -222,12 +222,8 @@ async def test_the_player_repaints_only_what_changed_and_shows_the_frame_the_clo
         rows, cols = size()
         # the first frame's paints all done (under two busy loops one landed after the count was
         # read, and the step looked like a whole repaint): the count still over three looks
-        painted, still = frame.painted, 0
-        for _ in range(200):  # 10 s at most; a picture that never settles fails the count below
-            if still == 3:
-                break
-            await pilot.pause(0.05)
-            still, painted = (still + 1, painted) if frame.painted == painted else (0, frame.painted)
+        painted = await until_steady(pilot, lambda: frame.painted, looks=3, interval=0.05,
+                                     what="the first frame's paint count")
         await pilot.press("right")
         assert screen.index == 1 and frame.image is screen.frames.images[1]
         assert 0 < frame.painted - painted < rows * cols / 4  # the bar's move, a few cells a line
