@@ -23,10 +23,12 @@ from prereg.rundir.outcomes import (
     HOLD_UNFINISHED,
     KNOCK_AWAY,
     OFF_TABLE,
+    OUTCOME_LABELS,
     PLACED_TIPPED,
     QUIET,
     SUCCESS,
     TOUCHED,
+    episode_outcome,
 )
 from prereg.rundir.rows import number
 from prereg.rundir.status import GateSpec, gpu_hours_source
@@ -470,9 +472,7 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
 
 
 def recent_row_cells(row: dict, with_arm: bool = False) -> tuple:
-    from prereg.rundir.outcomes import row_outcome
-
-    outcome = row_outcome(row)
+    outcome = episode_outcome(row)  # the grid's, the seed view's and the report's word for this episode
     pf = row.get("progress_final_cm")
     zf, pr = row.get("zero_fallbacks"), row.get("predicts")
     wall = row.get("wall_s")
@@ -482,7 +482,7 @@ def recent_row_cells(row: dict, with_arm: bool = False) -> tuple:
     return (
         *arm,
         str(row.get("seed")),
-        Text(outcome.replace("_", "-"), style=OUTCOME_STYLE[outcome]),
+        Text(OUTCOME_LABELS[outcome], style=OUTCOME_STYLE[outcome]),
         "—" if not isinstance(pf, (int, float)) or pf != pf else fmt_signed(pf),
         "—" if zf is None else f"{zf}/{pr if pr is not None else '?'}",
         "—" if not isinstance(wall, (int, float)) else f"{wall:.1f}",

@@ -19,12 +19,11 @@ from prereg.rundir.discovery import GONE, UNKNOWN, liveness
 from prereg.rundir.fold import ONE_ARM, Plan, RowsFold, fold_rows
 from prereg.rundir.outcomes import ERROR, RowCounts
 from prereg.rundir.rows import read_rows
-from prereg.rundir.runstate import RunState, ShowsState, episodes_done, planned_total, young
+from prereg.rundir.runstate import STARTING_GRACE_S, RunState, ShowsState, episodes_done, planned_total, young
 from prereg.rundir.status import GateSpec
 
 EVERY_EPISODES = 10  # an update every this many episodes: the fold notes each arm's figures there (the catch-up)
 RESULTS_MD_MAX_BYTES = 4 * 1024 * 1024  # results.md: the report's words (the post shortens them to a few lines)
-STARTING_GRACE_S = 120.0  # no pid.json yet: a run written within this is a driver starting (live)
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from prereg.rundir.outcomes import (
     DROPPED,
     EPISODE_OUTCOMES,
     ERROR,
+    HOLD_UNFINISHED,
     KNOCK_AWAY,
     OFF_TABLE,
     OUTCOME_LABELS,
@@ -28,7 +29,7 @@ NO_ROW = "no_row"
 
 
 OUTCOME_COLORS = {  # the grid's cells, as the console's grid colours them (console/render.py)
-    SUCCESS: SUCCESS_COLOR, PLACED_TIPPED: "#63b86f", CARRIED: "#1f9bb5", DROPPED: "#4a6fd1",
+    SUCCESS: SUCCESS_COLOR, HOLD_UNFINISHED: "#8fd19a", PLACED_TIPPED: "#63b86f", CARRIED: "#1f9bb5", DROPPED: "#4a6fd1",
     OFF_TABLE: "#7a1010", KNOCK_AWAY: KNOCK_COLOR, TOUCHED: "#d9b400", QUIET: "#b9b9b9",
     ERROR: "#b0289a", NO_ROW: "#f2f2f2",
 }

@@ -47,6 +47,7 @@ from prereg import rundir as rd
 from prereg.core.errors import RunFailed, UsageError
 from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, read_regular
 from prereg.rundir.rows import read_rows, row_video, rows_by_seed
+from prereg.rundir.runstate import snapshot_state
 
 REPO_TYPE = "dataset"
 SPACE = "space"
@@ -258,8 +259,9 @@ def _check_reported(doc, plan: RunPlan) -> dict:
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such run directory (for arm {arm!r})")
     snap = rd.read_snapshot(run_dir)
-    if snap.status is not None and snap.status.live:
-        raise UsageError(f"{run_dir}: still {snap.status.state}; publish once it has ended and been reported")
+    state = snapshot_state(snap)  # the console's word: a run whose process is gone has died, not "still running"
+    if state.live:
+        raise UsageError(f"{run_dir}: still {state.shown}; publish once it has ended and been reported")
     res_json = run_dir / rd.RESULTS_JSON
     if not res_json.is_file() or not (run_dir / rd.RESULTS).is_file():
         raise UsageError(f"{run_dir}: not reported ({rd.RESULTS_JSON} missing); run "

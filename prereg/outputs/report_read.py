@@ -15,6 +15,7 @@ from prereg.document.model import Comparator, Document
 from prereg.outputs.provenance import manifest_problems
 from prereg.rundir.discovery import newest_registered_run
 from prereg.rundir.rows import RowsRead, read_rows
+from prereg.rundir.runstate import snapshot_state
 from prereg.stats import curtail
 from prereg.stats.chart import paired_delta_chart
 from prereg.stats.comparison_report import ComparisonRead, read_comparison, registered_comparison
@@ -162,8 +163,9 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
                 comparison = run.comparisons[key] = read_comparison(spec, run_dir, got.rows, status, seeds)
         notes.append(f"one arm of comparison run {run_dir.name} ({' and '.join(m.arms)}, interleaved by seed): the "
                      f"rows whose arm is {arm}; the run's wall and GPU-hours are both arms'")
+    state = snapshot_state(snap).shown  # the console's word for the run: died, not status.json's "running"
     reads = arm_reads(arm, rows, planned_seeds=seeds, validity=sm.reads.validity,
-                      interval=sm.reads.interval, run_state=status, bad_lines=bad)
+                      interval=sm.reads.interval, run_state=status, bad_lines=bad, state=state)
     sha = sm.section.seal.sha256
     problems = manifest_problems(run_dir, resolve_launch(doc.path, arm), notes, comparison=spec)
     if m is not None and m.is_comparison and arm in m.arms and spec is None:
@@ -184,6 +186,10 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
     if got.bad:
         reads.checks.append(Check("bad_lines", len(got.bad), 0, False,
                                   f"{len(got.bad)} line(s) of rows.jsonl are not valid rows (listed below)"))
+    if reads.n == 0 and state not in rd.LIVE_STATES:  # a refused or failed start is no evidence of anything
+        why = rd.status_reason_text(status)
+        reads.checks.append(Check("episodes", 0, None, False, f"no episodes: the run is {state} with no row"
+                                  + (f" ({why})" if why else "")))
     decided = curtail.savings_note(status, reads)
     if decided:
         reads.notes.append(decided)
@@ -198,7 +204,7 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
         else:
             reads.notes.append("the run directory has no rows.jsonl")
     evidence = evidence_from_reads(reads, rows, planned=seeds, interval=sm.reads.interval,
-                                   status=status, manifest=m, run_dir=run_dir)
+                                   status=status, manifest=m, run_dir=run_dir, state=state)
     if evidence.resumes:
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")

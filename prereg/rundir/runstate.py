@@ -24,8 +24,11 @@ from pathlib import Path
 from prereg.rundir.discovery import ALIVE, GONE, UNKNOWN, liveness
 from prereg.rundir.files import DIED, FINAL_STATES, MANIFEST, PID, STARTING, STATES, STATUS, STOPPING, UNREADABLE, mtime_age_s, read_json
 from prereg.rundir.files import UNKNOWN as UNKNOWN_STATE
-from prereg.rundir.manifest import Manifest
+from prereg.rundir.manifest import Manifest, Snapshot
 from prereg.rundir.status import Status
+
+
+STARTING_GRACE_S = 120.0  # no pid.json yet: a run written within this is a driver starting (live)
 
 
 @dataclass(frozen=True)
@@ -135,3 +138,12 @@ def driver_live(run_dir: str | Path, grace_s: float) -> bool:
     status = Status.of(read_json(path / STATUS))
     alive = liveness(read_json(path / PID))
     return RunState.of(status, alive, young=alive == UNKNOWN and young(path, grace_s)).live
+
+
+def snapshot_state(snap: Snapshot, grace_s: float = STARTING_GRACE_S) -> RunState:
+    """What a run is now from one read of its small files and the process table: the state the console
+    and the notifier show, and the one the report and publish judge by (a died run is never "still running")."""
+    alive = liveness(snap.pid)
+    return RunState.of(snap.status, alive, stop_requested=snap.stop is not None,
+                       unreadable=bool(snap.unreadable.get(STATUS)),
+                       young=alive == UNKNOWN and young(snap.run_dir, grace_s))

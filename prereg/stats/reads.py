@@ -163,9 +163,12 @@ def arm_reads(
     interval: str = "both",
     run_state: rd.Status | dict | None = None,
     bad_lines: list[str] = (),
+    state: str | None = None,
 ) -> ArmReads:
     """Every read of one arm's rows. `run_state` is the run's status.json, typed (prereg.rundir.Status) or
-    its object (for the stop label, the wall and the GPU-hours)."""
+    its object (for the stop label, the wall and the GPU-hours); `state`, the run's state as every reader
+    shows it (prereg.rundir.runstate: a run whose process is gone without a final state has died), else
+    status.json's."""
     validity = validity or Validity()
     latest = latest_rows(rows, planned_seeds)  # the one denominator: the last row of each planned seed
     by_seed, dups, extra, missing = latest.by_seed, list(latest.duplicates), list(latest.out_of_plan), list(latest.missing)
@@ -211,12 +214,12 @@ def arm_reads(
     batch_w = [(number(by_seed[s].get("mean_batch")), by_seed[s].get("predicts")) for s in seeds]
     batch_w = [(b, p) for b, p in batch_w if b is not None and type(p) is int and p > 0]
     run_state = rd.Status.of(run_state)
-    state = run_state or rd.Status()
+    state, state_word = run_state or rd.Status(), state
     by_second = _by_second([by_seed[s].get("dist_by_second_cm") for s in ok_seeds])
     reads = ArmReads(
         arm=arm, n_planned=len(planned_seeds) if planned_seeds is not None else None, n=n, successes=k,
         success_rate=k / n if n else None, intervals=intervals,
-        completion=_completion(n, planned_seeds, run_state),
+        completion=_completion(n, planned_seeds, run_state, state_word),
         reset_strikes=counts.reset_strikes,
         reset_strike_episodes=[s for s in seeds if type(by_seed[s].get("reset_strikes")) is int
                                and by_seed[s]["reset_strikes"] > 0],
@@ -238,7 +241,7 @@ def arm_reads(
         mean_batch=(sum(b * p for b, p in batch_w) / sum(p for _, p in batch_w)) if batch_w else None,
         mask_per_predict=counts.mask_violations / counts.predicts if counts.predicts else None,
         dist_by_second_mean=by_second[0], dist_by_second_n=by_second[1],
-        run_state=state.state,
+        run_state=state_word or state.state,
         outcomes=dict(counts.by_outcome),
         outcome_by_seed={s: episode_outcome(by_seed[s], cls[s]) for s in seeds},
         rows_by_seed={s: by_seed[s] for s in seeds},
@@ -277,10 +280,12 @@ def _by_second(lists: list) -> tuple[list[float | None], list[int]]:
     return [s / n if n else None for s, n in zip(sums, ns)], ns
 
 
-def _completion(n: int, planned, run_state: rd.Status | None) -> str:
+def _completion(n: int, planned, run_state: rd.Status | None, shown: str | None = None) -> str:
     if planned is None or n >= len(planned):
         return "complete"
-    state = run_state.state if run_state is not None else None
+    state = shown or (run_state.state if run_state is not None else None)
+    if state == rd.DIED:
+        return "the run died (its process is gone without a final state; fontaine-eval --resume goes on)"
     reason = run_state.reason_text if run_state is not None else ""
     why = f": {reason}" if reason else ""
     if state == rd.STOPPED:
@@ -480,7 +485,7 @@ class Verdict:
     key: str = ""  # the rule's identity: "<section>#<n>" (prereg.stats.verdict.rule_key), never its text
     arms: tuple[str, ...] = ()  # every arm it read: those it names and their registered comparators
     reasons: tuple[str, ...] = ()  # undetermined: every reason, one each
-    decided: str = ""  # "decided at 5/20 by curtailment" when no completion of the plan can change it
+    decided: str = ""  # "decided at 5/20 by the registered curtailment": settled before every planned seed ran
     early: bool = False  # decided before every planned seed of an arm it reads had a row: final all the same
     frozen_at: str = ""  # when the rule's section was frozen (its seal)
     data_at: str = ""  # the first row of the runs it reads: "ARM T" (the earliest), "" when not known
@@ -489,7 +494,7 @@ class Verdict:
     @property
     def label(self) -> str:
         """How every report shows it: 'HOLDS', 'undetermined (why)', 'provisional at 60/100 (HOLDS so far)',
-        'HOLDS (final: decided at 5/20 by curtailment)', 'exploratory (frozen after the data existed; ...)'."""
+        'HOLDS (final: decided at 5/20 by the registered curtailment)', 'exploratory (frozen after the data existed; ...)'."""
         if self.verdict == EXPLORATORY:
             return exploratory_label(self.why, self.on_rows)
         if self.verdict in (UNDETERMINED, PROVISIONAL):

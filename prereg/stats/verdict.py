@@ -22,7 +22,8 @@ How a rule is judged:
    seeds in plan order up to the first seed without a row. Counting only the prefix makes
    the decision a function of the outcomes in plan order, so episodes that finish early
    because they succeed, and any number of parallel workers, cannot bias it. Settled and
-   every arm VALID and ended: final, "decided at m/N by curtailment".
+   every arm VALID and ended: final; "decided at m/N by the registered curtailment" only where that
+   curtailment ended the run early (a rule every planned seed was read for is decided by its rows).
 4. Otherwise judged on the rows read: `provisional at n/N (HOLDS so far)` when an arm ended
    with fewer rows than planned (`undetermined` when a registered sequential stop ended it
    before this rule settled: the verdict at completion is not known), else HOLDS / does not
@@ -127,9 +128,11 @@ def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Seque
                         interval: str = "both", status: rd.Status | Mapping | None = None,
                         manifest: rd.Manifest | Mapping | None = None,
                         extra_problems: Sequence[str] = (), external: bool = False,
-                        run_dir: Path | None = None) -> ArmEvidence:
+                        run_dir: Path | None = None, state: str | None = None) -> ArmEvidence:
     """Evidence from an arm's reads and rows (the rows as read; planned None: every seed read, in order);
-    `status` and `manifest` typed (prereg.rundir), or their files' objects."""
+    `status` and `manifest` typed (prereg.rundir), or their files' objects; `state` the run's state as
+    every reader shows it (prereg.rundir.runstate.snapshot_state: died, not status.json's "running"),
+    else status.json's."""
     rows = list(rows)
     if planned is None:
         planned = sorted({r["seed"] for r in rows if isinstance(r, dict) and type(r.get("seed")) is int})
@@ -143,7 +146,7 @@ def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Seque
     comparison_of = (tuple(manifest.arms) if manifest is not None and manifest.is_comparison
                      and reads.arm in manifest.arms else None)
     return ArmEvidence(reads.arm, reads, by_seed, plan, interval, problems,
-                       status.state if status is not None else None,
+                       state or (status.state if status is not None else None),
                        stop.by if stop else None, stop.detail if stop else "", resumes, external=external,
                        run_dir=run_dir,
                        first_row_at=rd.first_row_at(rows, manifest.started_at if manifest is not None else None),
@@ -416,13 +419,16 @@ def _judge_on_rows(doc: Document | None, key: str, rule: Rule, evidence: Mapping
     plain = evaluate_rule(rule, values)
     if settled.settled:
         at = _settled_at(rule, evidence, states)
-        registered = any(evidence[a].stopped_by == rd.BY_DECIDED for a in rule.arms())
-        how = f"decided at {at} by {'a registered ' if registered else ''}curtailment"
-        if reasons:
-            return _verdict(plain, key, arms, UNDETERMINED, "; ".join(reasons) + f" (settled {settled.verdict} at {at} "
-                            "by curtailment, but a decision never stands on an arm that cannot bear one)",
-                            reasons=reasons, decided=how)
         short = [a for a in rule.arms() if evidence[a].reads.stopped_early]
+        registered = any(evidence[a].stopped_by == rd.BY_DECIDED for a in rule.arms())
+        # "by curtailment" only where the registered curtailment ended the run early: a rule that every
+        # planned seed was read for was decided by its rows, whenever it stopped being able to change
+        how = ("" if not short else f"decided at {at} by the registered curtailment" if registered
+               else f"settled at {at}: no completion of the plan could change it")
+        if reasons:
+            return _verdict(plain, key, arms, UNDETERMINED, "; ".join(reasons) + f" (settled {settled.verdict} at {at}, "
+                            "but a decision never stands on an arm that cannot bear one)",
+                            reasons=reasons, decided=how)
         # every planned row read: nothing was curtailed (the plan may not even register it), so the
         # detail says only when the verdict stopped being able to change ("settled at 1/6 by curtailment"
         # on a plan without curtailment read as if the run had been cut short)

@@ -141,11 +141,12 @@ def test_report_after_an_amendment(tmp_path, run_dir):
                    "reads": {"comparator": {"arm": "b", "for": ["c"]}},
                    "decision_rules": [{"if": "c.delta_ci_low > 0", "then": "c beats b"}]})
     freeze(p)
-    b = run_dir("b", [make_row(s, progress_final_cm=0.0) for s in range(10)], launched=(p, "b"))
-    c = run_dir("c", [make_row(s, progress_final_cm=1.0 + 0.1 * s) for s in range(10)], launched=(p, "c"))
+    done = {"state": "done"}  # without one, a manifest written a moment ago is a driver starting (runstate)
+    b = run_dir("b", [make_row(s, progress_final_cm=0.0) for s in range(10)], status=done, launched=(p, "b"))
+    c = run_dir("c", [make_row(s, progress_final_cm=1.0 + 0.1 * s) for s in range(10)], status=done, launched=(p, "c"))
     rep = build_report(p, {"b": b, "c": c}, now=NOW)
     v = {x.rule.condition: x for x in rep.verdicts}
-    assert v["c.delta_ci_low > 0"].verdict == "HOLDS"
+    assert v["c.delta_ci_low > 0"].verdict == "HOLDS", v["c.delta_ci_low > 0"].label
     assert rep.arms["c"].section == "amendment-1"
     assert verify(p).ok and load(p).problems == []
 
@@ -267,8 +268,9 @@ def test_a_rule_no_completion_can_change_is_final_on_a_stopped_run_and_says_so(d
     rep = build_report(demo, {"scripted": stopped}, append=False, now=NOW)
     v = {x.rule.condition: x for x in rep.verdicts}["scripted.successes >= 1"]
     assert v.verdict == "HOLDS" and v.early
-    assert v.label == "HOLDS (final: decided at 1/6 by curtailment)"  # never a bare HOLDS on 2/6
-    assert "[HOLDS (final: decided at 1/6 by curtailment)]" in rep.summary_text()
+    # never a bare HOLDS on 2/6, and never "by curtailment": none was registered, the user stopped it
+    assert v.label == "HOLDS (final: settled at 1/6: no completion of the plan could change it)"
+    assert "[HOLDS (final: settled at 1/6: no completion of the plan could change it)]" in rep.summary_text()
 
 
 def test_every_registered_rule_appears_even_without_its_arms(demo, run_dir):

@@ -139,12 +139,12 @@ def test_a_curtailed_verdict_never_overrides_invalid(tmp_path, run_dir):
     d = run_dir("oracle", rows, status={"state": "stopped", "stop": stop}, launched=(doc, "oracle"))
     rep = build_report(doc, {"oracle": d}, append=False, now=NOW)
     v = verdict_of(rep, "successes >= 5")
-    assert v.verdict == "undetermined" and v.decided == "decided at 5/20 by a registered curtailment"
+    assert v.verdict == "undetermined" and v.decided == "decided at 5/20 by the registered curtailment"
     assert "oracle: INVALID: error rows 1" in v.why and "settled HOLDS at 5/20" in v.why
     assert "[HOLDS" not in rep.summary_text()
     clean = run_dir("oracle-ok", rows[:5], status={"state": "stopped", "stop": stop}, launched=(doc, "oracle"))
     v = verdict_of(build_report(doc, {"oracle": clean}, append=False, now=NOW), "successes >= 5")
-    assert v.label == "HOLDS (final: decided at 5/20 by a registered curtailment)"
+    assert v.label == "HOLDS (final: decided at 5/20 by the registered curtailment)"
 
 
 
@@ -216,7 +216,7 @@ def test_a_curtailed_run_reported_against_another_plan_is_undetermined(tmp_path,
     d = run_dir("oracle", [make_row(s, success=True) for s in range(5)], status={"state": "stopped", "stop": stop},
                 launched=(doc, "oracle"))
     v = verdict_of(build_report(doc, {"oracle": d}, append=False, now=NOW), "successes >= 5")
-    assert v.label == "HOLDS (final: decided at 5/20 by a registered curtailment)"  # against its own plan
+    assert v.label == "HOLDS (final: decided at 5/20 by the registered curtailment)"  # against its own plan
     before = other.read_text()
     rep = build_report(other, {"oracle": d}, now=NOW)
     assert not rep.arms["oracle"].reads.valid
