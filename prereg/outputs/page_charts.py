@@ -11,7 +11,7 @@ from prereg.core.colors import COLORS, KNOCK_COLOR, MEAN_COLOR, SUCCESS_COLOR, T
 from prereg.outputs.page_html import Links
 from prereg.rundir.outcomes import OUTCOME_LABELS
 from prereg.rundir.rows import KNOCK_AWAY_CM
-from prereg.stats.comparison import UNDECIDED
+from prereg.stats.comparison import NOT_THE_TEST, UNDECIDED, band_is_the_test
 
 
 class _Scale:
@@ -213,8 +213,9 @@ def band_chart(c, colors: dict[str, str]) -> str:
     unit = "rate difference" if spec.metric == "success" else "cm"
     label = (f"{spec.arm_b} minus {spec.arm_a} per seed ({unit}) over the {n} seeds of the shared plan prefix: "
              f"{100 * (1 - spec.alpha):g}% confidence sequence, running mean, zero and the minimum effect")
+    role = "anytime-valid, the test" if band_is_the_test(spec, c.outcome) else f"anytime-valid; {NOT_THE_TEST}"
     legend = (f'<div class="legend"><span><span class="swatch" style="background:{b_color};opacity:.35"></span>'
-              f"{100 * (1 - spec.alpha):g}% confidence sequence (anytime-valid)</span>"
+              f"{100 * (1 - spec.alpha):g}% confidence sequence ({role})</span>"
               f'<span><span class="swatch" style="background:{MEAN_COLOR}"></span>running mean</span>'
               f"<span>— 0 · - - ±minimum effect {eff:g}</span>{mark}</div>")
     return (f'<p class="small mute">{escape(spec.arm_b)} − {escape(spec.arm_a)} per seed ({unit}), seeds of the shared '

@@ -186,6 +186,9 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
     if got.bad:
         reads.checks.append(Check("bad_lines", len(got.bad), 0, False,
                                   f"{len(got.bad)} line(s) of rows.jsonl are not valid rows (listed below)"))
+    ended = status.updated_at if status is not None and status.state in rd.FINAL_STATES else None
+    reads.checks += [Check("record", None, None, False, why)
+                     for why in rd.time_problems(rows, m.started_at if m is not None else None, ended)]
     if reads.n == 0 and state not in rd.LIVE_STATES:  # a refused or failed start is no evidence of anything
         why = rd.status_reason_text(status)
         reads.checks.append(Check("episodes", 0, None, False, f"no episodes: the run is {state} with no row"

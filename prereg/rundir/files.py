@@ -105,14 +105,50 @@ def parse_utc(text: object) -> datetime | None:
     return t if t.tzinfo is not None else t.replace(tzinfo=timezone.utc)
 
 
-def first_row_at(rows, started_at: object = None) -> str | None:
-    """When a run's data first existed: the earliest `finished_at` of its rows (as written), else the
-    run's start (`started_at`, the manifest's: earlier than any row), else None (not known)."""
-    times = [(t, r["finished_at"]) for r in rows if isinstance(r, dict)
-             for t in (parse_utc(r.get("finished_at")),) if t is not None]
-    if times:
-        return min(times)[1]
-    return started_at if parse_utc(started_at) is not None else None
+ROW_TIMES = ("started_at", "finished_at")  # what a row says of when its episode ran
+CLOCK_SLACK_S = 2.0  # stamps are written to the second by one clock: closer than this is no disagreement
+
+
+def first_row_at(rows, started_at: object = None, *also: object) -> str | None:
+    """When a run's data first existed: the earliest of everything that says when (its rows' `started_at`
+    and `finished_at` as written, the run's start, the manifest's `started_at`, and `also`: a resume's
+    time), so that no one record, edited later, can move the data's start past a registration; None
+    when nothing says (not known)."""
+    times = [(t, v) for v in (*(r.get(k) for r in rows if isinstance(r, dict) for k in ROW_TIMES), started_at, *also)
+             for t in (parse_utc(v),) if t is not None]
+    return min(times)[1] if times else None
+
+
+def time_problems(rows, started_at: object = None, ended_at: object = None) -> list[str]:
+    """Where a run's records disagree on when its data was made (each a provenance problem): a row stamped
+    before the run started (the manifest's `started_at`), or after the ended run last wrote status.json
+    (`ended_at`, its `updated_at`); rows whose times were edited show so."""
+    start, end = parse_utc(started_at), parse_utc(ended_at)
+    early, late = [], []
+    for r in rows:
+        if not isinstance(r, dict):
+            continue
+        for k in ROW_TIMES:
+            t = parse_utc(r.get(k))
+            if t is None:
+                continue
+            if start is not None and (start - t).total_seconds() > CLOCK_SLACK_S:
+                early.append(r.get("seed"))
+            elif end is not None and (t - end).total_seconds() > CLOCK_SLACK_S:
+                late.append(r.get("seed"))
+    out = []
+    if early:
+        out.append(f"rows of seeds {_seeds(early)} are stamped before the run started ({started_at}): the rows' "
+                   "times or the manifest were changed")
+    if late:
+        out.append(f"rows of seeds {_seeds(late)} are stamped after the run ended ({STATUS} last written "
+                   f"{ended_at}): the rows' times or {STATUS} were changed")
+    return out
+
+
+def _seeds(seeds: list) -> str:
+    got = sorted({s for s in seeds if type(s) is int})
+    return ", ".join(map(str, got[:10])) + (", ..." if len(got) > 10 else "") if got else "?"
 
 
 # -- writing and reading files ---------------------------------------------------------

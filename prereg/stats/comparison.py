@@ -285,7 +285,8 @@ def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
         evidence = "exact McNemar test, read once at max seeds"
     text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: {spec.arm_b} {kb}/{at} vs {spec.arm_a} {ka}/{at} "
             f"({w} seeds only {spec.arm_b}, {lo} only {spec.arm_a}); {evidence}; "
-            f"{100 * (1 - spec.alpha):g}% confidence sequence for the rate difference [{cs[0]:+.3f}, {cs[1]:+.3f}]")
+            f"{100 * (1 - spec.alpha):g}% confidence sequence for the rate difference [{cs[0]:+.3f}, {cs[1]:+.3f}]"
+            f"{band_note(spec, outcome)}")
     return Decision(outcome, at, cap, text, spec, values)
 
 
@@ -318,8 +319,26 @@ def _progress_decision(spec, d, outcome, at, cap, skipped) -> Decision:
     text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: {what} {spec.arm_b} - {spec.arm_a} {mean:+.3f} cm over "
             f"{d.size} pairs{f' ({skipped} without progress on a side, skipped)' if skipped else ''}; {how}; "
             f"{100 * (1 - spec.alpha):g}% confidence sequence [{cs[0]:+.3f}, {cs[1]:+.3f}] cm "
-            f"(|delta| <= {bound:g} cm)")
+            f"(|delta| <= {bound:g} cm){band_note(spec, outcome)}")
     return Decision(outcome, at, cap, text, spec, values)
+
+
+NOT_THE_TEST = "descriptive, not the test"  # beside a band another procedure than the registered test decides by
+
+
+def band_is_the_test(spec: ComparisonSpec, outcome: str | None = None) -> bool:
+    """Whether the confidence sequence printed and drawn beside a comparison is the registered test itself:
+    savi on progress decides by it, and an equivalence claim on success is read from it; every other
+    decision is the test's own statistic (the discordant e-value, STEP, the SPRT, McNemar, the t test),
+    so the band may still hold 0 at the seed the test decided, and it is labelled NOT_THE_TEST."""
+    if spec.metric != SUCCESS_METRIC:
+        return spec.test == "savi"
+    return outcome == EQUIVALENT and spec.test in ("savi", "step")
+
+
+def band_note(spec: ComparisonSpec, outcome: str | None = None) -> str:
+    """' (descriptive, not the test)' after a band that is not the test, '' after one that is."""
+    return "" if band_is_the_test(spec, outcome) else f" ({NOT_THE_TEST})"
 
 
 def _label(outcome: str, spec: ComparisonSpec) -> str:
@@ -385,7 +404,7 @@ class ComparisonPath:
                 how = _sprt_evidence(sprt_design(spec, self.max_seeds), k, *self.discordant, {})
             else:
                 how = f"exact McNemar test, read once at {self.max_seeds} seeds"
-            return f"{head}; {how}; {level} for the rate difference {band}"
+            return f"{head}; {how}; {level} for the rate difference {band}{band_note(spec)}"
         what = "mean clipped delta" if spec.test == "savi" and spec.clip_cm is not None else "mean"
         head = f"at {k}/{self.max_seeds} seeds: {what} {spec.arm_b} - {spec.arm_a} {self.mean[-1]:+.3f} cm"
         if spec.test == "fixed":
@@ -394,7 +413,7 @@ class ComparisonPath:
             how = (f"decides when the sequence for {spec.estimand()} excludes 0 (better/worse) or lies inside "
                    f"+/-{spec.minimum_effect:g} cm (equivalent)")
         skipped = f" ({self.skipped} pairs skipped: no progress on a side)" if self.skipped else ""
-        return f"{head}{skipped}; {level} {band}; {how}"
+        return f"{head}{skipped}; {level} {band}{band_note(spec)}; {how}"
 
 
 def path(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, planned_seeds) -> ComparisonPath:

@@ -149,7 +149,8 @@ def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Seque
                        state or (status.state if status is not None else None),
                        stop.by if stop else None, stop.detail if stop else "", resumes, external=external,
                        run_dir=run_dir,
-                       first_row_at=rd.first_row_at(rows, manifest.started_at if manifest is not None else None),
+                       first_row_at=rd.first_row_at(rows, manifest.started_at if manifest is not None else None,
+                                                    *resumes),
                        comparison_of=comparison_of)
 
 

@@ -136,7 +136,8 @@ def test_arbitrary_json_in_any_field_never_raises_and_wrong_types_become_bad_row
     view = agg.snapshot()
     t = tally(fold_rows(batch.rows).total())
     reads = arm_reads("a", batch.rows)
-    assert view.rows == len(batch.rows) and view.corrupt == len(batch.bad)
+    # the last row of each seed counts (an edit of `seed` can repeat one: hypothesis found seed 0 twice)
+    assert view.rows == len({r["seed"] for r in batch.rows}) and view.corrupt == len(batch.bad)
     assert (view.successes, view.knock_aways, view.engaged, view.errors, view.reset_strikes) == \
         (t.successes, t.knock_aways, t.engaged, t.errors, t.reset_strikes)
     assert (reads.successes, reads.error_rows) == (t.successes, t.errors) or len({r["seed"] for r in batch.rows}) < len(batch.rows)
