@@ -47,6 +47,7 @@ from console.notify.wording import (
     RESULTS,
     STALL,
     TITLE_MAX,
+    TOLD_ABOVE,
     TRIPWIRE,
     UPDATE,
     Post,
@@ -65,7 +66,9 @@ from console.notify.wording import (
     seed_span,
     short,
     shorten_markdown,
+    story_head,
     tripwire_joint_lines,
+    without_sections,
 )
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES
@@ -180,9 +183,9 @@ def _policy_lines(arm: str, pol: dict) -> list[str]:
 
 
 def _comparison_words(record: dict) -> str:
-    """The registered comparison in a few words: 'B vs A on success, test step, alpha 0.05'."""
+    """The registered comparison in a few words: 'A vs B on success, test step, alpha 0.05'."""
     a, b = record.get("arm_a"), record.get("arm_b")
-    head = (f"{b} vs {a}" if a and b else "two arms") + (f" on {record['metric']}" if record.get("metric") else "")
+    head = (f"{a} vs {b}" if a and b else "two arms") + (f" on {record['metric']}" if record.get("metric") else "")
     bits = [f"{label} {record[key]}" for key, label in (("test", "test"), ("alpha", "alpha"), ("max_seeds", "max seeds"))
             if record.get(key) is not None]
     return ", ".join([head, *bits])
@@ -282,12 +285,20 @@ def comparison_lines(snap: RunSnapshot, said: str = "") -> list[str]:
     out = [] if evidence in said else [f"comparison: {esc(short(evidence, 400))}"]
     saved = savings(snap.manifest, snap.status, list(snap.rows)) if snap.over else None
     if saved is not None:
-        out.append(saved_line(*saved[1:]))
+        out.append(saved_line(saved))
     return out
 
 
 def results_post(snap: RunSnapshot) -> Post:
-    """The report's own reads and verdicts (results.json, from the verdict engine), then results.md shortened."""
+    """The report's story (results.json's, from the verdict engine): its headline once, then what it rests on;
+    a report from before the story: its reads and verdicts, then results.md shortened."""
+    image = snap.chart_png if snap.chart_png and len(snap.chart_png) <= CHART_MAX_BYTES else None
+    told = story_head(snap.results_json)
+    if told is not None:
+        head, title = told
+        head = "\n".join([head, *published_lines(snap.results_json)])
+        body = shorten_markdown(without_sections(snap.results_md or "", TOLD_ABOVE), DESCRIPTION_MAX - len(head) - 80)
+        return _post(snap, RESULTS, RESULTS, title, f"Results · {snap.run_id}", f"{head}\n\n{body}", image=image)
     head, title, verdicts = report_head(snap.results_json)
     if head is None:  # a report from before results.json: the rows' tally
         t = tally(snap.all_counts())
@@ -296,7 +307,6 @@ def results_post(snap: RunSnapshot) -> Post:
             f"results: {t.successes}/{snap.done} successes"
     head = "\n".join([head, *verdicts, *published_lines(snap.results_json)])
     body = shorten_markdown(snap.results_md or "", DESCRIPTION_MAX - len(head) - 80)
-    image = snap.chart_png if snap.chart_png and len(snap.chart_png) <= CHART_MAX_BYTES else None
     return _post(snap, RESULTS, RESULTS, title, f"Results · {snap.run_id}", f"{head}\n\n{body}", image=image)
 
 

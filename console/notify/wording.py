@@ -17,9 +17,11 @@ from prereg.core.untrusted import redacted, shown
 from prereg.core.vocabulary import DECODES, PLUGIN, POLICIES
 from prereg.document.model import describe_tripwires
 from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY, video_words
+from prereg.outputs.report_markdown import HEADLINE
 from prereg.rundir.rows import number
 from prereg.rundir.status import GateSpec
 from prereg.stats.reads import EXPLORATORY_HEAD
+from prereg.stats.story import INVALID, Story
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
@@ -119,8 +121,9 @@ def policy_facts(m: "rd.Manifest | dict", arm: str | None = None) -> dict:
     return out
 
 
-def saved_line(run: int, batch: int, saved: int) -> str:
-    return f"episodes saved against the batch: **{saved}** ({run} run of {batch}: max seeds x 2 arms)"
+def saved_line(words: str) -> str:
+    """The comparison's cost against the batch (prereg.stats.comparison_report.savings_words), as a post says it."""
+    return f"cost: {esc(short(words, 200))}"
 
 
 def comparison_head(res: dict | None) -> tuple[str, str, list[str]] | None:
@@ -132,8 +135,8 @@ def comparison_head(res: dict | None) -> tuple[str, str, list[str]] | None:
         return None
     nums = [c.get(k) for k in ("episodes_run", "batch_episodes", "episodes_saved")]
     head = [f"comparison: **{esc(short(c.get('text') or c.get('outcome') or 'no decision', 400))}**"]
-    if all(type(n) is int for n in nums):
-        head.append(saved_line(*nums))
+    if isinstance(c.get("savings_text"), str):
+        head.append(saved_line(c["savings_text"]))
     for arm, a in list(arms.items())[:2]:
         p = a.get("primary") if isinstance(a, dict) else None
         if isinstance(p, dict) and type(p.get("successes")) is int and type(p.get("n")) is int:
@@ -153,6 +156,26 @@ def decision_words(c: dict) -> str:
     if isinstance(text, str) and text:
         return text.split(" at ", 1)[0]
     return str(c.get("outcome") or "no decision")
+
+
+def story_head(res: dict | None) -> tuple[str, str] | None:
+    """(the post's head, its content line) from results.json's story (prereg/stats/story.py): the headline once,
+    in bold, then what it rests on, each said once; None for a report without one (an older report)."""
+    story = Story.from_dict(res.get("story") if isinstance(res, dict) else None)
+    if story is None:
+        return None
+    lines = [f"**{esc(short(story.headline, 400))}**"]
+    lines += [esc(short(a.line(), 200)) for a in story.arms]
+    if story.cost:
+        lines.append(saved_line(story.cost))
+    if story.validity == INVALID:
+        lines += [f"not VALID: {esc(short(why, 200))}" for why in story.reasons[:4]]
+    lines += [f"· {esc(short(r.said, 160))} *(descriptive: the plan decides by its registered comparison)*"
+              for r in story.descriptive[:4]]
+    if isinstance(res, dict) and isinstance(res.get("comparison"), dict) and res["comparison"].get("after_anytime_valid_stop"):
+        lines.append("*the arms' counts are read after an anytime-valid stop: fixed-n numbers on the episodes run*")
+    count = f"{story.arms[0].successes}/{story.arms[0].n} successes · " if len(story.arms) == 1 else ""
+    return "\n".join(lines), f"results: {count}{esc(short(story.verdict, 160))}"
 
 
 def report_head(res: dict | None) -> tuple[str | None, str, list[str]]:
@@ -271,6 +294,20 @@ def seed_span(seeds: list) -> str:
         return f"{ints[0]}–{ints[-1]}" if len(ints) > 1 else str(ints[0])
     head = ", ".join(str(s) for s in seeds[:8])
     return head + (", …" if len(seeds) > 8 else "")
+
+
+TOLD_ABOVE = (HEADLINE, "Comparison")  # results.md's sections a results post's head says already (the story)
+
+
+def without_sections(md: str, titles: tuple[str, ...]) -> str:
+    """results.md less its '## <title>' sections (each up to the next heading), so a post says each thing once."""
+    out, skip = [], False
+    for line in md.splitlines():
+        if line.startswith("#"):
+            skip = line.startswith("## ") and any(line[3:].startswith(t) for t in titles)
+        if not skip:
+            out.append(line)
+    return "\n".join(out)
 
 
 def shorten_markdown(text: str, limit: int) -> str:

@@ -59,7 +59,7 @@ class ConfirmScreen(ModalScreen[bool]):
 
 def _comparison_option(choice: str) -> str:
     a, _, b = choice.partition(",")
-    return f"{b} vs {a} · comparison run of both arms (--arms {choice})"
+    return f"{a} vs {b} · comparison run of both arms (--arms {choice})"
 
 
 def _entry_label(e: PreregEntry) -> str:

@@ -49,7 +49,7 @@ class ComparisonSpec:
                 "sprt": (f"discordant-pair SPRT designed at {self.design_rates()[0]:g} vs {self.design_rates()[1]:g}"
                          if self.design_rates() else "discordant-pair SPRT"),
                 "fixed": "fixed-n batch test"}[self.test]
-        return (f"{self.arm_b} vs {self.arm_a} on {self.metric}: {what}, alpha {self.alpha:g} (two-sided), "
+        return (f"{self.arm_a} vs {self.arm_b} on {self.metric}: {what}, alpha {self.alpha:g} (two-sided), "
                 f"minimum effect {self.minimum_effect:g}{unit}")
 
     def estimand(self) -> str:

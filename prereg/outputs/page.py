@@ -36,6 +36,7 @@ from prereg.outputs.page_charts import band_chart, chart_section, paired_chart
 from prereg.outputs.page_html import Links, document, header, rel
 from prereg.outputs.page_seeds import grids, seed_boxes
 from prereg.outputs.report_markdown import (
+    HEADLINE,
     OTHER_READS,
     cm_text,
     outcome_transitions,
@@ -46,6 +47,8 @@ from prereg.outputs.report_markdown import (
 )
 from prereg.outputs.report_read import comparison_reads
 from prereg.rundir.outcomes import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES
+from prereg.stats.reads import DESCRIPTIVE_READ
+from prereg.stats.story import COMPARISON, INVALID, PENDING, SEP, VALID, Story
 
 PAGE = rd.RESULTS_HTML  # beside results.md in a run directory
 
@@ -54,7 +57,7 @@ PAGE = rd.RESULTS_HTML  # beside results.md in a run directory
 
 
 def run_page(doc, reps, judgement, now: str, colors: dict[str, str], *, unregistered: bool,
-             registration: Path | None) -> str:
+             registration: Path | None, story: Story | None = None) -> str:
     """RUN_DIR/results.html: one run's report (one arm, or a comparison run's two), beside its results.md."""
     run_dir = reps[0].run_dir
     here = run_dir.resolve()
@@ -68,6 +71,7 @@ def run_page(doc, reps, judgement, now: str, colors: dict[str, str], *, unregist
     nav = [(rel(registration, here), "the registration's page (every arm)")] if registration is not None else []
     series = _series(reps)
     body = [header(doc, f"{names}" + (" (one comparison run)" if len(reps) > 1 else ""), now, unregistered, nav),
+            story_section(story) if story is not None else "",
             _question(doc),
             _verdicts(judgement),
             *(_comparison(c, colors) for c in comparison_reads({r.reads.arm: r for r in reps})),
@@ -113,6 +117,29 @@ def registration_page(doc, reports: dict, judgement, now: str, colors: dict[str,
 def registration_page_name(results_md_name: str) -> str:
     """`<prereg-id>.results.html` beside `<prereg-id>.results.md`."""
     return results_md_name.removesuffix(".md") + ".html"
+
+
+# ---------------------------------------------------------------- the run's story, first
+
+
+VALIDITY_BADGE = {VALID: "holds", INVALID: "fails", PENDING: "undetermined"}
+
+
+def story_section(story: Story) -> str:
+    """The headline (state · validity · the plan's decision) and what it rests on, as results.md says them."""
+    parts = [f'<span data-k="state">{escape(story.state)}</span>',
+             f'<span class="badge {VALIDITY_BADGE[story.validity]}" data-k="validity">{escape(story.validity)}</span>',
+             f'<strong data-k="verdict">{escape(story.verdict)}</strong>']
+    items = [f'<li data-k="arm">{escape(a.line())}</li>' for a in story.arms]
+    if story.cost:
+        items.append(f'<li data-k="cost">Cost: {escape(story.cost)}</li>')
+    if story.validity == INVALID:
+        items += [f'<li class="why">Not VALID: {escape(why)}</li>' for why in story.reasons]
+    items += [f'<li class="why">Decision: {escape(r.line())}</li>' for r in story.decisions if r.why and r.kind != COMPARISON]
+    items += [f'<li class="why" data-k="descriptive">Descriptive: {escape(r.line())}</li>' for r in story.descriptive]
+    return (f'<section id="{HEADLINE.lower()}"><h2>{HEADLINE}</h2><p class="headline" data-k="headline" '
+            f'data-v="{escape(story.headline)}">' + escape(SEP).join(parts) + "</p>"
+            + (f'<ul class="story">{"".join(items)}</ul>' if items else "") + "</section>")
 
 
 # ---------------------------------------------------------------- the question and the plan
@@ -242,6 +269,7 @@ def _verdicts(judgement) -> str:
                    f"if <code>{escape(v.rule.condition)}</code> then “{escape(v.rule.action)}” "
                    f'<span class="mute small">({escape(v.key)}{"; reads " + escape(", ".join(v.arms)) if v.arms else ""})</span>'
                    + (f'<p class="why">{escape(v.label)}</p>' if v.label != word else "")
+                   + (f'<p class="why" data-k="descriptive">{escape(DESCRIPTIVE_READ)}</p>' if v.descriptive else "")
                    + "".join(f'<p class="why">{escape(w)}</p>' for w in why) + "</li>")
     for s in judgement.sequential:
         out.append(f'<li data-key="{escape(s.key)}"><span class="badge {_badge_class(s.label.replace("final", "HOLDS"))}">'

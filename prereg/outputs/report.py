@@ -37,6 +37,7 @@ from prereg.outputs.report_markdown import (
     registration_markdown,
     rules_markdown,
     section_markdown,
+    story_markdown,
     validity_head,
     validity_lines,
 )
@@ -58,6 +59,7 @@ from prereg.rundir import utc_now
 from prereg.stats.chart import per_seed_chart
 from prereg.stats.comparison_report import ComparisonRead, comparison_runs
 from prereg.stats.reads import ArmReads, Verdict
+from prereg.stats.story import Story, build_story
 from prereg.stats.verdict import Judgement, SequentialVerdict
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
@@ -78,6 +80,7 @@ class Report:
     paired_charts: list[Path] = field(default_factory=list)
     sequential: list[SequentialVerdict] = field(default_factory=list)
     registration_page: Path | None = None  # <prereg-id>.results.html beside the registration's results file
+    stories: list[Story] = field(default_factory=list)  # each run directory's story (prereg/stats/story.py)
 
     @property
     def comparisons(self) -> list[ComparisonRead]:
@@ -109,6 +112,8 @@ class Report:
     def summary_text(self) -> str:
         out = [UNREGISTERED_LINE.replace("**", "")] if self.unregistered else []
         out.append(f"{self.prereg_id} ({self.prereg_path}), report {self.generated_at}")
+        for story in self.stories:
+            out.append(f"\nrun {story.run}: {story.headline}")
         for name, r in self.arms.items():
             a = r.reads
             out.append(f"\n{name}  [{r.run_dir}]")
@@ -175,8 +180,8 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     folder = runs_folder([r.run_dir for r in reports.values()])
     reg_md = folder / registration_results_name(doc)
     reg_page = folder / registration_page_name(reg_md.name)
-    for arms in arms_by_run(reports).values():
-        _write_run_files(doc, [reports[a] for a in arms], judgement, now, colors, head, unregistered, reg_page)
+    stories = [_write_run_files(doc, [reports[a] for a in arms], judgement, now, colors, head, unregistered, reg_page)
+               for arms in arms_by_run(reports).values()]
     charts = draw_paired_charts(doc, reports, folder, colors)
     reg_lines = registration_markdown(doc, reports, judgement, now, charts, folder, unregistered)
     rd.write_text_atomic(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
@@ -197,7 +202,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     if append:
         append_section(doc, sorted(reports), section, now)
     return Report(doc.path, doc.prereg_id, now, reports, verdicts, "\n".join(section), append, skipped,
-                  unregistered, reg_md, charts, judgement.sequential, reg_page)
+                  unregistered, reg_md, charts, judgement.sequential, reg_page, stories)
 
 
 def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
@@ -227,10 +232,13 @@ def read_registration(prereg_path: str | Path, runs: dict[str, str | Path], *,
 
 
 def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement, now: str, colors: dict,
-                     head: list[str], unregistered: bool, reg_page: Path) -> None:
+                     head: list[str], unregistered: bool, reg_page: Path) -> Story:
     """results.md, results.json, chart.png and results.html of one run directory: one arm's, or a comparison
-    run's two arms together (one chart of both, paired B - A; one results file that states the decision)."""
+    run's two arms together (one chart of both, paired B - A; one results file that states the decision),
+    each leading with the run's story (its headline); the story."""
     rep = reps[0]
+    order = [a.name for a in doc.arms()]
+    reps = sorted(reps, key=lambda r: order.index(r.reads.arm) if r.reads.arm in order else len(order))
     run_dir = rep.run_dir
     if len(reps) == 1:
         cr = next((c for c in rep.comparators if c.reads is not None), None)
@@ -247,6 +255,8 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
     md = head + [f"# Results: {name}" + (" (one comparison run)" if len(reps) > 1 else ""), "",
                  f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
     comparisons = comparison_reads({r.reads.arm: r for r in reps})
+    story = build_story(run_dir.name, {r.reads.arm: r.evidence for r in reps}, judgement, comparisons, generated_at=now)
+    md += story_markdown(story)
     for c in comparisons:
         md += c.markdown()
     for r in reps:
@@ -259,12 +269,14 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
     else:
         doc_json = _comparison_results_json(doc, reps, comparisons, judgement, now, unregistered)
     doc_json["chart"] = chart_record(series, paired, colors)  # what the console draws in cells
+    doc_json["story"] = story.as_dict()  # what every surface leads with
     rd.write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
     page = run_dir / PAGE  # the same objects as a page, written last: it links the files above
     rd.write_text_atomic(page, run_page(doc, reps, judgement, now, colors, unregistered=unregistered,
-                                        registration=reg_page))
+                                        registration=reg_page, story=story))
     for r in reps:
         r.page = page
+    return story
 
 
 def chart_record(series: list[ArmReads], paired, colors: dict) -> dict:

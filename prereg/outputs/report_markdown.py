@@ -12,7 +12,8 @@ from prereg.document.read import parse
 from prereg.document.seal import verify_layout, write_lines
 from prereg.outputs.report_read import UNREGISTERED_LINE, ArmReport, comparison_reads
 from prereg.rundir.outcomes import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES
-from prereg.stats.reads import MIN_PAIRED_SEEDS, ArmReads, Paired
+from prereg.stats.reads import DESCRIPTIVE_READ, MIN_PAIRED_SEEDS, ArmReads, Paired
+from prereg.stats.story import COMPARISON, INVALID, Story
 from prereg.stats.verdict import Judgement
 
 # ---------------------------------------------------------------- writing
@@ -169,6 +170,22 @@ def seed_reads_line(a: ArmReads) -> str:
     return "; ".join(bits)
 
 
+HEADLINE = "Headline"  # the section every results.md starts with: the run's story (prereg/stats/story.py)
+
+
+def story_markdown(story: Story) -> list[str]:
+    """The run's story, first in results.md: the headline (state · validity · the plan's decision), then what
+    it rests on: each arm's count and validity, the cost, every reason it is not VALID, the descriptive reads."""
+    out = [f"## {HEADLINE}", "", f"**{story.headline}**", ""]
+    out += [f"- {a.line()}" for a in story.arms]
+    if story.cost:
+        out.append(f"- Cost: {story.cost}")
+    out += [f"- Not VALID: {why}" for why in story.reasons] if story.validity == INVALID else []
+    out += [f"- Decision: {r.line()}" for r in story.decisions if r.why and r.kind != COMPARISON]
+    out += [f"- Descriptive: {r.line()}" for r in story.descriptive]
+    return out + [""]
+
+
 def rules_markdown(judgement: Judgement) -> list[str]:
     verdicts, seq = judgement.verdicts, judgement.sequential
     if not verdicts and not seq:
@@ -177,7 +194,8 @@ def rules_markdown(judgement: Judgement) -> list[str]:
     for i, v in enumerate(verdicts, 1):
         reads = f"; reads {', '.join(v.arms)}" if v.arms else ""
         out.append(f"{i}. **{v.label}**: if `{v.rule.condition}` ({v.key}{reads}) then \u201c{v.rule.action}\u201d."
-                   + (f" Judged on: {v.detail}." if v.detail else ""))
+                   + (f" Judged on: {v.detail}." if v.detail else "") + (f" _{DESCRIPTIVE_READ[0].upper()}"
+                                                                         f"{DESCRIPTIVE_READ[1:]}._" if v.descriptive else ""))
     for s in seq:
         out.append(f"- **{s.label}**: the registered sequential test of arm {s.arm} ({s.section})"
                    + (f": {s.decision.text}." if s.decision else "."))

@@ -19,6 +19,7 @@ from prereg.rundir.runstate import snapshot_state
 from prereg.stats import curtail
 from prereg.stats.chart import paired_delta_chart
 from prereg.stats.comparison_report import ComparisonRead, read_comparison, registered_comparison
+from prereg.stats.operating import sized_batch_seeds
 from prereg.stats.reads import ArmReads, Check, Paired, arm_reads, paired_reads
 from prereg.stats.sequential import record_problems as sequential_record_problems
 from prereg.stats.verdict import ArmEvidence, Judgement, evidence_from_reads, judge
@@ -160,7 +161,8 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
             key = (run_dir, tuple(seeds))
             comparison = run.comparisons.get(key)
             if comparison is None:
-                comparison = run.comparisons[key] = read_comparison(spec, run_dir, got.rows, status, seeds)
+                comparison = run.comparisons[key] = read_comparison(spec, run_dir, got.rows, status, seeds,
+                                                                     sized_batch_seeds(spec, sm.reads.power))
         notes.append(f"one arm of comparison run {run_dir.name} ({' and '.join(m.arms)}, interleaved by seed): the "
                      f"rows whose arm is {arm}; the run's wall and GPU-hours are both arms'")
     state = snapshot_state(snap).shown  # the console's word for the run: died, not status.json's "running"

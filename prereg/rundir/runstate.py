@@ -27,7 +27,6 @@ from prereg.rundir.files import UNKNOWN as UNKNOWN_STATE
 from prereg.rundir.manifest import Manifest, Snapshot
 from prereg.rundir.status import Status
 
-
 STARTING_GRACE_S = 120.0  # no pid.json yet: a run written within this is a driver starting (live)
 
 

@@ -275,7 +275,7 @@ def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
     if spec.test == "savi":
         up, down = float(discordant_log_e(w, lo)), float(discordant_log_e(lo, w))
         values["e_better"], values["e_worse"] = math.exp(up), math.exp(down)
-        evidence = (f"e-value {math.exp(max(up, down)):.3g} for {'B better' if up >= down else 'B worse'} "
+        evidence = (f"e-value {math.exp(max(up, down)):.3g} for {spec.arm_b} {'better' if up >= down else 'worse'} "
                     f"(decides at {2 / spec.alpha:g})")
     elif spec.test == "step":
         evidence = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {cap}"
@@ -396,7 +396,7 @@ class ComparisonPath:
             head = f"at {k}/{self.max_seeds} seeds: {spec.arm_b} {kb}/{k} vs {spec.arm_a} {ka}/{k}"
             if spec.test == "savi" and self.e_better is not None and self.e_worse is not None:
                 up, down = self.e_better[-1], self.e_worse[-1]
-                how = (f"e-value {max(up, down):.3g} for {'B better' if up >= down else 'B worse'} "
+                how = (f"e-value {max(up, down):.3g} for {spec.arm_b} {'better' if up >= down else 'worse'} "
                        f"(decides at {self.threshold:g})")
             elif spec.test == "step":
                 how = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {self.max_seeds}"

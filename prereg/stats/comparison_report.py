@@ -12,8 +12,9 @@ the driver's latest `prereg.stats.comparison.Decision`). The report reads such a
   every row (`decide`), with status.json's record of it beside (`record_problems`: any difference is
   a provenance problem of both arms, never the decision); whether the run stopped on it (then every
   fixed-n read of its arms is "read after an anytime-valid stop"), the episodes run, and the
-  episodes saved against the batch (max_seeds x 2 minus the episodes run: in-flight episodes that
-  finished after the decision count as run), and the path over seeds (`prereg.stats.comparison.path`)
+  episodes saved against the batch (the batch validate sized for the registered power, else max_seeds, x 2
+  minus the episodes run: in-flight episodes that finished after the decision count as run), and the
+  path over seeds (`prereg.stats.comparison.path`)
   the console draws. Whether the decision stands (both arms VALID, ended, read from this run; the
   comparison frozen before the data) is the verdict engine's (`prereg.stats.verdict.ComparisonVerdict`),
   attached as `.verdict` by the report.
@@ -31,6 +32,7 @@ from prereg import rundir as rd
 from prereg.document.comparison_spec import ComparisonSpec
 from prereg.document.model import Document
 from prereg.stats.comparison import UNDECIDED, VOID, ComparisonPath, batch_episodes, decide, episodes_saved, path
+from prereg.stats.operating import sized_batch_seeds
 from prereg.stats.verdict import COMPARISON_STOP, FINAL, ComparisonVerdict
 
 AFTER_STOP = "read after an anytime-valid stop"
@@ -74,6 +76,7 @@ class ComparisonRead:
     path: ComparisonPath
     record_problems: list[str] = field(default_factory=list)  # where the record and the rows disagree
     verdict: "ComparisonVerdict | None" = None  # the verdict engine's (prereg.stats.verdict), attached by the report
+    sized_seeds: int | None = None  # the batch validate sized for the registered power (None: no design to size it)
 
     @property
     def recorded(self) -> bool:
@@ -81,12 +84,17 @@ class ComparisonRead:
         return self.record is not None
 
     @property
+    def batch_seeds(self) -> int:
+        """The batch the savings are counted against: the one validate sized, else max seeds."""
+        return batch_basis(self.sized_seeds, self.max_seeds)
+
+    @property
     def batch(self) -> int:
-        return batch_episodes(self.max_seeds)
+        return batch_episodes(self.batch_seeds)
 
     @property
     def saved(self) -> int:
-        return episodes_saved(self.max_seeds, self.episodes_run)
+        return episodes_saved(self.batch_seeds, self.episodes_run)
 
     @property
     def outcome(self) -> str | None:
@@ -103,7 +111,7 @@ class ComparisonRead:
 
     @property
     def title(self) -> str:
-        return f"{self.spec.arm_b} vs {self.spec.arm_a}"
+        return f"{self.spec.arm_a} vs {self.spec.arm_b}"  # the registered order, as the launch and the run name them
 
     def rows_text(self) -> str:
         """What the rows decide, in words (the driver's code on this run's rows)."""
@@ -129,9 +137,8 @@ class ComparisonRead:
         return "status.json records the same decision"
 
     def savings_text(self) -> str:
-        """'39 of the batch's 120 episodes run (60 seeds x 2 arms): 81 saved'."""
-        return (f"{self.episodes_run} of the batch's {self.batch} episodes run ({self.max_seeds} seeds x 2 arms): "
-                f"{self.saved} saved")
+        """'33 episodes run against the batch's 50 (the 25 seeds x 2 arms validate sized for the registered power): 17 saved'."""
+        return savings_words(self.episodes_run, self.sized_seeds, self.max_seeds)
 
     def stop_label(self) -> str:
         """Why every fixed-n read of this run's arms is labelled, or '' when the run did not stop on the decision."""
@@ -173,6 +180,7 @@ class ComparisonRead:
                 "text": self.decision_text(), "outcome": self.outcome, "at": self.decided_at,
                 "stopped_by_decision": self.stopped_by_decision, "after_anytime_valid_stop": self.stopped_by_decision,
                 "episodes_run": self.episodes_run, "batch_episodes": self.batch, "episodes_saved": self.saved,
+                "batch_sized": self.sized_seeds is not None, "savings_text": self.savings_text(),
                 "max_seeds": self.max_seeds}
 
 
@@ -208,8 +216,29 @@ def _short_decision(d: dict) -> str:
     return f"{d.get('outcome')!r} at {d.get('at')!r}/{d.get('max_seeds')!r}"
 
 
+def batch_basis(sized_seeds: int | None, max_seeds: int) -> int:
+    """The seeds of the batch a comparison's cost is counted against: the batch validate sized for the registered
+    power at the design (never more than max seeds), else max seeds (no design registered to size one)."""
+    return min(sized_seeds, max_seeds) if sized_seeds else max_seeds
+
+
+def savings_words(run: int, sized_seeds: int | None, max_seeds: int) -> str:
+    """A comparison's cost against the batch, in words, the same on every surface."""
+    seeds = batch_basis(sized_seeds, max_seeds)
+    batch = batch_episodes(seeds)
+    if not sized_seeds:
+        base = f"max seeds, {seeds} x 2 arms: no design registered to size a batch"
+    elif sized_seeds > max_seeds:
+        base = f"max seeds, {seeds} x 2 arms, under the {sized_seeds} seeds validate sized for the registered power"
+    else:
+        base = f"the {seeds} seeds x 2 arms validate sized for the registered power"
+    over = run - batch
+    return (f"{run} episodes run against the batch's {batch} ({base}): "
+            + (f"{batch - run} saved" if over <= 0 else f"{over} more than the batch"))
+
+
 def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], status: rd.Status | dict | None,
-                    planned_seeds) -> ComparisonRead:
+                    planned_seeds, sized_seeds: int | None = None) -> ComparisonRead:
     """The comparison of a comparison run: its rows (both arms), its status.json (typed), the arms' plan.
 
     The decision is `decide` on the rows, the code the driver ran after every row; status.json's record
@@ -225,7 +254,7 @@ def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], statu
     stopped = bool(stop is not None and stop.by == rd.BY_DECIDED and stop.detail.startswith(COMPARISON_STOP))
     episodes = {(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in (spec.arm_a, spec.arm_b)}
     return ComparisonRead(spec, Path(run_dir), decision, record, stopped, status.state, len(episodes), cap,
-                          path(spec, a, b, planned), record_problems(record, decision))
+                          path(spec, a, b, planned), record_problems(record, decision), sized_seeds=sized_seeds)
 
 
 def live_evidence(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None, rows: list[dict]) -> str | None:
@@ -248,9 +277,10 @@ def live_evidence(manifest: rd.Manifest | dict | None, status: rd.Status | dict 
 
 
 def savings(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None,
-            rows: list[dict]) -> tuple[str, int, int, int] | None:
-    """(outcome text, episodes run, batch episodes, episodes saved) of a comparison run from its own
-    files (before or without a report), or None when it is not a comparison run or has no decision."""
+            rows: list[dict]) -> str | None:
+    """A comparison run's cost against the batch in words (`savings_words`), from its own files (before or
+    without a report: the batch sized from the registered comparison's own assumed rates), or None when it
+    is not a comparison run or has no decision."""
     m = rd.Manifest.of(manifest) or rd.Manifest()
     recorded = (rd.Status.of(status) or rd.Status()).comparison
     if not m.is_comparison or not isinstance(recorded, dict) or not isinstance(recorded.get("text"), str):
@@ -258,5 +288,9 @@ def savings(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None
     max_seeds = recorded.get("max_seeds")
     if type(max_seeds) is not int:
         return None
+    try:
+        sized = sized_batch_seeds(ComparisonSpec.from_record(m.comparison or {}))
+    except (TypeError, ValueError, KeyError):
+        sized = None
     run = len({(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in m.arms})
-    return recorded["text"], run, batch_episodes(max_seeds), episodes_saved(max_seeds, run)
+    return savings_words(run, sized, max_seeds)

@@ -7,6 +7,7 @@ seeds (McNemar for success, the paired t test for progress). validate/freeze pri
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -83,6 +84,7 @@ def t_power(n: int, delta: float, sd: float, alpha: float) -> float:
     return float(stats.nct.sf(crit, df, nc) + stats.nct.cdf(-crit, df, nc))
 
 
+@functools.lru_cache(maxsize=256)  # a report and every end post ask for the same plan's batch
 def batch_seeds(power: float, *, b_only: float | None = None, a_only: float | None = None,
                 delta: float | None = None, sd: float | None = None, alpha: float = 0.05,
                 n_max: int = 5000) -> int | None:
@@ -277,6 +279,25 @@ def _advise(spec: ComparisonSpec, test: str, n: int, cases: list[Case], design: 
     return TestAdvice(label, how, readings, power, n)
 
 
+def _batch_at(spec: ComparisonSpec, design: Case) -> int | None:
+    """The fixed-n batch test's seeds for the registered power at the design (exact McNemar, or the paired t test)."""
+    if spec.metric == SUCCESS_METRIC:
+        bo, ao = design.law
+        return batch_seeds(spec.power, b_only=max(bo, ao), a_only=min(bo, ao), alpha=spec.alpha)
+    return batch_seeds(spec.power, delta=abs(design.delta), sd=design.sd, alpha=spec.alpha)
+
+
+def sized_batch_seeds(spec: ComparisonSpec, power_plan=None) -> int | None:
+    """The seeds of the batch `validate` sized for the registered power at the plan's design (what it prints as
+    'the batch ... needs N seeds'): the base a run's episodes saved are counted against. None without a
+    design (no assumed rates or SD registered)."""
+    if spec.metric == SUCCESS_METRIC:
+        _cases, design, _real = _success_cases(spec, power_plan)
+    else:
+        _cases, design, _sd = _progress_cases(spec, power_plan)
+    return _batch_at(spec, design) if design is not None else None
+
+
 def comparison_advice(spec: ComparisonSpec, planned: int, power_plan=None) -> Advice:
     """validate/freeze's block for a registered comparison: for the registered test and each test the plan
     could register instead, the expected episodes at no difference, at the assumed effect and at the
@@ -303,14 +324,13 @@ def comparison_advice(spec: ComparisonSpec, planned: int, power_plan=None) -> Ad
                    f"ILLUSTRATIVE, with A at {cases[0].pa:g}")
     batch = None
     if design is not None:
+        batch = _batch_at(spec, design)
         if spec.metric == SUCCESS_METRIC:
             bo, ao = design.law
-            batch = batch_seeds(spec.power, b_only=max(bo, ao), a_only=min(bo, ao), alpha=spec.alpha)
             kl = paired_sprt.seed_kl_alternative(max(bo, ao), min(bo, ao))
             what = f"{design.pa:g} -> {design.pb:g}"
             batch_test = "exact McNemar"
         else:
-            batch = batch_seeds(spec.power, delta=abs(design.delta), sd=design.sd, alpha=spec.alpha)
             kl = design.delta ** 2 / (2 * design.sd ** 2)
             what = f"{design.delta:+g} cm (SD {design.sd:g} cm)"
             batch_test = "paired t test"

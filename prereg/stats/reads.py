@@ -288,6 +288,9 @@ def _completion(n: int, planned, run_state: rd.Status | None, shown: str | None 
         return "the run died (its process is gone without a final state; fontaine-eval --resume goes on)"
     reason = run_state.reason_text if run_state is not None else ""
     why = f": {reason}" if reason else ""
+    stop = run_state.stop if run_state is not None else None
+    if state == rd.STOPPED and stop is not None and stop.by == rd.BY_DECIDED:
+        return "stopped early: the plan's registered decision was reached"  # what it decided is the headline's
     if state == rd.STOPPED:
         return f"stopped early{why}"
     if state == rd.FAILED:
@@ -469,6 +472,8 @@ OPS = {">=": operator.ge, "<=": operator.le, "==": operator.eq, "!=": operator.n
 HOLDS, NOT_HOLDS, UNDETERMINED, PROVISIONAL = "HOLDS", "does not hold", "undetermined", "provisional"
 EXPLORATORY = "exploratory"  # a rule frozen after the data it reads existed: never a verdict
 EXPLORATORY_HEAD = "exploratory (frozen after the data existed)"
+# a rule over the arms of a registered comparison: shown, but the plan decides by the comparison's test
+DESCRIPTIVE_READ = "a descriptive read: the plan decides by its registered comparison"
 
 
 def exploratory_label(why: str, on_rows: str) -> str:
@@ -490,6 +495,7 @@ class Verdict:
     frozen_at: str = ""  # when the rule's section was frozen (its seal)
     data_at: str = ""  # the first row of the runs it reads: "ARM T" (the earliest), "" when not known
     on_rows: str = ""  # exploratory: the label it would carry had it been frozen before the data
+    descriptive: bool = False  # its arms are a registered comparison's: the comparison decides, this is a read
 
     @property
     def label(self) -> str:
@@ -506,7 +512,8 @@ class Verdict:
                 "section": self.rule.section, "arms": list(self.arms), "verdict": self.verdict, "label": self.label,
                 "why": self.why, "reasons": list(self.reasons), "decided": self.decided, "early": self.early,
                 "detail": self.detail, "frozen_at": self.frozen_at, "data_at": self.data_at,
-                "exploratory": self.verdict == EXPLORATORY, "on_rows": self.on_rows}
+                "exploratory": self.verdict == EXPLORATORY, "on_rows": self.on_rows,
+                "descriptive": self.descriptive}
 
 
 def evaluate_rule(rule: Rule, values: dict[str, dict[str, float | None]], *,

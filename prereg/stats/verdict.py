@@ -369,6 +369,10 @@ def judge(doc: Document, evidence: Mapping[str, ArmEvidence]) -> Judgement:
     comparisons = _comparison_verdicts(doc, evidence)
     stops = _stop_texts(evidence, sequential, comparisons)
     verdicts = [judge_rule(doc, key, rule, evidence, stops=stops) for key, rule in doc.registered_rules()]
+    pairs = [{sm.comparison.arm_a, sm.comparison.arm_b} for sm in doc.sections
+             if sm.comparison is not None and sm.section.sealed]
+    for v in verdicts:  # the plan decides these arms by its registered comparison: a rule over them is a read
+        v.descriptive = any(set(v.rule.arms()) <= pair for pair in pairs)
     return Judgement(verdicts, sequential, comparisons)
 
 

@@ -25,11 +25,11 @@ def test_the_view_of_a_comparison_run_carries_both_arms_and_its_band(tmp_path):
     cells = dict(view.arms)
     assert cells["clumsy"][4].startswith("4/13") and cells["steady"][4].startswith("12/12")
     (key, pair), = view.paired
-    assert key == "steady" and pair[0] == "steady vs clumsy" and pair[1] == "12"
+    assert key == "steady" and pair[0] == "steady vs clumsy" and pair[1] == "12"  # its delta: steady - clumsy
     c = view.comparison
     assert c.decided_at == 12 and c.path.at[-1] == 12 and c.run == "cmp"
     assert c.words[0].startswith("decision: steady better than clumsy at 12/60 seeds")
-    assert "25 of the batch's 120 episodes run (60 seeds x 2 arms): 95 saved" in c.words
+    assert "25 episodes run against the batch's 50 (the 25 seeds x 2 arms validate sized for the registered power): 25 saved" in c.words
 
 
 def test_a_comparison_run_opened_from_the_list_wins_over_older_runs_of_its_arms(tmp_path):
@@ -95,7 +95,7 @@ async def test_the_compare_screen_draws_the_band_and_marks_the_decision_live(run
         text = plain(evidence)
         assert "decision: undetermined (clumsy: the run is still stopping" in text  # a live run bears no decision
         assert "the rows decide: steady better than clumsy at 12/60" in text and "e-value" in text
-        assert "24 of the batch's 120 episodes run (60 seeds x 2 arms): 96 saved" in text
+        assert "24 episodes run against the batch's 50 (the 25 seeds x 2 arms validate sized for the registered power): 26 saved" in text
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, CompareScreen))
 

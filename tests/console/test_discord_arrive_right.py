@@ -53,7 +53,7 @@ def test_a_comparison_runs_launch_names_both_arms_and_their_policies(tmp_path):
     assert "arm **clumsy** · policy **scripted**" in launch.description
     assert "arm **steady** · policy **scripted**" in launch.description
     assert "60 seeds (0–59) per arm, interleaved by seed" in launch.description
-    assert "comparison: steady vs clumsy on success" in launch.description
+    assert "comparison: clumsy vs steady on success" in launch.description
     assert update is None  # 6 episodes: no update yet
 
 

@@ -58,15 +58,17 @@ def test_the_stopped_post_and_the_results_post_say_the_decision_and_the_episodes
     assert stopped.key == "stopped:25"
     assert "clumsy vs steady 25/120 · stopped at 25/120" in stopped.content
     assert "reason: decided: (comparison) steady better than clumsy at 12/60 seeds" in stopped.description
-    assert "episodes saved against the batch: **95** (25 run of 120: max seeds x 2 arms)" in stopped.description
+    cost = "cost: 25 episodes run against the batch's 50 (the 25 seeds x 2 arms validate sized for the registered power): 25 saved"
+    assert cost in stopped.description
     build_report(doc, {"clumsy-vs-steady": run}, append=False, now="2026-12-01T15:00:00Z")
     results = next(p for p in posts(run, ["launch", "stopped:25"]) if p.key == "results")
-    assert "results: steady better than clumsy · 95 episodes saved" in results.content  # not "B better"
+    # not "B better"
+    assert "results: steady better than clumsy (the registered comparison, decided at 12/60 seeds)" in results.content
     head = results.description.split("\n\n")[0].splitlines()
-    assert head[0].startswith("comparison: **steady better than clumsy at 12/60 seeds")
-    assert head[1] == "episodes saved against the batch: **95** (25 run of 120: max seeds x 2 arms)"
-    assert "clumsy: successes **4/13** (of 60 planned) · VALID" in head
-    assert "steady: successes **12/12** (of 60 planned) · VALID" in head
+    assert head[0] == "**stopped · VALID · steady better than clumsy (the registered comparison, decided at 12/60 seeds)**"
+    assert head[3] == cost and results.description.count("saved") == 1  # said once
+    assert "clumsy: 4/13 successes (of 60 planned), 0 knock-aways, 4 engaged · VALID" in head
+    assert "steady: 12/12 successes (of 60 planned), 0 knock-aways, 12 engaged · VALID" in head
     assert any("read after an anytime-valid stop" in x for x in head)
-    assert any("steady.successes > clumsy.successes" in x for x in head)  # the registered rule's verdict
+    assert any("steady.successes" in x and "(descriptive: the plan decides by its registered comparison)" in x for x in head)
     assert len(results.description) <= DESCRIPTION_MAX

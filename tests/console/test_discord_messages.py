@@ -308,10 +308,12 @@ def test_the_results_post_states_the_reports_own_reads_and_verdicts(tmp_path):
     (run / "manifest.json").write_text(json.dumps(launched_manifest(doc, "oracle")))
     build_report(doc, {"oracle": run}, append=False, now="2026-12-01T09:00:00Z")
     (post,) = [p for p in due_posts(read_snapshot(run), {"launch", "stopped"}) if p.key == "results"]
-    first = post.description.splitlines()[0]
-    assert first.startswith("successes **6 / 7 achieved (of 20 planned") and "**INVALID** (error rows 1" in first
-    assert "[undetermined (oracle: INVALID: error rows 1" in post.description and "`successes >= 5`" in post.description
-    assert "results: 6/7 successes" in post.content
+    # the report's story, its headline first and said once: state, validity, the plan's decisions
+    head = post.description.splitlines()
+    assert head[0] == r"**stopped · INVALID · undetermined: if successes \>= 5; undetermined: if successes == 0**"
+    assert head[1] == "oracle: 6/7 successes (of 20 planned), 0 knock-aways, 0 engaged · INVALID"
+    assert head[2].startswith("not VALID: error rows 1 (must be <= 0)")
+    assert "results: 6/7 successes · undetermined: if successes" in post.content
 
 
 def test_an_update_tallies_the_outcomes_read_from_the_grasp_fields(tmp_path):

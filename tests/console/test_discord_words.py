@@ -39,7 +39,7 @@ def reported_run(tmp_path, *, state="done"):
 def test_counts_are_whole_numbers_in_every_post(tmp_path):
     run = reported_run(tmp_path)
     (post,) = [p for p in owed(run, ["launch", "done"]) if p.key == "results"]
-    assert "knock-aways 0 · engaged 0 · " in post.description.splitlines()[0]
+    assert ", 0 knock-aways, 0 engaged · " in post.description.splitlines()[1]  # the story's arm line
     # results.json written by another hand, its counts as 23.0: still whole in the post
     head, _, _ = report_head({"primary": {"successes": 4, "n": 25}, "knock_aways": 0.0, "engaged": 23.0, "valid": True})
     assert "knock-aways 0 · engaged 23 · VALID" in head and ".0" not in head
@@ -70,7 +70,8 @@ def test_a_run_its_decision_stopped_says_the_decision_once(tmp_path):
     decision = "steady better than clumsy at 12/60 seeds: steady 12/12 vs clumsy 4/12"
     assert d.count(decision) == 1 and "reason: decided: (comparison) " + decision in d
     assert "confidence sequence for the rate difference [-0.060, +0.752]" in d  # whole, not cut
-    assert "episodes saved against the batch: **95**" in d
+    assert "cost: 25 episodes run against the batch's 50 (the 25 seeds x 2 arms validate sized for the registered power): " \
+        "25 saved" in d
     # a run stopped for another reason keeps the comparison's line
     status = json.loads((run / "status.json").read_text())
     status.update(stop=None, reason="stop key in the console (alice)")
@@ -114,4 +115,5 @@ def test_the_results_post_quotes_results_md_without_module_paths_or_lab_jargon(t
         assert "prereg." not in text and "lab notes" not in text and "mean batch" not in text
     assert "**Other reads**: no knock-away; tipped 0; spend wall 11.7 min, 70 predicts (1.00 per policy call)" in md
     assert "**Outcomes** (one per episode, the first that holds): error 1 · success 6" in md
-    assert "**Other reads**: no knock-away" in post.description
+    primary = next(line for line in md.splitlines() if line.startswith("- **Primary**"))
+    assert primary[2:60] in post.description  # the arm's reads, quoted after the story's head

@@ -48,11 +48,11 @@ async def test_the_launch_dialog_starts_a_comparison_run(runs_dir, prereg_dir):
         arm.value = "clumsy,steady"  # offered beside the arms: the select takes it and shows its words
         shown = arm.query_one("SelectCurrent #label")
         await wait_for(pilot, lambda: "comparison run of both arms" in plain(shown), what="the option's label")
-        assert plain(shown) == "steady vs clumsy · comparison run of both arms (--arms clumsy,steady)"
+        assert plain(shown) == "clumsy vs steady · comparison run of both arms (--arms clumsy,steady)"
         box = app.screen.query_one("#launch-settings")
         await wait_for(pilot, lambda: "fontaine-eval --arms clumsy,steady" in plain(box), what="the comparison's settings")
         text = plain(box)
-        assert "compare steady vs clumsy on success: paired discordant-seed e-process" in text
+        assert "compare clumsy vs steady on success: paired discordant-seed e-process" in text
         assert "arm A   clumsy: scripted" in text and "grasp_miss 0.5" in text and "grasp_miss 0.1" in text
         assert "at most 60 seeds per arm (120 episodes)" in text
         await press_button(pilot, "#launch")

@@ -361,7 +361,7 @@ def test_validate_prints_the_advice_for_every_test_the_plan_could_register(tmp_p
     p.write_text(DOC.replace("max_seeds: 60", "max_seeds: 60\n  assumed_rates: [0.1, 0.5]"))
     assert main(["validate", str(p)]) == 0
     out = capsys.readouterr().out
-    assert "comparison registered: b vs a on success: paired discordant-seed e-process" in out
+    assert "comparison registered: a vs b on success: paired discordant-seed e-process" in out
     assert "no difference 0.1 vs 0.1 | assumed 0.1 -> 0.5 | minimum effect 0.1 -> 0.25" in out
     assert "the batch (exact McNemar, sized for it) needs" in out and "information floor (Wald's bound" in out
     rows = {line[4:].split()[0]: line for line in out.splitlines() if line.startswith(("  > ", "    ")) and "worst" in line}
@@ -373,7 +373,7 @@ def test_validate_prints_the_advice_for_every_test_the_plan_could_register(tmp_p
         "seeds: 0-99", "seeds: 0-199").replace("max_seeds: 60", "max_seeds: 150"))
     assert main(["validate", str(p)]) == 0
     out = capsys.readouterr().out
-    assert "b vs a on progress_final_cm: fixed-n batch test" in out and "the batch (paired t test, sized for it) needs 135 seeds" in out
+    assert "a vs b on progress_final_cm: fixed-n batch test" in out and "the batch (paired t test, sized for it) needs 135 seeds" in out
     assert "  > fixed (exact)" in out and "    savi, e.g. clip_cm 7.5 (simulated)" in out
     assert "savi tests the mean of the deltas clipped to +/-its clip, not the mean" in out
 

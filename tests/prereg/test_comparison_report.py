@@ -38,14 +38,15 @@ def test_a_comparison_run_is_read_as_both_of_its_arms(tmp_path, key):
     assert a.n_planned == b.n_planned == 60 and a.valid and b.valid, (a.checks, b.checks)
     (c,) = rep.comparisons
     assert c.outcome == BETTER and c.decided_at == 12 and c.recorded
-    assert (c.episodes_run, c.batch, c.saved) == (25, 120, 95)  # max_seeds x 2 minus the episodes run
+    # against the batch validate sized for power 0.8 at 0.5 -> 0.9 (25 seeds, exact McNemar), not max seeds x 2
+    assert (c.sized_seeds, c.episodes_run, c.batch, c.saved) == (25, 25, 50, 25)
     assert rep.arms["steady"].after_stop.startswith("read after an anytime-valid stop")
     (pair,) = rep.arms["steady"].comparators
     assert pair.comparator.name == "clumsy" and not pair.registered and pair.paired.shared_seeds == 12
     assert pair.paired.better == 8  # the 8 discordant seeds
     text = rep.summary_text()
-    assert "comparison steady vs clumsy" in text and "steady better than clumsy at 12/60 seeds" in text
-    assert "25 of the batch's 120 episodes run (60 seeds x 2 arms): 95 saved" in text
+    assert "comparison clumsy vs steady" in text and "steady better than clumsy at 12/60 seeds" in text
+    assert "25 episodes run against the batch's 50 (the 25 seeds x 2 arms validate sized for the registered power): 25 saved" in text
     assert text.count("label     read after an anytime-valid stop") == 2
 
 
@@ -54,15 +55,15 @@ def test_one_results_file_chart_and_json_for_the_run(tmp_path):
     build_report(doc, {"clumsy": run}, append=False, now=NOW)
     md = (run / "results.md").read_text()
     assert md.startswith("# Results: clumsy and steady (one comparison run)")
-    assert "## Comparison: steady vs clumsy" in md and "### clumsy" in md and "### steady" in md
-    assert "95 saved" in md and md.count("**Read after an anytime-valid stop") == 3  # the run's, and each arm's
+    assert "## Comparison: clumsy vs steady" in md and "### clumsy" in md and "### steady" in md
+    assert "25 saved" in md and md.count("**Read after an anytime-valid stop") == 3  # the run's, and each arm's
     assert (run / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     res = json.loads((run / "results.json").read_text())
     assert res["arm"] == "clumsy-vs-steady" and set(res["arms"]) == {"clumsy", "steady"}
     assert res["arms"]["steady"]["primary"]["successes"] == 12 and res["arms"]["steady"]["label"]
-    assert res["comparison"]["outcome"] == "B better" and res["comparison"]["episodes_saved"] == 95
+    assert res["comparison"]["outcome"] == "B better" and res["comparison"]["episodes_saved"] == 25
     reg = (tmp_path / "runs" / "demo-compare.results.md").read_text()
-    assert "## Comparison: steady vs clumsy" in reg
+    assert "## Comparison: clumsy vs steady" in reg
 
 
 def test_the_results_section_appended_to_a_copy_states_the_comparison(tmp_path):
@@ -70,7 +71,7 @@ def test_the_results_section_appended_to_a_copy_states_the_comparison(tmp_path):
     rep = build_report(doc, {"clumsy-vs-steady": run}, now=NOW)
     assert rep.appended
     text = doc.read_text()
-    assert "### Comparison: steady vs clumsy" in text and "95 saved" in text
+    assert "### Comparison: clumsy vs steady" in text and "25 saved" in text
 
 
 def test_a_run_that_reached_max_seeds_undecided_is_not_labelled(tmp_path):
@@ -86,7 +87,9 @@ def test_a_run_that_reached_max_seeds_undecided_is_not_labelled(tmp_path):
     assert c.outcome == UNDECIDED and not c.stopped_by_decision and c.saved == 0
     assert rep.arms["clumsy"].reads.n_planned == 4 and rep.arms["clumsy"].reads.valid  # the capped plan
     assert not rep.arms["steady"].after_stop
-    assert "no decision before max seeds: 8 of the batch's 8 episodes run" in rep.summary_text()
+    # max seeds 4 is under the sized batch (25): the batch is the 4 seeds the plan allows
+    said = "no decision before max seeds: 8 episodes run against the batch's 8 (max seeds, 4 x 2 arms, under the 25 seeds"
+    assert said in rep.summary_text()
 
 
 def test_a_run_of_another_comparison_is_invalid(tmp_path):

@@ -1,0 +1,203 @@
+"""One run's story, judged once: its state, its validity and the plan's decision, for every surface.
+
+The report builds a `Story` per run directory from the verdict engine's evidence and judgement
+(prereg/stats/verdict.py) and records it in results.json (`story`); results.md, the terminal's
+summary, results.html, the Discord results post and the console render it and derive nothing of
+their own, so one run reads the same everywhere, in the same words:
+
+    done · VALID · steady better than clumsy (the registered comparison, decided at 12/60 seeds)
+
+- **state**: the run's state as every reader shows it (prereg/rundir/runstate.py: a run whose process
+  is gone without a final state has `died`, never "still running").
+- **validity**: `VALID`, `INVALID` (each reason, arm by arm), or `not judged yet` while the run is live.
+- **decision**: what the plan decides by. A comparison run's registered comparison; else each
+  registered sequential test and decision rule that reads this run's arms. A rule beside a
+  registered comparison of its arms is a *descriptive read*: shown, said to be one, never the
+  headline. The words are the verdict engine's labels (HOLDS, does not hold, provisional,
+  undetermined, exploratory; a comparison's outcome in its arms' names).
+- **cost** (a comparison): the episodes run against the batch validate sized
+  (prereg.stats.comparison_report.savings_words).
+
+`Story.from_dict(results_json["story"])` reads it back (a surface renders a report it did not make).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from prereg import rundir as rd
+from prereg.core.words import plural
+from prereg.stats.reads import DESCRIPTIVE_READ as DESCRIPTIVE
+from prereg.stats.verdict import FINAL
+
+VALID, INVALID, PENDING = "VALID", "INVALID", "not judged yet"
+VALIDITIES = (VALID, INVALID, PENDING)
+COMPARISON, SEQUENTIAL, RULE = "comparison", "sequential test", "rule"
+SEP = " · "  # between the headline's three parts, on every surface
+MAX_SHOWN = 3  # decisions named in a headline; the rest are counted ("+2 more")
+
+
+@dataclass(frozen=True)
+class ArmStory:
+    """One arm's part: its count and whether it can bear a verdict."""
+
+    arm: str
+    validity: str
+    reasons: tuple[str, ...]
+    successes: int
+    n: int
+    planned: int | None
+    knock_aways: int = 0
+    engaged: int = 0
+
+    def line(self) -> str:
+        of = f" (of {self.planned} planned)" if self.planned is not None and self.planned != self.n else ""
+        return (f"{self.arm}: {self.successes}/{self.n} successes{of}, {plural(self.knock_aways, 'knock-away')}, "
+                f"{self.engaged} engaged · {self.validity}")
+
+
+@dataclass(frozen=True)
+class Ruling:
+    """A registered judgement as it is stated: its word, what it judges, and whether the plan decides by it."""
+
+    key: str
+    kind: str  # COMPARISON | SEQUENTIAL | RULE
+    word: str  # the verdict engine's word (HOLDS, does not hold, ...; a comparison: its outcome in words)
+    label: str  # the verdict engine's whole label (why, how it was decided)
+    subject: str  # what it judges, in words
+    decides: bool = True  # False: a descriptive read beside the registered comparison
+    action: str = ""  # a rule's "then"
+
+    @property
+    def said(self) -> str:
+        """Its word and subject: 'HOLDS: if scripted.successes >= 1', 'steady better than clumsy (the registered ...)'."""
+        return f"{self.word} ({self.subject})" if self.kind == COMPARISON else f"{self.word}: {self.subject}"
+
+    @property
+    def why(self) -> str:
+        """What its label says besides its word ('(final: decided at 5/20 ...)', an undetermined's reasons)."""
+        extra = self.label[len(self.word):] if self.label.startswith(self.word) else f" {self.label}"
+        return extra.strip(" :")
+
+    def line(self) -> str:
+        """The ruling whole, for a list under the headline; a descriptive read says it is one."""
+        text = self.said + (f" {self.why}" if self.why and self.kind != COMPARISON else "")
+        return text if self.decides else f"{text} ({DESCRIPTIVE})"
+
+
+@dataclass(frozen=True)
+class Story:
+    run: str
+    state: str
+    validity: str
+    reasons: tuple[str, ...] = ()
+    arms: tuple[ArmStory, ...] = ()
+    rulings: tuple[Ruling, ...] = ()
+    cost: str = ""
+    generated_at: str = ""
+
+    @property
+    def decisions(self) -> tuple[Ruling, ...]:
+        return tuple(r for r in self.rulings if r.decides)
+
+    @property
+    def descriptive(self) -> tuple[Ruling, ...]:
+        return tuple(r for r in self.rulings if not r.decides)
+
+    @property
+    def verdict(self) -> str:
+        """The plan's decision in words: each deciding ruling's word and subject (the first MAX_SHOWN)."""
+        ds = self.decisions
+        if not ds:
+            return "no registered decision reads this run"
+        shown = [r.said for r in ds[:MAX_SHOWN]]
+        more = f" (+{len(ds) - MAX_SHOWN} more)" if len(ds) > MAX_SHOWN else ""
+        return "; ".join(shown) + more
+
+    @property
+    def headline(self) -> str:
+        """'<state> · <validity> · <the plan's decision>': the one line every surface leads with."""
+        return SEP.join((self.state, self.validity, self.verdict))
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.update(headline=self.headline, verdict=self.verdict)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: object) -> "Story | None":
+        """A story recorded in results.json, or None when it is not one (an older report, an edited file)."""
+        if not isinstance(d, dict):
+            return None
+        try:
+            arms = tuple(ArmStory(str(a["arm"]), str(a["validity"]), tuple(map(str, a.get("reasons") or ())),
+                                  int(a["successes"]), int(a["n"]),
+                                  a["planned"] if type(a.get("planned")) is int else None,
+                                  int(a.get("knock_aways") or 0), int(a.get("engaged") or 0)) for a in d.get("arms") or ())
+            rulings = tuple(Ruling(str(r["key"]), str(r["kind"]), str(r["word"]), str(r.get("label") or ""),
+                                   str(r["subject"]), r.get("decides") is not False, str(r.get("action") or ""))
+                            for r in d.get("rulings") or ())
+            story = cls(str(d["run"]), str(d["state"]), str(d["validity"]), tuple(map(str, d.get("reasons") or ())),
+                        arms, rulings, str(d.get("cost") or ""), str(d.get("generated_at") or ""))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        return story if story.validity in VALIDITIES else None
+
+
+# ---------------------------------------------------------------- building it
+
+
+def validity_of(evidence) -> tuple[str, tuple[str, ...]]:
+    """(VALID | INVALID | not judged yet, every reason) of one arm's evidence (prereg.stats.verdict.ArmEvidence)."""
+    if evidence.live:
+        return PENDING, (f"the run is still {evidence.state}",)
+    return (VALID, ()) if not evidence.problems else (INVALID, tuple(evidence.problems))
+
+
+def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generated_at: str = "") -> Story:
+    """The story of one run directory: `evidence` {arm: ArmEvidence} of its arms in the registration's
+    order, the report's `judgement` (prereg.stats.verdict.Judgement), and its comparison reads
+    (prereg.stats.comparison_report.ComparisonRead, the verdict attached)."""
+    arms = list(evidence)
+    states = {ev.state for ev in evidence.values()}
+    state = next(iter(states)) if len(states) == 1 else ", ".join(f"{a} {ev.state}" for a, ev in evidence.items())
+    parts = []
+    for a, ev in evidence.items():
+        v, why = validity_of(ev)
+        r = ev.reads
+        parts.append(ArmStory(a, v, why, r.successes, r.n, r.n_planned, r.knock_aways, r.engaged))
+    words = [p.validity for p in parts]
+    validity = PENDING if PENDING in words else INVALID if INVALID in words else VALID
+    reasons = tuple(f"{p.arm}: {why}" if len(parts) > 1 else why for p in parts for why in p.reasons)
+    rulings: list[Ruling] = []
+    cost = ""
+    for c in comparisons:
+        v = c.verdict
+        if v is None or not {v.spec.arm_a, v.spec.arm_b} <= set(arms):
+            continue
+        stands = v.verdict == FINAL and v.decision is not None
+        word = v.decision.text.split(" at ", 1)[0] if stands else v.verdict
+        how = f"the registered comparison, decided at {c.decided_at}/{c.max_seeds} seeds" if stands and c.decided_at \
+            else "the registered comparison"
+        rulings.append(Ruling(v.key, COMPARISON, word, c.decision_text(), how))
+        cost = c.savings_text()
+    for s in judgement.sequential:
+        if s.arm in arms:
+            rulings.append(Ruling(s.key, SEQUENTIAL, _word(s.verdict, s.label), s.label,
+                                  f"the registered sequential test of arm {s.arm}"))
+    for v in judgement.verdicts:
+        named = set(v.rule.arms())
+        if not named & set(arms):
+            continue  # another run's rule
+        rulings.append(Ruling(v.key, RULE, _word(v.verdict, v.label), v.label, f"if {v.rule.condition}",
+                              decides=not v.descriptive, action=v.rule.action))
+    return Story(run, state or rd.UNKNOWN, validity, reasons, tuple(parts), tuple(rulings), cost, generated_at)
+
+
+def _word(verdict: str, label: str) -> str:
+    """The first word(s) of a label: 'HOLDS', 'does not hold', 'provisional', 'undetermined', 'exploratory', 'final: H1 accepted'."""
+    return label.split(" (", 1)[0] if label else verdict
+
+
+__all__ = ["ArmStory", "Ruling", "Story", "build_story", "validity_of", "VALID", "INVALID", "PENDING", "DESCRIPTIVE",
+           "SEP"]
