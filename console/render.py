@@ -33,6 +33,8 @@ from prereg.rundir.outcomes import (
 from prereg.rundir.rows import number
 from prereg.rundir.status import GateSpec, gpu_hours_source
 from prereg.stats.curtail import pace_text, settled_text
+from prereg.stats.story import INVALID, VALID
+from prereg.stats.story import PENDING as NOT_JUDGED
 
 OUTCOME_STYLE = {
     SUCCESS: "bold green",
@@ -54,6 +56,7 @@ STATE_STYLE = {
     rd.DONE: "green", rd.FAILED: "bold red", rd.DIED: "bold red reverse", rd.UNKNOWN: "grey50",
 }
 GATE_STYLE = {OK: "green", WARN: "bold yellow", TRIPPED: "bold white on red", PENDING: "grey50"}
+VALIDITY_STYLE = {VALID: "green", INVALID: "bold red", NOT_JUDGED: "grey62"}
 BAR_BLOCKS = " ▁▂▃▄▅▆▇█"
 
 
@@ -160,6 +163,13 @@ def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
         t.append(f"\nmissing: {', '.join(info.missing)}", style="yellow")
     for problem in info.problems:
         t.append(f"\nunreadable: {problem}", style="red")
+    story = info.story
+    if story is not None:  # the report's judgement, as results.md, the page and the posts state it
+        t.append("\nreport: ", style="bold")
+        t.append(story.headline, style=VALIDITY_STYLE.get(story.validity, ""))
+        if story.state != info.state:
+            t.append(f"\nlive: {info.state} (the report, {story.generated_at}, read it {story.state}: "
+                     "report again for its verdict now)", style="yellow")
     if loading:
         t.append("\nreading rows.jsonl…", style="italic grey62")
     if restart_reason:
@@ -314,9 +324,12 @@ def pace_table(info: RunInfo, view: AggregateView, readings: list[GateReading], 
     wall = "—" if view.median_wall_s is None else f"{view.median_wall_s:.1f} s"
     batch = "" if view.mean_batch is None else f", mean batch {view.mean_batch:.1f}"
     t.add_row("episode wall", f"{wall} median{batch}")
-    decision = _guarded_text(settled_text, status)
-    if decision:
-        t.add_row("decision", Text(clip_text(decision, 72)))
+    if info.story is not None:  # the report's decision, never the driver's record beside it
+        t.add_row("decision", Text(clip_text(f"report: {info.story.verdict}", 72)))
+    elif gate_spec(info).decided == "stop":  # the registered curtailment's progress; unregistered, it decides nothing
+        decision = _guarded_text(settled_text, status)
+        if decision:
+            t.add_row("decision", Text(clip_text(decision, 72)))
     return t
 
 

@@ -33,6 +33,7 @@ from prereg.rundir.discovery import (  # noqa: F401 - re-exported: the console's
     run_sort_key,
 )
 from prereg.rundir.runstate import RunState, ShowsState, episodes_done, planned_total
+from prereg.stats.story import Story
 
 
 @dataclass
@@ -52,6 +53,7 @@ class RunInfo(ShowsState):
     liveness: str = UNKNOWN
     launched_arm: str | None = None  # the arm this console launched, until manifest.json names it
     counted: int | None = None  # episodes with a row by the one denominator, once rows.jsonl is read to its end
+    story: Story | None = None  # the report's story (results.json), when the run has been reported
 
     def __post_init__(self) -> None:
         self.manifest = rd.Manifest.of(self.manifest)
@@ -123,7 +125,16 @@ def read_run(path: str | Path) -> RunInfo:
     info.rows_size = snap.rows_size
     info.stop = snap.stop
     info.liveness = liveness(info.pid)
+    info.story = read_story(path)
     return info
+
+
+def read_story(run_dir: Path) -> Story | None:
+    """The report's story of the run (results.json's `story`), None before a report or from an older one."""
+    if not (run_dir / rd.RESULTS_JSON).is_file():
+        return None
+    res, _why = rd.load_json_object(run_dir / rd.RESULTS_JSON)
+    return Story.from_dict(res.get("story")) if isinstance(res, dict) else None
 
 
 # -- run control ------------------------------------------------------------------

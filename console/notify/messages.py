@@ -236,7 +236,7 @@ def progress_lines(snap: RunSnapshot, said: str = "") -> list[str]:
         if source:
             line += f" ({esc(source)})"
         lines.append(line)
-    settled = settled_text(snap.status)
+    settled = settled_text(snap.status) if spec.decided == "stop" else None  # unregistered, it decides nothing
     if settled:
         lines.append(esc(settled))
     # a file or a field the notifier cannot read is said, not shown as a blank figure

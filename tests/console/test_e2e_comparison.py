@@ -52,6 +52,6 @@ async def test_a_comparison_run_launched_watched_and_reported(runs_dir, prereg_d
     rep = build_report(doc, {"clumsy-vs-steady": run}, append=False)
     (c,) = rep.comparisons
     assert c.outcome == "B better" and c.decided_at == 19 and c.stopped_by_decision
-    assert c.saved == 120 - c.episodes_run and c.episodes_run == len((run / "rows.jsonl").read_text().splitlines())
+    assert c.batch == 50 and c.saved == max(0, 50 - c.episodes_run) and c.episodes_run == len((run / "rows.jsonl").read_text().splitlines())
     assert rep.arms["clumsy"].reads.valid and rep.arms["steady"].reads.valid
     assert rep.arms["steady"].after_stop.startswith("read after an anytime-valid stop")

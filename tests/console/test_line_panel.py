@@ -118,7 +118,8 @@ def test_recent_rows_text_lines_up_columns_and_cuts_to_the_width():
     assert len(lines) == 3 and all(len(line) <= 60 for line in lines)
     assert lines[2].endswith("…")  # the long error note is cut, with a mark
     header, first, second = lines
-    assert header.index("outcome") == first.index("knock-away") == second.index("error")
+    # the grid's word for each episode (prereg.rundir.outcomes.OUTCOME_LABELS), in one column
+    assert header.index("outcome") == first.index("knocked away") == second.index("error")
     # numbers are right-aligned under their headers
     assert first.index("-6.10") + len("-6.10") == header.index("prog_final") + len("prog_final")
     assert recent_rows_text([], 40).plain.startswith("seed outcome")

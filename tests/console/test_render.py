@@ -84,7 +84,8 @@ def test_the_pace_panel_says_when_the_decision_was_settled_and_what_the_projecti
     from console.render import pace_table
     from prereg import rundir as rd
 
-    d = make_run_dir(tmp_path, "settled", state="running", done=70, total=100, elapsed_s=600, pid=live_pid())
+    d = make_run_dir(tmp_path, "settled", state="running", done=70, total=100, elapsed_s=600, pid=live_pid(),
+                     gates={"pace_limit_hours": 1.0, "pace_after_episodes": 10, "decided": "stop"})
     status = rd.read_json(d / rd.STATUS)
     status["settled"] = {"at": 63, "total": 100, "all": True,
                          "rules": [{"condition": "successes >= 20", "settled": True, "verdict": "does not hold"}]}
