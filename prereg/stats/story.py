@@ -27,7 +27,9 @@ from dataclasses import asdict, dataclass
 
 from prereg import rundir as rd
 from prereg.core.words import plural
+from prereg.stats.comparison import UNDECIDED
 from prereg.stats.reads import DESCRIPTIVE_READ as DESCRIPTIVE
+from prereg.stats.reads import EXPLORATORY, HOLDS, NOT_HOLDS, PROVISIONAL, UNDETERMINED
 from prereg.stats.verdict import FINAL
 
 VALID, INVALID, PENDING = "VALID", "INVALID", "not judged yet"
@@ -80,9 +82,11 @@ class Ruling:
         return extra.strip(" :")
 
     def line(self) -> str:
-        """The ruling whole, for a list under the headline; a descriptive read says it is one."""
-        text = self.said + (f" {self.why}" if self.why and self.kind != COMPARISON else "")
-        return text if self.decides else f"{text} ({DESCRIPTIVE})"
+        """The ruling for a list under the headline: a decision with its why; a descriptive read, its word and
+        subject, and that it is one (its why is in the decision rules' list)."""
+        if not self.decides:
+            return f"{self.said} ({DESCRIPTIVE})"
+        return self.said + (f" {self.why}" if self.why and self.kind != COMPARISON else "")
 
 
 @dataclass(frozen=True)
@@ -177,8 +181,10 @@ def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generate
             continue
         stands = v.verdict == FINAL and v.decision is not None
         word = v.decision.text.split(" at ", 1)[0] if stands else v.verdict
-        how = f"the registered comparison, decided at {c.decided_at}/{c.max_seeds} seeds" if stands and c.decided_at \
-            else "the registered comparison"
+        how = "the registered comparison"
+        if stands and c.decided_at:
+            how += (f", at max seeds ({c.decided_at}/{c.max_seeds})" if v.decision.outcome == UNDECIDED
+                    else f", decided at {c.decided_at}/{c.max_seeds} seeds")
         rulings.append(Ruling(v.key, COMPARISON, word, c.decision_text(), how))
         cost = c.savings_text()
     for s in judgement.sequential:
@@ -195,8 +201,11 @@ def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generate
 
 
 def _word(verdict: str, label: str) -> str:
-    """The first word(s) of a label: 'HOLDS', 'does not hold', 'provisional', 'undetermined', 'exploratory', 'final: H1 accepted'."""
-    return label.split(" (", 1)[0] if label else verdict
+    """A ruling's word: the verdict engine's own (HOLDS, does not hold, provisional, undetermined, exploratory),
+    else its label's head ('final: H1 accepted at 2/20')."""
+    if verdict in (HOLDS, NOT_HOLDS, PROVISIONAL, UNDETERMINED, EXPLORATORY) or not label:
+        return verdict
+    return label.split(" (", 1)[0]
 
 
 __all__ = ["ArmStory", "Ruling", "Story", "build_story", "validity_of", "VALID", "INVALID", "PENDING", "DESCRIPTIVE",
