@@ -87,7 +87,7 @@ def run_page(doc, reps, judgement, now: str, colors: dict[str, str], *, unregist
 
 
 def registration_page(doc, reports: dict, judgement, now: str, colors: dict[str, str], path: Path, *,
-                      unregistered: bool) -> str:
+                      unregistered: bool, stories: list[Story] = ()) -> str:
     """<prereg-id>.results.html beside the runs: every arm of the registration, every rule, every pairing."""
     path = Path(path).resolve()
     here = path.parent
@@ -100,6 +100,7 @@ def registration_page(doc, reports: dict, judgement, now: str, colors: dict[str,
         runs.setdefault(r.run_dir.resolve(), []).append(r.reads.arm)
     nav = [(rel(d / PAGE, here), f"run {d.name} ({' and '.join(arms)})") for d, arms in runs.items()]
     body = [header(doc, doc.prereg_id or doc.path.stem, now, unregistered, nav),
+            *(story_section(s, run=True) for s in stories),
             _question(doc),
             _verdicts(judgement),
             *(_comparison(c, colors) for c in comparison_reads(reports)),
@@ -125,8 +126,9 @@ def registration_page_name(results_md_name: str) -> str:
 VALIDITY_BADGE = {VALID: "holds", INVALID: "fails", PENDING: "undetermined"}
 
 
-def story_section(story: Story) -> str:
-    """The headline (state · validity · the plan's decision) and what it rests on, as results.md says them."""
+def story_section(story: Story, run: bool = False) -> str:
+    """The headline (state · validity · the plan's decision) and what it rests on, as results.md says them
+    (`run`: on the registration's page, one a run, named)."""
     parts = [f'<span data-k="state">{escape(story.state)}</span>',
              f'<span class="badge {VALIDITY_BADGE[story.validity]}" data-k="validity">{escape(story.validity)}</span>',
              f'<strong data-k="verdict">{escape(story.verdict)}</strong>']
@@ -137,7 +139,8 @@ def story_section(story: Story) -> str:
         items += [f'<li class="why">Not VALID: {escape(why)}</li>' for why in story.reasons]
     items += [f'<li class="why">Decision: {escape(r.line())}</li>' for r in story.decisions if r.why and r.kind != COMPARISON]
     items += [f'<li class="why" data-k="descriptive">Descriptive: {escape(r.line())}</li>' for r in story.descriptive]
-    return (f'<section id="{HEADLINE.lower()}"><h2>{HEADLINE}</h2><p class="headline" data-k="headline" '
+    title = f"{HEADLINE}: run {escape(story.run)}" if run else HEADLINE
+    return (f'<section class="{HEADLINE.lower()}"><h2>{title}</h2><p class="headline" data-k="headline" '
             f'data-v="{escape(story.headline)}">' + escape(SEP).join(parts) + "</p>"
             + (f'<ul class="story">{"".join(items)}</ul>' if items else "") + "</section>")
 

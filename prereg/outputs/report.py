@@ -183,9 +183,9 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
     stories = [_write_run_files(doc, [reports[a] for a in arms], judgement, now, colors, head, unregistered, reg_page)
                for arms in arms_by_run(reports).values()]
     charts = draw_paired_charts(doc, reports, folder, colors)
-    reg_lines = registration_markdown(doc, reports, judgement, now, charts, folder, unregistered)
+    reg_lines = registration_markdown(doc, reports, judgement, now, charts, folder, unregistered, stories)
     rd.write_text_atomic(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
-    rd.write_text_atomic(reg_page, registration_page(doc, reports, judgement, now, colors, reg_page,
+    rd.write_text_atomic(reg_page, registration_page(doc, reports, judgement, now, colors, reg_page, stories=stories,
                                                      unregistered=unregistered))
     section = section_markdown(doc, reports, judgement, now, reg_md)
     skipped = ""

@@ -204,12 +204,17 @@ def rules_markdown(judgement: Judgement) -> list[str]:
 
 
 def registration_markdown(doc: Document, reports: dict[str, ArmReport], judgement: Judgement, now: str,
-                           charts: list[Path], folder: Path, unregistered: bool) -> list[str]:
-    """The whole registration in one file: every arm, every rule, every pairing, the distance table."""
+                           charts: list[Path], folder: Path, unregistered: bool,
+                           stories: list[Story] = ()) -> list[str]:
+    """The whole registration in one file: each run's headline, every arm, every rule, every pairing, the
+    distance table."""
     out = [UNREGISTERED_LINE, ""] if unregistered else []
     out += [f"# Results: {doc.prereg_id or doc.path.stem}", "",
             f"Pre-registration `{doc.path}`, report {now} (`fontaine-prereg report`). This file is rewritten "
-            "by every report of this registration from the runs given to it.", "",
+            "by every report of this registration from the runs given to it.", ""]
+    if stories:
+        out += [f"## {HEADLINE}s", "", *(f"- Run `{s.run}`: **{s.headline}**" for s in stories), ""]
+    out += [
             "## Arms", "",
             "| arm | section | run | validity | successes | engaged | knock-aways | quiet | error rows | "
             "progress_final mean | completion |",
