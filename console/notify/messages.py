@@ -72,6 +72,7 @@ from console.notify.wording import (
 )
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES
+from prereg.core.words import plural
 from prereg.rundir.gates import TRIPPED, WARN, PaceInputs, evaluate_gates, projected_wall_s
 from prereg.rundir.outcomes import OUTCOME_LABELS
 from prereg.rundir.status import gpu_hours_source
@@ -146,15 +147,15 @@ def launch_post(snap: RunSnapshot) -> Post:
         kinds.append(pol["kind"] + (f" {pol['decode']}" if pol.get("decode") else ""))
         lines.extend(_policy_lines(arm or m.arm or "?", pol))
     seeds = list(m.seeds or ())
-    proto = [f"{len(seeds) or snap.total} seeds" + (f" ({seed_span(seeds)})" if seeds else "")
+    proto = [plural(len(seeds) or snap.total, "seed") + (f" ({seed_span(seeds)})" if seeds else "")
              + (" per arm, interleaved by seed" if snap.arms else "")]
     secs = m.episode_seconds
     if secs is not None:
         proto.append(f"{secs:g} s episodes")
     if m.workers:
-        proto.append(f"{m.workers} workers")
+        proto.append(plural(m.workers, "worker"))
     lines.append(" · ".join(proto))
-    budget = f"budget: {snap.total} episodes"
+    budget = f"budget: {plural(snap.total, 'episode')}"
     if secs is not None:
         budget += f" × {secs:g} s simulated"
     lines.append(budget)
@@ -356,8 +357,9 @@ def fold_into_end(end: Post, owed: list[Post]) -> Post:
     second); the end post says so, marked late, and `covers` records them as posted."""
     if not owed:
         return end
-    note = (f"late: this post stands for {len(owed)} earlier post(s) not delivered while Discord could not be "
-            f"reached ({', '.join(p.key for p in owed[:8])}{', …' if len(owed) > 8 else ''})")
+    # neutral on why: Discord may have been unreachable, or the webhook refused them (deleted, then replaced)
+    note = (f"late: this post stands for {plural(len(owed), 'earlier post')} not delivered when due "
+            f"({', '.join(p.key for p in owed[:8])}{', …' if len(owed) > 8 else ''})")
     covers = tuple(dict.fromkeys([*end.covers, *(k for p in owed for k in (p.key, *p.covers))]))
     return replace(_late(end.with_note(note)), covers=covers)
 
@@ -436,7 +438,8 @@ def _end_posts(snap: RunSnapshot, posted: set[str]) -> list[Post]:
         words = _successes_words(snap, knock_aways=False) if snap.arms else \
             f"{snap.counts().successes}/{snap.done} successes"
         out.append(mark_late(_post(snap, DONE, DONE, f"done: {words}", f"Done · {snap.run_id}",
-                                   "\n".join([*summary, "*frozen reads not written yet (results.md)*"])), snap.status_age_s))
+                                   "\n".join([*summary, "*frozen reads not written yet: the report has not run*"])),
+                         snap.status_age_s))
     return out
 
 
@@ -448,7 +451,7 @@ def _died_post(snap: RunSnapshot) -> Post:
         "the driver's process is gone without writing a final state"
         + (f" (last heartbeat {hours(age)} ago)" if age is not None else ""),
         f"**{snap.done}/{snap.total}** episodes", *progress_lines(snap),
-        f"driver.log says why; `fontaine-eval --resume runs/{code(snap.run_dir.name)}` runs the rest"])
+        f"the driver's log says why; `fontaine-eval --resume runs/{code(snap.run_dir.name)}` runs the rest"])
     return _post(snap, DIED, f"{DIED}:{snap.done}", f"died at {snap.done}/{snap.total}", f"Died · {snap.run_id}", text)
 
 

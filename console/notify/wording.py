@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from prereg import rundir as rd
 from prereg.core.untrusted import redacted, shown
 from prereg.core.vocabulary import DECODES, PLUGIN, POLICIES
+from prereg.core.words import clip_words
 from prereg.document.model import describe_tripwires
 from prereg.outputs.publish import PUBLISHED_KEY, SPACE_KEY, video_words
 from prereg.outputs.report_markdown import HEADLINE
@@ -324,7 +325,7 @@ def shorten_markdown(text: str, limit: int) -> str:
             line = " · ".join(c.strip() for c in line.strip().strip("|").split("|"))
         if line or (out and out[-1]):
             out.append(line)
-    note = "\n… (shortened: the full reads are in results.md)"
+    note = "\n… (shortened: the full reads are in the run's report)"
     kept, size = [], 0
     for line in out:
         if size + len(line) + 1 > limit - len(note):
@@ -364,16 +365,19 @@ def count_text(v: object) -> str:
 
 
 def hours(seconds: float) -> str:
+    """'15 s', '4 min', '1.25 h': a 15 s run's wall is never '0 min', nor a 30 s heartbeat '1 min'."""
+    if seconds < 60:
+        return f"{max(0.0, seconds):.0f} s"
     return f"{seconds / 3600:.2f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
 def short(v: object, n: int) -> str:
-    s = str(v)
-    return s if len(s) <= n else s[: n - 1] + "…"
+    """At most n characters, cut at a word with '…' (prereg.core.words.clip_words)."""
+    return clip_words(str(v), n)
 
 
 def clip(s: str, n: int) -> str:
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return clip_words(s, n)
 
 
 def esc(s: str) -> str:

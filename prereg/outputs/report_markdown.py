@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from prereg.core.errors import PreregError
+from prereg.core.words import plural
 from prereg.document.layout import REPLACED_MARK, RESULTS_END, parse_layout, results_begin
 from prereg.document.model import Document
 from prereg.document.read import parse
@@ -375,7 +376,7 @@ def paired_line(p: Paired) -> str:
          f"successes {p.arm_successes} vs {p.comparator_successes}, success seeds in both {p.success_overlap}, "
          f"only {p.arm} {p.success_only_arm}, only {p.comparator} {p.success_only_comparator}")
     if p.only_arm or p.only_comparator:
-        s += f"; not shared: {len(p.only_arm)} seeds only {p.arm}, {len(p.only_comparator)} only {p.comparator}"
+        s += f"; not shared: {plural(len(p.only_arm), 'seed')} only {p.arm}, {len(p.only_comparator)} only {p.comparator}"
     ps = p.success
     if ps is not None and ps.shared and ps.ci is not None:
         s += (f"; success difference {100 * ps.delta:+.1f} pp on {ps.shared} seeds, [{100 * ps.ci[0]:+.1f}, "

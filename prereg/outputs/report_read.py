@@ -10,6 +10,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.core.errors import PreregError
 from prereg.core.vocabulary import ROWS_LEVELS
+from prereg.core.words import plural
 from prereg.document.launch import resolve_launch
 from prereg.document.model import Comparator, Document
 from prereg.outputs.provenance import manifest_problems
@@ -253,8 +254,8 @@ def comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[
     if paired.shared_seeds == 0:
         note = "no shared seeds with a progress_final_cm value: nothing to pair"
     if paired.dropped_unpaired:
-        note = (note + "; " if note else "") + (f"{paired.dropped_unpaired} seed(s) with rows on both sides were not "
-                                                "paired: no finite progress_final_cm on one side")
+        note = (note + "; " if note else "") + (f"{plural(paired.dropped_unpaired, 'seed')} with rows on both sides "
+                                                "not paired: an error row or no finite progress_final_cm on one side")
     return ComparatorRead(c, paired, creads, note, other if c.arm else None, None if c.arm else ext)
 
 

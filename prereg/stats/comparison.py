@@ -101,6 +101,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from prereg.core.words import plural
 from prereg.document.comparison_spec import SUCCESS_METRIC, ComparisonSpec
 from prereg.stats import paired_sprt
 from prereg.stats.comparison_engines import betting_cs, betting_cs_path, discordant_log_e, run_betting, run_discordant, run_fixed, run_step
@@ -284,7 +285,7 @@ def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
     else:
         evidence = "exact McNemar test, read once at max seeds"
     text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: {spec.arm_b} {kb}/{at} vs {spec.arm_a} {ka}/{at} "
-            f"({w} seeds only {spec.arm_b}, {lo} only {spec.arm_a}); {evidence}; "
+            f"({plural(w, 'seed')} only {spec.arm_b}, {lo} only {spec.arm_a}); {evidence}; "
             f"{100 * (1 - spec.alpha):g}% confidence sequence for the rate difference [{cs[0]:+.3f}, {cs[1]:+.3f}]"
             f"{band_note(spec, outcome)}")
     return Decision(outcome, at, cap, text, spec, values)

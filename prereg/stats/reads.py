@@ -420,14 +420,15 @@ def paired_reads(a: ArmReads, b: ArmReads, comparator_name: str | None = None) -
         ci, method = paired_bootstrap_ci(x, y)
     else:
         ci, method = None, (f"not computed: {len(shared)} shared seeds, fewer than the minimum of {MIN_PAIRED_SEEDS}")
-    rows_a = set(a.progress_by_seed) | set(a.dropped_seeds)
-    rows_b = set(b.progress_by_seed) | set(b.dropped_seeds)
+    # a seed is the arm's alone when the comparator has no row on it at all; a seed both have a row on (an
+    # error row, or no finite progress on a side) is not paired, and counted once, as such
+    rows_a, rows_b = seeds_with_rows(a), seeds_with_rows(b)
     dropped_unpaired = len((rows_a & rows_b) - set(shared))
     sa, sb = set(a.success_seeds), set(b.success_seeds)
     return Paired(
         arm=a.arm, comparator=comparator_name or b.arm, shared_seeds=len(shared),
-        only_arm=sorted(set(a.progress_by_seed) - set(shared)),
-        only_comparator=sorted(set(b.progress_by_seed) - set(shared)),
+        only_arm=sorted(rows_a - rows_b),
+        only_comparator=sorted(rows_b - rows_a),
         delta_mean=float(d.mean()) if len(d) else None, delta_ci=ci, ci_method=method,
         better=int((d > TIE_CM).sum()), tied=int((np.abs(d) <= TIE_CM).sum()), worse=int((d < -TIE_CM).sum()),
         success_overlap=sorted(sa & sb), success_only_arm=sorted(sa - sb), success_only_comparator=sorted(sb - sa),

@@ -122,7 +122,7 @@ def test_posts_owed_to_a_run_that_ended_fold_into_its_end_post_marked_late(fake,
     (done,) = fake.messages
     assert done.payload["content"].startswith("A 25/25 · late · done: 5/25 successes")
     description = done.payload["embeds"][0]["description"]
-    assert "late: this post stands for 3 earlier post(s) not delivered while Discord could not be reached " \
+    assert "late: this post stands for 3 earlier posts not delivered when due " \
            "(launch, update:10, update:20)" in description
     posted = [e for e in read_ledger(run.dir) if e.get("key") == "done"]
     assert posted and set(posted[0]["covers"]) == {"launch", "update:10", "update:20"}

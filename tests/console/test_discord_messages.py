@@ -125,7 +125,7 @@ def test_long_results_are_shortened_to_fit_and_every_post_stays_within_discords_
     posts = owed(run, ["launch"])
     assert keys(posts) == ["results"]
     text = posts[0].description
-    assert len(text) <= DESCRIPTION_MAX and text.endswith("(shortened: the full reads are in results.md)")
+    assert len(text) <= DESCRIPTION_MAX and text.endswith("(shortened: the full reads are in the run's report)")
     assert "**Results**" in text and "seed 0 · " in text and "|" not in text
     for p in posts:
         assert_fits_discord(p)
@@ -198,7 +198,7 @@ def test_the_launch_post_reads_the_manifest_the_real_driver_writes(tmp_path):
     assert "policy **scripted**" in d and "{" not in d and "None" not in d  # no raw Python
     # the oracle loads no model: no dtype, convmap, decode or checkpoint (the flags' defaults are in its manifest)
     assert "dtype" not in d and "convmap" not in d and "decode" not in d and "checkpoint" not in d
-    assert "1 seeds (0)" in d and "1 s episodes" in d and "1 workers" in d and "budget: 1 episodes" in d
+    assert "1 seed (0)" in d and "1 s episodes" in d and "1 worker" in d and "budget: 1 episode " in d
     # a flag launch registers no gate, but the stall check runs: the post says so, not 'gates: none'
     assert "gates: none registered (no GPU-hour or pace limit)" in d
     assert "checked: a stall is posted when the heartbeat is older than 4 × the median episode (at least 60 s)" in d
