@@ -30,7 +30,7 @@ from prereg.rundir.outcomes import (
     TOUCHED,
     episode_outcome,
 )
-from prereg.rundir.rows import number
+from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM, number
 from prereg.rundir.status import GateSpec, gpu_hours_source
 from prereg.stats.curtail import pace_text, settled_text
 from prereg.stats.story import INVALID, VALID
@@ -203,8 +203,9 @@ def counts_table(view: AggregateView) -> Table:
     t.add_column()
     n = view.rows  # every episode with a row: an error row is a non-success (as in the report)
     t.add_row("successes", Text(f"{view.successes}/{n}", style="bold green"), _rate_text(view.successes, n, view.success_ci))
-    t.add_row("knock-aways", Text(str(view.knock_aways), style="red" if view.knock_aways else ""), "final ≤ −1 cm")
-    t.add_row("engaged/quiet", f"{view.engaged}/{view.quiet}", "progress > 1 cm")
+    knock = f"final ≤ {KNOCK_AWAY_CM:g} cm".replace("-", "−")  # the threshold from the row contract, in prose
+    t.add_row("knock-aways", Text(str(view.knock_aways), style="red" if view.knock_aways else ""), knock)
+    t.add_row("engaged/quiet", f"{view.engaged}/{view.quiet}", f"progress > {ENGAGED_CM:g} cm")
     rate = f"{100 * view.zero_fallback_rate:.2f}% of {view.predicts} predicts" if view.zero_fallback_rate is not None else "no predicts"
     t.add_row("zero-fallbacks", Text(str(view.zero_fallbacks), style="yellow" if view.zero_fallbacks else ""), rate)
     strikes_style = "bold white on red" if view.reset_strikes else "green"

@@ -27,6 +27,7 @@ from console.widgets.text import TextBlock
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, check_regular
 from prereg.outputs.publish import SPACE_KEY
+from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -338,8 +339,9 @@ HELP_SECTIONS: tuple[tuple[str, str | None, tuple[tuple[str, str], ...]], ...] =
         ("died", "the process is gone without a final state: see driver.log, resume with "
                  "fontaine-eval --resume runs/<run_id>"),
     )),
-    ("Panels", "Successes with a Wilson 95% interval; knock-aways (progress_final <= -1 cm); engaged "
-     "(progress > 1 cm) vs quiet; zero-fallbacks per predict; reset strikes (must be 0); error rows; "
+    ("Panels", "Successes with a Wilson 95% interval; knock-aways (progress_final <= "
+     f"{KNOCK_AWAY_CM:g} cm); engaged (progress > {ENGAGED_CM:g} cm) vs quiet; zero-fallbacks per predict; "
+     "reset strikes (must be 0); error rows; "
      "corrupt lines of rows.jsonl (counted, never parsed as data). Tripwires (GPU-hours, pace, heartbeat "
      "stall) are evaluated by prereg.rundir.gates, the same code the driver enforces: amber warns before a "
      "limit, a red banner means it tripped.", ()),

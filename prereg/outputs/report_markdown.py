@@ -13,6 +13,7 @@ from prereg.document.read import parse
 from prereg.document.seal import verify_layout, write_lines
 from prereg.outputs.report_read import UNREGISTERED_LINE, ArmReport, comparison_reads
 from prereg.rundir.outcomes import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES
+from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM
 from prereg.stats.reads import DESCRIPTIVE_READ, MIN_PAIRED_SEEDS, ArmReads, Paired
 from prereg.stats.story import COMPARISON, INVALID, Story
 from prereg.stats.verdict import Judgement
@@ -63,8 +64,8 @@ def arm_markdown(rep: ArmReport, chart_rel: str | None, *, in_registration: bool
         out.append(f"  - **{rep.after_stop[0].upper()}{rep.after_stop[1:]}**.")
     out.append(f"- **Validity**: {validity_head(a, md=True)}")
     out += [f"  - {t}" for t in validity_lines(a)]
-    out.append(f"- **Secondary** (record-only): engaged (progress_cm > 1) {a.engaged}; knock-aways "
-               f"(progress_final_cm <= -1) {a.knock_aways}"
+    out.append(f"- **Secondary** (record-only): engaged (progress_cm > {ENGAGED_CM:g}) {a.engaged}; knock-aways "
+               f"(progress_final_cm <= {KNOCK_AWAY_CM:g}) {a.knock_aways}"
                + (f" at seeds {a.knock_seeds[:30]}" if a.knock_seeds and len(a.knock_seeds) <= 30 else "")
                + f"; quiet {a.quiet}; progress_final_cm mean {cm_text(a.progress_final_mean)}, median "
                f"{cm_text(a.progress_final_median)}; success seeds {a.success_seeds}; mask violations {a.mask_violations}"
