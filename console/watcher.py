@@ -27,7 +27,7 @@ from prereg.rundir.files import FINAL_STATES
 from prereg.rundir.fold import Plan
 from prereg.rundir.tail import RowsTailer
 
-WATCHED_FILES = (rd.MANIFEST, rd.STATUS, rd.PID, rd.STOP, rd.HEARTBEAT)
+WATCHED_FILES = (rd.MANIFEST, rd.STATUS, rd.PID, rd.STOP, rd.RESULTS_JSON, rd.HEARTBEAT)  # the heartbeat last (its own path)
 RESCAN_EVERY_S = 2.0
 LIVENESS_EVERY_S = 2.0  # how often a run that has not ended is checked in the process table
 FIRST_BYTES = 1024 * 1024  # the first read of the selected run: its panels appear at once

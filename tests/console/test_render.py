@@ -11,9 +11,11 @@ from console.render import (
     fmt_duration,
     gate_readings,
     gate_spec,
+    header_text,
     histogram_text,
 )
 from console.runs import read_run
+from prereg import rundir as rd
 from tests.console.conftest import FIXED_TIME, make_row, make_run_dir
 
 
@@ -205,3 +207,22 @@ def test_a_comparison_runs_histogram_draws_each_arm_on_one_axis():
     edge = len(clumsy[2].rstrip())  # clumsy's bar is the first bin (0 cm), steady's the last (+15 cm)
     assert clumsy[2].strip() and steady[2].rstrip()[:2].strip() == "" and len(steady[2].rstrip()) > edge
     assert sum("cm" in line for line in lines) == 2 and lines[-1].startswith("1 cm bins")  # one axis, one legend
+
+
+def test_the_header_leads_with_the_reports_headline_and_says_when_the_run_moved_on(tmp_path):
+    """The console renders the report's story (results.json), never a judgement of its own; a report made while
+    the run was live reads differently from the run now, and the header says so."""
+    from console.watcher import RunWatch
+    from prereg.stats.story import ArmStory, Story
+
+    d = make_run_dir(tmp_path, "told", state="done", done=6, total=6)
+    watch = RunWatch(d)
+    watch.refresh()
+    assert watch.info.story is None and "report: " not in header_text(watch.info, False, "").plain
+    story = Story("told", "running", "not judged yet", ("the run is still running",),
+                  (ArmStory("scripted", "not judged yet", (), 2, 2, 6),), generated_at="2026-01-01T00:05:00Z")
+    rd.write_json_atomic(d / rd.RESULTS_JSON, {"story": story.as_dict()})
+    watch.refresh()  # results.json is watched: a report made now shows without any other file changing
+    lines = header_text(watch.info, False, "").plain.splitlines()
+    assert f"report: {story.headline}" in lines
+    assert "live: done (the report, 2026-01-01T00:05:00Z, read it running: report again for its verdict now)" in lines
