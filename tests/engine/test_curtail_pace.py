@@ -75,7 +75,7 @@ def test_a_registered_curtailment_stops_as_soon_as_k_successes_are_in(tmp_path):
     rep = subprocess.run([sys.executable, "-m", "prereg.outputs.cli", "report", str(doc), "--run", f"oracle={run_dir}"],
                          cwd=REPO, capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
-    assert "[HOLDS (final: decided at 2/6 by a registered curtailment)] if successes >= 2" in rep.stdout
+    assert "[HOLDS (final: decided at 2/6 by the registered curtailment)] if successes >= 2" in rep.stdout
     assert "validity  VALID" in rep.stdout  # the plan allowed the early stop
     results = (run_dir / "results.md").read_text()
     assert "4 of 6 episodes not run" in results and "no GPU-hours at stake" in results
