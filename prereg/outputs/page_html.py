@@ -53,7 +53,7 @@ ol.verdicts{padding-left:1.3rem}ol.verdicts li{margin:.5rem 0}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:.85rem;margin:.3rem 0}
 .chart{display:flex;align-items:flex-start;margin:.3rem 0}
 .chart .axis{flex:none;background:var(--bg)}
-.chart .scroll{flex:1 1 auto}
+.chart .scroll{flex:1 1 auto}.chart .plot{flex:1 1 auto;min-width:0}
 .chart svg text{font:12px FONT;fill:var(--fg)}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(44px,1fr));gap:4px;margin:.4rem 0}
 .cell{display:block;text-align:center;padding:9px 0;border-radius:4px;color:#111;text-decoration:none;\
