@@ -44,6 +44,8 @@ th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertic
 th{background:var(--soft);white-space:nowrap}
 table.sticky th:first-child{position:sticky;left:0;z-index:1}
 td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+table.reads tbody th{white-space:normal;font-weight:500}table.reads .planned{display:block}
+ul.completion{margin:.3rem 0;padding-left:1.2rem}
 .badge{display:inline-block;padding:1px 7px;border-radius:10px;font-weight:600;font-size:.85rem;color:#fff}
 .holds{background:#1a7f37}.fails{background:#b42318}.undetermined{background:#6e7781}.provisional{background:#9a6700}
 .valid{color:#1a7f37;font-weight:600}.invalid{color:#b42318;font-weight:600}
@@ -70,7 +72,8 @@ details{margin:.4rem 0}summary{cursor:pointer}
 .words p{margin:.4rem 0}
 dl.plan{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:.3rem 0}
 dl.plan dt{color:var(--mute)}dl.plan dd{margin:0}
-@media (max-width:600px){body{font-size:14px}th,td{padding:3px 5px}.seed .box{margin:0;min-height:100%;border-radius:0}}
+@media (max-width:600px){body{font-size:14px}th,td{padding:3px 5px}table.reads th,table.reads td{padding:3px 4px}\
+.seed .box{margin:0;min-height:100%;border-radius:0}}
 """.replace("FONT", FONT)
 
 
