@@ -212,7 +212,7 @@ def _plan(doc) -> str:
         if not sec.sealed:
             continue
         seal = sec.seal.attrs
-        rows.append((f"{sec.name}", f"frozen {seal.get('frozen_at', '?')}, sha256 <code>{escape(sec.seal.sha256[:16])}</code>, "
+        rows.append((escape(sec.name), f"frozen {escape(seal.get('frozen_at', '?'))}, sha256 <code>{escape(sec.seal.sha256[:16])}</code>, "
                                     f"tool <code>{escape(seal.get('tool_commit', '?')[:12])}</code>"))
         for a in sm.arms:
             bits = [f"{f.name}={getattr(a, f.name)!s}" for f in dataclasses.fields(a)

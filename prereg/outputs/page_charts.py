@@ -144,7 +144,7 @@ def paired_chart(p, colors: dict[str, str], links: Links) -> str:
     for i, (s, d) in enumerate(items):
         color = arm_c if d > p.tie_cm else cmp_c if d < -p.tie_cm else TIED_COLOR
         y0, y1 = sorted((scale.y(0.0), scale.y(d)))
-        g = (f'<g data-seed="{s}"><title>seed {s}: {p.arm} − {p.comparator} {d:+.2f} cm</title>'
+        g = (f'<g data-seed="{s}"><title>{escape(f"seed {s}: {p.arm} − {p.comparator} {d:+.2f} cm")}</title>'
              f'<rect x="{4 + step * i + step * 0.1:.1f}" y="{y0:.1f}" width="{step * 0.8:.1f}" height="{max(y1 - y0, 1):.1f}" '
              f'fill="{color}"/></g>')
         href = links.seed(p.arm, s)
