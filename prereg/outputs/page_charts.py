@@ -1,6 +1,7 @@
 """The results page's charts, inline SVG: the per-seed chart, the paired chart across arms, and a comparison
-run's confidence band over seeds, each with a y axis that stays put while the plot scrolls sideways on a phone.
-Every number drawn is the report's (prereg/outputs/page.py passes its reads in)."""
+run's confidence band over seeds, each with a y axis of its own. The per-seed and paired plots keep a bar at least
+6 px wide and scroll sideways on a phone; the band is as wide as the page leaves it, so its decision mark is always
+in view. Legends stand under the plots. Every number drawn is the report's (prereg/outputs/page.py passes its reads in)."""
 
 from __future__ import annotations
 
