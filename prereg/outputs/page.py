@@ -212,7 +212,7 @@ def _plan(doc) -> str:
         if not sec.sealed:
             continue
         seal = sec.seal.attrs
-        rows.append((f"{sec.name}", f"frozen {seal.get('frozen_at', '?')}, sha256 <code>{escape(sec.seal.sha256[:16])}</code>, "
+        rows.append((escape(sec.name), f"frozen {escape(seal.get('frozen_at', '?'))}, sha256 <code>{escape(sec.seal.sha256[:16])}</code>, "
                                     f"tool <code>{escape(seal.get('tool_commit', '?')[:12])}</code>"))
         for a in sm.arms:
             bits = [f"{f.name}={getattr(a, f.name)!s}" for f in dataclasses.fields(a)
@@ -311,46 +311,59 @@ INTERVAL_NAMES = {"wilson": "Wilson", "clopper-pearson": "Clopper-Pearson"}
 
 
 def _reads(doc, reps, colors: dict[str, str], *, registration: bool = False) -> str:
+    """The reads as a table with an arm a column and a read a row (two or three arms fit a phone's width; more
+    scroll sideways beside the reads' names), then each arm's completion in words under it."""
     out = ['<section id="reads"><h2>Reads</h2>']
     kinds = sorted({k for r in reps for k in r.reads.intervals}, key=lambda k: list(INTERVAL_NAMES).index(k))
-    head = ["arm", "validity", "successes", "rate", *(f"{INTERVAL_NAMES[k]} 95%" for k in kinds), "engaged",
-            "knock-aways", "quiet", "error rows", "zero-fallbacks", "progress_final mean", "median", "completion"]
-    rows = []
     shown = {r.reads.arm for r in reps}
-    for r in reps:
-        a = r.reads
-        color = colors.get(a.arm, COLORS[0])
-        zf = f"{a.zero_fallbacks}" + (f" ({a.zero_fallback_rate:.2%})" if a.zero_fallback_rate is not None else "")
-        cells = [f'<th><span class="swatch" style="background:{color}"></span>{escape(a.arm)}</th>',
-                 f'<td data-k="valid" data-v="{str(a.valid).lower()}" class="{"valid" if a.valid else "invalid"}">'
-                 f'{"VALID" if a.valid else "INVALID"}</td>',
-                 f'<td class="num"><span data-k="successes">{a.successes}</span> / <span data-k="n">{a.n}</span>'
-                 + (f' <span class="mute">(of <span data-k="n_planned">{a.n_planned}</span> planned)</span>'
-                    if a.stopped_early else "") + "</td>",
-                 f'<td class="num" data-k="rate">{_pct(a.success_rate) if a.success_rate is not None else "n/a"}</td>']
-        for k in kinds:
-            iv = a.intervals.get(k)
-            cells.append(f'<td class="num" data-k="interval-{k}">' + (f"[{_pct(iv[0])}, {_pct(iv[1])}]" if iv else "")
-                         + "</td>")
-        cells += [f'<td class="num" data-k="engaged">{a.engaged}</td>',
-                  f'<td class="num" data-k="knock_aways">{a.knock_aways}</td>',
-                  f'<td class="num" data-k="quiet">{a.quiet}</td>',
-                  f'<td class="num" data-k="error_rows">{a.error_rows}</td>',
-                  f'<td class="num" data-k="zero_fallbacks">{escape(zf)}</td>',
-                  f'<td class="num" data-k="progress_final_mean">{cm_text(a.progress_final_mean)}</td>',
-                  f'<td class="num" data-k="progress_final_median">{cm_text(a.progress_final_median)}</td>',
-                  f'<td data-k="completion">{escape(a.completion)}</td>']
-        rows.append(f'<tr data-arm="{escape(a.arm)}">' + "".join(cells) + "</tr>")
+
+    def successes(a) -> str:
+        return (f'<span data-k="successes">{a.successes}</span> / <span data-k="n">{a.n}</span>'
+                + (f' <span class="mute planned">(of <span data-k="n_planned">{a.n_planned}</span> planned)</span>'
+                   if a.stopped_early else ""))
+
+    def interval(k):
+        return lambda a: (f"[{_pct(a.intervals[k][0])}, {_pct(a.intervals[k][1])}]" if a.intervals.get(k) else "")
+
+    def zero_fallbacks(a) -> str:
+        return escape(f"{a.zero_fallbacks}" + (f" ({a.zero_fallback_rate:.2%})" if a.zero_fallback_rate is not None
+                                               else ""))
+
+    rows = [("successes", None, successes),
+            ("rate", "rate", lambda a: _pct(a.success_rate) if a.success_rate is not None else "n/a"),
+            *((f"{INTERVAL_NAMES[k]} 95%", f"interval-{k}", interval(k)) for k in kinds),
+            ("engaged", "engaged", lambda a: f"{a.engaged}"),
+            ("knock-aways", "knock_aways", lambda a: f"{a.knock_aways}"),
+            ("quiet", "quiet", lambda a: f"{a.quiet}"),
+            ("error rows", "error_rows", lambda a: f"{a.error_rows}"),
+            ("zero-fallbacks", "zero_fallbacks", zero_fallbacks),
+            ("progress_final mean", "progress_final_mean", lambda a: cm_text(a.progress_final_mean)),
+            ("progress_final median", "progress_final_median", lambda a: cm_text(a.progress_final_median))]
+    arms = [r.reads for r in reps]
+    missing = []
     if registration:
         for arm in doc.arms():
-            if arm.name in shown:
-                continue
-            sec = doc.find_arm(arm.name)[1].section
-            why = "not frozen: no registered reads" if not sec.sealed else "no run in this report"
-            rows.append(f'<tr data-arm="{escape(arm.name)}"><th>{escape(arm.name)}</th>'
-                        f'<td colspan="{len(head) - 1}" class="mute">{why}</td></tr>')
-    out.append('<div class="scroll"><table class="sticky"><thead><tr>' + "".join(f"<th>{escape(h)}</th>" for h in head)
-               + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table></div>")
+            if arm.name not in shown:
+                sec = doc.find_arm(arm.name)[1].section
+                missing.append((arm.name, "not frozen: no registered reads" if not sec.sealed else "no run in this report"))
+    head = ("<tr><th>arm</th>" + "".join(
+        f'<th data-arm="{escape(a.arm)}"><span class="swatch" style="background:{colors.get(a.arm, COLORS[0])}"></span>'
+        f"{escape(a.arm)}</th>" for a in arms) + "".join(f'<th data-arm="{escape(m)}">{escape(m)}</th>' for m, _ in missing)
+        + "</tr>")
+    body = ["<tr><th>validity</th>" + "".join(
+        f'<td data-arm="{escape(a.arm)}" data-k="valid" data-v="{str(a.valid).lower()}" '
+        f'class="{"valid" if a.valid else "invalid"}">{"VALID" if a.valid else "INVALID"}</td>' for a in arms)
+        + "".join(f'<td data-arm="{escape(m)}" rowspan="{len(rows) + 1}" class="mute">{escape(why)}</td>'
+                  for m, why in missing) + "</tr>"]
+    for name, k, cell in rows:
+        key = f' data-k="{k}"' if k else ""
+        body.append(f"<tr><th>{escape(name)}</th>" + "".join(
+            f'<td class="num" data-arm="{escape(a.arm)}"{key}>{cell(a)}</td>' for a in arms) + "</tr>")
+    out.append(f'<div class="scroll"><table class="sticky reads"><thead>{head}</thead><tbody>{"".join(body)}</tbody>'
+               "</table></div>")
+    out.append('<ul class="small completion">' + "".join(
+        f'<li data-arm="{escape(a.arm)}"><strong>{escape(a.arm)}</strong>: <span data-k="completion">'
+        f"{escape(a.completion)}</span></li>" for a in arms) + "</ul>")
     out.append('<p class="small mute">Successes over every episode with a row (an error row is a non-success); '
                "the intervals are for the success rate.</p>")
     for r in reps:

@@ -1,6 +1,7 @@
 """The results page's charts, inline SVG: the per-seed chart, the paired chart across arms, and a comparison
-run's confidence band over seeds, each with a y axis that stays put while the plot scrolls sideways on a phone.
-Every number drawn is the report's (prereg/outputs/page.py passes its reads in)."""
+run's confidence band over seeds, each with a y axis of its own. The per-seed and paired plots keep a bar at least
+6 px wide and scroll sideways on a phone; the band is as wide as the page leaves it, so its decision mark is always
+in view. Legends stand under the plots. Every number drawn is the report's (prereg/outputs/page.py passes its reads in)."""
 
 from __future__ import annotations
 
@@ -17,11 +18,11 @@ from prereg.stats.comparison import NOT_THE_TEST, UNDECIDED, band_is_the_test
 class _Scale:
     """A vertical scale: values lo..hi (zero always in) onto pixels top..bottom, with round ticks."""
 
-    def __init__(self, lo: float, hi: float, *, height: int = 240, pad: float = 0.08):
+    def __init__(self, lo: float, hi: float, *, height: int = 240, pad: float = 0.08, top: int = 10):
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         span = (hi - lo) or 1.0
         self.lo, self.hi = lo - pad * span, hi + pad * span
-        self.top, self.bottom = 10, 10 + height
+        self.top, self.bottom = top, top + height
         self.height = height
 
     def y(self, v: float) -> float:
@@ -44,8 +45,9 @@ def _tick_text(v: float) -> str:
     return "0" if abs(v) < 1e-12 else f"{v:+g}"
 
 
-def _frame(scale: _Scale, width: int, plot: str, label: str, name: str) -> str:
-    """A chart: its y axis stays put (a narrow SVG of its own) while the plot scrolls sideways on a phone."""
+def _frame(scale: _Scale, width: int | str, plot: str, label: str, name: str) -> str:
+    """A chart: its y axis stays put (a narrow SVG of its own) beside the plot. A plot `width` pixels wide scrolls
+    sideways inside its box on a phone; one of width "100%" (the band) is as wide as the page leaves it."""
     h = scale.bottom + 24
     axis = [f'<svg class="axis" width="48" height="{h}" role="presentation" aria-hidden="true">']
     grid = []
@@ -54,12 +56,13 @@ def _frame(scale: _Scale, width: int, plot: str, label: str, name: str) -> str:
         axis.append(f'<text x="44" y="{yy + 4:.1f}" text-anchor="end">{_tick_text(t)}</text>')
         grid.append(f'<line x1="0" x2="{width}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eceef1" stroke-width="1"/>')
     axis.append("</svg>")
-    return (f'<div class="chart" data-chart="{name}">' + "".join(axis) + '<div class="scroll">'
+    box = "scroll" if isinstance(width, int) else "plot"
+    return (f'<div class="chart" data-chart="{name}">' + "".join(axis) + f'<div class="{box}">'
             f'<svg width="{width}" height="{h}" role="img" aria-label="{escape(label)}"><title>{escape(label)}</title>'
             + "".join(grid) + plot + "</svg></div></div>")
 
 
-def _hline(v: float, scale: _Scale, width: int, color: str, w: float, dash: str = "") -> str:
+def _hline(v: float, scale: _Scale, width: int | str, color: str, w: float, dash: str = "") -> str:
     yy = scale.y(v)
     d = f' stroke-dasharray="{dash}"' if dash else ""
     return f'<line x1="0" x2="{width}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="{color}" stroke-width="{w}"{d}/>'
@@ -142,7 +145,7 @@ def paired_chart(p, colors: dict[str, str], links: Links) -> str:
     for i, (s, d) in enumerate(items):
         color = arm_c if d > p.tie_cm else cmp_c if d < -p.tie_cm else TIED_COLOR
         y0, y1 = sorted((scale.y(0.0), scale.y(d)))
-        g = (f'<g data-seed="{s}"><title>seed {s}: {p.arm} − {p.comparator} {d:+.2f} cm</title>'
+        g = (f'<g data-seed="{s}"><title>{escape(f"seed {s}: {p.arm} − {p.comparator} {d:+.2f} cm")}</title>'
              f'<rect x="{4 + step * i + step * 0.1:.1f}" y="{y0:.1f}" width="{step * 0.8:.1f}" height="{max(y1 - y0, 1):.1f}" '
              f'fill="{color}"/></g>')
         href = links.seed(p.arm, s)
@@ -165,7 +168,11 @@ def paired_chart(p, colors: dict[str, str], links: Links) -> str:
 
 def band_chart(c, colors: dict[str, str]) -> str:
     """B - A over the seeds of the shared plan prefix: the confidence-sequence band, its running mean,
-    zero, the minimum effect (both signs) and the seed the decision fell on."""
+    zero, the minimum effect (both signs) and the seed the decision fell on.
+
+    The plot is as wide as the page leaves it (a phone's 390 px or a desktop's), never scrolled: the seeds
+    are placed in percent of its width (the band and the mean in a stretched inner SVG, the lines and the
+    text in percent, so text keeps its size), and the decision's words stand in a strip above the data."""
     p = c.path
     n = len(p.at)
     if n == 0:
@@ -178,38 +185,41 @@ def band_chart(c, colors: dict[str, str]) -> str:
         tail = slice(min(n - 1, n // 4), n)
         vals = [v for v in (*p.lo[tail], *p.hi[tail], *p.mean) if v == v] + [0.0, eff, -eff]
         lo_y, hi_y = min(vals), max(vals)
-    scale = _Scale(lo_y, hi_y, pad=0.06)
-    step = max(4.0, min(60.0, 880.0 / n))
-    width = max(320, int(step * n) + 24)
-    x = [12 + step * i + step / 2 for i in range(n)]
+    scale = _Scale(lo_y, hi_y, pad=0.06, top=BAND_STRIP)
+    h = scale.bottom + 24
+    x = [BAND_MARGIN + (100 - 2 * BAND_MARGIN) * (i + 0.5) / n for i in range(n)]  # percent of the plot's width
     y = scale.y
+
     def clip(v):
         return min(max(v, scale.lo), scale.hi)
     band = [(x[i], y(clip(p.hi[i]))) for i in range(n) if p.hi[i] == p.hi[i]]
     band += [(x[i], y(clip(p.lo[i]))) for i in reversed(range(n)) if p.lo[i] == p.lo[i]]
     b_color = colors.get(spec.arm_b, COLORS[1])
-    parts = [f'<polygon points="{_pts(band)}" fill="{b_color}" fill-opacity="0.22" stroke="none"/>',
+    parts = [f'<svg x="0" y="0" width="100%" height="{h}" viewBox="0 0 100 {h}" preserveAspectRatio="none" '
+             f'data-k="band">'
+             f'<polygon points="{_pts(band)}" fill="{b_color}" fill-opacity="0.22" stroke="none"/>'
              f'<polyline points="{_pts([(x[i], y(clip(p.mean[i]))) for i in range(n)])}" fill="none" '
-             f'stroke="{MEAN_COLOR}" stroke-width="2"/>',
-             _hline(0.0, scale, width, "#444", 1.2)]
+             f'stroke="{MEAN_COLOR}" stroke-width="2" vector-effect="non-scaling-stroke"/></svg>',
+             _hline(0.0, scale, "100%", "#444", 1.2)]
     for e in (eff, -eff):
         if scale.lo <= e <= scale.hi:
-            parts.append(_hline(e, scale, width, "#888", 1, dash="5 4"))
+            parts.append(_hline(e, scale, "100%", "#888", 1, dash="5 4"))
     decided = c.decided_at
     mark = ""
     if decided is not None and decided in p.at:
         i = p.at.index(decided)
-        parts.append(f'<line x1="{x[i]:.1f}" x2="{x[i]:.1f}" y1="{scale.top}" y2="{scale.bottom}" stroke="#b7791f" '
-                     'stroke-width="2.5"/>')
-        anchor = "end" if x[i] > width * 0.6 else "start"
-        dx = -6 if anchor == "end" else 6
+        parts.append(f'<line x1="{x[i]:.2f}%" x2="{x[i]:.2f}%" y1="{BAND_STRIP - 8}" y2="{scale.bottom}" '
+                     'stroke="#b7791f" stroke-width="2.5" data-k="decision_mark"/>')
+        # the words above the data, on the side with room: from the line rightwards, leftwards, or centred on it
+        frac = (i + 0.5) / n
+        anchor, dx = ("start", 4) if frac < 0.3 else ("end", -4) if frac > 0.7 else ("middle", 0)
         said = f"undecided at {decided} (max seeds)" if c.outcome == UNDECIDED else f"decided at {decided}"
-        parts.append(f'<text x="{x[i] + dx:.1f}" y="{scale.top + 12}" text-anchor="{anchor}" data-k="decided_at" '
-                     f'data-v="{decided}">{said}</text>')
+        parts.append(f'<text x="{x[i]:.2f}%" dx="{dx}" y="{BAND_STRIP - 12}" text-anchor="{anchor}" '
+                     f'data-k="decided_at" data-v="{decided}">{said}</text>')
         mark = (f'<span><span class="swatch" style="background:#b7791f"></span>the decision ({escape(c.outcome or "")}), '
                 f"at seed {decided} of the prefix</span>")
-    for i in _label_every(n, step):
-        parts.append(f'<text x="{x[i]:.1f}" y="{scale.bottom + 16}" text-anchor="middle">{p.at[i]}</text>')
+    for i in range(0, n, max(1, math.ceil(n / BAND_LABELS))):
+        parts.append(f'<text x="{x[i]:.2f}%" y="{scale.bottom + 16}" text-anchor="middle">{p.at[i]}</text>')
     unit = "rate difference" if spec.metric == "success" else "cm"
     label = (f"{spec.arm_b} minus {spec.arm_a} per seed ({unit}) over the {n} seeds of the shared plan prefix: "
              f"{100 * (1 - spec.alpha):g}% confidence sequence, running mean, zero and the minimum effect")
@@ -220,4 +230,9 @@ def band_chart(c, colors: dict[str, str]) -> str:
               f"<span>— 0 · - - ±minimum effect {eff:g}</span>{mark}</div>")
     return (f'<p class="small mute">{escape(spec.arm_b)} − {escape(spec.arm_a)} per seed ({unit}), seeds of the shared '
             f"plan prefix (both arms have a row)</p>"
-            + _frame(scale, width, "".join(parts), label, "band") + legend)
+            + _frame(scale, "100%", "".join(parts), label, "band") + legend)
+
+
+BAND_STRIP = 30  # px above the band's data where the decision's words stand
+BAND_MARGIN = 3.0  # percent of the plot's width left empty at each side (the seed labels' half widths)
+BAND_LABELS = 9  # seed labels at most under the band: room for three digits each at a phone's 314 px

@@ -44,6 +44,8 @@ th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertic
 th{background:var(--soft);white-space:nowrap}
 table.sticky th:first-child{position:sticky;left:0;z-index:1}
 td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+table.reads tbody th{white-space:normal;font-weight:500}table.reads .planned{display:block}
+ul.completion{margin:.3rem 0;padding-left:1.2rem}
 .badge{display:inline-block;padding:1px 7px;border-radius:10px;font-weight:600;font-size:.85rem;color:#fff}
 .holds{background:#1a7f37}.fails{background:#b42318}.undetermined{background:#6e7781}.provisional{background:#9a6700}
 .valid{color:#1a7f37;font-weight:600}.invalid{color:#b42318;font-weight:600}
@@ -53,7 +55,7 @@ ol.verdicts{padding-left:1.3rem}ol.verdicts li{margin:.5rem 0}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:.85rem;margin:.3rem 0}
 .chart{display:flex;align-items:flex-start;margin:.3rem 0}
 .chart .axis{flex:none;background:var(--bg)}
-.chart .scroll{flex:1 1 auto}
+.chart .scroll{flex:1 1 auto}.chart .plot{flex:1 1 auto;min-width:0}
 .chart svg text{font:12px FONT;fill:var(--fg)}
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(44px,1fr));gap:4px;margin:.4rem 0}
 .cell{display:block;text-align:center;padding:9px 0;border-radius:4px;color:#111;text-decoration:none;\
@@ -70,7 +72,8 @@ details{margin:.4rem 0}summary{cursor:pointer}
 .words p{margin:.4rem 0}
 dl.plan{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:.3rem 0}
 dl.plan dt{color:var(--mute)}dl.plan dd{margin:0}
-@media (max-width:600px){body{font-size:14px}th,td{padding:3px 5px}.seed .box{margin:0;min-height:100%;border-radius:0}}
+@media (max-width:600px){body{font-size:14px}th,td{padding:3px 5px}table.reads th,table.reads td{padding:3px 4px}\
+.seed .box{margin:0;min-height:100%;border-radius:0}}
 """.replace("FONT", FONT)
 
 

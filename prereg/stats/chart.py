@@ -83,7 +83,7 @@ def _per_seed(ax, arms: list[ArmReads], seeds: list[int], colors: dict[str, str]
     for h, lab in extra:
         handles.append(h)
         labels.append(lab)
-    ax.legend(handles, labels, fontsize=8, loc="best")
+    ax.legend(handles, labels, fontsize=8, **BESIDE)
 
 
 def _paired(ax, p: Paired, colors: dict[str, str]) -> None:
@@ -110,7 +110,11 @@ def _paired(ax, p: Paired, colors: dict[str, str]) -> None:
     ax.set_xlabel("seed (sorted by delta)")
     ax.set_ylabel(f"delta progress_final_cm\n{p.arm} - {p.comparator}", fontsize=9)
     ax.set_title(f"paired per-seed delta on {p.shared_seeds} shared seeds", fontsize=10)
-    ax.legend(handles=handles, fontsize=8, loc="best")
+    ax.legend(handles=handles, fontsize=8, **BESIDE)
+
+
+BESIDE = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "borderaxespad": 0.0}
+"""A legend beside the plot, right of its top: never over a bar ("best" put it on the bars of a full plot)."""
 
 
 def _save(fig, path: str | Path) -> Path:

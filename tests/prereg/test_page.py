@@ -17,8 +17,9 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from prereg import rundir as rd
+from prereg.document.read import load
 from prereg.document.seal import freeze
-from prereg.outputs.page import PAGE, registration_page_name
+from prereg.outputs.page import PAGE, _question, registration_page_name
 from prereg.outputs.page_html import seed_id
 from prereg.outputs.report import build_report
 from tests.comparison_run import compare_doc, comparison_rows, make_comparison_run
@@ -239,3 +240,25 @@ def test_an_unregistered_report_says_so_first_on_its_pages(demo, run_dir, tmp_pa
         body = page.read_text().split("<main>", 1)[1]
         assert body.lstrip().startswith('<header><p class="banner">UNREGISTERED REPORT')
     assert f"wrote     {d / rd.RESULTS}, {d / rd.CHART}, {d / PAGE}" in rep.summary_text()
+
+
+def test_a_seals_fields_are_escaped_on_the_page(examples_dir):
+    """The seal's time and commit reach the page as the document holds them (a seal line is checked against its
+    hash before a report, so here they are set on the loaded document): escaped like every other document value."""
+    doc = load(examples_dir / "demo.md")
+    seal = next(sm.section for sm in doc.sections if sm.section.sealed).seal
+    seal.attrs["frozen_at"] = "<img/src=x/onerror=alert(4)>"
+    seal.attrs["tool_commit"] = "<b>c</b>"
+    html = _question(doc)
+    assert "<img" not in html and "<b>" not in html
+
+    class Text(HTMLParser):  # what a reader sees: the values in words, not markup
+        def __init__(self):
+            super().__init__(convert_charrefs=True)
+            self.text = ""
+
+        def handle_data(self, data):
+            self.text += data
+    seen = Text()
+    seen.feed(html)
+    assert "frozen <img/src=x/onerror=alert(4)>" in seen.text and "tool <b>c</b>" in seen.text
