@@ -23,7 +23,7 @@ from engine.cli_resolve import resolve  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
 from prereg.core.argcheck import parse_once  # noqa: E402
 from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
-from prereg.core.safe_read import kind_of, os_error_why  # noqa: E402
+from prereg.core.safe_read import NotWritable, check_output  # noqa: E402
 from prereg.core.vocabulary import PLUGIN  # noqa: E402
 
 
@@ -121,10 +121,12 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
         if target is not None and Path(target).resolve() != (run_dir / name).resolve():
             try:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
+                check_output(target)  # again: the path may have become a device or a FIFO during the run
                 shutil.copyfile(run_dir / name, target)
-            except OSError as exc:  # checked at the start; the disk may have changed since
+            except (OSError, NotWritable) as exc:  # checked at the start; the disk may have changed since
+                why = exc.why if isinstance(exc, NotWritable) else exc.strerror or exc
                 raise RunFailed(f"the run ended {result.state} but {name} could not be copied to {target} "
-                                f"({exc.strerror or exc}); it is in {run_dir / name}") from None
+                                f"({why}); it is in {run_dir / name}") from None
     if result.state == rd.FAILED:
         print(f"fontaine-eval: failed: {result.reason}", file=sys.stderr, flush=True)
     return {rd.DONE: rd.EXIT_DONE, rd.STOPPED: rd.EXIT_STOPPED}.get(result.state, rd.EXIT_FAILED)
@@ -146,13 +148,9 @@ def _check_before_writing(args, config) -> None:
             raise UsageError(f"{flag} {target}: is a directory; give a file path for the copy, "
                              f"e.g. {target / (rd.ROWS_SUMMARY if flag == '--out-json' else rd.ROWS)}")
         try:  # a FIFO, a device, a symlink loop: refused now, not after the whole run (the copy would wait on a FIFO)
-            kind = kind_of(os.stat(target).st_mode)
-        except FileNotFoundError:
-            kind = None
-        except OSError as exc:
-            raise UsageError(f"{flag} {target}: {os_error_why(exc)}; give a file path for the copy") from None
-        if kind is not None:
-            raise UsageError(f"{flag} {target}: is {kind}, not a regular file; give a file path for the copy")
+            check_output(target)
+        except NotWritable as exc:
+            raise UsageError(f"{flag} {target}: {exc.why}; give a file path for the copy") from None
         for part in target.parents:
             if part.exists():
                 if not part.is_dir():

@@ -72,6 +72,33 @@ def resolved(path: str | Path) -> Path:
         return Path(os.path.abspath(path))
 
 
+class NotWritable(UsageError):
+    """A path named for output is there and is not a regular file: nothing was written (exit 2)."""
+
+    def __init__(self, path: str | Path, why: str):
+        self.path, self.why = Path(path), why
+        super().__init__(f"{self.path}: {why}; nothing was written there (only a new path or a regular file is written)")
+
+
+def check_output(path: str | Path) -> None:
+    """Refuse to write `path` unless it is new or a regular file (a symlink is followed and its target
+    checked): a device, a FIFO, a socket, a directory or a loop there raises NotWritable. Every write
+    to a path (the atomic writer, a copy, a new document) asks this first: renamed over, `/dev/full`
+    was a 707-byte regular file after a run, as root (issue 43). A dangling link counts as new (the
+    atomic writer replaces the link itself, never its missing target)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise NotWritable(path, "a part of it is a file, not a folder") from None
+    except OSError as exc:
+        raise NotWritable(path, os_error_why(exc)) from None
+    kind = kind_of(st.st_mode)
+    if kind is not None:
+        raise NotWritable(path, f"is {kind}, not a regular file")
+
+
 def check_regular(path: str | Path, max_bytes: int | None = None) -> os.stat_result:
     """stat `path` (following links): its stat when it is a regular file of at most `max_bytes`,
     else Unreadable; FileNotFoundError when it is missing (a dangling link included)."""

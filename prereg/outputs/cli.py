@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -143,7 +144,14 @@ def cmd_new(args) -> int:
         raise PreregError(f"--id {args.prereg_id!r}: an id is letters, digits, '-' and '_', starting with a letter or "
                           "a digit (it names the runs' folders)")
     pid = args.prereg_id or "".join(c if c.isalnum() or c in "-_" else "-" for c in path.stem) or "my-eval"
-    path.write_text(render(pid, args.title), encoding="utf-8")
+    try:  # created, never opened over something: a link (even a dangling one) or a path made since is refused
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        raise PreregError(f"{path}: already exists; choose another path (new never overwrites)") from None
+    except OSError as exc:
+        raise PreregError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(render(pid, args.title))
     print(f"wrote {path}: edit the arms, protocol, reads, gates and decision rules, then\n"
           f"  fontaine-prereg validate {path}\n  fontaine-prereg freeze {path}")
     return EXIT_OK

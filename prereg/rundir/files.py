@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prereg.core.safe_read import JSON_MAX_BYTES, Unreadable, kind_of, os_error_why, read_regular
+from prereg.core.safe_read import JSON_MAX_BYTES, Unreadable, check_output, kind_of, os_error_why, read_regular
 from prereg.rundir.rows import BadLine, RowsRead, read_rows
 
 # -- file names ------------------------------------------------------------------------
@@ -139,9 +139,11 @@ def write_text_atomic(path: str | Path, text: str, *, keep_mode: bool = False) -
 
 
 def write_bytes_atomic(path: str | Path, data: bytes, *, keep_mode: bool = False) -> None:
-    """Replace `path` with `data` atomically (a FIFO there is replaced, never opened and waited on; a
-    directory there is Unreadable, one line, never an IsADirectoryError traceback)."""
+    """Replace `path` with `data` atomically: only a new path or a regular file is written (a device,
+    a FIFO, a socket, a directory or a loop there, or at a symlink's end, is NotWritable: one line,
+    exit 2; a device is never renamed over, a FIFO never opened and waited on: `check_output`)."""
     path = Path(path)
+    check_output(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -221,5 +221,6 @@ def test_a_report_file_that_is_not_a_file_is_one_line_never_a_hang(demo, run_dir
                                   what="the report")
     if kind == "dir":
         assert rc == 2 and f"{name}: is a directory" in err and "internal error" not in err, err
-    else:  # the chart is written over the FIFO atomically, never opened and waited on
-        assert rc == 0 and (d / name).is_file(), err
+    else:  # the FIFO is never opened and waited on, nor renamed over (issue 43: only a new path or a regular file)
+        assert rc == 2 and f"{name}: is a FIFO (named pipe), not a regular file" in err and err.count("\n") == 1, err
+        assert (d / name).is_fifo() and "internal error" not in err
