@@ -43,11 +43,13 @@ def _escape(ch: str) -> str:
 # -- secrets ---------------------------------------------------------------------------------------
 
 _VALUE = r"(?:\"[^\"\s]{3,}\"|'[^'\s]{3,}'|[^\s\"',;&<]{3,})"
+# a Discord webhook URL's head, in any case, with or without its scheme: `HTTPS://DISCORD.COM/api/webhooks/`,
+# `discord.com/api/webhooks/`, `canary.discordapp.com/api/v10/webhooks/` (Discord and every tool take them all)
+WEBHOOK_HEAD = r"(?i:(?:https?://)?(?:[a-z0-9-]+\.)*(?:discord|discordapp)\.com/api(?:/v\d+)?/webhooks/)"
 # (what it is, the pattern): the kinds of secret a run's files and posts must never carry
 _SHAPES: tuple[tuple[str, str], ...] = (
-    ("a Discord webhook URL",
-     r"https?://(?:[a-z0-9-]+\.)*(?:discord|discordapp)\.com/api(?:/v\d+)?/webhooks/[^\s\"'<>`]+"),
-    ("a Hugging Face token", r"hf_[A-Za-z0-9]{30,}"),  # no word boundary: glued to an escape, it is one still
+    ("a Discord webhook URL", WEBHOOK_HEAD + r"[^\s\"'<>`]+"),
+    ("a Hugging Face token", r"(?i:hf_)[A-Za-z0-9]{30,}"),  # no word boundary: glued to an escape, it is one still
     ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
     ("an API key", r"\b(?:sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"),
     ("a bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
