@@ -24,6 +24,7 @@ from prereg import rundir as rd  # noqa: E402
 from prereg.core.argcheck import parse_once  # noqa: E402
 from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
 from prereg.core.safe_read import NotWritable, check_output  # noqa: E402
+from prereg.core.untrusted import say  # noqa: E402
 from prereg.core.vocabulary import PLUGIN  # noqa: E402
 
 
@@ -53,10 +54,10 @@ def _list_envs(name: str | None = None) -> int:
 
     if name is not None:
         spec = get_env(name)
-        print(f"{spec.line()}\tsha256 {env_sha256(name)}", flush=True)
+        say(f"{spec.line()}\tsha256 {env_sha256(name)}", flush=True)
         return 0
     for line in list_lines():
-        print(line, flush=True)
+        say(line, flush=True)
     return 0
 
 
@@ -85,7 +86,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     if not resume and args.convmap_seam_stats is not None and not shimmed:
         convmap_cli.write_seam_stats(config.policy, config.seeds, config.episode_seconds, args.convmap_seam_stats,
                                      log=_log)
-        print(f"fontaine-eval: rig table written to {args.convmap_seam_stats}")
+        say(f"fontaine-eval: rig table written to {args.convmap_seam_stats}")
         return 0
     if not resume and config.policy.convmap == "fit" and config.policy.kind.startswith("molmoact2"):
         config = dataclasses.replace(config, policy=convmap_cli.freeze_fit(
@@ -105,7 +106,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     try:
         if not resume and (run_dir / rd.MANIFEST).exists():
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
-        print(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds, "
+        say(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds, "
               f"{config.episode_seconds:g} s episodes, {config.workers} worker{'s' if config.workers != 1 else ''}, "
               + (f"arms {' and '.join(config.arm_names())} interleaved by seed" if config.arms else
                  f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else ""))
@@ -116,7 +117,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
                      executor=executor)
     finally:
         lock.release()
-    print(format_summary(result, run_dir), flush=True)
+    say(format_summary(result, run_dir), flush=True)
     for target, name in ((args.out_json, rd.ROWS_SUMMARY), (args.rows_jsonl, rd.ROWS)):
         if target is not None and Path(target).resolve() != (run_dir / name).resolve():
             try:
@@ -128,7 +129,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
                 raise RunFailed(f"the run ended {result.state} but {name} could not be copied to {target} "
                                 f"({why}); it is in {run_dir / name}") from None
     if result.state == rd.FAILED:
-        print(f"fontaine-eval: failed: {result.reason}", file=sys.stderr, flush=True)
+        say(f"fontaine-eval: failed: {result.reason}", file=sys.stderr, flush=True)
     return {rd.DONE: rd.EXIT_DONE, rd.STOPPED: rd.EXIT_STOPPED}.get(result.state, rd.EXIT_FAILED)
 
 
@@ -203,7 +204,7 @@ def make_executor(cfg):
 
 
 def _log(msg: str) -> None:
-    print(msg, flush=True)
+    say(msg, flush=True)
 
 
 def _preflight_rendering(config) -> None:

@@ -12,6 +12,9 @@ prefixes, a `NAME_KEY=value` / `token: value` assignment, an `Authorization: Bea
 marker naming what was there; `secret_in` says which shape a text or a file's bytes hold (publish
 refuses such a file).
 
+`printable` is the one sanitiser for every text exit (a terminal line, markdown, HTML, a post): secrets
+redacted, control characters but newline and tab escaped; `say` is `print` through it.
+
 Pure (the standard library only), so every layer can use it.
 """
 
@@ -110,3 +113,21 @@ def secret_in(data: str | bytes) -> str | None:
 def shown(text: str, keep: str = "") -> str:
     """A file's text as a screen or a post may show it: secrets redacted, control characters escaped."""
     return escaped(redacted(text), keep)
+
+
+# -- the one sanitiser for every text exit -----------------------------------------------------------
+
+
+def printable(text: str) -> str:
+    """Any text on its way out (a terminal line, markdown, HTML, a post): every secret's shape redacted
+    (`redacted`), then every control character but newline and tab (ESC, BEL, CR, the rest of C0, DEL,
+    C1 such as the 8-bit CSI 0x9b and OSC 0x9d) and every bidi override shown as a visible escape
+    (`escaped`). A title's `ESC]0;...BEL` (the window title), `ESC[2J` (clear the screen) or an OSC 8
+    hyperlink (`ESC]8;;URL ESC\\`) comes out as the text `\\x1b]0;...\\x07`: shown, never obeyed.
+    Idempotent: printable(printable(t)) == printable(t)."""
+    return escaped(redacted(text), "\n\t")
+
+
+def say(*parts: object, file=None, flush: bool = True) -> None:
+    """`print` for a command's terminal lines: each part passed through `printable` first."""
+    print(*(printable(str(p)) for p in parts), file=file, flush=flush)

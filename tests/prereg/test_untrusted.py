@@ -102,3 +102,25 @@ def test_the_environment_scrub_and_redaction_know_one_webhook_shape():
     for value in ("HTTPS://DISCORD.COM/api/webhooks/1/abc", "discord.com/api/webhooks/1/abc"):
         assert is_webhook_var("NOTIFY", value) and secret_in(value) == "a Discord webhook URL"
     assert not is_webhook_var("URL", "https://example.com/api/webhooks/1")
+
+
+def test_printable_shows_osc_csi_bel_and_c1_as_text_keeping_newline_and_tab():
+    from prereg.core.untrusted import printable
+
+    title = "T\x1b]0;pwn\x07 \x1b[2J \x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ \x9b31m \x9d0;x\x9c a\tb\nc\rd"
+    out = printable(title)
+    assert out == ("T\\x1b]0;pwn\\x07 \\x1b[2J \\x1b]8;;https://evil.example\\x1b\\click\\x1b]8;;\\x1b\\ \\x9b31m "
+                   "\\x9d0;x\\x9c a\tb\nc\\x0dd")
+    assert printable(f"stop HTTPS://DISCORD.COM/api/webhooks/1/abc {HF}") == (
+        "stop <redacted: a Discord webhook URL> <redacted: a Hugging Face token>")
+
+
+@given(st.text())
+def test_printable_leaves_nothing_a_terminal_obeys_and_is_idempotent(text):
+    from prereg.core.untrusted import printable
+
+    out = printable(text)
+    assert not has_control(out.replace("\n", "").replace("\t", ""))
+    assert printable(out) == out
+    if not has_control(text.replace("\n", "").replace("\t", "")) and redacted(text) == text:
+        assert out == text
