@@ -64,7 +64,7 @@ def _list_envs(name: str | None = None) -> int:
 def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     import dataclasses
 
-    from engine import convmap_cli
+    from engine import convmap_cli, terminal
     from engine.driver import run
     from engine.run_summary import format_summary
 
@@ -103,6 +103,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     executor = make_executor(config)  # no Ray where --ray asks for it: a DriverError, nothing written
     lock = _claim_run_dir(run_dir)  # held until the run ends: one writer per run directory
     log_to(run_dir / rd.LOG)  # from here a bug's traceback goes to the run's driver.log
+    terminal.detach(run_dir / rd.LOG)  # from here a closed terminal fails no write (engine/terminal.py)
     try:
         if not resume and (run_dir / rd.MANIFEST).exists():
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
@@ -117,6 +118,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
                      executor=executor)
     finally:
         lock.release()
+        terminal.reattach()  # the terminal back on stdout and stderr, or driver.log once it is gone
     say(format_summary(result, run_dir), flush=True)
     for target, name in ((args.out_json, rd.ROWS_SUMMARY), (args.rows_jsonl, rd.ROWS)):
         if target is not None and Path(target).resolve() != (run_dir / name).resolve():
