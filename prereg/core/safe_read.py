@@ -112,6 +112,36 @@ def check_regular(path: str | Path, max_bytes: int | None = None) -> os.stat_res
     return st
 
 
+def why_not_a_file(path: str | Path) -> str | None:
+    """Why `path` cannot be read as a file, in words after its name ('is missing', 'is a FIFO (named pipe),
+    not a regular file', 'a symbolic link loop ...'); None when it is a regular file. Never opens it. A
+    FIFO is never 'missing' (Path.is_file says False for it and for a missing file alike)."""
+    try:
+        check_regular(path)
+    except FileNotFoundError:
+        return "is missing"
+    except Unreadable as exc:
+        return exc.why
+    return None
+
+
+def why_not_a_folder(path: str | Path) -> str | None:
+    """Why `path` is not a directory, in words after its name ('does not exist', 'is a FIFO (named pipe),
+    not a directory', 'is a file, not a directory', a loop); None when it is one. A FIFO given as a run
+    directory read 'no such run directory' (Path.is_dir says False for it and for nothing alike)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "does not exist"
+    except NotADirectoryError:
+        return "does not exist (a part of it is a file, not a folder)"
+    except OSError as exc:
+        return os_error_why(exc)
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    return f"is {kind_of(st.st_mode) or 'a file'}, not a directory"
+
+
 def _check_stat(path, st: os.stat_result, max_bytes: int | None) -> None:
     kind = kind_of(st.st_mode)
     if kind is not None:

@@ -253,3 +253,14 @@ def test_report_prints_its_summary_without_a_raw_escape(demo, run_dir, capsys):
     rc, out, err = run(capsys, "report", str(demo), "--run", f"scripted={d}", "--no-append")
     assert rc == 0 and "\\x1b]0;pwn\\x07" in out, out + err
     _no_raw_control(out + err)
+
+
+def test_a_run_directory_that_is_a_fifo_is_named_as_one(demo, tmp_path, capsys):
+    """Issue 43: `report --run arm=FIFO` read 'no such run directory'."""
+    import os
+
+    fifo = tmp_path / "run"
+    os.mkfifo(fifo)
+    rc, _, err = run(capsys, "report", str(demo), "--run", f"scripted={fifo}")
+    assert rc == 2 and f"{fifo}: is a FIFO (named pipe), not a directory (for arm 'scripted')" in err, err
+    assert "no such run directory" not in err and err.count("\n") == 1

@@ -360,3 +360,12 @@ def test_a_status_holding_a_webhook_in_any_case_or_without_scheme_is_never_uploa
     code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
     assert code == 2 and "contains a Discord webhook URL" in err and str(status) in err, err
     assert hub.requests == [] and "webhooks/1/abc" not in (out + err).lower()
+
+
+def test_a_run_directory_that_is_a_fifo_is_named_as_one(demo, hub, capsys, tmp_path):
+    """Issue 43: a FIFO given as the run read 'no such run directory'."""
+    fifo = tmp_path / "run"
+    os.mkfifo(fifo)
+    code, _, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={fifo}")
+    assert code == 2 and f"{fifo}: is a FIFO (named pipe), not a directory; not a run directory" in err, err
+    assert hub.requests == [] and len(err.strip().splitlines()) == 1
