@@ -277,3 +277,12 @@ def test_a_webhook_in_any_case_or_without_its_scheme_is_redacted_from_stop(tmp_p
     status = json.loads((d / rd.STATUS).read_text())
     assert status["stop"]["detail"] == "stop <redacted: a Discord webhook URL> <redacted: a bearer token>"
     assert "<redacted: a Discord webhook URL>" in status["reason"]
+
+
+def test_a_token_typed_on_the_command_line_is_not_kept_in_the_manifest(tmp_path):
+    """The manifest records the command (argv): a token or a webhook typed there is redacted, the rest kept."""
+    d = tmp_path / "run"
+    argv = ["fontaine-eval", "--task", "pick discord.com/api/webhooks/1/abc up", "--run-id", "x"]
+    run(_config(1), d, argv=argv, log=lambda _t: None, executor=FakeExecutor())
+    manifest = json.loads((d / rd.MANIFEST).read_text())
+    assert manifest["argv"] == ["fontaine-eval", "--task", "pick <redacted: a Discord webhook URL> up", "--run-id", "x"]
