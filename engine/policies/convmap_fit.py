@@ -118,7 +118,7 @@ def save_seam_stats(stats: dict, path: str | Path) -> Path:
     try:
         check_seam_stats_target(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps(stats, indent=2) + "\n")
+        write_text_atomic(path, json.dumps(stats, indent=2) + "\n", named=True)
     except OSError as exc:
         raise ConvMapError(f"--convmap-seam-stats {path}: cannot be written ({exc.strerror or exc})") from None
     return path

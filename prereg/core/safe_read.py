@@ -80,12 +80,17 @@ class NotWritable(UsageError):
         super().__init__(f"{self.path}: {why}; nothing was written there (only a new path or a regular file is written)")
 
 
-def check_output(path: str | Path) -> None:
+def check_output(path: str | Path, *, owned: bool = False) -> None:
     """Refuse to write `path` unless it is new or a regular file (a symlink is followed and its target
     checked): a device, a FIFO, a socket, a directory or a loop there raises NotWritable. Every write
     to a path (the atomic writer, a copy, a new document) asks this first: renamed over, `/dev/full`
     was a 707-byte regular file after a run, as root (issue 43). A dangling link counts as new (the
-    atomic writer replaces the link itself, never its missing target)."""
+    atomic writer replaces the link itself, never its missing target).
+
+    `owned`: a file the writer owns in its own folder (a run's status.json, a report's chart.png),
+    rewritten whole by rename: a FIFO or a socket put there is junk and is renamed over (never opened,
+    never waited on), so a resume heals its status.json; a device or a directory is still refused. A
+    path the user named (a flag's value, a document) is never `owned`."""
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -95,7 +100,7 @@ def check_output(path: str | Path) -> None:
     except OSError as exc:
         raise NotWritable(path, os_error_why(exc)) from None
     kind = kind_of(st.st_mode)
-    if kind is not None:
+    if kind is not None and not (owned and (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode))):
         raise NotWritable(path, f"is {kind}, not a regular file")
 
 

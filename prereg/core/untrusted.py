@@ -48,7 +48,9 @@ def _escape(ch: str) -> str:
 _VALUE = r"(?:\"[^\"\s]{3,}\"|'[^'\s]{3,}'|[^\s\"',;&<]{3,})"
 # a Discord webhook URL's head, in any case, with or without its scheme: `HTTPS://DISCORD.COM/api/webhooks/`,
 # `discord.com/api/webhooks/`, `canary.discordapp.com/api/v10/webhooks/` (Discord and every tool take them all)
-WEBHOOK_HEAD = r"(?i:(?:https?://)?(?:[a-z0-9-]+\.)*(?:discord|discordapp)\.com/api(?:/v\d+)?/webhooks/)"
+# The host starts where a host can (never inside a word: without it a long word cost quadratic time, a
+# 100 kB title minutes, as every start of the word was tried).
+WEBHOOK_HEAD = r"(?i:(?:https?://)?(?<![a-z0-9.-])(?:[a-z0-9-]+\.)*(?:discord|discordapp)\.com/api(?:/v\d+)?/webhooks/)"
 # (what it is, the pattern): the kinds of secret a run's files and posts must never carry
 _SHAPES: tuple[tuple[str, str], ...] = (
     ("a Discord webhook URL", WEBHOOK_HEAD + r"[^\s\"'<>`]+"),
@@ -56,9 +58,10 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
     ("an API key", r"\b(?:sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"),
     ("a bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    # NAME_KEY=value, HF_TOKEN: value, token=value, password="...": a name that says secret, then its value
+    # NAME_KEY=value, HF_TOKEN: value, token=value, password="...": a name that says secret, then its value (the
+    # name starts at a word's start, never after each `_` inside it: `a_a_a_...` cost quadratic time)
     ("a secret value",
-     r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+_)+(?:key|token|secret|password|passwd)\s*[=:]\s*" + _VALUE + "|"
+     r"(?i)(?<![A-Za-z0-9_])_*(?:[A-Za-z0-9]+_+)+(?:key|token|secret|password|passwd)\s*[=:]\s*" + _VALUE + "|"
      r"(?<![A-Za-z0-9_])(?:api_?key|token|secret|password|passwd)\s*=\s*" + _VALUE),
 )
 _TEXT = [(what, re.compile(pattern)) for what, pattern in _SHAPES]

@@ -131,19 +131,21 @@ def dumps_line(obj: object) -> str:
     return json.dumps(obj, default=_json_default, allow_nan=False) + "\n"
 
 
-def write_text_atomic(path: str | Path, text: str, *, keep_mode: bool = False) -> None:
+def write_text_atomic(path: str | Path, text: str, *, keep_mode: bool = False, named: bool = False) -> None:
     """Replace `path` with `text` atomically: tmp in the same folder, fsync, rename.
 
-    `keep_mode` keeps the permissions of the file being replaced (a user's document)."""
-    write_bytes_atomic(path, text.encode("utf-8"), keep_mode=keep_mode)
+    `keep_mode` keeps the permissions of the file being replaced (a user's document); `named`: see
+    `write_bytes_atomic`."""
+    write_bytes_atomic(path, text.encode("utf-8"), keep_mode=keep_mode, named=named)
 
 
-def write_bytes_atomic(path: str | Path, data: bytes, *, keep_mode: bool = False) -> None:
-    """Replace `path` with `data` atomically: only a new path or a regular file is written (a device,
-    a FIFO, a socket, a directory or a loop there, or at a symlink's end, is NotWritable: one line,
-    exit 2; a device is never renamed over, a FIFO never opened and waited on: `check_output`)."""
+def write_bytes_atomic(path: str | Path, data: bytes, *, keep_mode: bool = False, named: bool = False) -> None:
+    """Replace `path` with `data` atomically, never over a device or a directory (NotWritable: one line,
+    exit 2; `check_output`). `named`: the user named this path (a flag's value, a document): only a new
+    path or a regular file is written. Else it is the writer's own file in its own folder, and a FIFO
+    or a socket put there is renamed over, never opened and waited on."""
     path = Path(path)
-    check_output(path)
+    check_output(path, owned=not named)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as fh:

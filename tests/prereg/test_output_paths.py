@@ -14,7 +14,7 @@ import stat
 import pytest
 
 from prereg.core.safe_read import NotWritable, check_output
-from prereg.rundir.files import write_json_atomic, write_text_atomic
+from prereg.rundir.files import write_bytes_atomic, write_json_atomic, write_text_atomic
 from tests.helpers import returns_within
 
 
@@ -69,18 +69,38 @@ def test_check_output_takes_a_new_path_a_regular_file_and_a_link_to_one(tmp_path
 
 @pytest.mark.parametrize("kind", ["fifo", "dir", "link-to-fifo", "link-to-devnull"])
 def test_the_atomic_writer_leaves_a_fifo_a_directory_and_a_device_as_they_were(tmp_path, kind):
+    """A path the user named (`named=True`): only a new path or a regular file is written."""
     path = tmp_path / "out.json"
     _make(kind, path)
     before = os.lstat(path)
     with pytest.raises(NotWritable):
-        returns_within(lambda: write_text_atomic(path, "hello\n"), 10, what="the atomic write")
+        returns_within(lambda: write_text_atomic(path, "hello\n", named=True), 10, what="the atomic write")
     with pytest.raises(NotWritable):
-        write_json_atomic(path, {"a": 1})
+        write_bytes_atomic(path, b"{}", named=True)
     after = os.lstat(path)
     assert (after.st_ino, stat.S_IFMT(after.st_mode)) == (before.st_ino, stat.S_IFMT(before.st_mode))
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temporary file left behind
     if kind == "link-to-devnull":
         assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and os.readlink(path) == "/dev/null"
+
+
+@pytest.mark.parametrize("kind", ["dir", "link-to-devnull"])
+def test_a_writers_own_file_is_never_written_over_a_device_or_a_directory(tmp_path, kind):
+    path = tmp_path / "status.json"
+    _make(kind, path)
+    with pytest.raises(NotWritable):
+        write_json_atomic(path, {"a": 1})
+    assert path.is_dir() if kind == "dir" else os.readlink(path) == "/dev/null"
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_fifo_where_a_writers_own_file_goes_is_renamed_over_never_opened(tmp_path):
+    """A run's status.json, a report's chart.png: a FIFO put there is junk, replaced whole (a resume heals
+    it), never opened for a write that would wait on a reader."""
+    path = tmp_path / "status.json"
+    os.mkfifo(path)
+    returns_within(lambda: write_json_atomic(path, {"a": 1}), 10, what="the atomic write")
+    assert path.is_file() and not path.is_fifo() and path.read_text() == '{\n  "a": 1\n}\n'
 
 
 def test_the_atomic_writer_still_replaces_a_regular_file(tmp_path):

@@ -124,3 +124,13 @@ def test_printable_leaves_nothing_a_terminal_obeys_and_is_idempotent(text):
     assert printable(out) == out
     if not has_control(text.replace("\n", "").replace("\t", "")) and redacted(text) == text:
         assert out == text
+
+
+@pytest.mark.parametrize("base", ["x", "a_", "hf_", "discord.", "x.", "-"])
+def test_redaction_takes_linear_time_on_a_long_word(base):
+    """A 100 kB title hung `show` (issue 43): the scheme-optional webhook shape tried every start inside a
+    word, and a `NAME_KEY=` name every start after each `_`, each scanning to the end."""
+    from tests.helpers import returns_within
+
+    text = base * (100_000 // len(base))
+    assert returns_within(lambda: redacted(text), 5, what="redacting 100 kB") == text
