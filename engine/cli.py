@@ -23,7 +23,8 @@ from engine.cli_resolve import resolve  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
 from prereg.core.argcheck import parse_once  # noqa: E402
 from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
-from prereg.core.safe_read import kind_of, os_error_why  # noqa: E402
+from prereg.core.safe_read import NotWritable, check_output  # noqa: E402
+from prereg.core.untrusted import say  # noqa: E402
 from prereg.core.vocabulary import PLUGIN  # noqa: E402
 
 
@@ -53,17 +54,17 @@ def _list_envs(name: str | None = None) -> int:
 
     if name is not None:
         spec = get_env(name)
-        print(f"{spec.line()}\tsha256 {env_sha256(name)}", flush=True)
+        say(f"{spec.line()}\tsha256 {env_sha256(name)}", flush=True)
         return 0
     for line in list_lines():
-        print(line, flush=True)
+        say(line, flush=True)
     return 0
 
 
 def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     import dataclasses
 
-    from engine import convmap_cli
+    from engine import convmap_cli, terminal
     from engine.driver import run
     from engine.run_summary import format_summary
 
@@ -85,7 +86,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     if not resume and args.convmap_seam_stats is not None and not shimmed:
         convmap_cli.write_seam_stats(config.policy, config.seeds, config.episode_seconds, args.convmap_seam_stats,
                                      log=_log)
-        print(f"fontaine-eval: rig table written to {args.convmap_seam_stats}")
+        say(f"fontaine-eval: rig table written to {args.convmap_seam_stats}")
         return 0
     if not resume and config.policy.convmap == "fit" and config.policy.kind.startswith("molmoact2"):
         config = dataclasses.replace(config, policy=convmap_cli.freeze_fit(
@@ -102,10 +103,11 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     executor = make_executor(config)  # no Ray where --ray asks for it: a DriverError, nothing written
     lock = _claim_run_dir(run_dir)  # held until the run ends: one writer per run directory
     log_to(run_dir / rd.LOG)  # from here a bug's traceback goes to the run's driver.log
+    terminal.detach(run_dir / rd.LOG)  # from here a closed terminal fails no write (engine/terminal.py)
     try:
         if not resume and (run_dir / rd.MANIFEST).exists():
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
-        print(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds, "
+        say(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds, "
               f"{config.episode_seconds:g} s episodes, {config.workers} worker{'s' if config.workers != 1 else ''}, "
               + (f"arms {' and '.join(config.arm_names())} interleaved by seed" if config.arms else
                  f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else ""))
@@ -116,17 +118,20 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
                      executor=executor)
     finally:
         lock.release()
-    print(format_summary(result, run_dir), flush=True)
+        terminal.reattach()  # the terminal back on stdout and stderr, or driver.log once it is gone
+    say(format_summary(result, run_dir), flush=True)
     for target, name in ((args.out_json, rd.ROWS_SUMMARY), (args.rows_jsonl, rd.ROWS)):
         if target is not None and Path(target).resolve() != (run_dir / name).resolve():
             try:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
+                check_output(target)  # again: the path may have become a device or a FIFO during the run
                 shutil.copyfile(run_dir / name, target)
-            except OSError as exc:  # checked at the start; the disk may have changed since
+            except (OSError, NotWritable) as exc:  # checked at the start; the disk may have changed since
+                why = exc.why if isinstance(exc, NotWritable) else exc.strerror or exc
                 raise RunFailed(f"the run ended {result.state} but {name} could not be copied to {target} "
-                                f"({exc.strerror or exc}); it is in {run_dir / name}") from None
+                                f"({why}); it is in {run_dir / name}") from None
     if result.state == rd.FAILED:
-        print(f"fontaine-eval: failed: {result.reason}", file=sys.stderr, flush=True)
+        say(f"fontaine-eval: failed: {result.reason}", file=sys.stderr, flush=True)
     return {rd.DONE: rd.EXIT_DONE, rd.STOPPED: rd.EXIT_STOPPED}.get(result.state, rd.EXIT_FAILED)
 
 
@@ -146,13 +151,9 @@ def _check_before_writing(args, config) -> None:
             raise UsageError(f"{flag} {target}: is a directory; give a file path for the copy, "
                              f"e.g. {target / (rd.ROWS_SUMMARY if flag == '--out-json' else rd.ROWS)}")
         try:  # a FIFO, a device, a symlink loop: refused now, not after the whole run (the copy would wait on a FIFO)
-            kind = kind_of(os.stat(target).st_mode)
-        except FileNotFoundError:
-            kind = None
-        except OSError as exc:
-            raise UsageError(f"{flag} {target}: {os_error_why(exc)}; give a file path for the copy") from None
-        if kind is not None:
-            raise UsageError(f"{flag} {target}: is {kind}, not a regular file; give a file path for the copy")
+            check_output(target)
+        except NotWritable as exc:
+            raise UsageError(f"{flag} {target}: {exc.why}; give a file path for the copy") from None
         for part in target.parents:
             if part.exists():
                 if not part.is_dir():
@@ -205,7 +206,7 @@ def make_executor(cfg):
 
 
 def _log(msg: str) -> None:
-    print(msg, flush=True)
+    say(msg, flush=True)
 
 
 def _preflight_rendering(config) -> None:

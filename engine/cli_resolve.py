@@ -19,6 +19,7 @@ from engine.run_config import RunConfig, comparison_record
 from prereg import rundir as rd
 from prereg.core.errors import UsageError
 from prereg.core.limits import MAX_SEED, MAX_SEEDS
+from prereg.core.safe_read import why_not_a_folder
 from prereg.core.video_draw import parse_video_draw
 
 
@@ -229,15 +230,20 @@ def _launch_policy(args, launch):
 def _resolve_resume(args):
     refuse_decided(args, DECIDED_BY_MANIFEST, "the run's manifest", "a resume runs the rest as the run was started")
     run_dir = args.resume
-    if run_dir.exists() and not run_dir.is_dir():
-        raise UsageError(f"--resume {run_dir}: is a file, not a run directory")
+    why = why_not_a_folder(run_dir)
+    if why is not None and why != "does not exist":  # a FIFO, a file, a loop: said as what it is
+        raise UsageError(f"--resume {run_dir}: {why.replace('a directory', 'a run directory')}")
     snap = rd.read_snapshot(run_dir)  # the contract's one read of a run's small files, as the console's
     manifest = snap.manifest
+    where = run_dir / rd.MANIFEST
+    if manifest is not None and manifest.config is None and manifest.raw.get("config") is not None:
+        config = manifest.raw["config"]  # the manifest reads, its config does not: say that, not 'no manifest'
+        raise UsageError(f"{where}: config is {type(config).__name__} {_shown(config)}, not an object; "
+                         "the run cannot be resumed as recorded (start a new run)")
     if manifest is None or manifest.config is None:
         problem = snap.unreadable.get(rd.MANIFEST)
-        why = f" ({problem})" if problem else ""
+        why = f" ({problem})" if problem else " (it has no config)" if manifest is not None else ""
         raise UsageError(f"{run_dir} has no readable manifest.json{why}: not a run directory (or it never started)")
-    where = run_dir / rd.MANIFEST
     resumes = manifest.raw.get("resumes")
     if resumes is not None and not (isinstance(resumes, list) and all(isinstance(r, dict) for r in resumes)):
         raise UsageError(f"{where}: resumes is {type(resumes).__name__} {_shown(resumes)}, not a list of resumes; "

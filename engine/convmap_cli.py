@@ -34,8 +34,10 @@ def write_seam_stats(spec: PolicySpec, seeds: list[int], episode_seconds: float,
     """Roll out a reference policy and write the rig table (seam stats) of the states it visits."""
     if spec.serve_in_driver and spec.kind != "hold":
         raise ConvmapUsageError("--convmap-seam-stats needs a reference policy that knows the task: --policy scripted")
+    from engine.policies.convmap_fit import check_seam_stats_target, save_seam_stats
+
+    check_seam_stats_target(path)  # before the rollout: a device or a FIFO there is refused now, never written
     stats = scene_rig_table(seeds, episode_seconds, spec=spec, log=log)
-    from engine.policies.convmap_fit import save_seam_stats
 
     path.parent.mkdir(parents=True, exist_ok=True)
     save_seam_stats(stats, path)

@@ -48,6 +48,7 @@ from engine.run_summary import failure_reason, progress_line, summarize
 from engine.worker_env import SECRET_NAME, held_back
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError, RunFailed, UsageError, write_traceback
+from prereg.core.untrusted import redacted
 from prereg.core.webhook_env import scrub_webhooks
 from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.gates import evaluate_gates, first_tripped
@@ -97,7 +98,8 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
 
 class _Driver(StopProtocol):
     def __init__(self, cfg: RunConfig, run_dir: Path, argv: list[str], resume: bool, log, executor: ExecutorFactory):
-        self.cfg, self.run_dir, self.argv, self.resume, self.log = cfg, run_dir, argv, resume, log
+        self.cfg, self.run_dir, self.resume, self.log = cfg, run_dir, resume, log
+        self.argv = [redacted(str(a)) for a in argv]  # the manifest's record of the command: a token typed there is not kept
         self.make_executor = executor
         self.clock = RunClock()
         self.started_at = rd.utc_now()

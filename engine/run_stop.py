@@ -10,9 +10,9 @@ reader see why. The driver says `stopping` until the episodes in flight have wri
 
 from __future__ import annotations
 
-import os
 import signal
 
+from engine import terminal
 from engine.deathsig import STOP_SIGNALS
 from prereg import rundir as rd
 from prereg.rundir.stop import scrub_stop_file
@@ -29,8 +29,8 @@ class StopProtocol:
         def on_signal(signum, _frame):
             self.signals += 1
             name = signal.Signals(signum).name
-            if signum == signal.SIGHUP:
-                self._output_to_log()
+            if signum == signal.SIGHUP:  # before anything is written: the terminal may be gone already
+                terminal.hangup(self.run_dir / rd.LOG)
             if self.signals == 1:
                 self._request_stop(self._signal_reason(name))
             else:
@@ -38,21 +38,6 @@ class StopProtocol:
 
         for sig in STOP_SIGNALS:
             signal.signal(sig, on_signal)
-
-    def _output_to_log(self) -> None:
-        """After a hangup the terminal is gone: what the driver still prints goes to driver.log."""
-        try:
-            if not (os.isatty(1) or os.isatty(2)):
-                return
-            fd = os.open(self.run_dir / rd.LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        except OSError:
-            return
-        for target in (1, 2):
-            try:
-                os.dup2(fd, target)
-            except OSError:
-                pass
-        os.close(fd)
 
     def _signal_reason(self, name: str) -> rd.StopReason:
         """Why a signal stops the run: the STOP its sender wrote first, naming who sent it (the

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from engine.run_config import RunConfig, RunResult
 from prereg.core.errors import FontaineError
+from prereg.core.untrusted import redacted
 from prereg.rundir.fold import Plan, fold_rows
 from prereg.rundir.outcomes import ERROR, SUCCESS, classify, is_error
 from prereg.rundir.rows import latest_rows, number
@@ -118,4 +119,4 @@ def failure_reason(exc: BaseException, run_dir: Path) -> str:
         return f"run directory deleted: {run_dir}"
     if isinstance(exc, FontaineError):
         return exc.one_line()
-    return f"driver crashed: {type(exc).__name__}: {exc}"
+    return redacted(f"driver crashed: {type(exc).__name__}: {exc}")  # a message may quote a token or a webhook URL

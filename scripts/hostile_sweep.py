@@ -156,7 +156,7 @@ def eval_path_cases() -> list[Case]:
             Case("eval-paths", f"--convmap-seam-stats write to {kind}",
                  ["fontaine-eval", "--policy", "scripted", "--num-seeds", "1", "--episode-seconds", "1",
                   "--convmap-seam-stats", "{t}/rig.json"], setup=lambda t, k=kind: hostile(t / "rig.json", k),
-                 expect="refuse" if kind in ("dir",) else "ok"),
+                 expect="refuse" if kind in ("fifo", "dir", "loop", "device") else "ok"),  # issue 43: never written over
             Case("eval-paths", f"--molmoact2 ckpt config.json {kind}",
                  ["fontaine-eval", "--molmoact2", "{t}/ckpt", "--num-seeds", "1", "--run-dir", "{t}/run"],
                  setup=lambda t, k=kind: hostile(t / "ckpt" / "config.json", k)),
@@ -582,24 +582,26 @@ def make_fixtures(root: Path, only: set) -> None:
 
 # --------------------------------------------------------------------------------------- in-process sweeps
 
-def screen_and_post_sweep(root: Path) -> list[dict]:
+def screen_and_post_sweep(root: Path, parts: tuple[str, ...] = ("posts", "screens")) -> list[dict]:
     """The console's screens and the notifier's posts over one runs folder of hostile runs, in a child
-    process (a hang there is a hang): every key of the main screen, the seed view and the dialogs."""
+    process (a hang there is a hang): every key of the main screen, the seed view and the dialogs
+    (`parts`: the posts, the screens or both)."""
     code = r'''
 import asyncio, json, os, sys, traceback
 from pathlib import Path
 os.environ.setdefault("FONTAINE_IMAGES", "halfcell")
 sys.path.insert(0, sys.argv[2])
 from scripts.hostile_sweep import build_hostile_runs, SECRETS
-from console.app import FontaineApp
-from console.notify import messages
+from console.notify.messages import due_posts
+from console.notify.snapshot import read_snapshot
 runs = Path(sys.argv[1])
+parts = set(sys.argv[3].split(","))
 names = build_hostile_runs(runs)
 results = []
-for d in sorted(p for p in runs.iterdir() if not p.name.startswith(".")):
+for d in sorted(p for p in runs.iterdir() if not p.name.startswith(".")) if "posts" in parts else ():
     try:
-        snap = messages.read_snapshot(d)
-        posts = messages.due_posts(snap, set(), catch_up_s=1e12)
+        snap = read_snapshot(d)  # the notifier's one read of a run (console/notify/snapshot.py)
+        posts = due_posts(snap, set(), catch_up_s=1e12)
         text = json.dumps([[p.content, p.title, p.description, p.footer] for p in posts])
         bad = "\x1b" in text or any(s in text.replace("\\\\", "") for s in SECRETS)
         state = snap.state
@@ -610,6 +612,8 @@ for d in sorted(p for p in runs.iterdir() if not p.name.startswith(".")):
         results.append({"group": "posts", "case": d.name, "outcome": "traceback", "detail": repr(exc)[:200]})
 
 async def screens():
+    from console.app import FontaineApp
+
     app = FontaineApp(runs_dir=runs, prereg_dirs=[runs.parent / "preregs"], notifier=None)
     errors = []
     async with app.run_test(size=(140, 44)) as pilot:
@@ -631,7 +635,7 @@ async def screens():
                             "leak" if "\x1b" in shot or any(s in shot for s in SECRETS) else "clear", "detail": ""})
     return errors, app.return_code
 
-errors, rc = asyncio.run(screens())
+errors, rc = asyncio.run(screens()) if "screens" in parts else ([], 0)
 if errors:
     results.append({"group": "screens", "case": "console", "outcome": "traceback", "detail": errors[0][-300:]})
 print(json.dumps(results))
@@ -644,7 +648,7 @@ print(json.dumps(results))
     (runs.parent / "preregs" / "evil.md").write_text(DEMO.read_text().replace("id: demo-tiny-engine", f"id: {EVIL!r}"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_TOKEN": HF}
     try:
-        out = subprocess.run([PY, "-c", code, str(runs), str(REPO)], env=env, capture_output=True, text=True, timeout=900,
+        out = subprocess.run([PY, "-c", code, str(runs), str(REPO), ",".join(parts)], env=env, capture_output=True, text=True, timeout=900,
                              start_new_session=True)
     except subprocess.TimeoutExpired:
         return [{"group": "screens", "case": "console over hostile runs", "outcome": "hang", "detail": "900 s"}]
@@ -746,11 +750,11 @@ GROUPS = {"eval": eval_cases, "paths": eval_path_cases, "resume": resume_cases, 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--only", default="", help="comma-separated: " + ", ".join([*GROUPS, "screens", "memory"]))
+    ap.add_argument("--only", default="", help="comma-separated: " + ", ".join([*GROUPS, "posts", "screens", "memory"]))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--json", type=Path, help="write every case's outcome here")
     args = ap.parse_args()
-    only = set(filter(None, args.only.split(","))) or {*GROUPS, "screens", "memory"}
+    only = set(filter(None, args.only.split(","))) or {*GROUPS, "posts", "screens", "memory"}
     root = Path(tempfile.mkdtemp(prefix="fontaine-sweep-"))
     results: list[dict] = []
     try:
@@ -761,8 +765,8 @@ def main() -> int:
                 results.append(r)
                 if r["outcome"] != "clear":
                     print(f"{r['outcome']:>9}  {r['group']}: {r['case']}  {r.get('detail', '')[:160]}", flush=True)
-        if "screens" in only:
-            results += screen_and_post_sweep(root)
+        if only & {"posts", "screens"}:
+            results += screen_and_post_sweep(root, tuple(p for p in ("posts", "screens") if p in only))
         if "memory" in only:
             results += memory_sweep(root)
     finally:

@@ -47,7 +47,7 @@ from engine.envs.mjcf_scan import (
 )
 from engine.envs.place_scene import ResetFailed, _place_env_class
 from engine.envs.spec import NAME_RE, BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
-from prereg.core.safe_read import resolved
+from prereg.core.safe_read import resolved, why_not_a_file
 
 SUFFIXES = (".yaml", ".yml")  # prereg.document.check_arms.ENV_FILE_SUFFIXES
 TOP_KEYS = ("name", "description", "task", "scene", "arm", "object", "target", "cameras", "reset", "success",
@@ -210,8 +210,9 @@ def read_declaration(path: Path) -> Declared:
         err(("scene",), f"{scene_ref!r} is not an MJCF file (path/to/scene.xml, relative to this file)")
     else:
         scene_path = (path.parent / scene_ref).resolve()
-        if not scene_path.is_file() and pinned.get(scene_path) is None:
-            err(("scene",), f"{scene_ref!r} is missing ({scene_path})")
+        why = why_not_a_file(scene_path) if pinned.get(scene_path) is None else None
+        if why is not None:  # a FIFO there 'is a FIFO', never 'missing'
+            err(("scene",), f"{scene_ref!r} {why} ({scene_path})")
             scene_path = None
 
     def label_of(p: Path) -> str:

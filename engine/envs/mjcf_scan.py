@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.envs import pinned
-from prereg.core.safe_read import Unreadable, check_regular, resolved
+from prereg.core.safe_read import Unreadable, check_regular, resolved, why_not_a_file
 
 MAX_FILE_BYTES = 1 << 20  # an env file (and each MJCF it includes) is a few KB
 MAX_ASSET_BYTES = 256 << 20  # a mesh, texture or height field MuJoCo reads whole: a scanned object's fits
@@ -77,8 +77,9 @@ def _scan_mjcf(path: Path, label: str, scan: _Scan, parent: _Element | None = No
             scan.arm_includes.append(el)  # the package's arm, as so101-nexus builds its scenes: Fontaine attaches it
             continue
         scan.files.append((inc, path, el.line))
-        if not inc.is_file() and pinned.get(inc) is None:
-            scan.problems.append(f"{label}:{el.line}: included file {el.attrs['file']!r} is missing ({inc})")
+        why = why_not_a_file(inc) if pinned.get(inc) is None else None
+        if why is not None:
+            scan.problems.append(f"{label}:{el.line}: included file {el.attrs['file']!r} {why} ({inc})")
             continue
         # an include's contents take its place: its elements hang under the include's parent
         _scan_mjcf(inc, str(inc), scan, el.parent, depth + 1)

@@ -28,6 +28,7 @@ import numpy as np
 
 from engine.envs import pinned
 from prereg.core.errors import UsageError
+from prereg.core.safe_read import why_not_a_file
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}", re.ASCII)
 
@@ -194,8 +195,9 @@ class EnvSpec:
             if not has(mujoco.mjtObj.mjOBJ_GEOM, geom):
                 out.append(f"env {self.name}: jaw geom {geom!r} is not in the scene")
         for label, path in self.files:
-            if not Path(path).is_file() and pinned.get(path) is None:
-                out.append(f"env {self.name}: file {label} is missing ({path})")
+            why = why_not_a_file(path) if pinned.get(path) is None else None
+            if why is not None:
+                out.append(f"env {self.name}: file {label} {why} ({path})")
         if not out:
             from engine.sim.scene import collision_problems
 

@@ -110,16 +110,29 @@ def seam_box(stats: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 def save_seam_stats(stats: dict, path: str | Path) -> Path:
-    """Written whole, atomically (a FIFO at `path` is replaced, never opened and waited on)."""
+    """Written whole, atomically, to a new path or over a regular file only (a FIFO, a device or a
+    directory at `path` is a ConvMapError, never opened, waited on or renamed over)."""
     from prereg.rundir.files import write_text_atomic
 
     path = Path(path)
     try:
+        check_seam_stats_target(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, json.dumps(stats, indent=2) + "\n")
+        write_text_atomic(path, json.dumps(stats, indent=2) + "\n", named=True)
     except OSError as exc:
         raise ConvMapError(f"--convmap-seam-stats {path}: cannot be written ({exc.strerror or exc})") from None
     return path
+
+
+def check_seam_stats_target(path: str | Path) -> None:
+    """A ConvMapError now when `path` cannot take the rig table (not new, not a regular file): asked
+    before the rollout that makes the table, and again as it is written."""
+    from prereg.core.safe_read import NotWritable, check_output
+
+    try:
+        check_output(path)
+    except NotWritable as exc:
+        raise ConvMapError(f"--convmap-seam-stats {exc}") from None
 
 
 def load_seam_stats(path: str | Path) -> dict:

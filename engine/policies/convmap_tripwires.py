@@ -316,5 +316,7 @@ def write_tripwires_json(reports: Sequence[TripwireReport], path: str | Path) ->
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"passed": tripwires_passed(reports), "tripwires": {r.name: r.as_dict() for r in reports}}
-    path.write_text(json.dumps(payload, indent=2) + "\n")
+    from prereg.rundir.files import write_text_atomic
+
+    write_text_atomic(path, json.dumps(payload, indent=2) + "\n")  # never through a link onto a device or a FIFO
     return path

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from prereg.core.untrusted import escaped
+from prereg.core.untrusted import escaped, shown
 
 EXIT_DONE = 0  # every seed ran (error rows included: they are rows)
 EXIT_FAILED = 1  # the run failed: a crash, a full disk, every worker dead, no episode could run
@@ -38,9 +38,10 @@ class FontaineError(Exception):
 
     def one_line(self) -> str:
         """What was wrong, where and what to do, on one line (a message's line breaks become '; ';
-        a control character quoted from a file is shown escaped, never sent to the terminal)."""
+        a control character quoted from a file is shown escaped, never sent to the terminal, and a
+        secret's shape quoted from anywhere is redacted)."""
         text = str(self).strip() or type(self).__name__
-        return escaped("; ".join(part.strip() for part in text.splitlines() if part.strip()))
+        return shown("; ".join(part.strip() for part in text.splitlines() if part.strip()))
 
 
 class UsageError(FontaineError):
@@ -88,7 +89,7 @@ class PreregError(UsageError):
 
     def one_line(self) -> str:
         """A problem list keeps one line per problem under its heading (a validation report)."""
-        return escaped(str(self).strip(), keep="\n")
+        return shown(str(self).strip(), keep="\n")
 
 
 # --------------------------------------------------------------------------- the commands' one mapping
@@ -174,7 +175,7 @@ def _bug(prog: str) -> int:
     """The exception being handled is a bug: its traceback to the log, one line on stderr, exit 1."""
     exc = sys.exc_info()[1]
     where = write_traceback(traceback.format_exc(), prog)
-    first = escaped((str(exc).strip().splitlines() or [""])[0])
+    first = shown((str(exc).strip().splitlines() or [""])[0])
     print(f"{prog}: failed: internal error ({type(exc).__name__}{': ' + first if first else ''}); "
           f"this is a bug: the traceback is in {where or 'nowhere (no log could be written)'}",
           file=sys.stderr, flush=True)

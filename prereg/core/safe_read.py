@@ -72,6 +72,38 @@ def resolved(path: str | Path) -> Path:
         return Path(os.path.abspath(path))
 
 
+class NotWritable(UsageError):
+    """A path named for output is there and is not a regular file: nothing was written (exit 2)."""
+
+    def __init__(self, path: str | Path, why: str):
+        self.path, self.why = Path(path), why
+        super().__init__(f"{self.path}: {why}; nothing was written there (only a new path or a regular file is written)")
+
+
+def check_output(path: str | Path, *, owned: bool = False) -> None:
+    """Refuse to write `path` unless it is new or a regular file (a symlink is followed and its target
+    checked): a device, a FIFO, a socket, a directory or a loop there raises NotWritable. Every write
+    to a path (the atomic writer, a copy, a new document) asks this first: renamed over, `/dev/full`
+    was a 707-byte regular file after a run, as root (issue 43). A dangling link counts as new (the
+    atomic writer replaces the link itself, never its missing target).
+
+    `owned`: a file the writer owns in its own folder (a run's status.json, a report's chart.png),
+    rewritten whole by rename: a FIFO or a socket put there is junk and is renamed over (never opened,
+    never waited on), so a resume heals its status.json; a device or a directory is still refused. A
+    path the user named (a flag's value, a document) is never `owned`."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise NotWritable(path, "a part of it is a file, not a folder") from None
+    except OSError as exc:
+        raise NotWritable(path, os_error_why(exc)) from None
+    kind = kind_of(st.st_mode)
+    if kind is not None and not (owned and (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode))):
+        raise NotWritable(path, f"is {kind}, not a regular file")
+
+
 def check_regular(path: str | Path, max_bytes: int | None = None) -> os.stat_result:
     """stat `path` (following links): its stat when it is a regular file of at most `max_bytes`,
     else Unreadable; FileNotFoundError when it is missing (a dangling link included)."""
@@ -83,6 +115,36 @@ def check_regular(path: str | Path, max_bytes: int | None = None) -> os.stat_res
         raise Unreadable(path, os_error_why(exc)) from None
     _check_stat(path, st, max_bytes)
     return st
+
+
+def why_not_a_file(path: str | Path) -> str | None:
+    """Why `path` cannot be read as a file, in words after its name ('is missing', 'is a FIFO (named pipe),
+    not a regular file', 'a symbolic link loop ...'); None when it is a regular file. Never opens it. A
+    FIFO is never 'missing' (Path.is_file says False for it and for a missing file alike)."""
+    try:
+        check_regular(path)
+    except FileNotFoundError:
+        return "is missing"
+    except Unreadable as exc:
+        return exc.why
+    return None
+
+
+def why_not_a_folder(path: str | Path) -> str | None:
+    """Why `path` is not a directory, in words after its name ('does not exist', 'is a FIFO (named pipe),
+    not a directory', 'is a file, not a directory', a loop); None when it is one. A FIFO given as a run
+    directory read 'no such run directory' (Path.is_dir says False for it and for nothing alike)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return "does not exist"
+    except NotADirectoryError:
+        return "does not exist (a part of it is a file, not a folder)"
+    except OSError as exc:
+        return os_error_why(exc)
+    if stat.S_ISDIR(st.st_mode):
+        return None
+    return f"is {kind_of(st.st_mode) or 'a file'}, not a directory"
 
 
 def _check_stat(path, st: os.stat_result, max_bytes: int | None) -> None:

@@ -12,6 +12,9 @@ prefixes, a `NAME_KEY=value` / `token: value` assignment, an `Authorization: Bea
 marker naming what was there; `secret_in` says which shape a text or a file's bytes hold (publish
 refuses such a file).
 
+`printable` is the one sanitiser for every text exit (a terminal line, markdown, HTML, a post): secrets
+redacted, control characters but newline and tab escaped; `say` is `print` through it.
+
 Pure (the standard library only), so every layer can use it.
 """
 
@@ -43,17 +46,22 @@ def _escape(ch: str) -> str:
 # -- secrets ---------------------------------------------------------------------------------------
 
 _VALUE = r"(?:\"[^\"\s]{3,}\"|'[^'\s]{3,}'|[^\s\"',;&<]{3,})"
+# a Discord webhook URL's head, in any case, with or without its scheme: `HTTPS://DISCORD.COM/api/webhooks/`,
+# `discord.com/api/webhooks/`, `canary.discordapp.com/api/v10/webhooks/` (Discord and every tool take them all)
+# The host starts where a host can (never inside a word: without it a long word cost quadratic time, a
+# 100 kB title minutes, as every start of the word was tried).
+WEBHOOK_HEAD = r"(?i:(?:https?://)?(?<![a-z0-9.-])(?:[a-z0-9-]+\.)*(?:discord|discordapp)\.com/api(?:/v\d+)?/webhooks/)"
 # (what it is, the pattern): the kinds of secret a run's files and posts must never carry
 _SHAPES: tuple[tuple[str, str], ...] = (
-    ("a Discord webhook URL",
-     r"https?://(?:[a-z0-9-]+\.)*(?:discord|discordapp)\.com/api(?:/v\d+)?/webhooks/[^\s\"'<>`]+"),
-    ("a Hugging Face token", r"hf_[A-Za-z0-9]{30,}"),  # no word boundary: glued to an escape, it is one still
+    ("a Discord webhook URL", WEBHOOK_HEAD + r"[^\s\"'<>`]+"),
+    ("a Hugging Face token", r"(?i:hf_)[A-Za-z0-9]{30,}"),  # no word boundary: glued to an escape, it is one still
     ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
     ("an API key", r"\b(?:sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"),
     ("a bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    # NAME_KEY=value, HF_TOKEN: value, token=value, password="...": a name that says secret, then its value
+    # NAME_KEY=value, HF_TOKEN: value, token=value, password="...": a name that says secret, then its value (the
+    # name starts at a word's start, never after each `_` inside it: `a_a_a_...` cost quadratic time)
     ("a secret value",
-     r"(?i)(?<![A-Za-z0-9])(?:[A-Za-z0-9]+_)+(?:key|token|secret|password|passwd)\s*[=:]\s*" + _VALUE + "|"
+     r"(?i)(?<![A-Za-z0-9_])_*(?:[A-Za-z0-9]+_+)+(?:key|token|secret|password|passwd)\s*[=:]\s*" + _VALUE + "|"
      r"(?<![A-Za-z0-9_])(?:api_?key|token|secret|password|passwd)\s*=\s*" + _VALUE),
 )
 _TEXT = [(what, re.compile(pattern)) for what, pattern in _SHAPES]
@@ -108,3 +116,21 @@ def secret_in(data: str | bytes) -> str | None:
 def shown(text: str, keep: str = "") -> str:
     """A file's text as a screen or a post may show it: secrets redacted, control characters escaped."""
     return escaped(redacted(text), keep)
+
+
+# -- the one sanitiser for every text exit -----------------------------------------------------------
+
+
+def printable(text: str) -> str:
+    """Any text on its way out (a terminal line, markdown, HTML, a post): every secret's shape redacted
+    (`redacted`), then every control character but newline and tab (ESC, BEL, CR, the rest of C0, DEL,
+    C1 such as the 8-bit CSI 0x9b and OSC 0x9d) and every bidi override shown as a visible escape
+    (`escaped`). A title's `ESC]0;...BEL` (the window title), `ESC[2J` (clear the screen) or an OSC 8
+    hyperlink (`ESC]8;;URL ESC\\`) comes out as the text `\\x1b]0;...\\x07`: shown, never obeyed.
+    Idempotent: printable(printable(t)) == printable(t)."""
+    return escaped(redacted(text), "\n\t")
+
+
+def say(*parts: object, file=None, flush: bool = True) -> None:
+    """`print` for a command's terminal lines: each part passed through `printable` first."""
+    print(*(printable(str(p)) for p in parts), file=file, flush=flush)

@@ -7,7 +7,8 @@ that could read it could leak it. The console starts a run without it (console/r
 starts (engine/driver.py), so its workers and a private Ray cluster inherit none.
 
 A variable is a webhook when its name says so (contains WEBHOOK, any case) or its value holds
-a Discord webhook URL, whatever the name (`MY_HOOK=https://discord.com/api/webhooks/...`).
+a Discord webhook URL, whatever the name (`MY_HOOK=https://discord.com/api/webhooks/...`, in any case,
+with or without its scheme: prereg.core.untrusted.WEBHOOK_HEAD).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import os
 import re
 from collections.abc import Mapping, MutableMapping
 
-DISCORD_WEBHOOK_URL = re.compile(
-    r"https?://(?:[a-z0-9-]+\.)*(?:discord|discordapp)\.com/api(?:/v\d+)?/webhooks/", re.IGNORECASE)
+from prereg.core.untrusted import WEBHOOK_HEAD
+
+DISCORD_WEBHOOK_URL = re.compile(WEBHOOK_HEAD)  # the one shape redaction knows too (any case, scheme or none)
 
 
 def is_webhook_var(name: str, value: str) -> bool:

@@ -234,7 +234,7 @@ def freeze(path: str | Path, *, now: str | None = None, commit: str | None = Non
 
 def write_lines(path: Path, lines: list[str]) -> None:
     """Atomic rewrite (tmp + rename), so a crash never leaves half a pre-registration."""
-    rd.write_text_atomic(path, "\n".join(lines).rstrip("\n") + "\n", keep_mode=True)
+    rd.write_text_atomic(path, "\n".join(lines).rstrip("\n") + "\n", keep_mode=True, named=True)
 
 
 # ---------------------------------------------------------------- amend

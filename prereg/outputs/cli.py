@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from prereg.core.argcheck import parse_once
 from prereg.core.errors import EXIT_DONE as EXIT_OK
 from prereg.core.errors import EXIT_FAILED, PreregError, RunFailed, UsageError, run_cli
 from prereg.core.errors import EXIT_USAGE as EXIT_BAD_INPUT
+from prereg.core.untrusted import say
 from prereg.document.fields import NAME_RE
 from prereg.document.model import describe_tripwires, seeds_text
 
@@ -143,8 +145,15 @@ def cmd_new(args) -> int:
         raise PreregError(f"--id {args.prereg_id!r}: an id is letters, digits, '-' and '_', starting with a letter or "
                           "a digit (it names the runs' folders)")
     pid = args.prereg_id or "".join(c if c.isalnum() or c in "-_" else "-" for c in path.stem) or "my-eval"
-    path.write_text(render(pid, args.title), encoding="utf-8")
-    print(f"wrote {path}: edit the arms, protocol, reads, gates and decision rules, then\n"
+    try:  # created, never opened over something: a link (even a dangling one) or a path made since is refused
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        raise PreregError(f"{path}: already exists; choose another path (new never overwrites)") from None
+    except OSError as exc:
+        raise PreregError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(render(pid, args.title))
+    say(f"wrote {path}: edit the arms, protocol, reads, gates and decision rules, then\n"
           f"  fontaine-prereg validate {path}\n  fontaine-prereg freeze {path}")
     return EXIT_OK
 
@@ -155,16 +164,16 @@ def cmd_validate(args) -> int:
     doc = load(args.file)
     if doc.problems:
         for pr in doc.problems:
-            print(pr.render(str(doc.path)), file=sys.stderr)
-        print(f"{doc.path}: {len(doc.problems)} problem(s)", file=sys.stderr)
+            say(pr.render(str(doc.path)), file=sys.stderr)
+        say(f"{doc.path}: {len(doc.problems)} problem(s)", file=sys.stderr)
         return EXIT_BAD_INPUT
     arms = ", ".join(a.name for a in doc.arms())
-    print(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
+    say(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
     _print_savings(doc)
     _print_power(doc)
     lines, refusals = _comparison_advice(doc)
     if lines:
-        print("\n".join(lines))
+        say("\n".join(lines))
     return _refused(doc, refusals, "") if refusals else EXIT_OK
 
 
@@ -174,9 +183,9 @@ def _print_savings(doc) -> None:
 
     lines = savings_table(doc)
     if lines:
-        print("stopping early: curtailment (once no remaining seed can change a decision rule; simulated, "
+        say("stopping early: curtailment (once no remaining seed can change a decision rule; simulated, "
               "400 runs, seeded) and any registered sequential test (exact):")
-        print("\n".join(lines))
+        say("\n".join(lines))
 
 
 def _print_power(doc) -> None:
@@ -185,7 +194,7 @@ def _print_power(doc) -> None:
 
     lines = power_lines(doc)
     if lines:
-        print("\n".join(lines))
+        say("\n".join(lines))
 
 
 def _comparison_advice(doc, sections=None) -> tuple[list[str], list[str]]:
@@ -202,7 +211,7 @@ def _comparison_advice(doc, sections=None) -> tuple[list[str], list[str]]:
         if spec is None or sm.protocol is None or (sections is not None and sm.section.name not in sections):
             continue
         if spec.test == "step":
-            print(f"  (STEP's policy for {spec.seeds_cap(len(sm.protocol.seeds))} seeds: built once by "
+            say(f"  (STEP's policy for {spec.seeds_cap(len(sm.protocol.seeds))} seeds: built once by "
                   "sequentialized-barnard-tests and cached; a minute at 200 seeds)", flush=True)
         try:
             advice = comparison_advice(spec, len(sm.protocol.seeds), power_plan=sm.reads.power)
@@ -217,8 +226,8 @@ def _comparison_advice(doc, sections=None) -> tuple[list[str], list[str]]:
 
 def _refused(doc, refusals: list[str], what: str) -> int:
     for line in refusals:
-        print(line, file=sys.stderr)
-    print(f"{doc.path}: {len(refusals)} problem(s){what}", file=sys.stderr)
+        say(line, file=sys.stderr)
+    say(f"{doc.path}: {len(refusals)} problem(s){what}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
@@ -233,20 +242,20 @@ def cmd_freeze(args) -> int:
         lines, refusals = _comparison_advice(before, opened)
         if refusals:
             if lines:
-                print("\n".join(lines))
+                say("\n".join(lines))
             return _refused(before, refusals, ": not frozen, nothing written")
     res = freeze(args.file)
     if res is None:
-        print(f"{args.file}: every section is already frozen; nothing to do "
+        say(f"{args.file}: every section is already frozen; nothing to do "
               f"(`fontaine-prereg amend {args.file}` to register a change)")
         return EXIT_OK
-    print(f"{args.file}: froze {res.section} at {res.frozen_at}\n  sha256 {res.sha256}\n"
+    say(f"{args.file}: froze {res.section} at {res.frozen_at}\n  sha256 {res.sha256}\n"
           f"  tool commit {res.tool_commit}\n  seal on line {res.seal_line}")
     doc = load(args.file)
     _print_savings(doc)
     _print_power(doc)
     if lines:
-        print("\n".join(lines))
+        say("\n".join(lines))
     return EXIT_OK
 
 
@@ -277,12 +286,12 @@ def cmd_amend(args) -> int:
         sets[key.strip()] = yaml.safe_load(value) if value.strip() else None
     n = amend(args.file, title=args.title, why=args.why, data=data, from_arm=args.from_arm,
               name=args.name, sets=sets)
-    print(f"{args.file}: appended amendment {n}")
+    say(f"{args.file}: appended amendment {n}")
     if args.freeze:
         res = freeze(args.file)
-        print(f"  froze {res.section}: sha256 {res.sha256}")
+        say(f"  froze {res.section}: sha256 {res.sha256}")
     else:
-        print(f"  edit it (its ```yaml block and plain words), then `fontaine-prereg freeze {args.file}`")
+        say(f"  edit it (its ```yaml block and plain words), then `fontaine-prereg freeze {args.file}`")
     return EXIT_OK
 
 
@@ -294,15 +303,15 @@ def cmd_verify(args) -> int:
     ver = verify_layout(doc.layout)
     for c in ver.checks:
         mark = {INTACT: "ok", CHANGED: "CHANGED", CHAIN: "CHAIN BROKEN"}.get(c.state, "open")
-        print(f"{doc.path}:{c.line}: [{mark}] {c.message}")
+        say(f"{doc.path}:{c.line}: [{mark}] {c.message}")
     if not ver.frozen:
-        print(f"{doc.path}: not frozen (`fontaine-prereg freeze {doc.path}`)", file=sys.stderr)
+        say(f"{doc.path}: not frozen (`fontaine-prereg freeze {doc.path}`)", file=sys.stderr)
         return EXIT_FAILED
     if not ver.ok:
-        print(f"{doc.path}: DOES NOT VERIFY: a frozen section was modified; revert it (e.g. `git diff`), "
+        say(f"{doc.path}: DOES NOT VERIFY: a frozen section was modified; revert it (e.g. `git diff`), "
               "and register changes as amendments", file=sys.stderr)
         return EXIT_FAILED
-    print(f"{doc.path}: verified")
+    say(f"{doc.path}: verified")
     return EXIT_OK
 
 
@@ -312,14 +321,14 @@ def cmd_show(args) -> int:
 
     doc = load(args.file)
     ver = verify_layout(doc.layout)
-    print(f"{doc.prereg_id}: {doc.title}  (created {doc.created})")
+    say(f"{doc.prereg_id}: {doc.title}  (created {doc.created})")
     for sm in doc.sections:
         chk = ver.check(sm.section.name)
         state = chk.message if chk else ""
-        print(f"\n[{sm.section.name}] {sm.title if sm.section.number else ''}  -- {state}")
+        say(f"\n[{sm.section.name}] {sm.title if sm.section.number else ''}  -- {state}")
         pr = sm.protocol
         if pr:
-            print(f"  protocol: {seeds_text(pr.seeds)}, {pr.episode_seconds:g} s, workers {pr.workers}, "
+            say(f"  protocol: {seeds_text(pr.seeds)}, {pr.episode_seconds:g} s, workers {pr.workers}, "
                   f"video draw {pr.video_draw}")
         g = sm.gates
         gates = [f"gpu_hours {g.gpu_hours:g}" if g.gpu_hours is not None else "no GPU-hour gate"]
@@ -330,12 +339,12 @@ def cmd_show(args) -> int:
         tripwires = describe_tripwires(g.tripwires)
         if tripwires:
             gates.append(tripwires)
-        print(f"  gates: {', '.join(gates)}")
+        say(f"  gates: {', '.join(gates)}")
         if sm.section.number:  # an amendment's protocol, gates and reads merge key by key over the section before
             for part in ("protocol", "gates", "reads"):
                 took = sm.inherited(part)
                 if took:
-                    print(f"  inherits {part}: " + ", ".join(f"{k} (from {src})" for k, src in sorted(took.items())))
+                    say(f"  inherits {part}: " + ", ".join(f"{k} (from {src})" for k, src in sorted(took.items())))
         for a in sm.arms:
             bits = [a.policy] + [f"{k}={getattr(a, k)}" for k in
                                  ("checkpoint", "revision", "fast_revision", "decode", "convmap", "norm_tag",
@@ -343,21 +352,21 @@ def cmd_show(args) -> int:
                                   "flow_steps", "grasp_miss", "grasp_drop") if getattr(a, k) is not None]
             if a.convmap_overrides:
                 bits.append("overrides=" + ",".join(a.convmap_overrides))
-            print(f"  arm {a.name}: {' '.join(bits)}")
+            say(f"  arm {a.name}: {' '.join(bits)}")
         for c in sm.reads.comparators:
-            print(f"  comparator: {c.name} for {', '.join(c.for_arms) if c.for_arms else 'every other arm'}")
+            say(f"  comparator: {c.name} for {', '.join(c.for_arms) if c.for_arms else 'every other arm'}")
         for r in sm.rules:
-            print(f"  rule: if {r.condition} -> {r.action}")
+            say(f"  rule: if {r.condition} -> {r.action}")
     for pr in doc.problems:
-        print("problem: " + pr.render(str(doc.path)), file=sys.stderr)
+        say("problem: " + pr.render(str(doc.path)), file=sys.stderr)
     if doc.layout.results:
-        print(f"\nresults sections: {', '.join(b.key + (' (superseded)' if b.superseded else '') for b in doc.layout.results)}")
+        say(f"\nresults sections: {', '.join(b.key + (' (superseded)' if b.superseded else '') for b in doc.layout.results)}")
     from prereg.outputs.timeline import timeline
 
     runs_dirs = [Path(d) for d in (args.runs_dir or ["runs"])]
-    print(f"\ntimeline (runs from {', '.join(map(str, runs_dirs))}; !! = a section frozen after data it is read against):")
+    say(f"\ntimeline (runs from {', '.join(map(str, runs_dirs))}; !! = a section frozen after data it is read against):")
     for e in timeline(doc, runs_dirs):
-        print(f"  {e.line()}")
+        say(f"  {e.line()}")
     return EXIT_BAD_INPUT if doc.problems else EXIT_OK
 
 
@@ -365,7 +374,7 @@ def cmd_launch_spec(args) -> int:
     from prereg.document.launch import resolve_launch
 
     spec = resolve_launch(args.file, args.arm)
-    print(json.dumps(spec.as_dict(), indent=2))
+    say(json.dumps(spec.as_dict(), indent=2))
     return EXIT_OK
 
 
@@ -375,9 +384,9 @@ def cmd_report(args) -> int:
     runs = parse_run_args(args.runs)
     rep = build_report(args.file, runs, append=not args.no_append, unregistered=args.unregistered)
     if args.json:
-        print(json.dumps(rep.as_dict(), indent=2, default=str))
+        say(json.dumps(rep.as_dict(), indent=2, default=str))
     else:
-        print(rep.summary_text())
+        say(rep.summary_text())
     return EXIT_OK
 
 
@@ -408,8 +417,8 @@ def cmd_publish(args) -> int:
     endpoint = hub_endpoint()
     if args.dry_run:
         for plan in plans:
-            print("\n".join(plan.lines(endpoint)))
-        print("dry run: nothing uploaded, nothing recorded")
+            say("\n".join(plan.lines(endpoint)))
+        say("dry run: nothing uploaded, nothing recorded")
         return EXIT_OK
     for plan in plans:
         _publish_one(plan, args.private)
@@ -423,25 +432,25 @@ def _publish_one(plan, private: bool) -> None:
     from prereg.outputs.publish_hub import publish
 
     for n in plan.notes:
-        print(f"note: {n}")
+        say(f"note: {n}")
     pub = publish(plan, private=private)
     if not pub.sent:
-        print(f"nothing sent: {plan.repo_id} @ {pub.revision} already holds these {pub.total} files (commit "
+        say(f"nothing sent: {plan.repo_id} @ {pub.revision} already holds these {pub.total} files (commit "
               f"{pub.commit[:12]}); no commit made, the records in the runs' results files are left as they were")
         return
-    print(f"published: commit {pub.commit} ({pub.commit_url})")
+    say(f"published: commit {pub.commit} ({pub.commit_url})")
     for run in plan.runs:
         where = pub.page_url(f"{run.folder}/{PAGE}") if plan.repo_type == SPACE else pub.tree_url(run.folder)
-        print(f"  {run.arm}: {where}")
+        say(f"  {run.arm}: {where}")
     if plan.repo_type == SPACE and plan.registration_page:
-        print(f"  the registration: {pub.page_url(plan.registration_page)}")
+        say(f"  the registration: {pub.page_url(plan.registration_page)}")
     try:
         written = record(plan, pub)
     except OSError as exc:
         raise RunFailed(f"published as commit {pub.commit} ({pub.commit_url}) but could not record it in the runs' "
                         f"results files ({exc}); the commit stands") from None
     for path in written:
-        print(f"  recorded in {path}")
+        say(f"  recorded in {path}")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from urllib.parse import quote
 
 from prereg import rundir as rd
 from prereg.core.errors import RunFailed, UsageError
-from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, read_regular
+from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, read_regular, why_not_a_folder
 from prereg.rundir.rows import read_rows, row_video, rows_by_seed
 from prereg.rundir.runstate import snapshot_state
 
@@ -256,8 +256,10 @@ def _check_reported(doc, plan: RunPlan) -> dict:
     for a in plan.arms:
         if doc.find_arm(a) is None:
             raise UsageError(f"{doc.path}: no arm {a!r} to publish (arms: {', '.join(x.name for x in doc.arms())})")
-    if not run_dir.is_dir():
-        raise UsageError(f"{run_dir}: no such run directory (for arm {arm!r})")
+    why = why_not_a_folder(run_dir)
+    if why is not None:  # a FIFO is 'a FIFO', not 'no such run directory'
+        raise UsageError(f"{run_dir}: no such run directory (for arm {arm!r})" if why == "does not exist"
+                         else f"{run_dir}: {why}; not a run directory (for arm {arm!r})")
     snap = rd.read_snapshot(run_dir)
     state = snapshot_state(snap)  # the console's word: a run whose process is gone has died, not "still running"
     if state.live:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prereg import rundir as rd
 from prereg.core.errors import PreregError
+from prereg.core.safe_read import why_not_a_folder
 from prereg.core.vocabulary import ROWS_LEVELS
 from prereg.core.words import plural
 from prereg.document.launch import resolve_launch
@@ -146,8 +147,9 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
     if not sm.section.sealed:
         raise PreregError(f"{p}:{a.line}: arm {arm!r} is in {sm.section.name}, which is not frozen; "
                           "it has no registered reads yet")
-    if not run_dir.is_dir():
-        raise PreregError(f"{run_dir}: no such run directory (for arm {arm!r}); pass --run {arm}=RUN_DIR")
+    if (why := why_not_a_folder(run_dir)) is not None:  # issue 43: a FIFO is not 'no such run directory'
+        raise PreregError(f"{run_dir}: {'no such run directory' if why == 'does not exist' else why} (for arm {arm!r}); "
+                          f"pass --run {arm}=RUN_DIR")
     run = _read_run(run_dir, runs_read)
     got, snap = run.rows, run.snapshot
     status = snap.status

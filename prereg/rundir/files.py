@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
-from prereg.core.safe_read import JSON_MAX_BYTES, Unreadable, kind_of, os_error_why, read_regular
+from prereg.core.safe_read import JSON_MAX_BYTES, Unreadable, check_output, kind_of, os_error_why, read_regular
 from prereg.rundir.rows import BadLine, RowsRead, read_rows
 
 # -- file names ------------------------------------------------------------------------
@@ -167,17 +167,21 @@ def dumps_line(obj: object) -> str:
     return json.dumps(obj, default=_json_default, allow_nan=False) + "\n"
 
 
-def write_text_atomic(path: str | Path, text: str, *, keep_mode: bool = False) -> None:
+def write_text_atomic(path: str | Path, text: str, *, keep_mode: bool = False, named: bool = False) -> None:
     """Replace `path` with `text` atomically: tmp in the same folder, fsync, rename.
 
-    `keep_mode` keeps the permissions of the file being replaced (a user's document)."""
-    write_bytes_atomic(path, text.encode("utf-8"), keep_mode=keep_mode)
+    `keep_mode` keeps the permissions of the file being replaced (a user's document); `named`: see
+    `write_bytes_atomic`."""
+    write_bytes_atomic(path, text.encode("utf-8"), keep_mode=keep_mode, named=named)
 
 
-def write_bytes_atomic(path: str | Path, data: bytes, *, keep_mode: bool = False) -> None:
-    """Replace `path` with `data` atomically (a FIFO there is replaced, never opened and waited on; a
-    directory there is Unreadable, one line, never an IsADirectoryError traceback)."""
+def write_bytes_atomic(path: str | Path, data: bytes, *, keep_mode: bool = False, named: bool = False) -> None:
+    """Replace `path` with `data` atomically, never over a device or a directory (NotWritable: one line,
+    exit 2; `check_output`). `named`: the user named this path (a flag's value, a document): only a new
+    path or a regular file is written. Else it is the writer's own file in its own folder, and a FIFO
+    or a socket put there is renamed over, never opened and waited on."""
     path = Path(path)
+    check_output(path, owned=not named)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as fh:

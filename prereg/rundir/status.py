@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
+from prereg.core.untrusted import redacted
 from prereg.rundir.files import FINAL_STATES, LIVE_STATES, STATES, STATUS, TRIPWIRES_FIELD, typed_field
 from prereg.rundir.rows import number
 from prereg.rundir.stop import StopReason
@@ -136,13 +137,14 @@ class Status:
 
     def to_dict(self) -> dict:
         """status.json: every field in order (None as null; `arms`/`comparison` only in a comparison
-        run, `tripwires` only once they ran), over whatever else `raw` held."""
+        run, `tripwires` only once they ran), over whatever else `raw` held; a secret's shape in a text
+        field (a reason quoting an exception or a STOP, a run id) redacted on its way out."""
         out = dict(self.raw)
         for name in _STATUS_ORDER:
             v = getattr(self, name)
             if v is None and name in _STATUS_ONLY_WITH and getattr(self, _STATUS_ONLY_WITH[name]) is None and name not in out:
                 continue
-            out[name] = v.as_dict() if isinstance(v, StopReason) else v
+            out[name] = v.as_dict() if isinstance(v, StopReason) else redacted(v) if isinstance(v, str) else v
         return out
 
 

@@ -28,7 +28,9 @@ class StopReason:
     at: str | None = None
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The reason as the STOP file and status.json hold it: every text redacted (one more time: a
+        reason built in code may quote what a user typed)."""
+        return {k: redacted(v) if isinstance(v, str) else v for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, d: object) -> "StopReason | None":

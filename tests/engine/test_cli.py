@@ -209,3 +209,44 @@ def test_out_json_that_is_not_a_regular_file_is_refused_before_the_run(tmp_path,
            "loop": "symbolic link loop"}[kind]
     assert err.startswith("fontaine-eval: error: --out-json") and why in err and "\n" not in err, err
     assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("flags, shown", [
+    (["--lerobot", "org/\x1b]0;pwn\x07"], "org/\\x1b]0;pwn\\x07@main: not a Hugging Face repo id and revision"),
+    (["--lerobot", "org/model", "--revision", "v1\x1b[2J\x1b]8;;https://evil.example\x07"], "org/model@v1\\x1b[2J"),
+])
+def test_a_hub_lookup_line_shows_escapes_as_text_never_raw(tmp_path, capsys, monkeypatch, flags, shown):
+    """Issue 43: `--lerobot $'org/\\x1b]0;pwn\\x07'` (or a --revision) printed the lookup line raw on stderr;
+    a repo id the hub cannot take was 'download failed ... run again to resume'."""
+    pytest.importorskip("huggingface_hub")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    run_dir = tmp_path / "r"
+    assert main([*flags, "--num-seeds", "1", "--run-dir", str(run_dir)]) == 2
+    out, err = capsys.readouterr()
+    assert "looking up" in err and shown in err, err
+    assert not [c for c in out + err if (ord(c) < 32 and c != "\n") or 0x7f <= ord(c) <= 0x9f], repr(err)
+    assert "run again to resume" not in err and not run_dir.exists()
+
+
+def test_a_resume_of_a_fifo_or_of_a_manifest_whose_config_is_a_list_says_what_it_is(tmp_path, capsys):
+    """Issue 43, wrong causes: a FIFO given to --resume, and a manifest whose `config` is a list
+    ('no readable manifest.json': the manifest read; its config did not)."""
+    import json
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert main(["--resume", str(fifo)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"--resume {fifo}: is a FIFO (named pipe), not a run directory" in err and "\n" not in err, err
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(json.dumps({"run_id": "x", "config": [1]}))
+    assert main(["--resume", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{run_dir / 'manifest.json'}: config is list [1], not an object" in err and "no readable" not in err, err
+    (run_dir / "manifest.json").write_text(json.dumps({"run_id": "x"}))
+    assert main(["--resume", str(run_dir)]) == 2
+    assert "no readable manifest.json (it has no config)" in capsys.readouterr().err

@@ -256,3 +256,33 @@ def test_a_secret_written_into_stop_reaches_no_file_and_does_not_linger(tmp_path
     assert token not in " ".join(said) and HOOK not in " ".join(said)
     status = json.loads((d / rd.STATUS).read_text())
     assert status["stop"]["detail"] == "stop <redacted: a Discord webhook URL> <redacted: a Hugging Face token>"
+
+
+@pytest.mark.parametrize("hook", ["HTTPS://DISCORD.COM/api/webhooks/1/abc", "discord.com/api/webhooks/1/abc",
+                                  "Https://Canary.DiscordApp.com/api/v10/webhooks/1/abc", "ptb.discord.com/api/webhooks/1/abc"])
+def test_a_webhook_in_any_case_or_without_its_scheme_is_redacted_from_stop(tmp_path, hook):
+    """Issue 43: only a lower-case `https://` webhook was redacted; `HTTPS://DISCORD.COM/...` and a
+    scheme-less `discord.com/...` were copied whole into status.json, rows.json, the STOP and the terminal."""
+    d = tmp_path / "run"
+    said = []
+    ex = FakeExecutor(on_poll=lambda n: n == 2 and (d / rd.STOP).write_text(f"stop {hook} Bearer abcdefgh12345678"))
+    result = run(_config(), d, argv=["test"], log=said.append, executor=ex)
+    assert result.state == rd.STOPPED and "webhooks/1/abc" not in (result.reason or "")
+    files = [p for p in d.rglob("*") if p.is_file()]
+    assert any(p.name.startswith(rd.STOP) for p in files)  # the STOP acted on is kept, rewritten
+    for p in files:
+        data = p.read_bytes().lower()
+        assert b"webhooks/1/abc" not in data and b"abcdefgh12345678" not in data, p.name
+    assert "webhooks/1/abc" not in " ".join(said).lower() and "abcdefgh12345678" not in " ".join(said)
+    status = json.loads((d / rd.STATUS).read_text())
+    assert status["stop"]["detail"] == "stop <redacted: a Discord webhook URL> <redacted: a bearer token>"
+    assert "<redacted: a Discord webhook URL>" in status["reason"]
+
+
+def test_a_token_typed_on_the_command_line_is_not_kept_in_the_manifest(tmp_path):
+    """The manifest records the command (argv): a token or a webhook typed there is redacted, the rest kept."""
+    d = tmp_path / "run"
+    argv = ["fontaine-eval", "--task", "pick discord.com/api/webhooks/1/abc up", "--run-id", "x"]
+    run(_config(1), d, argv=argv, log=lambda _t: None, executor=FakeExecutor())
+    manifest = json.loads((d / rd.MANIFEST).read_text())
+    assert manifest["argv"] == ["fontaine-eval", "--task", "pick <redacted: a Discord webhook URL> up", "--run-id", "x"]

@@ -225,3 +225,15 @@ def test_a_mesh_that_is_huge_or_not_a_file_is_refused_unread(tmp_path, capsys, k
                                         "--run-dir", str(run)]), 60, what="fontaine-eval on the env file")
     err = capsys.readouterr().err
     assert code == 2 and not run.exists() and says in err and "block.stl" in err and "Traceback" not in err, err
+
+
+def test_a_scene_that_is_a_fifo_is_named_as_one_never_missing(tmp_path, capsys):
+    """Issue 43: a FIFO where the scene goes read 'is missing' (Path.is_file says False for both)."""
+    import os
+
+    d = tmp_path / "bad"
+    d.mkdir()
+    os.mkfifo(d / "lab.xml")
+    problems = _problems(tmp_path, capsys, ENV.replace("scene: scene.xml", "scene: lab.xml"))
+    assert problems == [f"{tmp_path / 'bad' / 'env.yaml'}:{line_of(ENV, 'scene:')}: scene: 'lab.xml' is a FIFO "
+                        f"(named pipe), not a regular file ({tmp_path / 'bad' / 'lab.xml'})"]

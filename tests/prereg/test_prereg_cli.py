@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -221,5 +222,44 @@ def test_a_report_file_that_is_not_a_file_is_one_line_never_a_hang(demo, run_dir
                                   what="the report")
     if kind == "dir":
         assert rc == 2 and f"{name}: is a directory" in err and "internal error" not in err, err
-    else:  # the chart is written over the FIFO atomically, never opened and waited on
+    else:  # the report's own chart: written over the FIFO atomically, never opened and waited on
         assert rc == 0 and (d / name).is_file(), err
+
+
+ESCAPES = "\x1b]0;pwn\x07 \x1b[2J \x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ \x9b31m \r"
+
+
+def _no_raw_control(text: str) -> None:
+    """Nothing a terminal obeys: no ESC, BEL, CR or C1 (newline and tab are text)."""
+    assert not [c for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f], repr(text)
+
+
+def test_show_prints_a_titles_escape_sequences_as_text_never_raw(tmp_path, capsys):
+    """Issue 43: `show` printed a title's ESC]0;...BEL (the window title), ESC[2J and an OSC 8 link raw."""
+    p = tmp_path / "t.md"
+    assert run(capsys, "new", str(p))[0] == 0
+    yaml_title = 'x \\e]0;pwn\\a \\e[2J \\e]8;;https://evil.example\\e\\\\click\\e]8;;\\e\\\\ \\x9b31m'
+    p.write_text(re.sub(r"(?m)^title: .*$", lambda _m: f'title: "{yaml_title}"', p.read_text(), count=1))
+    rc, out, err = run(capsys, "show", str(p))
+    assert "\\x1b]0;pwn\\x07" in out and "\\x1b[2J" in out and "\\x1b]8;;https://evil.example" in out, out
+    _no_raw_control(out + err)
+
+
+def test_report_prints_its_summary_without_a_raw_escape(demo, run_dir, capsys):
+    """Issue 43: `report` printed text from the run (here its folder's name) raw."""
+    d = run_dir("s" + ESCAPES.replace("\r", ""), [make_row(s, success=True) for s in range(6)], status={"state": "done"},
+                launched=(demo, "scripted"))
+    rc, out, err = run(capsys, "report", str(demo), "--run", f"scripted={d}", "--no-append")
+    assert rc == 0 and "\\x1b]0;pwn\\x07" in out, out + err
+    _no_raw_control(out + err)
+
+
+def test_a_run_directory_that_is_a_fifo_is_named_as_one(demo, tmp_path, capsys):
+    """Issue 43: `report --run arm=FIFO` read 'no such run directory'."""
+    import os
+
+    fifo = tmp_path / "run"
+    os.mkfifo(fifo)
+    rc, _, err = run(capsys, "report", str(demo), "--run", f"scripted={fifo}")
+    assert rc == 2 and f"{fifo}: is a FIFO (named pipe), not a directory (for arm 'scripted')" in err, err
+    assert "no such run directory" not in err and err.count("\n") == 1

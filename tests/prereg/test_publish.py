@@ -346,3 +346,26 @@ def test_an_absolute_path_in_repo_is_refused(demo, run_dir, capsys, hf_env):
     runs = reported_runs(run_dir, demo)
     code, out, err = run_cli(capsys, demo, "--repo", REPO, "--path-in-repo", "/abs/evals", "--dry-run", *run_args(runs))
     assert code == 2 and "--path-in-repo '/abs/evals': a folder in the repo, not an absolute path" in err, err
+
+
+@pytest.mark.parametrize("secret", ["HTTPS://DISCORD.COM/api/webhooks/1/abc", "discord.com/api/webhooks/1/abc",
+                                    "canary.discordapp.com/api/webhooks/1/abc"])
+def test_a_status_holding_a_webhook_in_any_case_or_without_scheme_is_never_uploaded(demo, run_dir, hub, capsys, secret):
+    """Issue 43: publish uploaded a status.json whose reason held `HTTPS://DISCORD.COM/...` (its check knew
+    only a lower-case `https://` webhook); it asks the one recogniser, prereg.core.untrusted.secret_in."""
+    runs = reported_runs(run_dir, demo)
+    status = runs["scripted"] / rd.STATUS
+    status.write_text(json.dumps({**json.loads(status.read_text()), "reason": f"stopped: {secret}"}))
+    os.utime(status, (1, 1))
+    code, out, err = run_cli(capsys, demo, "--repo", REPO, *run_args(runs))
+    assert code == 2 and "contains a Discord webhook URL" in err and str(status) in err, err
+    assert hub.requests == [] and "webhooks/1/abc" not in (out + err).lower()
+
+
+def test_a_run_directory_that_is_a_fifo_is_named_as_one(demo, hub, capsys, tmp_path):
+    """Issue 43: a FIFO given as the run read 'no such run directory'."""
+    fifo = tmp_path / "run"
+    os.mkfifo(fifo)
+    code, _, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={fifo}")
+    assert code == 2 and f"{fifo}: is a FIFO (named pipe), not a directory; not a run directory" in err, err
+    assert hub.requests == [] and len(err.strip().splitlines()) == 1

@@ -42,6 +42,14 @@ def test_escaped_text_holds_no_control_character_and_keeps_the_rest(text):
     ("token=abc123&x=1", "a secret value"),
     ("Authorization: Bearer abcdefghijk", "a bearer token"),
     ("ghp_" + "a" * 36, "a GitHub token"),
+    # issue 43: any case, with or without the scheme, every Discord host
+    ("stop HTTPS://DISCORD.COM/api/webhooks/1/abc", "a Discord webhook URL"),
+    ("stop discord.com/api/webhooks/1/abc now", "a Discord webhook URL"),
+    ("DiscordApp.com/api/webhooks/1/abc", "a Discord webhook URL"),
+    ("see ptb.discord.com/api/webhooks/1/abc", "a Discord webhook URL"),
+    ("Http://Canary.Discord.com/API/V10/WEBHOOKS/1/abc", "a Discord webhook URL"),
+    ("HF_" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3h", "a Hugging Face token"),
+    ("authorization: BEARER abcdefghijk", "a bearer token"),
 ])
 def test_secret_shapes_are_found_and_redacted(text, kind):
     assert secret_in(text) == kind and secret_in(text.encode()) == kind
@@ -74,6 +82,7 @@ def test_a_secret_written_into_stop_never_reaches_the_stop_reason(tmp_path):
 
 
 PIECES = ["hf_", "A" * 34, "HF_TOKEN", "=", ": ", "token", "webhooks/", "https://discord.com/api/", "123/", "sk-",
+          "DISCORD.COM/API/", "WEBHOOKS/", "HTTPS://", "discordapp.com/api/v9/", "HF_",
           "x" * 25, "Bearer ", "abcdefghij", "key", " ", "\n", "'", '"', "ghp_", "AKIA", "0123456789ABCDEF", "é"]
 
 
@@ -84,3 +93,44 @@ def test_the_quick_look_never_misses_what_redaction_would_change(text):
     if redacted(text) != text:
         assert may_hold_secret(text)
     assert secret_in(redacted(text)) is None
+
+
+def test_the_environment_scrub_and_redaction_know_one_webhook_shape():
+    """A webhook variable is recognised by the shape redaction uses (prereg.core.untrusted.WEBHOOK_HEAD)."""
+    from prereg.core.webhook_env import is_webhook_var
+
+    for value in ("HTTPS://DISCORD.COM/api/webhooks/1/abc", "discord.com/api/webhooks/1/abc"):
+        assert is_webhook_var("NOTIFY", value) and secret_in(value) == "a Discord webhook URL"
+    assert not is_webhook_var("URL", "https://example.com/api/webhooks/1")
+
+
+def test_printable_shows_osc_csi_bel_and_c1_as_text_keeping_newline_and_tab():
+    from prereg.core.untrusted import printable
+
+    title = "T\x1b]0;pwn\x07 \x1b[2J \x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\ \x9b31m \x9d0;x\x9c a\tb\nc\rd"
+    out = printable(title)
+    assert out == ("T\\x1b]0;pwn\\x07 \\x1b[2J \\x1b]8;;https://evil.example\\x1b\\click\\x1b]8;;\\x1b\\ \\x9b31m "
+                   "\\x9d0;x\\x9c a\tb\nc\\x0dd")
+    assert printable(f"stop HTTPS://DISCORD.COM/api/webhooks/1/abc {HF}") == (
+        "stop <redacted: a Discord webhook URL> <redacted: a Hugging Face token>")
+
+
+@given(st.text())
+def test_printable_leaves_nothing_a_terminal_obeys_and_is_idempotent(text):
+    from prereg.core.untrusted import printable
+
+    out = printable(text)
+    assert not has_control(out.replace("\n", "").replace("\t", ""))
+    assert printable(out) == out
+    if not has_control(text.replace("\n", "").replace("\t", "")) and redacted(text) == text:
+        assert out == text
+
+
+@pytest.mark.parametrize("base", ["x", "a_", "hf_", "discord.", "x.", "-"])
+def test_redaction_takes_linear_time_on_a_long_word(base):
+    """A 100 kB title hung `show` (issue 43): the scheme-optional webhook shape tried every start inside a
+    word, and a `NAME_KEY=` name every start after each `_`, each scanning to the end."""
+    from tests.helpers import returns_within
+
+    text = base * (100_000 // len(base))
+    assert returns_within(lambda: redacted(text), 5, what="redacting 100 kB") == text

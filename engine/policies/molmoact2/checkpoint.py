@@ -178,6 +178,7 @@ def download_snapshot(repo_id: str, revision: str | None = None, *, log=None, wh
     import huggingface_hub
     from huggingface_hub.errors import (
         GatedRepoError,
+        HFValidationError,
         LocalEntryNotFoundError,
         RepositoryNotFoundError,
         RevisionNotFoundError,
@@ -200,6 +201,11 @@ def download_snapshot(repo_id: str, revision: str | None = None, *, log=None, wh
             token=hub.token,
             local_files_only=hub.offline,
         )
+    except HFValidationError:  # the user's repo id or revision, not a transfer: nothing to resume
+        raise CheckpointError(
+            f"{where}: not a Hugging Face repo id and revision (a repo id is OWNER/NAME of letters, digits, "
+            "'-', '_' and '.'; a revision a branch, a tag or a commit)"
+        ) from None
     except RevisionNotFoundError:
         raise CheckpointError(
             f"revision {revision!r} of {repo_id} does not exist on {hub.endpoint}: pin a commit the repo has"
@@ -237,9 +243,13 @@ def _one_line(exc: BaseException, limit: int = 200) -> str:
 
 
 def _stderr(message: str) -> None:
+    """A lookup line on stderr: a repo id or a revision is the user's text (`org/\\x1b]0;pwn\\x07`),
+    shown through the one sanitiser, never obeyed by the terminal."""
     import sys
 
-    print(message, file=sys.stderr, flush=True)
+    from prereg.core.untrusted import say
+
+    say(message, file=sys.stderr)
 
 
 def checkpoint_pin(ckpt: ResolvedCheckpoint, fingerprint: dict[str, str]) -> str:
