@@ -311,6 +311,9 @@ def without_sections(md: str, titles: tuple[str, ...]) -> str:
     return "\n".join(out)
 
 
+MASKED_LINK = re.compile(r"\[([^\[\]\n]*)\]\(")  # Discord's [text](url)
+
+
 def shorten_markdown(text: str, limit: int) -> str:
     """results.md made readable in an embed: headings bold, tables as ' · ' lines, clipped at a line."""
     out = []
@@ -323,6 +326,7 @@ def shorten_markdown(text: str, limit: int) -> str:
             line = f"**{m.group(1).strip()}**"
         elif line.lstrip().startswith("|"):
             line = " · ".join(c.strip() for c in line.strip().strip("|").split("|"))
+        line = MASKED_LINK.sub(r"\\[\1\\](", line)  # a masked link from a run's text is shown, never followed
         if line or (out and out[-1]):
             out.append(line)
     note = "\n… (shortened: the full reads are in the run's report)"
@@ -382,8 +386,9 @@ def clip(s: str, n: int) -> str:
 
 def esc(s: str) -> str:
     """Escape Discord markdown in names that come from files (run ids, arms, reasons), a secret's
-    shape redacted first (escaped, `hf\\_...` would no longer look like a token to `Post`'s check)."""
-    return re.sub(r"([\\*_~`|>])", r"\\\1", redacted(s))
+    shape redacted first (escaped, `hf\\_...` would no longer look like a token to `Post`'s check); a
+    masked link's brackets too, so `[x](https://evil.example)` in a reason is shown as text, never a link."""
+    return re.sub(r"([\\*_~`|>\[\]])", r"\\\1", redacted(s))
 
 
 def code(s: str) -> str:

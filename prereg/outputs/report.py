@@ -23,6 +23,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.core.colors import registration_colors
 from prereg.core.errors import PreregError
+from prereg.core.untrusted import printable
 from prereg.document.model import Document
 from prereg.document.read import load_valid
 from prereg.document.seal import require_intact
@@ -184,10 +185,10 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
                for arms in arms_by_run(reports).values()]
     charts = draw_paired_charts(doc, reports, folder, colors)
     reg_lines = registration_markdown(doc, reports, judgement, now, charts, folder, unregistered, stories)
-    rd.write_text_atomic(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
-    rd.write_text_atomic(reg_page, registration_page(doc, reports, judgement, now, colors, reg_page, stories=stories,
+    write_shown(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
+    write_shown(reg_page, registration_page(doc, reports, judgement, now, colors, reg_page, stories=stories,
                                                      unregistered=unregistered))
-    section = section_markdown(doc, reports, judgement, now, reg_md)
+    section = [printable(line) for line in section_markdown(doc, reports, judgement, now, reg_md)]
     skipped = ""
     if append and unregistered:
         append, skipped = False, "an unregistered report is never appended to the pre-registration"
@@ -263,7 +264,7 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
         r.chart, r.results_md = chart, run_dir / rd.RESULTS
         md += arm_markdown(r, chart_rel=rd.CHART) + [""]
     md += rules_markdown(judgement)  # every registered rule
-    rd.write_text_atomic(run_dir / rd.RESULTS, "\n".join(md).rstrip("\n") + "\n")
+    write_shown(run_dir / rd.RESULTS, "\n".join(md).rstrip("\n") + "\n")
     if len(reps) == 1:
         doc_json = _results_json(doc, rep, judgement, now, unregistered)
     else:
@@ -272,11 +273,18 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
     doc_json["story"] = story.as_dict()  # what every surface leads with
     rd.write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
     page = run_dir / PAGE  # the same objects as a page, written last: it links the files above
-    rd.write_text_atomic(page, run_page(doc, reps, judgement, now, colors, unregistered=unregistered,
+    write_shown(page, run_page(doc, reps, judgement, now, colors, unregistered=unregistered,
                                         registration=reg_page, story=story))
     for r in reps:
         r.page = page
     return story
+
+
+def write_shown(path: Path, text: str) -> None:
+    """A report's text file (results.md, results.html, the registration's), every secret's shape redacted and
+    every control character shown as an escape (prereg.core.untrusted.printable): `cat results.md` or a page
+    never acts on an ESC or BEL a title, an arm name or a reason brought in."""
+    rd.write_text_atomic(path, printable(text))
 
 
 def chart_record(series: list[ArmReads], paired, colors: dict) -> dict:

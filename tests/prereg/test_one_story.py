@@ -218,3 +218,18 @@ def test_any_row_the_classifier_accepts_renders_on_every_surface(fields):
     assert OUTCOME_LABELS[outcome] in outcomes_line(counts.by_outcome)
     cells = recent_row_cells(r)
     assert cells[1].plain == OUTCOME_LABELS[outcome]  # the latest-rows log and the grid say one word
+
+
+def test_an_escape_or_a_masked_link_in_a_run_is_shown_never_obeyed_on_any_surface(tmp_path, run_dir, demo):
+    """issue 43: raw ESC/BEL reached results.md and results.html (`cat results.md` acted on them), and a
+    Discord masked link in a reason reached posts clickable."""
+    reason = "STOP by \x1b]0;pwned\x07 [click](https://evil.example) \x1b[2J"
+    run = one_arm(tmp_path, run_dir, demo, "hostile", six()[:2],
+                  {"state": "stopped", "done": 2, "total": 6, "reason": reason})
+    rep = build_report(demo, {"scripted": run}, append=False, now=NOW)
+    for name in (rd.RESULTS, rd.RESULTS_HTML):
+        text = (run / name).read_text()
+        assert "\x1b" not in text and "\x07" not in text and "pwned" in text, name  # said, as visible escapes
+    post = results_post(read_snapshot(run))
+    for field in (post.content, post.title, post.description):
+        assert "\x1b" not in field and "[click](" not in field
