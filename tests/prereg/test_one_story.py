@@ -226,7 +226,7 @@ def test_an_escape_or_a_masked_link_in_a_run_is_shown_never_obeyed_on_any_surfac
     reason = "STOP by \x1b]0;pwned\x07 [click](https://evil.example) \x1b[2J"
     run = one_arm(tmp_path, run_dir, demo, "hostile", six()[:2],
                   {"state": "stopped", "done": 2, "total": 6, "reason": reason})
-    rep = build_report(demo, {"scripted": run}, append=False, now=NOW)
+    build_report(demo, {"scripted": run}, append=False, now=NOW)
     for name in (rd.RESULTS, rd.RESULTS_HTML):
         text = (run / name).read_text()
         assert "\x1b" not in text and "\x07" not in text and "pwned" in text, name  # said, as visible escapes
