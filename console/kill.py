@@ -12,6 +12,7 @@ seeds without a row listed (in flight, or never started), which `R` (a resume) r
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -33,13 +34,14 @@ DEFAULT_EPISODE_S = 30.0  # a manifest without a readable episode length
 
 def grace_s(run_dir: str | Path) -> float:
     """How long SIGTERM may take to end this run: its longest episode (the manifest's length or
-    the slowest row's wall time so far), times GRACE_FACTOR, plus GRACE_MARGIN_S."""
+    the slowest row's wall time so far), times GRACE_FACTOR, plus GRACE_MARGIN_S, in whole seconds up
+    (a dialog says 'after 78 s', not 'after 77.985 s')."""
     run_dir = Path(run_dir)
     manifest, _ = rd.read_manifest(run_dir)
     ep = manifest.episode_seconds if manifest is not None else None
     episode = ep if ep is not None and 0 < ep <= 3600 else DEFAULT_EPISODE_S
     longest = max(episode, fold_file(run_dir, manifest).longest_wall_s or 0.0)
-    return max(MIN_GRACE_S, GRACE_FACTOR * longest + GRACE_MARGIN_S)
+    return float(math.ceil(max(MIN_GRACE_S, GRACE_FACTOR * longest + GRACE_MARGIN_S)))
 
 
 def kill_run(run_dir: str | Path, pid_info: dict | None, who: str | None = None, grace: float | None = None,

@@ -13,6 +13,7 @@ from rich.text import Text
 from console.aggregate import AggregateView
 from console.runs import RunInfo
 from prereg import rundir as rd
+from prereg.core.words import plural
 from prereg.rundir.files import FINAL_STATES
 from prereg.rundir.gates import OK, PENDING, TRIPPED, WARN, GateReading, PaceInputs, evaluate_gates
 from prereg.rundir.outcomes import (
@@ -430,15 +431,15 @@ def _hist_columns(counts, plan: dict) -> list[tuple[int, str]]:
 
 
 def _hist_bars(t: Text, cols: list[tuple[int, str]], peak: int, height: int) -> None:
-    """`height` rows of eighth-blocks, two cells a bar, the peak written after the top row."""
+    """`height` rows of eighth-blocks, two cells a bar, the tallest bar's count written after the top row."""
     for level in range(height, 0, -1):
         for count, style in cols:
             eighths = round(8 * height * count / peak) - 8 * (level - 1) if count else 0
             if count and level == 1:
                 eighths = max(eighths, 1)  # a bin with any row shows
             t.append(BAR_BLOCKS[max(0, min(8, eighths))] * 2, style=style)
-        if level == height:
-            t.append(f" {max(c for c, _ in cols)}", style="grey50")
+        if level == height:  # what the tallest bar counts, said (a bare '40' read as an axis value)
+            t.append(f" {plural(max(c for c, _ in cols), 'episode')}", style="grey50")
         t.append("\n")
 
 

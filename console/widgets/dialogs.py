@@ -41,7 +41,8 @@ class ConfirmScreen(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="danger" if self.danger else ""):
-            yield Label(Text(self.title_text, style="bold"), id="dialog-title")
+            # a TextBlock wraps: a Label cut 'Stop <long run id> at an episode boundar' at 160 columns
+            yield TextBlock(Text(self.title_text, style="bold"), id="dialog-title")
             yield TextBlock(self.body, id="dialog-body")
             with Horizontal(id="dialog-buttons"):
                 yield Button(f"{self.yes_label} (y)", id="yes", variant="error" if self.danger else "warning")

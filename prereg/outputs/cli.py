@@ -168,10 +168,12 @@ def cmd_validate(args) -> int:
         say(f"{doc.path}: {len(doc.problems)} problem(s)", file=sys.stderr)
         return EXIT_BAD_INPUT
     arms = ", ".join(a.name for a in doc.arms())
-    say(f"{doc.path}: valid ({doc.prereg_id}; arms: {arms})")
+    lines, refusals = _comparison_advice(doc)
+    # its first line is the verdict on the plan: "valid" never heads a plan it then refuses
+    head = "valid" if not refusals else f"well-formed, but refused ({len(refusals)} problem(s) below)"
+    say(f"{doc.path}: {head} ({doc.prereg_id}; arms: {arms})")
     _print_savings(doc)
     _print_power(doc)
-    lines, refusals = _comparison_advice(doc)
     if lines:
         say("\n".join(lines))
     return _refused(doc, refusals, "") if refusals else EXIT_OK

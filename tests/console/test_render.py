@@ -202,8 +202,9 @@ def test_a_comparison_runs_histogram_draws_each_arm_on_one_axis():
     lines = histogram_text(agg.snapshot(), width=50).plain.splitlines()
     assert lines[0] == "clumsy" and lines[4] == "steady"
     clumsy, steady = lines[1:4], lines[5:8]
-    assert clumsy[0].endswith(" 8") and steady[0].endswith(" 4")  # each arm's own count, on one scale:
-    assert clumsy[0].strip(" 8") and not steady[0].strip(" 4")  # 8 fills three rows, 4 only the lower half
+    assert clumsy[0].endswith(" 8 episodes") and steady[0].endswith(" 4 episodes")  # each arm's own count, on one scale:
+    # 8 fills three rows, 4 only the lower half
+    assert clumsy[0].removesuffix(" 8 episodes").strip() and not steady[0].removesuffix(" 4 episodes").strip()
     edge = len(clumsy[2].rstrip())  # clumsy's bar is the first bin (0 cm), steady's the last (+15 cm)
     assert clumsy[2].strip() and steady[2].rstrip()[:2].strip() == "" and len(steady[2].rstrip()) > edge
     assert sum("cm" in line for line in lines) == 2 and lines[-1].startswith("1 cm bins")  # one axis, one legend
