@@ -179,8 +179,8 @@ def arm_settings(spec) -> list[tuple[str, str]]:
         gates.append(tripwires)
     model = [("policy", f"{spec.policy}   checkpoint {checkpoint}"), ("model", model_settings(spec) or "—")]
     if spec.policy == "scripted":
-        model = [("policy", f"{spec.policy}   (an oracle: it reads the true poses of the object and its target "
-                            "from the simulator; no model, no checkpoint)")]
+        model = [("policy", f"{spec.policy}{_skill(spec)}   (an oracle: it reads the true poses of the object and "
+                            "its target from the simulator; no model, no checkpoint)")]
     return [
         *model,
         ("env", env_line(spec)),
@@ -206,17 +206,18 @@ def comparison_settings(comp, specs: dict) -> list[tuple[str, str]]:
         ("runs", f"both arms in one run directory, seed k of each together, stopped when the comparison "
                  f"decides (fontaine-eval --arms {a},{b})"),
         *[(f"arm {tag}", f"{n}: {lines[n].get('policy', '')}" + (f" · {lines[n]['model']}"
-                                                                 if lines[n].get("model", "—") != "—" else "")
-           + _skill(specs[n])) for tag, n in (("A", a), ("B", b))],
+                                                                 if lines[n].get("model", "—") != "—" else ""))
+          for tag, n in (("A", a), ("B", b))],
         *[(k, v if k != "seeds" else f"{seeds} · at most {cap} seeds per arm ({2 * cap} episodes)")
           for k, v in shared],
     ]
 
 
 def _skill(spec) -> str:
-    """The scripted oracle's registered skill knob, the one thing that tells two oracle arms apart."""
-    miss = getattr(spec, "grasp_miss", None)
-    return f" · grasp_miss {miss:g}" if miss else ""
+    """The scripted oracle's registered skill knobs, the one thing that tells two oracle arms apart (shown for
+    one arm as for a comparison's two: the launch dialog showed clumsy and steady with the same settings)."""
+    knobs = ((k, getattr(spec, k, None)) for k in ("grasp_miss", "grasp_drop"))
+    return "".join(f" · {k} {v:g}" for k, v in knobs if v)
 
 
 def env_line(spec) -> str:

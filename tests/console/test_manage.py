@@ -307,3 +307,15 @@ def test_the_oracles_settings_say_what_it_reads_for_any_scene():
 
     policy = dict(arm_settings(Spec()))["policy"]
     assert "boat" not in policy and "true poses of the object and its target" in policy, policy
+
+
+def test_one_oracle_arms_settings_show_its_skill_knobs(tmp_path):
+    """issue 49: the launch dialog showed clumsy and steady (grasp_miss 0.5 and 0.1) with the same settings."""
+    from console.preregs import launch_settings
+    from tests.comparison_run import compare_doc
+
+    doc = compare_doc(tmp_path)
+    clumsy, problem = launch_settings(doc, "clumsy")
+    steady, _ = launch_settings(doc, "steady")
+    assert problem is None
+    assert "grasp_miss 0.5" in dict(clumsy)["policy"] and "grasp_miss 0.1" in dict(steady)["policy"]
