@@ -218,7 +218,9 @@ def test_out_json_that_is_not_a_regular_file_is_refused_before_the_run(tmp_path,
 def test_a_hub_lookup_line_shows_escapes_as_text_never_raw(tmp_path, capsys, monkeypatch, flags, shown):
     """Issue 43: `--lerobot $'org/\\x1b]0;pwn\\x07'` (or a --revision) printed the lookup line raw on stderr;
     a repo id the hub cannot take was 'download failed ... run again to resume'."""
-    pytest.importorskip("huggingface_hub")
+    # its constants read HF_HUB_OFFLINE once, at their first import: imported here with it set, every later
+    # test in this worker would be offline (the hub download tests failed after this one, never alone)
+    pytest.importorskip("huggingface_hub.constants")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
