@@ -388,7 +388,7 @@ def esc(s: str) -> str:
     """Escape Discord markdown in names that come from files (run ids, arms, reasons), a secret's
     shape redacted first (escaped, `hf\\_...` would no longer look like a token to `Post`'s check); a
     masked link's brackets too, so `[x](https://evil.example)` in a reason is shown as text, never a link."""
-    return re.sub(r"([\\*_~`|>\[\]])", r"\\\1", redacted(s))
+    return MASKED_LINK.sub(r"\\[\1\\](", re.sub(r"([\\*_~`|>])", r"\\\1", redacted(s)))
 
 
 def code(s: str) -> str:

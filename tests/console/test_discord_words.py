@@ -117,3 +117,11 @@ def test_the_results_post_quotes_results_md_without_module_paths_or_lab_jargon(t
     assert "**Outcomes** (one per episode, the first that holds): error 1 · success 6" in md
     primary = next(line for line in md.splitlines() if line.startswith("- **Primary**"))
     assert primary[2:60] in post.description  # the arm's reads, quoted after the story's head
+
+
+def test_a_masked_link_in_a_runs_text_is_shown_as_text():
+    """issue 43: `[x](https://evil.example)` in an arm or a reason reached posts clickable; plain brackets stay."""
+    from console.notify.wording import esc, shorten_markdown
+
+    assert esc("[click](https://evil.example) seeds [0, 1]") == r"\[click\](https://evil.example) seeds [0, 1]"
+    assert shorten_markdown("- reason: [x](https://evil.example)", 500) == r"- reason: \[x\](https://evil.example)"
