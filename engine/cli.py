@@ -115,7 +115,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
         # bad input found by the driver (a checkpoint, a cluster) is a UsageError (exit 2), a
         # failure once the run started a RunFailed (exit 1): run_cli prints either as one line
         result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log, lock=lock,
-                     executor=executor)
+                     executor=executor, term_grace_s=args.term_grace_s)
     finally:
         lock.release()
         terminal.reattach()  # the terminal back on stdout and stderr, or driver.log once it is gone

@@ -44,6 +44,11 @@ from tests.helpers import REPO, run_eval
         (["--policy", "scripted", "--num-seeds", "2", "--video-draw", "seeds:0,5,7"], "names seeds 5, 7 that this run does not run"),
         (["--workers", "100000"], "--workers: must be an integer from 1 to 256"),
         (["--video-size", "8"], "--video-size: must be an integer from 16 to 1,024"),
+        # SIGTERM's grace: a number of seconds within its bounds
+        (["--policy", "scripted", "--term-grace-s", "-1"], "--term-grace-s: must be"),
+        (["--policy", "scripted", "--term-grace-s", "1e9"], "--term-grace-s: must be"),
+        (["--policy", "scripted", "--term-grace-s", "nan"], "--term-grace-s:"),
+        (["--policy", "scripted", "--term-grace-s", "soon"], "--term-grace-s: not a number"),
         # overrides are parsed whatever the policy
         (["--policy", "scripted", "--convmap-override", "wrist_rol=5"], "unknown joint 'wrist_rol'"),
         (["--policy", "scripted", "--convmap-override", "shoulder_pan=x"], "not a number"),
