@@ -255,3 +255,19 @@ def test_a_resume_of_a_fifo_or_of_a_manifest_whose_config_is_a_list_says_what_it
     (run_dir / "manifest.json").write_text(json.dumps({"run_id": "x"}))
     assert main(["--resume", str(run_dir)]) == 2
     assert "no readable manifest.json (it has no config)" in capsys.readouterr().err
+
+
+def test_a_ray_host_that_does_not_resolve_is_one_line_before_ray_starts(tmp_path):
+    """Issue 43: `--ray nohost:1` took 68 s and printed six of Ray's log lines before its error."""
+    import time
+
+    started = time.monotonic()
+    out = run_eval("--policy", "hold", "--video-draw", "none", "--seeds", "0", "--ray", "nohost.invalid:1",
+                   "--run-dir", str(tmp_path / "r"), timeout=60)
+    took = time.monotonic() - started
+    assert out.returncode == 2, out.stderr
+    err = out.stderr.strip()  # the resolver's words vary ("Name or service not known", "Temporary failure ...")
+    assert err.startswith("fontaine-eval: error: Ray address 'nohost.invalid:1': host 'nohost.invalid' does not "
+                          "resolve (") and "\n" not in err, out.stderr
+    assert err.endswith("give the head's host:port (e.g. 10.0.0.5:6379), 'auto' or 'local'") and not out.stdout
+    assert took < 15 and not (tmp_path / "r").exists()
