@@ -419,10 +419,12 @@ def test_a_node_that_dies_mid_run_leaves_every_seed_exactly_once(cluster, tmp_pa
 
 def test_sigterm_while_connecting_to_a_cluster_that_never_answers_stops_the_run_at_once(tmp_path):
     """`--ray nohost:1`: ray.init blocks in C for ~40 s, where no signal handler runs; the run
-    ignored SIGTERM and stayed `running`. Now it ends promptly `stopped`, by the signal, exit 3."""
+    ignored SIGTERM and stayed `running`. Now it ends promptly `stopped`, by the signal, exit 3.
+    (A host that does not resolve is refused before Ray starts: a port nothing listens on is one
+    that resolves and never answers.)"""
     run_dir = tmp_path / "run"
     proc = launch_detached(run_dir, "--policy", "hold", "--episode-seconds", "2", "--video-draw", "none",
-                           "--seeds", "0-1", "--ray", "nohost:1")
+                           "--seeds", "0-1", "--ray", f"127.0.0.1:{_free_port()}")
     try:
         wait_until(lambda: read_status(run_dir).get("state") == "running", timeout=120, what="a running driver")
         time.sleep(1.0)  # inside ray.init's connect
@@ -441,8 +443,9 @@ def test_a_cluster_that_never_answers_is_given_up_on_left_alone(tmp_path):
     """Issue 33: `--ray nohost:1` left alone stayed `running` after 360 s (Ray retried for good). It
     gives up after FONTAINE_RAY_CONNECT_TIMEOUT_S: one line, exit 2, the run `failed` with why, no episode."""
     run_dir = tmp_path / "run"
+    address = f"127.0.0.1:{_free_port()}"  # resolves, and nothing answers there
     proc = launch_detached(run_dir, "--policy", "hold", "--episode-seconds", "2", "--video-draw", "none",
-                           "--seeds", "0-1", "--ray", "nohost:1", env={"FONTAINE_RAY_CONNECT_TIMEOUT_S": "3"})
+                           "--seeds", "0-1", "--ray", address, env={"FONTAINE_RAY_CONNECT_TIMEOUT_S": "3"})
     try:
         code = proc.wait(timeout=240)  # Ray's import and the 3 s; before, it never ended
     finally:
@@ -451,7 +454,7 @@ def test_a_cluster_that_never_answers_is_given_up_on_left_alone(tmp_path):
     log = (run_dir / "driver.log").read_text()
     assert code == 2, (code, log[-2000:])
     (line,) = [x for x in log.splitlines() if x.startswith("fontaine-eval: ")][-1:]
-    assert "cannot connect to the Ray cluster at 'nohost:1': no answer within 3 s" in line, line
+    assert f"cannot connect to the Ray cluster at '{address}': no answer within 3 s" in line, line
     status = read_status(run_dir)
     assert status["state"] == "failed" and "no answer within 3 s" in status["reason"], status
     assert read_rows(run_dir) == [] and "Traceback" not in log
