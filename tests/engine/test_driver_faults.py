@@ -19,7 +19,16 @@ import psutil
 import pytest
 
 from prereg import rundir as rd
-from tests.helpers import REPO, eval_argv, launch_detached, read_rows, read_status, run_eval, wait_until
+from tests.helpers import (
+    REPO,
+    eval_argv,
+    launch_detached,
+    read_rows,
+    read_status,
+    run_eval,
+    shadowing_working_folder,
+    wait_until,
+)
 
 SCRIPTED = ("--policy", "scripted", "--episode-seconds", "4")
 
@@ -380,3 +389,18 @@ def test_a_stop_file_keeps_its_boundary_stop_whatever_the_sigterm_grace(tmp_path
     status = read_status(run_dir)
     assert status["state"] == "stopped" and not status["lost_seeds"] and "abandoned" not in status["reason"]
     assert set(in_flight) <= {r["seed"] for r in _rows_intact(run_dir) if r["status"] == "ok"}
+
+
+@pytest.mark.slow
+def test_a_run_from_a_folder_holding_an_engine_py_never_imports_it(tmp_path):
+    """Issue 43: run from a folder that holds an `engine.py`, the fork server (`python -c`, which puts
+    the working folder first on sys.path) imported it: tracebacks, "every worker died"."""
+    folder, argv = shadowing_working_folder(tmp_path)
+    run_dir = tmp_path / "run"
+    out = subprocess.run([*argv, "--policy", "scripted", "--episode-seconds", "2", "--seeds", "0-2", "--workers", "2",
+                          "--video-draw", "none", "--run-dir", str(run_dir)], cwd=folder, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == rd.EXIT_DONE, (out.stdout[-2000:], out.stderr[-2000:])
+    log = (run_dir / rd.LOG).read_text() if (run_dir / rd.LOG).exists() else ""
+    assert "was imported" not in out.stdout + out.stderr + log
+    assert sorted(r["seed"] for r in _rows_intact(run_dir)) == [0, 1, 2]

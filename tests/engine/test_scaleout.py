@@ -21,7 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import launch_detached, read_rows, read_status, run_eval, stable, wait_until
+from tests.helpers import (
+    REPO,
+    launch_detached,
+    read_rows,
+    read_status,
+    run_eval,
+    shadowing_working_folder,
+    stable,
+    wait_until,
+)
 
 ray = pytest.importorskip("ray", reason="the Ray extra is not installed (pip install '.[ray]')")
 
@@ -458,6 +467,25 @@ def test_a_cluster_that_never_answers_is_given_up_on_left_alone(tmp_path):
     status = read_status(run_dir)
     assert status["state"] == "failed" and "no answer within 3 s" in status["reason"], status
     assert read_rows(run_dir) == [] and "Traceback" not in log
+
+
+@pytest.mark.slow
+def test_shards_never_import_from_the_drivers_working_folder(tmp_path):
+    """Ray puts the driver's working folder first on every worker's sys.path: run from a folder that
+    holds an `engine.py`, the shard imported it and failed to start (issue 43)."""
+    folder, argv = shadowing_working_folder(tmp_path)
+    run_dir = tmp_path / "run"
+    ray_tmp = Path(tempfile.mkdtemp(prefix="frt", dir="/tmp"))  # short: Ray's socket paths have a length limit
+    try:
+        out = subprocess.run([*argv, "--policy", "scripted", "--episode-seconds", "2", "--seeds", "0-2",
+                              "--video-draw", "none", "--ray", "local", "--run-dir", str(run_dir)], cwd=folder,
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "PYTHONPATH": str(REPO), "RAY_TMPDIR": str(ray_tmp)})
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
+    assert "was imported" not in out.stdout + out.stderr
+    assert sorted(r["seed"] for r in read_rows(run_dir)) == [0, 1, 2]
 
 
 def _comparison_config(**over):
