@@ -78,7 +78,7 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
     (DriverError when another process holds it). Released when the run ends.
     `executor`: what runs the episodes (engine.executor.make_executor chooses; default local).
     `term_grace_s`: on SIGTERM, how long the episodes in flight may take before they are abandoned."""
-    run_dir = Path(run_dir)
+    run_dir = Path(run_dir).absolute()  # its threads' paths hold while ray.init runs in the package's folder
     scrubbed = scrub_webhooks()  # before any worker or shard starts: they inherit this environment
     if scrubbed:
         log(f"removed {', '.join(scrubbed)} from the environment: a run never posts (the notifier does)")

@@ -488,6 +488,28 @@ def test_shards_never_import_from_the_drivers_working_folder(tmp_path):
     assert sorted(r["seed"] for r in read_rows(run_dir)) == [0, 1, 2]
 
 
+def test_sigterm_while_connecting_stops_a_run_whose_directory_is_relative(tmp_path):
+    """ray.init runs in the package's folder (the working folder is not the shards'): a relative run
+    directory (the default runs/<id>) must still be where the signal's STOP and status go."""
+    run_dir = tmp_path / "runs" / "rel"
+    proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "--policy", "hold", "--episode-seconds", "2",
+                             "--video-draw", "none", "--seeds", "0-1", "--ray", f"127.0.0.1:{_free_port()}",
+                             "--run-dir", "runs/rel"], cwd=tmp_path, start_new_session=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        wait_until(lambda: read_status(run_dir).get("state") == "running", timeout=120, what="a running driver")
+        time.sleep(1.0)  # inside ray.init's connect
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    status = read_status(run_dir)
+    assert proc.returncode == 3, out[-2000:]
+    assert status["state"] == "stopped" and status["stop"]["by"] == "signal", status
+
+
 def _comparison_config(**over):
     from engine.policies.factory import PolicySpec
     from engine.run_config import RunConfig
