@@ -2,7 +2,8 @@
 
 SIGTERM goes to the run's process group, after a STOP that says who sent it (the driver gives
 that as its stop reason, as it does for `s`): the driver treats it as a stop, finishes the
-episodes in flight at their boundary, writes their rows and exits `stopped`. The console waits for that
+episodes in flight at their boundary within its SIGTERM grace (`--term-grace-s`, default 20 s; past
+it they are abandoned, owed to a resume), writes their rows and exits `stopped`. The console waits for that
 for as long as an episode of this run can take (`grace_s`: the manifest's episode_seconds or the
 longest episode wall so far, whichever is longer, times 1.5, plus a margin), not a fixed 10 s
 that a 30 s episode always outlasts. Only then SIGKILL, and a killed driver cannot write its

@@ -65,8 +65,9 @@ class RunActions:
         grace = kill.grace_s(info.path)  # as long as an episode of this run can take, plus a margin
         first = (
             f"Send SIGTERM to the process group {pgid} of {info.run_id} (the driver and its workers). "
-            "The driver treats SIGTERM as a stop: it finishes the episodes in flight at their boundary, "
-            "writes their rows, and ends `stopped` (as `s` does, without the STOP file).\n"
+            "The driver treats SIGTERM as a stop: the episodes in flight may finish at their boundary within its "
+            "SIGTERM grace (--term-grace-s, default 20 s); those still running then are abandoned, owed to R; "
+            "it ends `stopped` (`s` waits for the boundary however long).\n"
             f"Only if the group is still alive after {grace:g} s (its episode length and a margin) does it get "
             "SIGKILL: that loses the episodes in flight; the console then records the run `stopped` by kill, "
             "with the seeds that have no row, which R resumes."

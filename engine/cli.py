@@ -19,7 +19,7 @@ from pathlib import Path
 os.environ.setdefault("MUJOCO_GL", "egl")
 
 from engine.cli_parser import build_parser, explicit_flags  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
-from engine.cli_resolve import resolve  # noqa: E402
+from engine.cli_resolve import check_ray_host, resolve  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
 from prereg.core.argcheck import parse_once  # noqa: E402
 from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
@@ -115,7 +115,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
         # bad input found by the driver (a checkpoint, a cluster) is a UsageError (exit 2), a
         # failure once the run started a RunFailed (exit 1): run_cli prints either as one line
         result = run(config, run_dir, argv=["fontaine-eval", *argv], resume=resume, log=_log, lock=lock,
-                     executor=executor)
+                     executor=executor, term_grace_s=args.term_grace_s)
     finally:
         lock.release()
         terminal.reattach()  # the terminal back on stdout and stderr, or driver.log once it is gone
@@ -195,6 +195,7 @@ def make_executor(cfg):
 
     if cfg.ray is None:
         return local_executor
+    check_ray_host(str(cfg.ray.get("address") or "auto"))  # before Ray is imported: its start is slow and loud
     from engine.scaleout import RayPool, require_ray
 
     require_ray()

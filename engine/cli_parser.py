@@ -23,9 +23,11 @@ from prereg.core.argcheck import (
     probability,
 )
 from prereg.core.limits import (  # one bound for the flags, the documents and a resumed manifest
+    DEFAULT_TERM_GRACE_S,
     MAX_EPISODE_SECONDS,
     MAX_SEED,
     MAX_SEEDS,
+    MAX_TERM_GRACE_S,
     MAX_WORKERS,
     MIN_EPISODE_SECONDS,
 )
@@ -150,6 +152,10 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--out-json", type=path_type, help="also copy rows.json here at the end")
     out.add_argument("--rows-jsonl", type=path_type, help="also copy rows.jsonl here at the end")
     out.add_argument("--resume", type=path_type, metavar="DIR", help="resume a run: skip seeds with an ok row, run the rest")
+    out.add_argument("--term-grace-s", type=bounded_float(0, MAX_TERM_GRACE_S, inclusive=True), default=DEFAULT_TERM_GRACE_S,
+                     metavar="S", help=f"on SIGTERM, how long the episodes in flight may take to finish (default "
+                                       f"{DEFAULT_TERM_GRACE_S:g}); past it they are abandoned, owed to --resume, and the "
+                                       "run ends `stopped` (a STOP file, the console's `s`, waits for the boundary)")
     out.add_argument("--record-predicts", action="store_true",
                      help="write predicts.jsonl: tokens, normalised chunk, fallback and first action of every predict")
 

@@ -7,8 +7,9 @@ driver (MolmoAct2, the hold baseline) the model is loaded here, once, before any
 starts, so a bad checkpoint fails early.
 
 Stop protocol (engine/run_stop.py): a STOP file, SIGTERM, SIGINT or SIGHUP -> no new episode starts,
-in-flight episodes finish and their rows are written, state `stopped`. A second signal aborts: workers are killed
-and their in-flight seeds are recorded as not run (never as rows with made-up values).
+in-flight episodes finish and their rows are written, state `stopped`. SIGTERM gives them `term_grace_s`
+(`--term-grace-s`): past it they are abandoned. A second signal aborts. Either way the workers are killed
+and their in-flight seeds are recorded as not run (never as rows with made-up values), owed to --resume.
 
 Comparison runs (`fontaine-eval --prereg DOC --arms A,B`, issue 24): `RunConfig.arms` names two
 arms and their policies, `RunConfig.comparison` the registered comparison. Every seed is a job per
@@ -48,6 +49,7 @@ from engine.run_summary import failure_reason, progress_line, summarize
 from engine.worker_env import SECRET_NAME, held_back
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError, RunFailed, UsageError, write_traceback
+from prereg.core.limits import DEFAULT_TERM_GRACE_S
 from prereg.core.untrusted import redacted
 from prereg.core.webhook_env import scrub_webhooks
 from prereg.rundir.fold import Plan, RowsFold
@@ -68,13 +70,15 @@ RESERVE_BYTES = 256 * 1024  # freed on a full disk so that the final status.json
 
 
 def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resume: bool = False,
-        log=print, lock: rd.RunLock | None = None, executor: ExecutorFactory | None = None) -> RunResult:
+        log=print, lock: rd.RunLock | None = None, executor: ExecutorFactory | None = None,
+        term_grace_s: float = DEFAULT_TERM_GRACE_S) -> RunResult:
     """Run (or resume) the evaluation into `run_dir` and return its final state.
 
     `lock`: the run directory's lock, already held by the caller; else it is taken here
     (DriverError when another process holds it). Released when the run ends.
-    `executor`: what runs the episodes (engine.executor.make_executor chooses; default local)."""
-    run_dir = Path(run_dir)
+    `executor`: what runs the episodes (engine.executor.make_executor chooses; default local).
+    `term_grace_s`: on SIGTERM, how long the episodes in flight may take before they are abandoned."""
+    run_dir = Path(run_dir).absolute()  # its threads' paths hold while ray.init runs in the package's folder
     scrubbed = scrub_webhooks()  # before any worker or shard starts: they inherit this environment
     if scrubbed:
         log(f"removed {', '.join(scrubbed)} from the environment: a run never posts (the notifier does)")
@@ -91,13 +95,15 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
             raise DriverError(f"run directory {run_dir} cannot be used ({exc.strerror or exc}); "
                               "choose another --run-dir") from None
     try:
-        return _Driver(config, run_dir, argv or sys.argv, resume, log, executor or local_executor).run()
+        return _Driver(config, run_dir, argv or sys.argv, resume, log, executor or local_executor,
+                       term_grace_s).run()
     finally:
         lock.release()
 
 
 class _Driver(StopProtocol):
-    def __init__(self, cfg: RunConfig, run_dir: Path, argv: list[str], resume: bool, log, executor: ExecutorFactory):
+    def __init__(self, cfg: RunConfig, run_dir: Path, argv: list[str], resume: bool, log, executor: ExecutorFactory,
+                 term_grace_s: float = DEFAULT_TERM_GRACE_S):
         self.cfg, self.run_dir, self.resume, self.log = cfg, run_dir, resume, log
         self.argv = [redacted(str(a)) for a in argv]  # the manifest's record of the command: a token typed there is not kept
         self.make_executor = executor
@@ -108,6 +114,8 @@ class _Driver(StopProtocol):
         self.stop: rd.StopReason | None = None  # why the run is stopping, once asked
         self.abort = False
         self.signals = 0
+        self.term_grace_s = term_grace_s
+        self.term_deadline: float | None = None  # monotonic: when SIGTERM's grace for the episodes in flight ends
         self.pool: Executor | None = None
         self.gpu_meter = None
         self.policy_description: dict | None = None  # what the policy resolved to, once loaded
@@ -327,6 +335,8 @@ class _Driver(StopProtocol):
             if self.abort:
                 self._abort_pool()
                 break
+            if self._abandon_past_grace():
+                break
             self._check_stop_file()
             stopping = self.stop is not None
             self.pool.respawn = bool(pending) and not stopping
@@ -362,6 +372,18 @@ class _Driver(StopProtocol):
     def _abort_pool(self) -> None:
         self.lost_seeds.extend(_as_json_jobs(self.pool.abort()))
         self.aborted_note = f"aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}"
+
+    def _abandon_past_grace(self) -> bool:
+        """SIGTERM's grace spent with episodes still in flight: kill them (no rows: their seeds are owed
+        to --resume) so that the run ends `stopped` before a scheduler's SIGKILL."""
+        if self.term_deadline is None or time.monotonic() < self.term_deadline or not self.pool.in_flight():
+            return False
+        lost = _as_json_jobs(self.pool.abort())
+        self.lost_seeds.extend(lost)
+        self.aborted_note = (f"SIGTERM's {self.term_grace_s:g} s grace ran out: {len(lost)} episode"
+                             f"{'s' if len(lost) != 1 else ''} in flight abandoned, owed to --resume: {lost}")
+        self.log(self.aborted_note)
+        return True
 
     def _check_rows_file(self, pending: dict | None = None) -> None:
         """rows.jsonl must still be the file the writer appends to (rows written to a deleted or

@@ -2,8 +2,12 @@
 decision or a tripwire asking for the episode boundary.
 
 SIGTERM, SIGINT and SIGHUP (a closing terminal) stop the run at the episode boundary; a second
-aborts. A STOP file (the console's `s`, `echo reason > STOP`) is read every poll: its words are the
-reason, redacted and rewritten once acted on if they held a secret's shape. A stop asked for
+aborts. SIGTERM (a scheduler's, the console's `K`) waits for that boundary only `term_grace_s`: a
+scheduler SIGKILLs some 30 s later, so the episodes still in flight then are abandoned (the driver's
+`_abandon_past_grace`: no rows, owed to --resume) and the run ends `stopped`.
+
+A STOP file (the console's `s`, `echo reason > STOP`) keeps its boundary stop, with no grace. It is
+read every poll: its words are the reason, redacted and rewritten once acted on if they held a secret's shape. A stop asked for
 (`_request_stop`: a decision, a gate, a signal) is written as a STOP so that a resume and every
 reader see why. The driver says `stopping` until the episodes in flight have written their rows.
 """
@@ -11,6 +15,7 @@ reader see why. The driver says `stopping` until the episodes in flight have wri
 from __future__ import annotations
 
 import signal
+import time
 
 from engine import terminal
 from engine.deathsig import STOP_SIGNALS
@@ -19,7 +24,8 @@ from prereg.rundir.stop import scrub_stop_file
 
 
 class StopProtocol:
-    """The driver's stop: needs `run_dir`, `log`, `stop`, `signals`, `abort` and `_write_status`."""
+    """The driver's stop: needs `run_dir`, `log`, `stop`, `signals`, `abort`, `term_grace_s`,
+    `term_deadline` and `_write_status`."""
 
     def _install_signals(self) -> None:
         """SIGTERM, SIGINT and SIGHUP (a closing terminal) stop the run at the episode boundary; a
@@ -32,6 +38,10 @@ class StopProtocol:
             if signum == signal.SIGHUP:  # before anything is written: the terminal may be gone already
                 terminal.hangup(self.run_dir / rd.LOG)
             if self.signals == 1:
+                if signum == signal.SIGTERM:  # even after a STOP: the scheduler's SIGKILL comes all the same
+                    self.term_deadline = time.monotonic() + self.term_grace_s
+                    self.log(f"SIGTERM: the episodes in flight have {self.term_grace_s:g} s to finish, "
+                             "then are abandoned (owed to --resume)")
                 self._request_stop(self._signal_reason(name))
             else:
                 self.abort = True

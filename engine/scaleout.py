@@ -57,6 +57,7 @@ from pathlib import Path
 from engine.deathsig import STOP_SIGNALS
 from engine.executor import DriverError, StartInterrupted
 from engine.ray_shard import Shard, as_job, job_parts, job_words, shard_env, shards_policy
+from engine.worker_env import outside_the_working_folder
 from prereg import rundir as rd
 from prereg.core.webhook_env import scrub_webhooks
 from prereg.rundir.row import Row
@@ -309,10 +310,11 @@ class RayPool:
         # the episode boundary, second = abort) must stay in force
         saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
         try:
-            if self.address == "local":
-                ray.init(**{k: v for k, v in kwargs.items() if v is not None})
-            else:
-                self._init_interruptibly(ray, kwargs, saved)
+            with outside_the_working_folder():  # a shard never imports from the user's working folder
+                if self.address == "local":
+                    ray.init(**{k: v for k, v in kwargs.items() if v is not None})
+                else:
+                    self._init_interruptibly(ray, kwargs, saved)
         except (StartInterrupted, DriverError):
             raise
         except Exception as exc:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from contextlib import contextmanager
+from pathlib import Path
 
 from prereg.core.untrusted import secret_in
 from prereg.core.webhook_env import is_webhook_var
@@ -28,16 +30,36 @@ ALLOWED_NAMES = frozenset({
 })
 ALLOWED_PREFIXES = ("LC_", "PYTHON", "FONTAINE_", "XDG_", "CUDA_", "NVIDIA_", "EGL_", "__EGL", "MESA_", "LIBGL_",
                     "GALLIUM_", "__GLX", "CUBLAS_", "CUDNN_", "TORCH_")
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the folder that holds engine/, prereg/ and console/
+SAFE_PATH = "PYTHONSAFEPATH"  # never the working folder first on sys.path (Python 3.11+)
 # a name that says secret is dropped even where the allow-list names its prefix (FONTAINE_..._TOKEN)
 SECRET_NAME = re.compile(r"WEBHOOK|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|_KEY_", re.IGNORECASE)
 
 
 def worker_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The variables of `environ` (default os.environ) a worker may have."""
+    """The variables of `environ` (default os.environ) a worker may have, and PYTHONSAFEPATH: the fork
+    server starts as `python -c` in the user's working folder, and Python puts that folder first on
+    sys.path, so an `engine.py` there was imported in place of the package (issue 43: "every worker
+    died"). With it set no worker, fork server or shard's pool imports from its working folder."""
     environ = os.environ if environ is None else environ
-    return {k: v for k, v in environ.items()
-            if (k in ALLOWED_NAMES or k.startswith(ALLOWED_PREFIXES)) and not SECRET_NAME.search(k)
-            and not is_webhook_var(k, v) and secret_in(v) is None}
+    return {**{k: v for k, v in environ.items()
+               if (k in ALLOWED_NAMES or k.startswith(ALLOWED_PREFIXES)) and not SECRET_NAME.search(k)
+               and not is_webhook_var(k, v) and secret_in(v) is None}, SAFE_PATH: "1"}
+
+
+@contextmanager
+def outside_the_working_folder():
+    """Ray gives every worker of a job the driver's working folder, first on its sys.path (`ray.init`
+    reads it), so a shard would import an `engine.py` there before any of the package's code runs:
+    while `ray.init` starts, the working folder is the one that holds this package (whose `engine`
+    is this one), which a local cluster's processes keep as theirs. The driver's other threads read
+    no relative path meanwhile (the heartbeat may miss a beat)."""
+    here = os.getcwd()
+    os.chdir(PACKAGE_ROOT)
+    try:
+        yield
+    finally:
+        os.chdir(here)
 
 
 def held_back(environ: Mapping[str, str] | None = None) -> list[str]:

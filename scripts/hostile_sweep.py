@@ -168,8 +168,12 @@ def eval_path_cases() -> list[Case]:
                     setup=lambda t: (t / "f").write_text("x")))
     out.append(Case("eval-paths", "--resume of a file", ["fontaine-eval", "--resume", "{t}/f"], setup=lambda t: (t / "f").write_text("x")))
     out.append(Case("eval-paths", "--resume of nothing", ["fontaine-eval", "--resume", "{t}/none"]))
-    out.append(Case("eval-paths", "--ray nohost:1 left alone", ["fontaine-eval", "--policy", "hold", "--num-seeds", "1",
-                                                               "--video-draw", "none", "--ray", "nohost:1", "--run-dir", "{t}/run"],
+    out.append(Case("eval-paths", "--ray nohost:1 (its host does not resolve)", ["fontaine-eval", "--policy", "hold", "--num-seeds",
+                                                                                "1", "--video-draw", "none", "--ray", "nohost:1",
+                                                                                "--run-dir", "{t}/run"], timeout=60))
+    out.append(Case("eval-paths", "--ray at a port nothing answers, left alone", ["fontaine-eval", "--policy", "hold", "--num-seeds",
+                                                                                 "1", "--video-draw", "none", "--ray", "127.0.0.1:1",
+                                                                                 "--run-dir", "{t}/run"],
                     env={"FONTAINE_RAY_CONNECT_TIMEOUT_S": "10"}, timeout=240))
     return out
 

@@ -80,3 +80,16 @@ def read_rows(run_dir: Path) -> list[dict]:
 
 def stable(row: dict) -> dict:
     return {k: v for k, v in row.items() if k not in VOLATILE_ROW_FIELDS}
+
+
+def shadowing_working_folder(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A folder holding an engine.py, prereg.py and console.py that raise on import, and the argv of
+    `fontaine-eval` as its installed entry point runs it (its own folder, not the working one, on sys.path)."""
+    folder = tmp_path / "work"
+    folder.mkdir()
+    for name in ("engine", "prereg", "console"):
+        (folder / f"{name}.py").write_text(f"raise RuntimeError('the working folder\\'s {name}.py was imported')\n")
+    script = tmp_path / "bin" / "fontaine-eval"
+    script.parent.mkdir()
+    script.write_text("import sys\nfrom engine.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n")
+    return folder, [sys.executable, str(script)]

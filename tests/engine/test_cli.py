@@ -44,6 +44,11 @@ from tests.helpers import REPO, run_eval
         (["--policy", "scripted", "--num-seeds", "2", "--video-draw", "seeds:0,5,7"], "names seeds 5, 7 that this run does not run"),
         (["--workers", "100000"], "--workers: must be an integer from 1 to 256"),
         (["--video-size", "8"], "--video-size: must be an integer from 16 to 1,024"),
+        # SIGTERM's grace: a number of seconds within its bounds
+        (["--policy", "scripted", "--term-grace-s", "-1"], "--term-grace-s: must be"),
+        (["--policy", "scripted", "--term-grace-s", "1e9"], "--term-grace-s: must be"),
+        (["--policy", "scripted", "--term-grace-s", "nan"], "--term-grace-s:"),
+        (["--policy", "scripted", "--term-grace-s", "soon"], "--term-grace-s: not a number"),
         # overrides are parsed whatever the policy
         (["--policy", "scripted", "--convmap-override", "wrist_rol=5"], "unknown joint 'wrist_rol'"),
         (["--policy", "scripted", "--convmap-override", "shoulder_pan=x"], "not a number"),
@@ -252,3 +257,19 @@ def test_a_resume_of_a_fifo_or_of_a_manifest_whose_config_is_a_list_says_what_it
     (run_dir / "manifest.json").write_text(json.dumps({"run_id": "x"}))
     assert main(["--resume", str(run_dir)]) == 2
     assert "no readable manifest.json (it has no config)" in capsys.readouterr().err
+
+
+def test_a_ray_host_that_does_not_resolve_is_one_line_before_ray_starts(tmp_path):
+    """Issue 43: `--ray nohost:1` took 68 s and printed six of Ray's log lines before its error."""
+    import time
+
+    started = time.monotonic()
+    out = run_eval("--policy", "hold", "--video-draw", "none", "--seeds", "0", "--ray", "nohost.invalid:1",
+                   "--run-dir", str(tmp_path / "r"), timeout=60)
+    took = time.monotonic() - started
+    assert out.returncode == 2, out.stderr
+    err = out.stderr.strip()  # the resolver's words vary ("Name or service not known", "Temporary failure ...")
+    assert err.startswith("fontaine-eval: error: Ray address 'nohost.invalid:1': host 'nohost.invalid' does not "
+                          "resolve (") and "\n" not in err, out.stderr
+    assert err.endswith("give the head's host:port (e.g. 10.0.0.5:6379), 'auto' or 'local'") and not out.stdout
+    assert took < 15 and not (tmp_path / "r").exists()

@@ -19,7 +19,16 @@ import psutil
 import pytest
 
 from prereg import rundir as rd
-from tests.helpers import REPO, eval_argv, launch_detached, read_rows, read_status, run_eval, wait_until
+from tests.helpers import (
+    REPO,
+    eval_argv,
+    launch_detached,
+    read_rows,
+    read_status,
+    run_eval,
+    shadowing_working_folder,
+    wait_until,
+)
 
 SCRIPTED = ("--policy", "scripted", "--episode-seconds", "4")
 
@@ -300,3 +309,98 @@ def test_a_signal_to_the_runs_process_group_stops_it_with_the_episodes_in_flight
         out = run_eval("--resume", str(run_dir))
         assert out.returncode == rd.EXIT_DONE, out.stderr
         assert sorted(r["seed"] for r in _rows_intact(run_dir)) == list(range(10))
+
+
+HOLD_SLOW = ("--policy", "hold", "--inject-latency-ms", "300", "--video-draw", "none", "--workers", "2")
+
+
+def _sigterm_when_in_flight(proc: subprocess.Popen, run_dir: Path) -> tuple[list, float]:
+    """SIGTERM to the run's group once both workers have an episode under way; (in flight, when)."""
+    def under_way():
+        status = read_status(run_dir)
+        both = len(status.get("in_flight_seeds") or []) == 2 and status.get("predict_rounds", 0) >= 1
+        return status["in_flight_seeds"] if both else None
+
+    in_flight = wait_until(under_way, timeout=120, what="two episodes under way")
+    os.killpg(proc.pid, signal.SIGTERM)
+    return in_flight, time.monotonic()
+
+
+@pytest.mark.slow
+def test_sigterm_abandons_600_s_episodes_after_its_grace_and_ends_stopped_before_a_schedulers_sigkill(tmp_path):
+    """Issue 43: with 600 s episodes in flight SIGTERM left the run `stopping` for up to ten minutes;
+    a scheduler SIGKILLs after ~30 s, so it never read `stopped`. Now the episodes in flight get the
+    default 20 s grace, then are abandoned: no rows, owed to --resume, `stopped` within 30 s."""
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, *HOLD_SLOW, "--episode-seconds", "600", "--seeds", "0-3")
+    try:
+        workers = _workers_started(proc, 2)
+        in_flight, signalled = _sigterm_when_in_flight(proc, run_dir)
+        wait_until(lambda: read_status(run_dir).get("state") == "stopped", timeout=30, interval=0.05,
+                   what="`stopped` within 30 s of SIGTERM")
+        took = time.monotonic() - signalled
+        assert proc.wait(timeout=30 - took) == rd.EXIT_STOPPED
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert 20 <= took < 30, took  # the grace was given, and no more
+    wait_until(lambda: _all_gone(workers), timeout=5, what="every worker gone")
+    status = read_status(run_dir)
+    assert status["stop"]["by"] == "signal" and status["lost_seeds"] == in_flight, status
+    assert "SIGTERM" in status["reason"] and "2 episodes in flight abandoned, owed to --resume" in status["reason"]
+    assert _rows_intact(run_dir) == []  # never an error row for an abandoned episode
+
+
+@pytest.mark.slow
+def test_episodes_abandoned_past_the_sigterm_grace_are_run_by_resume_exactly_once(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, *HOLD_SLOW, "--episode-seconds", "20", "--seeds", "0-2", "--term-grace-s", "1")
+    try:
+        in_flight, signalled = _sigterm_when_in_flight(proc, run_dir)
+        assert proc.wait(timeout=30) == rd.EXIT_STOPPED
+        assert time.monotonic() - signalled < 10
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    status = read_status(run_dir)
+    rows = _rows_intact(run_dir)
+    assert status["state"] == "stopped" and all(r["status"] == "ok" for r in rows), (status, rows)
+    assert set(in_flight) - {r["seed"] for r in rows} == set(status["lost_seeds"]) != set(), status
+    assert "1 s grace ran out" in status["reason"]
+    assert "--term-grace-s" in json.loads((run_dir / rd.MANIFEST).read_text())["argv"]  # recorded with the command
+    out = run_eval("--resume", str(run_dir))
+    assert out.returncode == rd.EXIT_DONE, out.stderr
+    assert sorted(r["seed"] for r in _rows_intact(run_dir)) == [0, 1, 2]
+
+
+@pytest.mark.slow
+def test_a_stop_file_keeps_its_boundary_stop_whatever_the_sigterm_grace(tmp_path):
+    """The console's `s` (a STOP file) is no SIGTERM: the episodes in flight finish, even with no grace."""
+    run_dir = tmp_path / "run"
+    proc = launch_detached(run_dir, *HOLD_SLOW, "--episode-seconds", "4", "--seeds", "0-5", "--term-grace-s", "0")
+    try:
+        in_flight = wait_until(lambda: read_status(run_dir).get("predict_rounds", 0) >= 1
+                               and read_status(run_dir).get("in_flight_seeds"), timeout=120, what="episodes in flight")
+        (run_dir / rd.STOP).write_text("enough for today\n")
+        assert proc.wait(timeout=60) == rd.EXIT_STOPPED
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    status = read_status(run_dir)
+    assert status["state"] == "stopped" and not status["lost_seeds"] and "abandoned" not in status["reason"]
+    assert set(in_flight) <= {r["seed"] for r in _rows_intact(run_dir) if r["status"] == "ok"}
+
+
+@pytest.mark.slow
+def test_a_run_from_a_folder_holding_an_engine_py_never_imports_it(tmp_path):
+    """Issue 43: run from a folder that holds an `engine.py`, the fork server (`python -c`, which puts
+    the working folder first on sys.path) imported it: tracebacks, "every worker died"."""
+    folder, argv = shadowing_working_folder(tmp_path)
+    run_dir = tmp_path / "run"
+    out = subprocess.run([*argv, "--policy", "scripted", "--episode-seconds", "2", "--seeds", "0-2", "--workers", "2",
+                          "--video-draw", "none", "--run-dir", str(run_dir)], cwd=folder, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == rd.EXIT_DONE, (out.stdout[-2000:], out.stderr[-2000:])
+    log = (run_dir / rd.LOG).read_text() if (run_dir / rd.LOG).exists() else ""
+    assert "was imported" not in out.stdout + out.stderr + log
+    assert sorted(r["seed"] for r in _rows_intact(run_dir)) == [0, 1, 2]

@@ -21,7 +21,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import launch_detached, read_rows, read_status, run_eval, stable, wait_until
+from tests.helpers import (
+    REPO,
+    launch_detached,
+    read_rows,
+    read_status,
+    run_eval,
+    shadowing_working_folder,
+    stable,
+    wait_until,
+)
 
 ray = pytest.importorskip("ray", reason="the Ray extra is not installed (pip install '.[ray]')")
 
@@ -419,10 +428,12 @@ def test_a_node_that_dies_mid_run_leaves_every_seed_exactly_once(cluster, tmp_pa
 
 def test_sigterm_while_connecting_to_a_cluster_that_never_answers_stops_the_run_at_once(tmp_path):
     """`--ray nohost:1`: ray.init blocks in C for ~40 s, where no signal handler runs; the run
-    ignored SIGTERM and stayed `running`. Now it ends promptly `stopped`, by the signal, exit 3."""
+    ignored SIGTERM and stayed `running`. Now it ends promptly `stopped`, by the signal, exit 3.
+    (A host that does not resolve is refused before Ray starts: a port nothing listens on is one
+    that resolves and never answers.)"""
     run_dir = tmp_path / "run"
     proc = launch_detached(run_dir, "--policy", "hold", "--episode-seconds", "2", "--video-draw", "none",
-                           "--seeds", "0-1", "--ray", "nohost:1")
+                           "--seeds", "0-1", "--ray", f"127.0.0.1:{_free_port()}")
     try:
         wait_until(lambda: read_status(run_dir).get("state") == "running", timeout=120, what="a running driver")
         time.sleep(1.0)  # inside ray.init's connect
@@ -441,8 +452,9 @@ def test_a_cluster_that_never_answers_is_given_up_on_left_alone(tmp_path):
     """Issue 33: `--ray nohost:1` left alone stayed `running` after 360 s (Ray retried for good). It
     gives up after FONTAINE_RAY_CONNECT_TIMEOUT_S: one line, exit 2, the run `failed` with why, no episode."""
     run_dir = tmp_path / "run"
+    address = f"127.0.0.1:{_free_port()}"  # resolves, and nothing answers there
     proc = launch_detached(run_dir, "--policy", "hold", "--episode-seconds", "2", "--video-draw", "none",
-                           "--seeds", "0-1", "--ray", "nohost:1", env={"FONTAINE_RAY_CONNECT_TIMEOUT_S": "3"})
+                           "--seeds", "0-1", "--ray", address, env={"FONTAINE_RAY_CONNECT_TIMEOUT_S": "3"})
     try:
         code = proc.wait(timeout=240)  # Ray's import and the 3 s; before, it never ended
     finally:
@@ -451,10 +463,51 @@ def test_a_cluster_that_never_answers_is_given_up_on_left_alone(tmp_path):
     log = (run_dir / "driver.log").read_text()
     assert code == 2, (code, log[-2000:])
     (line,) = [x for x in log.splitlines() if x.startswith("fontaine-eval: ")][-1:]
-    assert "cannot connect to the Ray cluster at 'nohost:1': no answer within 3 s" in line, line
+    assert f"cannot connect to the Ray cluster at '{address}': no answer within 3 s" in line, line
     status = read_status(run_dir)
     assert status["state"] == "failed" and "no answer within 3 s" in status["reason"], status
     assert read_rows(run_dir) == [] and "Traceback" not in log
+
+
+@pytest.mark.slow
+def test_shards_never_import_from_the_drivers_working_folder(tmp_path):
+    """Ray puts the driver's working folder first on every worker's sys.path: run from a folder that
+    holds an `engine.py`, the shard imported it and failed to start (issue 43)."""
+    folder, argv = shadowing_working_folder(tmp_path)
+    run_dir = tmp_path / "run"
+    ray_tmp = Path(tempfile.mkdtemp(prefix="frt", dir="/tmp"))  # short: Ray's socket paths have a length limit
+    try:
+        out = subprocess.run([*argv, "--policy", "scripted", "--episode-seconds", "2", "--seeds", "0-2",
+                              "--video-draw", "none", "--ray", "local", "--run-dir", str(run_dir)], cwd=folder,
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "PYTHONPATH": str(REPO), "RAY_TMPDIR": str(ray_tmp)})
+    finally:
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-2000:])
+    assert "was imported" not in out.stdout + out.stderr
+    assert sorted(r["seed"] for r in read_rows(run_dir)) == [0, 1, 2]
+
+
+def test_sigterm_while_connecting_stops_a_run_whose_directory_is_relative(tmp_path):
+    """ray.init runs in the package's folder (the working folder is not the shards'): a relative run
+    directory (the default runs/<id>) must still be where the signal's STOP and status go."""
+    run_dir = tmp_path / "runs" / "rel"
+    proc = subprocess.Popen([sys.executable, "-m", "engine.cli", "--policy", "hold", "--episode-seconds", "2",
+                             "--video-draw", "none", "--seeds", "0-1", "--ray", f"127.0.0.1:{_free_port()}",
+                             "--run-dir", "runs/rel"], cwd=tmp_path, start_new_session=True, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        wait_until(lambda: read_status(run_dir).get("state") == "running", timeout=120, what="a running driver")
+        time.sleep(1.0)  # inside ray.init's connect
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    status = read_status(run_dir)
+    assert proc.returncode == 3, out[-2000:]
+    assert status["state"] == "stopped" and status["stop"]["by"] == "signal", status
 
 
 def _comparison_config(**over):
