@@ -431,15 +431,13 @@ def _hist_columns(counts, plan: dict) -> list[tuple[int, str]]:
 
 
 def _hist_bars(t: Text, cols: list[tuple[int, str]], peak: int, height: int) -> None:
-    """`height` rows of eighth-blocks, two cells a bar, the tallest bar's count written after the top row."""
+    """`height` rows of eighth-blocks, two cells a bar (the tallest bar's count is said under the axis)."""
     for level in range(height, 0, -1):
         for count, style in cols:
             eighths = round(8 * height * count / peak) - 8 * (level - 1) if count else 0
             if count and level == 1:
                 eighths = max(eighths, 1)  # a bin with any row shows
             t.append(BAR_BLOCKS[max(0, min(8, eighths))] * 2, style=style)
-        if level == height:  # what the tallest bar counts, said (a bare '40' read as an axis value)
-            t.append(f" {plural(max(c for c, _ in cols), 'episode')}", style="grey50")
         t.append("\n")
 
 
@@ -456,8 +454,9 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
     peak = max(c for _, cols in series for c, _ in cols) or 1
     t = Text()
     for arm, cols in series:
-        if arm is not None:
-            t.append(f"{arm[:width - 8]}\n", style="bold")
+        if arm is not None:  # its own tallest bar beside its name: the arms share one scale
+            t.append(f"{arm[:width - 30]}", style="bold")
+            t.append(f" · tallest bar {plural(max(c for c, _ in cols), 'episode')}\n", style="grey50")
         _hist_bars(t, cols, peak, height if arm is None else max(2, height - 1))
     start, w, n = plan["start"], plan["width"], plan["n"]
     cols = series[0][1]
@@ -475,7 +474,9 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
             axis[pos + j] = ch
         taken = pos + len(label)
     t.append("".join(axis).rstrip() + " cm", style="grey50")
-    t.append(f"\n{w:g} cm bins · min {fmt_signed(plan['min'])} · max {fmt_signed(plan['max'])}", style="grey50")
+    # what the tallest bar counts, in words under the axis (a bare '40' at the top right read as an axis value)
+    t.append(f"\n{w:g} cm bins · min {fmt_signed(plan['min'])} · max {fmt_signed(plan['max'])} · tallest bar "
+             f"{plural(peak, 'episode')}", style="grey50")
     if plan["under"] or plan["over"]:
         tails = []
         if plan["under"]:

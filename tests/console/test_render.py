@@ -200,14 +200,14 @@ def test_a_comparison_runs_histogram_draws_each_arm_on_one_axis():
     agg.add_many([make_row(s, arm="clumsy", progress_final_cm=0.0) for s in range(8)]
                  + [make_row(s, arm="steady", progress_final_cm=15.0) for s in range(4)])
     lines = histogram_text(agg.snapshot(), width=50).plain.splitlines()
-    assert lines[0] == "clumsy" and lines[4] == "steady"
+    # each arm's own count, on one scale: 8 fills three rows, 4 only the lower half
+    assert lines[0] == "clumsy · tallest bar 8 episodes" and lines[4] == "steady · tallest bar 4 episodes"
     clumsy, steady = lines[1:4], lines[5:8]
-    assert clumsy[0].endswith(" 8 episodes") and steady[0].endswith(" 4 episodes")  # each arm's own count, on one scale:
-    # 8 fills three rows, 4 only the lower half
-    assert clumsy[0].removesuffix(" 8 episodes").strip() and not steady[0].removesuffix(" 4 episodes").strip()
+    assert clumsy[0].strip() and not steady[0].strip()
     edge = len(clumsy[2].rstrip())  # clumsy's bar is the first bin (0 cm), steady's the last (+15 cm)
     assert clumsy[2].strip() and steady[2].rstrip()[:2].strip() == "" and len(steady[2].rstrip()) > edge
     assert sum("cm" in line for line in lines) == 2 and lines[-1].startswith("1 cm bins")  # one axis, one legend
+    assert lines[-1].endswith("tallest bar 8 episodes")  # the scale, in words
 
 
 def test_the_header_leads_with_the_reports_headline_and_says_when_the_run_moved_on(tmp_path):
