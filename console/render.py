@@ -35,7 +35,7 @@ from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM, number
 from prereg.rundir.status import GateSpec, gpu_hours_source
 from prereg.stats.curtail import pace_text, settled_text
 from prereg.stats.story import INVALID, VALID
-from prereg.stats.story import PENDING as NOT_JUDGED
+from prereg.stats.story import PENDING as NOT_JUDGED  # gates have a PENDING of their own
 
 OUTCOME_STYLE = {
     SUCCESS: "bold green",

@@ -131,9 +131,7 @@ def read_run(path: str | Path) -> RunInfo:
 
 def read_story(run_dir: Path) -> Story | None:
     """The report's story of the run (results.json's `story`), None before a report or from an older one."""
-    if not (run_dir / rd.RESULTS_JSON).is_file():
-        return None
-    res, _why = rd.load_json_object(run_dir / rd.RESULTS_JSON)
+    res, _why = rd.load_json_object(run_dir / rd.RESULTS_JSON)  # None, and why, when missing or unreadable
     return Story.from_dict(res.get("story")) if isinstance(res, dict) else None
 
 

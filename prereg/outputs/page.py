@@ -48,7 +48,7 @@ from prereg.outputs.report_markdown import (
 from prereg.outputs.report_read import comparison_reads
 from prereg.rundir.outcomes import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES
 from prereg.stats.reads import DESCRIPTIVE_READ
-from prereg.stats.story import COMPARISON, INVALID, PENDING, SEP, VALID, Story
+from prereg.stats.story import INVALID, PENDING, SEP, VALID, Story
 
 PAGE = rd.RESULTS_HTML  # beside results.md in a run directory
 
@@ -124,6 +124,8 @@ def registration_page_name(results_md_name: str) -> str:
 
 
 VALIDITY_BADGE = {VALID: "holds", INVALID: "fails", PENDING: "undetermined"}
+BASIS_ATTRS = {"arm": ' data-k="arm"', "cost": ' data-k="cost"', "invalid": ' class="why"', "decision": ' class="why"',
+               "descriptive": ' class="why" data-k="descriptive"'}  # Story.basis's kinds as the page marks them
 
 
 def story_section(story: Story, run: bool = False) -> str:
@@ -132,13 +134,7 @@ def story_section(story: Story, run: bool = False) -> str:
     parts = [f'<span data-k="state">{escape(story.state)}</span>',
              f'<span class="badge {VALIDITY_BADGE[story.validity]}" data-k="validity">{escape(story.validity)}</span>',
              f'<strong data-k="verdict">{escape(story.verdict)}</strong>']
-    items = [f'<li data-k="arm">{escape(a.line())}</li>' for a in story.arms]
-    if story.cost:
-        items.append(f'<li data-k="cost">Cost: {escape(story.cost)}</li>')
-    if story.validity == INVALID:
-        items += [f'<li class="why">Not VALID: {escape(why)}</li>' for why in story.reasons]
-    items += [f'<li class="why">Decision: {escape(r.line())}</li>' for r in story.decisions if r.why and r.kind != COMPARISON]
-    items += [f'<li class="why" data-k="descriptive">Descriptive: {escape(r.line())}</li>' for r in story.descriptive]
+    items = [f"<li{BASIS_ATTRS[kind]}>{escape(words)}</li>" for kind, words in story.basis()]
     title = f"{HEADLINE}: run {escape(story.run)}" if run else HEADLINE
     return (f'<section class="{HEADLINE.lower()}"><h2>{title}</h2><p class="headline" data-k="headline" '
             f'data-v="{escape(story.headline)}">' + escape(SEP).join(parts) + "</p>"

@@ -15,7 +15,7 @@ from prereg.outputs.report_read import UNREGISTERED_LINE, ArmReport, comparison_
 from prereg.rundir.outcomes import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES
 from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM
 from prereg.stats.reads import DESCRIPTIVE_READ, MIN_PAIRED_SEEDS, ArmReads, Paired
-from prereg.stats.story import COMPARISON, INVALID, Story
+from prereg.stats.story import Story
 from prereg.stats.verdict import Judgement
 
 # ---------------------------------------------------------------- writing
@@ -178,14 +178,7 @@ HEADLINE = "Headline"  # the section every results.md starts with: the run's sto
 def story_markdown(story: Story) -> list[str]:
     """The run's story, first in results.md: the headline (state · validity · the plan's decision), then what
     it rests on: each arm's count and validity, the cost, every reason it is not VALID, the descriptive reads."""
-    out = [f"## {HEADLINE}", "", f"**{story.headline}**", ""]
-    out += [f"- {a.line()}" for a in story.arms]
-    if story.cost:
-        out.append(f"- Cost: {story.cost}")
-    out += [f"- Not VALID: {why}" for why in story.reasons] if story.validity == INVALID else []
-    out += [f"- Decision: {r.line()}" for r in story.decisions if r.why and r.kind != COMPARISON]
-    out += [f"- Descriptive: {r.line()}" for r in story.descriptive]
-    return out + [""]
+    return [f"## {HEADLINE}", "", f"**{story.headline}**", "", *(f"- {words}" for _kind, words in story.basis()), ""]
 
 
 def rules_markdown(judgement: Judgement) -> list[str]:

@@ -118,6 +118,19 @@ class Story:
         more = f" (+{len(ds) - MAX_SHOWN} more)" if len(ds) > MAX_SHOWN else ""
         return "; ".join(shown) + more
 
+    def basis(self) -> list[tuple[str, str]]:
+        """What the headline rests on, (kind, words) a line, in the order results.md and the page list them:
+        each arm's count and validity ("arm"), the cost ("cost"), every reason it is not VALID ("invalid"),
+        each decision's why ("decision") and each descriptive read ("descriptive")."""
+        out = [("arm", a.line()) for a in self.arms]
+        if self.cost:
+            out.append(("cost", f"Cost: {self.cost}"))
+        if self.validity == INVALID:
+            out += [("invalid", f"Not VALID: {why}") for why in self.reasons]
+        out += [("decision", f"Decision: {r.line()}") for r in self.decisions if r.why and r.kind != COMPARISON]
+        out += [("descriptive", f"Descriptive: {r.line()}") for r in self.descriptive]
+        return out
+
     @property
     def headline(self) -> str:
         """'<state> · <validity> · <the plan's decision>': the one line every surface leads with."""
