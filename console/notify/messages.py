@@ -134,7 +134,7 @@ def launch_ready(snap: RunSnapshot) -> bool:
 
 
 def launch_post(snap: RunSnapshot) -> Post:
-    """The launch, from the manifest as engine/driver.py writes it (the policy nested; a comparison
+    """The launch, from the manifest as engine/run/driver.py writes it (the policy nested; a comparison
     run's two arms, each with its policy)."""
     m = snap.manifest
     lines = []

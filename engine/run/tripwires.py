@@ -7,7 +7,7 @@ driver calls `run_registered` once the policy is loaded and before any worker st
 `failed` with a reason starting `tripwire`, exit 2, nothing spent on episodes.
 
 - coverage: the rig table is the scripted oracle's rollouts on the run's own scene
-  (`convmap_cli.scene_rig_table`, the plan's `rig` seeds and budget); the release table is the
+  (`engine.run.rig_table.scene_rig_table`, the plan's `rig` seeds and budget); the release table is the
   checkpoint's norm_stats under the arm's norm tag; `span_limited` joints may warn.
 - first_action: one batched predict of the loaded policy at the reset pose of a few seeds (the
   plan's, else the first of the protocol's), judged against the plan's anchor or `max_deg`.
@@ -127,15 +127,15 @@ def failure_reason(record: dict) -> str:
 
 
 def _run_arm(cfg, spec, plan: Tripwires, policy, description: dict | None, rig_cache: dict, log) -> dict:
-    from engine.convmap_cli import scene_rig_table
-    from engine.policies.convmap_fit import policy_release_box, release_box_in_rig, seam_box
-    from engine.policies.convmap_tripwires import (
+    from engine.policies.convmap.fit import policy_release_box, release_box_in_rig, seam_box
+    from engine.policies.convmap.tripwires import (
         coverage_tripwire,
         first_action_tripwire,
         format_tripwires,
         run_first_action_probe,
     )
     from engine.policies.factory import resolve_spec_convmap
+    from engine.run.rig_table import scene_rig_table
 
     cmap = resolve_spec_convmap(spec)
     rel_q01, rel_q99 = policy_release_box(spec, (description or {}).get("checkpoint_path") or None)

@@ -1,12 +1,12 @@
 """The rollout driver: the single writer of the run directory; stop, resume, gates.
 
-The driver hands seeds to an executor (engine/executor.py) and records the rows it returns:
-the local pool of worker processes with batched predicts (engine/pool.py), or shards on a Ray
-cluster (engine/scaleout.py), whichever the command line chose. For policies served in the
+The driver hands seeds to an executor (engine/workers/executor.py) and records the rows it returns:
+the local pool of worker processes with batched predicts (engine/workers/pool.py), or shards on a Ray
+cluster (engine/scaleout/ray_pool.py), whichever the command line chose. For policies served in the
 driver (MolmoAct2, the hold baseline) the model is loaded here, once, before any episode
 starts, so a bad checkpoint fails early.
 
-Stop protocol (engine/run_stop.py): a STOP file, SIGTERM, SIGINT or SIGHUP -> no new episode starts,
+Stop protocol (engine/record/stop.py): a STOP file, SIGTERM, SIGINT or SIGHUP -> no new episode starts,
 in-flight episodes finish and their rows are written, state `stopped`. SIGTERM gives them `term_grace_s`
 (`--term-grace-s`): past it they are abandoned. A second signal aborts. Either way the workers are killed
 and their in-flight seeds are recorded as not run (never as rows with made-up values), owed to --resume.
@@ -30,23 +30,23 @@ directory's lock (prereg.rundir.RunLock) for its whole life: one writer per run 
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 import traceback
 from collections import deque
 from pathlib import Path
 
-from engine.decisions import PlanDecisions
-from engine.executor import DriverError, Executor, ExecutorFactory, StartInterrupted, local_executor
-from engine.launch_tripwires import TripwireFailed, check_at_start
 from engine.policies.factory import load_served
-from engine.run_clock import RunClock, beating
-from engine.run_config import RunConfig, RunResult
-from engine.run_manifest import manifest_record
-from engine.run_stop import StopProtocol
-from engine.run_summary import failure_reason, progress_line, summarize
-from engine.worker_env import SECRET_NAME, held_back
+from engine.process.environ import SECRET_NAME, held_back
+from engine.record.clock import RunClock, beating
+from engine.record.config import RunConfig, RunResult, workers_for
+from engine.record.errors import DriverError, StartInterrupted
+from engine.record.stop import StopProtocol
+from engine.record.summary import failure_reason, progress_line, summarize
+from engine.record.writer import RunRecord
+from engine.run.decisions import PlanDecisions
+from engine.run.tripwires import TripwireFailed, check_at_start
+from engine.workers.executor import Executor, ExecutorFactory, local_executor
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError, RunFailed, UsageError, write_traceback
 from prereg.core.limits import DEFAULT_TERM_GRACE_S
@@ -63,9 +63,6 @@ STATUS_EVERY_S = 2.0
 POLL_S = 0.25
 
 
-RESERVE_BYTES = 256 * 1024  # freed on a full disk so that the final status.json and rows.json fit
-
-
 # --------------------------------------------------------------------------- the driver
 
 
@@ -76,7 +73,7 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
 
     `lock`: the run directory's lock, already held by the caller; else it is taken here
     (DriverError when another process holds it). Released when the run ends.
-    `executor`: what runs the episodes (engine.executor.make_executor chooses; default local).
+    `executor`: what runs the episodes (engine.workers.executor.make_executor chooses; default local).
     `term_grace_s`: on SIGTERM, how long the episodes in flight may take before they are abandoned."""
     run_dir = Path(run_dir).absolute()  # its threads' paths hold while ray.init runs in the package's folder
     scrubbed = scrub_webhooks()  # before any worker or shard starts: they inherit this environment
@@ -84,7 +81,7 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
         log(f"removed {', '.join(scrubbed)} from the environment: a run never posts (the notifier does)")
     secrets = [name for name in held_back() if SECRET_NAME.search(name)]
     if secrets:  # named (never their values): a lab's policy that needs one must be told why it is not there
-        log(f"workers run without {', '.join(secrets)}: a worker's environment is an allow-list (engine/worker_env.py)")
+        log(f"workers run without {', '.join(secrets)}: a worker's environment is an allow-list (engine/process/environ.py)")
     if lock is None:
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -109,6 +106,7 @@ class _Driver(StopProtocol):
         self.make_executor = executor
         self.clock = RunClock()
         self.started_at = rd.utc_now()
+        self.record = RunRecord(cfg, run_dir, self.argv, resume, self.started_at)  # manifest, status, the end
         self.rows: list[dict] = []  # every row of the run (prior rows on resume included)
         self.session_done = 0
         self.stop: rd.StopReason | None = None  # why the run is stopping, once asked
@@ -119,7 +117,6 @@ class _Driver(StopProtocol):
         self.pool: Executor | None = None
         self.gpu_meter = None
         self.policy_description: dict | None = None  # what the policy resolved to, once loaded
-        self._resume_noted = False  # a resume appends to the manifest once
         self.lost_seeds: list = []  # episodes aborted in flight: seeds, or [arm, seed] in a comparison run
         self.aborted_note: str | None = None
         self.summary: dict = {}
@@ -131,7 +128,7 @@ class _Driver(StopProtocol):
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
         self.decisions = PlanDecisions(cfg, run_dir, log)  # curtailment, a sequential test, a comparison
-        self.tripwires: dict | None = None  # the registered tripwires' record (engine/launch_tripwires.py)
+        self.tripwires: dict | None = None  # the registered tripwires' record (engine/run/tripwires.py)
         # the episodes to run, in dispatch order: seeds, or (arm, seed) interleaved by seed
         self.jobs: list = [(a, s) for s in cfg.seeds for a in self.arms] if self.arms else list(cfg.seeds)
         self._plan_order = {job: i for i, job in enumerate(self.jobs)}  # a job's place in the plan
@@ -151,9 +148,9 @@ class _Driver(StopProtocol):
         try:
             self._write_status(rd.STARTING)
             with beating(self.run_dir, HEARTBEAT_EVERY_S):  # minutes of model load and tripwire rollouts are not a stall
-                self._write_manifest()  # what was asked for, readable even if the policy cannot load
+                self.record.write_manifest(self.policy_description, self.gpus)  # what was asked: readable if the policy cannot load
                 self._load_policy()
-                self._write_manifest()  # ... and what it resolved to
+                self.record.write_manifest(self.policy_description, self.gpus)  # ... and what it resolved to
                 self._check_tripwires()  # the plan's registered tripwires: before any worker starts or episode runs
             todo = self._todo_seeds()
             if self.arms:
@@ -212,14 +209,7 @@ class _Driver(StopProtocol):
                 self._say(f"tearing down the workers: {type(exc).__name__}: {exc}")
 
     def _prepare_dir(self) -> None:
-        try:
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            probe = self.run_dir / ".write-probe"
-            probe.write_text("")
-            probe.unlink()
-        except OSError as exc:
-            raise DriverError(f"run directory {self.run_dir} is not writable ({exc.strerror}); "
-                              f"choose another --run-dir") from None
+        self.record.check_writable()
         if self.resume:
             try:
                 read, bad = rd.set_aside_bad_rows(self.run_dir)
@@ -237,19 +227,7 @@ class _Driver(StopProtocol):
             stop = self.run_dir / rd.STOP
             if stop.exists():  # the stop that ended the last session is history, kept in the log
                 stop.rename(self.run_dir / rd.done_stop_name(time.time()))
-        (self.run_dir / rd.VIDEOS).mkdir(exist_ok=True)
-        rd.write_pid(self.run_dir)
-        rd.touch_heartbeat(self.run_dir)
-        try:
-            self.writer = rd.RowWriter(self.run_dir / rd.ROWS)
-        except rd.Unreadable as exc:
-            raise DriverError(f"{self.run_dir / rd.ROWS} {exc.why}: rows cannot be written there; "
-                              "remove it, or choose another --run-dir") from None
-        try:  # room to record a failure if the disk fills up (freed in _finish)
-            with open(self.run_dir / rd.RESERVE, "wb") as f:
-                f.write(b"\0" * RESERVE_BYTES)
-        except OSError:
-            pass
+        self.writer = self.record.open()
 
     def _load_policy(self) -> None:
         spec = self.cfg.policy
@@ -264,25 +242,12 @@ class _Driver(StopProtocol):
             default_gpus = int(any(str(d.get("device", "cpu")).startswith("cuda") for d in served))
         self.policy_description = describe
         self.gpus = self.cfg.gpus if self.cfg.gpus is not None else default_gpus
-        from engine.gpumeter import GpuMeter
+        from engine.record.gpumeter import GpuMeter
 
         self.gpu_meter = GpuMeter(self.gpus)
 
-    def _write_manifest(self) -> None:
-        path = self.run_dir / rd.MANIFEST
-        if self.resume and path.exists():
-            if self._resume_noted:
-                return
-            self._resume_noted = True
-            manifest = rd.read_json(path) or {}
-            manifest.setdefault("resumes", []).append({"at": rd.utc_now(), "argv": self.argv, "host": socket.gethostname()})
-        else:
-            manifest = manifest_record(self.cfg, policy_resolved=self.policy_description, gpus=self.gpus,
-                                       argv=self.argv, started_at=self.started_at)
-        rd.write_json_atomic(path, manifest)
-
     def _check_tripwires(self) -> None:
-        """The tripwires the plan registers (engine/launch_tripwires.py): their record goes into the
+        """The tripwires the plan registers (engine/run/tripwires.py): their record goes into the
         manifest and status.json, and a failure raises TripwireFailed (`failed`, exit 2, no episode run)."""
         policies = self.policy if isinstance(self.policy, dict) else {None: self.policy}
         described = self.policy_description if self.arms else {None: self.policy_description}
@@ -292,17 +257,10 @@ class _Driver(StopProtocol):
         except TripwireFailed as exc:
             self.tripwires = getattr(exc, "record", None)
             if self.tripwires is not None:
-                self._merge_manifest({rd.TRIPWIRES_FIELD: self.tripwires})
+                self.record.merge_manifest({rd.TRIPWIRES_FIELD: self.tripwires})
             raise
         if ran:
-            self._merge_manifest({rd.TRIPWIRES_FIELD: self.tripwires})
-
-    def _merge_manifest(self, extra: dict) -> None:
-        """Scale-out hook: add what is known only once the executor exists (on a resume, to its entry)."""
-        path = self.run_dir / rd.MANIFEST
-        manifest = rd.read_json(path) or {}
-        (manifest["resumes"][-1] if self.resume and manifest.get("resumes") else manifest).update(extra)
-        rd.write_json_atomic(path, manifest)
+            self.record.merge_manifest({rd.TRIPWIRES_FIELD: self.tripwires})
 
     def _todo_seeds(self) -> list:
         done = self._done_keys(ok_only=True)
@@ -330,7 +288,7 @@ class _Driver(StopProtocol):
             extra = {"cluster": described, "gpus": self.gpus}
             if self.pool.policy_resolved is not None:  # what the shards loaded, not what was asked for
                 self.policy_description = extra["policy_resolved"] = self.pool.policy_resolved
-            self._merge_manifest(extra)
+            self.record.merge_manifest(extra)
         while True:
             if self.abort:
                 self._abort_pool()
@@ -439,11 +397,11 @@ class _Driver(StopProtocol):
         return self.pool.stats().get(name, 0) if self.pool is not None else 0
 
     def _projections(self):
-        """(pace inputs, fair projected wall, naive projected wall, ETA) of this session (engine/run_clock.py)."""
+        """(pace inputs, fair projected wall, naive projected wall, ETA) of this session (engine/record/clock.py)."""
         walls = [r["wall_s"] for r in self.rows[len(self.rows) - self.session_done:] if r.get("wall_s")]
         return self.clock.projections(done=self.session_done, remaining=self._remaining(),
                                       in_flight=len(self.pool.in_flight()) if self.pool is not None else 0,
-                                      lanes=max(1, min(self.cfg.workers, len(self.jobs))), walls=walls)
+                                      lanes=workers_for(self.cfg.workers, len(self.jobs)), walls=walls)
 
     def _eta_s(self) -> float | None:
         return self._projections()[3]
@@ -505,7 +463,7 @@ class _Driver(StopProtocol):
             pid=os.getpid(),
             updated_at=rd.utc_now(),
         )
-        rd.write_json_atomic(self.run_dir / rd.STATUS, status.to_dict())
+        self.record.write_status(status)
 
     def _in_flight(self) -> list:
         """The episodes running now, in plan order: seeds, or [arm, seed] in a comparison run."""
@@ -533,26 +491,10 @@ class _Driver(StopProtocol):
         """Record the end: rows.json, then the final state in status.json (a reader that sees the
         final state finds the summary there too); a failure writes its status first. Each write
         is tried on its own; what cannot be written is said in the log."""
-        try:
-            self.writer.close()
-        except Exception:  # noqa: BLE001
-            pass
-        try:
-            os.unlink(self.run_dir / rd.RESERVE)
-        except OSError:
-            pass
         if state == rd.FAILED:
             self.stop = rd.StopReason(rd.BY_ERROR, reason or "")
-        status = (rd.STATUS, lambda: self._write_status(state, reason))
-        summary = (rd.ROWS_SUMMARY, lambda: self._write_summary(state, reason))
-        # A final state in status.json means the rest is on disk: rows.json goes first. A failure
-        # is the exception: its reason is what matters most when the disk is full.
-        order = (status, summary) if state == rd.FAILED else (summary, status)
-        for what, write in (*order, (rd.HEARTBEAT, lambda: rd.touch_heartbeat(self.run_dir))):
-            try:
-                write()
-            except Exception as exc:  # noqa: BLE001 - a failure being recorded must not hide the first one
-                self._say(f"could not write {what} at the end: {type(exc).__name__}: {exc}")
+        self.record.write_end(state == rd.FAILED, lambda: self._write_status(state, reason),
+                              lambda: self._write_summary(state, reason), self._say)
         return RunResult(state, reason, self.rows, self.summary)
 
     def _write_summary(self, state: str, reason: str | None) -> None:
@@ -569,7 +511,7 @@ class _Driver(StopProtocol):
             "worker_crashes": self._stat('worker_crashes'), "lost_seeds": self.lost_seeds,
         })
         self.summary = summary
-        rd.write_json_atomic(self.run_dir / rd.ROWS_SUMMARY, {"summary": summary, "rows": self.rows})
+        self.record.write_summary(summary, self.rows)
 
 
 def _as_json_jobs(jobs) -> list:

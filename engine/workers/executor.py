@@ -1,9 +1,9 @@
 """The seam between the driver and what runs its episodes.
 
 The driver hands seeds to an `Executor` and records the rows it returns. Two implement it:
-`engine.pool.LocalPool` (worker processes on this machine, batched predicts) and
-`engine.scaleout.RayPool` (one LocalPool per shard on a Ray cluster). The command line chooses
-one (`engine.cli.make_executor`); the driver knows only this protocol, so it never imports the
+`engine.workers.pool.LocalPool` (worker processes on this machine, batched predicts) and
+`engine.scaleout.ray_pool.RayPool` (one LocalPool per shard on a Ray cluster). The command line chooses
+one (`engine.cli.main.make_executor`); the driver knows only this protocol, so it never imports the
 cluster code.
 """
 
@@ -12,20 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Protocol
 
-from prereg.core.errors import EXIT_STOPPED, FontaineError, UsageError
 from prereg.rundir.row import Row
-
-
-class DriverError(UsageError):
-    """A run that cannot start (bad run directory, policy that cannot load, no cluster): one clear message, exit 2."""
-
-
-class StartInterrupted(FontaineError):
-    """A stop (SIGTERM, SIGINT) arrived while the executor was starting (connecting to a cluster):
-    nothing ran; the driver ends the run `stopped`, with the stop the signal asked for (exit 3)."""
-
-    exit_code = EXIT_STOPPED
-    label = "stopped"
 
 
 class Executor(Protocol):
@@ -50,7 +37,8 @@ ExecutorFactory = Callable[..., Executor]
 
 
 def local_executor(cfg, run_dir: Path, policy, n_seeds: int, log) -> Executor:
-    from engine.pool import LocalPool
+    from engine.record.config import workers_for
+    from engine.workers.pool import LocalPool
 
-    n_workers = max(1, min(cfg.workers, n_seeds)) if n_seeds else 0
+    n_workers = workers_for(cfg.workers, n_seeds) if n_seeds else 0
     return LocalPool(cfg, run_dir, policy, n_workers, log=log)

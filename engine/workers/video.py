@@ -1,7 +1,7 @@
 """The video of a filmed episode: the front and wrist views side by side, as an mp4 encoded in the
 worker's own process (PyAV: FFmpeg's libraries, libx264).
 
-The frames (front and wrist side by side, engine.episode) are encoded on a background thread, so
+The frames (front and wrist side by side, engine.workers.episode) are encoded on a background thread, so
 the rollout never waits on the encoder; PyAV releases the GIL while it converts and encodes. The
 file is H.264 (High profile, yuv420p) in an mp4 whose index comes first (`+faststart`): it plays
 in every browser, embedded in an HTML page as it is, and in the console's seed view.

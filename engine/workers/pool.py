@@ -5,14 +5,14 @@ policy served in the driver (MolmoAct2, the hold baseline) it is also the one pl
 lives: workers send their observations at replans, the pool gathers the ones waiting (one per
 busy worker at most, with a bounded wait) and answers them with one batched predict. Local
 policies (the scripted oracle) live inside each worker and never cross a process boundary. The
-worker process itself, and the messages it exchanges with the pool, are engine/worker.py's.
+worker process itself, and the messages it exchanges with the pool, are engine/workers/worker.py's.
 
 A comparison run (two arms, `cfg.arms`) hands each worker both arms: an episode names its arm,
 the worker predicts with that arm's local policy or asks for that arm's served one, and the pool
 batches the waiting observations per served policy. Its rows carry their arm; its videos are
 `rollout_<arm>_seed006.mp4`.
 
-The same pool runs inside a Ray shard (engine/scaleout.py): a shard is this pool on a node.
+The same pool runs inside a Ray shard (engine/scaleout/ray_pool.py): a shard is this pool on a node.
 
 Light workers (issue 26): the pool compiles the scenes its workers need once, here, and hands them
 over as MJB (engine/sim/handoff.py); workers are forked from multiprocessing's fork server, a clean
@@ -31,8 +31,9 @@ import traceback
 from multiprocessing.connection import wait
 from pathlib import Path
 
-from engine.predict_trail import PredictTrail
-from engine.worker import (
+from engine.process.environ import worker_environ
+from engine.record.predict_trail import PredictTrail
+from engine.workers.worker import (
     ChunkMsg,
     Episode,
     LogMsg,
@@ -44,7 +45,6 @@ from engine.worker import (
     StartFailed,
     worker_main,
 )
-from engine.worker_env import worker_environ
 from prereg import rundir as rd
 from prereg.core.errors import UsageError
 from prereg.core.video_draw import films
@@ -53,8 +53,8 @@ from prereg.rundir.row import Row
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TOGETHER_S = 60.0
 # What the fork server imports once for every worker it forks: what a simulating worker runs, no more.
-PRELOAD = ("__main__", "engine.worker_preload")
-FORK_SERVER_PARENT = "FONTAINE_FORK_SERVER_PARENT"  # engine.worker_preload.PARENT_ENV
+PRELOAD = ("__main__", "engine.workers.preload")
+FORK_SERVER_PARENT = "FONTAINE_FORK_SERVER_PARENT"  # engine.workers.preload.PARENT_ENV
 
 
 class LocalPool:
@@ -291,7 +291,7 @@ def _worker_context(start_method: str | None):
         from multiprocessing import forkserver
 
         ctx.set_forkserver_preload(list(PRELOAD))  # read when the server starts (once per process)
-        kept = dict(os.environ)  # the server starts with the workers' allow-list only (engine/worker_env.py)
+        kept = dict(os.environ)  # the server starts with the workers' allow-list only (engine/process/environ.py)
         os.environ.clear()
         os.environ.update(worker_environ(kept), **{FORK_SERVER_PARENT: str(os.getpid())})  # it dies with us
         try:
@@ -309,7 +309,7 @@ class _Worker:
         ctx = ctx or mp.get_context("spawn")
         self.wid = wid
         self.conn, child = ctx.Pipe(duplex=True)
-        # Not this process's environment (HF_TOKEN, *_KEY): the allow-list, forked or spawned (engine/worker_env.py).
+        # Not this process's environment (HF_TOKEN, *_KEY): the allow-list, forked or spawned (engine/process/environ.py).
         environ = worker_environ()
         self.started_at = time.monotonic()
         from engine.envs import pinned

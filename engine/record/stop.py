@@ -1,4 +1,4 @@
-"""How a run stops (a mixin of the driver, engine/driver.py): the STOP file, the signals, a
+"""How a run stops (a mixin of the driver, engine/run/driver.py): the STOP file, the signals, a
 decision or a tripwire asking for the episode boundary.
 
 SIGTERM, SIGINT and SIGHUP (a closing terminal) stop the run at the episode boundary; a second
@@ -17,8 +17,8 @@ from __future__ import annotations
 import signal
 import time
 
-from engine import terminal
-from engine.deathsig import STOP_SIGNALS
+from engine.process import terminal
+from engine.process.signals import STOP_SIGNALS
 from prereg import rundir as rd
 from prereg.rundir.stop import scrub_stop_file
 
@@ -29,8 +29,8 @@ class StopProtocol:
 
     def _install_signals(self) -> None:
         """SIGTERM, SIGINT and SIGHUP (a closing terminal) stop the run at the episode boundary; a
-        second aborts. The workers and their fork server ignore all three (engine/worker.py,
-        engine/worker_preload.py): a signal to the run's process group reaches the driver alone,
+        second aborts. The workers and their fork server ignore all three (engine/workers/worker.py,
+        engine/workers/preload.py): a signal to the run's process group reaches the driver alone,
         which decides how the episodes in flight end."""
         def on_signal(signum, _frame):
             self.signals += 1

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import socket
 
-from engine.provenance import package_versions, tool_git_commit
-from engine.run_config import RunConfig
+from engine.record.config import RunConfig
+from engine.record.provenance import package_versions, tool_git_commit
 
 
 def manifest_record(cfg: RunConfig, *, policy_resolved: dict | None, gpus: int, argv: list[str],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.run_config import RunConfig, comparison_spec
+from engine.record.config import RunConfig, comparison_spec
 from prereg import rundir as rd
 
 

@@ -57,7 +57,7 @@ class PredictTrail:
 
 
 def trail_line(obs, chunk) -> dict[str, Any]:
-    from engine.policies.convmap import sim_rad_to_rig_deg
+    from engine.policies.convmap.shim import sim_rad_to_rig_deg
 
     info = chunk.info or {}
     normalised = info.get("chunk_normalized")

@@ -39,7 +39,7 @@ from typing import Sequence
 import numpy as np
 
 from engine.policies.base import JOINT_NAMES
-from engine.policies.convmap import ConvMap, ConvMapError
+from engine.policies.convmap.shim import ConvMap, ConvMapError
 
 CANDIDATE_SIGNS: tuple[int, ...] = (1, -1)
 CANDIDATE_OFFSETS_DEG: tuple[float, ...] = (0.0, 90.0, -90.0, 180.0, -180.0)

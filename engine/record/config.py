@@ -1,6 +1,6 @@
 """A run's configuration (`RunConfig`: what the driver runs, as the manifest records it) and its result.
 
-The command line (engine/cli_resolve.py) builds a RunConfig from flags, a frozen pre-registration or
+The command line (engine/cli/resolve.py) builds a RunConfig from flags, a frozen pre-registration or
 a run to resume (the manifest's `config` is its `as_dict()`); workers and Ray shards get it pickled.
 """
 
@@ -29,7 +29,7 @@ class RunConfig:
     video_size: int | None = None  # pixels a side of each filmed view (front | wrist); None = render_size
     prereg: dict | None = None  # {id, sha256, path} when launched from a frozen document
     ray: dict | None = None  # {address, shards, gpus_per_shard, dashboard}: run the seeds on a Ray cluster
-    record_predicts: bool = False  # predicts.jsonl: one line per served observation (engine/predict_trail.py)
+    record_predicts: bool = False  # predicts.jsonl: one line per served observation (engine/record/predict_trail.py)
     env: str = "boat-on-disk"  # the scene and task (engine.envs); a manifest from before envs ran this one
     arms: list[dict] | None = None  # a comparison run: [{"arm": A, "policy": {...}}, {"arm": B, ...}]
     comparison: dict | None = None  # ... and its registered comparison (prereg.stats.comparison.ComparisonSpec.as_dict())
@@ -78,3 +78,9 @@ def comparison_spec(d: dict):
     from prereg.document.comparison_spec import ComparisonSpec
 
     return ComparisonSpec.from_record(d)
+
+
+def workers_for(workers: int, n_jobs: int) -> int:
+    """No more workers than episodes to run (and at least one): the count the manifest records, the
+    pool starts and the pace projects over. The one place this rule is written."""
+    return max(1, min(int(workers), int(n_jobs)))

@@ -7,15 +7,14 @@ classifier's counts), so the driver's summary, the console, the Discord posts an
 from __future__ import annotations
 
 import errno
-import statistics
+from collections import Counter
 from pathlib import Path
 
-from engine.run_config import RunConfig, RunResult
+from engine.record.config import RunConfig, RunResult
 from prereg.core.errors import FontaineError
 from prereg.core.untrusted import redacted
-from prereg.rundir.fold import Plan, fold_rows
-from prereg.rundir.outcomes import ERROR, SUCCESS, classify, is_error
-from prereg.rundir.rows import latest_rows, number
+from prereg.rundir.fold import Plan, counter_median, fold_rows
+from prereg.rundir.outcomes import ERROR, SUCCESS, classify
 
 
 def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=None) -> dict:
@@ -27,11 +26,11 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=N
     planned = planned_seeds if planned_seeds is not None else (cfg.seeds if cfg is not None else None)
     arms = cfg.arm_names() if cfg is not None else None
     fold = fold_rows(rows, Plan(tuple(planned) if planned is not None else None, tuple(arms) if arms else None))
-    counted = [r for group in ([r for r in rows if r.get("arm") == a] for a in arms) for r in
-               latest_rows(group, planned).by_seed.values()] if arms else list(latest_rows(rows, planned).by_seed.values())
     c = fold.total()
-    ok = [r for r in counted if not is_error(r)]
-    finals = [v for v in (number(r.get("progress_final_cm")) for r in ok) if v is not None]
+    tallies = list(fold.arms.values())
+    finals = sum((t.progress_final for t in tallies), Counter())  # ok rows' progress_final_cm, to 0.01 cm
+    n_finals = sum(finals.values())
+    median = counter_median(finals)
     return {
         "episodes": c.rows,
         "ok": c.ok,
@@ -41,7 +40,7 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=N
         "repeated": fold.duplicates,  # rows a later row of their seed replaced (the last counts)
         "out_of_plan": fold.out_of_plan,
         "successes": c.successes,
-        "success_seeds": sorted(r["seed"] for r in ok if r.get("success") is True),
+        "success_seeds": sorted(s for t in tallies for s in t.seeds if t.part_of(s)[0] == SUCCESS),
         "knock_aways": c.knock_aways,
         "engaged": c.engaged,
         "quiet": c.quiet,
@@ -50,8 +49,8 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=N
         "predicts": c.predicts,
         "zero_fallbacks": c.zero_fallbacks,
         "mask_violations": c.mask_violations,
-        "mean_progress_final_cm": round(statistics.fmean(finals), 3) if finals else None,
-        "median_progress_final_cm": round(statistics.median(finals), 3) if finals else None,
+        "mean_progress_final_cm": round(sum(t.progress_final_sum for t in tallies) / n_finals, 3) if n_finals else None,
+        "median_progress_final_cm": round(median, 3) if median is not None else None,
     }
 
 

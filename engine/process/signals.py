@@ -1,6 +1,6 @@
 """How a run's processes die and stop, in one place: the kernel's SIGKILL for a process whose parent
-dies (Linux PR_SET_PDEATHSIG), which a sim worker (engine.worker.die_with_parent) and the fork server
-that forks them (engine.worker_preload) both ask for; and the signals that stop a run (`STOP_SIGNALS`),
+dies (Linux PR_SET_PDEATHSIG), which a sim worker (engine.workers.worker.die_with_parent) and the fork server
+that forks them (engine.workers.preload) both ask for; and the signals that stop a run (`STOP_SIGNALS`),
 which the driver handles and its workers and fork server ignore (`ignore_stop_signals`). A signal
 to the run's process group (the console's `K`, a closing terminal) then reaches the driver alone:
 the episodes in flight finish, or a second signal aborts them; no worker dies under an episode.

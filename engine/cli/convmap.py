@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from engine.policies.base import JOINT_NAMES, Chunk, Observation
+from engine.policies.base import JOINT_NAMES, Observation
 from engine.policies.factory import PolicySpec
 from prereg.core.argcheck import ascii_float
 from prereg.core.errors import UsageError
@@ -34,51 +34,16 @@ def write_seam_stats(spec: PolicySpec, seeds: list[int], episode_seconds: float,
     """Roll out a reference policy and write the rig table (seam stats) of the states it visits."""
     if spec.serve_in_driver and spec.kind != "hold":
         raise ConvmapUsageError("--convmap-seam-stats needs a reference policy that knows the task: --policy scripted")
-    from engine.policies.convmap_fit import check_seam_stats_target, save_seam_stats
+    from engine.policies.convmap.fit import check_seam_stats_target, save_seam_stats
 
     check_seam_stats_target(path)  # before the rollout: a device or a FIFO there is refused now, never written
+    from engine.run.rig_table import scene_rig_table
+
     stats = scene_rig_table(seeds, episode_seconds, spec=spec, log=log)
 
     path.parent.mkdir(parents=True, exist_ok=True)
     save_seam_stats(stats, path)
     return stats
-
-
-def scene_rig_table(seeds, episode_seconds: float, *, spec: PolicySpec | None = None, env: str | None = None,
-                    log=print) -> dict:
-    """The rig table (seam stats) of the scene: per-joint q01/q99, rig degrees, of the states a reference
-    policy (the scripted oracle unless `spec` says otherwise) visits on `seeds`: each replan's state and
-    the chunk's targets. Deterministic: the same seeds on the same scene give the same table. The
-    registered coverage tripwire (engine/launch_tripwires.py) and scripts/convmap_figures.py use it."""
-    from engine.envs import DEFAULT_ENV, get_env
-    from engine.episode import run_episode
-    from engine.policies.convmap import sim_rad_to_rig_deg
-    from engine.policies.convmap_fit import seam_stats_from_states
-    from engine.policies.factory import make_policy
-
-    spec = spec or PolicySpec(kind="scripted")
-    seeds = [int(s) for s in seeds]
-    policy = make_policy(spec)
-    sim = get_env(env or DEFAULT_ENV).create(render_size=64)
-    states: list[np.ndarray] = []
-
-    def recording_predict(obs: Observation) -> Chunk:
-        chunk = policy.predict_batch([obs])[0]
-        states.append(sim_rad_to_rig_deg(obs.state_rad))
-        states.extend(sim_rad_to_rig_deg(chunk.targets_rad))  # the states the controller is sent to
-        return chunk
-
-    successes = 0
-    try:
-        for i, seed in enumerate(seeds, start=1):
-            row = run_episode(sim, seed, episode_seconds, recording_predict, chunk_horizon=policy.chunk_horizon,
-                              needs_images=False, needs_privileged=policy.needs_privileged, task=spec.task)
-            successes += bool(row["success"])
-            log(f"seam stats: seed {seed} ({i}/{len(seeds)}) {'success' if row['success'] else 'no success'}")
-    finally:
-        sim.close()
-    return seam_stats_from_states(np.asarray(states), source=f"{spec.kind} on seeds {seeds[0]}..{seeds[-1]} "
-                                                             f"({successes}/{len(seeds)} successes)")
 
 
 def parse_span_limited(text: str | None) -> list[str]:
@@ -113,8 +78,8 @@ def parse_anchor(text: str | None) -> list[float] | None:
 def freeze_fit(spec: PolicySpec, seam_path: Path | None, *, declared: str | None = None, tiebreak: bool = True,
                log=print) -> PolicySpec:
     """Fit the map and return a spec that carries it as explicit overrides (plus the report)."""
-    from engine.policies.convmap import PRESETS, ConvMapError, apply_overrides, format_convmap
-    from engine.policies.convmap_fit import fit_from_files
+    from engine.policies.convmap.fit import fit_from_files
+    from engine.policies.convmap.shim import PRESETS, ConvMapError, apply_overrides, format_convmap
     from engine.policies.molmoact2.checkpoint import CheckpointError, hub_revision, resolve_checkpoint
 
     if seam_path is None or not Path(seam_path).exists():
@@ -140,7 +105,7 @@ def freeze_fit(spec: PolicySpec, seam_path: Path | None, *, declared: str | None
 
 def print_resolved_map(spec: PolicySpec, log=print) -> None:
     """The resolved map, printed before launch (it also goes into the manifest)."""
-    from engine.policies.convmap import ConvMapError, format_convmap
+    from engine.policies.convmap.shim import ConvMapError, format_convmap
     from engine.policies.factory import resolve_spec_convmap
 
     if spec.kind in ("scripted", "hold"):  # the shim applies to every policy that has a model's units
@@ -160,8 +125,8 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
                   render_size: int = 224, anchor_deg: list[float] | None = None,
                   span_limited: list[str] | None = None, log=print) -> bool:
     """Both tripwires against the policy and the scene; JSON into the run directory."""
-    from engine.policies.convmap_fit import load_seam_stats, policy_release_box, seam_box
-    from engine.policies.convmap_tripwires import format_tripwires, run_convmap_tripwires, tripwires_passed, write_tripwires_json
+    from engine.policies.convmap.fit import load_seam_stats, policy_release_box, seam_box
+    from engine.policies.convmap.tripwires import format_tripwires, run_convmap_tripwires, tripwires_passed, write_tripwires_json
     from engine.policies.factory import make_policy, resolve_spec_convmap
     from engine.policies.molmoact2.checkpoint import CheckpointError
     from engine.sim.env import BoatEnv

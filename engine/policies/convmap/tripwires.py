@@ -25,14 +25,14 @@ from typing import Callable, Collection, Sequence
 import numpy as np
 
 from engine.policies.base import JOINT_NAMES, Observation
-from engine.policies.convmap import ConvMap, sim_rad_to_rig_deg
-from engine.policies.convmap_fit import (
+from engine.policies.convmap.fit import (
     CANDIDATE_OFFSETS_DEG,
     CANDIDATE_SIGNS,
     mapped_interval,
     release_box_in_rig,
     uncovered_fraction,
 )
+from engine.policies.convmap.shim import ConvMap, sim_rad_to_rig_deg
 from prereg.core.vocabulary import COVERAGE_MAX_UNCOVERED
 
 COVERAGE_THRESHOLD = COVERAGE_MAX_UNCOVERED  # max share of a joint's reachable range the map may leave clipped

@@ -1,6 +1,6 @@
 """A pool worker: one process that owns a MuJoCo scene and runs the episodes the pool hands it.
 
-The pool (engine/pool.py) starts it (`worker_main`) and talks to it over a pipe with the messages
+The pool (engine/workers/pool.py) starts it (`worker_main`) and talks to it over a pipe with the messages
 below, pickled: the worker says it is ready, sends its observations at replans (answered by the
 pool's batched predict) and the row of every finished episode. A policy that is local to the
 workers (the scripted oracle) lives here and never crosses the pipe. A worker never outlives the
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from engine.deathsig import ignore_stop_signals
 from engine.policies.factory import make_policy
-from engine.video_writer import VideoWriter
+from engine.process.signals import ignore_stop_signals
+from engine.workers.video import VideoWriter
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError
 from prereg.rundir.row import Row
@@ -116,7 +116,7 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, dri
 
 def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -> None:
     from engine.envs import DEFAULT_ENV, get_env
-    from engine.episode import run_episode
+    from engine.workers.episode import run_episode
 
     arm_policies = cfg.arm_policies() if hasattr(cfg, "arm_policies") else [(None, cfg.policy)]
     predictors = {}  # arm (None: the one policy) -> (spec, horizon, needs images, needs privileged, predict)
@@ -198,8 +198,8 @@ def die_with_parent(driver_pid: int, parent: int | None = None) -> None:
     """Never outlive the driver: the kernel sends SIGKILL when the parent dies (Linux PR_SET_PDEATHSIG),
     so a driver killed with -9 leaves no worker finishing its episode or writing its video. A spawned
     worker's parent is the driver; a forked one's is the fork server, which the kernel kills the same
-    way when the driver dies (engine/worker_preload.py), and a thread watches the driver too."""
-    from engine.deathsig import die_with_parent_signal
+    way when the driver dies (engine/workers/preload.py), and a thread watches the driver too."""
+    from engine.process.signals import die_with_parent_signal
 
     parent = driver_pid if parent is None else parent
     die_with_parent_signal()  # not Linux: the pipe's EOF still ends the worker at its next message

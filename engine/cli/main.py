@@ -18,8 +18,8 @@ from pathlib import Path
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from engine.cli_parser import build_parser, explicit_flags  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
-from engine.cli_resolve import check_ray_host, resolve  # noqa: E402
+from engine.cli.parser import build_parser, explicit_flags  # noqa: E402 - MUJOCO_GL must be set before anything imports mujoco
+from engine.cli.resolve import check_ray_host, resolve  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
 from prereg.core.argcheck import parse_once  # noqa: E402
 from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
@@ -64,9 +64,10 @@ def _list_envs(name: str | None = None) -> int:
 def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     import dataclasses
 
-    from engine import convmap_cli, terminal
-    from engine.driver import run
-    from engine.run_summary import format_summary
+    from engine.cli import convmap as convmap_cli
+    from engine.process import terminal
+    from engine.record.summary import format_summary
+    from engine.run.driver import run
 
     _check_before_writing(args, config)
     if config.record_predicts and config.ray is not None:
@@ -103,7 +104,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     executor = make_executor(config)  # no Ray where --ray asks for it: a DriverError, nothing written
     lock = _claim_run_dir(run_dir)  # held until the run ends: one writer per run directory
     log_to(run_dir / rd.LOG)  # from here a bug's traceback goes to the run's driver.log
-    terminal.detach(run_dir / rd.LOG)  # from here a closed terminal fails no write (engine/terminal.py)
+    terminal.detach(run_dir / rd.LOG)  # from here a closed terminal fails no write (engine/process/terminal.py)
     try:
         if not resume and (run_dir / rd.MANIFEST).exists():
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
@@ -191,12 +192,13 @@ def _check_before_writing(args, config) -> None:
 def make_executor(cfg):
     """What runs the episodes: a Ray cluster when the config names one, else this machine.
     Checks now, before anything is written, that Ray can be used (DriverError if not)."""
-    from engine.executor import local_executor
+    from engine.workers.executor import local_executor
 
     if cfg.ray is None:
         return local_executor
     check_ray_host(str(cfg.ray.get("address") or "auto"))  # before Ray is imported: its start is slow and loud
-    from engine.scaleout import RayPool, require_ray
+    from engine.scaleout.connect import require_ray
+    from engine.scaleout.ray_pool import RayPool
 
     require_ray()
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from engine.policies.base import CONTROL_HZ, DEFAULT_TASK, Chunk, Observation
-from engine.policies.convmap import sim_rad_to_rig_deg
+from engine.policies.convmap.shim import sim_rad_to_rig_deg
 from prereg.rundir.files import utc_now
 
 VIDEO_FPS = 10  # video frames (front and wrist views side by side, BoatEnv.film) handed to frame_sink

@@ -1,11 +1,11 @@
 """A Ray shard on its node, and what the shards loaded.
 
-`Shard` is the Ray actor engine/scaleout.py's `RayPool` places on each node: the local engine
-(`engine.pool.LocalPool`) with its own workers and, for a served policy, its own copy of the model.
+`Shard` is the Ray actor engine/scaleout/ray_pool.py's `RayPool` places on each node: the local engine
+(`engine.workers.pool.LocalPool`) with its own workers and, for a served policy, its own copy of the model.
 It gets the driver's settings minus every secret (`shard_env`) and ships each filmed episode's video
 back with its row. `shards_policy` makes the manifest's `policy_resolved` from what each shard
 loaded; shards that loaded different weights, revisions or settings fail the run at start. Every
-node needs the same fontaine install: the actor is `engine.ray_shard.Shard`, imported on the node.
+node needs the same fontaine install: the actor is `engine.scaleout.shard.Shard`, imported on the node.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import threading
 import time
 from pathlib import Path
 
-from engine.executor import DriverError
-from engine.worker_env import SECRET_NAME
+from engine.process.environ import SECRET_NAME
+from engine.record.errors import DriverError
 from prereg import rundir as rd
 from prereg.core.webhook_env import is_webhook_var
 from prereg.rundir.row import Row
@@ -27,7 +27,7 @@ from prereg.rundir.row import Row
 FORWARDED_ENV_PREFIXES = ("FONTAINE_", "MUJOCO_GL", "PYOPENGL_PLATFORM")
 # Secrets never travel to the shards: the Discord webhook (FONTAINE_DISCORD_WEBHOOK_URL/_FILE,
 # which the console's notifier needs and no shard does), tokens, passwords, keys (the workers' rule,
-# engine/worker_env.py). Ray's own auth token reaches a node through the node's environment
+# engine/process/environ.py). Ray's own auth token reaches a node through the node's environment
 # (`ray start`), never through us.
 SECRET_ENV = SECRET_NAME
 
@@ -55,7 +55,7 @@ class Shard:
     def __init__(self, cfg, shard_index: int, n_workers: int, env: dict):
         os.environ.update(env)  # before the pool spawns its workers, which inherit it
         from engine.policies.factory import load_served
-        from engine.pool import LocalPool
+        from engine.workers.pool import LocalPool
 
         self.index = shard_index
         self.scratch = Path(tempfile.mkdtemp(prefix=f"fontaine-{cfg.run_id}-shard{shard_index}-"))
@@ -72,7 +72,7 @@ class Shard:
 
         import ray
 
-        from engine.provenance import package_versions, tool_git_commit
+        from engine.record.provenance import package_versions, tool_git_commit
 
         ctx = ray.get_runtime_context()
         return {"shard": self.index, "host": socket.gethostname(), "node_id": ctx.get_node_id(),

@@ -15,8 +15,8 @@ import re
 import socket
 from pathlib import Path
 
-from engine.cli_parser import DECIDED_BY_DOCUMENT, DECIDED_BY_MANIFEST, RUN_ID_RE
-from engine.run_config import RunConfig, comparison_record
+from engine.cli.parser import DECIDED_BY_DOCUMENT, DECIDED_BY_MANIFEST, RUN_ID_RE
+from engine.record.config import RunConfig, comparison_record, workers_for
 from prereg import rundir as rd
 from prereg.core.errors import UsageError
 from prereg.core.limits import MAX_SEED, MAX_SEEDS
@@ -62,7 +62,7 @@ def resolve(args):
     gates = GateSpec(gpu_hours=args.gpu_hours_gate, pace_limit_hours=args.pace_limit_hours,
                      pace_after_episodes=args.pace_after_episodes)
     config = RunConfig(run_id=run_id, arm=arm, policy=spec, seeds=seeds, episode_seconds=args.episode_seconds,
-                       workers=_clip_workers(args.workers, len(seeds)), video_draw=args.video_draw,
+                       workers=workers_for(args.workers, len(seeds)), video_draw=args.video_draw,
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
                        gates=gates, gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
                        ray=_ray_settings(args, spec),
@@ -134,7 +134,7 @@ def _resolve_prereg(args):
     run_id = args.run_id or (args.run_dir.name if args.run_dir else rd.new_run_id(launch.prereg_id, launch.arm))
     run_dir = args.run_dir or args.runs_dir / run_id
     config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
-                       episode_seconds=launch.episode_seconds, workers=_clip_workers(launch.workers or 1, len(launch.seeds)),
+                       episode_seconds=launch.episode_seconds, workers=workers_for(launch.workers or 1, len(launch.seeds)),
                        video_draw=str(launch.video_draw if launch.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
                        render_size=args.render_size, video_size=args.video_size, ray=_ray_settings(args, spec),
@@ -197,7 +197,7 @@ def _resolve_comparison(args):
     run_dir = args.run_dir or args.runs_dir / run_id
     workers = max(a.workers or 1, b.workers or 1)
     config = RunConfig(run_id=run_id, arm=label, policy=specs[a.arm], seeds=seeds,
-                       episode_seconds=a.episode_seconds, workers=_clip_workers(workers, 2 * len(seeds)),
+                       episode_seconds=a.episode_seconds, workers=workers_for(workers, 2 * len(seeds)),
                        video_draw=str(a.video_draw if a.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=a.gates,
                        gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
@@ -265,7 +265,7 @@ def check_resumed(config: dict, where: Path) -> None:
     argparse types, prereg/core/limits.py): a manifest is a file anyone can edit, and a resume honoured
     `workers: 100000` over 200,000 seeds until the kernel's OOM killer took it and another run with it,
     or crashed on a wrong type ("internal error ... this is a bug"). A UsageError names the field."""
-    from engine.cli_parser import build_parser, seed_list
+    from engine.cli.parser import build_parser, seed_list
 
     actions = build_parser()._actions
     types = {a.dest: a.type for a in actions if a.type is not None}
@@ -389,14 +389,9 @@ def _check_run_id(run_id: str) -> None:
                          "(at most 128, starting with a letter or digit)")
 
 
-def _clip_workers(workers: int, n_seeds: int) -> int:
-    """No more workers than seeds: the manifest records the count that actually runs."""
-    return max(1, min(workers, n_seeds))
-
-
 def _check_overrides(overrides: list[str]) -> None:
     """Parse and check every --convmap-override whatever the policy: a bad one is never stored."""
-    from engine.policies.convmap import PRESETS, ConvMapError, apply_overrides
+    from engine.policies.convmap.shim import PRESETS, ConvMapError, apply_overrides
 
     try:
         apply_overrides(PRESETS["identity"], overrides)

@@ -1,6 +1,6 @@
 """Scale a run out to a Ray cluster: one shard per (GPU) node, rows streamed to the one writer.
 
-`RayPool` is an executor with the same interface as `engine.pool.LocalPool` (free_slots,
+`RayPool` is an executor with the same interface as `engine.workers.pool.LocalPool` (free_slots,
 submit, poll, in_flight, alive, take_requeued, abort, close, stats, `respawn`). The driver
 stays on the user's machine and remains the single writer of the run directory; the cluster
 only runs episodes.
@@ -31,7 +31,7 @@ Design (facts in docs/design-notes.md: a policy call through Ray on every step c
 - A comparison run (`cfg.arms`): a job is (arm, seed), as in the driver; each shard loads both
   arms' served policies once and hands its workers both arms, as a local comparison run does.
 - Every node needs the same fontaine install (same commit, same venv path is simplest): the
-  shard actor is `engine.ray_shard.Shard`, imported on the node. `describe()` records each
+  shard actor is `engine.scaleout.shard.Shard`, imported on the node. `describe()` records each
   shard's git commit, and the driver log warns when it differs from the driver's.
 
 Ray settings: usage statistics off (`RAY_USAGE_STATS_ENABLED=0` unless set), dashboard only
@@ -46,41 +46,23 @@ uses a token of the driver process only (Ray's own default would write ~/.ray/au
 
 from __future__ import annotations
 
-import logging
 import os
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.deathsig import STOP_SIGNALS
-from engine.executor import DriverError, StartInterrupted
-from engine.ray_shard import Shard, as_job, job_parts, job_words, shard_env, shards_policy
-from engine.worker_env import outside_the_working_folder
+from engine.record.errors import DriverError
+from engine.scaleout.connect import _first_line, connect, require_ray
+from engine.scaleout.shard import Shard, as_job, job_parts, job_words, shard_env, shards_policy
 from prereg import rundir as rd
-from prereg.core.webhook_env import scrub_webhooks
 from prereg.rundir.row import Row
 
 STEP_WAIT_S = 1.0  # longest a step call waits on its shard before it reports back anyway
 PLACE_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_PLACE_TIMEOUT_S", "120"))
-CONNECT_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_CONNECT_TIMEOUT_S", "60"))  # an address that does not answer
 START_TIMEOUT_S = float(os.environ.get("FONTAINE_RAY_START_TIMEOUT_S", "900"))  # a shard loads its policy
 START_TOGETHER_S = 60.0  # longest the shards that are up wait for the others before taking seeds
 ABORT_WAIT_S = 5.0
 CLOSE_WAIT_S = 30.0
-INSTALL_HINT = "pip install '.[ray]'"
-
-
-def require_ray():
-    """Import Ray, or fail with one clear message (the CLI prints it and exits 2)."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # before Ray reads its config
-    try:
-        import ray
-    except ImportError as exc:
-        raise DriverError(f"--ray needs the optional Ray extra, which is not installed here ({exc}); "
-                          f"install it with: {INSTALL_HINT}  (Ray 2.60.0)") from None
-    return ray
 
 
 # --------------------------------------------------------------------------- the shard (on a node)
@@ -138,7 +120,7 @@ class RayPool:
         if n_seeds == 0:  # nothing to run (a resume of a finished run): no cluster needed
             self._connected = False
             return
-        self._connect()
+        connect(self.ray, cfg, self.settings, self.address, self.workers_per_shard, log)
         self._connected = True
         try:
             self._place(n_seeds)
@@ -288,104 +270,11 @@ class RayPool:
     def _running(self):
         return (s for s in self.shards if s.state == SHARD_RUNNING)
 
-    def _connect(self) -> None:
-        ray = self.ray
-        kwargs: dict = {"logging_level": logging.WARNING, "log_to_driver": False,
-                        "namespace": f"fontaine-{self.cfg.run_id}"}
-        if self.address == "local":  # a private cluster on this machine, stopped at close
-            shards = int(self.settings.get("shards") or 1)
-            kwargs.update(address="local", include_dashboard=bool(self.settings.get("dashboard")),
-                          num_cpus=max(os.cpu_count() or 1, shards * self.workers_per_shard))
-            _ephemeral_token_for_a_private_cluster()
-            # the private cluster's raylet, and so every shard, inherits this process's environment
-            scrub_webhooks()  # the driver never posts: the webhook is the notifier's alone
-        else:
-            kwargs["address"] = self.address
-            if self.settings.get("dashboard"):
-                self.log("--ray-dashboard: an existing cluster has the dashboard its `ray start` gave it "
-                         "(--include-dashboard=true on the head)")
-        if ray.is_initialized():
-            ray.shutdown()
-        # ray.init installs a SIGTERM handler that exits; the driver's own (first signal = stop at
-        # the episode boundary, second = abort) must stay in force
-        saved = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS}
-        try:
-            with outside_the_working_folder():  # a shard never imports from the user's working folder
-                if self.address == "local":
-                    ray.init(**{k: v for k, v in kwargs.items() if v is not None})
-                else:
-                    self._init_interruptibly(ray, kwargs, saved)
-        except (StartInterrupted, DriverError):
-            raise
-        except Exception as exc:
-            text = f"{type(exc).__name__}: {_first_line(exc)}"
-            chain, e = [], exc
-            while e is not None and len(chain) < 5:
-                chain.append(f"{type(e).__name__}: {e}")
-                e = e.__cause__ or e.__context__
-            hint = ""
-            if any(k in " ".join(chain) for k in ("InvalidAuthToken", "Unauthenticated", "AuthenticationError")):
-                hint = (" The cluster uses token authentication (Ray 2.60's default): set RAY_AUTH_MODE=token and "
-                        "give this machine the cluster's token (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or "
-                        "~/.ray/auth_token), or run the cluster and this command with RAY_AUTH_MODE=disabled "
-                        "on a trusted network.")
-            raise DriverError(f"cannot connect to the Ray cluster at {self.address!r}: {_first_line(text)}.{hint}") from None
-        finally:
-            if threading.current_thread() is threading.main_thread():
-                for sig, handler in saved.items():
-                    if handler is not None:
-                        signal.signal(sig, handler)
-        self.log(f"ray: connected to {self.address} (Ray {ray.__version__}, usage stats "
-                 f"{'off' if os.environ.get('RAY_USAGE_STATS_ENABLED') == '0' else 'on'})")
-
-    def _init_interruptibly(self, ray, kwargs: dict, saved: dict) -> None:
-        """ray.init on a cluster address, in a thread: connecting to an address that does not
-        answer blocks in C for ~40 s, where no signal handler runs (`--ray nohost:1` ignored
-        SIGTERM and left the run `running`). Here a SIGTERM, SIGINT or SIGHUP reaches the driver's
-        own handler (which records the stop) and ends the wait at once: StartInterrupted. Left
-        alone, the wait gives up after CONNECT_TIMEOUT_S (it retried for good: still `running` after
-        6 minutes): a DriverError, nothing run."""
-        outcome: dict = {}
-        interrupted: list[int] = []
-
-        def connect() -> None:
-            try:
-                ray.init(**{k: v for k, v in kwargs.items() if v is not None})
-            except BaseException as exc:  # noqa: BLE001 - handed to the main thread
-                outcome["exc"] = exc
-
-        def on_signal(signum, frame) -> None:
-            interrupted.append(signum)
-            handler = saved.get(signum)
-            if callable(handler):
-                handler(signum, frame)
-
-        in_main = threading.current_thread() is threading.main_thread()
-        if in_main:
-            for sig in saved:
-                signal.signal(sig, on_signal)
-        thread = threading.Thread(target=connect, name="ray-connect", daemon=True)  # never holds up the exit
-        thread.start()
-        deadline = time.monotonic() + CONNECT_TIMEOUT_S
-        while thread.is_alive() and not interrupted and time.monotonic() < deadline:
-            thread.join(0.1)
-        if thread.is_alive() and not interrupted:
-            raise DriverError(f"cannot connect to the Ray cluster at {self.address!r}: no answer within "
-                              f"{CONNECT_TIMEOUT_S:g} s; check the address (the head's host:port, e.g. 10.0.0.5:6379) "
-                              "and that the cluster is up (`ray status` there)")
-        if interrupted:
-            name = signal.Signals(interrupted[0]).name
-            self.log(f"ray: {name} while connecting to {self.address}: stopping before any episode")
-            raise StartInterrupted(f"{name} received while connecting to the Ray cluster at {self.address!r}; "
-                                   "no episode ran")
-        if "exc" in outcome:
-            raise outcome["exc"]
-
     def _place(self, n_seeds: int | None) -> None:
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-        from engine.provenance import tool_git_commit
+        from engine.record.provenance import tool_git_commit
 
         ray, g, w = self.ray, self.gpus_per_shard, self.workers_per_shard
         self._nodes = [n for n in ray.nodes() if n.get("Alive")]
@@ -535,27 +424,6 @@ class RayPool:
             pass
 
 
-def _ephemeral_token_for_a_private_cluster() -> None:
-    """`--ray local` with no authentication configured: token auth with a token of this process
-    only. Ray's default would write ~/.ray/auth_token, after which every `ray start --head` of this
-    user silently turns token auth on."""
-    if any(os.environ.get(k) for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
-        return
-    if (Path.home() / ".ray" / "auth_token").exists():
-        return  # Ray uses the user's token; nothing is written
-    import secrets
-
-    try:
-        from ray._raylet import AuthenticationTokenLoader, Config
-
-        os.environ.update(RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
-        Config.initialize("")  # what Ray itself does when it turns token auth on in a process
-        AuthenticationTokenLoader.instance().reset_cache()
-    except Exception:  # a Ray without these internals: its own default applies
-        for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
-            os.environ.pop(k, None)
-
-
 # what names the weights a shard loaded: every shard must agree on these, or the run is not one policy
 
 
@@ -566,8 +434,3 @@ def _node_summary(nodes: list[dict]) -> str:
         return "none alive"
     return ", ".join(f"{n.get('NodeManagerAddress')} ({n.get('Resources', {}).get('CPU', 0):g} CPU, "
                      f"{n.get('Resources', {}).get('GPU', 0):g} GPU)" for n in nodes)
-
-
-def _first_line(exc) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
