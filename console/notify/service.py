@@ -261,7 +261,7 @@ class Service:
         doc = NotifierDoc(
             schema=STATUS_SCHEMA, pid=self.ident["pid"], create_time=self.ident["create_time"],
             started_at=self.started_at, updated_at=rd.utc_now(), state=st.name, error=st.last_error, line=st.line(),
-            pending=st.pending, sent=st.sent, target=st.target, fingerprint=fingerprint(self.notifier._url),
+            pending=st.pending, sent=st.sent, target=st.target, fingerprint=fingerprint(self.notifier.url),
             live_runs=live, grace_s=self.args.grace, tests=self.tests, tests_queued=tuple(sorted(self.pending_tests)),
             closing=closing, exited=exited, exited_at=rd.utc_now() if exited else None)
         try:
