@@ -3,9 +3,14 @@ failed attempt means (the retry, its backoff, the state, a line in notifier.log)
 
 One background thread runs an asyncio loop that sends the queue (console/notify/outbox.py) in
 order with the real discord.py webhook client. A post that fails stays at the head of the queue
-and is retried after capped exponential backoff (delivery.RetryPolicy; discord.py itself waits
-out rate limits), so an outage delays posts and loses none. Every failed attempt is one line in
-the log, with the error and the wait before the next try.
+and is retried after capped exponential backoff (delivery.RetryPolicy), so an outage delays
+posts and loses none. Every failed attempt is one line in the log, with the error and the real
+wait before the next try: a 5xx is answered to us at once (discord.py would retry it itself, up
+to five times over 25 s, silently), a 429 with a Retry-After waits that long, and a new post
+queued meanwhile does not cut the wait short (a test post or a new URL does: the user asked).
+While posts are owed after a connection failure, a timeout or a 5xx, a cheap GET of the webhook
+(posts nothing) every `probe_s` sends them the moment Discord answers again, rather than after
+the whole backoff; a try made so that fails waits out its full backoff.
 
 States: off (no webhook) | unknown (until Discord first answers; with `validate`, a GET of the
 webhook at start answers at once) | ok | retrying | failing. A 401/403/404 is tried at most
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import logging
 import threading
 
@@ -40,6 +46,28 @@ log = logging.getLogger(__name__)
 # The note on a retry of a post whose earlier try went out and got no answer (the HTTP timeout, a
 # dropped connection): Discord may have created it, and without a nonce it cannot tell us.
 NO_ANSWER_REPEAT = "may repeat: an earlier try of this post got no answer from Discord"
+SERVER_ERROR_TEXT_MAX = 2048  # bytes of a 5xx's body read for its message
+
+
+class ServerError(Exception):
+    """Discord answered 5xx: raised from the HTTP session as the answer arrives, so that each one is
+    one failed attempt of ours (logged, backed off by our policy), not one of discord.py's silent retries."""
+
+    def __init__(self, status: int, reason: str | None, text: str):
+        super().__init__(f"{status} {reason or ''}".strip())
+        self.status, self.reason, self.text = status, reason, text
+
+
+async def _raise_server_errors(response) -> None:
+    """aiohttp's raise_for_status hook: a 5xx ends the request at once (discord.py retries only
+    what it gets back)."""
+    if response.status >= 500:
+        body = (await response.content.read(SERVER_ERROR_TEXT_MAX)).decode("utf-8", "replace")
+        try:
+            message = json.loads(body).get("message")
+        except (ValueError, AttributeError):
+            message = None
+        raise ServerError(response.status, response.reason, str(message or response.reason or body.strip()[:100]))
 
 
 class Courier:
@@ -58,6 +86,9 @@ class Courier:
         self.sent = 0
         self._failures = 0
         self._gone_tries = 0
+        self._probe = False  # the last failure may end as soon as Discord answers: probe while waiting
+        self._probed = False  # this try follows a probe's answer: if it fails, wait out the backoff
+        self._urgent: str | None = None  # why the backoff is cut short (a test post, a new URL)
         self._url_version = 0
         self.stopping = False
         self.thread: threading.Thread | None = None
@@ -66,9 +97,12 @@ class Courier:
 
     # --- from other threads ------------------------------------------------------------------
 
-    def kick(self) -> None:
-        """Start the sender on first use; wake it (from any thread) when there is news."""
+    def kick(self, urgent: str | None = None) -> None:
+        """Start the sender on first use; wake it (from any thread) when there is news. A post
+        queued during a backoff waits for it to end; `urgent` (why) cuts it short."""
         with self.outbox.lock:
+            if urgent:
+                self._urgent = urgent
             if self.thread is None and not self.stopping:
                 ready = threading.Event()
                 self.thread = threading.Thread(target=self._run_loop, args=(ready,), name="fontaine-discord", daemon=True)
@@ -81,11 +115,11 @@ class Courier:
             except RuntimeError:
                 pass  # the loop has already stopped
 
-    def try_now(self) -> None:
-        """A request to try now (a test post): the failures in a row start again."""
+    def try_now(self, why: str) -> None:
+        """A request to try now (a test post): the failures in a row start again, the backoff ends."""
         with self.outbox.lock:
             self._failures = 0
-        self.kick()
+        self.kick(urgent=why)
 
     def set_url(self, url: str | None) -> None:
         """A new webhook URL: posting resumes (called with outbox.lock held)."""
@@ -94,6 +128,7 @@ class Courier:
         self._gone_tries = self._failures = 0
         self.state, self.last_error = (UNKNOWN if url else OFF), None
         self._url_version += 1
+        self._urgent = "a new webhook URL"
 
     def stop(self, timeout: float) -> None:
         """Stop the sender; a send already on the wire is waited for up to the HTTP timeout, so that
@@ -133,7 +168,7 @@ class Courier:
         import discord
 
         timeout = aiohttp.ClientTimeout(total=self.retry.request_timeout_s)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
+        async with aiohttp.ClientSession(timeout=timeout, raise_for_status=_raise_server_errors) as session:
             hook, version, checked = None, -1, False
             while not self.stopping:
                 if version != self._url_version:  # the first pass, or a new URL
@@ -152,7 +187,7 @@ class Courier:
                         continue
                     delay = await self._attempt(hook, item, discord)
                 if delay:
-                    await self._sleep(delay)
+                    await self._back_off(hook, delay, discord)
 
     async def _check(self, hook, discord) -> float:
         """GET the webhook (cheap; posts nothing): the state is ok or failing before any post."""
@@ -163,24 +198,70 @@ class Courier:
         self._answered_ok()
         return 0.0
 
+    async def _probe_answers(self, hook, discord, within: float) -> bool:
+        """A GET of the webhook: does Discord answer at all (an HTTP answer other than a 5xx) within
+        `within` s (the backoff left: a check never delays the try the log announced)?"""
+        try:
+            await asyncio.wait_for(hook.fetch(), within)
+        except discord.HTTPException:
+            return True  # it answered (a 404 here is the next post's to find and count)
+        except Exception:  # noqa: BLE001 - unreachable, timed out, 5xx: still down
+            return False
+        return True
+
     def _answered_ok(self) -> None:
         with self.outbox.lock:
             self._failures = self._gone_tries = 0
+            self._probed = False
             self.state, self.last_error = OK, None
             self.outbox.changed.notify_all()
 
-    async def _sleep(self, seconds: float | None) -> None:
-        """Wait for news (or `seconds`): a new post, a test post, stop()."""
-        self._wake.clear()
-        if self.stopping:
-            return
-        try:
-            await asyncio.wait_for(self._wake.wait(), seconds)
-        except asyncio.TimeoutError:
-            pass
+    async def _sleep(self, seconds: float | None, *, urgent_only: bool = False) -> bool:
+        """Wait `seconds` (None: for ever) for news; True if woken: by stop(), an urgent kick, or
+        (unless `urgent_only`) any kick (a new post)."""
+        loop = asyncio.get_running_loop()
+        end = None if seconds is None else loop.time() + seconds
+        while True:
+            self._wake.clear()
+            if self.stopping:
+                return True
+            with self.outbox.lock:
+                urgent, self._urgent = self._urgent, None
+            if urgent:
+                if seconds is not None:
+                    log.info("Discord: trying now, before the backoff ends (%s)", urgent)
+                return True
+            left = None if end is None else end - loop.time()
+            if left is not None and left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._wake.wait(), left)
+            except asyncio.TimeoutError:
+                return False
+            if not urgent_only:
+                return True
+
+    async def _back_off(self, hook, delay: float, discord) -> None:
+        """Wait `delay` before the next try; with a probe owed, GET the webhook every probe_s meanwhile
+        and end the wait the moment Discord answers."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + delay
+        probe = self.retry.probe_s if self._probe and 0 < self.retry.probe_s < delay else None
+        while not self.stopping:
+            left = end - loop.time()
+            if left <= 0 or await self._sleep(min(left, probe or left), urgent_only=True):
+                return
+            if probe and end - loop.time() > 0 and await self._probe_answers(hook, discord, end - loop.time()):
+                log.info("Discord answers again (a check of the webhook, %.1f s before the backoff ends): "
+                         "sending the %d post(s) owed now", end - loop.time(), self.outbox.pending)
+                with self.outbox.lock:
+                    self._probed = True
+                return
 
     async def _attempt(self, hook, item: Item, discord) -> float:
         """Send the head of the queue once; 0 on success, else how long to wait before retrying."""
+        with self.outbox.lock:
+            self._urgent = None  # this try is the one that was asked for
         if not self.outbox.still_owed(item):
             return 0.0
         post, run_dir = item.post, item.run_dir
@@ -231,9 +312,10 @@ class Courier:
         status = getattr(exc, "status", None)
         with self.outbox.lock:
             self._failures += 1
-            failures = self._failures
+            failures, probed = self._failures, self._probed
         delay = self.retry.delay(failures)
         failing = failures >= self.retry.failing_after
+        probe = False
         if isinstance(exc, discord.HTTPException):
             text = f"Discord answered {status}: {exc.text or exc.response.reason}"
             if status == 400 and item is not None and not item.plain:
@@ -251,12 +333,25 @@ class Courier:
                 text = (f"Discord answered {status}: the webhook was deleted or the URL is wrong; set a new one "
                         f"(try {tries} of {self.retry.gone_after})")
                 failing = True  # at once: retrying will not mend it (the log keeps the true count in a row)
+        elif isinstance(exc, ServerError):
+            text = f"Discord answered {exc.status}: {exc.text or exc.reason}"
+            probe = True
         elif what:
             text = f"{what}: {exc}"
         else:
             text = f"cannot reach Discord: {type(exc).__name__}: {exc}"
-        text = self._scrub(text)[:300]
-        wait = "retrying now as plain text" if delay == 0.0 else f"retrying in {delay:.1f} s"
+            probe = True
+        text = " ".join(self._scrub(text).split())[:300]  # one line, whatever Discord's body held
+        probe = probe and not probed and 0 < self.retry.probe_s < delay
+        with self.outbox.lock:
+            self._probe, self._probed = probe, False
+        if delay == 0.0:
+            wait = "retrying now as plain text"
+        elif probe:
+            wait = (f"retrying in {_seconds(delay)} s, or as soon as Discord answers a check of the webhook "
+                    f"(one every {self.retry.probe_s:g} s)")
+        else:
+            wait = f"retrying in {_seconds(delay)} s"
         # every failed attempt is one line in notifier.log (a repeat of the same error too): the
         # log is where a user counts the attempts and reads the gaps between them
         log.warning("Discord %s not delivered (failure %d in a row: %s); %s",
@@ -285,12 +380,17 @@ class Courier:
         return scrub(self.url, text)
 
 
+def _seconds(s: float) -> str:
+    """A wait as the log says it: 2.0, 0.7, and 0.05 (not rounded to 0.1: the log gives the real wait)."""
+    return f"{s:.1f}" if round(s, 1) == round(s, 2) else f"{s:.2f}"
+
+
 def _maybe_received(exc: BaseException, discord) -> bool:
     """A try that may have reached Discord though no answer came back: a timeout or a dropped
     connection, not an HTTP answer (Discord refused it) nor a connection never made."""
     import aiohttp
 
-    return not isinstance(exc, (discord.HTTPException, aiohttp.ClientConnectorError))
+    return not isinstance(exc, (discord.HTTPException, ServerError, aiohttp.ClientConnectorError))
 
 
 def _retry_after(exc) -> float:

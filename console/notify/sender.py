@@ -128,7 +128,7 @@ class Notifier:
             return False
         at = rd.utc_now()
         self.outbox.add_test(Item(None, make_test_post(host or socket.gethostname(), at), test_id=test_id))
-        self.courier.try_now()
+        self.courier.try_now("a test post was asked for")
         return True
 
     def set_url(self, url: str | None) -> None:
