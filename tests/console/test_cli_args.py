@@ -32,6 +32,7 @@ def _one_line(err: str) -> str:
     (["--http-timeout", "1e12"], "argument --http-timeout: must be more than 0 and at most 600"),
     (["--grace", "1e300"], "argument --grace: must be from 0 to 604800"),
     (["--grace", "nan"], "argument --grace: not a finite number"),
+    (["--probe", "-1"], "argument --probe: must be from 0 to 86400"),
     (["--every", "3", "--every", "4"], "--every is given twice (3, then 4); give it once"),
     (["--runs-dir", "a", "--runs-dir=b"], "--runs-dir is given twice (a, then b)"),
     (["--no-check", "--no-check"], "--no-check is given twice; give it once"),
