@@ -50,12 +50,13 @@ def wilson(k: int, n: int, alpha: float) -> tuple[float, float] | None:
 
 
 def _bets(z: np.ndarray, alpha: float) -> np.ndarray:
-    """The predictable plug-in bets l_i (before the cap at c/m): sqrt(2 log(2/alpha) / (sigma2_{i-1} i log(i+1)))."""
+    """The predictable plug-in bets l_i (before the cap at c/m), tuned for an interval read at n = len(z):
+    sqrt(2 log(2/alpha) / (n sigma2_{i-1})), sigma2 the running variance (prior 1/4 as one observation)."""
     t = np.arange(1, len(z) + 1, dtype=float)
     mu = (0.5 + np.cumsum(z)) / (t + 1)
     sig2 = (0.25 + np.cumsum((z - mu) ** 2)) / (t + 1)
     prev = np.concatenate([[0.25], sig2[:-1]])
-    return np.sqrt(2 * math.log(2 / alpha) / (prev * t * np.log(t + 1)))
+    return np.sqrt(2 * math.log(2 / alpha) / (len(z) * prev))
 
 
 def _log_capital_max(z: np.ndarray, lam: np.ndarray, m: np.ndarray) -> np.ndarray:
