@@ -331,3 +331,34 @@ def test_an_amendment_registers_real_trials_for_the_arms_it_adds_only(plan):
     assert not doc.problems
     assert selected_seeds(doc, "oracle") == before  # the base arms keep the read frozen with them
     assert selected_seeds(doc, "steady") == select_seeds(range(40), 5, 99)
+
+
+# ---------------------------------------------------------------- the report
+
+
+def test_the_report_states_the_real_read_in_results_md_json_and_the_story(plan, oracle_run, tmp_path):
+    from prereg.outputs.report import build_report
+    from prereg.stats.story import Story
+
+    doc = load(plan)
+    chosen = selected_seeds(doc, "oracle")
+    for s in range(40):
+        append_prediction(oracle_run, Prediction("oracle", s, 20, 20, 1.0))
+    _record(oracle_run, plan, {s: "failure" for s in chosen})
+    (oracle_run / rd.STATUS).write_text(json.dumps({"state": "done", "updated_at": "2026-12-07T13:00:00Z"}))
+    build_report(plan, {"oracle": oracle_run}, append=False, unregistered=True)
+    md = (oracle_run / rd.RESULTS).read_text()
+    assert "### Real trials: oracle" in md and "0/10 real successes" in md and "the sim is optimistic" in md
+    assert f"| {chosen[0]} | 1.00 | 20/20 | failure | 0 |" in md
+    res = json.loads((oracle_run / rd.RESULTS_JSON).read_text())
+    assert res["real"]["oracle"]["verdict"] == "optimistic" and res["real"]["oracle"]["recorded"][0] == 10
+    story = Story.from_dict(res["story"])
+    assert story.real[0].verdict == "optimistic" and ("real", "Real trials: " + story.real[0].sentence) in story.basis()
+    assert "Real trials: oracle real: 0/10" in (oracle_run / "results.html").read_text()
+    # an edit of the trials the report read is caught by the next report, and stays caught
+    text = (oracle_run / rd.REAL).read_text()
+    (oracle_run / rd.REAL).write_text(text.replace('"failure"', '"success"', 1))
+    for _ in range(2):
+        build_report(plan, {"oracle": oracle_run}, append=False, unregistered=True)
+        res = json.loads((oracle_run / rd.RESULTS_JSON).read_text())
+        assert "edited after a report" in res["real"]["oracle"]["sentence"]
