@@ -30,7 +30,7 @@ import numpy as np
 from prereg.core.wilson import wilson_interval, z_of
 
 THETA = 0.5  # the hedge: half the capital bets the mean is above m, half below
-BET_CAP = 0.5  # c: a bet never risks more than half the capital
+BET_CAP = 0.75  # c (WSR offer 1/2 or 3/4): a bet never risks more than 3/4 of the capital; 3/4 narrows UniformPPI (docs/real.md)
 GRID = 401
 
 

