@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         saved = []
         for n in NS:
             target = table[rho][n]["ppi_betting"][0]
-            need = float(np.interp(-target, -real_w, NS, left=NS[0], right=np.nan))
+            need = float(np.interp(-target, -real_w, NS, left=np.nan, right=np.nan))  # outside n 10-120: not drawn
             saved.append(np.nan if np.isnan(need) else 100 * (1 - n / need))
         ax.plot(NS, saved, color=c, lw=2, marker="o", label=f"rho {rho:g}")
     ax.axhline(0, color="0.3", lw=1)

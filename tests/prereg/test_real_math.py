@@ -35,14 +35,17 @@ WORLDS = [World(a=-0.3, a_sim=0.3, rho=0.9), World(rho=0.0), World(a=-1.2, a_sim
 
 
 @pytest.mark.parametrize("world", WORLDS, ids=["optimistic-correlated", "uninformative", "rare-success"])
-def test_every_interval_covers_the_real_rate_at_least_1_minus_alpha(world):
+def test_every_betting_interval_covers_the_real_rate_at_least_1_minus_alpha(world):
     reps = 100
     cov = _coverage(world, reps, big_n=120, n=30, seed=7)
     # the Monte-Carlo error of a rate near 0.95 over 100 draws is 0.022: a miss of the target by more
     # than 2.5 of them is a real under-coverage, not chance
     slack = 2.5 * math.sqrt(ALPHA * (1 - ALPHA) / reps)
-    for name, c in cov.items():
-        assert c >= 1 - ALPHA - slack, f"{name} covered {c:.3f} in {world}"
+    for name, c in cov.items():  # the betting intervals are valid at every n
+        if name != "ppi_normal":
+            assert c >= 1 - ALPHA - slack, f"{name} covered {c:.3f} in {world}"
+    # the normal twin is an approximation (the CLT at n = 30): near 1 - alpha, not held to it (docs/real.md)
+    assert cov["ppi_normal"] >= 1 - 2 * ALPHA - slack
 
 
 def test_the_betting_interval_holds_its_range_and_narrows_with_data():
