@@ -353,6 +353,8 @@ def test_the_report_states_the_real_read_in_results_md_json_and_the_story(plan, 
     res = json.loads((oracle_run / rd.RESULTS_JSON).read_text())
     assert res["real"]["oracle"]["verdict"] == "optimistic" and res["real"]["oracle"]["recorded"][0] == 10
     story = Story.from_dict(res["story"])
+    assert (story.arms[0].successes, story.arms[0].n) == (30, 40)  # the sim read: its rows only, never the real trials
+    story = Story.from_dict(res["story"])
     assert story.real[0].verdict == "optimistic" and ("real", "Real trials: " + story.real[0].sentence) in story.basis()
     assert "Real trials: oracle real: 0/10" in (oracle_run / "results.html").read_text()
     # an edit of the trials the report read is caught by the next report, and stays caught
