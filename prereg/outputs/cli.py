@@ -186,9 +186,22 @@ def cmd_validate(args) -> int:
     say(f"{doc.path}: {head} ({doc.prereg_id}; arms: {arms})")
     _print_savings(doc)
     _print_power(doc)
+    _print_real(doc)
     if lines:
         say("\n".join(lines))
     return _refused(doc, refusals, "") if refusals else EXIT_OK
+
+
+def _print_real(doc) -> None:
+    """Each registered real read and the seeds it selects, in the order the operator runs them (docs/real.md)."""
+    from prereg.document.real_spec import real_spec_of, selected_seeds
+
+    for a in doc.arms():
+        got = real_spec_of(doc, a.name)
+        if got is not None:
+            seeds = selected_seeds(doc, a.name)
+            say(f"real trials of {a.name}: {got[0].describe()}; seeds in order: {', '.join(map(str, seeds[:20]))}"
+                + (f" ... ({len(seeds)})" if len(seeds) > 20 else ""))
 
 
 def _print_savings(doc) -> None:

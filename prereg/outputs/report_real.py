@@ -45,6 +45,8 @@ def real_markdown(read: RealRead) -> list[str]:
         notes.append(f"{read.voids} void trial(s), not read (their seeds stay owed)")
     if read.repeats:
         notes.append(f"{read.repeats} later trial(s) on a seed already read: recorded, not read")
+    if read.unscored:
+        notes.append(f"{read.unscored} trial(s) without a progress, not read under the progress metric")
     if read.exploratory:
         notes.append(f"exploratory (not selected, never read): seeds {', '.join(map(str, read.exploratory))}")
     notes += [f"NOT the registered read: {printable(p)}" for p in read.problems]

@@ -81,6 +81,7 @@ class RealRead:
     sim_helps: bool | None = None
     voids: int = 0
     repeats: int = 0  # later trials on a seed already read: recorded, not read
+    unscored: int = 0  # trials without a progress under the progress metric: recorded, not read (the seed stays owed)
     exploratory: list[int] = field(default_factory=list)  # seeds tried that were not selected
     owed: list[int] = field(default_factory=list)  # selected seeds without a trial read yet
     problems: list[str] = field(default_factory=list)  # provenance: not the registered read
@@ -122,9 +123,10 @@ class RealRead:
 
 
 def _first_reads(selected, trials, metric):
-    """{seed: trial} the first non-void trial of each selected seed; voids, repeats, unselected seeds."""
+    """{seed: trial} the first non-void trial of each selected seed; voids, repeats, trials with no value under
+    the metric, unselected seeds."""
     chosen: dict[int, rr.Trial] = {}
-    voids = repeats = 0
+    voids = repeats = unscored = 0
     unselected: list[int] = []
     wanted = set(selected)
     for t in trials:
@@ -135,9 +137,11 @@ def _first_reads(selected, trials, metric):
                 unselected.append(t.seed)
         elif t.seed in chosen:
             repeats += 1
-        elif rr.trial_value(t, metric) is not None:
+        elif rr.trial_value(t, metric) is None:
+            unscored += 1
+        else:
             chosen[t.seed] = t
-    return chosen, voids, repeats, unselected
+    return chosen, voids, repeats, unscored, unselected
 
 
 def real_read(spec, arm: str, sim_seeds: Sequence[int], trials: Sequence[rr.Trial],
@@ -153,7 +157,7 @@ def real_read(spec, arm: str, sim_seeds: Sequence[int], trials: Sequence[rr.Tria
     selected = select_seeds(sim_seeds, min(spec.trials, len(set(sim_seeds))), spec.selection_seed)
     out = RealRead(arm, spec.metric, spec.alpha, spec.trials, selected, sum(1 for s in set(sim_seeds) if s in predictions),
                    prediction_source)
-    chosen, out.voids, out.repeats, out.exploratory = _first_reads(selected, trials, spec.metric)
+    chosen, out.voids, out.repeats, out.unscored, out.exploratory = _first_reads(selected, trials, spec.metric)
     _provenance(out, spec, trials, frozen_at, checkpoint_pin, edited)
     for s in selected:
         t = chosen.get(s)

@@ -364,3 +364,35 @@ def test_the_report_states_the_real_read_in_results_md_json_and_the_story(plan, 
         build_report(plan, {"oracle": oracle_run}, append=False, unregistered=True)
         res = json.loads((oracle_run / rd.RESULTS_JSON).read_text())
         assert "edited after a report" in res["real"]["oracle"]["sentence"]
+
+
+def test_validate_prints_the_registered_read_and_its_seeds_in_order(plan, capsys):
+    assert prereg_main(["validate", str(plan)]) == 0
+    out = capsys.readouterr().out
+    chosen = selected_seeds(load(plan), "oracle")
+    assert "real trials of oracle: 10 real trials on sim seeds drawn by selection seed 20261207" in out
+    assert "seeds in order: " + ", ".join(map(str, chosen)) in out
+
+
+def test_a_progress_read_pairs_the_operators_share_with_the_sims_mean_progress(tmp_path):
+    p = tmp_path / "progress.md"
+    p.write_text(PLAN.replace("metric: success", "metric: progress"))
+    freeze(p, now="2026-12-07T12:00:00Z", commit="0" * 40)
+    run = tmp_path / "run"
+    run.mkdir()
+    doc = load(p)
+    chosen = selected_seeds(doc, "oracle")
+    for s in range(40):
+        append_prediction(run, Prediction("oracle", s, 20, 10, 1.0, 0.5))
+    for i, s in enumerate(chosen):
+        append_trial(run, _trial(s, "failure", progress=0.5 + (0.05 if i % 2 else -0.05)))
+    read = read_run_real(doc, "oracle", run)
+    assert read.registered and read.n == 10 and read.mean_real == pytest.approx(0.5)
+    assert read.wilson is None and read.verdict == "consistent" and read.pairs[0].f == 0.5
+    assert "real mean progress 0.50 over 10" in read.sentence()
+    # a trial without a progress cannot be read under the progress metric: counted apart, its seed stays owed
+    other = tmp_path / "run2"
+    other.mkdir()
+    append_trial(other, _trial(chosen[0], "success"))
+    again = read_run_real(doc, "oracle", other)
+    assert again.unscored == 1 and again.n == 0 and chosen[0] in again.owed
