@@ -396,3 +396,22 @@ def test_a_progress_read_pairs_the_operators_share_with_the_sims_mean_progress(t
     append_trial(other, _trial(chosen[0], "success"))
     again = read_run_real(doc, "oracle", other)
     assert again.unscored == 1 and again.n == 0 and chosen[0] in again.owed
+
+
+def test_the_registrations_results_give_pearson_and_mmrv_across_arms_with_trials(plan, oracle_run, tmp_path):
+    from prereg.outputs.report import build_report
+
+    doc = load(plan)
+    chosen = selected_seeds(doc, "oracle")
+    clumsy = tmp_path / "runs" / "clumsy-1"
+    clumsy.mkdir()
+    (clumsy / rd.MANIFEST).write_text(json.dumps({"run_id": "clumsy-1", "arm": "clumsy"}))
+    (clumsy / rd.ROWS).write_text("".join(json.dumps(make_row(s, success=s % 2 == 0)) + "\n" for s in range(40)))
+    for run, arm, wins in ((oracle_run, "oracle", 9), (clumsy, "clumsy", 4)):
+        (run / rd.STATUS).write_text(json.dumps({"state": "done", "updated_at": "2026-12-07T13:00:00Z"}))
+        for i, s in enumerate(chosen):
+            append_trial(run, _trial(s, "success" if i < wins else "failure", arm=arm))
+    rep = build_report(plan, {"oracle": oracle_run, "clumsy": clumsy}, append=False, unregistered=True)
+    text = rep.registration_md.read_text()
+    assert "## Sim against real across arms" in text and "MMRV 0.000" in text
+    assert "| oracle | 0.750 | 0.900 |" in text and "| clumsy | 0.500 | 0.400 |" in text
