@@ -13,7 +13,8 @@ whether the sim helps, the per-seed table, and what keeps it from being the regi
   problems (the read is shown and said not to be the registered one);
 - real trials are never pooled with sim rows: the sim side is the prediction f only.
 
-`read_run_real(doc, arm, run_dir, reported=...)` gathers the inputs from a run directory;
+`read_run_real(doc, arm, run_dir, reported=...)` gathers the inputs from a run directory; `owed_seeds`
+says which selected seeds still need a trial, in order (cheap: the console's next set-up);
 `cross_arm(reads)` is SimplerEnv's Pearson r and MMRV across arms (checkpoints) with real trials.
 The math is prereg/stats/real_math.py's; the meaning of a trial and a prediction is
 prereg/rundir/real.py's.
@@ -284,6 +285,19 @@ def read_run_real(doc, arm: str, run_dir: str | Path, rows: Sequence[dict] = (),
                             f"{trials.bad[0].reason})")
     out.recorded = rr.real_digest(run_dir)
     return out
+
+
+def owed_seeds(doc, arm: str, run_dir: str | Path) -> tuple[int, ...]:
+    """The selected seeds of `arm` still without a trial read, in the order to run them (the console's
+    "set this up next"): no statistics computed; () when the plan registers no real read for the arm."""
+    from prereg.document.real_spec import real_spec_of, selected_seeds
+
+    got = real_spec_of(doc, arm)
+    if got is None:
+        return ()
+    chosen = selected_seeds(doc, arm)
+    read, *_ = _first_reads(chosen, rr.read_trials(run_dir, arm).trials, got[0].metric)
+    return tuple(s for s in chosen if s not in read)
 
 
 @dataclass(frozen=True)

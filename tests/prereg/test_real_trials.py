@@ -24,7 +24,7 @@ from prereg.rundir.real import (
     real_digest,
     trial_value,
 )
-from prereg.stats.real_read import NO_HELP, cross_arm, read_run_real
+from prereg.stats.real_read import NO_HELP, cross_arm, owed_seeds, read_run_real
 from tests.prereg.conftest import make_row
 
 SHA = "a" * 64
@@ -213,6 +213,7 @@ def test_unselected_void_and_repeated_trials_are_kept_apart(plan, oracle_run):
     read = read_run_real(doc, "oracle", oracle_run)
     assert read.exploratory == [other] and read.voids == 1 and read.repeats == 1
     assert (read.successes, read.n) == (1, 2) and read.owed == list(chosen[2:])
+    assert owed_seeds(doc, "oracle", oracle_run) == chosen[2:] and owed_seeds(doc, "nobody", oracle_run) == ()
     assert "8 of 10 still owed" in read.sentence()
 
 
