@@ -9,6 +9,7 @@ from prereg.core.errors import Problem
 from prereg.core.vocabulary import COVERAGE_MAX_UNCOVERED, FIRST_ACTION_MAX_DEG, RIG_TABLE_EPISODE_SECONDS, RIG_TABLE_SEEDS
 from prereg.document.comparison_spec import ComparisonSpec
 from prereg.document.layout import Layout, Section
+from prereg.document.real_spec import RealSpec
 from prereg.document.rules import Rule, rule_key
 from prereg.rundir.status import GateSpec
 
@@ -197,6 +198,7 @@ class Reads:
     secondary: tuple[str, ...] = ()
     comparators: tuple[Comparator, ...] = ()
     power: PowerPlan | None = None  # optional; None: the plan assumes nothing (validate shows illustrative figures)
+    real: RealSpec | None = None  # reads.real: registered real trials and their prediction-powered read (real_spec.py)
 
 
 @dataclass
