@@ -51,6 +51,7 @@ from console.fixtures import make_row, make_run_dir  # noqa: E402
 from console.notify.sender import Notifier  # noqa: E402
 from console.watcher import Watcher  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
+from prereg.rundir.files import write_json_atomic  # noqa: E402
 
 
 def write_many(root: Path, runs: int, rows_per_run: int) -> Path:
@@ -64,7 +65,7 @@ def write_many(root: Path, runs: int, rows_per_run: int) -> Path:
                              rows=rows, mtime=old)
             manifest = json.loads((d / rd.MANIFEST).read_text())
             manifest.update(seeds=list(range(rows_per_run // 2)), arms=[{"arm": "clumsy"}, {"arm": "steady"}])
-            rd.write_json_atomic(d / rd.MANIFEST, manifest)
+            write_json_atomic(d / rd.MANIFEST, manifest)
             os.utime(d / rd.MANIFEST, (old, old))
         else:
             make_run_dir(folder, run_id, total=rows_per_run, done=rows_per_run, mtime=old)
@@ -170,7 +171,7 @@ def bench_follow(folder: Path, w: Watcher, n: Notifier, start: int, appends: int
                 seed += 1
         status = json.loads((run / rd.STATUS).read_text())
         status["done"] = seed
-        rd.write_json_atomic(run / rd.STATUS, status)
+        write_json_atomic(run / rd.STATUS, status)
         c0 = time.process_time()
         w.poll_once(now=time.monotonic() + 10.0)
         cw += time.process_time() - c0

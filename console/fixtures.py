@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from prereg import rundir as rd
+from prereg.rundir.files import write_json_atomic
 from prereg.rundir.rows import complete_row
 
 FIXED_TIME = 1_780_000_000.0  # 2026-05-28T20:26:40Z, the clock of snapshot tests
@@ -64,15 +65,15 @@ def make_run_dir(
         "gates": gates if gates is not None else {"gpu_hours": 0.5, "pace_limit_hours": 1.0, "pace_after_episodes": 10},
         "started_at": "2026-01-01T00:00:00Z",
     }
-    rd.write_json_atomic(d / rd.MANIFEST, manifest)
-    rd.write_json_atomic(d / rd.STATUS, {
+    write_json_atomic(d / rd.MANIFEST, manifest)
+    write_json_atomic(d / rd.STATUS, {
         "state": state, "done": done, "total": total, "elapsed_s": elapsed_s,
         "projected_wall_s": elapsed_s * total / done if done else None,
         "gpu_hours": gpu_hours, "gpu_hours_source": "allocated", "reason": None,
         "updated_at": "2026-01-01T00:10:00Z", "errors": 0,
     })
     if pid is not None:
-        rd.write_json_atomic(d / rd.PID, pid)
+        write_json_atomic(d / rd.PID, pid)
     rows = rows if rows is not None else [make_row(s, run_id=run_id, arm=arm) for s in range(done)]
     with open(d / rd.ROWS, "w") as f:
         for row in rows:

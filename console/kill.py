@@ -24,8 +24,10 @@ import psutil
 
 from prereg import rundir as rd
 from prereg.rundir.discovery import run_process
+from prereg.rundir.files import utc_now, write_json_atomic
 from prereg.rundir.fold import Plan, RowsFold, fold_rows
 from prereg.rundir.rows import read_rows
+from prereg.rundir.stop import one_line
 
 MIN_GRACE_S = 10.0
 GRACE_MARGIN_S = 15.0  # beyond the longest episode: writing its row and video, the final files
@@ -127,12 +129,12 @@ def record_kill(run_dir: str | Path, who: str | None = None, killed_after: float
     detail = (f"killed from the console ({how}); {len(lost)} {what} without a row, which a resume runs"
               + (f": in flight when killed [{_listed(flying)}]; never started {len(lost) - len(flying)}"
                  if flying else f": [{_listed(lost)}]"))
-    stop = rd.StopReason(rd.BY_KILL, rd.one_line(detail), who=who, at=rd.utc_now())
+    stop = rd.StopReason(rd.BY_KILL, one_line(detail), who=who, at=utc_now())
     ended = replace(status, schema=status.schema or rd.STATUS_SCHEMA, state=rd.STOPPED, stop=stop, reason=stop.text(),
                     lost_seeds=lost, in_flight_seeds=flying, done=fold.episodes,
-                    total=len(seeds) * max(1, len(arms)) or status.total, updated_at=rd.utc_now())
+                    total=len(seeds) * max(1, len(arms)) or status.total, updated_at=utc_now())
     try:
-        rd.write_json_atomic(run_dir / rd.STATUS, ended.to_dict())
+        write_json_atomic(run_dir / rd.STATUS, ended.to_dict())
     except OSError as exc:
         return f"its final state could not be written ({exc.strerror or exc})"
     return f"recorded as stopped by kill ({len(lost)} {what} without a row; R resumes them)"

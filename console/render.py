@@ -16,6 +16,7 @@ from prereg import rundir as rd
 from prereg.core.words import plural
 from prereg.rundir.files import FINAL_STATES
 from prereg.rundir.gates import OK, PENDING, TRIPPED, WARN, GateReading, PaceInputs, evaluate_gates
+from prereg.rundir.manifest import tripwire_table
 from prereg.rundir.outcomes import (
     CARRIED,
     DROPPED,
@@ -32,7 +33,7 @@ from prereg.rundir.outcomes import (
     episode_outcome,
 )
 from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM, number
-from prereg.rundir.status import GateSpec, gpu_hours_source
+from prereg.rundir.status import GateSpec, gpu_hours_source, status_reason_text
 from prereg.stats.curtail import pace_text, settled_text
 from prereg.stats.story import INVALID, VALID
 from prereg.stats.story import PENDING as NOT_JUDGED  # gates have a PENDING of their own
@@ -151,7 +152,7 @@ def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
     if info.stop is not None and info.recorded_state not in FINAL_STATES:
         t.append(f"\nSTOP requested by {info.stop.text()}"
                  " — waiting for the in-flight episodes to finish", style="yellow")
-    reason = rd.status_reason_text(info.status)
+    reason = status_reason_text(info.status)
     if reason and info.recorded_state in FINAL_STATES:
         t.append(f"\n{info.recorded_state}: {reason}", style="yellow" if info.recorded_state != rd.FAILED else "red")
     t.append_text(tripwires_text(info))
@@ -181,7 +182,7 @@ def header_text(info: RunInfo, loading: bool, restart_reason: str) -> Text:
 def tripwires_text(info: RunInfo) -> Text:
     """The plan's registered tripwires (gates.tripwires): their per-joint tables when they failed (the
     run stopped before its first episode), one line when they passed, nothing when none ran."""
-    passed, table = rd.tripwire_table(info.status, info.manifest)
+    passed, table = tripwire_table(info.status, info.manifest)
     t = Text()
     if passed is True:
         t.append("\nregistered tripwires passed before the first episode", style="green")

@@ -16,6 +16,7 @@ from console import kill, preregs, runs
 from console.runs import shown_path
 from console.widgets.dialogs import ConfirmScreen, ResultsScreen
 from prereg import rundir as rd
+from prereg.rundir.lock import lock_holder
 
 
 class RunActions:
@@ -130,7 +131,7 @@ class RunActions:
         if info.state not in (rd.STOPPED, rd.FAILED, rd.DIED):
             self.notify(f"{info.run_id} is {info.state}: only a stopped, failed or died run is resumed", severity="warning")
             return
-        holder = rd.lock_holder(info.path)
+        holder = lock_holder(info.path)
         if holder is not None:
             self.notify(f"{info.run_id} is being written by process {holder.get('pid', '?')}: not resumed",
                         severity="error", timeout=10)

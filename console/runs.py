@@ -32,6 +32,8 @@ from prereg.rundir.discovery import (  # noqa: F401 - re-exported: the console's
     run_process,
     run_sort_key,
 )
+from prereg.rundir.files import load_json_object, utc_iso
+from prereg.rundir.lock import lock_holder
 from prereg.rundir.runstate import RunState, ShowsState, episodes_done, planned_total
 from prereg.stats.story import Story
 
@@ -131,7 +133,7 @@ def read_run(path: str | Path) -> RunInfo:
 
 def read_story(run_dir: Path) -> Story | None:
     """The report's story of the run (results.json's `story`), None before a report or from an older one."""
-    res, _why = rd.load_json_object(run_dir / rd.RESULTS_JSON)  # None, and why, when missing or unreadable
+    res, _why = load_json_object(run_dir / rd.RESULTS_JSON)  # None, and why, when missing or unreadable
     return Story.from_dict(res.get("story")) if isinstance(res, dict) else None
 
 
@@ -156,7 +158,7 @@ def archive_run(run_dir: str | Path) -> Path:
     """Move a run directory into RUNS/.archive/ (a rename on the same file system). Refuses a
     directory whose lock is held (a driver writes it); the caller checks the run has ended."""
     run_dir = Path(run_dir)
-    holder = rd.lock_holder(run_dir)
+    holder = lock_holder(run_dir)
     if holder is not None:
         raise RunBusy(f"{run_dir} is being written by process {holder.get('pid', '?')}: not archived")
     dest_root = run_dir.parent / ARCHIVE
@@ -188,7 +190,7 @@ def launch_detached(argv: list[str], run_dir: str | Path, cwd: str | Path | None
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    holder = rd.lock_holder(run_dir)
+    holder = lock_holder(run_dir)
     if holder is not None:  # the driver would refuse too; say it here, before a second process starts
         raise RunBusy(f"{run_dir} is being written by process {holder.get('pid', '?')}; "
                       "wait for it to end or stop it first")
@@ -208,7 +210,7 @@ def run_env(environ=None) -> dict:
 
 def request_stop(run_dir: str | Path, who: str, detail: str, now: float | None = None) -> Path:
     """Write STOP (a user's request): the driver finishes in-flight episodes, starts no new one, exits `stopped`."""
-    at = rd.utc_iso(time.time() if now is None else now)
+    at = utc_iso(time.time() if now is None else now)
     return rd.write_stop(run_dir, rd.StopReason(rd.BY_USER, detail, who=who, at=at), only_if_absent=False)
 
 

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from prereg import rundir as rd
+from prereg.rundir.files import new_run_id, run_stamp, stamp_of
 
 REPO = Path(__file__).resolve().parent.parent
 OWNERS = {REPO / "prereg" / "rundir" / name for name in ("__init__.py", "files.py", "rows.py", "outcomes.py")}
@@ -88,12 +89,12 @@ def test_the_state_check_finds_what_it_looks_for():
 
 
 def test_the_run_id_format_is_defined_once():
-    assert rd.new_run_id("p", "a", 0).endswith(rd.run_stamp(0)) and rd.stamp_of(rd.new_run_id("p", "a", 0)) == rd.run_stamp(0)
+    assert new_run_id("p", "a", 0).endswith(run_stamp(0)) and stamp_of(new_run_id("p", "a", 0)) == run_stamp(0)
     found = []
     for path in _sources():
         text = path.read_text(encoding="utf-8")
         for i, line in enumerate(text.splitlines(), 1):
             for fmt in RUN_ID_FORMATS:
                 if fmt in line:
-                    found.append(f"{path.relative_to(REPO)}:{i}: {line.strip()} (use rd.run_stamp / rd.stamp_of)")
+                    found.append(f"{path.relative_to(REPO)}:{i}: {line.strip()} (use run_stamp / stamp_of)")
     assert not found, "\n".join(found)

@@ -39,7 +39,8 @@ from console.notify.ledger import INFLIGHT
 from console.notify.outbox import Gone, Item, Outbox
 from console.notify.webhook import mask_webhook_url, quiet_discord_logging, scrub
 from console.notify.wording import CHART_NAME
-from prereg import rundir as rd
+from prereg.core.errors import FontaineError
+from prereg.rundir.files import utc_now
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ NO_ANSWER_REPEAT = "may repeat: an earlier try of this post got no answer from D
 SERVER_ERROR_TEXT_MAX = 2048  # bytes of a 5xx's body read for its message
 
 
-class ServerError(Exception):
+class ServerError(FontaineError):
     """Discord answered 5xx: raised from the HTTP session as the answer arrives, so that each one is
     one failed attempt of ours (logged, backed off by our policy), not one of discord.py's silent retries."""
 
@@ -286,7 +287,7 @@ class Courier:
             ledger.record_post(run_dir, post.key, post.kind, post.episodes, message.id, post.covers)
         self.outbox.sending = None
         if item.test_id is not None:
-            self.outbox.test_results[item.test_id] = {"state": "sent", "message_id": str(message.id), "at": rd.utc_now()}
+            self.outbox.test_results[item.test_id] = {"state": "sent", "message_id": str(message.id), "at": utc_now()}
         with self.outbox.lock:
             self.sent += 1
         self._answered_ok()

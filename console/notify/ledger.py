@@ -29,7 +29,9 @@ from pathlib import Path
 
 from prereg import rundir as rd
 from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, check_regular, read_regular
+from prereg.rundir.files import append_line, typed_field, utc_now, write_json_atomic
 from prereg.rundir.fold import Plan, RowsFold
+from prereg.rundir.lock import FileLock, Locked, lock_holder_at
 from prereg.rundir.tail import RowsTailer
 
 log = logging.getLogger(__name__)
@@ -86,10 +88,10 @@ class NotifierDoc:
         if not isinstance(d, Mapping):
             return cls(problems=(f"{where}: not a JSON object",) if d is not None else ())
         probs: list[str] = []
-        kw = {name: rd.typed_field(d, name, kinds, probs, where) for name, kinds in _DOC_FIELDS.items()}
-        tests = rd.typed_field(d, "tests", (dict,), probs, where) or {}
+        kw = {name: typed_field(d, name, kinds, probs, where) for name, kinds in _DOC_FIELDS.items()}
+        tests = typed_field(d, "tests", (dict,), probs, where) or {}
         kw["tests"] = {k: v for k, v in tests.items() if isinstance(k, str) and isinstance(v, dict)}
-        queued = rd.typed_field(d, "tests_queued", (list,), probs, where) or []
+        queued = typed_field(d, "tests_queued", (list,), probs, where) or []
         kw["tests_queued"] = tuple(q for q in queued if isinstance(q, str))
         return cls(**kw, problems=tuple(probs))
 
@@ -109,10 +111,10 @@ _DOC_FIELDS = {
 # --- the lock: one notifier per runs folder ----------------------------------------------------
 
 
-NotifierLocked = rd.Locked
+NotifierLocked = Locked
 
 
-class NotifierLock(rd.FileLock):
+class NotifierLock(FileLock):
     """An exclusive flock on DIR/.notifier/lock, held for the notifier's life (the same lock as a
     run directory's); released by the kernel however the process ends."""
 
@@ -121,7 +123,7 @@ class NotifierLock(rd.FileLock):
 
 
 def lock_held(runs_dir: Path) -> bool:
-    return rd.lock_holder_at(home(runs_dir) / LOCK) is not None
+    return lock_holder_at(home(runs_dir) / LOCK) is not None
 
 
 # --- the ledger ---------------------------------------------------------------------------------
@@ -183,12 +185,12 @@ def unreadable_files(run_dir: Path) -> list[str]:
 
 def append_ledger(run_dir: Path, entry: dict) -> None:
     """One line, flushed and fsynced: the post exists in Discord and must not be sent again."""
-    rd.append_line(Path(run_dir) / LEDGER, dict(sorted(entry.items())))
+    append_line(Path(run_dir) / LEDGER, dict(sorted(entry.items())))
 
 
 def mark_in_flight(run_dir: Path, key: str, kind: str) -> None:
     """Name the post about to be sent (raises OSError when it cannot be written: do not send)."""
-    rd.write_json_atomic(run_dir / INFLIGHT, {"key": key, "kind": kind, "at": rd.utc_now("milliseconds")})
+    write_json_atomic(run_dir / INFLIGHT, {"key": key, "kind": kind, "at": utc_now("milliseconds")})
 
 
 def record_post(run_dir: Path, key: str, kind: str, episodes: int, message_id: int, covers: tuple[str, ...] = ()) -> None:
@@ -196,7 +198,7 @@ def record_post(run_dir: Path, key: str, kind: str, episodes: int, message_id: i
     marker stays, so a restarted notifier re-sends this post marked as a possible repeat."""
     try:
         entry = {"kind": kind, "key": key, "episodes": episodes,
-                 "message_id": str(message_id), "at": rd.utc_now("milliseconds")}
+                 "message_id": str(message_id), "at": utc_now("milliseconds")}
         if covers:
             entry["covers"] = list(covers)  # missed milestones this catch-up listed
         append_ledger(run_dir, entry)
@@ -210,8 +212,8 @@ def note_webhook_gone(run_dir: Path, *, status: int | None, tries: int, webhook:
     """One line in the run's ledger: these posts are owed and the webhook is gone (`webhook`
     is the masked URL)."""
     try:
-        rd.append_line(run_dir / LEDGER, {"event": "webhook_gone", "status": status, "tries": tries,
-                                          "webhook": webhook, "owed": owed, "at": rd.utc_now("milliseconds")})
+        append_line(run_dir / LEDGER, {"event": "webhook_gone", "status": status, "tries": tries,
+                                          "webhook": webhook, "owed": owed, "at": utc_now("milliseconds")})
     except OSError as exc:
         log.error("cannot write %s: %s", run_dir / LEDGER, exc)
 

@@ -29,6 +29,7 @@ from console.notify.webhook import ENV_URL, SETUP_HINT, fingerprint, mask_webhoo
 from prereg import rundir as rd
 from prereg.core.argcheck import module_argv
 from prereg.rundir.discovery import run_process
+from prereg.rundir.files import utc_now, write_json_atomic
 
 log = logging.getLogger("fontaine.notifier")
 
@@ -82,7 +83,7 @@ def request_test(runs_dir: Path | str, host: str | None = None) -> str:
     rid = f"test-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"
     folder = home(runs_dir) / REQUESTS
     folder.mkdir(parents=True, exist_ok=True)
-    rd.write_json_atomic(folder / f"{rid}.json", {"kind": "test", "host": host, "at": rd.utc_now()})
+    write_json_atomic(folder / f"{rid}.json", {"kind": "test", "host": host, "at": utc_now()})
     return rid
 
 

@@ -74,8 +74,9 @@ from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES
 from prereg.core.words import plural
 from prereg.rundir.gates import TRIPPED, WARN, PaceInputs, evaluate_gates, projected_wall_s
+from prereg.rundir.manifest import tripwire_record
 from prereg.rundir.outcomes import OUTCOME_LABELS
-from prereg.rundir.status import gpu_hours_source
+from prereg.rundir.status import gpu_hours_source, status_reason_text, status_stop
 from prereg.stats.comparison_report import live_evidence, savings
 from prereg.stats.curtail import settled_text
 
@@ -405,7 +406,7 @@ def _alerts(snap: RunSnapshot) -> list[Post]:
             else:
                 out.append(_tripwire(snap, r.name, r.message))
     elif snap.state == rd.STOPPED:
-        stop = rd.status_stop(snap.status) or rd.read_stop(snap.run_dir)
+        stop = status_stop(snap.status) or rd.read_stop(snap.run_dir)
         if stop is not None and stop.by == rd.BY_GATE:
             out.append(_tripwire(snap, stop.gate or "gate", stop.detail))
     return out
@@ -459,7 +460,7 @@ def _tripwire_lines(snap: RunSnapshot, room: int) -> list[str]:
     """A run stopped by its registered tripwires: each failing tripwire's joints, one short line a joint
     (tripwire_joint_lines: every joint, the gripper too, no 130-column table a phone cuts), at most
     `room` characters, cut at a line. A record without per-joint rows gives its failures' one-liners."""
-    record = rd.tripwire_record(snap.status, snap.manifest)
+    record = tripwire_record(snap.status, snap.manifest)
     if record is None or record.get("passed") is not False:
         return []
     lines = []
@@ -499,7 +500,7 @@ def _post(snap: RunSnapshot, kind: str, key: str, content: str, title: str, desc
 
 
 def _reason(snap: RunSnapshot) -> str:
-    reason = rd.status_reason_text(snap.status)
+    reason = status_reason_text(snap.status)
     if not reason:
         stop = rd.read_stop(snap.run_dir)
         reason = stop.text() if stop else ""

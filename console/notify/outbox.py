@@ -28,6 +28,7 @@ from console.notify.ledger import RunBook, read_ledger_keys, run_signature
 from console.notify.snapshot import EVERY_EPISODES, read_snapshot
 from console.notify.wording import END_KINDS, RESULTS, Post
 from prereg import rundir as rd
+from prereg.rundir.files import mtime_age_s, utc_now
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ class Outbox:
                 book.load()
             contract = rd.read_snapshot(run_dir)
             if contract.status is not None and contract.status.final and msgs.forgotten(
-                    True, book.keys, rd.mtime_age_s(run_dir / rd.STATUS), self.catch_up_s):
+                    True, book.keys, mtime_age_s(run_dir / rd.STATUS), self.catch_up_s):
                 book.sig, book.over = sig, True  # ended long ago, never posted about: owed nothing, rows unread
                 return []
             fold = book.follow_rows(contract.manifest)
@@ -223,7 +224,7 @@ class Outbox:
             for item in [i for i in self.queue if i.test_id is not None]:
                 if item is not self.sending:
                     self.queue.remove(item)
-                    self.test_results[item.test_id] = {"state": "dropped", "reason": reason, "at": rd.utc_now()}
+                    self.test_results[item.test_id] = {"state": "dropped", "reason": reason, "at": utc_now()}
             self.changed.notify_all()
 
     def dropped_meanwhile(self, item: Item) -> bool:

@@ -32,7 +32,7 @@ from console.notify.outbox import Item, Outbox
 from console.notify.snapshot import EVERY_EPISODES
 from console.notify.webhook import webhook_setting
 from console.notify.wording import make_test_post
-from prereg import rundir as rd
+from prereg.rundir.files import utc_now
 
 log = logging.getLogger(__name__)
 
@@ -119,14 +119,14 @@ class Notifier:
         """Queue a test post (also retries a failing queue now). False when posts are off or the
         webhook is gone (then `test_results[test_id]` says dropped, and why). Its outcome, sent
         or dropped, lands in `test_results[test_id]`."""
-        test_id = test_id or rd.utc_now("milliseconds")
+        test_id = test_id or utc_now("milliseconds")
         gone = self.outbox.gone
         why = ("Discord posts are off" if self.courier.url is None else "the notifier is stopping" if self.outbox.closed
                else gone.text if gone else None)
         if why:
-            self.test_results[test_id] = {"state": "dropped", "reason": why, "at": rd.utc_now()}
+            self.test_results[test_id] = {"state": "dropped", "reason": why, "at": utc_now()}
             return False
-        at = rd.utc_now()
+        at = utc_now()
         self.outbox.add_test(Item(None, make_test_post(host or socket.gethostname(), at), test_id=test_id))
         self.courier.try_now("a test post was asked for")
         return True

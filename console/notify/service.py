@@ -55,6 +55,7 @@ from prereg.core.errors import UsageError, log_to, run_cli
 from prereg.core.limits import MAX_SEEDS
 from prereg.core.safe_read import os_error_why
 from prereg.rundir.discovery import discover_runs
+from prereg.rundir.files import utc_now, write_json_atomic
 from prereg.rundir.runstate import driver_live
 
 TESTS_KEPT = 5
@@ -139,7 +140,7 @@ class Service:
         self.args = args
         self.stop = threading.Event()
         self.file_sig: tuple | None = None
-        self.started_at = rd.utc_now()
+        self.started_at = utc_now()
         self.tests: dict[str, dict] = {}  # request id -> outcome, the newest TESTS_KEPT
         self.pending_tests: dict[str, Path] = {}
         self.config_error: str | None = None
@@ -200,7 +201,7 @@ class Service:
         n.close(timeout=min(5.0, self.args.http_timeout))
         self._collect_tests()
         for rid in list(self.pending_tests):
-            self._answer(rid, {"state": "dropped", "reason": "the notifier stopped before it was sent", "at": rd.utc_now()})
+            self._answer(rid, {"state": "dropped", "reason": "the notifier stopped before it was sent", "at": utc_now()})
         self.write_status(live=0, exited=reason)
         log.info("notifier exited (%s)", reason)
         return 0
@@ -264,12 +265,12 @@ class Service:
         st = self.notifier.state
         doc = NotifierDoc(
             schema=STATUS_SCHEMA, pid=self.ident["pid"], create_time=self.ident["create_time"],
-            started_at=self.started_at, updated_at=rd.utc_now(), state=st.name, error=st.last_error, line=st.line(),
+            started_at=self.started_at, updated_at=utc_now(), state=st.name, error=st.last_error, line=st.line(),
             pending=st.pending, sent=st.sent, target=st.target, fingerprint=fingerprint(self.notifier.url),
             live_runs=live, grace_s=self.args.grace, tests=self.tests, tests_queued=tuple(sorted(self.pending_tests)),
-            closing=closing, exited=exited, exited_at=rd.utc_now() if exited else None)
+            closing=closing, exited=exited, exited_at=utc_now() if exited else None)
         try:
-            rd.write_json_atomic(home(self.runs_dir) / STATUS, doc.to_dict())
+            write_json_atomic(home(self.runs_dir) / STATUS, doc.to_dict())
         except OSError as exc:
             log.warning("cannot write the notifier status: %s", exc)
 

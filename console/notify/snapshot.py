@@ -16,6 +16,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, read_regular
 from prereg.rundir.discovery import GONE, UNKNOWN, liveness
+from prereg.rundir.files import mtime_age_s
 from prereg.rundir.fold import ONE_ARM, Plan, RowsFold, fold_rows
 from prereg.rundir.outcomes import ERROR, RowCounts
 from prereg.rundir.rows import read_rows
@@ -128,8 +129,8 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, fold: RowsFold | N
         results_md=read_text(results),
         results_json=read_json_object(run_dir / rd.RESULTS_JSON) if results.exists() else None,
         chart_png=read_chart(run_dir / rd.CHART) if results.exists() else None,
-        heartbeat_age_s=rd.mtime_age_s(run_dir / rd.HEARTBEAT, now),
-        status_age_s=rd.mtime_age_s(run_dir / rd.STATUS, now),
+        heartbeat_age_s=mtime_age_s(run_dir / rd.HEARTBEAT, now),
+        status_age_s=mtime_age_s(run_dir / rd.STATUS, now),
         now=now,
         present=tuple(name for name, doc in ((rd.MANIFEST, contract.manifest), (rd.STATUS, contract.status)) if doc is not None),
         problems=(*[line for line in contract.unreadable_lines if line.startswith((rd.MANIFEST, rd.STATUS))], *contract.problems),

@@ -27,6 +27,7 @@ from console.widgets.text import TextBlock
 from prereg import rundir as rd
 from prereg.core.safe_read import CHART_MAX_BYTES, Unreadable, check_regular
 from prereg.outputs.publish import SPACE_KEY
+from prereg.rundir.files import load_json_object
 from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM
 
 
@@ -237,7 +238,7 @@ class ResultsScreen(ModalScreen[None]):
         from console.cell_chart import results_cell_chart
 
         width = min(100, self.app.size.width) - 8  # the dialog's width (app.py's #results) less frame, padding, scrollbar
-        results, _why = rd.load_json_object(self.run_dir / rd.RESULTS_JSON)
+        results, _why = load_json_object(self.run_dir / rd.RESULTS_JSON)
         return results_cell_chart(results, max(40, width))
 
     def show_output(self, code: int, output: str, cells: Text | None = None) -> None:

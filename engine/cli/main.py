@@ -3,7 +3,7 @@
 Bad input (an unknown flag value, a seed count out of bounds, a run directory that cannot be
 written or is being written by another process, a missing GL library, a checkpoint that cannot
 be loaded, an unfrozen or edited pre-registration, a flag the pre-registration decides) gets one
-clear line on stderr and exit code 2, never a traceback. Exit codes: prereg.rundir.EXIT_* (0
+clear line on stderr and exit code 2, never a traceback. Exit codes: prereg.core.errors.EXIT_* (0
 done, 1 failed, 2 bad input, 3 stopped); the table is in docs/run-directory.md. Every error is
 mapped to its line and code in one place, prereg.core.errors.run_cli, by its class.
 """
@@ -22,7 +22,7 @@ from engine.cli.parser import build_parser, explicit_flags  # noqa: E402 - MUJOC
 from engine.cli.resolve import check_ray_host, resolve  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
 from prereg.core.argcheck import parse_once  # noqa: E402
-from prereg.core.errors import RunFailed, UsageError, log_to, run_cli  # noqa: E402
+from prereg.core.errors import EXIT_DONE, EXIT_FAILED, EXIT_STOPPED, RunFailed, UsageError, log_to, run_cli  # noqa: E402
 from prereg.core.safe_read import NotWritable, check_output  # noqa: E402
 from prereg.core.untrusted import say  # noqa: E402
 from prereg.core.vocabulary import PLUGIN  # noqa: E402
@@ -133,7 +133,7 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
                                 f"({why}); it is in {run_dir / name}") from None
     if result.state == rd.FAILED:
         say(f"fontaine-eval: failed: {result.reason}", file=sys.stderr, flush=True)
-    return {rd.DONE: rd.EXIT_DONE, rd.STOPPED: rd.EXIT_STOPPED}.get(result.state, rd.EXIT_FAILED)
+    return {rd.DONE: EXIT_DONE, rd.STOPPED: EXIT_STOPPED}.get(result.state, EXIT_FAILED)
 
 
 DEVICE_RE = re.compile(r"cpu|cuda(:[0-9]{1,3})?|mps", re.ASCII)

@@ -22,6 +22,7 @@ from prereg.core.errors import UsageError
 from prereg.core.limits import MAX_SEED, MAX_SEEDS
 from prereg.core.safe_read import why_not_a_folder
 from prereg.core.video_draw import parse_video_draw
+from prereg.rundir.files import new_run_id, run_stamp
 
 
 def refuse_decided(args, decided: tuple[str, ...], by: str, hint: str) -> None:
@@ -131,7 +132,7 @@ def _resolve_prereg(args):
 
     launch = resolve_launch(args.prereg, args.arm)  # a PreregError is bad input (exit 2)
     spec = _launch_policy(args, launch)
-    run_id = args.run_id or (args.run_dir.name if args.run_dir else rd.new_run_id(launch.prereg_id, launch.arm))
+    run_id = args.run_id or (args.run_dir.name if args.run_dir else new_run_id(launch.prereg_id, launch.arm))
     run_dir = args.run_dir or args.runs_dir / run_id
     config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
                        episode_seconds=launch.episode_seconds, workers=workers_for(launch.workers or 1, len(launch.seeds)),
@@ -193,7 +194,7 @@ def _resolve_comparison(args):
         except ValueError as exc:  # the package's own refusal (StepUnavailable, a UsageError, passes through)
             raise UsageError(f"{args.prereg}: test: step cannot be built for {len(seeds)} seeds ({exc})") from None
     label = comparison_label(a.arm, b.arm)
-    run_id = args.run_id or (args.run_dir.name if args.run_dir else rd.new_run_id(a.prereg_id, label))
+    run_id = args.run_id or (args.run_dir.name if args.run_dir else new_run_id(a.prereg_id, label))
     run_dir = args.run_dir or args.runs_dir / run_id
     workers = max(a.workers or 1, b.workers or 1)
     config = RunConfig(run_id=run_id, arm=label, policy=specs[a.arm], seeds=seeds,
@@ -446,4 +447,4 @@ def check_video_draw(draw: str, seeds=None) -> str:
 
 
 def _stamp() -> str:
-    return rd.run_stamp()
+    return run_stamp()

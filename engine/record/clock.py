@@ -15,7 +15,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from prereg import rundir as rd
+from prereg.rundir.files import touch_heartbeat
 from prereg.rundir.gates import PaceInputs, fair_projected_wall_s, projected_wall_s
 
 
@@ -81,7 +81,7 @@ def beating(run_dir: Path, every_s: float):
     def beat() -> None:
         while not done.wait(every_s):
             try:
-                rd.touch_heartbeat(run_dir)
+                touch_heartbeat(run_dir)
             except OSError:
                 pass
 

@@ -15,6 +15,8 @@ from engine.record.config import RunConfig
 from engine.record.errors import DriverError
 from engine.record.manifest import manifest_record
 from prereg import rundir as rd
+from prereg.core.safe_read import Unreadable
+from prereg.rundir.files import touch_heartbeat, utc_now, write_json_atomic, write_pid
 
 RESERVE_BYTES = 256 * 1024  # freed on a full disk so that the final status.json and rows.json fit
 
@@ -41,11 +43,11 @@ class RunRecord:
         """The videos folder, the pid, the first heartbeat, the rows file opened for appending, and
         the reserve; the row writer."""
         (self.run_dir / rd.VIDEOS).mkdir(exist_ok=True)
-        rd.write_pid(self.run_dir)
-        rd.touch_heartbeat(self.run_dir)
+        write_pid(self.run_dir)
+        touch_heartbeat(self.run_dir)
         try:
             self.rows_writer = rd.RowWriter(self.run_dir / rd.ROWS)
-        except rd.Unreadable as exc:
+        except Unreadable as exc:
             raise DriverError(f"{self.run_dir / rd.ROWS} {exc.why}: rows cannot be written there; "
                               "remove it, or choose another --run-dir") from None
         try:  # room to record a failure if the disk fills up (freed by `write_end`)
@@ -66,11 +68,11 @@ class RunRecord:
                 return
             self._resume_noted = True
             manifest = rd.read_json(path) or {}
-            manifest.setdefault("resumes", []).append({"at": rd.utc_now(), "argv": self.argv, "host": socket.gethostname()})
+            manifest.setdefault("resumes", []).append({"at": utc_now(), "argv": self.argv, "host": socket.gethostname()})
         else:
             manifest = manifest_record(self.cfg, policy_resolved=policy_resolved, gpus=gpus,
                                        argv=self.argv, started_at=self.started_at)
-        rd.write_json_atomic(path, manifest)
+        write_json_atomic(path, manifest)
 
     def merge_manifest(self, extra: dict) -> None:
         """What is known only later (the executor's description, the tripwires' record): on a resume,
@@ -78,15 +80,15 @@ class RunRecord:
         path = self.run_dir / rd.MANIFEST
         manifest = rd.read_json(path) or {}
         (manifest["resumes"][-1] if self.resume and manifest.get("resumes") else manifest).update(extra)
-        rd.write_json_atomic(path, manifest)
+        write_json_atomic(path, manifest)
 
     # -- status and the end
 
     def write_status(self, status: rd.Status) -> None:
-        rd.write_json_atomic(self.run_dir / rd.STATUS, status.to_dict())
+        write_json_atomic(self.run_dir / rd.STATUS, status.to_dict())
 
     def write_summary(self, summary: dict, rows: list[dict]) -> None:
-        rd.write_json_atomic(self.run_dir / rd.ROWS_SUMMARY, {"summary": summary, "rows": rows})
+        write_json_atomic(self.run_dir / rd.ROWS_SUMMARY, {"summary": summary, "rows": rows})
 
     def write_end(self, failed: bool, write_status: Callable[[], None], write_summary: Callable[[], None],
                   say: Callable[[str], None]) -> None:
@@ -105,7 +107,7 @@ class RunRecord:
             pass
         status, summary = (rd.STATUS, write_status), (rd.ROWS_SUMMARY, write_summary)
         order = (status, summary) if failed else (summary, status)
-        for what, write in (*order, (rd.HEARTBEAT, lambda: rd.touch_heartbeat(self.run_dir))):
+        for what, write in (*order, (rd.HEARTBEAT, lambda: touch_heartbeat(self.run_dir))):
             try:
                 write()
             except Exception as exc:  # noqa: BLE001 - a failure being recorded must not hide the first one

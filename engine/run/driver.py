@@ -50,8 +50,10 @@ from engine.workers.executor import Executor, ExecutorFactory, local_executor
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError, RunFailed, UsageError, write_traceback
 from prereg.core.limits import DEFAULT_TERM_GRACE_S
+from prereg.core.safe_read import Unreadable
 from prereg.core.untrusted import redacted
 from prereg.core.webhook_env import scrub_webhooks
+from prereg.rundir.files import done_stop_name, set_aside_bad_rows, touch_heartbeat, utc_now
 from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.gates import evaluate_gates, first_tripped
 from prereg.rundir.outcomes import is_error
@@ -105,7 +107,7 @@ class _Driver(StopProtocol):
         self.argv = [redacted(str(a)) for a in argv]  # the manifest's record of the command: a token typed there is not kept
         self.make_executor = executor
         self.clock = RunClock()
-        self.started_at = rd.utc_now()
+        self.started_at = utc_now()
         self.record = RunRecord(cfg, run_dir, self.argv, resume, self.started_at)  # manifest, status, the end
         self.rows: list[dict] = []  # every row of the run (prior rows on resume included)
         self.session_done = 0
@@ -212,8 +214,8 @@ class _Driver(StopProtocol):
         self.record.check_writable()
         if self.resume:
             try:
-                read, bad = rd.set_aside_bad_rows(self.run_dir)
-            except rd.Unreadable as exc:
+                read, bad = set_aside_bad_rows(self.run_dir)
+            except Unreadable as exc:
                 raise DriverError(f"{self.run_dir / rd.ROWS} {exc.why}: the run's rows cannot be read; "
                                   "move it aside (or restore the rows) and resume again") from None
             for b in bad:
@@ -226,7 +228,7 @@ class _Driver(StopProtocol):
             self.clock.prior_s = elapsed if elapsed is not None and 0 <= elapsed < 1e9 else 0.0
             stop = self.run_dir / rd.STOP
             if stop.exists():  # the stop that ended the last session is history, kept in the log
-                stop.rename(self.run_dir / rd.done_stop_name(time.time()))
+                stop.rename(self.run_dir / done_stop_name(time.time()))
         self.writer = self.record.open()
 
     def _load_policy(self) -> None:
@@ -387,7 +389,7 @@ class _Driver(StopProtocol):
         now = time.monotonic()
         if now - self._last_hb >= HEARTBEAT_EVERY_S:
             self._check_rows_file()
-            rd.touch_heartbeat(self.run_dir)
+            touch_heartbeat(self.run_dir)
             self._last_hb = now
         if now - self._last_status >= STATUS_EVERY_S:
             self._write_status(rd.STOPPING if self.stop else rd.RUNNING)
@@ -461,7 +463,7 @@ class _Driver(StopProtocol):
             gates=[g.as_dict() for g in self._gate_readings()] if state != rd.STARTING else [],
             tripwires={k: self.tripwires.get(k) for k in ("passed", "failed", "checked_at", "table")} if self.tripwires else None,
             pid=os.getpid(),
-            updated_at=rd.utc_now(),
+            updated_at=utc_now(),
         )
         self.record.write_status(status)
 

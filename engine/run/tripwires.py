@@ -3,7 +3,7 @@
 The lab notes' rule: the shim's tripwires are "mandatory, pre-GPU: fail -> report, don't run". The
 driver calls `run_registered` once the policy is loaded and before any worker starts; the result
 (every per-joint table, the rig table it was judged on, the verdict) goes into the manifest
-(`prereg.rundir.MANIFEST_TRIPWIRES`) and the log, and a failure is a `TripwireFailed`: the run ends
+(`prereg.rundir.TRIPWIRES_FIELD`) and the log, and a failure is a `TripwireFailed`: the run ends
 `failed` with a reason starting `tripwire`, exit 2, nothing spent on episodes.
 
 - coverage: the rig table is the scripted oracle's rollouts on the run's own scene
@@ -27,6 +27,7 @@ from prereg import rundir as rd
 from prereg.core.errors import UsageError
 from prereg.core.vocabulary import FIRST_ACTION_SEEDS
 from prereg.document.model import Tripwires, tripwires_from_dict
+from prereg.rundir.stop import one_line
 
 
 class TripwireFailed(UsageError):
@@ -123,7 +124,7 @@ def run_registered(cfg, policies: dict, *, policy_descriptions: dict | None = No
 
 def failure_reason(record: dict) -> str:
     """status.json's one line: `tripwire coverage: wrist_roll 54% uncovered (span mismatch ...)`."""
-    return rd.one_line(f"{rd.TRIPWIRE_REASON} " + "; ".join(record.get("failed") or ["failed"]))
+    return one_line(f"{rd.TRIPWIRE_REASON} " + "; ".join(record.get("failed") or ["failed"]))
 
 
 def _run_arm(cfg, spec, plan: Tripwires, policy, description: dict | None, rig_cache: dict, log) -> dict:

@@ -54,7 +54,7 @@ from pathlib import Path
 from engine.record.errors import DriverError
 from engine.scaleout.connect import _first_line, connect, require_ray
 from engine.scaleout.shard import Shard, as_job, job_parts, job_words, shard_env, shards_policy
-from prereg import rundir as rd
+from prereg.rundir.files import utc_now
 from prereg.rundir.row import Row
 
 STEP_WAIT_S = 1.0  # longest a step call waits on its shard before it reports back anyway
@@ -397,7 +397,7 @@ class RayPool:
         self.requeued_total.extend(seeds)
         self.lost_shards.append({"shard": shard.index, "node_id": shard.node_id, "node_ip": shard.node_ip,
                                  "host": shard.info.get("host"), "reason": reason, "seeds_requeued": seeds,
-                                 "at": rd.utc_now()})
+                                 "at": utc_now()})
         self.log(f"ray: lost shard {shard.index} on {shard.node_ip} ({reason}); "
                  f"its unfinished seeds {seeds} go to the other shards")
         self._kill(shard)

@@ -45,9 +45,9 @@ from engine.workers.worker import (
     StartFailed,
     worker_main,
 )
-from prereg import rundir as rd
 from prereg.core.errors import UsageError
 from prereg.core.video_draw import films
+from prereg.rundir.files import utc_now
 from prereg.rundir.row import Row
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -274,7 +274,7 @@ class LocalPool:
         if w.seed is not None:
             row = Row.episode(w.seed, worker=w.wid, arm=w.arm, episode_seconds=self.cfg.episode_seconds,
                               error=f"worker {w.wid} died (exit code {code}) during this episode",
-                              finished_at=rd.utc_now())
+                              finished_at=utc_now())
             w.seed = None
         if self.respawn and self.worker_crashes <= 2 * max(1, len(self.workers)):
             self.log(f"worker {w.wid} died (exit code {code}); starting a replacement")

@@ -24,6 +24,7 @@ from engine.process.signals import ignore_stop_signals
 from engine.workers.video import VideoWriter
 from prereg import rundir as rd
 from prereg.core.errors import FontaineError
+from prereg.rundir.files import utc_now
 from prereg.rundir.row import Row
 
 HEAVY_MODULES = ("torch", "lerobot", "transformers", "matplotlib", "ray")  # a worker that only simulates has none
@@ -142,7 +143,7 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
             continue
         seed, film, arm = msg.seed, msg.film, getattr(msg, "arm", None)
         spec, horizon, needs_images, needs_priv, predict = predictors[arm]
-        started = rd.utc_now()
+        started = utc_now()
         t0 = time.monotonic()
         video_rel, writer, note = None, None, None
         try:
@@ -250,7 +251,7 @@ def _alive(pid: int) -> bool:
 
 def _error_row(seed, wid, arm, cfg, started, t0, message) -> Row:
     return Row.episode(seed, worker=wid, arm=arm, error=message, episode_seconds=cfg.episode_seconds,
-                       started_at=started, finished_at=rd.utc_now(), wall_s=round(time.monotonic() - t0, 3))
+                       started_at=started, finished_at=utc_now(), wall_s=round(time.monotonic() - t0, 3))
 
 
 class _PredictFailed(FontaineError):

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import yaml
 
-from prereg import rundir as rd
 from prereg.core.errors import PreregError
 from prereg.document.layout import Layout, Section, amendment_marker, seal_marker
 from prereg.document.read import load
-from prereg.rundir.files import utc_now
+from prereg.rundir.files import utc_now, write_text_atomic
 
 SEAL_FORMAT = "fontaine-seal/1"
 TOP_KEY_RE = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:")
@@ -234,7 +233,7 @@ def freeze(path: str | Path, *, now: str | None = None, commit: str | None = Non
 
 def write_lines(path: Path, lines: list[str]) -> None:
     """Atomic rewrite (tmp + rename), so a crash never leaves half a pre-registration."""
-    rd.write_text_atomic(path, "\n".join(lines).rstrip("\n") + "\n", keep_mode=True, named=True)
+    write_text_atomic(path, "\n".join(lines).rstrip("\n") + "\n", keep_mode=True, named=True)
 
 
 # ---------------------------------------------------------------- amend

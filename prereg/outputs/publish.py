@@ -46,6 +46,7 @@ from urllib.parse import quote
 from prereg import rundir as rd
 from prereg.core.errors import RunFailed, UsageError
 from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, read_regular, why_not_a_folder
+from prereg.rundir.files import load_json_object, write_json_atomic, write_text_atomic
 from prereg.rundir.rows import read_rows, row_video, rows_by_seed
 from prereg.rundir.runstate import snapshot_state
 
@@ -406,7 +407,7 @@ _WHAT = {rd.RESULTS: "the run's results", rd.RESULTS_JSON: "the run's results, f
 
 def _report_json(path: Path) -> dict:
     """results.json's object, read bounded (a FIFO or a file past the limit is a problem, not a wait)."""
-    obj, why = rd.load_json_object(path)
+    obj, why = load_json_object(path)
     if obj is None:
         raise UsageError(f"{path}: cannot be read ({why.removeprefix(path.name + ': ')}); "
                          "run `fontaine-prereg report` again")
@@ -436,7 +437,7 @@ def _report_text(path: Path) -> str:
 
 
 def _json_text(obj: dict) -> str:
-    return json.dumps(obj, indent=2) + "\n"  # as rd.write_json_atomic writes it
+    return json.dumps(obj, indent=2) + "\n"  # as write_json_atomic writes it
 
 
 # ---------------------------------------------------------------- recording
@@ -479,8 +480,8 @@ def record(plan: PublishPlan, pub: Published) -> list[Path]:
         body = [x for x in kept if not x.startswith((PUBLISHED_LINE, PAGE_LINE))]
         while body and not body[-1].strip():
             body.pop()
-        rd.write_json_atomic(res_path, obj)
-        rd.write_text_atomic(md_path, "\n".join(body) + "\n\n" + "\n".join([*records, line]) + "\n")
+        write_json_atomic(res_path, obj)
+        write_text_atomic(md_path, "\n".join(body) + "\n\n" + "\n".join([*records, line]) + "\n")
         written += [res_path, md_path]
     return written
 

@@ -12,11 +12,11 @@ import re
 import sys
 from urllib.parse import urlsplit
 
-from prereg import rundir as rd
 from prereg.core.errors import UsageError
 from prereg.core.untrusted import secret_in
 from prereg.outputs.publish import SPACE, Published, PublishFailed, PublishPlan, _commit_url, _repo_url
 from prereg.outputs.publish_space import space_front
+from prereg.rundir.files import utc_now
 
 
 def hub_endpoint() -> str:
@@ -84,7 +84,7 @@ def publish(plan: PublishPlan, *, private: bool = False, log=print) -> Published
             step = f"reading the head commit of {repo}"
             head = api.repo_info(repo, repo_type=kind, revision=plan.revision).sha
             return Published(repo, plan.revision or "main", head, _commit_url(endpoint, repo, kind, head), endpoint,
-                             rd.utc_now(), kind, 0, len(contents))
+                             utc_now(), kind, 0, len(contents))
         log(f"sending {len(send)} of {len(contents)} files to {_repo_url(endpoint, repo, kind)} in one commit"
             + (f" ({len(contents) - len(send)} unchanged, not sent)" if len(send) < len(contents) else "") + " ...")
         step = f"committing {len(send)} files to {repo}"
@@ -95,7 +95,7 @@ def publish(plan: PublishPlan, *, private: bool = False, log=print) -> Published
                                  commit_description=_description(plan))
     except Exception as exc:  # noqa: BLE001 - every failure talking to the hub: one line, nothing published
         raise PublishFailed(_scrub(_failure_line(exc, step, repo, endpoint), token)) from None
-    return Published(repo, plan.revision or "main", info.oid, info.commit_url, endpoint, rd.utc_now(), kind,
+    return Published(repo, plan.revision or "main", info.oid, info.commit_url, endpoint, utc_now(), kind,
                      len(send), len(contents))
 
 

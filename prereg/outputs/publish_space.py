@@ -22,6 +22,7 @@ from prereg.outputs.publish import (
     _run_plans,
     local_roots,
 )
+from prereg.rundir.files import utc_now
 
 
 def plan_space(prereg_path: str | Path, runs: dict[str, Path] | None, *, repo_id: str, runs_dir: str | Path = "runs",
@@ -89,7 +90,7 @@ def space_front(plan: PublishPlan, held: dict, contents: dict[str, bytes]) -> di
     entries = [(p, p.rsplit("/", 1)[-1].removesuffix(".results.html") + (f": {plan.title}" if p == ours else ""))
                for p in pages]
     title = f"{plan.repo_id.split('/')[-1]}: reports"
-    out = {"index.html": space_index(title, entries, rd.utc_now()[:10]).encode()}
+    out = {"index.html": space_index(title, entries, utc_now()[:10]).encode()}
     if "README.md" not in held:
         out["README.md"] = (f"---\ntitle: {plan.repo_id.split('/')[-1]}\nsdk: static\napp_file: index.html\n"
                             "pinned: false\n---\n\nPre-registered evaluations reported by `fontaine-prereg publish "

@@ -57,7 +57,7 @@ from prereg.outputs.report_read import (
     registration_results_name,
 )
 from prereg.outputs.report_real import cross_arm_markdown, real_markdown
-from prereg.rundir import utc_now
+from prereg.rundir.files import utc_now, write_json_atomic, write_text_atomic
 from prereg.stats.chart import per_seed_chart
 from prereg.stats.comparison_report import ComparisonRead, comparison_runs
 from prereg.stats.reads import ArmReads, Verdict
@@ -277,7 +277,7 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
     doc_json["chart"] = chart_record(series, paired, colors)  # what the console draws in cells
     doc_json["story"] = story.as_dict()  # what every surface leads with
     doc_json["real"] = {r.reads.arm: r.real.as_dict() for r in reps if r.real is not None}  # recorded: a later edit shows
-    rd.write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
+    write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
     page = run_dir / PAGE  # the same objects as a page, written last: it links the files above
     write_shown(page, run_page(doc, reps, judgement, now, colors, unregistered=unregistered,
                                         registration=reg_page, story=story))
@@ -290,7 +290,7 @@ def write_shown(path: Path, text: str) -> None:
     """A report's text file (results.md, results.html, the registration's), every secret's shape redacted and
     every control character shown as an escape (prereg.core.untrusted.printable): `cat results.md` or a page
     never acts on an ESC or BEL a title, an arm name or a reason brought in."""
-    rd.write_text_atomic(path, printable(text))
+    write_text_atomic(path, printable(text))
 
 
 def chart_record(series: list[ArmReads], paired, colors: dict) -> dict:

@@ -16,8 +16,10 @@ from prereg.document.launch import resolve_launch
 from prereg.document.model import Comparator, Document
 from prereg.outputs.provenance import manifest_problems
 from prereg.rundir.discovery import newest_registered_run
+from prereg.rundir.files import load_json_object, time_problems
 from prereg.rundir.rows import RowsRead, read_rows
 from prereg.rundir.runstate import snapshot_state
+from prereg.rundir.status import status_reason_text
 from prereg.stats import curtail
 from prereg.stats.chart import paired_delta_chart
 from prereg.stats.comparison_report import ComparisonRead, read_comparison, registered_comparison
@@ -195,9 +197,9 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
                                   f"{len(got.bad)} line(s) of rows.jsonl are not valid rows (listed below)"))
     ended = status.updated_at if status is not None and status.state in rd.FINAL_STATES else None
     reads.checks += [Check("record", None, None, False, why)
-                     for why in rd.time_problems(rows, m.started_at if m is not None else None, ended)]
+                     for why in time_problems(rows, m.started_at if m is not None else None, ended)]
     if reads.n == 0 and state not in rd.LIVE_STATES:  # a refused or failed start is no evidence of anything
-        why = rd.status_reason_text(status)
+        why = status_reason_text(status)
         reads.checks.append(Check("episodes", 0, None, False, f"no episodes: the run is {state} with no row"
                                   + (f" ({why})" if why else "")))
     decided = curtail.savings_note(status, reads)
@@ -225,7 +227,7 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
 def real_of_run(doc: Document, arm: str, run_dir: Path, rows) -> RealRead | None:
     """The arm's real read, checked against what the last report of this run read of real.jsonl: an edit
     since is a provenance problem, and stays one (the earlier record is kept)."""
-    before, _ = rd.load_json_object(run_dir / rd.RESULTS_JSON)
+    before, _ = load_json_object(run_dir / rd.RESULTS_JSON)
     got = (before or {}).get("real")
     reported = got.get(arm, {}).get("recorded") if isinstance(got, dict) and isinstance(got.get(arm), dict) else None
     read = read_run_real(doc, arm, run_dir, rows, reported=reported)

@@ -17,6 +17,7 @@ from prereg import rundir as rd
 from prereg.core.vocabulary import COMPARATOR_READS
 from prereg.document.model import Document
 from prereg.rundir.discovery import discover_runs
+from prereg.rundir.files import first_row_at, parse_utc
 from prereg.rundir.rows import read_rows
 
 NEVER = datetime.max.replace(tzinfo=timezone.utc)  # an event without a time sorts last
@@ -52,7 +53,7 @@ def registration_runs(doc: Document, runs_dirs) -> list[RunTimes]:
                 continue
             rows = read_rows(d / rd.ROWS).rows
             arms = tuple(m.arms) if m.is_comparison else (m.arm or "?",)
-            out.append(RunTimes(d, arms, sections[m.prereg.sha256], m.started_at, rd.first_row_at(rows)))
+            out.append(RunTimes(d, arms, sections[m.prereg.sha256], m.started_at, first_row_at(rows)))
     return out
 
 
@@ -87,12 +88,12 @@ def timeline(doc: Document, runs_dirs=()) -> list[Event]:
                  f"{', '.join(sorted(a for a in b.attrs.get('by', '').removeprefix('arms=').split(',') if a))}"
                  if b.superseded else "; live")
         events.append(Event(b.attrs.get("at", ""), f"results section for {arms} appended (line {b.start + 1}{state})"))
-    return sorted(events, key=lambda e: rd.parse_utc(e.at) or NEVER)
+    return sorted(events, key=lambda e: parse_utc(e.at) or NEVER)
 
 
 def _after_data(doc: Document, sm, runs: list[RunTimes]) -> list[str]:
     """Why this section's rules are exploratory against runs that had rows before it was frozen."""
-    frozen = rd.parse_utc(sm.section.seal.attrs.get("frozen_at", ""))
+    frozen = parse_utc(sm.section.seal.attrs.get("frozen_at", ""))
     if frozen is None:
         return []
     named = {a for r in sm.rules for a in r.arms()}
@@ -101,7 +102,7 @@ def _after_data(doc: Document, sm, runs: list[RunTimes]) -> list[str]:
     named |= {sm.comparison.arm_a, sm.comparison.arm_b} if sm.comparison else set()
     out = []
     for r in runs:
-        t = rd.parse_utc(r.first_row_at)
+        t = parse_utc(r.first_row_at)
         hit = sorted(set(named) & set(r.arms))
         if t is not None and hit and frozen > t:
             out.append(f"{sm.section.name} was frozen after the first row of run {r.run_dir.name} "

@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 
 from prereg import rundir as rd
+from prereg.rundir.files import stamp_of
 
 CREATE_TIME_TOLERANCE_S = 1.0
 
@@ -30,7 +31,7 @@ def run_sort_key(run_id: str, started_at: str | None = None) -> tuple[str, str]:
     named by hand (`--run-dir runs/oracle50`) has no time in its name: it sorts by `started_at`
     (the manifest's UTC start, ISO), and only without one as the oldest (a live hand-named run
     sat at the bottom of the list, off screen at 80x24)."""
-    return (rd.stamp_of(run_id) or _stamp_of_iso(started_at) or "", run_id)
+    return (stamp_of(run_id) or _stamp_of_iso(started_at) or "", run_id)
 
 
 def _stamp_of_iso(when: str | None) -> str | None:

@@ -287,12 +287,12 @@ class Plan:
     def registered_before(self, data_at: str | None) -> "Plan":
         """The rules frozen no later than the run's first row (`data_at`): a rule written once the data
         existed (an amendment frozen mid-run) is exploratory, and never stops the run."""
-        from prereg import rundir as rd
+        from prereg.rundir.files import parse_utc
 
-        t = rd.parse_utc(data_at)
+        t = parse_utc(data_at)
         if t is None:
             return self
-        keep = [i for i, f in enumerate(self.frozen) if (rd.parse_utc(f) or t) <= t]
+        keep = [i for i, f in enumerate(self.frozen) if (parse_utc(f) or t) <= t]
         return Plan(self.arm, self.sha256, self.seeds, self.interval, [self.rules[i] for i in keep],
                     self.other_arms, [self.keys[i] for i in keep], [self.frozen[i] for i in keep])
 
@@ -352,11 +352,11 @@ def check_run(prereg: dict | None, arm: str, rows: list[dict], run_dir: Path) ->
     move the decision. Only rules frozen before the run's first row are read (`Plan.registered_before`).
     {"at": the prefix length, "total": planned, "all": every rule settled,
     "rules": [{key, condition, settled, verdict, why}...]}."""
-    from prereg import rundir as rd
+    from prereg.rundir.files import first_row_at
     from prereg.rundir.rows import plan_prefix, rows_by_seed
 
     plan = load_plan(prereg, arm)
-    plan = plan.registered_before(rd.first_row_at(rows)) if plan is not None else None
+    plan = plan.registered_before(first_row_at(rows)) if plan is not None else None
     if plan is None or not plan.rules:
         return None
     states = sibling_states(plan, run_dir)

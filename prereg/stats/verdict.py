@@ -50,6 +50,7 @@ from prereg.core.vocabulary import COMPARATOR_READS
 from prereg.document.comparison_spec import ComparisonSpec
 from prereg.document.model import Document
 from prereg.document.rules import Rule
+from prereg.rundir.files import first_row_at, parse_utc
 from prereg.rundir.rows import plan_prefix, rows_by_seed
 from prereg.stats import curtail
 from prereg.stats.comparison import Decision, decide
@@ -96,7 +97,7 @@ class ArmEvidence:
     paired: Paired | None = None  # the paired reads against that comparator
     external: bool = False  # a comparator run named by path, outside the registration's arms
     run_dir: Path | None = None
-    first_row_at: str | None = None  # when its data first existed (prereg.rundir.first_row_at), None: not known
+    first_row_at: str | None = None  # when its data first existed (prereg.rundir.files.first_row_at), None: not known
     comparison_of: tuple[str, ...] | None = None  # read as one arm of a comparison run of these arms
 
     @property
@@ -149,7 +150,7 @@ def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Seque
                        state or (status.state if status is not None else None),
                        stop.by if stop else None, stop.detail if stop else "", resumes, external=external,
                        run_dir=run_dir,
-                       first_row_at=rd.first_row_at(rows, manifest.started_at if manifest is not None else None,
+                       first_row_at=first_row_at(rows, manifest.started_at if manifest is not None else None,
                                                     *resumes),
                        comparison_of=comparison_of)
 
@@ -176,11 +177,11 @@ def data_time(frozen: str, arms, evidence: Mapping[str, "ArmEvidence"]) -> tuple
     Registered means frozen no later than the data: a section frozen after the first row of a run it
     reads (to the second, as seals and rows are stamped) was written with the data there to see."""
     firsts = sorted((t, a, ev.first_row_at) for a in arms for ev in (evidence.get(a),) if ev is not None
-                    for t in (rd.parse_utc(ev.first_row_at),) if t is not None)
+                    for t in (parse_utc(ev.first_row_at),) if t is not None)
     if not firsts:
         return "", ""
     t0, arm, text = firsts[0]
-    when = rd.parse_utc(frozen)
+    when = parse_utc(frozen)
     late = f"frozen {frozen}, after the first row of {arm}'s run ({text})" if when is not None and when > t0 else ""
     return f"{arm} {text}", late
 

@@ -17,6 +17,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from console.fixtures import make_row  # noqa: E402
 from prereg import rundir as rd  # noqa: E402
+from prereg.rundir.files import touch_heartbeat
 from prereg.rundir.files import write_json_atomic as write_json  # noqa: E402
 
 
@@ -63,7 +64,7 @@ def main() -> None:
     next_row = time.time() + args.row_every
     deadline = time.time() + args.linger
     while time.time() < deadline:
-        rd.touch_heartbeat(d)
+        touch_heartbeat(d)
         stop = None if args.ignore_term else rd.read_stop(d)
         if stop is not None:
             status("stopped", stop.text())

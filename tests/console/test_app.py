@@ -11,6 +11,7 @@ from textual.widgets import Select
 
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen, ResultsScreen
 from prereg import rundir as rd
+from prereg.rundir.files import write_json_atomic
 from tests.console.conftest import make_app, make_row, make_run_dir, notified, plain, press_button, wait_file, wait_for
 
 
@@ -700,7 +701,7 @@ async def test_a_hand_named_run_directory_sorts_by_when_it_started(runs_dir):
     make_run_dir(runs_dir, "demo-tiny-engine-scripted-20260103-000000", total=6, done=6)
     d = make_run_dir(runs_dir, "oracle50", total=50, done=3, state="running")
     manifest = json.loads((d / rd.MANIFEST).read_text())
-    rd.write_json_atomic(d / rd.MANIFEST, {**manifest, "started_at": "2026-01-02T09:30:00Z"})
+    write_json_atomic(d / rd.MANIFEST, {**manifest, "started_at": "2026-01-02T09:30:00Z"})
     app = make_app(runs_dir)
     async with app.run_test(size=(80, 24)) as pilot:
         table = app.screen.query_one("#runs")

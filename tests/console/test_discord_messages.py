@@ -274,13 +274,14 @@ def test_updates_say_when_the_decision_was_settled(tmp_path):
     from console.notify.messages import progress_lines
     from console.notify.snapshot import read_snapshot
     from prereg import rundir as rd
+    from prereg.rundir.files import write_json_atomic
 
     settled = {"at": 63, "total": 100, "all": True,
                "rules": [{"condition": "successes >= 20", "settled": True, "verdict": "does not hold"}]}
     for name, gates in (("registered", {"decided": "stop"}), ("information", {})):
         d = make_run_dir(tmp_path, name, state="running", done=70, total=100, gates=gates)
         status = rd.read_json(d / rd.STATUS)
-        rd.write_json_atomic(d / rd.STATUS, {**status, "settled": settled})
+        write_json_atomic(d / rd.STATUS, {**status, "settled": settled})
         said = any("settled at 63/100" in line for line in progress_lines(read_snapshot(d)))
         # a curtailment the plan registered decides; one it did not is the driver's note, never a decision
         assert said == (name == "registered")

@@ -320,15 +320,15 @@ def test_a_dead_webhook_is_tried_at_most_3_times_then_reads_webhook_gone_and_res
 
 
 def test_webhook_gone_is_published_only_once_the_ledger_says_so(fake, make_notifier, tmp_path, monkeypatch):
-    from prereg import rundir as rd
+    from console.notify import ledger
 
-    append_line = rd.append_line
+    append_line = ledger.append_line
 
     def slow_disk(path, obj):  # a slow fsync: the ledger line lands well after the 404 is counted
         time.sleep(0.3)
         append_line(path, obj)
 
-    monkeypatch.setattr(rd, "append_line", slow_disk)
+    monkeypatch.setattr(ledger, "append_line", slow_disk)
     run = HandMadeRun(tmp_path, total=100).episodes(10)
     fake.fail_next(404, times=3)
     n = make_notifier()

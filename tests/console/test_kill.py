@@ -12,17 +12,18 @@ import pytest
 
 from console import kill, runs
 from prereg import rundir as rd
+from prereg.rundir.files import write_json_atomic
 from tests.helpers import wait_until
 
 FAKE_DRIVER = Path(__file__).parent / "fake_driver.py"
 
 
 def test_the_grace_is_the_runs_longest_episode_plus_a_margin(tmp_path):
-    rd.write_json_atomic(tmp_path / rd.MANIFEST, {"episode_seconds": 30.0, "seeds": [0, 1]})
+    write_json_atomic(tmp_path / rd.MANIFEST, {"episode_seconds": 30.0, "seeds": [0, 1]})
     assert kill.grace_s(tmp_path) == 1.5 * 30 + kill.GRACE_MARGIN_S  # a 30 s episode always outlasted 10 s
     (tmp_path / rd.ROWS).write_text(json.dumps({"seed": 0, "wall_s": 100.0}) + "\n")
     assert kill.grace_s(tmp_path) >= 100  # a slow policy: the walls seen so far count
-    rd.write_json_atomic(tmp_path / rd.MANIFEST, {"episode_seconds": "x"})
+    write_json_atomic(tmp_path / rd.MANIFEST, {"episode_seconds": "x"})
     assert kill.grace_s(tmp_path) >= kill.MIN_GRACE_S
 
 
@@ -73,17 +74,17 @@ def test_a_driver_that_dies_on_sigterm_without_its_end_is_recorded_too(tmp_path)
 
 
 def test_a_driver_that_writes_its_own_end_is_left_alone(tmp_path):
-    rd.write_json_atomic(tmp_path / rd.STATUS, {"state": "stopped", "reason": "signal: SIGTERM received"})
+    write_json_atomic(tmp_path / rd.STATUS, {"state": "stopped", "reason": "signal: SIGTERM received"})
     assert kill.record_kill(tmp_path) is None
     assert json.loads((tmp_path / rd.STATUS).read_text())["reason"] == "signal: SIGTERM received"
 
 
 def test_a_killed_comparison_run_lists_its_episodes_by_arm_and_seed(tmp_path):
     """A comparison run's episode is (arm, seed): a seed with a row of one arm only still owes the other."""
-    rd.write_json_atomic(tmp_path / rd.MANIFEST, {"arm": "a-vs-b", "seeds": [0, 1, 2], "episode_seconds": 5.0,
+    write_json_atomic(tmp_path / rd.MANIFEST, {"arm": "a-vs-b", "seeds": [0, 1, 2], "episode_seconds": 5.0,
                                                   "arms": [{"arm": "a", "policy": {"kind": "scripted"}},
                                                            {"arm": "b", "policy": {"kind": "scripted"}}]})
-    rd.write_json_atomic(tmp_path / rd.STATUS, {"state": "running", "done": 3, "total": 6,
+    write_json_atomic(tmp_path / rd.STATUS, {"state": "running", "done": 3, "total": 6,
                                                 "in_flight_seeds": [["b", 1], ["a", 2]]})
     (tmp_path / rd.ROWS).write_text("".join(json.dumps({"arm": a, "seed": s, "status": "ok", "success": False}) + "\n"
                                             for a, s in (("a", 0), ("b", 0), ("a", 1))))

@@ -10,6 +10,7 @@ from textual.widgets import Select
 
 from console.widgets.dialogs import ConfirmScreen, LaunchScreen
 from prereg import rundir as rd
+from prereg.core.errors import EXIT_DONE
 from tests.console.conftest import make_app, make_row, make_run_dir, notified, plain, press_button, wait_for
 from tests.helpers import returns_within
 
@@ -253,7 +254,6 @@ def test_a_module_in_the_consoles_working_folder_never_shadows_a_launched_runs(t
     import subprocess
 
     from console.runs import scripted_launch_argv
-    from prereg import rundir as rd
     from tests.helpers import REPO
 
     (tmp_path / "random.py").write_text('raise SystemExit("the working folder\'s random.py was imported")\n')
@@ -261,7 +261,7 @@ def test_a_module_in_the_consoles_working_folder_never_shadows_a_launched_runs(t
     argv = scripted_launch_argv(run_dir, num_seeds=1, episode_seconds=0.5, workers=1) + ["--video-draw", "none"]
     out = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert out.returncode == rd.EXIT_DONE and "random.py was imported" not in out.stdout + out.stderr, out.stderr[-2000:]
+    assert out.returncode == EXIT_DONE and "random.py was imported" not in out.stdout + out.stderr, out.stderr[-2000:]
 async def test_at_80x24_the_launch_buttons_stay_on_screen_and_long_settings_wrap_under_their_values(runs_dir, prereg_dir):
     """The dialog outgrows 24 rows once a document is chosen: its buttons are docked at its bottom
     (they were below the fold), and a long setting wraps under its value, not under the labels."""

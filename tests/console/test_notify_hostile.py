@@ -128,7 +128,7 @@ def test_the_notifier_status_file_is_a_type_and_a_wrong_field_never_crashes_the_
 
     from console.notify.ledger import STATUS, NotifierDoc, home
     from console.notify.link import NotifierLink, read_status
-    from prereg import rundir as rd
+    from prereg.rundir.files import write_json_atomic
 
     me = psutil.Process()
     doc = NotifierDoc(schema=1, pid=me.pid, create_time=me.create_time(), state="ok", line="Discord: ok", sent=3,
@@ -138,7 +138,7 @@ def test_the_notifier_status_file_is_a_type_and_a_wrong_field_never_crashes_the_
     home(runs).mkdir(parents=True)
     hostile = {**doc.to_dict(), "state": 5, "line": {"x": 1}, "tests": ["test-1"], "fingerprint": [1],
                "tests_queued": "test-2", "sent": "3"}
-    rd.write_json_atomic(home(runs) / STATUS, hostile)
+    write_json_atomic(home(runs) / STATUS, hostile)
     st = read_status(runs)
     assert st.running  # pid and create time are right: this process
     assert (st.state, st.line(), st.doc.tests, st.doc.tests_queued, st.doc.sent) == ("unknown", "Discord: unknown", {}, (), None)

@@ -16,6 +16,7 @@ from console.render import (
 )
 from console.runs import read_run
 from prereg import rundir as rd
+from prereg.rundir.files import write_json_atomic
 from tests.console.conftest import FIXED_TIME, make_row, make_run_dir
 
 
@@ -85,6 +86,7 @@ def test_the_pace_panel_says_when_the_decision_was_settled_and_what_the_projecti
 
     from console.render import pace_table
     from prereg import rundir as rd
+    from prereg.rundir.files import write_json_atomic
 
     d = make_run_dir(tmp_path, "settled", state="running", done=70, total=100, elapsed_s=600, pid=live_pid(),
                      gates={"pace_limit_hours": 1.0, "pace_after_episodes": 10, "decided": "stop"})
@@ -93,7 +95,7 @@ def test_the_pace_panel_says_when_the_decision_was_settled_and_what_the_projecti
                          "rules": [{"condition": "successes >= 20", "settled": True, "verdict": "does not hold"}]}
     status["pace"] = {"startup_s": 240.0, "rollout_s": 360.0, "done": 70, "in_flight": 4, "total": 100,
                       "episode_wall_s": 20.0, "lanes": 4, "naive_projected_wall_s": 857.1}
-    rd.write_json_atomic(d / rd.STATUS, status)
+    write_json_atomic(d / rd.STATUS, status)
     info = read_run(d)
     view = view_of([make_row(s) for s in range(70)])
     console = Console(width=100, record=True)
@@ -222,7 +224,7 @@ def test_the_header_leads_with_the_reports_headline_and_says_when_the_run_moved_
     assert watch.info.story is None and "report: " not in header_text(watch.info, False, "").plain
     story = Story("told", "running", "not judged yet", ("the run is still running",),
                   (ArmStory("scripted", "not judged yet", (), 2, 2, 6),), generated_at="2026-01-01T00:05:00Z")
-    rd.write_json_atomic(d / rd.RESULTS_JSON, {"story": story.as_dict()})
+    write_json_atomic(d / rd.RESULTS_JSON, {"story": story.as_dict()})
     watch.refresh()  # results.json is watched: a report made now shows without any other file changing
     lines = header_text(watch.info, False, "").plain.splitlines()
     assert f"report: {story.headline}" in lines

@@ -11,11 +11,12 @@ import pytest
 from console import kill, runs
 from console.watcher import Watcher
 from prereg import rundir as rd
+from prereg.rundir.files import new_run_id
 from tests.console.conftest import FAKE_DRIVER, make_row, make_run_dir, wait_file
 
 
 def test_run_id_names_prereg_arm_and_utc_time():
-    assert rd.new_run_id("demo-tiny-engine", "scripted", now=0) == "demo-tiny-engine-scripted-19700101-000000"
+    assert new_run_id("demo-tiny-engine", "scripted", now=0) == "demo-tiny-engine-scripted-19700101-000000"
 
 
 def test_read_run_lists_missing_and_unreadable_files(tmp_path):
@@ -107,7 +108,6 @@ def test_watcher_discovers_new_and_removed_runs(tmp_path):
 
 
 def test_launch_refuses_a_run_directory_another_driver_writes(tmp_path):
-    from prereg import rundir as rd
 
     d = tmp_path / "runs" / "busy"
     d.mkdir(parents=True)

@@ -12,6 +12,7 @@ from console.runs import RunInfo
 from engine.policies.convmap.shim import PRESETS
 from engine.policies.convmap.tripwires import coverage_tripwire, format_tripwires
 from prereg import rundir as rd
+from prereg.rundir.files import write_json_atomic
 from tests.console.fake_discord import HandMadeRun
 
 # the scene's rig table and the release box (docs/convmap.md's measured figures)
@@ -36,7 +37,7 @@ def failed_run(tmp_path, rec: dict) -> HandMadeRun:
     run.status(rd.FAILED if rec["failed"] else rd.DONE, reason=reason)
     status = rd.read_json(run.dir / rd.STATUS)
     status[rd.TRIPWIRES_FIELD] = rec
-    rd.write_json_atomic(run.dir / rd.STATUS, status)
+    write_json_atomic(run.dir / rd.STATUS, status)
     return run
 
 

@@ -19,6 +19,8 @@ import psutil
 import pytest
 
 from prereg import rundir as rd
+from prereg.core.errors import EXIT_DONE, EXIT_FAILED, EXIT_STOPPED
+from prereg.rundir.lock import lock_holder
 from tests.helpers import (
     REPO,
     eval_argv,
@@ -112,7 +114,7 @@ def test_a_full_disk_fails_the_run_in_seconds_with_rows_intact(small_disk, tmp_p
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert code == rd.EXIT_FAILED, code
+    assert code == EXIT_FAILED, code
     status = read_status(run_dir)
     assert status["state"] == "failed" and status["reason"].startswith("disk full"), status
     assert status["stop"]["by"] == "error"
@@ -145,7 +147,7 @@ def test_a_run_directory_deleted_mid_run_fails_in_seconds_and_leaves_no_process(
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert code == rd.EXIT_FAILED
+    assert code == EXIT_FAILED
     text, err = log.read_text(), err_log.read_text()
     assert f"fontaine-eval: failed: run directory deleted: {run_dir}" in err, (text[-2000:], err)
     assert "Traceback" not in text + err  # the traceback went to a log file, never the terminal
@@ -173,7 +175,7 @@ def test_two_resumes_of_one_run_only_one_writes(tmp_path):
     run_dir.mkdir()
     rd.write_stop(run_dir, rd.StopReason(rd.BY_USER, "stopped before it began"))
     out = run_eval(*SCRIPTED, "--seeds", "0-5", "--workers", "2", "--video-draw", "none", "--run-dir", str(run_dir))
-    assert out.returncode == rd.EXIT_STOPPED and read_rows(run_dir) == [], out.stderr
+    assert out.returncode == EXIT_STOPPED and read_rows(run_dir) == [], out.stderr
     argv = eval_argv("--resume", str(run_dir))
     procs = [subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
@@ -194,12 +196,12 @@ def test_a_stale_lock_never_blocks(tmp_path):
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(rd.RunLocked) as err:
         rd.RunLock(run_dir).acquire()
-    assert f"process {holder.pid}" in str(err.value) and rd.lock_holder(run_dir)["pid"] == holder.pid
+    assert f"process {holder.pid}" in str(err.value) and lock_holder(run_dir)["pid"] == holder.pid
     holder.kill()
     holder.wait()
     lock = rd.RunLock(run_dir).acquire()  # the file is still there, with the dead pid in it
     lock.release()
-    assert rd.lock_holder(run_dir) is None
+    assert lock_holder(run_dir) is None
 
 
 @pytest.mark.slow
@@ -228,7 +230,7 @@ def test_every_worker_dead_fails_the_run_with_a_non_zero_exit(tmp_path):
     run_dir = tmp_path / "run"
     out = run_eval("--policy", "scripted", "--episode-seconds", "2", "--seeds", "0-3", "--workers", "2",
                    "--video-draw", "none", "--run-dir", str(run_dir), env={"MUJOCO_GL": "bogus"})
-    assert out.returncode == rd.EXIT_FAILED, out.stderr
+    assert out.returncode == EXIT_FAILED, out.stderr
     status = read_status(run_dir)
     assert status["state"] == "failed" and status["reason"].startswith("every worker died"), status
     assert "no episode finished" in status["reason"] and "fontaine-eval: failed: every worker died" in out.stderr
@@ -298,7 +300,7 @@ def test_a_signal_to_the_runs_process_group_stops_it_with_the_episodes_in_flight
             os.killpg(proc.pid, signal.SIGKILL)
     log = (run_dir / rd.LOG).read_text()
     status = read_status(run_dir)
-    assert code == rd.EXIT_STOPPED, (code, log[-3000:])
+    assert code == EXIT_STOPPED, (code, log[-3000:])
     assert status["state"] == "stopped" and status["stop"]["by"] == "signal", status
     assert status["stop"]["detail"] == f"{signal.Signals(sig).name} received"
     rows = _rows_intact(run_dir)
@@ -307,7 +309,7 @@ def test_a_signal_to_the_runs_process_group_stops_it_with_the_episodes_in_flight
     assert set(in_flight) - {r["seed"] for r in rows} <= set(status.get("lost_seeds") or []), (in_flight, status)
     if sig == signal.SIGTERM:  # what was not run is owed to --resume, and it runs exactly that
         out = run_eval("--resume", str(run_dir))
-        assert out.returncode == rd.EXIT_DONE, out.stderr
+        assert out.returncode == EXIT_DONE, out.stderr
         assert sorted(r["seed"] for r in _rows_intact(run_dir)) == list(range(10))
 
 
@@ -339,7 +341,7 @@ def test_sigterm_abandons_600_s_episodes_after_its_grace_and_ends_stopped_before
         wait_until(lambda: read_status(run_dir).get("state") == "stopped", timeout=30, interval=0.05,
                    what="`stopped` within 30 s of SIGTERM")
         took = time.monotonic() - signalled
-        assert proc.wait(timeout=30 - took) == rd.EXIT_STOPPED
+        assert proc.wait(timeout=30 - took) == EXIT_STOPPED
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -357,7 +359,7 @@ def test_episodes_abandoned_past_the_sigterm_grace_are_run_by_resume_exactly_onc
     proc = launch_detached(run_dir, *HOLD_SLOW, "--episode-seconds", "20", "--seeds", "0-2", "--term-grace-s", "1")
     try:
         in_flight, signalled = _sigterm_when_in_flight(proc, run_dir)
-        assert proc.wait(timeout=30) == rd.EXIT_STOPPED
+        assert proc.wait(timeout=30) == EXIT_STOPPED
         assert time.monotonic() - signalled < 10
     finally:
         if proc.poll() is None:
@@ -369,7 +371,7 @@ def test_episodes_abandoned_past_the_sigterm_grace_are_run_by_resume_exactly_onc
     assert "1 s grace ran out" in status["reason"]
     assert "--term-grace-s" in json.loads((run_dir / rd.MANIFEST).read_text())["argv"]  # recorded with the command
     out = run_eval("--resume", str(run_dir))
-    assert out.returncode == rd.EXIT_DONE, out.stderr
+    assert out.returncode == EXIT_DONE, out.stderr
     assert sorted(r["seed"] for r in _rows_intact(run_dir)) == [0, 1, 2]
 
 
@@ -382,7 +384,7 @@ def test_a_stop_file_keeps_its_boundary_stop_whatever_the_sigterm_grace(tmp_path
         in_flight = wait_until(lambda: read_status(run_dir).get("predict_rounds", 0) >= 1
                                and read_status(run_dir).get("in_flight_seeds"), timeout=120, what="episodes in flight")
         (run_dir / rd.STOP).write_text("enough for today\n")
-        assert proc.wait(timeout=60) == rd.EXIT_STOPPED
+        assert proc.wait(timeout=60) == EXIT_STOPPED
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -400,7 +402,7 @@ def test_a_run_from_a_folder_holding_an_engine_py_never_imports_it(tmp_path):
     out = subprocess.run([*argv, "--policy", "scripted", "--episode-seconds", "2", "--seeds", "0-2", "--workers", "2",
                           "--video-draw", "none", "--run-dir", str(run_dir)], cwd=folder, capture_output=True, text=True,
                          timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert out.returncode == rd.EXIT_DONE, (out.stdout[-2000:], out.stderr[-2000:])
+    assert out.returncode == EXIT_DONE, (out.stdout[-2000:], out.stderr[-2000:])
     log = (run_dir / rd.LOG).read_text() if (run_dir / rd.LOG).exists() else ""
     assert "was imported" not in out.stdout + out.stderr + log
     assert sorted(r["seed"] for r in _rows_intact(run_dir)) == [0, 1, 2]

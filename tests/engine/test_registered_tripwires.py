@@ -13,7 +13,9 @@ import json
 import pytest
 
 from prereg import rundir as rd
+from prereg.core.errors import EXIT_DONE, EXIT_USAGE
 from prereg.document.seal import freeze
+from prereg.rundir.manifest import tripwire_table
 from tests.helpers import read_status, run_eval
 
 PLAN = """---
@@ -64,7 +66,7 @@ def test_a_failing_registered_tripwire_stops_the_run_before_any_episode(tmp_path
     doc = frozen_plan(tmp_path, "{max_uncovered: 0.3}")
     run_dir = tmp_path / "runs" / "tw-fail"
     out = run_eval("--prereg", str(doc), "--arm", "tiny", "--run-dir", str(run_dir))
-    assert out.returncode == rd.EXIT_USAGE, out.stdout + out.stderr
+    assert out.returncode == EXIT_USAGE, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
     assert "tripwire coverage: wrist_roll 54% uncovered" in out.stderr
     status = read_status(run_dir)
@@ -83,9 +85,9 @@ def test_a_failing_registered_tripwire_stops_the_run_before_any_episode(tmp_path
     assert "tripwire coverage: FAIL" in log and "tripwire coverage: wrist_roll 54% uncovered" in log
     # what the console and the notifier read
     snap = rd.read_snapshot(run_dir)
-    passed, table = rd.tripwire_table(snap.status, snap.manifest)
+    passed, table = tripwire_table(snap.status, snap.manifest)
     assert passed is False and "wrist_roll" in table
-    assert rd.tripwire_table(None, manifest) == (False, record["table"])
+    assert tripwire_table(None, manifest) == (False, record["table"])
 
 
 @pytest.mark.slow
@@ -93,7 +95,7 @@ def test_the_span_limited_allowance_lets_it_launch(tmp_path):
     doc = frozen_plan(tmp_path, "{max_uncovered: 0.3, span_limited: [wrist_roll]}")
     run_dir = tmp_path / "runs" / "tw-pass"
     out = run_eval("--prereg", str(doc), "--arm", "tiny", "--run-dir", str(run_dir))
-    assert out.returncode == rd.EXIT_DONE, out.stdout + out.stderr
+    assert out.returncode == EXIT_DONE, out.stdout + out.stderr
     manifest = json.loads((run_dir / rd.MANIFEST).read_text())
     record = manifest[rd.TRIPWIRES_FIELD]
     assert record["passed"] is True
@@ -131,7 +133,7 @@ def test_the_cli_switch_names_joints_and_needs_the_instrument(tmp_path):
         with pytest.raises(ConvmapUsageError, match="--convmap-span-limited"):
             parse_span_limited(bad)
     out = run_eval("--molmoact2", "tiny", "--convmap-span-limited", "wrist_roll", "--run-dir", str(tmp_path / "r"))
-    assert out.returncode == rd.EXIT_USAGE and "--convmap-tripwires" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == EXIT_USAGE and "--convmap-tripwires" in out.stderr and "Traceback" not in out.stderr
     assert not (tmp_path / "r").exists()
 
 

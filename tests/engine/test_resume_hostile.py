@@ -10,6 +10,7 @@ import pytest
 
 from engine.cli.main import main
 from prereg import rundir as rd
+from prereg.core.errors import EXIT_DONE, EXIT_STOPPED, EXIT_USAGE
 from tests.helpers import run_eval
 
 
@@ -21,7 +22,7 @@ def stopped_run(tmp_path_factory):
     rd.write_stop(run_dir, rd.StopReason(rd.BY_USER, "stopped before it began"))
     out = run_eval("--policy", "scripted", "--episode-seconds", "1", "--seeds", "0-1", "--video-draw", "none",
                    "--run-dir", str(run_dir))
-    assert out.returncode == rd.EXIT_STOPPED, out.stderr
+    assert out.returncode == EXIT_STOPPED, out.stderr
     return run_dir
 
 
@@ -52,7 +53,7 @@ def test_a_resume_refuses_a_manifest_the_command_line_would_refuse(stopped_run, 
     hostile = {**manifest, "config": {**manifest["config"], **change}}
     (stopped_run / rd.MANIFEST).write_text(json.dumps(hostile))
     try:
-        assert main(["--resume", str(stopped_run)]) == rd.EXIT_USAGE
+        assert main(["--resume", str(stopped_run)]) == EXIT_USAGE
         err = capsys.readouterr().err.strip()
         assert err.startswith("fontaine-eval: error: ") and needle in err and "\n" not in err, err
         assert "cannot be resumed" in err and "internal error" not in err
@@ -64,7 +65,7 @@ def test_a_resume_refuses_a_manifest_the_command_line_would_refuse(stopped_run, 
 
 def test_the_manifest_as_written_still_resumes(stopped_run):
     out = run_eval("--resume", str(stopped_run))
-    assert out.returncode == rd.EXIT_DONE, out.stderr
+    assert out.returncode == EXIT_DONE, out.stderr
     assert sorted(json.loads(x)["seed"] for x in (stopped_run / rd.ROWS).read_text().splitlines()) == [0, 1]
 
 
@@ -80,7 +81,7 @@ def test_a_resume_refuses_what_it_would_drop_or_crash_on(stopped_run, capsys, ch
     manifest = json.loads((stopped_run / rd.MANIFEST).read_text())
     (stopped_run / rd.MANIFEST).write_text(json.dumps({**manifest, "config": {**manifest["config"], **change}}))
     try:
-        assert main(["--resume", str(stopped_run)]) == rd.EXIT_USAGE
+        assert main(["--resume", str(stopped_run)]) == EXIT_USAGE
         err = capsys.readouterr().err.strip()
         assert needle in err and "\n" not in err and "internal error" not in err, err
     finally:
@@ -91,7 +92,7 @@ def test_a_resume_refuses_a_history_that_is_not_one(stopped_run, capsys):
     manifest = json.loads((stopped_run / rd.MANIFEST).read_text())
     (stopped_run / rd.MANIFEST).write_text(json.dumps({**manifest, "resumes": 5}))
     try:
-        assert main(["--resume", str(stopped_run)]) == rd.EXIT_USAGE
+        assert main(["--resume", str(stopped_run)]) == EXIT_USAGE
         assert "resumes is int 5, not a list of resumes" in capsys.readouterr().err
     finally:
         (stopped_run / rd.MANIFEST).write_text(json.dumps(manifest))

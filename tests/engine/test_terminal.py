@@ -19,6 +19,7 @@ import time
 import pytest
 
 from prereg import rundir as rd
+from prereg.core.errors import EXIT_DONE, EXIT_STOPPED
 from tests.helpers import REPO, eval_argv, read_rows, read_status, run_eval
 
 
@@ -72,7 +73,7 @@ def test_closing_the_terminal_stops_the_run_resumable_never_a_bug(tmp_path):
     assert b"fontaine-eval: run" in shown  # the terminal was the run's, until it closed
     os.close(master)  # the terminal closes: the kernel hangs the session up (SIGHUP)
     code, status, log = _ended(proc, run_dir)
-    assert code == rd.EXIT_STOPPED, (code, status, log[-3000:])
+    assert code == EXIT_STOPPED, (code, status, log[-3000:])
     assert status["state"] == rd.STOPPED and status["stop"]["by"] == "signal", status
     assert status["stop"]["detail"] == "SIGHUP received"
     assert "a bug" not in (status.get("reason") or "") and "Input/output error" not in log, log[-3000:]
@@ -81,7 +82,7 @@ def test_closing_the_terminal_stops_the_run_resumable_never_a_bug(tmp_path):
     rows = read_rows(run_dir)
     assert rows and len(rows) < 8 and all(r["status"] == "ok" for r in rows)
     out = run_eval("--resume", str(run_dir))  # resumable: the rest runs, each seed once
-    assert out.returncode == rd.EXIT_DONE, out.stderr[-2000:]
+    assert out.returncode == EXIT_DONE, out.stderr[-2000:]
     assert sorted(r["seed"] for r in read_rows(run_dir)) == list(range(8))
 
 
@@ -95,6 +96,6 @@ def test_a_terminal_that_fails_every_write_is_left_and_the_run_goes_on(tmp_path)
     _read_until_rows(master, run_dir, 1)
     os.close(master)
     code, status, log = _ended(proc, run_dir)
-    assert code == rd.EXIT_DONE and status["state"] == rd.DONE, (code, status, log[-3000:])
+    assert code == EXIT_DONE and status["state"] == rd.DONE, (code, status, log[-3000:])
     assert "Input/output error" not in log and f"run {run_dir}  state done" in log
     assert sorted(r["seed"] for r in read_rows(run_dir)) == list(range(4)) and not (run_dir / rd.STOP).exists()

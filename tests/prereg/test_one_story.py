@@ -29,6 +29,7 @@ from prereg import rundir as rd
 from prereg.outputs.page_seeds import OUTCOME_COLORS
 from prereg.outputs.report import build_report
 from prereg.outputs.report_markdown import HEADLINE, outcomes_line
+from prereg.rundir.files import write_json_atomic
 from prereg.rundir.outcomes import EPISODE_OUTCOMES, OUTCOME_LABELS, OUTCOME_RULES, RowCounts, episode_outcome
 from prereg.rundir.rows import complete_row
 from prereg.stats.story import INVALID, PENDING, SEP, VALID, Story
@@ -133,7 +134,7 @@ def test_a_one_arm_run_reads_the_same_on_every_surface(tmp_path, run_dir, demo, 
         rows = six()[:5] + [make_row(5, success=False, success_streak=5)]
     run = one_arm(tmp_path, run_dir, demo, case.replace(" ", "-"), rows, status)
     if pid is not None:
-        rd.write_json_atomic(run / rd.PID, pid)
+        write_json_atomic(run / rd.PID, pid)
     rep = build_report(demo, {"scripted": run}, append=False, now=NOW)
     story = told(rep, run)
     state, validity, words = CASES[case]

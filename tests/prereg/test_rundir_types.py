@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from console.fixtures import make_run_dir
 from prereg import rundir as rd
+from prereg.rundir.files import done_stop_name, new_run_id
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
                     lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=8), kids, max_size=3),
@@ -56,8 +57,8 @@ def test_a_run_directory_reads_as_one_snapshot(tmp_path):
 
 
 def test_the_run_id_and_a_done_stop_are_named_in_one_place():
-    assert rd.new_run_id("demo", "scripted", 0) == "demo-scripted-19700101-000000"
-    assert rd.done_stop_name(1780000000.7) == "STOP.1780000000.done"
+    assert new_run_id("demo", "scripted", 0) == "demo-scripted-19700101-000000"
+    assert done_stop_name(1780000000.7) == "STOP.1780000000.done"
 
 
 def test_a_gate_spec_round_trips_and_is_the_one_prereg_gates_uses():

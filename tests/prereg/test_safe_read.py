@@ -14,7 +14,10 @@ import pytest
 from prereg import rundir as rd
 from prereg.core.safe_read import Unreadable, read_regular
 from prereg.outputs.report import build_report
+from prereg.rundir.files import append_line, load_json_object, set_aside_bad_rows
 from prereg.rundir.rows import read_rows
+from prereg.rundir.status import status_reason_text
+from prereg.rundir.stop import one_line
 from tests.helpers import returns_within
 from tests.prereg.conftest import make_row
 
@@ -80,7 +83,7 @@ def test_read_regular_is_bounded_and_missing_is_missing(tmp_path):
 @pytest.mark.parametrize("name", [rd.STATUS, rd.MANIFEST, rd.PID])
 def test_json_files_that_are_not_files_are_problems_not_hangs(tmp_path, kind, name):
     _hostile(tmp_path / name, kind)
-    obj, problem = rd.load_json_object(tmp_path / name)
+    obj, problem = load_json_object(tmp_path / name)
     assert obj is None and problem.startswith(f"{name}: ") and WHY[kind] in problem
     assert rd.read_json(tmp_path / name) is None
 
@@ -119,7 +122,7 @@ def test_rows_over_the_bound_are_unreadable(tmp_path):
 def test_a_resume_refuses_rows_it_cannot_read_rather_than_replacing_them(tmp_path, kind):
     _hostile(tmp_path / rd.ROWS, kind)
     with pytest.raises(Unreadable, match=re.escape(WHY[kind])):
-        rd.set_aside_bad_rows(tmp_path)
+        set_aside_bad_rows(tmp_path)
     assert os.path.lexists(tmp_path / rd.ROWS) and not (tmp_path / rd.SET_ASIDE).exists()
 
 
@@ -187,30 +190,30 @@ def test_stop_contents_become_one_printable_bounded_line(tmp_path, data):
         assert field is None or _one_printable_line(field), repr(field)
     assert _one_printable_line(stop.text(), 400)
     # and the same through status.json's stop (what the console and Discord show)
-    assert _one_printable_line(rd.status_reason_text({"stop": json.loads(json.dumps(stop.as_dict()))}), 400)
+    assert _one_printable_line(status_reason_text({"stop": json.loads(json.dumps(stop.as_dict()))}), 400)
 
 
 def test_one_line_keeps_plain_words_and_marks_a_cut():
-    assert rd.one_line("gate pace: projected wall 1.3 h > 1.0 h") == "gate pace: projected wall 1.3 h > 1.0 h"
-    assert rd.one_line("  a\n\n b\tc  ") == "a b c"
-    assert rd.one_line("é ü 日本") == "é ü 日本"
-    cut = rd.one_line("x" * 1000)
+    assert one_line("gate pace: projected wall 1.3 h > 1.0 h") == "gate pace: projected wall 1.3 h > 1.0 h"
+    assert one_line("  a\n\n b\tc  ") == "a b c"
+    assert one_line("é ü 日本") == "é ü 日本"
+    cut = one_line("x" * 1000)
     assert len(cut) == rd.STOP_DETAIL_MAX and cut.endswith("…")
 
 
 def test_a_ledger_line_appended_where_a_fifo_now_is_is_an_error_not_a_wait(tmp_path):
-    """The notifier appends its posts.jsonl with rd.append_line; a FIFO swapped in there would have
+    """The notifier appends its posts.jsonl with append_line; a FIFO swapped in there would have
     held it until something read the pipe. Now: OSError at once (the notifier logs it and the post's
     in-flight marker stays, so nothing is lost), and a regular file still takes the line."""
     fifo = _hostile(tmp_path / "posts.jsonl", "fifo")
     with pytest.raises(OSError):
-        returns_within(lambda: rd.append_line(fifo, {"key": "k"}), what="the append")
+        returns_within(lambda: append_line(fifo, {"key": "k"}), what="the append")
     folder = _hostile(tmp_path / "dir.jsonl", "dir")
     with pytest.raises(OSError):
-        rd.append_line(folder, {"key": "k"})
+        append_line(folder, {"key": "k"})
     ok = tmp_path / "ok.jsonl"
-    rd.append_line(ok, {"key": "a"})
-    rd.append_line(ok, {"key": "b"})
+    append_line(ok, {"key": "a"})
+    append_line(ok, {"key": "b"})
     assert [json.loads(x)["key"] for x in ok.read_text().splitlines()] == ["a", "b"]
 
 
