@@ -79,9 +79,14 @@ def run(config: RunConfig, run_dir: Path, *, argv: list[str] | None = None, resu
     scrubbed = scrub_webhooks()  # before any worker or shard starts: they inherit this environment
     if scrubbed:
         log(f"removed {', '.join(scrubbed)} from the environment: a run never posts (the notifier does)")
-    secrets = [name for name in held_back() if SECRET_NAME.search(name)]
+    secrets = [name for name in held_back(passed=config.pass_env) if SECRET_NAME.search(name)]
     if secrets:  # named (never their values): a lab's policy that needs one must be told why it is not there
-        log(f"workers run without {', '.join(secrets)}: a worker's environment is an allow-list (engine/process/environ.py)")
+        log(f"workers run without {', '.join(secrets)}: a worker's environment is an allow-list (engine/process/environ.py; "
+            "--pass-env NAME passes one)")
+    unset = [name for name in config.pass_env if name not in os.environ]
+    if config.pass_env:
+        log(f"workers get {', '.join(config.pass_env)} by name (--pass-env / protocol: pass_env)"
+            + (f"; not set here, so not passed: {', '.join(unset)}" if unset else ""))
     if lock is None:
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
