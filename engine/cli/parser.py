@@ -32,9 +32,18 @@ from prereg.core.limits import (  # one bound for the flags, the documents and a
     MIN_EPISODE_SECONDS,
 )
 from prereg.core.vocabulary import COMMIT_RE, CONVMAPS, DTYPES, SERVINGS  # the one vocabulary, shared with the documents
+from prereg.core.webhook_env import pass_env_problem
 
 MAX_BATCH_WAIT_MS = 60_000.0  # a batch waits at most a minute for its workers (1e12 ms was taken)
 RUN_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def env_name(text: str) -> str:
+    """--pass-env NAME: an environment variable's name, never the webhook's."""
+    problem = pass_env_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
 
 # Flags a frozen pre-registration decides (given with --prereg they are refused, never ignored);
 # with --resume the run's manifest decides them all.
@@ -46,7 +55,7 @@ DECIDED_BY_DOCUMENT = (
 )
 DECIDED_BY_MANIFEST = DECIDED_BY_DOCUMENT + (
     "prereg", "arm", "arms", "run_id", "run_dir", "runs_dir", "batch_wait_ms", "batch_wait_max_ms", "render_size",
-    "video_size", "gpus", "device", "serving",
+    "video_size", "gpus", "device", "serving", "pass_env",
     "ray", "ray_shards", "ray_gpus_per_shard", "ray_dashboard",
 )
 
@@ -158,6 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "run ends `stopped` (a STOP file, the console's `s`, waits for the boundary)")
     out.add_argument("--record-predicts", action="store_true",
                      help="write predicts.jsonl: tokens, normalised chunk, fallback and first action of every predict")
+    out.add_argument("--pass-env", action="append", default=[], metavar="NAME", type=env_name,
+                     help="pass this environment variable to the workers (repeatable): a worker's environment is an "
+                          "allow-list (PATH, locale, GL, CUDA, HF caches, FONTAINE_*, ...: engine/process/environ.py); "
+                          "a plan names them in protocol: pass_env")
 
     pre = p.add_argument_group("pre-registration")
     pre.add_argument("--prereg", type=path_type, metavar="FILE", help="a frozen pre-registration: everything comes from it")

@@ -22,6 +22,7 @@ from prereg.core.errors import UsageError
 from prereg.core.limits import MAX_SEED, MAX_SEEDS
 from prereg.core.safe_read import why_not_a_folder
 from prereg.core.video_draw import parse_video_draw
+from prereg.core.webhook_env import pass_env_problem
 from prereg.rundir.files import new_run_id, run_stamp
 
 
@@ -67,7 +68,8 @@ def resolve(args):
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms,
                        gates=gates, gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
                        ray=_ray_settings(args, spec),
-                       record_predicts=args.record_predicts, env=check_env(args.env))
+                       record_predicts=args.record_predicts, env=check_env(args.env),
+                       pass_env=list(dict.fromkeys(args.pass_env)))
     config.video_draw = check_video_draw(config.video_draw, config.seeds)
     return config, Path(run_dir), False
 
@@ -140,6 +142,7 @@ def _resolve_prereg(args):
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
                        render_size=args.render_size, video_size=args.video_size, ray=_ray_settings(args, spec),
                        record_predicts=bool(launch.record_predicts or args.record_predicts),
+                       pass_env=list(dict.fromkeys([*launch.pass_env, *args.pass_env])),
                        env=check_env(launch.env, Path(launch.prereg_path).parent,  # the document decides the env
                                       launch.env_sha256),  # (None: boat-on-disk; a file: beside the document)
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
@@ -204,6 +207,7 @@ def _resolve_comparison(args):
                        gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
                        ray=_ray_settings(args, *specs.values()),  # both arms' policies on each shard
                        record_predicts=bool(a.record_predicts or args.record_predicts),
+                       pass_env=list(dict.fromkeys([*a.pass_env, *args.pass_env])),
                        env=check_env(a.env, Path(a.prereg_path).parent, a.env_sha256),
                        prereg={"id": a.prereg_id, "sha256": a.prereg_sha256, "path": str(Path(a.prereg_path).resolve()),
                                "arms": {n: {"sha256": launches[n].prereg_sha256, "section": launches[n].section}
@@ -302,6 +306,11 @@ def check_resumed(config: dict, where: Path) -> None:
     field(config, "video_size", (int, type(None)), "video_size")
     field(config, "gpus", (int, type(None)), "gpus")
     field(config, "record_predicts", (bool,))
+    field(config, "pass_env", (list,))
+    for name in config.get("pass_env") or []:
+        problem = pass_env_problem(name)
+        if problem:
+            raise UsageError(f"{where}: config.pass_env: {problem}; the run cannot be resumed")
     for key in ("prereg", "ray", "comparison"):
         field(config, key, (dict, type(None)))
     field(config, "arms", (list, type(None)))
@@ -366,7 +375,7 @@ def _shown(v) -> str:
 def check_env(name: str | None, base: Path | None = None, pin: str | None = None,
                pinned_by: str = "the frozen pre-registration pins") -> str:
     """The env's name (an env file's absolute path, relative to `base`), once the registry has it;
-    an env file whose content hash is not `pin` is refused (an UnknownEnv or EnvError, or a
+    an env (a file, a gym id or a built-in scene) whose content hash is not `pin` is refused (an UnknownEnv or EnvError, or a
     changed file, is bad input: exit 2, nothing written)."""
     from engine.envs import DEFAULT_ENV, check_name, env_sha256, is_env_file, is_gym_ref
     from engine.envs.gym_adapter import is_adapter_file
@@ -376,11 +385,15 @@ def check_env(name: str | None, base: Path | None = None, pin: str | None = None
         from engine.envs.envfile import pin as pin_env_file
 
         pin_env_file(ref)  # its files read once, now: the hash below, the manifest's and the compiled scene are these bytes
-    if pin and (is_env_file(ref) or is_gym_ref(ref)):
+    if pin:  # every env, built-in ones included: a run on another env would spend its budget to be INVALID
         have = env_sha256(ref)
         if have != pin:
-            raise UsageError(f"--env {name}: the env file changed: its sha256 is {have[:12]}, {pinned_by} {pin[:12]} "
-                             "(an env is frozen by content: revert the files, or register the new hash by amendment)")
+            if is_env_file(ref) or is_gym_ref(ref):
+                raise UsageError(f"--env {name}: the env file changed: its sha256 is {have[:12]}, {pinned_by} {pin[:12]} "
+                                 "(an env is frozen by content: revert the files, or register the new hash by amendment)")
+            raise UsageError(f"--env {ref}: this Fontaine's {ref} has sha256 {have[:12]}, {pinned_by} {pin[:12]}: the "
+                             "built-in scene is not the one the plan was frozen on (run the Fontaine version the plan "
+                             "names in its provenance, or register the new hash by amendment); nothing was run")
     return ref
 
 

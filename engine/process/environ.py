@@ -36,15 +36,20 @@ SAFE_PATH = "PYTHONSAFEPATH"  # never the working folder first on sys.path (Pyth
 SECRET_NAME = re.compile(r"WEBHOOK|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|_KEY$|_KEY_", re.IGNORECASE)
 
 
-def worker_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+def worker_environ(environ: Mapping[str, str] | None = None, passed=()) -> dict[str, str]:
     """The variables of `environ` (default os.environ) a worker may have, and PYTHONSAFEPATH: the fork
     server starts as `python -c` in the user's working folder, and Python puts that folder first on
     sys.path, so an `engine.py` there was imported in place of the package (issue 43: "every worker
-    died"). With it set no worker, fork server or shard's pool imports from its working folder."""
+    died"). With it set no worker, fork server or shard's pool imports from its working folder.
+
+    `passed`: the names the run was told to pass (`--pass-env NAME`, a plan's `protocol: pass_env:`,
+    RunConfig.pass_env): each reaches the workers as it is, a name that looks secret included (it was
+    named on purpose), never a webhook (prereg.core.webhook_env.pass_env_problem refused it at launch)."""
     environ = os.environ if environ is None else environ
+    named = {k: environ[k] for k in passed if k in environ and not is_webhook_var(k, environ[k])}
     return {**{k: v for k, v in environ.items()
                if (k in ALLOWED_NAMES or k.startswith(ALLOWED_PREFIXES)) and not SECRET_NAME.search(k)
-               and not is_webhook_var(k, v) and secret_in(v) is None}, SAFE_PATH: "1"}
+               and not is_webhook_var(k, v) and secret_in(v) is None}, **named, SAFE_PATH: "1"}
 
 
 @contextmanager
@@ -62,8 +67,8 @@ def outside_the_working_folder():
         os.chdir(here)
 
 
-def held_back(environ: Mapping[str, str] | None = None) -> list[str]:
+def held_back(environ: Mapping[str, str] | None = None, passed=()) -> list[str]:
     """The names (never the values) of the variables a worker does not get."""
     environ = os.environ if environ is None else environ
-    kept = worker_environ(environ)
+    kept = worker_environ(environ, passed)
     return sorted(k for k in environ if k not in kept)

@@ -33,6 +33,7 @@ class RunConfig:
     env: str = "boat-on-disk"  # the scene and task (engine.envs); a manifest from before envs ran this one
     arms: list[dict] | None = None  # a comparison run: [{"arm": A, "policy": {...}}, {"arm": B, ...}]
     comparison: dict | None = None  # ... and its registered comparison (prereg.stats.comparison.ComparisonSpec.as_dict())
+    pass_env: list[str] = field(default_factory=list)  # variables passed to the workers by name (engine/process/environ.py)
 
     def arm_policies(self) -> list[tuple[str | None, PolicySpec]]:
         """(arm, policy) per arm a worker may be handed: the comparison's two, or (None, the one policy)."""

@@ -82,5 +82,6 @@ class StopProtocol:
         if self.stop is None:
             rd.write_stop(self.run_dir, reason)
             self.stop = reason
-            self.log(f"stopping at the episode boundary: {reason.text()}")
+            self.log(f"stopping now, the episodes in flight cancelled: {reason.text()}" if reason.by == rd.BY_DECIDED
+                     else f"stopping at the episode boundary: {reason.text()}")
             self._write_status(rd.STOPPING)

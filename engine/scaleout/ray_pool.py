@@ -297,7 +297,7 @@ class RayPool:
             raise DriverError(f"the Ray cluster could place only {len(ready)} of {n_shards} shards of {bundles} "
                               f"within {PLACE_TIMEOUT_S:.0f} s; nodes: {_node_summary(self._nodes)}; "
                               f"use fewer --ray-shards or --workers")
-        env = shard_env()
+        env = shard_env(passed=self.cfg.pass_env)
         actor_cls = ray.remote(Shard)
         for s in self.shards:
             s.actor = actor_cls.options(

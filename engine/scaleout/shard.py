@@ -32,11 +32,13 @@ FORWARDED_ENV_PREFIXES = ("FONTAINE_", "MUJOCO_GL", "PYOPENGL_PLATFORM")
 SECRET_ENV = SECRET_NAME
 
 
-def shard_env(environ=None) -> dict:
-    """The variables a shard gets from the driver: FONTAINE_* and the GL settings, minus secrets."""
+def shard_env(environ=None, passed=()) -> dict:
+    """The variables a shard gets from the driver: FONTAINE_* and the GL settings, minus secrets, and
+    the names the run passes (RunConfig.pass_env), which its pool hands on to its workers."""
     environ = os.environ if environ is None else environ
     return {k: v for k, v in environ.items()
-            if k.startswith(FORWARDED_ENV_PREFIXES) and not SECRET_ENV.search(k) and not is_webhook_var(k, v)}
+            if (k.startswith(FORWARDED_ENV_PREFIXES) and not SECRET_ENV.search(k) or k in passed)
+            and not is_webhook_var(k, v)}
 
 
 def secret_env_names(environ=None) -> list[str]:

@@ -83,7 +83,7 @@ class LocalPool:
         self.trail = PredictTrail.for_run(self.run_dir) if getattr(cfg, "record_predicts", False) else None
         for var in _ONE_THREAD_ENV:  # one core per worker: BLAS/OpenMP pools would oversubscribe
             os.environ.setdefault(var, "1")  # (before the fork server starts: it imports numpy)
-        self._ctx = _worker_context(start_method) if n_workers > 0 else None
+        self._ctx = _worker_context(start_method, cfg.pass_env) if n_workers > 0 else None
         self._export = None
         self.scenes: dict[str, str] = {}
         if hand_scenes and n_workers > 0:
@@ -282,7 +282,7 @@ class LocalPool:
         return row
 
 
-def _worker_context(start_method: str | None):
+def _worker_context(start_method: str | None, passed=()):
     """Workers are forked from the fork server (where the platform has one) with `PRELOAD` imported
     there once; `spawn` starts each from a bare interpreter. Never `fork`: the driver may hold CUDA."""
     method = start_method or ("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
@@ -293,7 +293,7 @@ def _worker_context(start_method: str | None):
         ctx.set_forkserver_preload(list(PRELOAD))  # read when the server starts (once per process)
         kept = dict(os.environ)  # the server starts with the workers' allow-list only (engine/process/environ.py)
         os.environ.clear()
-        os.environ.update(worker_environ(kept), **{FORK_SERVER_PARENT: str(os.getpid())})  # it dies with us
+        os.environ.update(worker_environ(kept, passed), **{FORK_SERVER_PARENT: str(os.getpid())})  # it dies with us
         try:
             forkserver.ensure_running()  # now: it imports PRELOAD while the pool compiles the scenes
         finally:
@@ -310,7 +310,7 @@ class _Worker:
         self.wid = wid
         self.conn, child = ctx.Pipe(duplex=True)
         # Not this process's environment (HF_TOKEN, *_KEY): the allow-list, forked or spawned (engine/process/environ.py).
-        environ = worker_environ()
+        environ = worker_environ(passed=getattr(cfg, "pass_env", ()) or ())
         self.started_at = time.monotonic()
         from engine.envs import pinned
 

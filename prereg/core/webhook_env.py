@@ -26,6 +26,19 @@ def is_webhook_var(name: str, value: str) -> bool:
     return "WEBHOOK" in name.upper() or bool(DISCORD_WEBHOOK_URL.search(value or ""))
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def pass_env_problem(name) -> str | None:
+    """Why `name` cannot be passed to a run's workers (`--pass-env NAME`, a plan's `protocol: pass_env:`),
+    None when it can: an environment variable's name, and never the webhook's (the notifier's alone)."""
+    if not isinstance(name, str) or not ENV_NAME.fullmatch(name):
+        return f"{str(name)[:60]!r} is not an environment variable's name (letters, digits and _, not starting with a digit)"
+    if is_webhook_var(name, ""):
+        return f"{name} names a webhook: the Discord webhook is the notifier's alone and never reaches a run"
+    return None
+
+
 def without_webhooks(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """A copy of `environ` (default os.environ) minus every webhook variable."""
     environ = os.environ if environ is None else environ

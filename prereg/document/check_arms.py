@@ -19,6 +19,7 @@ from prereg.core.vocabulary import (
     POLICIES,
     decode_problem,
 )
+from prereg.core.webhook_env import pass_env_problem
 from prereg.document.fields import ARM_KEYS, NAME_RE, OVERRIDE_RE, PROTOCOL_KEYS, Ctx, Errors
 from prereg.document.layout import Section
 from prereg.document.model import (
@@ -400,6 +401,15 @@ def check_protocol(raw, ctx: Ctx, required: bool, sealed: bool = False) -> dict:
                     "true writes predicts.jsonl: every predict's tokens, chunk and fallback")
         else:
             out["record_predicts"] = v
+    if "pass_env" in raw:
+        v = raw["pass_env"]
+        names = v if isinstance(v, list) else None
+        problems = ["not a list of names"] if names is None else [p for p in map(pass_env_problem, names) if p]
+        if problems:
+            ctx.err(("protocol", "pass_env"), problems[0],
+                    "a list of environment variable names the workers get, e.g. [LAB_TRACE_DIR]")
+        else:
+            out["pass_env"] = tuple(dict.fromkeys(names))
     out.update(_check_env_fields(raw, lambda k, msg, hint="": ctx.err(("protocol", k), msg, hint), sealed))
     return out
 

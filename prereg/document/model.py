@@ -145,6 +145,7 @@ class Protocol:
     workers: int = 1
     video_draw: str = "0"  # prereg.core.video_draw's written form; "0" when the protocol does not say
     record_predicts: bool = False  # write predicts.jsonl (engine/record/predict_trail.py)
+    pass_env: tuple[str, ...] = ()  # environment variables the workers get by name (engine/process/environ.py)
     env: str | None = None  # the scene and task every arm runs (None: boat-on-disk, the engine's default)
     env_sha256: str | None = None  # its content hash as frozen: a run on a changed env is INVALID
 

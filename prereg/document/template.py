@@ -29,6 +29,7 @@ protocol:
   workers: 8
   video_draw: auto                   # every seed up to 100 seeds; 0 = first episode per worker; none | all | seeds:6,28
   # record_predicts: true            # predicts.jsonl: every predict's tokens, chunk and fallback
+  # pass_env: [LAB_TRACE_DIR]       # variables the workers get by name (their environment is an allow-list)
 reads:
   primary: successes                 # successes / n with a 95% interval
   interval: both                     # wilson | clopper-pearson | both

@@ -96,6 +96,7 @@ class Status:
     worker_crashes: int | None = None
     lost_seeds: list | None = None  # seeds (or [arm, seed]) that never got a row: aborted in flight, or a kill
     in_flight_seeds: list | None = None  # the seeds whose episodes were running when this was written
+    cancelled_seeds: list | None = None  # in flight when the plan decided: cancelled, never rows, owed nothing
     executor: dict | None = None
     reason: str | None = None
     stop: StopReason | None = None
@@ -154,7 +155,7 @@ _STATUS_FIELDS = {
     "pace": (dict,), "settled": (dict,), "sequential": (dict,), "arms": (list,), "comparison": (dict,),
     "gpu_hours": NUMERIC, "gpu_hours_source": (str,), "gpu_busy_hours": NUMERIC, "gpu_busy_source": (str,), "gpus": (int,),
     "mean_batch": NUMERIC, "predict_rounds": (int,), "worker_crashes": (int,), "lost_seeds": (list,),
-    "in_flight_seeds": (list,), "executor": (dict,),
+    "in_flight_seeds": (list,), "cancelled_seeds": (list,), "executor": (dict,),
     "reason": (str,), "gates": (list,), TRIPWIRES_FIELD: (dict,), "pid": (int,), "updated_at": (str,),
 }
 _STATUS_ORDER = tuple(f for f in Status.__dataclass_fields__ if f not in ("raw", "problems"))

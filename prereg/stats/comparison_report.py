@@ -77,6 +77,7 @@ class ComparisonRead:
     record_problems: list[str] = field(default_factory=list)  # where the record and the rows disagree
     verdict: "ComparisonVerdict | None" = None  # the verdict engine's (prereg.stats.verdict), attached by the report
     sized_seeds: int | None = None  # the batch validate sized for the registered power (None: no design to size it)
+    cancelled: int = 0  # episodes in flight at the decision, cancelled by the driver (status.json cancelled_seeds)
 
     @property
     def recorded(self) -> bool:
@@ -138,7 +139,7 @@ class ComparisonRead:
 
     def savings_text(self) -> str:
         """'33 episodes run against the batch's 50 (the 25 seeds x 2 arms validate sized for the registered power): 17 saved'."""
-        return savings_words(self.episodes_run, self.sized_seeds, self.max_seeds)
+        return savings_words(self.episodes_run, self.sized_seeds, self.max_seeds, self.cancelled)
 
     def stop_label(self) -> str:
         """Why every fixed-n read of this run's arms is labelled, or '' when the run did not stop on the decision."""
@@ -222,8 +223,9 @@ def batch_basis(sized_seeds: int | None, max_seeds: int) -> int:
     return min(sized_seeds, max_seeds) if sized_seeds else max_seeds
 
 
-def savings_words(run: int, sized_seeds: int | None, max_seeds: int) -> str:
-    """A comparison's cost against the batch, in words, the same on every surface."""
+def savings_words(run: int, sized_seeds: int | None, max_seeds: int, cancelled: int = 0) -> str:
+    """A comparison's cost against the batch, in words, the same on every surface; `cancelled`: the episodes
+    in flight at the decision, cancelled by the driver (never rows, not run)."""
     seeds = batch_basis(sized_seeds, max_seeds)
     batch = batch_episodes(seeds)
     if not sized_seeds:
@@ -233,8 +235,9 @@ def savings_words(run: int, sized_seeds: int | None, max_seeds: int) -> str:
     else:
         base = f"the {seeds} seeds x 2 arms validate sized for the registered power"
     over = run - batch
+    flight = f"; {cancelled} in flight at the decision cancelled" if cancelled else ""
     return (f"{run} episodes run against the batch's {batch} ({base}): "
-            + (f"{batch - run} saved" if over <= 0 else f"{over} more than the batch"))
+            + (f"{batch - run} saved" if over <= 0 else f"{over} more than the batch") + flight)
 
 
 def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], status: rd.Status | dict | None,
@@ -254,7 +257,8 @@ def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], statu
     stopped = bool(stop is not None and stop.by == rd.BY_DECIDED and stop.detail.startswith(COMPARISON_STOP))
     episodes = {(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in (spec.arm_a, spec.arm_b)}
     return ComparisonRead(spec, Path(run_dir), decision, record, stopped, status.state, len(episodes), cap,
-                          path(spec, a, b, planned), record_problems(record, decision), sized_seeds=sized_seeds)
+                          path(spec, a, b, planned), record_problems(record, decision), sized_seeds=sized_seeds,
+                          cancelled=len(status.cancelled_seeds or []))
 
 
 def live_evidence(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None, rows: list[dict]) -> str | None:
@@ -282,7 +286,8 @@ def savings(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None
     without a report: the batch sized from the registered comparison's own assumed rates), or None when it
     is not a comparison run or has no decision."""
     m = rd.Manifest.of(manifest) or rd.Manifest()
-    recorded = (rd.Status.of(status) or rd.Status()).comparison
+    typed = rd.Status.of(status) or rd.Status()
+    recorded = typed.comparison
     if not m.is_comparison or not isinstance(recorded, dict) or not isinstance(recorded.get("text"), str):
         return None
     max_seeds = recorded.get("max_seeds")
@@ -293,4 +298,4 @@ def savings(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None
     except (TypeError, ValueError, KeyError):
         sized = None
     run = len({(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in m.arms})
-    return savings_words(run, sized, max_seeds)
+    return savings_words(run, sized, max_seeds, len(typed.cancelled_seeds or []))

@@ -90,7 +90,10 @@ def test_a_comparison_run_interleaves_the_arms_and_stops_when_b_is_worse(tmp_pat
     assert {("steady", 0), ("clumsy", 0)} <= set(order)
     per_arm = {a: sum(1 for x, _ in order if x == a) for a in ("steady", "clumsy")}
     assert abs(per_arm["steady"] - per_arm["clumsy"]) <= 2, per_arm
-    assert max(s for _, s in order) < 30 and _rows_after_the_stop(out.stdout) <= 2  # only those in flight (2 workers)
+    # issue 47: the episodes in flight at the decision are cancelled, never rows, owed nothing
+    assert max(s for _, s in order) < 30 and _rows_after_the_stop(out.stdout) == 0
+    cancelled = {tuple(j) for j in status.get("cancelled_seeds") or []}
+    assert len(cancelled) <= 2 and not cancelled & set(order) and status["lost_seeds"] == []
     videos = sorted(p.name for p in (run_dir / "videos").iterdir())
     assert videos == ["rollout_clumsy_seed000.mp4", "rollout_steady_seed000.mp4"]  # one per arm, never overwritten
     assert {r["video"] for r in rows if r["seed"] == 0} == {f"videos/{v}" for v in videos}
@@ -206,7 +209,7 @@ def _rows_after_the_stop(log: str) -> int:
     """Progress lines the driver wrote after it asked for the stop (rows finish out of plan order,
     so a seed past the decision may have finished before it; after it, only those in flight)."""
     lines = log.splitlines()
-    at = next(i for i, ln in enumerate(lines) if ln.startswith("stopping at the episode boundary"))
+    at = next(i for i, ln in enumerate(lines) if ln.startswith(("stopping at the episode boundary", "stopping now")))
     return sum(1 for ln in lines[at + 1:] if ln.startswith("["))
 
 
@@ -237,7 +240,7 @@ def test_the_shipped_comparison_decides_before_its_max_seeds(shipped_run):
     assert {r["arm"] for r in rows} == {"clumsy", "steady"} and all(r["status"] == "ok" for r in rows)
     by = _pairs(rows)
     assert all((arm, s) in by for arm in ("clumsy", "steady") for s in range(DECIDED_AT))
-    assert _rows_after_the_stop((run_dir / "driver.log").read_text()) <= 2  # only the episodes in flight (2 workers)
+    assert _rows_after_the_stop((run_dir / "driver.log").read_text()) == 0  # in flight at the decision: cancelled
     assert status["done"] == len(rows) and status["total"] == 120
     # known skill: steady misses only where clumsy misses too (the arms share each seed's draw)
     for s in range(DECIDED_AT):

@@ -250,13 +250,16 @@ def test_a_video_that_cannot_be_written_costs_the_video_never_the_row(tmp_path):
 @pytest.mark.slow
 def test_fontaine_eval_started_by_hand_gives_its_workers_no_webhook_and_no_secret(tmp_path):
     """A worker's environment is an allow-list (issue 33: HF_TOKEN and *_KEY stayed in it): what the
-    kernel shows of each worker and of the fork server they are forked from holds no secret."""
+    kernel shows of each worker and of the fork server they are forked from holds no secret, and the one
+    variable the run passes by name (--pass-env, issue 45) and no other."""
     hook = "https://discord.com/api/webhooks/123456789012345678/Zq3vN8kLp0Xw_Tg5-Hs2Yd7Rb4Mc9Fj1Ua6Ke3Wn0Qx8Lv5"
     token = "hf_" + "Q" * 34
     run_dir = tmp_path / "run"
     proc = launch_detached(run_dir, *SCRIPTED, "--seeds", "0-3", "--workers", "2", "--video-draw", "none",
+                           "--pass-env", "LAB_TRACE_DIR",  # issue 45: a lab's own variable, passed by name
                            env={"FONTAINE_DISCORD_WEBHOOK": hook, "NOTIFY": hook, "HF_TOKEN": token,
-                                "WANDB_API_KEY": "wandb-secret-value", "FONTAINE_API_TOKEN": "also-secret"})
+                                "WANDB_API_KEY": "wandb-secret-value", "FONTAINE_API_TOKEN": "also-secret",
+                                "LAB_TRACE_DIR": "/lab/traces", "LAB_OTHER": "not named"})
     try:
         workers = _workers_started(proc, 2)
         envs = {}
@@ -273,6 +276,7 @@ def test_fontaine_eval_started_by_hand_gives_its_workers_no_webhook_and_no_secre
             assert hook.encode() not in raw and token.encode() not in raw and b"secret" not in raw
             assert not {b"HF_TOKEN", b"WANDB_API_KEY", b"FONTAINE_API_TOKEN"} & env.keys()
             assert env.get(b"MUJOCO_GL") and env.get(b"PATH")  # what a worker runs with stays
+            assert env.get(b"LAB_TRACE_DIR") == b"/lab/traces" and b"LAB_OTHER" not in env  # named, and only it
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

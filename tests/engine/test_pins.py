@@ -342,3 +342,23 @@ def test_a_mesh_edited_after_the_pin_is_not_what_compiles(lab_plan):
         (lab / "meshes" / "block.stl").write_bytes(original)
     finally:
         pinned.clear()
+
+
+def test_a_built_in_env_with_another_hash_is_refused_at_launch_not_after_the_budget(tmp_path, capsys):
+    """Issue 45: a plan pinning pick-lift by a hash this Fontaine's pick-lift does not have ran every seed and
+    only the report said INVALID; now the launch is refused, one line, nothing written. The right hash runs."""
+    from engine.envs import env_sha256
+
+    right = env_sha256("pick-lift")
+    for sha, code in (("0" * 63 + "1", 2), (right, 0)):
+        doc = tmp_path / f"plan-{code}.md"
+        doc.write_text(plan("steady\n    policy: scripted", f"  env: pick-lift\n  env_sha256: \"{sha}\"\n", seconds=0.2))
+        freeze(doc)
+        run_dir = tmp_path / "runs" / str(code)
+        assert main(["--prereg", str(doc), "--arm", "steady", "--run-dir", str(run_dir)]) == code
+        err = capsys.readouterr().err.strip()
+        if code == 2:
+            assert "pick-lift has sha256" in err and "000000000000" in err and len(err.splitlines()) == 1, err
+            assert not run_dir.exists()
+        else:
+            assert json.loads((run_dir / "manifest.json").read_text())["env"]["sha256"] == right
