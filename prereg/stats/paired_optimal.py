@@ -35,6 +35,7 @@ Checked against simulation in tests/prereg/test_paired_optimal.py; scripts/compa
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -203,6 +204,25 @@ class Optimum:
         return _forward(self.theta, self.n_max, probs, dlt, reach)
 
 
+    def realisations(self) -> list[tuple[float, float, float, float]]:
+        """Every deterministic test the witness can be once its uniforms are fixed (each mirrored pair of
+        randomised states takes its other action or not): (chance, power, type-I, E[seeds]) each, exactly."""
+        bo, ao = self.p_hi * (1 - self.p_lo), self.p_lo * (1 - self.p_hi)
+        dlt, reach = clock(self.n_max, bo + ao)
+        pairs = sorted({(k, min(w, k - w), rho) for k, w, _alt, rho in self.randomised})
+        out = []
+        for taken in itertools.product((False, True), repeat=len(pairs)):
+            acts = [np.frombuffer(a, dtype=np.int8).copy() for a in self.actions]
+            chance = 1.0
+            for (k, ww, rho), take in zip(pairs, taken):
+                chance *= rho if take else 1 - rho
+                for kk, w, alt, _rho in self.randomised:
+                    if take and kk == k and min(w, k - w) == ww:
+                        acts[k][w] = alt
+            out.append((chance, *_forward(self.theta, self.n_max, _onehot(acts), dlt, reach)))
+        return out
+
+
 def _law(p_lo: float, p_hi: float, n_max: int):
     if not 0 < p_lo < p_hi < 1:
         raise ValueError(f"the design needs two rates 0 < p_lo < p_hi < 1, got {p_lo}, {p_hi}")
@@ -282,9 +302,9 @@ def _deterministic(theta, n, x, alpha, power, dlt, reach):
     """The cheapest deterministic Lagrangian policy that meets both constraints, scanning the power's
     multiplier around the dual optimum and bisecting the level's: (actions, power, type-I, E[seeds]) or None."""
     best = None
-    for x1 in x[1] + np.linspace(-0.5, 1.5, 21):
+    for x1 in x[1] + np.linspace(-0.5, 2.0, 76):  # the feasible policies are lumpy in the multiplier: scan finely
         lo, hi = x[0] - 4, x[0] + 4
-        for _ in range(24):
+        for _ in range(22):
             mid = (lo + hi) / 2
             acts = _lagrangian(theta, n, math.exp(mid), math.exp(x1), dlt, reach)[1]
             if _forward(theta, n, _onehot(acts), dlt, reach)[1] <= alpha:
