@@ -15,7 +15,7 @@ import numpy as np
 
 from prereg.document.comparison_spec import PROGRESS_METRIC, SUCCESS_METRIC, ComparisonSpec
 from prereg.stats import paired_optimal, paired_sprt
-from prereg.stats.comparison import clipped, progress_bound, sprt_design
+from prereg.stats.comparison import clipped, designed_test, progress_bound
 from prereg.stats.comparison_engines import mcnemar_table, run_betting, run_discordant, run_fixed, run_step
 
 # ---------------------------------------------------------------- before spending: simulated operating characteristics
@@ -44,8 +44,8 @@ def run_sequences(spec: ComparisonSpec, n: int, a=None, b=None, d=None) -> tuple
     if spec.metric == SUCCESS_METRIC:
         if spec.test == "fixed":
             code, when = run_fixed(a, b, spec.alpha, spec.minimum_effect, n)
-        elif spec.test == "sprt":
-            code, when = paired_sprt.run(sprt_design(spec, n), a, b)
+        elif spec.test in ("sprt", "optimal"):
+            code, when = paired_sprt.run(designed_test(spec, n), a, b)
         else:
             c1, t1 = (run_step(a, b, spec.alpha, n) if spec.test == "step" else run_discordant(a, b, spec.alpha))
             c2, t2 = run_betting(b.astype(float) - a, 1.0, spec.alpha, spec.minimum_effect, directions=False)
@@ -100,7 +100,7 @@ def batch_seeds(power: float, *, b_only: float | None = None, a_only: float | No
 
 SIMS = 2000  # simulated sequences per case, for the tests computed by simulation (seeded)
 SEED = 20260824
-SUCCESS_TESTS = ("sprt", "step", "savi", "fixed")  # what a success comparison could register, in this order
+SUCCESS_TESTS = ("optimal", "sprt", "step", "savi", "fixed")  # what a success comparison could register, in this order
 PROGRESS_TESTS = ("fixed", "savi")
 
 
@@ -246,10 +246,11 @@ def _advise(spec: ComparisonSpec, test: str, n: int, cases: list[Case], design: 
     if test == "fixed":
         readings = {c.kind: _exact_fixed(alt, n, c) for c in cases}
         how = "exact"
-    elif test == "sprt":
+    elif test in ("sprt", "optimal"):
         lo, hi = design.pa, design.pb
+        make = paired_sprt.make_design if test == "sprt" else paired_optimal.make_walk_test
         try:
-            d = paired_sprt.make_design(min(lo, hi), max(lo, hi), spec.alpha, spec.power, n)
+            d = make(min(lo, hi), max(lo, hi), spec.alpha, spec.power, n)
         except paired_sprt.Unreachable as exc:
             return TestAdvice(test, "", {}, exc.reached, n, f"reaches power {exc.reached:.3f} < {spec.power:g} within "
                               f"{n} seeds" + (f"; needs max_seeds >= {exc.needed}" if exc.needed else ""), exc.needed)
@@ -372,8 +373,9 @@ def comparison_advice(spec: ComparisonSpec, planned: int, power_plan=None) -> Ad
                    + f"; power {power}; type-I {null.better + null.worse:.4f}; worst {2 * a.max_seeds}")
     notes = []
     if spec.metric == SUCCESS_METRIC:
-        notes.append("arms independent in every case; the sprt is exact at every correlation "
-                     "(tests/prereg/test_paired_sprt.py), same-seed correlation lowers the others' type-I")
+        notes.append("arms independent in every case; optimal and the sprt are exact at every correlation "
+                     "(tests/prereg/test_paired_optimal.py, test_paired_sprt.py), same-seed correlation lowers the "
+                     "others' type-I")
     else:
         notes.append(f"deltas normal, clipped at +/-{spec.delta_bound_cm:g} cm; savi tests the mean of the deltas "
                      "clipped to +/-its clip, not the mean (docs/prereg.md)")

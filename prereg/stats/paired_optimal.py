@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prereg.stats.paired_sprt import BETTER, FUTILE, WORSE, Unreachable, design_theta
+from prereg.stats.paired_sprt import BETTER, FUTILE, G_MIN, GRID, WORSE, Unreachable, design_theta
 
 STOP, UP, DOWN, GO = 0, 1, 2, 3  # the DP's actions at a walk state (STOP: claim nothing)
 OUT = np.array([FUTILE, BETTER, WORSE, 0], dtype=np.int8)  # the actions as the comparison codes read them
@@ -204,13 +204,10 @@ class Optimum:
         return _forward(self.theta, self.n_max, probs, dlt, reach)
 
 
-    def realisations(self) -> list[tuple[float, float, float, float]]:
+    def realised(self):
         """Every deterministic test the witness can be once its uniforms are fixed (each mirrored pair of
-        randomised states takes its other action or not): (chance, power, type-I, E[seeds]) each, exactly."""
-        bo, ao = self.p_hi * (1 - self.p_lo), self.p_lo * (1 - self.p_hi)
-        dlt, reach = clock(self.n_max, bo + ao)
+        randomised states takes its other action or not): (chance, actions) each."""
         pairs = sorted({(k, min(w, k - w), rho) for k, w, _alt, rho in self.randomised})
-        out = []
         for taken in itertools.product((False, True), repeat=len(pairs)):
             acts = [np.frombuffer(a, dtype=np.int8).copy() for a in self.actions]
             chance = 1.0
@@ -219,8 +216,13 @@ class Optimum:
                 for kk, w, alt, _rho in self.randomised:
                     if take and kk == k and min(w, k - w) == ww:
                         acts[k][w] = alt
-            out.append((chance, *_forward(self.theta, self.n_max, _onehot(acts), dlt, reach)))
-        return out
+            yield chance, acts
+
+    def realisations(self) -> list[tuple[float, float, float, float]]:
+        """(chance, power, type-I, E[seeds]) of each of `realised`, exactly."""
+        bo, ao = self.p_hi * (1 - self.p_lo), self.p_lo * (1 - self.p_hi)
+        dlt, reach = clock(self.n_max, bo + ao)
+        return [(chance, *_forward(self.theta, self.n_max, _onehot(acts), dlt, reach)) for chance, acts in self.realised()]
 
 
 def _law(p_lo: float, p_hi: float, n_max: int):
@@ -245,8 +247,9 @@ def optimum(p_lo: float, p_hi: float, alpha: float, power: float, n_max: int) ->
     res = optimize.minimize(neg, start, method="Nelder-Mead", options={"xatol": 1e-5, "fatol": 1e-8, "maxiter": 2000})
     value, x = -float(res.fun), np.minimum(res.x, X_MAX)
     if not value <= n_max:  # a feasible test spends at most n_max seeds: a dual past it means there is none
+        reached = max_power(p_lo, p_hi, alpha, n_max)
         raise Unreachable(f"no test on the discordant walk reaches power {power:g} at {p_lo:g} vs {p_hi:g} within "
-                          f"{n_max} seeds at alpha {alpha:g}", 0.0, None)
+                          f"{n_max} seeds at alpha {alpha:g} (the most: {reached:.3f})", reached, None)
     base = _lagrangian(theta, n_max, *np.exp(x), dlt, reach)[1]
     alts: dict[tuple[int, int], int] = {}
     for step in STEPS:
@@ -284,6 +287,23 @@ def optimum(p_lo: float, p_hi: float, alpha: float, power: float, n_max: int) ->
                    tuple(a.astype(np.int8).tobytes() for a in base), tuple(witness))
 
 
+def max_power(p_lo: float, p_hi: float, alpha: float, n_max: int) -> float:
+    """The most power at the design any (randomised) walk test has at level alpha within n_max seeds: the
+    dual of max power s.t. type-I <= alpha (the Lagrangian with no cost per seed), maximised over its multiplier."""
+    from scipy import optimize
+
+    theta, dlt, reach = _law(p_lo, p_hi, n_max)
+    free = np.zeros_like(dlt)
+
+    def dual(x: float) -> float:
+        lam0 = math.exp(x)
+        return _lagrangian(theta, n_max, lam0, 1.0, free, reach)[0] - lam0 * alpha
+
+    res = optimize.minimize_scalar(lambda x: -dual(x), bounds=(-10.0, X_MAX), method="bounded",
+                                   options={"xatol": 1e-8})
+    return -float(dual(res.x))
+
+
 @functools.lru_cache(maxsize=32)
 def make_optimal(p_lo: float, p_hi: float, alpha: float, power: float, n_max: int) -> Optimal:
     """The cheapest deterministic walk test found at the design that holds alpha and the power exactly."""
@@ -316,3 +336,87 @@ def _deterministic(theta, n, x, alpha, power, dlt, reach):
         if pw >= power and t1 <= alpha and (best is None or ex < best[3]):
             best = (acts, pw, t1, ex)
     return best
+
+
+# ---------------------------------------------------------------- test: optimal (the optimum's boundary + the sprt's futility)
+
+
+@dataclass(frozen=True)
+class WalkTest:
+    """`test: optimal`: a deterministic walk test read from the optimum (`walk`: the cheapest of the optimum's
+    realisations, or the scan's test, at level alpha and the power), then the sprt's futility stop (on the
+    seed count too: the discordant LLR plus kappa, both directions <= g) with g the largest on the grid
+    that keeps the exact power at the design >= the registered power with independent AND nested arms.
+    The futility stop claims nothing, so the level is the walk test's (exact, worst null)."""
+
+    walk: Optimal
+    futility: float  # g (-inf: none)
+
+    @property
+    def n_max(self) -> int:
+        return self.walk.n_max
+
+    @property
+    def p_lo(self) -> float:
+        return self.walk.p_lo
+
+    @property
+    def p_hi(self) -> float:
+        return self.walk.p_hi
+
+    @functools.cached_property
+    def stats(self):
+        """The sprt's design object, for its LLR and kappa (its boundary is not read)."""
+        from prereg.stats.paired_sprt import Design
+
+        w = self.walk
+        return Design(w.p_lo, w.p_hi, w.alpha, w.power, w.n_max, (), math.nan, self.futility)
+
+    def codes(self, t, w, ls) -> np.ndarray:
+        """1 B better, 2 B worse, 4 stopped claiming nothing (the walk's stop, or futility), 0 go on."""
+        out = self.walk.codes(t, w, ls)
+        if self.futility > G_MIN:
+            fu, fd = self.stats.futility_stats(t, w, ls)
+            out = np.where((out == 0) & (fu <= self.futility) & (fd <= self.futility), FUTILE, out)
+        return np.asarray(out, dtype=np.int8)
+
+    def describe(self) -> str:
+        fut = f"futility at LLR + kappa {self.futility:.3f}" if self.futility > G_MIN else "no futility stop"
+        return f"{self.walk.describe()}; {fut}"
+
+
+def _cheapest_realisation(opt: Optimum) -> Optimal | None:
+    """The cheapest deterministic test among the optimum's realisations that holds alpha and the power exactly."""
+    theta, dlt, reach = _law(opt.p_lo, opt.p_hi, opt.n_max)
+    best = None
+    for _chance, acts in opt.realised():
+        pw, t1, ex = _forward(theta, opt.n_max, _onehot(acts), dlt, reach)
+        if pw >= opt.power and t1 <= opt.alpha and (best is None or ex < best[3]):
+            best = (acts, pw, t1, ex)
+    if best is None:
+        return None
+    acts, pw, t1, ex = best
+    return Optimal(opt.p_lo, opt.p_hi, opt.alpha, opt.power, opt.n_max, tuple(a.astype(np.int8).tobytes() for a in acts),
+                   ex, t1, pw, opt.value)
+
+
+@functools.lru_cache(maxsize=32)
+def make_walk_test(p_lo: float, p_hi: float, alpha: float, power: float, n_max: int) -> WalkTest:
+    """`test: optimal`'s design (seconds at a few hundred seeds; the scan's fallback, a minute). Raises
+    Unreachable when no walk test reaches the power within n_max seeds."""
+    from prereg.stats.paired_sprt import oc
+
+    opt = optimum(p_lo, p_hi, alpha, power, n_max)
+    walk = _cheapest_realisation(opt) or make_optimal(p_lo, p_hi, alpha, power, n_max)
+    laws = ((p_hi * (1 - p_lo), p_lo * (1 - p_hi)), (p_hi - p_lo, 0.0))  # independent, nested
+
+    def ok(g: float) -> bool:
+        return all(oc(WalkTest(walk, g), b, a).better >= power for b, a in laws)
+
+    if not ok(G_MIN):
+        return WalkTest(walk, -math.inf)
+    lo, hi = G_MIN, 0.0
+    while hi - lo > GRID / 4:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return WalkTest(walk, round(math.floor(lo / GRID) * GRID, 6))

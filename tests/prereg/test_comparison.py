@@ -133,7 +133,7 @@ def _replay(s: ComparisonSpec, a, b, workers: int, rng):
     return None
 
 
-@pytest.mark.parametrize("test,workers", [("sprt", 1), ("sprt", 8), ("sprt", 32), ("savi", 8)])
+@pytest.mark.parametrize("test,workers", [("sprt", 1), ("sprt", 8), ("sprt", 32), ("optimal", 8), ("savi", 8)])
 def test_successes_finishing_early_do_not_move_the_decision(test, workers):
     """At 1, 8 and 32 workers the first decision the driver gets is the plan-order decision at the same
     seed, under no difference and under the design: so the plan-order type-I and power (exact, for sprt:
@@ -368,7 +368,8 @@ def test_validate_prints_the_advice_for_every_test_the_plan_could_register(tmp_p
     rows = {line[4:].split()[0]: line for line in out.splitlines() if line.startswith(("  > ", "    ")) and "worst" in line}
     assert rows["savi"].startswith("  > savi (simulated)") and "worst 120" in rows["savi"]
     assert rows["sprt"].startswith("    sprt (exact)") and rows["fixed"].startswith("    fixed (exact)")
-    assert "fixed (exact)       120.0 (" in out  # the batch at max seeds: 60 seeds x 2 episodes, whatever the truth
+    assert rows["optimal"].startswith("    optimal (exact)")
+    assert re.search(r"fixed \(exact\) +120\.0 \(", out)  # the batch at max seeds: 60 seeds x 2 episodes, whatever the truth
     # the optimum of any test claiming on the discordant walk, and each test's cost at the design against it
     line = next(x for x in out.splitlines() if x.startswith("  the optimum (the fewest expected seeds at the design"))
     optimum = float(re.search(r"\): ([\d.]+) seeds, [\d.]+ of the batch, ([\d.]+)x the floor", line).group(1))

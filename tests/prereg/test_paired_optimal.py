@@ -108,3 +108,88 @@ def test_the_best_deterministic_walk_test_by_simulation(best, law):
         assert exact.better + exact.worse <= ALPHA
     else:
         assert exact.better >= POWER
+
+
+# ---------------------------------------------------------------- test: optimal, the registered test
+
+
+@pytest.mark.parametrize("rates", [(0.01, 0.09), (0.1, 0.3)])
+def test_test_optimal_meets_issue_47s_goal_and_beats_the_sprt_at_the_design(rates):
+    """Within 1.15x Wald's floor at the design, cheaper than the sprt there, power >= 0.8 with independent and
+    nested arms, exact type-I <= alpha at the worst null (every seed discordant) - all exact."""
+    bo, ao, _nb, n = _design(*rates)
+    d = O.make_walk_test(*rates, ALPHA, POWER, n)
+    design = P.oc(d, bo, ao)
+    assert design.expected_seeds <= 1.15 * P.floor_seeds(bo, ao, ALPHA, POWER)
+    assert design.expected_seeds < P.oc(P.make_design(*rates, ALPHA, POWER, n), bo, ao).expected_seeds
+    assert design.better >= POWER and P.oc(d, rates[1] - rates[0], 0.0).better >= POWER
+    worst = P.oc(d, 0.5, 0.5)
+    assert worst.better + worst.worse <= ALPHA and d.futility > P.G_MIN
+
+
+@pytest.mark.parametrize("law", ["design", "independent null", "correlated null", "nested"])
+def test_test_optimal_by_simulation(law):
+    """20,000 simulated comparisons at 30% vs 10% (106 seeds) read by paired_sprt.run agree with the exact
+    operating characteristic, the futility stop on the seed count included; the level holds at the nulls."""
+    n = _design(0.1, 0.3)[3]
+    d = O.make_walk_test(0.1, 0.3, ALPHA, POWER, n)
+    rng = np.random.default_rng({"design": 5, "independent null": 6, "correlated null": 7, "nested": 8}[law])
+    u = rng.random((SIMS, n))
+    v = rng.random((SIMS, n))
+    pa, pb, rho = {"design": (0.1, 0.3, 0.0), "independent null": (0.2, 0.2, 0.0), "correlated null": (0.2, 0.2, 0.5),
+                   "nested": (0.1, 0.3, 1.0)}[law]
+    a, b = u < pa, np.where(rng.random((SIMS, n)) < rho, u, v) < pb
+    code, seed = P.run(d, a, b)
+    exact = P.oc(d, *pair_probs(pa, pb, rho))
+    for got, want in (((code == 1).mean(), exact.better), ((code == 2).mean(), exact.worse),
+                      ((code == 4).mean(), exact.futile)):
+        assert abs(got - want) < 4 * math.sqrt(max(want * (1 - want), 1e-4) / SIMS)
+    seeds = np.where(code > 0, seed, n)
+    assert abs(seeds.mean() - exact.expected_seeds) < 4 * seeds.std() / math.sqrt(SIMS)
+    if "null" in law:
+        assert exact.better + exact.worse <= ALPHA
+    else:
+        assert exact.better >= POWER
+
+
+def test_decide_on_rows_is_test_optimal_on_random_sequences():
+    """decide() with test optimal on random row sequences (design, no difference, mirrored; random lengths)
+    gives paired_sprt.run's code and seed on the same outcomes: the rows decide what the DP describes."""
+    from prereg.document.comparison_spec import ComparisonSpec
+    from prereg.stats.comparison import _CODES, UNDECIDED, decide, optimal_design
+
+    n = _design(0.1, 0.3)[3]
+    spec = ComparisonSpec(arm_a="a", arm_b="b", metric="success", test="optimal", alpha=ALPHA, power=POWER,
+                          minimum_effect=0.15, max_seeds=n, assumed_rates=(0.1, 0.3))
+    d = optimal_design(spec, n)
+    assert isinstance(d, O.WalkTest)
+    rng = np.random.default_rng(470)
+    seen = set()
+    for i in range(60):
+        pa, pb = ((0.1, 0.3), (0.2, 0.2), (0.3, 0.1))[i % 3]
+        a, b = rng.random(n) < pa, rng.random(n) < pb
+        length = int(rng.integers(1, n + 1))
+        code, when = P.run(d, a[None, :length], b[None, :length])
+        got = decide(spec, {s: {"seed": s, "status": "ok", "success": bool(a[s])} for s in range(length)},
+                     {s: {"seed": s, "status": "ok", "success": bool(b[s])} for s in range(length)}, list(range(n)))
+        if int(code[0]) == 0:
+            assert got is None if length < n else (got.outcome, got.at) == (UNDECIDED, n)
+        else:
+            assert (got.outcome, got.at) == (_CODES[int(code[0])], int(when[0]))
+            assert "discordant-pair test from the optimum designed at 0.1 vs 0.3" in got.text
+        seen.add(None if got is None else got.outcome)
+    assert len(seen) >= 3
+
+
+def test_a_success_comparison_that_names_no_test_registers_optimal():
+    """New plans get the cheaper test; a plan that registered `test: sprt` still reads as the sprt."""
+    from prereg.document.comparison_spec import parse
+
+    raw = {"arms": ["a", "b"], "metric": "success", "minimum_effect": 0.15, "assumed_rates": [0.01, 0.09]}
+    spec, problems = parse(raw)
+    assert problems == [] and spec.test == "optimal" and spec.as_dict()["assumed_rates"] == [0.01, 0.09]
+    assert "discordant-pair test from the optimum designed at 0.01 vs 0.09" in spec.describe()
+    spec, problems = parse({**raw, "test": "sprt"})
+    assert problems == [] and spec.test == "sprt"
+    spec, problems = parse({k: v for k, v in raw.items() if k != "assumed_rates"})
+    assert spec is None and "test optimal derives its alternative from assumed_rates" in problems[0][1]
