@@ -23,13 +23,13 @@ walk test's E[seeds]. It is attained: the policy at the dual optimum, randomised
 two actions tie there (found by moving the multipliers a little) with chances solved so both constraints
 hold, has exactly that E[seeds] (`Optimum.witness`, `Optimum.randomised`).
 
-`make_optimal` is the cheapest DETERMINISTIC Lagrangian walk test found (a scan of the power's multiplier,
-the level's bisected) whose exact type-I is <= alpha and power >= the registered power, readable by
-`paired_sprt.oc` and `paired_sprt.run` through `Optimal.codes`. It is not a registered test: see
-docs/prereg.md for what it would cost at no difference. A randomised test read reproducibly (a uniform per
-state hashed from a frozen key) is one of a few deterministic tests once the key is fixed, and at 9% vs 1%
-some of those have type-I 0.060 > alpha: so the randomised optimum is the yardstick, not a test to run.
-Checked against simulation in tests/prereg/test_paired_optimal.py; scripts/comparison_figures.py tabulates it.
+The optimum is a yardstick, not a test to run: a randomised test read reproducibly (a uniform per state
+hashed from a frozen key) is one of a few deterministic tests once the key is fixed, and at 9% vs 1% some
+of those have type-I 0.060 > alpha (`Optimum.realisations`). `make_walk_test` is `test: optimal`: the
+cheapest of those realisations that holds alpha and the power exactly (`make_optimal`'s scan of the
+Lagrangian's deterministic policies where none does), plus the sprt's futility stop calibrated to keep the
+power (`WalkTest`), read by `paired_sprt.oc` and `paired_sprt.run` through `codes`.
+Checked against simulation in tests/prereg/test_paired_optimal.py; scripts/optimum_figure.py tabulates it.
 """
 
 from __future__ import annotations
