@@ -46,6 +46,7 @@ from prereg.stats.paired_sprt import BETTER, FUTILE, G_MIN, GRID, WORSE, Unreach
 STOP, UP, DOWN, GO = 0, 1, 2, 3  # the DP's actions at a walk state (STOP: claim nothing)
 OUT = np.array([FUTILE, BETTER, WORSE, 0], dtype=np.int8)  # the actions as the comparison codes read them
 STEPS = (1e-3, 1e-2, 5e-2)  # how far (in log multipliers) the search moves to find the tied states
+MAX_TIED = 12  # test optimal enumerates the optimum's realisations (2^pairs) up to this many tied pairs
 
 
 def clock(n: int, q: float) -> tuple[np.ndarray, np.ndarray]:
@@ -387,6 +388,8 @@ class WalkTest:
 
 def _cheapest_realisation(opt: Optimum) -> Optimal | None:
     """The cheapest deterministic test among the optimum's realisations that holds alpha and the power exactly."""
+    if len({(k, min(w, k - w)) for k, w, _alt, _rho in opt.randomised}) > MAX_TIED:
+        return None  # too many to enumerate: the scan decides
     theta, dlt, reach = _law(opt.p_lo, opt.p_hi, opt.n_max)
     best = None
     for _chance, acts in opt.realised():
