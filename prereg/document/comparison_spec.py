@@ -8,7 +8,9 @@ import math
 from dataclasses import dataclass
 
 METRICS = ("success", "progress_final_cm")
-TESTS = ("step", "savi", "sprt", "fixed")
+TESTS = ("step", "savi", "sprt", "optimal", "fixed")
+DESIGNED_TESTS = ("sprt", "optimal")  # success tests designed at the assumed rates (assumed_rates required)
+SUCCESS_DEFAULT_TEST = "optimal"  # a success comparison that names no test: the cheapest at the design (docs/prereg.md)
 SUCCESS_METRIC, PROGRESS_METRIC = METRICS
 KEYS = ("arms", "metric", "test", "alpha", "power", "minimum_effect", "max_seeds",
         "assumed_rates", "assumed_delta_cm", "delta_sd_cm", "delta_bound_cm", "clip_cm")
@@ -48,6 +50,9 @@ class ComparisonSpec:
                          else f"betting confidence sequence for {self.estimand()}"),
                 "sprt": (f"discordant-pair SPRT designed at {self.design_rates()[0]:g} vs {self.design_rates()[1]:g}"
                          if self.design_rates() else "discordant-pair SPRT"),
+                "optimal": ("discordant-pair test from the optimum designed at "
+                            f"{self.design_rates()[0]:g} vs {self.design_rates()[1]:g}" if self.design_rates()
+                            else "discordant-pair test from the optimum"),
                 "fixed": "fixed-n batch test"}[self.test]
         return (f"{self.arm_a} vs {self.arm_b} on {self.metric}: {what}, alpha {self.alpha:g} (two-sided), "
                 f"minimum effect {self.minimum_effect:g}{unit}")
@@ -61,7 +66,7 @@ class ComparisonSpec:
         return f"the mean per-seed delta {self.arm_b} - {self.arm_a} (cm)"
 
     def design_rates(self) -> tuple[float, float] | None:
-        """test: sprt's design (p_lo, p_hi), p_lo < p_hi: the assumed rates, lower first; equal assumed
+        """test sprt's and test optimal's design (p_lo, p_hi), p_lo < p_hi: the assumed rates, lower first; equal assumed
         rates p get (p, p + minimum_effect). None without assumed rates (parse refuses that for sprt)."""
         if self.metric != SUCCESS_METRIC or self.assumed_rates is None:
             return None
@@ -96,7 +101,7 @@ class ComparisonSpec:
                 "power": self.power, "minimum_effect": self.minimum_effect, "max_seeds": self.max_seeds,
                 "delta_bound_cm": self.delta_bound_cm,
                 **({"clip_cm": self.clip_cm} if self.clip_cm is not None else {}),
-                **({"assumed_rates": list(self.assumed_rates)} if self.test == "sprt" and self.assumed_rates else {})}
+                **({"assumed_rates": list(self.assumed_rates)} if self.test in DESIGNED_TESTS and self.assumed_rates else {})}
 
 
 def comparison_label(arm_a: str, arm_b: str) -> str:
@@ -136,12 +141,14 @@ def parse(raw, known_arms=None, planned_seeds: int | None = None) -> tuple[Compa
     metric = raw.get("metric")
     if metric not in METRICS:
         err("metric", f"must be one of {', '.join(METRICS)}, got {metric!r}")
-    test = raw.get("test", "fixed" if metric == PROGRESS_METRIC else None)  # progress: the paired t test by default
+    # progress: the paired t test by default; success: the test from the optimum (needs assumed_rates)
+    test = raw.get("test", {PROGRESS_METRIC: "fixed", SUCCESS_METRIC: SUCCESS_DEFAULT_TEST}.get(metric))
     if test not in TESTS:
         err("test", f"must be one of {', '.join(TESTS)}, got {test!r}",
-            "sprt: the discordant-pair SPRT (success, near the information floor); step: STEP (success); "
+            "optimal: the test from the optimum (success, the default, nearest the information floor); "
+            "sprt: the discordant-pair SPRT (success); step: STEP (success); "
             "savi: anytime-valid paired test; fixed: the batch test at max_seeds (progress's default)")
-    elif test in ("step", "sprt") and metric == PROGRESS_METRIC:
+    elif test in ("step", *DESIGNED_TESTS) and metric == PROGRESS_METRIC:
         err("test", f"test {test} compares success rates only",
             "progress_final_cm: test fixed (the paired t test, the default), or savi with a registered clip_cm")
     kw: dict = {}
@@ -191,10 +198,10 @@ def parse(raw, known_arms=None, planned_seeds: int | None = None) -> tuple[Compa
             err("assumed_rates", f"must be two rates in (0, 1) [A, B], got {rates!r}")
         else:
             kw["assumed_rates"] = (float(rates[0]), float(rates[1]))
-    if test == "sprt" and metric == SUCCESS_METRIC and "assumed_rates" not in kw and rates is None:
-        err("test", "test sprt derives its alternative from assumed_rates: register them [A, B]",
+    if test in DESIGNED_TESTS and metric == SUCCESS_METRIC and "assumed_rates" not in kw and rates is None:
+        err("test", f"test {test} derives its alternative from assumed_rates: register them [A, B]",
             "the rates the plan expects, e.g. assumed_rates: [0.01, 0.09]; equal rates p design p vs p + minimum_effect")
-    elif test == "sprt" and "assumed_rates" in kw and "minimum_effect" in kw:
+    elif test in DESIGNED_TESTS and "assumed_rates" in kw and "minimum_effect" in kw:
         lo, hi = sorted(kw["assumed_rates"])
         if lo == hi and lo + kw["minimum_effect"] >= 1:
             err("assumed_rates", f"equal assumed rates {lo:g} design {lo:g} vs {lo:g} + minimum_effect, above 1",

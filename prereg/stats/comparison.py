@@ -6,7 +6,7 @@ The front matter (validated in prereg/document/, carried on `SectionModel.compar
 comparison:
   arms: [release, finetuned]   # A (the baseline), B (the candidate): every delta is B - A, per seed
   metric: success              # success | progress_final_cm
-  test: sprt                   # sprt | step | savi | fixed (success); fixed (the default) | savi (progress)
+  test: optimal                # optimal (the default) | sprt | step | savi | fixed (success); fixed (the default) | savi (progress)
   alpha: 0.05                  # P(any wrong claim) at most alpha, whenever the run is read (two-sided)
   power: 0.8                   # the power the batch comparison is sized for (validate/freeze's table)
   minimum_effect: 0.15         # a rate difference (success) or cm (progress): "equivalent" means |delta| < it
@@ -28,7 +28,7 @@ comparison:
 `prereg.rundir.rows.rows_by_seed(rows_of_arm, planned_seeds)`, `planned_seeds` the protocol's seeds in
 plan order. `None`: no decision yet, keep going. Otherwise `d.outcome` is one of `BETTER` ("B
 better"), `WORSE` ("B worse"), `EQUIVALENT` ("equivalent within the minimum effect"),
-`FUTILE` (test sprt only: stopped for futility, the design's difference is implausible, nothing
+`FUTILE` (tests sprt and optimal only: stopped for futility, the design's difference is implausible, nothing
 claimed), `UNDECIDED` (max seeds read and none of the above), or `VOID` (a progress delta broke the
 registered bound: the anytime-valid guarantee no longer holds, the run goes on to the fixed-n
 read). `d.stops_run` says whether the driver should stop (`StopReason(by="decided",
@@ -47,6 +47,10 @@ progress metric and counted in the text.
 **The tests** (every claim below is checked by simulation in tests/prereg/test_comparison.py
 and drawn by scripts/comparison_figures.py):
 
+- `optimal` (success, the default): the deterministic walk test read from the optimum of
+  prereg/stats/paired_optimal.py (the fewest expected seeds at the design of any test claiming on the
+  discordant walk), exact level alpha at every null and correlation, then the sprt's futility stop with
+  the largest threshold that keeps the registered power at the design (independent and nested arms).
 - `sprt` (success): the truncated discordant-pair SPRT of prereg/stats/paired_sprt.py, designed
   at the registered rates (`ComparisonSpec.design_rates`), its boundary at an exact level alpha for
   every null and correlation, a non-binding futility stop that keeps the registered power at the
@@ -102,8 +106,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from prereg.core.words import plural
-from prereg.document.comparison_spec import SUCCESS_METRIC, ComparisonSpec
-from prereg.stats import paired_sprt
+from prereg.document.comparison_spec import DESIGNED_TESTS, SUCCESS_METRIC, ComparisonSpec
+from prereg.stats import paired_optimal, paired_sprt
 from prereg.stats.comparison_engines import betting_cs, betting_cs_path, discordant_log_e, run_betting, run_discordant, run_fixed, run_step
 
 BETTER, WORSE, EQUIVALENT, UNDECIDED, VOID, FUTILE = (
@@ -196,8 +200,8 @@ def decide(spec: ComparisonSpec, rows_a_by_seed: dict, rows_b_by_seed: dict, pla
             c1, t1 = run_discordant(A, B, spec.alpha)
             c2, t2 = run_betting((B.astype(float) - A), 1.0, spec.alpha, spec.minimum_effect, directions=False)
             code, when = _earliest(c1, t1, c2, t2)
-        elif spec.test == "sprt":
-            code, when = paired_sprt.run(sprt_design(spec, cap), A, B)
+        elif spec.test in DESIGNED_TESTS:
+            code, when = paired_sprt.run(designed_test(spec, cap), A, B)
         else:
             code, when = run_fixed(A, B, spec.alpha, spec.minimum_effect, cap)
         code, when = int(code[0]), int(when[0])
@@ -239,11 +243,27 @@ def sprt_design(spec: ComparisonSpec, n_max: int) -> paired_sprt.Design:
         return paired_sprt.Design(p_lo, p_hi, spec.alpha, spec.power, n_max, crit, h, -math.inf)
 
 
+def optimal_design(spec: ComparisonSpec, n_max: int):
+    """test optimal's design at the registered rates, alpha and power for n_max seeds (exact; memoised):
+    prereg/stats/paired_optimal.py. Where no walk test reaches the power within n_max (validate and freeze
+    refuse that plan), the sprt's boundary alone: level alpha, no futility stop."""
+    p_lo, p_hi = spec.design_rates()
+    try:
+        return paired_optimal.make_walk_test(p_lo, p_hi, spec.alpha, spec.power, n_max)
+    except paired_sprt.Unreachable:
+        return sprt_design(spec, n_max)
+
+
+def designed_test(spec: ComparisonSpec, n_max: int):
+    """The design of a test designed at the assumed rates (sprt, optimal): what paired_sprt.run and oc read."""
+    return sprt_design(spec, n_max) if spec.test == "sprt" else optimal_design(spec, n_max)
+
+
 def prepare(spec: ComparisonSpec, planned_seeds) -> None:
     """What `decide` computes once per process, computed now (the driver calls it before any episode): test
-    sprt's exact design, seconds at a few hundred seeds."""
-    if spec.test == "sprt":
-        sprt_design(spec, spec.seeds_cap(len(list(planned_seeds))))
+    sprt's or test optimal's exact design, seconds at a few hundred seeds."""
+    if spec.test in DESIGNED_TESTS:
+        designed_test(spec, spec.seeds_cap(len(list(planned_seeds))))
 
 
 def progress_bound(spec: ComparisonSpec) -> float:
@@ -280,8 +300,8 @@ def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
                     f"(decides at {2 / spec.alpha:g})")
     elif spec.test == "step":
         evidence = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {cap}"
-    elif spec.test == "sprt":
-        evidence = _sprt_evidence(sprt_design(spec, cap), at, w, lo, values)
+    elif spec.test in DESIGNED_TESTS:
+        evidence = _designed_evidence(designed_test(spec, cap), at, w, lo, values)
     else:
         evidence = "exact McNemar test, read once at max seeds"
     text = (f"{_label(outcome, spec)} at {at}/{cap} seeds: {spec.arm_b} {kb}/{at} vs {spec.arm_a} {ka}/{at} "
@@ -289,6 +309,27 @@ def _success_decision(spec, a, b, outcome, at, cap) -> Decision:
             f"{100 * (1 - spec.alpha):g}% confidence sequence for the rate difference [{cs[0]:+.3f}, {cs[1]:+.3f}]"
             f"{band_note(spec, outcome)}")
     return Decision(outcome, at, cap, text, spec, values)
+
+
+def _designed_evidence(d, at: int, w: int, lo: int, values: dict) -> str:
+    """The state of test sprt or test optimal in words (and in `values`)."""
+    if isinstance(d, paired_sprt.Design):
+        return _sprt_evidence(d, at, w, lo, values)
+    up, down = d.stats.futility_stats(at, w, lo)
+    code = int(d.walk.codes(at, w, lo))
+    values.update({"futility_better": round(float(up), 4), "futility_worse": round(float(down), 4),
+                   "design": [d.p_lo, d.p_hi], "futility_g": d.futility if math.isfinite(d.futility) else None})
+    k = min(w + lo, d.n_max)
+    row = np.frombuffer(d.walk.actions[k], dtype=np.int8)
+    ups = np.flatnonzero(row == paired_optimal.UP)
+    bound = (f"B better from {int(ups.min())} of {k} discordant seeds" if ups.size else
+             f"no claim at {k} discordant seeds")
+    fut = (f"futility when LLR + kappa are both <= {d.futility:.3f}: now {float(up):.2f} / {float(down):.2f}"
+           if d.futility > paired_sprt.G_MIN else "no futility stop (the registered power is out of reach)")
+    state = {paired_sprt.BETTER: "claims B better", paired_sprt.WORSE: "claims B worse",
+             paired_sprt.FUTILE: "stops claiming nothing", 0: "goes on"}[code]
+    return (f"discordant-pair test from the optimum designed at {d.p_lo:g} vs {d.p_hi:g}: {w} wins, {lo} losses "
+            f"({bound}); the walk {state}; {fut}")
 
 
 def _sprt_evidence(d: paired_sprt.Design, at: int, w: int, lo: int, values: dict) -> str:
@@ -401,8 +442,8 @@ class ComparisonPath:
                        f"(decides at {self.threshold:g})")
             elif spec.test == "step":
                 how = f"STEP boundary at alpha/2 = {spec.alpha / 2:g} per direction, n_max {self.max_seeds}"
-            elif spec.test == "sprt" and self.discordant is not None:
-                how = _sprt_evidence(sprt_design(spec, self.max_seeds), k, *self.discordant, {})
+            elif spec.test in DESIGNED_TESTS and self.discordant is not None:
+                how = _designed_evidence(designed_test(spec, self.max_seeds), k, *self.discordant, {})
             else:
                 how = f"exact McNemar test, read once at {self.max_seeds} seeds"
             return f"{head}; {how}; {level} for the rate difference {band}{band_note(spec)}"

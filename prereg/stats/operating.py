@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from prereg.document.comparison_spec import PROGRESS_METRIC, SUCCESS_METRIC, ComparisonSpec
-from prereg.stats import paired_sprt
-from prereg.stats.comparison import clipped, progress_bound, sprt_design
+from prereg.stats import paired_optimal, paired_sprt
+from prereg.stats.comparison import clipped, designed_test, progress_bound
 from prereg.stats.comparison_engines import mcnemar_table, run_betting, run_discordant, run_fixed, run_step
 
 # ---------------------------------------------------------------- before spending: simulated operating characteristics
@@ -44,8 +44,8 @@ def run_sequences(spec: ComparisonSpec, n: int, a=None, b=None, d=None) -> tuple
     if spec.metric == SUCCESS_METRIC:
         if spec.test == "fixed":
             code, when = run_fixed(a, b, spec.alpha, spec.minimum_effect, n)
-        elif spec.test == "sprt":
-            code, when = paired_sprt.run(sprt_design(spec, n), a, b)
+        elif spec.test in ("sprt", "optimal"):
+            code, when = paired_sprt.run(designed_test(spec, n), a, b)
         else:
             c1, t1 = (run_step(a, b, spec.alpha, n) if spec.test == "step" else run_discordant(a, b, spec.alpha))
             c2, t2 = run_betting(b.astype(float) - a, 1.0, spec.alpha, spec.minimum_effect, directions=False)
@@ -100,7 +100,7 @@ def batch_seeds(power: float, *, b_only: float | None = None, a_only: float | No
 
 SIMS = 2000  # simulated sequences per case, for the tests computed by simulation (seeded)
 SEED = 20260824
-SUCCESS_TESTS = ("sprt", "step", "savi", "fixed")  # what a success comparison could register, in this order
+SUCCESS_TESTS = ("optimal", "sprt", "step", "savi", "fixed")  # what a success comparison could register, in this order
 PROGRESS_TESTS = ("fixed", "savi")
 
 
@@ -246,10 +246,11 @@ def _advise(spec: ComparisonSpec, test: str, n: int, cases: list[Case], design: 
     if test == "fixed":
         readings = {c.kind: _exact_fixed(alt, n, c) for c in cases}
         how = "exact"
-    elif test == "sprt":
+    elif test in ("sprt", "optimal"):
         lo, hi = design.pa, design.pb
+        make = paired_sprt.make_design if test == "sprt" else paired_optimal.make_walk_test
         try:
-            d = paired_sprt.make_design(min(lo, hi), max(lo, hi), spec.alpha, spec.power, n)
+            d = make(min(lo, hi), max(lo, hi), spec.alpha, spec.power, n)
         except paired_sprt.Unreachable as exc:
             return TestAdvice(test, "", {}, exc.reached, n, f"reaches power {exc.reached:.3f} < {spec.power:g} within "
                               f"{n} seeds" + (f"; needs max_seeds >= {exc.needed}" if exc.needed else ""), exc.needed)
@@ -322,7 +323,7 @@ def comparison_advice(spec: ComparisonSpec, planned: int, power_plan=None) -> Ad
     if spec.metric == SUCCESS_METRIC and not real:
         out.append("  no assumed rates (comparison.assumed_rates or reads.power.assumed_rates): the figures below are "
                    f"ILLUSTRATIVE, with A at {cases[0].pa:g}")
-    batch = None
+    batch = optimum = None
     if design is not None:
         batch = _batch_at(spec, design)
         if spec.metric == SUCCESS_METRIC:
@@ -339,9 +340,13 @@ def comparison_advice(spec: ComparisonSpec, planned: int, power_plan=None) -> Ad
                    + (f"{batch} seeds" if batch else "more than 5000 seeds")
                    + f"; the information floor (Wald's bound from the per-seed KL {kl:.4f}) is {floor:.1f} seeds"
                    + (f", {floor / batch:.2f} of the batch" if batch else ""))
+        if spec.metric == SUCCESS_METRIC:
+            optimum, line = _optimum_line(spec, design, n, floor, batch)
+            out.append(line)
     tests = [spec.test] + [t for t in order if t != spec.test]
     advice = [_advise(spec, t, n, cases, design, t == spec.test, example_clip) for t in tests]
-    out.append("  expected episodes (x the batch's seeds, x the floor for the test's own error rates) at: "
+    out.append("  expected episodes (x the batch's seeds, x the floor for the test's own error rates"
+               + (", at the design x the optimum" if optimum else "") + ") at: "
                + " | ".join(c.label for c in cases) + "; then power at the design, type-I at no difference, worst case")
     width = max(len(a.test) for a in advice) + 13
     for a in advice:
@@ -359,16 +364,18 @@ def comparison_advice(spec: ComparisonSpec, planned: int, power_plan=None) -> Ad
             if design is not None and a.power is not None:
                 up = (c.pb >= c.pa) if spec.metric == SUCCESS_METRIC else (c.delta >= 0)
                 fl = floor_seeds(c, design, spec, r.better if up else r.worse, a.power)
-            cells.append(f"{ep:6.1f} ({rel}, {r.expected_seeds / fl:.2f})" if 0 < fl < math.inf
-                         else f"{ep:6.1f} ({rel}, -)")
+            opt = f", {r.expected_seeds / optimum:.2f}" if optimum and c is design else ""
+            cells.append(f"{ep:6.1f} ({rel}, {r.expected_seeds / fl:.2f}{opt})" if 0 < fl < math.inf
+                         else f"{ep:6.1f} ({rel}, -{opt})")
         null = a.readings["null"]
         power = "-" if a.power is None else f"{a.power:.3f}"
         out.append(f"  {mark} {name:<{width}} " + " | ".join(cells)
                    + f"; power {power}; type-I {null.better + null.worse:.4f}; worst {2 * a.max_seeds}")
     notes = []
     if spec.metric == SUCCESS_METRIC:
-        notes.append("arms independent in every case; the sprt is exact at every correlation "
-                     "(tests/prereg/test_paired_sprt.py), same-seed correlation lowers the others' type-I")
+        notes.append("arms independent in every case; optimal and the sprt are exact at every correlation "
+                     "(tests/prereg/test_paired_optimal.py, test_paired_sprt.py), same-seed correlation lowers the "
+                     "others' type-I")
     else:
         notes.append(f"deltas normal, clipped at +/-{spec.delta_bound_cm:g} cm; savi tests the mean of the deltas "
                      "clipped to +/-its clip, not the mean (docs/prereg.md)")
@@ -379,6 +386,20 @@ def comparison_advice(spec: ComparisonSpec, planned: int, power_plan=None) -> Ad
         if mine.power is not None and mine.power < spec.power:
             refusal = _refusal(spec, n, mine, advice[1:], design, batch)
     return Advice(out, refusal)
+
+
+def _optimum_line(spec: ComparisonSpec, design: Case, n: int, floor: float, batch: int | None) -> tuple[float | None, str]:
+    """(the optimum's E[seeds] or None, its line): the fewest expected seeds at the design of any test on the
+    discordant walk at this alpha and power within n seeds (prereg/stats/paired_optimal.py, exact)."""
+    lo, hi = sorted((design.pa, design.pb))
+    what = (f"  the optimum (the fewest expected seeds at the design of any test that claims on the discordant seeds' "
+            f"wins and losses as they come, alpha {spec.alpha:g}, power {spec.power:g}, max {n} seeds; exact DP): ")
+    try:
+        opt = paired_optimal.optimum(lo, hi, spec.alpha, spec.power, n).value
+    except paired_sprt.Unreachable:
+        return None, what + f"none reaches the power within {n} seeds (the batch claims at max seeds, which they do not)"
+    return opt, (what + f"{opt:.1f} seeds" + (f", {opt / batch:.2f} of the batch" if batch else "")
+                 + f", {opt / floor:.2f}x the floor")
 
 
 def _refusal(spec: ComparisonSpec, n: int, mine: TestAdvice, others: list[TestAdvice], design: Case,

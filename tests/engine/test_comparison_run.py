@@ -116,13 +116,16 @@ def test_a_comparison_that_runs_every_seed_undecided_is_done(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_registered_sprt_stops_a_real_run_when_b_is_worse_and_for_futility(tmp_path):
-    """test: sprt (prereg/stats/paired_sprt.py) through the real driver: clumsy (grasp_miss 0.5) against steady
-    (0.1) is decided "B worse" on the plan prefix; two arms of the same skill share every seed's draw, so no
-    seed is discordant and the run stops for futility within a few seeds, claiming nothing."""
+@pytest.mark.parametrize("test,words", [("sprt", "discordant-pair SPRT designed at 0.5 vs 0.9"),
+                                        ("optimal", "discordant-pair test from the optimum designed at 0.5 vs 0.9")])
+def test_a_registered_sprt_stops_a_real_run_when_b_is_worse_and_for_futility(tmp_path, test, words):
+    """test: sprt (prereg/stats/paired_sprt.py) and test: optimal (paired_optimal.py) through the real driver:
+    clumsy (grasp_miss 0.5) against steady (0.1) is decided "B worse" on the plan prefix; two arms of the same
+    skill share every seed's draw, so no seed is discordant and the run stops for futility within a few seeds,
+    claiming nothing."""
     from prereg.document.seal import freeze
 
-    sprt = 'test: sprt, assumed_rates: [0.9, 0.5], alpha: 0.05, power: 0.8, minimum_effect: 0.2, max_seeds: 40'
+    sprt = f'test: {test}, assumed_rates: [0.9, 0.5], alpha: 0.05, power: 0.8, minimum_effect: 0.2, max_seeds: 40'
     text = (SWAPPED.replace("test: savi, alpha: 0.05, power: 0.8, minimum_effect: 0.2, max_seeds: 30", sprt)
             .replace('video_draw: "seeds:0"', "video_draw: none"))
     doc = tmp_path / "sprt.md"
@@ -133,7 +136,7 @@ def test_a_registered_sprt_stops_a_real_run_when_b_is_worse_and_for_futility(tmp
     assert out.returncode == 3, out.stdout + out.stderr
     status = read_status(run_dir)
     assert status["comparison"]["outcome"] == "B worse" and status["stop"]["by"] == "decided"
-    assert "discordant-pair SPRT designed at 0.5 vs 0.9" in status["stop"]["detail"]
+    assert words in status["stop"]["detail"]
     same = tmp_path / "same.md"
     same.write_text(text.replace("grasp_miss: 0.5", "grasp_miss: 0.1"))
     freeze(same)

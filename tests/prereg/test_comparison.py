@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -132,7 +133,7 @@ def _replay(s: ComparisonSpec, a, b, workers: int, rng):
     return None
 
 
-@pytest.mark.parametrize("test,workers", [("sprt", 1), ("sprt", 8), ("sprt", 32), ("savi", 8)])
+@pytest.mark.parametrize("test,workers", [("sprt", 1), ("sprt", 8), ("sprt", 32), ("optimal", 8), ("savi", 8)])
 def test_successes_finishing_early_do_not_move_the_decision(test, workers):
     """At 1, 8 and 32 workers the first decision the driver gets is the plan-order decision at the same
     seed, under no difference and under the design: so the plan-order type-I and power (exact, for sprt:
@@ -367,7 +368,15 @@ def test_validate_prints_the_advice_for_every_test_the_plan_could_register(tmp_p
     rows = {line[4:].split()[0]: line for line in out.splitlines() if line.startswith(("  > ", "    ")) and "worst" in line}
     assert rows["savi"].startswith("  > savi (simulated)") and "worst 120" in rows["savi"]
     assert rows["sprt"].startswith("    sprt (exact)") and rows["fixed"].startswith("    fixed (exact)")
-    assert "fixed (exact)       120.0 (" in out  # the batch at max seeds: 60 seeds x 2 episodes, whatever the truth
+    assert rows["optimal"].startswith("    optimal (exact)")
+    assert re.search(r"fixed \(exact\) +120\.0 \(", out)  # the batch at max seeds: 60 seeds x 2 episodes, whatever the truth
+    # the optimum of any test claiming on the discordant walk, and each test's cost at the design against it
+    line = next(x for x in out.splitlines() if x.startswith("  the optimum (the fewest expected seeds at the design"))
+    optimum = float(re.search(r"\): ([\d.]+) seeds, [\d.]+ of the batch, ([\d.]+)x the floor", line).group(1))
+    for test in ("sprt", "fixed"):
+        cell = re.search(r"\| +([\d.]+) \(([\d.]+), ([\d.]+), ([\d.]+)\) \|", rows[test])
+        assert float(cell.group(4)) == pytest.approx(float(cell.group(1)) / 2 / optimum, abs=0.02)  # both printed to 0.1
+        assert float(cell.group(4)) >= 1.0  # no test spends less than the optimum at the design
     p.write_text(DOC.replace("metric: success", "metric: progress_final_cm").replace("  test: savi\n", "").replace(
         "minimum_effect: 0.15", "minimum_effect: 1.0\n  assumed_delta_cm: 0.73\n  delta_sd_cm: 3.0").replace(
         "seeds: 0-99", "seeds: 0-199").replace("max_seeds: 60", "max_seeds: 150"))

@@ -172,3 +172,32 @@ def test_run_reads_plan_order_and_stops_at_the_first_boundary():
     assert (int(code[0]), int(when[0])) == (P.WORSE, d.crit[0])
     code, when = P.run(d, a, a)  # every seed concordant: no discordant seed, B's wins implausibly rare
     assert int(code[0]) == P.FUTILE and 1 < int(when[0]) < n
+
+
+def test_decide_on_rows_is_the_exact_test_on_random_sequences():
+    """decide() on 90 random row sequences (the design, no difference, nested arms; stopped at random
+    lengths) gives the code and seed of paired_sprt.run on the same outcomes, the test whose operating
+    characteristic `oc` computes exactly: what the rows decide is what the DP's figures describe."""
+    from prereg.document.comparison_spec import ComparisonSpec
+    from prereg.stats.comparison import _CODES, UNDECIDED, decide
+
+    lo, hi, n = MID
+    spec = ComparisonSpec(arm_a="a", arm_b="b", metric="success", test="sprt", alpha=ALPHA, power=POWER,
+                          minimum_effect=0.15, max_seeds=n, assumed_rates=(lo, hi))
+    d = design(MID)
+    rng = np.random.default_rng(47)
+    seen = set()
+    for i in range(90):
+        pa, pb = ((lo, hi), (0.45, 0.45), (hi, lo))[i % 3]
+        u = rng.random(n)
+        a, b = (u < pa, u < pb) if i % 6 == 5 else (u < pa, rng.random(n) < pb)  # nested arms every sixth
+        length = int(rng.integers(1, n + 1))
+        code, when = P.run(d, a[None, :length], b[None, :length])
+        got = decide(spec, {s: {"seed": s, "status": "ok", "success": bool(a[s])} for s in range(length)},
+                     {s: {"seed": s, "status": "ok", "success": bool(b[s])} for s in range(length)}, list(range(n)))
+        if int(code[0]) == 0:
+            assert got is None if length < n else (got.outcome, got.at) == (UNDECIDED, n)
+        else:
+            assert (got.outcome, got.at) == (_CODES[int(code[0])], int(when[0]))
+        seen.add(None if got is None else got.outcome)
+    assert len(seen) >= 4  # better, worse, futile and still going all met
