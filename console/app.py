@@ -224,6 +224,7 @@ class FontaineApp(RunActions, App):
     def _show_no_run(self, screen: "MainScreen") -> None:
         """No run to show (none yet, or the shown one went away): the header says so, the panels are blank."""
         header = self.empty_text()
+        screen.full_header = None
         self._update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
         for selector in ("#counts", "#pace", "#hist", "#grid", "#recent", "#banner"):
             widget = screen.query_one(selector)
@@ -333,6 +334,7 @@ class FontaineApp(RunActions, App):
         self._update_if(screen.query_one(TripwireBanner), (text.plain if text else None, level),
                         lambda w: w.show_banner(text, level))
         header = header_text(d.info, d.loading, d.restart_reason)
+        screen.full_header = header  # what the wide layout would show (MainScreen.wide_fits measures it)
         if screen.compact:  # its first lines, and "…" where the rest is cut (redrawn on a resize: layout_for)
             header = clip_lines(header, screen.size.width - 2, COMPACT_HEADER_LINES)  # less #run-header's padding
         self._update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
@@ -350,6 +352,7 @@ class FontaineApp(RunActions, App):
         self._update_if(hist, (version, hist.size.width), lambda w: w.update(
             histogram_text(d.view, width=(w.size.width or 52) - 2)))
         self._update_if(screen.query_one(RecentRows), version, lambda w: w.show_rows(d.view))
+        screen.refit()  # one panel at a time, or all of them, as what they hold now fits
 
     def _update_if(self, widget, key, draw: Callable) -> None:
         if self._drawn.get(widget.id, _NEVER) != key:

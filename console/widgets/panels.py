@@ -37,6 +37,7 @@ class LinePanel(FreshLayout, Widget):
         if title:
             self.border_title = title
         self.content: RenderableType = ""
+        self.updates = 0  # how many times `content` was replaced (a cheap key for what it shows)
         self._strips: list[Strip] = []
         self._strips_width: int | None = None
         self._line_cache: dict = {}  # a Text's lines as drawn at _line_cache_width: (plain, spans, style) -> strips
@@ -45,6 +46,7 @@ class LinePanel(FreshLayout, Widget):
     def update(self, content: RenderableType = "") -> None:
         """Show `content` (a str is plain text, not markup)."""
         self.content = Text(content) if isinstance(content, str) else content
+        self.updates += 1
         width = self.size.width
         if self.is_attached and not self._shown():  # a page not on screen (a small terminal shows one at a time):
             self._strips_width = None  # no work and no layout now; rendered when shown (by the layout or render_line)
@@ -75,7 +77,13 @@ class LinePanel(FreshLayout, Widget):
         elif changed:
             self.refresh(*(Region(0, y, width, 1) for y in changed))
 
-    def _render_strips(self, width: int) -> list[Strip]:
+    def height_at(self, width: int) -> int:
+        """The lines the content takes at `width` (what is drawn and cached now is left as it is)."""
+        if width == self._strips_width:
+            return len(self._strips)
+        return len(self._render_strips(width, keep=False))
+
+    def _render_strips(self, width: int, keep: bool = True) -> list[Strip]:
         console = self.app.console
         options = console.options.update(width=width, height=None)
         content = self.content
@@ -93,7 +101,8 @@ class LinePanel(FreshLayout, Widget):
                     drawn = [Strip(segments) for segments in console.render_lines(line, options, pad=False)]
                 kept[key] = drawn
                 strips.extend(drawn)
-            self._line_cache, self._line_cache_width = kept, width
+            if keep:
+                self._line_cache, self._line_cache_width = kept, width
             return strips
         except Exception as exc:  # noqa: BLE001 - a panel that cannot render says so rather than crashing the app
             return [Strip([Segment(f"(cannot draw: {type(exc).__name__}: {exc})"[:width])])]
@@ -200,6 +209,13 @@ class SeedGrid(Panel):
         self._view, self._seeds = view, seeds
         self._relayout()
         self._render_grid()
+
+    def height_at(self, width: int) -> int:
+        """The grid's lines at `width` (its cells per line follow the width)."""
+        if self._view is None:
+            return super().height_at(width)
+        layout = grid_layout(self._view, self._seeds, width)
+        return len(layout.lines) + (1 if layout.hidden > 0 else 0)
 
     def _relayout(self) -> None:
         if self._view is None:
