@@ -61,12 +61,15 @@ async def every_panel_whole(pilot, app, size) -> None:
         widget = screen.query_one(selector)
         if screen.compact:
             await pilot.press(PAGE_OF[selector])
-            await wait_for(pilot, lambda: widget.display and widget.region.area and not whole(screen, widget),
-                           what=f"{selector} whole on page {PAGE_OF[selector]} at {size}",
-                           state=lambda: whole(screen, widget) or f"display={widget.display} region={widget.region}")
-        else:
-            await wait_for(pilot, lambda: not whole(screen, widget), what=f"{selector} whole at {size}",
-                           state=lambda: whole(screen, widget))
+
+        def shown_whole(w=widget) -> bool:
+            return bool(w.display and w.region.area) and not whole(screen, w)
+
+        def wrong(w=widget) -> str:
+            return whole(screen, w) or f"display={w.display} region={w.region}"
+
+        where = f"on page {PAGE_OF[selector]}" if screen.compact else "with every panel"
+        await wait_for(pilot, shown_whole, what=f"{selector} whole {where} at {size}", state=wrong)
 
 
 @pytest.mark.parametrize("resized", [False, True], ids=["started", "resized"])
