@@ -157,7 +157,7 @@ class MainScreen(Screen):
     def action_escape(self) -> None:
         """Esc: out of the filter box (clearing it), or from the seed grid back to the runs."""
         if self.query_one("#filter", Input).has_focus:
-            self.app._close_filter(clear=True)
+            self.app.close_filter(clear=True)
         elif self.query_one(SeedGrid).has_focus:
             self.query_one(RunsTable).focus()
 
