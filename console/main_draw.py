@@ -125,10 +125,11 @@ class MainDraw:
         seeds = list(d.info.seeds) if d.info.seeds is not None else None
         grid = screen.query_one("#grid", SeedGrid)
         n_seeds = len(seeds) if seeds is not None else None
-        self.update_if(grid, (version, grid.size.width, n_seeds), lambda w: w.show(d.view, seeds))
-        hist = screen.query_one("#hist", Panel)
-        self.update_if(hist, (version, hist.size.width), lambda w: w.update(
-            histogram_text(d.view, width=(w.size.width or 52) - 2)))
+        # the grid and the histogram draw themselves again at a new width (SeedGrid.on_resize, update_for_width)
+        self.update_if(grid, (version, n_seeds), lambda w: w.show(d.view, seeds))
+        view = d.view
+        self.update_if(screen.query_one("#hist", Panel), version,
+                       lambda w: w.update_for_width(lambda width: histogram_text(view, width=width - 2)))
         self.update_if(screen.query_one(RecentRows), version, lambda w: w.show_rows(d.view))
         screen.refit()  # one panel at a time, or all of them, as what they hold now fits
 

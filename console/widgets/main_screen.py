@@ -27,6 +27,13 @@ COMPACT_HEADER_LINES = 3
 LEFT_MIN, LEFT_MAX, RECENT_WIDTH, RECENT_MIN_HEIGHT = 52, 100, 70, 6
 
 
+def set_style(widget, name: str, value) -> None:
+    """Set an inline style only when it changes (each assignment asks for a layout pass)."""
+    if getattr(widget, f"_set_{name}", None) != value:
+        setattr(widget, f"_set_{name}", value)
+        setattr(widget.styles, name, value)
+
+
 def text_height(console, text, width: int) -> int:
     """The lines `text` takes wrapped at `width` (as a Static or a LinePanel draws it)."""
     return len(console.render_lines(text, console.options.update(width=max(1, width), height=None), pad=False))
@@ -136,6 +143,8 @@ class MainScreen(Screen):
     compact = False
     full_header: Text | None = None  # the run's header before a small terminal clips it (the app sets it)
     _fit_key: tuple | None = None
+    _laid_out: tuple | None = None  # what layout_for last fitted (size, paging, footer lines, runs)
+    _pages_bar = ""
     _fits = True
 
     def on_mount(self) -> None:
@@ -189,20 +198,31 @@ class MainScreen(Screen):
         if not width or not height:
             return
         compact = width < self.COMPACT_WIDTH or height < self.COMPACT_HEIGHT or not self.wide_fits(width, height)
-        if compact != self.compact:
+        bindings_changed = compact != self.compact
+        if bindings_changed:
             self.compact = compact
-            self.refresh_bindings()
-        self.set_class(compact, "compact")
+            self.refresh_bindings()  # the footer composes its keys again (the panels key comes or goes)
         two_lines = width < self.footer_width()  # every key on screen, never cut off the right
-        if two_lines != self.has_class("two-line-footer"):
-            self.set_class(two_lines, "two-line-footer")
+        runs = self.query_one(RunsTable)
+        layout = (width, height, compact, self.page, two_lines, runs.row_count)
+        if layout == self._laid_out:  # asked again for the same (a resize arrives twice): nothing to restyle
+            return
+        self._laid_out = layout
+        # Each change of a screen class restyles every widget on it at once (Textual's update_styles):
+        # the classes change in one batch, and a style or a text is set only when it differs, so a
+        # resize costs one restyle and one layout pass, not one per class (issue 49: keys lagged
+        # 0.5-1.65 s after a resize on a loaded machine).
+        footer_changed = two_lines != self.has_class("two-line-footer")
+        self.update_classes({"compact": compact, "two-line-footer": two_lines,
+                             **{f"page-{page}": compact and self.page == page for page in self.PAGES}})
+        if footer_changed and not bindings_changed:  # (refresh_bindings has the footer compose again already)
             self.query_one(KeysFooter).refresh(recompose=True)
-        for page in self.PAGES:
-            self.set_class(compact and self.page == page, f"page-{page}")
-        self.query_one(RunsTable).styles.height = self.runs_height(height, compact)
-        self.query_one("#left-col").styles.width = "1fr" if compact else self.left_width(width)
+        set_style(runs, "height", self.runs_height(height, compact))
+        set_style(self.query_one("#left-col"), "width", "1fr" if compact else self.left_width(width))
         bar = "  ".join(f"[reverse]{t}[/]" if p == self.page else t for p, t in self.PAGE_TITLES.items())
-        self.query_one("#pages", Static).update(f"[grey62]panels (p):[/] {bar}")
+        if bar != self._pages_bar:
+            self._pages_bar = bar
+            self.query_one("#pages", Static).update(f"[grey62]panels (p):[/] {bar}")
         self.app.call_after_refresh(self.app.redraw)
 
     def refit(self) -> None:

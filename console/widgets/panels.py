@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.console import RenderableType
 from rich.segment import Segment
 from rich.text import Text
@@ -38,13 +40,17 @@ class LinePanel(FreshLayout, Widget):
             self.border_title = title
         self.content: RenderableType = ""
         self.updates = 0  # how many times `content` was replaced (a cheap key for what it shows)
+        self._draw_for_width: Callable[[int], RenderableType] | None = None  # update_for_width's
+        self._drawn_for: int | None = None  # the width `content` was drawn for by _draw_for_width
         self._strips: list[Strip] = []
         self._strips_width: int | None = None
         self._line_cache: dict = {}  # a Text's lines as drawn at _line_cache_width: (plain, spans, style) -> strips
         self._line_cache_width: int | None = None
 
-    def update(self, content: RenderableType = "") -> None:
+    def update(self, content: RenderableType = "", *, keep_drawer: bool = False) -> None:
         """Show `content` (a str is plain text, not markup)."""
+        if not keep_drawer:
+            self._draw_for_width = None
         self.content = Text(content) if isinstance(content, str) else content
         self.updates += 1
         width = self.size.width
@@ -87,6 +93,10 @@ class LinePanel(FreshLayout, Widget):
         console = self.app.console
         options = console.options.update(width=width, height=None)
         content = self.content
+        if self._draw_for_width is not None and self._drawn_for != width:  # drawn for another width
+            content = self._draw_for_width(width)
+            if keep:
+                self.content, self._drawn_for = content, width
         try:
             if not isinstance(content, Text):
                 return [Strip(line) for line in console.render_lines(content, options, pad=False)]
@@ -111,6 +121,13 @@ class LinePanel(FreshLayout, Widget):
         if width != self._strips_width:
             self._strips, self._strips_width = self._render_strips(width), width
         return len(self._strips)
+
+    def update_for_width(self, draw: Callable[[int], RenderableType]) -> None:
+        """Show `draw(width)`: content laid out for the panel's width (a histogram's bins), drawn again by
+        the panel itself when it is resized, so a resize draws it once, at the new width."""
+        self._draw_for_width = draw
+        self._drawn_for = self.size.width or 50
+        self.update(draw(self._drawn_for), keep_drawer=True)
 
     def on_resize(self) -> None:
         width = self.size.width
