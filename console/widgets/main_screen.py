@@ -1,9 +1,12 @@
 """The console's main screen: the runs list on top, the selected run's panels under it, and the
 layout that fits them to the terminal (one panel at a time in a small one). The app (console/app.py)
-draws into it; it reads no file and no clock.
+draws into it; it reads no file and no wall clock (a monotonic one paces how often a followed run's
+panels are measured against the wide layout).
 """
 
 from __future__ import annotations
+
+import time
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -25,6 +28,7 @@ COMPACT_HEADER_LINES = 3
 # The wide layout's seed grid and histogram column: LEFT_MIN to LEFT_MAX columns, the latest rows the
 # rest (at least RECENT_WIDTH, a comparison run's columns); the bottom row at least RECENT_MIN_HEIGHT.
 LEFT_MIN, LEFT_MAX, RECENT_WIDTH, RECENT_MIN_HEIGHT = 52, 100, 70, 6
+FIT_EVERY_S = 2.0  # a followed run's growing panels are measured against the wide layout at most this often
 
 
 def set_style(widget, name: str, value) -> None:
@@ -142,7 +146,9 @@ class MainScreen(Screen):
     page = "counts"
     compact = False
     full_header: Text | None = None  # the run's header before a small terminal clips it (the app sets it)
-    _fit_key: tuple | None = None
+    _fit_shape: tuple | None = None
+    _fit_content: tuple | None = None
+    _fit_at = float("-inf")
     _laid_out: tuple | None = None  # what layout_for last fitted (size, paging, footer lines, runs)
     _pages_bar = ""
     _fits = True
@@ -249,10 +255,15 @@ class MainScreen(Screen):
     def wide_fits(self, width: int, height: int) -> bool:
         """Whether every panel, whole, fits `height` rows with all of them on screen (the wide layout)."""
         panels = [self.query_one(s) for s in ("#banner", "#counts", "#pace", "#grid", "#hist")]
-        key = (width, height, self.query_one(RunsTable).row_count, self.query_one("#filter").has_class("shown"),
-               self.full_header.markup if self.full_header else None, *(p.updates for p in panels))
-        if key != self._fit_key:
-            self._fit_key, self._fits = key, self.wide_height(width, height) <= height
+        # Measured again at once for a new size, run or shape (arms, seeds); for new rows of the same
+        # run at most every FIT_EVERY_S (measuring draws the panels at other widths: ~10 ms).
+        shape = (width, height, self.query_one(RunsTable).row_count, self.query_one("#filter").has_class("shown"),
+                 panels[0].display, panels[3].shape)
+        content = (self.full_header.markup if self.full_header else None, *(p.updates for p in panels))
+        now = time.monotonic()
+        if shape != self._fit_shape or (content != self._fit_content and now - self._fit_at >= FIT_EVERY_S):
+            self._fit_shape, self._fit_content, self._fit_at = shape, content, now
+            self._fits = self.wide_height(width, height) <= height
         return self._fits
 
     def wide_height(self, width: int, height: int) -> int:

@@ -227,6 +227,12 @@ class SeedGrid(Panel):
         self._relayout()
         self._render_grid()
 
+    @property
+    def shape(self) -> tuple:
+        """What the grid's height follows besides its width: its run's seeds and arms."""
+        view = self._view
+        return len(self._seeds or ()), len(view.arms) if view is not None and view.comparison else 1
+
     def height_at(self, width: int) -> int:
         """The grid's lines at `width` (its cells per line follow the width)."""
         if self._view is None:
