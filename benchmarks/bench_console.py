@@ -164,7 +164,7 @@ def bench_open_app(runs_dir: Path, n: int) -> float:
         async with app.run_test(size=(120, 40)):
             def complete() -> bool:  # the counts panel drawn from the snapshot that holds every row
                 d = app.detail
-                return bool(d and d.view.rows == n and app._drawn.get("counts") == (d.info.path, d.view.version))
+                return bool(d and d.view.rows == n and app.painter.drawn.get("counts") == (d.info.path, d.view.version))
 
             while not complete():
                 if first is None and app.detail and app.screen.query_one("#counts").content:

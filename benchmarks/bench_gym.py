@@ -1,6 +1,9 @@
 """What the Gymnasium paths cost per tick, each against its baseline measured in the same run.
 
-    .venv/bin/python benchmarks/bench_gym.py [--seeds 3] [--episode-seconds 10] [--repeats 5] [--image-size 64]
+    .venv/bin/python benchmarks/bench_gym.py [--long] [--seeds N] [--episode-seconds S] [--repeats R] [--image-size 64]
+
+By default a short check (1 seed x 4 s x 3 repeats: under a minute on the shared 2-core box); `--long`
+is the measurement benchmarks/README.md records (3 seeds x 10 s x 5 repeats: past 500 s there).
 
 The scripted oracle's targets are recorded once per seed (so the arm grasps, lifts, carries and
 places, and the contacts read are the real ones), then replayed, back to back per seed and repeat,
@@ -37,20 +40,39 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_env import record_oracle as _record  # noqa: E402 - the oracle's targets, as bench_env records them
 
 NEXUS = "gym:MuJoCoPickAndPlace-v1"
+# The default run is a short check; --long is the measurement benchmarks/README.md records.
+SHORT = {"seeds": 1, "episode_seconds": 4.0, "repeats": 3}
+LONG = {"seeds": 3, "episode_seconds": 10.0, "repeats": 5}
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--episode-seconds", type=float, default=10.0)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--image-size", type=int, default=64, help="pixels a side of each policy image")
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     ticks = int(round(args.episode_seconds * CONTROL_HZ))
     print(f"{args.seeds} seeds x {ticks} ticks (oracle targets), {args.repeats} repeats, images "
           f"{args.image_size} px; medians over the (repeat, seed) pairings")
     fontaine_as_gym(args, ticks)
     gym_in_fontaine(args, ticks)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The run's size: the short default, --long's, or each given."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--long", action="store_true",
+                        help=f"the recorded measurement: {LONG['seeds']} seeds x {LONG['episode_seconds']:g} s x "
+                             f"{LONG['repeats']} repeats (default: {SHORT['seeds']} x {SHORT['episode_seconds']:g} s "
+                             f"x {SHORT['repeats']}, under a minute)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds (overrides --long's and the short default)")
+    parser.add_argument("--episode-seconds", type=float, default=None)
+    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--image-size", type=int, default=64, help="pixels a side of each policy image")
+    args = parser.parse_args(argv)
+    for name, value in (LONG if args.long else SHORT).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    if args.seeds < 1 or args.repeats < 1 or args.episode_seconds <= 0:
+        parser.error(f"--seeds and --repeats must be at least 1 and --episode-seconds above 0 "
+                     f"(got {args.seeds}, {args.repeats}, {args.episode_seconds:g})")
+    return args
 
 
 def record_oracle(env, seed: int, ticks: int) -> np.ndarray:

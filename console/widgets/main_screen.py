@@ -1,14 +1,18 @@
 """The console's main screen: the runs list on top, the selected run's panels under it, and the
 layout that fits them to the terminal (one panel at a time in a small one). The app (console/app.py)
-draws into it; it reads no file and no clock.
+draws into it; it reads no file and no wall clock (a monotonic one paces how often a followed run's
+panels are measured against the wide layout).
 """
 
 from __future__ import annotations
+
+import time
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
@@ -20,6 +24,24 @@ from console.widgets.text import TextBlock
 # In a small terminal the run's header takes at most this many lines, the last ending in "…" when
 # there is more (the app clips it so: console.render.clip_lines).
 COMPACT_HEADER_LINES = 3
+
+# The wide layout's seed grid and histogram column: LEFT_MIN to LEFT_MAX columns, the latest rows the
+# rest (at least RECENT_WIDTH, a comparison run's columns); the bottom row at least RECENT_MIN_HEIGHT.
+LEFT_MIN, LEFT_MAX, RECENT_WIDTH, RECENT_MIN_HEIGHT = 52, 100, 70, 6
+FIT_EVERY_S = 2.0  # a followed run's growing panels are measured against the wide layout at most this often
+
+
+def set_style(widget, name: str, value) -> None:
+    """Set an inline style only when it changes (each assignment asks for a layout pass)."""
+    if getattr(widget, f"_set_{name}", None) != value:
+        setattr(widget, f"_set_{name}", value)
+        setattr(widget.styles, name, value)
+
+
+def text_height(console, text, width: int) -> int:
+    """The lines `text` takes wrapped at `width` (as a Static or a LinePanel draws it)."""
+    return len(console.render_lines(text, console.options.update(width=max(1, width), height=None), pad=False))
+
 
 # The app's stylesheet (FontaineApp.CSS): the main screen's layout, its compact pages, the dialogs.
 APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}; }}" + """
@@ -39,8 +61,8 @@ APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}
     MainScreen.compact #bottom { height: 1fr; }
     MainScreen.page-counts #top-panels, MainScreen.page-counts #counts { display: block; }
     MainScreen.page-pace #top-panels, MainScreen.page-pace #pace { display: block; }
-    MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #grid-legend,
-    MainScreen.page-seeds #hist { display: block; }
+    MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #grid-legend { display: block; }
+    MainScreen.page-hist #left-col, MainScreen.page-hist #hist { display: block; }
     MainScreen.page-rows #recent { display: block; }
     MainScreen.two-line-footer KeysFooter { height: 2; layout: grid; grid-columns: auto; grid-gutter: 0 1; }
     MainScreen.two-line-footer KeysFooter FooterKey { margin: 0; }  /* the gutter parts the columns */
@@ -51,7 +73,7 @@ APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}
     #top-panels { height: auto; }
     #counts, #pace { width: 1fr; }
     #bottom { height: 1fr; }
-    #left-col { width: 52; height: auto; }
+    #left-col { height: auto; }  /* its width: MainScreen.left_width */
     #grid-legend { height: auto; padding: 0 1; }
     SeedGrid:focus { border: round $accent; }
     #recent { width: 1fr; height: 1fr; border: round $primary 50%; padding: 0 1; }
@@ -111,19 +133,31 @@ class MainScreen(Screen):
         Binding("2", "page('pace')", show=False),
         Binding("3", "page('seeds')", show=False),
         Binding("4", "page('rows')", show=False),
+        Binding("5", "page('hist')", show=False),
         Binding("escape", "escape", show=False),
     ]
 
-    # Below these sizes the detail panels show one at a time (p cycles, 1-4 pick); the runs list
-    # is sized to the terminal either way.
+    # Below these sizes, or where the panels would not all fit whole (a comparison run's grid and
+    # histogram are twice as tall), the detail panels show one at a time (p cycles, 1-5 pick); the
+    # runs list is sized to the terminal either way.
     COMPACT_WIDTH, COMPACT_HEIGHT = 110, 34
-    PAGES = ("counts", "pace", "seeds", "rows")
+    PAGES = ("counts", "pace", "seeds", "rows", "hist")
+    PAGE_TITLES = {"counts": "1 counts", "pace": "2 pace", "seeds": "3 seeds", "rows": "4 rows", "hist": "5 progress"}
     page = "counts"
     compact = False
+    full_header: Text | None = None  # the run's header before a small terminal clips it (the app sets it)
+    _fit_shape: tuple | None = None
+    _fit_content: tuple | None = None
+    _fit_at = float("-inf")
+    _laid_out: tuple | None = None  # what layout_for last fitted (size, paging, footer lines, runs)
+    _pages_bar = ""
+    _fits = True
 
     def on_mount(self) -> None:
         self.ready = True
-        self.app.call_after_refresh(self.app.redraw)
+        # Fit the terminal before the first paint: waiting for the first Resize event painted the wide
+        # layout first (at 80x24: panels past the bottom, a scrollbar), until the next key or redraw.
+        self.layout_for(*self.app.size)
 
     def action_focus_grid(self) -> None:
         """`g`: to the per-seed grid (arrows pick a seed, enter opens it); `g` again back to the runs."""
@@ -138,7 +172,7 @@ class MainScreen(Screen):
     def action_escape(self) -> None:
         """Esc: out of the filter box (clearing it), or from the seed grid back to the runs."""
         if self.query_one("#filter", Input).has_focus:
-            self.app._close_filter(clear=True)
+            self.app.close_filter(clear=True)
         elif self.query_one(SeedGrid).has_focus:
             self.query_one(RunsTable).focus()
 
@@ -169,24 +203,83 @@ class MainScreen(Screen):
         below COMPACT_* the detail panels show one at a time, full width."""
         if not width or not height:
             return
-        compact = width < self.COMPACT_WIDTH or height < self.COMPACT_HEIGHT
-        if compact != self.compact:
+        compact = width < self.COMPACT_WIDTH or height < self.COMPACT_HEIGHT or not self.wide_fits(width, height)
+        bindings_changed = compact != self.compact
+        if bindings_changed:
             self.compact = compact
-            self.refresh_bindings()
-        self.set_class(compact, "compact")
+            self.refresh_bindings()  # the footer composes its keys again (the panels key comes or goes)
         two_lines = width < self.footer_width()  # every key on screen, never cut off the right
-        if two_lines != self.has_class("two-line-footer"):
-            self.set_class(two_lines, "two-line-footer")
-            self.query_one(KeysFooter).refresh(recompose=True)
-        for page in self.PAGES:
-            self.set_class(compact and self.page == page, f"page-{page}")
         runs = self.query_one(RunsTable)
-        n = max(1, runs.row_count)
-        runs.styles.height = max(5, min(n + 3, height // 4 if compact else height // 3))
-        titles = {"counts": "1 counts", "pace": "2 pace", "seeds": "3 seeds", "rows": "4 rows"}
-        bar = "  ".join(f"[reverse]{t}[/]" if p == self.page else t for p, t in titles.items())
-        self.query_one("#pages", Static).update(f"[grey62]panels (p):[/] {bar}")
+        layout = (width, height, compact, self.page, two_lines, runs.row_count)
+        if layout == self._laid_out:  # asked again for the same (a resize arrives twice): nothing to restyle
+            return
+        self._laid_out = layout
+        # Each change of a screen class restyles every widget on it at once (Textual's update_styles):
+        # the classes change in one batch, and a style or a text is set only when it differs, so a
+        # resize costs one restyle and one layout pass, not one per class (issue 49: keys lagged
+        # 0.5-1.65 s after a resize on a loaded machine).
+        footer_changed = two_lines != self.has_class("two-line-footer")
+        self.update_classes({"compact": compact, "two-line-footer": two_lines,
+                             **{f"page-{page}": compact and self.page == page for page in self.PAGES}})
+        if footer_changed and not bindings_changed:  # (refresh_bindings has the footer compose again already)
+            self.query_one(KeysFooter).refresh(recompose=True)
+        set_style(runs, "height", self.runs_height(height, compact))
+        set_style(self.query_one("#left-col"), "width", "1fr" if compact else self.left_width(width))
+        bar = "  ".join(f"[reverse]{t}[/]" if p == self.page else t for p, t in self.PAGE_TITLES.items())
+        if bar != self._pages_bar:
+            self._pages_bar = bar
+            self.query_one("#pages", Static).update(f"[grey62]panels (p):[/] {bar}")
         self.app.call_after_refresh(self.app.redraw)
+
+    def refit(self) -> None:
+        """After the panels were drawn: page them, or not, again when what they hold now fits otherwise
+        (a comparison run selected after a one-arm run, its rows' histogram grown)."""
+        width, height = self.size
+        if not width or not height:
+            return
+        if self.compact != (width < self.COMPACT_WIDTH or height < self.COMPACT_HEIGHT
+                            or not self.wide_fits(width, height)):
+            self.layout_for(width, height)
+
+    def runs_height(self, height: int, compact: bool) -> int:
+        """The runs list: up to a quarter of the rows in a small terminal, a third otherwise, at least 5."""
+        n = max(1, self.query_one(RunsTable).row_count)
+        return max(5, min(n + 3, height // 4 if compact else height // 3))
+
+    @staticmethod
+    def left_width(width: int) -> int:
+        """The seed grid's and histogram's column when every panel shows: wider in a wide terminal
+        (fewer grid lines), the latest rows keeping RECENT_WIDTH columns."""
+        return max(LEFT_MIN, min(LEFT_MAX, width - RECENT_WIDTH))
+
+    def wide_fits(self, width: int, height: int) -> bool:
+        """Whether every panel, whole, fits `height` rows with all of them on screen (the wide layout)."""
+        panels = [self.query_one(s) for s in ("#banner", "#counts", "#pace", "#grid", "#hist")]
+        # Measured again at once for a new size, run or shape (arms, seeds); for new rows of the same
+        # run at most every FIT_EVERY_S (measuring draws the panels at other widths: ~10 ms).
+        shape = (width, height, self.query_one(RunsTable).row_count, self.query_one("#filter").has_class("shown"),
+                 panels[0].display, panels[3].shape)
+        content = (self.full_header.markup if self.full_header else None, *(p.updates for p in panels))
+        now = time.monotonic()
+        if shape != self._fit_shape or (content != self._fit_content and now - self._fit_at >= FIT_EVERY_S):
+            self._fit_shape, self._fit_content, self._fit_at = shape, content, now
+            self._fits = self.wide_height(width, height) <= height
+        return self._fits
+
+    def wide_height(self, width: int, height: int) -> int:
+        """The rows the wide layout takes at `width`: the panels' heights drawn at its column widths."""
+        banner, counts, pace, grid, hist = (self.query_one(s) for s in ("#banner", "#counts", "#pace", "#grid", "#hist"))
+        discord = self.query_one("#discord", Static)
+        rows = self.runs_height(height, False) + (3 if self.query_one("#filter").has_class("shown") else 0)
+        rows += banner.height_at(width - 2) if banner.display else 0
+        discord_w = discord.get_content_width(Size(width, 1), Size(width, 1)) + 2  # beside the header, padded
+        rows += text_height(self.app.console, self.full_header, width - discord_w - 2) if self.full_header else 1
+        half = width // 2  # counts and pace share the width; each has a border and a column of padding a side
+        rows += 2 + max(counts.height_at(half - 4), pace.height_at(width - half - 4))
+        left = self.left_width(width) - 4  # the grid's and histogram's text; the legend has no border
+        legend = text_height(self.app.console, grid_legend(), left + 2)
+        rows += max(RECENT_MIN_HEIGHT, 2 + grid.height_at(left) + legend + 2 + hist.height_at(left))
+        return rows + (2 if width < self.footer_width() else 1)
 
     def compose(self) -> ComposeResult:
         yield TripwireBanner("", id="banner")

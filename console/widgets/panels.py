@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.console import RenderableType
 from rich.segment import Segment
 from rich.text import Text
@@ -37,14 +39,20 @@ class LinePanel(FreshLayout, Widget):
         if title:
             self.border_title = title
         self.content: RenderableType = ""
+        self.updates = 0  # how many times `content` was replaced (a cheap key for what it shows)
+        self._draw_for_width: Callable[[int], RenderableType] | None = None  # update_for_width's
+        self._drawn_for: int | None = None  # the width `content` was drawn for by _draw_for_width
         self._strips: list[Strip] = []
         self._strips_width: int | None = None
         self._line_cache: dict = {}  # a Text's lines as drawn at _line_cache_width: (plain, spans, style) -> strips
         self._line_cache_width: int | None = None
 
-    def update(self, content: RenderableType = "") -> None:
+    def update(self, content: RenderableType = "", *, keep_drawer: bool = False) -> None:
         """Show `content` (a str is plain text, not markup)."""
+        if not keep_drawer:
+            self._draw_for_width = None
         self.content = Text(content) if isinstance(content, str) else content
+        self.updates += 1
         width = self.size.width
         if self.is_attached and not self._shown():  # a page not on screen (a small terminal shows one at a time):
             self._strips_width = None  # no work and no layout now; rendered when shown (by the layout or render_line)
@@ -75,10 +83,20 @@ class LinePanel(FreshLayout, Widget):
         elif changed:
             self.refresh(*(Region(0, y, width, 1) for y in changed))
 
-    def _render_strips(self, width: int) -> list[Strip]:
+    def height_at(self, width: int) -> int:
+        """The lines the content takes at `width` (what is drawn and cached now is left as it is)."""
+        if width == self._strips_width:
+            return len(self._strips)
+        return len(self._render_strips(width, keep=False))
+
+    def _render_strips(self, width: int, keep: bool = True) -> list[Strip]:
         console = self.app.console
         options = console.options.update(width=width, height=None)
         content = self.content
+        if self._draw_for_width is not None and self._drawn_for != width:  # drawn for another width
+            content = self._draw_for_width(width)
+            if keep:
+                self.content, self._drawn_for = content, width
         try:
             if not isinstance(content, Text):
                 return [Strip(line) for line in console.render_lines(content, options, pad=False)]
@@ -93,7 +111,8 @@ class LinePanel(FreshLayout, Widget):
                     drawn = [Strip(segments) for segments in console.render_lines(line, options, pad=False)]
                 kept[key] = drawn
                 strips.extend(drawn)
-            self._line_cache, self._line_cache_width = kept, width
+            if keep:
+                self._line_cache, self._line_cache_width = kept, width
             return strips
         except Exception as exc:  # noqa: BLE001 - a panel that cannot render says so rather than crashing the app
             return [Strip([Segment(f"(cannot draw: {type(exc).__name__}: {exc})"[:width])])]
@@ -102,6 +121,13 @@ class LinePanel(FreshLayout, Widget):
         if width != self._strips_width:
             self._strips, self._strips_width = self._render_strips(width), width
         return len(self._strips)
+
+    def update_for_width(self, draw: Callable[[int], RenderableType]) -> None:
+        """Show `draw(width)`: content laid out for the panel's width (a histogram's bins), drawn again by
+        the panel itself when it is resized, so a resize draws it once, at the new width."""
+        self._draw_for_width = draw
+        self._drawn_for = self.size.width or 50
+        self.update(draw(self._drawn_for), keep_drawer=True)
 
     def on_resize(self) -> None:
         width = self.size.width
@@ -200,6 +226,19 @@ class SeedGrid(Panel):
         self._view, self._seeds = view, seeds
         self._relayout()
         self._render_grid()
+
+    @property
+    def shape(self) -> tuple:
+        """What the grid's height follows besides its width: its run's seeds and arms."""
+        view = self._view
+        return len(self._seeds or ()), len(view.arms) if view is not None and view.comparison else 1
+
+    def height_at(self, width: int) -> int:
+        """The grid's lines at `width` (its cells per line follow the width)."""
+        if self._view is None:
+            return super().height_at(width)
+        layout = grid_layout(self._view, self._seeds, width)
+        return len(layout.lines) + (1 if layout.hidden > 0 else 0)
 
     def _relayout(self) -> None:
         if self._view is None:

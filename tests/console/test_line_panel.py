@@ -171,3 +171,35 @@ async def test_recent_rows_of_another_run_with_as_many_rows_replace_the_first_ru
         recent.show_rows(second.snapshot())
         await wait_for(pilot, lambda: any(line.startswith("104 ") for line in screen_lines(app)),
                        what="the second run's rows")
+
+
+async def test_content_drawn_for_the_width_is_drawn_again_once_on_a_resize_and_when_shown():
+    """update_for_width (the histogram): drawn for the panel's width; a resize draws it for the new width
+    once (the app need not draw it again), and a panel updated while hidden is drawn for the width it
+    comes forward at, not for the 0 it had hidden."""
+    app = PanelApp()
+    async with app.run_test(size=(40, 12)) as pilot:
+        panel = app.query_one("#auto", LinePanel)
+        widths: list[int] = []
+
+        def draw(width: int) -> Text:
+            widths.append(width)
+            return Text(f"drawn for {width}")
+
+        panel.update_for_width(draw)
+        await wait_for(pilot, lambda: any("drawn for 36" in line for line in screen_lines(app)), what="the first draw")
+        widths.clear()
+        await pilot.resize_terminal(30, 12)
+        await wait_for(pilot, lambda: any("drawn for 26" in line for line in screen_lines(app)), what="the new width")
+        assert widths == [26]
+        panel.display = False
+        await pilot.pause()
+        panel.update_for_width(draw)  # hidden: drawn for a stand-in width, not shown
+        panel.display = True
+        await wait_for(pilot, lambda: any("drawn for 26" in line for line in screen_lines(app)), what="shown again")
+        assert panel.height_at(56) == 1 and widths[-1] in (26, 56)
+        panel.update("plain text")  # a plain update forgets the drawer: a resize re-wraps the text only
+        widths.clear()
+        await pilot.resize_terminal(40, 12)
+        await wait_for(pilot, lambda: any("plain text" in line for line in screen_lines(app)), what="plain text")
+        assert widths == []

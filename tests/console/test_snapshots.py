@@ -443,3 +443,28 @@ def test_launch_dialog_resized(snap_compare, here, size):
         await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=FROM, run_before=run_before)
+
+
+# -- issue 49: a comparison run's pages where its panels do not all fit: the seeds and the histogram,
+# each whole (the histogram was cut off at 120x40; at 80x24 its page showed clumsy's bars only) ------
+
+PAGED = [((80, 24), None), ((120, 40), None), (FROM, (80, 24)), (FROM, (120, 40))]
+
+
+@pytest.mark.parametrize("page", ["3", "5"], ids=["seeds", "histogram"])
+@pytest.mark.parametrize(("start", "size"), PAGED, ids=["80x24", "120x40", "160x48-to-80x24", "160x48-to-120x40"])
+def test_comparison_run_pages(snap_compare, here, start, size, page):
+    comparison_run(here)
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app, COMPARISON_RUN)
+        if size:
+            await resized_main(pilot, app, size)
+        await pilot.press(page)
+        shown = "#grid" if page == "3" else "#hist"
+        await wait_for(pilot, lambda: app.screen.compact and app.screen.query_one(shown).display,
+                       what=f"page {page} at {size or start}")
+        await until_still(pilot, app)
+
+    assert snap_compare(app, terminal_size=start, run_before=run_before)
