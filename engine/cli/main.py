@@ -41,11 +41,33 @@ def _main(argv: list[str]) -> int:
         return _list_envs(args.env)
     from engine.envs import pinned
 
+    if args.sim_predictions is not None:
+        return _sim_predictions(args)
     try:
         config, run_dir, resume = resolve(args)  # an env file is read once here (engine/envs/pinned.py) ...
         return execute(args, config, run_dir, resume, argv)
     finally:
         pinned.clear()  # ... and its bytes kept for this run only
+
+
+def _sim_predictions(args) -> int:
+    """`--sim-predictions DIR`: the run's recorded config (as a resume reads it) and its plan's real read
+    decide everything (engine/run/predictions.py)."""
+    from engine.envs import pinned
+    from engine.run.predictions import run_predictions
+
+    if args.resume is not None or args.prereg is not None:
+        raise UsageError("--sim-predictions DIR reads the run's own manifest and plan: give it alone, "
+                         "without --resume or --prereg")
+    args.resume = args.sim_predictions
+    try:
+        config, run_dir, _ = resolve(args)
+        summary = run_predictions(config, run_dir, log=_log)
+    finally:
+        pinned.clear()
+    say(f"fontaine-eval: sim predictions of {run_dir}: {summary['written']} written, {summary['skipped']} already "
+        f"there, {summary['setups']} setup(s) of selected seeds written", flush=True)
+    return rd.EXIT_DONE
 
 
 def _list_envs(name: str | None = None) -> int:
