@@ -476,6 +476,21 @@ class FontaineApp(RunActions, App):
             return
         self.push_screen(CompareScreen(prereg.id, focus=info.path))  # a comparison run: both its arms
 
+    def action_real_session(self) -> None:
+        """`T`: the real session of the selected run's arm (console/widgets/real_session.py)."""
+        from console.real_trials import NoRealRead, RealSession
+        from console.widgets.real_session import RealSessionScreen
+
+        info = self.selected_info()
+        if info is None:
+            return
+        try:
+            session = RealSession.open(info.prereg_path, info.arm, info.path)
+        except NoRealRead as exc:
+            self.notify(str(exc), severity="warning", timeout=10)
+            return
+        self.push_screen(RealSessionScreen(session, self.runs_dir))
+
     def action_filter(self) -> None:
         screen = self._main_screen()
         if screen is None:
