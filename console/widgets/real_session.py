@@ -24,7 +24,7 @@ from textual.widgets import Footer, Input, Static
 from console.real_trials import RealSession, recall, remember, sha_problem
 from console.widgets.images import Image
 from console.widgets.text import TextBlock
-from prereg.rundir.files import utc_iso
+from prereg.rundir.files import REAL, utc_iso
 from prereg.rundir.real import FAILURE, KNOCK_AWAY, SUCCESS, VOID
 
 MARK = {SUCCESS: ("✓", "green"), FAILURE: ("✗", "red"), KNOCK_AWAY: ("K", "magenta"), VOID: ("∅", "yellow")}
@@ -112,6 +112,7 @@ class RealSessionScreen(Screen):
         self.seed_shown: int | None = None
         self.written = 0  # marks this screen wrote
         self.asking = False
+        self._real_stamp = _stamp(session.run_dir / REAL)
 
     def compose(self) -> ComposeResult:
         yield TextBlock("", id="real-title")
@@ -181,6 +182,12 @@ class RealSessionScreen(Screen):
 
     def _tick(self) -> None:
         if not self.is_attached:
+            return
+        stamp = _stamp(self.session.run_dir / REAL)
+        if stamp != self._real_stamp:  # trials written elsewhere (another console, an import): shown as the file says
+            self._real_stamp = stamp
+            self.session.reload()
+            self.show_seed()
             return
         if self.session.current is None:
             words = Text(f"{self.written} trial(s) marked here · esc: back", style="grey62")
@@ -259,6 +266,7 @@ class RealSessionScreen(Screen):
             self.notify(f"seed {seed} not written: {exc}", severity="error", timeout=15)
             return
         self.written += 1
+        self._real_stamp = _stamp(self.session.run_dir / REAL)  # our own line: already read back by mark()
         self.notify(f"seed {seed}: {WORDS[outcome]} written to real.jsonl" + (f" ({reason})" if reason else ""))
         self.show_seed()
 
@@ -298,6 +306,14 @@ class RealSessionScreen(Screen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+
+def _stamp(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino)
 
 
 def _load(path: Path):

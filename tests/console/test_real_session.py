@@ -155,7 +155,13 @@ async def test_reopening_resumes_at_the_next_owed_seed_and_the_operator_is_asked
         await pilot.press("y")
         await wait_for(pilot, lambda: screen.session.current == seeds[3])
         assert not isinstance(app.screen, AskScreen)
-    assert [t.operator for t in read_trials(real_run, "oracle").trials] == ["bo", "cy", "cy"]
+        # a trial imported meanwhile (another console, fontaine-prereg import-real): the screen follows the file
+        append_trial(real_run, Trial.make(arm="oracle", seed=seeds[3], checkpoint_sha256=SHA, operator="bo",
+                                          started_at="2026-12-08T11:00:00Z", ended_at="2026-12-08T11:01:00Z",
+                                          outcome="success", selection_seed=11, source="import:x.csv"))
+        await wait_for(pilot, lambda: screen.session.current is None, what="the imported trial read")
+        assert "Every selected seed has its trial" in str(screen.query_one("#real-setup").render())
+    assert [t.operator for t in read_trials(real_run, "oracle").trials] == ["bo", "cy", "cy", "bo"]
 
 
 async def test_a_run_without_a_real_read_says_so(here):
