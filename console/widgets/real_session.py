@@ -4,7 +4,8 @@ timer, and keys that mark the trial, each mark one fsynced line of the run's rea
 The selected seeds are listed in the order to run them, each with its mark; the current one (the first
 owed: reopening resumes there) shows its initial condition in numbers and the sim's front view, both
 written by the engine (`fontaine-eval --sim-predictions RUN`). `space` starts and stops the timer (a
-trial marked without it runs from when its seed was shown), `y` success, `n` failure, `k` knock-away,
+trial's times: success, failure and knock-away need it started, so a double press marks no next seed;
+a void does not), `y` success, `n` failure, `k` knock-away,
 `v` void (a reason is asked; cancelled, nothing is written), `P` the operator's progress share, `V` a
 video path, `o` the operator. The operator's name (and the checkpoint's sha256, where the arm pins none)
 is asked once and remembered.
@@ -83,12 +84,12 @@ class RealSessionScreen(Screen):
         Binding("escape", "back", "Back"),
         Binding("space", "timer", "Timer"),
         Binding("y", "mark('success')", "Success"),
-        Binding("n", "mark('failure')", "Failure"),
-        Binding("k", "mark('knock_away')", "Knock-away"),
+        Binding("n", "mark('failure')", "Fail"),
+        Binding("k", "mark('knock_away')", "Knock"),
         Binding("v", "void", "Void"),
         Binding("P", "progress", "Progress"),
         Binding("V", "video", "Video"),
-        Binding("o", "operator", "Operator"),
+        Binding("o", "operator", "Name"),
     ]
     AUTO_FOCUS = None
     DEFAULT_CSS = """
@@ -192,7 +193,7 @@ class RealSessionScreen(Screen):
         if self.session.current is None:
             words = Text(f"{self.written} trial(s) marked here · esc: back", style="grey62")
         elif self.timer_from is None:
-            words = Text("timer: not started (space starts it) · y success · n failure · k knock-away · v void",
+            words = Text("space: start the timer as the trial starts (a mark needs it) · v void before it",
                          style="grey62")
         else:
             end = self.timer_to if self.timer_to is not None else self._now()
@@ -252,11 +253,15 @@ class RealSessionScreen(Screen):
         if seed is None:
             self.notify("no seed is owed: every selected seed has its trial", severity="warning")
             return
+        if outcome != VOID and self.timer_from is None:  # a trial's times are its own; a double press marks nothing
+            self.notify(f"seed {seed}: start the timer (space) as the trial starts, then mark it; nothing written",
+                        severity="warning")
+            return
         if not self.operator or not self.sha:
             self.notify("the operator (and the checkpoint's sha256) first: nothing written", severity="warning")
             self.ask_missing()
             return
-        start = self.timer_from if self.timer_from is not None else self.shown_at
+        start = self.timer_from if self.timer_from is not None else self.shown_at  # (a void: from when it was shown)
         end = self.timer_to if self.timer_to is not None else self._now()
         try:
             self.session.mark(seed, outcome, operator=self.operator, checkpoint_sha256=self.sha,

@@ -103,7 +103,10 @@ async def test_marking_a_trial_writes_one_line_and_moves_to_the_next_seed(real_r
         await pilot.press("space", "space")  # the timer: started, stopped
         await pilot.press("y")
         await wait_for(pilot, lambda: screen.session.current == seeds[1], what="the next seed")
-        await pilot.press("k")
+        await pilot.press("k")  # a double press: the next seed's timer has not started, nothing is written
+        await wait_for(pilot, lambda: any("start the timer" in str(n.message) for n in app._notifications))
+        assert len(read_trials(real_run, "oracle").trials) == 1
+        await pilot.press("space", "k")
         await wait_for(pilot, lambda: screen.session.current == seeds[2], what="the third seed")
     got = read_trials(real_run, "oracle")
     assert not got.bad and [(t.seed, t.outcome) for t in got.trials] == [(seeds[0], "success"), (seeds[1], "knock_away")]
@@ -146,13 +149,13 @@ async def test_reopening_resumes_at_the_next_owed_seed_and_the_operator_is_asked
         await wait_for(pilot, lambda: isinstance(app.screen, AskScreen), what="the operator asked")
         await pilot.press(*"cy", "enter")
         await wait_for(pilot, lambda: app.screen is screen and screen.operator == "cy")
-        await pilot.press("n")
+        await pilot.press("space", "n")
         await wait_for(pilot, lambda: screen.session.current == seeds[2])
     app = make_app(real_run.parent)  # a second session: the name is remembered, the seed is the next owed
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_session(pilot, app)
         assert screen.session.current == seeds[2] and screen.operator == "cy"
-        await pilot.press("y")
+        await pilot.press("space", "y")
         await wait_for(pilot, lambda: screen.session.current == seeds[3])
         assert not isinstance(app.screen, AskScreen)
         # a trial imported meanwhile (another console, fontaine-prereg import-real): the screen follows the file
