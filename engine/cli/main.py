@@ -56,9 +56,10 @@ def _sim_predictions(args) -> int:
     from engine.envs import pinned
     from engine.run.predictions import run_predictions
 
-    if args.resume is not None or args.prereg is not None:
-        raise UsageError("--sim-predictions DIR reads the run's own manifest and plan: give it alone, "
-                         "without --resume or --prereg")
+    others = sorted(opt for dest, opt in args.explicit.items() if dest != "sim_predictions")
+    if others:
+        raise UsageError(f"--sim-predictions DIR takes no other flag (got {', '.join(others)}): the run's manifest "
+                         "and its plan's reads.real decide the policy, env, seeds, K and jitter")
     args.resume = args.sim_predictions
     try:
         config, run_dir, _ = resolve(args)

@@ -87,6 +87,8 @@ def test_sim_predictions_are_written_for_every_seed_and_resume(tmp_path):
     assert again.returncode == 0 and "0 written, 2 already there" in again.stdout
     assert (run_dir / "sim_predictions.jsonl").read_text().splitlines() == lines
     assert all(json.loads(x)["arm"] == "oracle" for x in lines)
+    out = run_eval("--sim-predictions", str(run_dir), "--workers", "3")  # the run and its plan decide: said, not ignored
+    assert out.returncode == 2 and "takes no other flag (got --workers)" in out.stderr
 
 
 def test_a_run_without_a_registered_real_read_is_refused_in_one_line(tmp_path):
