@@ -101,6 +101,16 @@ async def test_marking_a_trial_writes_one_line_and_moves_to_the_next_seed(real_r
         screen = await open_session(pilot, app)
         assert screen.session.current == seeds[0]
         await pilot.press("space", "space")  # the timer: started, stopped
+        await pilot.press("P")
+        await wait_for(pilot, lambda: isinstance(app.screen, AskScreen), what="the progress dialog")
+        await pilot.press("2", "enter")  # outside [0, 1]: said in the dialog, nothing kept
+        await wait_for(pilot, lambda: "outside [0, 1]" in str(app.screen.query_one("#ask-problem").render()))
+        await pilot.press("backspace", *"0.5", "enter")
+        await wait_for(pilot, lambda: app.screen is screen and screen.progress == 0.5)
+        await pilot.press("V")
+        await wait_for(pilot, lambda: isinstance(app.screen, AskScreen), what="the video dialog")
+        await pilot.press(*"clips/t1.mp4", "enter")
+        await wait_for(pilot, lambda: app.screen is screen and screen.video == "clips/t1.mp4")
         await pilot.press("y")
         await wait_for(pilot, lambda: screen.session.current == seeds[1], what="the next seed")
         await pilot.press("k")  # a double press: the next seed's timer has not started, nothing is written
@@ -112,6 +122,7 @@ async def test_marking_a_trial_writes_one_line_and_moves_to_the_next_seed(real_r
     assert not got.bad and [(t.seed, t.outcome) for t in got.trials] == [(seeds[0], "success"), (seeds[1], "knock_away")]
     t = got.trials[0]
     assert (t.operator, t.checkpoint_sha256, t.selection_seed, t.source) == ("ana", SHA, 11, "console")
+    assert (t.progress, t.video) == (0.5, "clips/t1.mp4") and got.trials[1].progress is None  # kept for its trial only
 
 
 async def test_void_asks_a_reason_and_a_cancelled_dialog_writes_nothing(real_run):
