@@ -14,6 +14,7 @@ from console.main_draw import discord_line
 from console.runs import shown_path
 from console.widgets.dialogs import LaunchScreen
 from prereg import rundir as rd
+from prereg.rundir.files import new_run_id, write_json_atomic
 
 
 class LaunchActions:
@@ -41,7 +42,7 @@ class LaunchActions:
     def remember_launch(self, path: Path, arm: str) -> None:
         try:
             self._last_launch_file.parent.mkdir(parents=True, exist_ok=True)
-            rd.write_json_atomic(self._last_launch_file, {"prereg": str(path), "arm": arm})
+            write_json_atomic(self._last_launch_file, {"prereg": str(path), "arm": arm})
         except OSError:
             pass  # a read-only runs folder: the dialog simply starts blank next time
 
@@ -56,7 +57,7 @@ class LaunchActions:
     def launch(self, prereg_file: Path, prereg_id: str, arm: str) -> Path | None:
         """Start a run of `arm` ("A,B": a comparison run of both arms, labelled "A-vs-B") detached."""
         label = preregs.run_label(arm)
-        run_id = rd.new_run_id(prereg_id, label)
+        run_id = new_run_id(prereg_id, label)
         run_dir = self.runs_dir / run_id
         argv = self.launch_argv(prereg_file, arm, run_dir)
         try:

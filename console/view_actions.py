@@ -1,5 +1,5 @@
 """Where the console's keys take the user: a seed's view (from the grid), the compare view (`c`), the
-runs filter (`/`), the help (`?`). `ViewActions` is mixed into the app (console/app.py); the app's
+real session (`T`), the runs filter (`/`), the help (`?`). `ViewActions` is mixed into the app (console/app.py); the app's
 message handlers (a seed chosen, the filter typed into) call these.
 """
 
@@ -43,6 +43,21 @@ class ViewActions:
             self.notify(f"{info.run_id} has no pre-registration: no arms to compare", severity="warning")
             return
         self.push_screen(CompareScreen(prereg.id, focus=info.path))  # a comparison run: both its arms
+
+    def action_real_session(self) -> None:
+        """`T`: the real session of the selected run's arm (console/widgets/real_session.py)."""
+        from console.real_trials import NoRealRead, RealSession
+        from console.widgets.real_session import RealSessionScreen
+
+        info = self.selected_info()
+        if info is None:
+            return
+        try:
+            session = RealSession.open(info.prereg_path, info.arm, info.path)
+        except NoRealRead as exc:
+            self.notify(str(exc), severity="warning", timeout=10)
+            return
+        self.push_screen(RealSessionScreen(session, self.runs_dir))
 
     def action_filter(self) -> None:
         screen = self._main_screen()

@@ -279,7 +279,7 @@ class RunBook:
             self.tailer.close()
 
 
-SIGNED = (rd.MANIFEST, rd.STATUS, rd.ROWS, rd.RESULTS, rd.CHART, rd.HEARTBEAT, LEDGER)
+SIGNED = (rd.MANIFEST, rd.STATUS, rd.ROWS, rd.RESULTS, rd.CHART, rd.HEARTBEAT, LEDGER, rd.REAL)
 
 
 def run_signature(run_dir: Path) -> tuple:

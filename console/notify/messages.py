@@ -33,6 +33,7 @@ console/notify/wording.py's; nothing here touches the network or writes a file: 
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 from console.notify.snapshot import EVERY_EPISODES, RunSnapshot, tally
@@ -44,6 +45,7 @@ from console.notify.wording import (
     DONE,
     FOOTER_MAX,
     LAUNCH,
+    REAL_TRIALS,
     RESULTS,
     STALL,
     TITLE_MAX,
@@ -76,10 +78,12 @@ from prereg.core.words import plural
 from prereg.rundir.gates import TRIPPED, WARN, PaceInputs, evaluate_gates, projected_wall_s
 from prereg.rundir.manifest import tripwire_record
 from prereg.rundir.outcomes import OUTCOME_LABELS
+from prereg.rundir.real import OUTCOMES
 from prereg.rundir.status import gpu_hours_source, status_reason_text, status_stop
 from prereg.stats.comparison_report import live_evidence, savings
 from prereg.stats.curtail import settled_text
 
+EVERY_REAL = 10  # a post every this many real trials recorded (real.jsonl)
 CATCH_UP_S = 6 * 3600.0  # a run that ended longer ago than this, never posted about, is owed nothing
 DIED_AFTER_S = 30.0  # a run whose process is gone is said dead once its heartbeat is this old (a kill records first)
 LATE_S = 120.0  # an end post composed longer than this after the run ended says when it ended
@@ -91,6 +95,7 @@ def due_posts(
     *,
     every_episodes: int = EVERY_EPISODES,
     catch_up_s: float = CATCH_UP_S,
+    every_real: int = EVERY_REAL,
 ) -> list[Post]:
     """The posts this run is owed now and that are not in `posted` (ledger + queue), in order.
 
@@ -112,6 +117,9 @@ def due_posts(
         if update is not None:
             out.append(update)
     out.extend(p for p in _alerts(snap) if p.key not in posted)
+    real = real_trials_post(snap, posted, every_real)
+    if real is not None:
+        out.append(real)
     if snap.over:
         out.extend(p for p in _end_posts(snap, posted) if p.key not in posted)
     elif snap.died and (snap.heartbeat_age_s is None or snap.heartbeat_age_s > DIED_AFTER_S):
@@ -119,6 +127,29 @@ def due_posts(
         if died.key not in posted:
             out.append(died)
     return out
+
+
+def real_trials_post(snap: RunSnapshot, posted: set[str], every: int = EVERY_REAL) -> Post | None:
+    """Every `every` real trials recorded (real.jsonl: the console's real session, an import), one post with
+    the trials so far per arm by outcome; only the latest milestone missed is owed, as for updates."""
+    n = len(snap.real)
+    if every <= 0 or n < every:
+        return None
+    milestone = (n // every) * every
+    sent = [int(k.split(":", 1)[1]) for k in posted if k.startswith(f"{REAL_TRIALS}:") and k.split(":", 1)[1].isdigit()]
+    if milestone <= max(sent, default=0):
+        return None
+    lines, counts = [], {}
+    for t in snap.real:
+        counts.setdefault(t.arm, Counter())[t.outcome] += 1
+    for arm, c in counts.items():
+        said = " · ".join(f"{c[o]} {o.replace('_', '-')}" for o in OUTCOMES if c[o])
+        lines.append(f"{esc(short(arm, 60))}: {sum(c.values())} trials · {said}")
+    last = snap.real[-1]
+    lines.append(f"last: seed {last.seed}, {last.outcome.replace('_', '-')}, by {esc(short(last.operator, 60))}")
+    lines.append("*the real read is the report's: run it once the selected seeds are done*")
+    return _post(snap, REAL_TRIALS, f"{REAL_TRIALS}:{milestone}", f"{n} real trials recorded",
+                 f"Real trials · {snap.run_id}", "\n".join(lines))
 
 
 def forgotten(over: bool, posted: set[str], status_age_s: float | None, catch_up_s: float = CATCH_UP_S) -> bool:

@@ -19,6 +19,7 @@ from prereg.rundir.discovery import GONE, UNKNOWN, liveness
 from prereg.rundir.files import mtime_age_s
 from prereg.rundir.fold import ONE_ARM, Plan, RowsFold, fold_rows
 from prereg.rundir.outcomes import ERROR, RowCounts
+from prereg.rundir.real import read_trials
 from prereg.rundir.rows import read_rows
 from prereg.rundir.runstate import STARTING_GRACE_S, RunState, ShowsState, episodes_done, planned_total, young
 from prereg.rundir.status import GateSpec
@@ -50,6 +51,7 @@ class RunSnapshot(ShowsState):
     liveness: str = UNKNOWN  # the driver's process (prereg.rundir.discovery)
     young: bool = False  # no process recorded yet, written within STARTING_GRACE_S
     rows: tuple = ()
+    real: tuple = ()  # real.jsonl's trials (prereg.rundir.real.Trial), in order: the real-trial posts read them
 
     @property
     def run_id(self) -> str:
@@ -137,6 +139,7 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, fold: RowsFold | N
         liveness=alive,
         young=alive == UNKNOWN and young(run_dir, STARTING_GRACE_S),
         rows=tuple(rows),
+        real=tuple(read_trials(run_dir).trials) if (run_dir / rd.REAL).exists() else (),
     )
 
 

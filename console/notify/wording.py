@@ -25,6 +25,7 @@ from prereg.stats.reads import EXPLORATORY_HEAD
 from prereg.stats.story import INVALID, Story
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
+REAL_TRIALS = "real"  # every ~10 real trials recorded in real.jsonl (the console's real session, an import)
 STOPPED, FAILED, DONE = rd.STOPPED, rd.FAILED, rd.DONE  # an end post's kind is the state the run ended in
 DIED = rd.DIED  # the driver's process is gone without a final state
 END_KINDS = (STOPPED, FAILED, DONE, DIED, RESULTS)  # what a run that has ended is owed
@@ -46,6 +47,7 @@ _FIELD_MAX = {"content": CONTENT_MAX, "title": TITLE_MAX, "description": DESCRIP
 COLOURS = {
     LAUNCH: 0x3B82F6, UPDATE: 0x64748B, TRIPWIRE: 0xF97316, STALL: 0xF59E0B,
     STOPPED: 0xEAB308, FAILED: 0xDC2626, DIED: 0xB91C1C, DONE: 0x16A34A, RESULTS: 0x16A34A, TEST: 0x8B5CF6,
+    REAL_TRIALS: 0x0EA5E9,
 }
 
 
@@ -173,6 +175,7 @@ def story_head(res: dict | None) -> tuple[str, str] | None:
         lines += [f"not VALID: {esc(short(why, 200))}" for why in story.reasons[:4]]
     lines += [f"· {esc(short(r.said, 160))} *(descriptive: the plan decides by its registered comparison)*"
               for r in story.descriptive[:4]]
+    lines += [f"real trials, {esc(short(r.arm, 40))}: {esc(short(r.sentence, 300))}" for r in story.real[:4]]
     if isinstance(res, dict) and isinstance(res.get("comparison"), dict) and res["comparison"].get("after_anytime_valid_stop"):
         lines.append("*the arms' counts are read after an anytime-valid stop: fixed-n numbers on the episodes run*")
     count = f"{story.arms[0].successes}/{story.arms[0].n} successes · " if len(story.arms) == 1 else ""

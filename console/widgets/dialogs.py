@@ -312,6 +312,7 @@ HELP_SECTIONS: tuple[tuple[str, str | None, tuple[tuple[str, str], ...]], ...] =
         ("o", "in the results view: open results.html in the browser (or the command to copy it)"),
         ("t", "send a Discord test post"),
         ("c", "compare the arms of the selected run's pre-registration (paired deltas), live"),
+        ("T", "real session: mark real trials of the selected run's arm (a plan with reads.real)"),
         ("R", "resume a stopped, failed or died run (fontaine-eval --resume; asks first)"),
         ("a", "archive an ended run: move it to RUNS/.archive/ (asks first; nothing deleted)"),
         ("/", "filter the runs list (words in the id, arm or state); esc clears it"),

@@ -125,6 +125,7 @@ class MainScreen(Screen):
         Binding("g", "focus_grid", "Seeds"),
         Binding("p", "next_page", "Panels"),  # only in a small terminal, where one panel shows at a time
         Binding("c", "app.compare", "Compare"),
+        Binding("T", "app.real_session", "Real"),
         Binding("R", "app.resume", "Resume"),
         Binding("a", "app.archive", "Archive"),
         Binding("slash", "app.filter", "Filter", key_display="/"),

@@ -41,11 +41,34 @@ def _main(argv: list[str]) -> int:
         return _list_envs(args.env)
     from engine.envs import pinned
 
+    if args.sim_predictions is not None:
+        return _sim_predictions(args)
     try:
         config, run_dir, resume = resolve(args)  # an env file is read once here (engine/envs/pinned.py) ...
         return execute(args, config, run_dir, resume, argv)
     finally:
         pinned.clear()  # ... and its bytes kept for this run only
+
+
+def _sim_predictions(args) -> int:
+    """`--sim-predictions DIR`: the run's recorded config (as a resume reads it) and its plan's real read
+    decide everything (engine/run/predictions.py)."""
+    from engine.envs import pinned
+    from engine.run.predictions import run_predictions
+
+    others = sorted(opt for dest, opt in args.explicit.items() if dest != "sim_predictions")
+    if others:
+        raise UsageError(f"--sim-predictions DIR takes no other flag (got {', '.join(others)}): the run's manifest "
+                         "and its plan's reads.real decide the policy, env, seeds, K and jitter")
+    args.resume = args.sim_predictions
+    try:
+        config, run_dir, _ = resolve(args)
+        summary = run_predictions(config, run_dir, log=_log)
+    finally:
+        pinned.clear()
+    say(f"fontaine-eval: sim predictions of {run_dir}: {summary['written']} written, {summary['skipped']} already "
+        f"there, {summary['setups']} setup(s) of selected seeds written", flush=True)
+    return EXIT_DONE
 
 
 def _list_envs(name: str | None = None) -> int:

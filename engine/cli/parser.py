@@ -161,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--out-json", type=path_type, help="also copy rows.json here at the end")
     out.add_argument("--rows-jsonl", type=path_type, help="also copy rows.jsonl here at the end")
     out.add_argument("--resume", type=path_type, metavar="DIR", help="resume a run: skip seeds with an ok row, run the rest")
+    out.add_argument("--sim-predictions", type=path_type, metavar="DIR",
+                     help="a run of a plan with a real read (reads.real): write its sim predictions (K jittered "
+                          "rollouts per seed) and the setups of its selected seeds (docs/real.md)")
     out.add_argument("--term-grace-s", type=bounded_float(0, MAX_TERM_GRACE_S, inclusive=True), default=DEFAULT_TERM_GRACE_S,
                      metavar="S", help=f"on SIGTERM, how long the episodes in flight may take to finish (default "
                                        f"{DEFAULT_TERM_GRACE_S:g}); past it they are abandoned, owed to --resume, and the "

@@ -182,6 +182,18 @@ class ObjectEnv:
         self.data.qvel[self._obj_qvel : self._obj_qvel + 6] = 0.0
         mujoco.mj_forward(self.model, self.data)
 
+    def jitter_object(self, offset_xy_m) -> None:
+        """Move the reset object by `offset_xy_m` (metres, world x and y), at rest, and start the episode's
+        metrics from there: the jittered initial condition of a sim prediction (docs/real.md); after
+        reset(), before the first tick."""
+        dx, dy = (float(v) for v in offset_xy_m)
+        self.data.qpos[self._obj_qpos] += dx
+        self.data.qpos[self._obj_qpos + 1] += dy
+        self.data.qvel[self._obj_qvel : self._obj_qvel + 6] = 0.0
+        mujoco.mj_forward(self.model, self.data)
+        if self.metrics is not None:
+            self.metrics.rebase(self.reading())
+
     def _contacts(self) -> int:
         """What the object touches now, as the OR of the `_ARM | _FIXED_PAD | _MOVING_PAD | _SUPPORT` bits."""
         ncon = self.data.ncon
@@ -364,6 +376,18 @@ class BoatEnv(ObjectEnv):
     def _start_metrics(self, reset_strikes: int) -> None:
         self.tick = 0
         self.metrics = EpisodeMetrics(self.disk_pos(), DISK_TOP_Z, self.boat_reading(), reset_strikes)
+
+
+JITTER_TAG = 0x6A6974  # "jit": keeps the jitter's stream apart from the seed's own reset draws
+
+
+def jitter_offset_m(seed: int, k: int, jitter_cm: float) -> np.ndarray:
+    """Rollout k's (dx, dy) in metres for `seed`: each uniform in [-jitter_cm, +jitter_cm] cm, drawn from
+    `default_rng((JITTER_TAG, seed, k))`: the same on every machine, independent of the seed's reset."""
+    if jitter_cm <= 0:
+        return np.zeros(2)
+    rng = np.random.default_rng((JITTER_TAG, int(seed), int(k)))
+    return rng.uniform(-jitter_cm, jitter_cm, size=2) / 100.0
 
 
 def draw_spawn(rng: np.random.Generator) -> tuple[np.ndarray, float, np.ndarray]:

@@ -91,6 +91,15 @@ class EpisodeMetrics:
         self.carried_m = 0.0
         self.touched = bool(initial.touching_arm)
 
+    def rebase(self, initial: BoatReading) -> None:
+        """Start the episode's distances again from `initial` (an object moved after the reset: a jittered
+        start, engine.sim.env.ObjectEnv.jitter_object); before any tick only."""
+        if self.ticks:
+            raise RuntimeError("rebase() after the episode's first tick: the start can only move before it")
+        self.dist_initial_m = self.dist_min_m = self._dist(initial)
+        self.dist_by_second_m = [self.dist_initial_m]
+        self.last, self.z_initial_m, self.touched = initial, float(initial.pos[2]), bool(initial.touching_arm)
+
     @property
     def success(self) -> bool:
         return self.success_tick is not None

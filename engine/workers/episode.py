@@ -32,17 +32,23 @@ def run_episode(
     frame_sink: Callable[[np.ndarray], Any] | None = None,
     stop_on_success: bool = True,
     video_size: int | None = None,
+    jitter_xy_m=None,
 ) -> dict:
     """Run one seeded episode in `env` (an engine.envs.SimEnv, e.g. BoatEnv) and return its partial row.
 
     `stop_on_success` ends the episode once the success hold completes (`ticks` then records
     the ticks executed). `chunk_horizon` is what the policy declared: a chunk may be shorter
     (the next replan comes sooner), a longer one is cut to it, and an empty one is an error
-    (it would stall the episode).
+    (it would stall the episode). `jitter_xy_m` moves the object by (dx, dy) metres after the reset
+    (a sim prediction's jittered rollout, engine/run/predictions.py).
     """
     started_at = utc_now()
     wall_start = time.perf_counter()
     env.reset(seed)
+    if jitter_xy_m is not None:
+        if not hasattr(env, "jitter_object"):
+            raise ValueError(f"env {type(env).__name__} cannot jitter its object's start (it has no jitter_object)")
+        env.jitter_object(jitter_xy_m)
     budget_ticks = int(round(episode_seconds * CONTROL_HZ))
     frame_every = CONTROL_HZ // VIDEO_FPS
     stats = _PredictStats()

@@ -102,9 +102,10 @@ class LocalPool:
             return 0
         return sum(1 for w in self.workers.values() if w.alive and w.ready and w.idle)
 
-    def submit(self, seed: int, arm: str | None = None) -> None:
+    def submit(self, seed: int, arm: str | None = None, jitter: tuple | None = None) -> None:
+        """Start `seed` on an idle worker; `jitter` (k, jitter_cm): a sim prediction's rollout, never filmed."""
         w = next(w for w in self.workers.values() if w.alive and w.ready and w.idle)
-        w.start_episode(seed, self._film(w, seed), arm)
+        w.start_episode(seed, jitter is None and self._film(w, seed), arm, jitter)
 
     def in_flight(self) -> list:
         """The episodes running: seeds, or (arm, seed) in a comparison run (the driver's jobs)."""
@@ -332,9 +333,9 @@ class _Worker:
     def idle(self) -> bool:
         return self.seed is None
 
-    def start_episode(self, seed: int, film: bool, arm: str | None = None) -> None:
+    def start_episode(self, seed: int, film: bool, arm: str | None = None, jitter: tuple | None = None) -> None:
         self.seed, self.arm = seed, arm
-        self.send(Episode(seed, film, arm))
+        self.send(Episode(seed, film, arm, jitter))
         self.episodes_started += 1
 
     def send(self, msg) -> None:

@@ -65,6 +65,7 @@ class Episode:
     seed: int
     film: bool
     arm: str | None = None  # a comparison run's arm; None: the run's one policy
+    jitter: tuple | None = None  # (k, jitter_cm): a sim prediction's k-th rollout, its object jittered
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, dri
 
 def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -> None:
     from engine.envs import DEFAULT_ENV, get_env
+    from engine.sim.env import jitter_offset_m
     from engine.workers.episode import run_episode
 
     arm_policies = cfg.arm_policies() if hasattr(cfg, "arm_policies") else [(None, cfg.policy)]
@@ -142,6 +144,7 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
         if not isinstance(msg, Episode):
             continue
         seed, film, arm = msg.seed, msg.film, getattr(msg, "arm", None)
+        jitter = getattr(msg, "jitter", None)
         spec, horizon, needs_images, needs_priv, predict = predictors[arm]
         started = utc_now()
         t0 = time.monotonic()
@@ -153,7 +156,8 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
             partial = run_episode(env, seed, cfg.episode_seconds, predict, chunk_horizon=horizon,
                                   needs_images=needs_images, needs_privileged=needs_priv,
                                   task=spec.task, frame_sink=writer.add if writer else None,
-                                  video_size=getattr(cfg, "video_size", None))
+                                  video_size=getattr(cfg, "video_size", None),
+                                  jitter_xy_m=None if jitter is None else jitter_offset_m(seed, *jitter))
             if writer is not None:
                 writer.close()
                 if writer.error:

@@ -53,6 +53,7 @@ NOTIFIER_STATUS = "status.json"  # RUNS/.notifier/status.json: the notifier's ow
 RESERVE = ".space-reserve"  # the driver: a little disk space it frees to record a failure on a full disk
 REAL = "real.jsonl"  # the operator (console or `fontaine-prereg import-real`): one line per real trial (prereg/rundir/real.py)
 SIM_PREDICTIONS = "sim_predictions.jsonl"  # the engine: one line per seed, its K jittered rollouts (prereg/rundir/real.py)
+REAL_SETUP = "real"  # the engine (--sim-predictions): a folder, per selected seed its poses and front view (prereg/rundir/real_setup.py)
 
 # the files a started run has; a run directory without them is still starting (or not a run)
 CONTRACT_FILES = (MANIFEST, STATUS, PID, HEARTBEAT, ROWS)

@@ -347,3 +347,63 @@ def test_an_update_tallies_the_outcomes_read_from_the_grasp_fields(tmp_path):
     assert tallies == ["outcomes: success 1 · off the table 1 · carried not placed 2 · grasped then dropped 1"
                        " · knocked away 1"]
     assert tallies[0] in update_post(snap, 5).description
+
+
+def test_the_results_post_says_each_arms_real_read_in_its_one_sentence(tmp_path):
+    """A plan with a registered real read: the results post carries the story's real sentence (real k/n, the
+    rectifier's verdict), after the sim read, the same words the report and the page use."""
+    from prereg.document.read import load
+    from prereg.document.real_spec import selected_seeds
+    from prereg.document.seal import freeze
+    from prereg.outputs.report import build_report
+    from prereg.rundir.real import Prediction, append_prediction
+    from prereg.stats.story import Story
+    from tests.prereg.conftest import launched_manifest, make_row
+    from tests.prereg.test_real_trials import PLAN, _record
+
+    doc = tmp_path / "real.md"
+    doc.write_text(PLAN)
+    freeze(doc, now="2026-12-07T12:00:00Z", commit="0" * 40)
+    run = tmp_path / "runs" / "oracle"
+    run.mkdir(parents=True)
+    (run / "rows.jsonl").write_text("".join(json.dumps(make_row(s, success=True)) + "\n" for s in range(40)))
+    (run / "status.json").write_text(json.dumps({"state": "done", "done": 40, "total": 40}))
+    (run / "manifest.json").write_text(json.dumps(launched_manifest(doc, "oracle")))
+    for s in range(40):
+        append_prediction(run, Prediction("oracle", s, 20, 20, 1.0))
+    _record(run, doc, {s: "failure" for s in selected_seeds(load(doc), "oracle")})
+    build_report(doc, {"oracle": run}, append=False, now="2026-12-08T12:00:00Z", unregistered=True)
+    (post,) = [p for p in due_posts(read_snapshot(run), {"launch", "done"}) if p.key == "results"]
+    story = Story.from_dict(json.loads((run / "results.json").read_text())["story"])
+    (real,) = story.real
+    line = next(x for x in post.description.splitlines() if x.startswith("real trials, oracle: "))
+    assert "0/10" in line and "optimistic" in line and real.verdict == "optimistic"
+
+
+def test_a_post_every_ten_real_trials_even_after_the_run_ended(tmp_path):
+    """Real trials come after the sim run: a finished run whose real.jsonl grows is polled again (its
+    signature includes real.jsonl) and owes one post per ten trials, the latest milestone only."""
+    from console.notify.outbox import Outbox
+    from prereg.rundir.real import Trial, append_trial
+
+    run = HandMadeRun(tmp_path, total=5).episodes(5, state="done")
+    box = Outbox()
+    box.poll_run(run.dir)
+    posted = {item.post.key for item in box.queue}
+    assert posted and not any(k.startswith("real:") for k in posted)
+
+    def trials(seeds, outcome="success"):
+        for s in seeds:
+            append_trial(run.dir, Trial.make(arm="A", seed=s, checkpoint_sha256="c" * 64, operator="ana",
+                                             started_at="2026-12-08T10:00:00Z", ended_at="2026-12-08T10:01:00Z",
+                                             outcome=outcome, void_reason="rig fault" if outcome == "void" else None))
+
+    trials(range(9))
+    assert box.poll_run(run.dir) == []  # nine: nothing yet
+    trials([9], "void")
+    assert box.poll_run(run.dir) == ["real:10"]
+    post = next(i.post for i in box.queue if i.post.key == "real:10")
+    assert "A: 10 trials · 9 success · 1 void" in post.description and "10 real trials recorded" in post.content
+    trials(range(10, 31), "failure")  # 31: the 20 milestone was missed, only the latest is owed
+    assert box.poll_run(run.dir) == ["real:30"]
+    assert box.poll_run(run.dir) == []
