@@ -19,7 +19,9 @@ from dataclasses import asdict, dataclass
 import mujoco
 import numpy as np
 
-BASE = "base"  # the scene as declared: the variant every crossed design runs first
+from prereg.rundir.rows import BASE_VARIANT
+
+BASE = BASE_VARIANT  # the scene as declared: the variant every crossed design runs first
 DISTRACTOR_SHAPES = ("box", "cylinder")
 DISTRACTOR_PREFIX = "fontaine/distractor/"  # a distractor's geom name (engine.sim.scene.ROOM_PREFIX + ...)
 

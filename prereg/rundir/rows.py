@@ -56,6 +56,7 @@ ROW_FIELDS: tuple[str, ...] = (
 
 KNOCK_AWAY_CM = -1.0  # progress_final_cm at or below this is a knock-away
 ENGAGED_CM = 1.0  # progress_cm above this is engagement
+BASE_VARIANT = "base"  # a row whose `variant` is null ran the scene as declared (issue 48: engine.sim.variants.BASE)
 OK = "ok"  # the one status of a finished episode; any other status (or none) is an error row
 
 # ---------------------------------------------------------------- field types
