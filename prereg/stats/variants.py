@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from prereg.core.wilson import wilson_bounds, wilson_interval, z_of
-from prereg.rundir.outcomes import classify
 from prereg.rundir.outcomes import SUCCESS as _SUCCESS
+from prereg.rundir.outcomes import classify
 from prereg.rundir.rows import BASE_VARIANT, latest_rows
 
 
