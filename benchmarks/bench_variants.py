@@ -5,7 +5,7 @@ baseline that compiles the variant's scene every episode, measured in the same r
         [--render-size 64] [--repeats 3]
 
 The env file must declare at least two variants (docs/envs.md). One simulated worker, started cold
-each time (the per-process compile cache emptied), runs every seed:
+each time (the per-process compile caches emptied: the base scene's too), runs every seed:
 
 - one:      on the scene as declared (`base`) only;
 - three:    on `base` and the first two variants (a crossed design: each seed on each);
@@ -26,7 +26,7 @@ import warnings
 from pathlib import Path
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
-from engine.envs import get_env
+from engine.envs import envfile, get_env
 from engine.envs.envfile import build_scene, read_declaration
 from engine.envs.place_scene import _place_env_class
 from engine.envs.variant_env import make_variant_env, variant_of
@@ -47,7 +47,8 @@ def episode(env, seed: int, ticks: int) -> None:
 
 def worker(decl, names, seeds, ticks: int, render_size: int, naive: bool = False) -> float:
     """Seconds per episode of one cold worker running every seed on every named variant."""
-    sim_variants._COMPILED.clear()
+    sim_variants._COMPILED.clear()  # cold: every scene it runs, the base's included, compiled in it
+    envfile._COMPILED.clear()
     envs = {}
     t0 = time.perf_counter()
     for seed in seeds:
