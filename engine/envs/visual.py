@@ -65,12 +65,29 @@ def read_visual_matching(r: _Reader, raw: dict, folder: Path) -> tuple[dict | No
             why = why_not_a_file(p) if pinned.get(p) is None else None
             if why is not None:
                 r.err((KEY, "backgrounds", cam), f"{ref!r} {why} ({p})")
+            elif (bad := _not_an_image(p)) is not None:
+                r.err((KEY, "backgrounds", cam), f"{ref!r} {bad}: give a PNG or JPEG photo")
             else:
                 backgrounds[cam] = p
                 files.append((file_label(p, folder), p))
     if len(r.out) > before:
         return None, files
     return {"backgrounds": backgrounds, "mode": mode, "blend_alpha": alpha}, files
+
+
+def _not_an_image(path: Path) -> str | None:
+    """Why the file is no image Pillow reads (decoded in full: a truncated photo is refused here, not in
+    every worker), or None."""
+    import io
+
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(pinned.read(path))) as im:
+            im.load()
+    except Exception as exc:  # noqa: BLE001 - Pillow's decoders raise several types; each is "not an image"
+        return f"cannot be read as an image ({type(exc).__name__}: {exc})"
+    return None
 
 
 def make_visual_match(declared: dict, cameras: dict, keep, size: int):

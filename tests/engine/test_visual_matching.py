@@ -145,9 +145,11 @@ def test_a_changed_photo_is_a_different_env(tmp_path):
     (OVERLAY + "  mode: paint\n", "overlay (the rendered arm"),
     (OVERLAY + "  blend_alpha: 0.3\n", "only with mode: blend"),
     ("visual_matching:\n  mode: blend\n", "backgrounds: missing"),
+    ("visual_matching:\n  backgrounds:\n    front: rig/torn.png\n", "'rig/torn.png' cannot be read as an image"),
 ])
 def test_a_bad_declaration_says_what_and_where(tmp_path, block, says):
     lab = _lab(tmp_path, block)
+    (lab.parent / "rig" / "torn.png").write_bytes((lab.parent / "rig" / "front.png").read_bytes()[:40])
     with pytest.raises(EnvFileError) as err:
         get_env(str(lab))
     assert says in str(err.value) and f"{lab}:" in str(err.value)
