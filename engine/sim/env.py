@@ -65,6 +65,7 @@ class ObjectEnv:
     drive the first six actuators: the arm's (the built-in scenes have no others; an env file's may)."""
 
     film_geom_groups: tuple[int, ...] = (ROOM_GEOM_GROUP,)  # drawn in videos too: the floor, where a knocked object went
+    visual_match = None  # engine.sim.composite.VisualMatch: the rig's photo behind the policy's cameras
 
     def __init__(self, model: mujoco.MjModel, *, render_size: int, cameras: dict[str, str], obj_joint: int,
                  is_obj: np.ndarray, is_arm: np.ndarray, jaw_geoms, target_body: str,
@@ -205,16 +206,24 @@ class ObjectEnv:
         return int(np.bitwise_or.reduce(self._role[other])) if len(other) else 0
 
     def render(self, camera: str) -> np.ndarray:
-        """An HxWx3 uint8 frame from a scene camera; raises RenderUnavailable without GL."""
-        return self._render(self._renderer, camera)
+        """An HxWx3 uint8 frame from a scene camera; raises RenderUnavailable without GL. With visual
+        matching (engine/sim/composite.py) the camera's photo is behind the arm, object and target."""
+        frame = self._render(self._renderer, camera)
+        match = self.visual_match
+        if match is None or camera not in match.backgrounds:
+            return frame
+        seg = self._render(self._renderer, camera, segment=True) if match.needs_segmentation else None
+        return match.apply(camera, frame, seg)
 
-    def _render(self, renderer: FrameRenderer, camera: str, option: mujoco.MjvOption | None = None) -> np.ndarray:
+    def _render(self, renderer: FrameRenderer, camera: str, option: mujoco.MjvOption | None = None,
+                segment: bool = False) -> np.ndarray:
+        draw = renderer.segment if segment else renderer.render
         if camera not in self._free:
-            return renderer.render(self.data, camera, option)
+            return draw(self.data, camera, option)
         free, fovy = self._free[camera]  # a camera the scene lacks, placed by the env: a free camera at its fovy
         was, self.model.vis.global_.fovy = self.model.vis.global_.fovy, fovy
         try:
-            return renderer.render(self.data, free, option)
+            return draw(self.data, free, option)
         finally:
             self.model.vis.global_.fovy = was
 

@@ -44,6 +44,16 @@ class FrameRenderer:
         renderer.update_scene(data, camera=camera, scene_option=scene_option)
         return renderer.render().copy()
 
+    def segment(self, data: mujoco.MjData, camera: str, scene_option: mujoco.MjvOption | None = None) -> np.ndarray:
+        """The same view's segmentation: HxWx2 int32 (object id, mjtObj type; -1 where nothing is drawn)."""
+        renderer = self._renderer or self._make()
+        renderer.update_scene(data, camera=camera, scene_option=scene_option)
+        renderer.enable_segmentation_rendering()
+        try:
+            return renderer.render().copy()
+        finally:
+            renderer.disable_segmentation_rendering()
+
     def close(self) -> None:
         if self._finalizer is not None:
             self._finalizer()

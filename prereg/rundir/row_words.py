@@ -15,6 +15,7 @@ FIELD_WORDS: dict[str, str] = {
     "run_id": "the run this row belongs to",
     "arm": "the arm (policy configuration) of the run",
     "seed": "the episode's seed: boat and arm start positions",
+    "variant": "the registered visual variant of the scene it ran on (null: the scene as declared)",
     "worker": "the worker process that ran the episode",
     "success": "the boat reached the goal",
     "success_tick": "simulation tick at which it succeeded",

@@ -35,7 +35,7 @@ from prereg.core.untrusted import redacted
 SCHEMA = 3
 
 ROW_FIELDS: tuple[str, ...] = (
-    "schema", "run_id", "arm", "seed", "worker",
+    "schema", "run_id", "arm", "seed", "variant", "worker",
     "success", "success_tick",
     "ticks", "episode_seconds",
     "dist_initial_cm", "dist_final_cm", "dist_min_cm",
@@ -56,6 +56,7 @@ ROW_FIELDS: tuple[str, ...] = (
 
 KNOCK_AWAY_CM = -1.0  # progress_final_cm at or below this is a knock-away
 ENGAGED_CM = 1.0  # progress_cm above this is engagement
+BASE_VARIANT = "base"  # a row whose `variant` is null ran the scene as declared (issue 48: engine.sim.variants.BASE)
 OK = "ok"  # the one status of a finished episode; any other status (or none) is an error row
 
 # ---------------------------------------------------------------- field types
@@ -70,7 +71,7 @@ _OPT_NUMS = frozenset({list, _NONE})  # a list of numbers (checked element by el
 _OPT_NUM_OR_NUMS = frozenset({int, float, list, _NONE})
 
 FIELD_TYPES: dict[str, frozenset] = {
-    "schema": _OPT_INT, "run_id": _OPT_STR, "arm": _OPT_STR, "seed": _INT,
+    "schema": _OPT_INT, "run_id": _OPT_STR, "arm": _OPT_STR, "seed": _INT, "variant": _OPT_STR,
     "worker": frozenset({int, str, _NONE}),
     "success": _OPT_BOOL, "success_tick": _OPT_INT,
     "ticks": _OPT_INT, "episode_seconds": _OPT_NUM,
@@ -237,7 +238,7 @@ def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
     validity, the console's corrupt count) sees that the run's rows could not be read rather
     than a run with no rows."""
     out = RowsRead()
-    last: dict[tuple, dict] = {}  # (arm, seed) -> its latest row: a line repeated is one object, not one each
+    last: dict[tuple, dict] = {}  # (arm, variant, seed) -> its latest row: a line repeated is one object, not one each
     try:
         for i, raw, length, ended in read_lines(path, max_bytes):
             if raw is None:
@@ -254,7 +255,7 @@ def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
             if bad is not None:
                 out.bad.append(bad)
             else:
-                key = (row.get("arm"), row.get("seed"))
+                key = (row.get("arm"), row.get("variant"), row.get("seed"))
                 if last.get(key) == row:
                     row = last[key]  # the same row again (300 MB of one line read at 1 GB): shared, read-only
                 last[key] = row

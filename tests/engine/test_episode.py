@@ -13,6 +13,7 @@ from prereg.rundir.rows import ROW_FIELDS
 
 DRIVER_FIELDS = {"schema", "run_id", "arm", "worker", "video", "note", "status", "error"}  # note: "video not written: <why>"
 GYM_FIELDS = {"env_success", "env_success_tick"}  # a Gymnasium env's own success (engine/gym): null on a native env
+VARIANT_FIELDS = {"variant"}  # a registered visual variant's name (issue 48): null on the scene as declared
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,7 @@ def run(env, predict, seconds=1.0, horizon=5, **kw):
 def test_row_fields_belong_to_the_schema_and_with_the_driver_cover_it(env):
     row = run(env, Hold(5))
     assert set(row) <= set(ROW_FIELDS)
-    assert set(row) | DRIVER_FIELDS | GYM_FIELDS == set(ROW_FIELDS)
+    assert set(row) | DRIVER_FIELDS | GYM_FIELDS | VARIANT_FIELDS == set(ROW_FIELDS)
     assert not set(row) & DRIVER_FIELDS - {"schema"}
     assert row["seed"] == 4 and row["episode_seconds"] == 1.0 and row["reset_strikes"] == 0
     assert row["started_at"].endswith("Z") and row["finished_at"] >= row["started_at"]
