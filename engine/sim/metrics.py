@@ -1,6 +1,6 @@
 """Per-tick task metrics and the success criterion, kept free of MuJoCo so they test alone.
 
-Success = the boat rests upright on the disk: its base centre within the disk radius, at
+Success = the boat rests upright on the disk, released (the arm clear of it) and still: its base centre within the disk radius, at
 disk height, upright, still and not touching the arm, all held for `SUCCESS_HOLD_TICKS`
 consecutive ticks. Success latches: once held it stays a success even if the boat is
 disturbed later. `success_tick` is the tick count at which the hold first completed (the
@@ -13,7 +13,8 @@ off its support). `grasped_lifted` = held for `GRASP_HOLD_TICKS` ticks in a row 
 the boat's base rose above where the episode started while held; `carried_cm` = the boat's
 XY travel (path length) over consecutive held ticks; `released` = grasped and not held at the
 end (false when never grasped); `grasped_squeezed` = both jaw pads touched it, whatever else it
-touched (on its support: so101-nexus's `is_grasped`), for `GRASP_HOLD_TICKS` ticks in a row; `touched` = the arm touched the boat at some tick; `off_table` =
+touched (on its support: so101-nexus's `is_grasped`), for `GRASP_HOLD_TICKS` ticks in a row;
+`touched` = the arm touched the boat at some tick; `off_table` =
 the boat's base ended more than `OFF_TABLE_DROP_M` below where it started (it fell off the table:
 on the floor); `success_streak` = the ticks in a row the success test held at the end (a hold the
 episode's end cut short). prereg.rundir.outcomes.episode_outcome reads these into the episode's one outcome.

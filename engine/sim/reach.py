@@ -36,6 +36,7 @@ TILTS_DEG = (0.0, 10.0, 20.0, 30.0, 40.0)
 MAX_TILT_DEG = TILTS_DEG[-1]
 REACH_TOLERANCE_M = 0.002
 ROTATION_TOLERANCE = 0.05  # |orientation error| (about 3 deg)
+STALLED_M = 0.005  # a solve this far off that gained under 10% in 10 iterations is given up
 FAR_MISS_M = 0.02  # a pose this far off at one closing axis is not tried at the others (the wrist's roll)
 CLEARANCE_M = 0.003  # how far a link may dip into the support (contact softness)
 
@@ -134,7 +135,8 @@ class ArmKinematics:
         q = np.array(q_init[:5], dtype=float)
         lo, hi = self.ranges[:5, 0], self.ranges[:5, 1]
         err_pos, err_rot = np.inf, np.inf
-        for _ in range(iterations):
+        checkpoint = np.inf
+        for i in range(iterations):
             self.data.qpos[self._qpos[:5]] = q
             mujoco.mj_kinematics(self.model, self.data)
             mujoco.mj_comPos(self.model, self.data)
@@ -144,6 +146,10 @@ class ArmKinematics:
             err_pos, err_rot = math.sqrt(float(e_pos @ e_pos)), math.sqrt(float(e_rot @ e_rot))
             if err_pos < IK_TOLERANCE_M and err_rot < 1e-3:
                 break
+            if i % 10 == 9:  # stalled far off (against a joint limit): it will not get there
+                if err_pos > STALLED_M and err_pos > 0.9 * checkpoint:
+                    break
+                checkpoint = err_pos
             mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, self._site)
             jac = np.vstack([self._jacp[:, self._dofs], IK_ROTATION_WEIGHT * self._jacr[:, self._dofs]])
             err = np.concatenate([e_pos, IK_ROTATION_WEIGHT * e_rot])
