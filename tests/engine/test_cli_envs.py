@@ -57,7 +57,7 @@ def test_the_manifest_records_the_env_and_its_hash_and_rows_carry_the_grasp_fiel
     assert manifest["env"] == {"name": "boat-on-disk", "sha256": env_sha256("boat-on-disk")}
     assert manifest["config"]["env"] == "boat-on-disk"
     row = json.loads((run_dir / "rows.jsonl").read_text().splitlines()[0])
-    assert row["schema"] == 3 and row["status"] == "ok" and row["grasped"] is False and row["released"] is False
+    assert row["schema"] == 4 and row["status"] == "ok" and row["grasped_lifted"] is False and row["released"] is False
 
 
 def test_a_resume_whose_env_is_gone_is_refused(tmp_path, capsys):

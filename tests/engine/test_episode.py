@@ -54,7 +54,7 @@ def test_row_fields_belong_to_the_schema_and_with_the_driver_cover_it(env):
 
 def test_a_policy_that_holds_still_never_grasps(env):
     row = run(env, Hold(5), seconds=2.0)
-    assert (row["grasped"], row["grasp_tick"], row["lift_max_mm"], row["carried_cm"], row["released"]) == (
+    assert (row["grasped_lifted"], row["grasp_tick"], row["lift_max_mm"], row["carried_cm"], row["released"]) == (
         False, None, 0.0, 0.0, False)
 
 
