@@ -1,7 +1,7 @@
 """Does the harness work on every env? The scripted oracle's successes among the seeds the SO-101 can reach
 (issue 45), with the env's own success and both grasp notions beside Fontaine's, seed by seed.
 
-    .venv/bin/python benchmarks/oracle_reach.py [--seeds 20] [--episode-seconds 30] [--env NAME ...]
+    .venv/bin/python benchmarks/oracle_reach.py [--seeds 20] [--first 0] [--episode-seconds 30] [--env NAME ...]
 
 Envs: every built-in, so101-nexus's two Gymnasium envs (`gym:MuJoCoPickAndPlace-v1`, `gym:MuJoCoPickLift-v1`)
 and its pick-and-place scene as an env file (tests/engine/nexus_fixture.py writes it, unedited), unless
@@ -72,6 +72,7 @@ def run_env(name: str, seeds: range, seconds: float) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first", type=int, default=0, help="the first seed (seeds first .. first + seeds - 1)")
     ap.add_argument("--episode-seconds", type=float, default=30.0)
     ap.add_argument("--env", action="append", help="an env (name, gym:ID or env file); repeatable")
     args = ap.parse_args(argv)
@@ -79,8 +80,9 @@ def main(argv=None) -> int:
         envs = args.env or default_envs(Path(tmp))
         totals = {}
         for name in envs:
-            print(f"{name}: the scripted oracle, seeds 0-{args.seeds - 1}, {args.episode_seconds:g} s", flush=True)
-            totals[name] = run_env(name, range(args.seeds), args.episode_seconds)
+            seeds = range(args.first, args.first + args.seeds)
+            print(f"{name}: the scripted oracle, seeds {seeds[0]}-{seeds[-1]}, {args.episode_seconds:g} s", flush=True)
+            totals[name] = run_env(name, seeds, args.episode_seconds)
     print()
     print(f"{'env':40s} {'reachable':>9s} {'successes among them':>22s} {'unreachable (succ.)':>20s} "
           f"{'success = env_success':>22s}")

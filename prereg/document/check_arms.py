@@ -24,6 +24,7 @@ from prereg.document.layout import Section
 from prereg.document.model import (
     Arm,
 )
+from prereg.rundir.rows import SUCCESS_FIELDS
 
 
 def check_arms(raw, ctx: Ctx, sec: Section, known: set[str], required: bool) -> tuple[list[Arm], set[str]]:
@@ -400,6 +401,14 @@ def check_protocol(raw, ctx: Ctx, required: bool, sealed: bool = False) -> dict:
                     "true writes predicts.jsonl: every predict's tokens, chunk and fallback")
         else:
             out["record_predicts"] = v
+    if "success_field" in raw:
+        v = raw["success_field"]
+        if v not in SUCCESS_FIELDS:
+            ctx.err(("protocol", "success_field"), f"must be {' or '.join(SUCCESS_FIELDS)}, got {v!r}",
+                    "success (the default): Fontaine's, a place's object released and at rest on the target; "
+                    "env_success: the env's own test as it declares it")
+        else:
+            out["success_field"] = v
     out.update(_check_env_fields(raw, lambda k, msg, hint="": ctx.err(("protocol", k), msg, hint), sealed))
     return out
 

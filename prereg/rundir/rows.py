@@ -126,6 +126,17 @@ def grasped_lifted(row: dict) -> bool | None:
     return row.get("grasped") if v is None else v
 
 
+SUCCESS_FIELDS = ("success", "env_success")  # what a plan's reads count as a success (protocol `success_field`)
+
+
+def read_as_success(row: dict, success_field: str = SUCCESS_FIELDS[0]) -> dict:
+    """The row as a plan reads it: with `success_field: env_success`, the env's own success and its tick
+    stand in for Fontaine's (`success`: a place released and at rest), so every read counts the plan's."""
+    if success_field == SUCCESS_FIELDS[0]:
+        return row
+    return {**row, "success": row.get("env_success"), "success_tick": row.get("env_success_tick")}
+
+
 def unreachable(row: dict) -> bool:
     """The seed's start is out of the SO-101's reach (`reachable` false): counted apart by every read. A
     row that does not say (older schemas, an error row) counts as reachable."""
