@@ -12,7 +12,7 @@ from engine.sim.render import RenderUnavailable
 from prereg.rundir.rows import ROW_FIELDS
 
 DRIVER_FIELDS = {"schema", "run_id", "arm", "worker", "video", "note", "status", "error"}  # note: "video not written: <why>"
-GYM_FIELDS = {"env_success", "env_success_tick"}  # a Gymnasium env's own success (engine/gym): null on a native env
+GYM_FIELDS = {"env_success", "env_success_tick"}  # the env's own success: every env's since schema 4
 
 
 @pytest.fixture(scope="module")

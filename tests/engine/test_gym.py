@@ -43,7 +43,8 @@ def test_fontaine_eval_runs_the_nexus_pick_and_place_env_through_its_driver(tmp_
     assert set(rows) == {0, 3} and (run / "videos" / "rollout_seed003.mp4").stat().st_size > 1000
     for row in rows.values():
         assert row["status"] == "ok" and row["schema"] == 4 and row["success"] and row["grasped_lifted"], row
-        assert row["env_success"] is True and abs(row["env_success_tick"] - row["success_tick"]) <= 2  # the env agrees
+        # the env agrees, as soon as or before Fontaine's place (the cube on the target, then let go and at rest)
+        assert row["env_success"] is True and row["env_success_tick"] <= row["success_tick"]
         assert episode_outcome(row) == SUCCESS and row["lift_max_mm"] > 30 and row["carried_cm"] > 3
 
 
