@@ -1,8 +1,12 @@
 """The scripted oracle: picks the boat top-down and sets it on the disk from the true poses.
 
 It proves the success criterion and the harness: a policy that sees the truth must score
-real successes. It owns its own MuJoCo model for inverse kinematics (damped least squares
-on the grasp site between the jaw pads) and replans from the true boat pose every chunk.
+real successes. Its inverse kinematics is engine/sim/reach.py's (damped least squares on the
+grasp site between the jaw pads, on the process's one model of the arm), the same poses that say
+whether a seed is `reachable`: where the arm cannot point straight down at the object or the
+target (past about 0.27 m from the pan axis at the floor) it tilts the jaws outward, the most
+upright tilt that reaches, lifts a far object while drawing it in, opens wide and backs off along
+the jaws. It replans from the true boat pose every chunk.
 
 Plan, per episode (one `_EpisodePlan` per seed): home -> pre-grasp above the boat (gripper
 opening) -> straight down -> close and hold -> lift (stage end: measure the grasp) -> carry
