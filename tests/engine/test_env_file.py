@@ -120,10 +120,12 @@ def test_a_missing_scene_and_a_missing_file(tmp_path, capsys):
         get_env(str(tmp_path / "nowhere.yaml"))
 
 
-def test_list_envs_prints_a_files_hash_and_a_resume_on_a_changed_file_is_refused(lab, tmp_path, capsys):
+def test_list_envs_prints_a_files_hash_and_a_resume_on_a_changed_file_is_refused(lab, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FONTAINE_CACHE", str(tmp_path / "cache"))
     assert main(["--list-envs", "--env", str(lab)]) == 0
     (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith("lab-cube\t") and line.endswith(f"\tsha256 {env_sha256(str(lab))}")
+    assert line.startswith("lab-cube\t") and f"\tsha256 {env_sha256(str(lab))}\t" in line
+    assert line.endswith("\treachable 50/50 seeds (100%)")  # the lab's pad and block: every start within reach
     from engine.policies.factory import PolicySpec
     from engine.run_config import RunConfig
 
