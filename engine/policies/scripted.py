@@ -240,7 +240,7 @@ class _EpisodePlan:
         disk_pos = np.asarray(priv["disk_pos"])
         disk_top = float(priv.get("disk_top_z", 0.002))
         q = np.asarray(obs.state_rad, dtype=float)
-        upright = 1.0 - 2.0 * (boat_quat[1] ** 2 + boat_quat[2] ** 2)
+        upright = self._upright(boat_quat)
         site_pos, site_rot = self.kin.site_pose(q)
         offset = site_rot.T @ (boat_pos - site_pos)
 
@@ -384,6 +384,15 @@ class _EpisodePlan:
                 break
         return pose.yaw, pose.tilt, pregrasp, q
 
+    def _upright(self, quat: np.ndarray) -> float:
+        """How squarely the object stands to be grasped again: the boat's up axis against world up; a
+        cube-like object's (`square`) any axis, since it may rest on any face (the cos of its tilt)."""
+        w, x, y, z = quat
+        if not self.square:
+            return 1.0 - 2.0 * (x * x + y * y)
+        up = (2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y))  # world z in the body frame
+        return float(max(abs(c) for c in up))
+
     def _reachable(self, pose: _CylPose) -> _CylPose:
         """`pose`, tilted further outward where the arm cannot hold the jaws that upright there."""
         if self.kin.site_error(pose.position(), pose.yaw, pose.tilt, self.q_ik) < 0.002:
@@ -460,7 +469,7 @@ class _LiftPlan(_EpisodePlan):
         priv = obs.privileged
         pos, quat = np.asarray(priv["object_pos"]), np.asarray(priv["object_quat"])
         q = np.asarray(obs.state_rad, dtype=float)
-        upright = 1.0 - 2.0 * (quat[1] ** 2 + quat[2] ** 2)
+        upright = self._upright(quat)
         if self.stage == "start":
             self._plan_approach(obs.tick, q, pos, quat)
         elif self.stage == "approach":
