@@ -2,7 +2,7 @@
 
 It proves the success criterion and the harness: a policy that sees the truth must score
 real successes. Its inverse kinematics is engine/sim/reach.py's (damped least squares on the
-grasp site between the jaw pads, on the process's one model of the arm), the same poses that say
+grasp site between the jaw pads, on its own model of the arm), the same poses that say
 whether a seed is `reachable`: where the arm cannot point straight down at the object or the
 target (past about 0.27 m from the pan axis at the floor) it tilts the jaws outward, the most
 upright tilt that reaches, lifts a far object while drawing it in, opens wide and backs off along
@@ -51,7 +51,6 @@ from engine.sim.reach import (
     azimuth,
     grasp_rotation,
     grasp_yaws,
-    kinematics,
     object_yaw,
 )
 from engine.sim.scene import PAN_AXIS_XY
@@ -87,7 +86,7 @@ class ScriptedOracle:
         self.chunk_horizon = int(chunk_horizon)
         self.grasp_miss = check_grasp_miss(grasp_miss)
         self.grasp_drop = check_grasp_miss(grasp_drop, "grasp_drop")
-        self.kinematics = kinematics()  # the process's one model of the arm (engine.sim.reach)
+        self.kinematics = ArmKinematics()  # its own (a worker's handed scene, engine/sim/handoff.py, when it has one)
         self._plans: dict[int, _EpisodePlan] = {}
 
     def describe(self) -> dict[str, Any]:
