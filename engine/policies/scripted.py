@@ -209,6 +209,8 @@ class _EpisodePlan:
     def __init__(self, kinematics: ArmKinematics, miss: bool = False, drop: bool = False, square: bool = False):
         self.kin = kinematics
         self.release = GRIPPER_RELEASE  # how far the jaws open to let go (the grasp sets it)
+        self.place_goal: np.ndarray | None = None  # the site over the target at the place (a place's plan)
+        self.grasp_tilt = 0.0  # the jaws' tilt at the grasp: kept through the carry and the place
         self.square = square  # a cube-like object (the env says "plan"): any face closes; the boat: across its width
         self.closed = GRIPPER_OPEN if miss else GRIPPER_CLOSED  # a missed grasp: the jaws never close
         self.drop = drop  # the drop knob: let go after the lift
@@ -243,6 +245,7 @@ class _EpisodePlan:
         site_pos, site_rot = self.kin.site_pose(q)
         offset = site_rot.T @ (boat_pos - site_pos)
 
+        self.place_goal = np.array([disk_pos[0], disk_pos[1], disk_top + PLACE_CLEARANCE_M + GRASP_SITE_Z_M])
         if self.stage == "start":
             self._plan_approach(obs.tick, q, boat_pos, boat_quat)
         elif self.stage == "approach":
@@ -271,6 +274,7 @@ class _EpisodePlan:
         self.attempt += 1
         grasp = boat_pos + np.array([0.0, 0.0, GRASP_SITE_Z_M])
         yaw, tilt, pregrasp, q_pre = self._choose_grasp(grasp, boat_yaw(boat_quat), self.square)
+        self.grasp_tilt = tilt
         q_start = q.copy()
         site_pos, site_rot = self.kin.site_pose(q)
         if site_pos[2] < pregrasp[2]:  # a retry from low down: let go and rise before swinging over
@@ -355,7 +359,9 @@ class _EpisodePlan:
         straight down that high: 0.24 m from the pan axis, top-down reach ends near 6.5 cm. Where it
         cannot point straight down at the object at all (beyond about 0.28 m at the floor), the jaws
         tilt outward (engine.sim.reach: the most upright pose that reaches), closing along the face
-        nearest the tangent, and the pre-grasp backs off along the tilted approach."""
+        nearest the tangent, and the pre-grasp backs off along the tilted approach. Where the place
+        needs the jaws tilted, the grasp takes that tilt already: a change of tilt on the way would pitch
+        the held object, which then lands on an edge and tips (so101-nexus seed 38)."""
         seed = np.array([-azimuth(grasp), 0.0, 0.3, 1.4, 0.0])  # pan turns clockwise from above
         best = None
         for clearance in np.linspace(PREGRASP_CLEARANCE_M, PREGRASP_MIN_CLEARANCE_M, 6):
@@ -368,11 +374,13 @@ class _EpisodePlan:
             if not best[0][0]:
                 break
         down, _ = self.kin.solve(grasp, best[1], best[3], iterations=100)
-        if not best[0][0] and self.kin.site_error(grasp, best[1], 0.0, down) < 0.002:
+        place_tilt = self._place_tilt()
+        if place_tilt == 0.0 and not best[0][0] and self.kin.site_error(grasp, best[1], 0.0, down) < 0.002:
             return best[1], 0.0, best[2], best[3]
         tangent = azimuth(grasp) + np.pi / 2
         yaws = sorted(grasp_yaws(heading, square), key=lambda y: abs(angle_diff(y, tangent)) % np.pi)
-        pose = self.kin.pose(grasp, yaws)
+        steep = tuple(t for t in TILTS_DEG if np.radians(t) >= place_tilt - 1e-9)
+        pose = self.kin.pose(grasp, yaws, tilts=steep) or self.kin.pose(grasp, yaws)
         if pose is None:  # out of the arm's reach (the row says reachable: false): the old best effort
             return best[1], 0.0, best[2], best[3]
         approach = grasp_rotation(pose.yaw, pose.tilt, azimuth(grasp))[:, 2]
@@ -382,6 +390,13 @@ class _EpisodePlan:
             if err < 0.001:
                 break
         return pose.yaw, pose.tilt, pregrasp, q
+
+    def _place_tilt(self) -> float:
+        """The tilt the jaws need over the target (0 for a lift, or out of reach there)."""
+        if self.place_goal is None:
+            return 0.0
+        pose = self.kin.pose(self.place_goal, (azimuth(self.place_goal) + np.pi / 2,))
+        return 0.0 if pose is None else pose.tilt
 
     def _upright(self, quat: np.ndarray) -> float:
         """How squarely the object stands to be grasped again: the boat's up axis against world up; a
@@ -406,11 +421,12 @@ class _EpisodePlan:
         `yaw`: the most upright tilt the arm reaches (the object hangs from the site at `offset_local`)."""
         az = azimuth(object_goal)
         first = None
-        for tilt in np.radians(TILTS_DEG):
+        for tilt in (self.grasp_tilt, *(t for t in np.radians(TILTS_DEG) if t != self.grasp_tilt)):
             pos = object_goal - grasp_rotation(yaw, tilt, az) @ self.offset_local
             pose = _CylPose.at(pos, yaw, float(tilt))
             first = first or pose
-            if self.kin.site_error(pos, yaw, float(tilt), self.q_ik) < 0.002:
+            if (self.kin.site_error(pos, yaw, float(tilt), self.q_ik) < 0.002
+                    or self.kin.pose(pos, (yaw,), tilts=(np.degrees(tilt),)) is not None):
                 return pose
         return first
 
