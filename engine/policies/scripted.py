@@ -44,6 +44,8 @@ from engine.sim.env import HOME_RAD
 from engine.sim.reach import (
     GRASP_SITE_Z_M,
     IK_DAMPING,
+    JAW_CLOSED_RAD,
+    JAW_OPEN_RAD,
     MAX_TILT_DEG,
     PLACE_CLEARANCE_M,
     TILTS_DEG,
@@ -60,8 +62,8 @@ CHUNK_HORIZON = 6  # 0.2 s: short, so the oracle follows the true boat pose clos
 PREGRASP_CLEARANCE_M = 0.075
 PREGRASP_MIN_CLEARANCE_M = 0.05  # fingertips still 5 mm above the 48 mm boat
 CARRY_CLEARANCE_M = 0.045  # boat base above the disk top while carrying
-GRIPPER_OPEN = 0.5  # about 54 mm between the pads' fingertips; the hull is 31 mm wide
-GRIPPER_CLOSED = -0.17
+GRIPPER_OPEN = JAW_OPEN_RAD  # about 54 mm between the pads' fingertips; the hull is 31 mm wide
+GRIPPER_CLOSED = JAW_CLOSED_RAD
 GRIPPER_RELEASE = 0.3
 TILTED_LIFT_RADIUS_M = 0.27  # a grasp with the jaws tilted is lifted while drawn in to this radius
 MAX_ATTEMPTS = 3
@@ -361,7 +363,8 @@ class _EpisodePlan:
         tilt outward (engine.sim.reach: the most upright pose that reaches), closing along the face
         nearest the tangent, and the pre-grasp backs off along the tilted approach. Where the place
         needs the jaws tilted, the grasp takes that tilt already: a change of tilt on the way would pitch
-        the held object, which then lands on an edge and tips (so101-nexus seed 38)."""
+        the held object, which then lands on an edge and tips (so101-nexus seed 38). A retry grasps at
+        the object's own most upright tilt (a steep grasp near the top-down limit can miss: env-file seed 7)."""
         seed = np.array([-azimuth(grasp), 0.0, 0.3, 1.4, 0.0])  # pan turns clockwise from above
         best = None
         for clearance in np.linspace(PREGRASP_CLEARANCE_M, PREGRASP_MIN_CLEARANCE_M, 6):
@@ -374,7 +377,7 @@ class _EpisodePlan:
             if not best[0][0]:
                 break
         down, _ = self.kin.solve(grasp, best[1], best[3], iterations=100)
-        place_tilt = self._place_tilt()
+        place_tilt = self._place_tilt() if self.attempt == 1 else 0.0  # a retry: the grasp's own most upright tilt
         if place_tilt == 0.0 and not best[0][0] and self.kin.site_error(grasp, best[1], 0.0, down) < 0.002:
             return best[1], 0.0, best[2], best[3]
         tangent = azimuth(grasp) + np.pi / 2
