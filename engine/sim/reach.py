@@ -10,11 +10,12 @@ A grasp pose is the grasp site `GRASP_SITE_Z_M` above the object's base, the jaw
 (along one of its faces, `grasp_yaws`), pointing down, or tilted outward about the pan axis by up to
 `MAX_TILT_DEG` (a five-joint arm can point its jaws only in the vertical plane through the pan axis:
 tilting them outward is how it reaches past where it can point straight down). A pose counts when the
-site lands within `REACH_TOLERANCE_M` and `ROTATION_TOLERANCE` of it and no geom of the arm (its jaws open
-or closed) dips more than `CLEARANCE_M` into the support (the table or floor the object rests on). The place pose is
-the same grasp with the object's base `PLACE_CLEARANCE_M` above the target (a lift's target: the point
-it is lifted to). A seed is `reachable` when both have a pose: a row says so (`reachable`), and reads
-count the seeds that are not apart (prereg/rundir/fold.py).
+site lands within `REACH_TOLERANCE_M` and `ROTATION_TOLERANCE` of it and, the jaws open or closed, no
+link dips more than `CLEARANCE_M` into the support (the table or floor the object rests on) nor a jaw
+pad more than `PAD_CLEARANCE_M`. The place pose is the same grasp with the object's base
+`PLACE_CLEARANCE_M` above the target (a lift's target: the point it is lifted to). A seed is
+`reachable` when both have a pose: a row says so (`reachable`), and reads count the seeds that are not
+apart (prereg/rundir/fold.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ ROTATION_TOLERANCE = 0.05  # |orientation error| (about 3 deg)
 STALLED_M = 0.005  # a solve this far off that gained under 10% in 10 iterations is given up
 FAR_MISS_M = 0.02  # a pose this far off at one closing axis is not tried at the others (the wrist's roll)
 CLEARANCE_M = 0.003  # how far a link may dip into the support (contact softness)
+PAD_CLEARANCE_M = 0.007  # a jaw pad's: its rubber tip may press the floor; deeper, it jams the closing jaw
 JAW_OPEN_RAD, JAW_CLOSED_RAD = 0.5, -0.17  # the gripper open over the object (54 mm at the tips) and closed on it
 
 IK_DAMPING = 0.01
@@ -94,7 +96,8 @@ class ArmKinematics:
         m = self.model
         base = m.body("base").id
         arm = m.body_rootid[m.geom_bodyid] == base
-        self._links = arm  # every geom of the arm, the jaw pads too: a pad pressed on the floor jams the jaw
+        pads = np.isin(np.arange(m.ngeom), [m.geom("fixed_pad").id, m.geom("moving_pad").id])
+        self._links, self._pads = arm & ~pads, pads  # the pads may press into the support a little more
         self._support = np.isin(np.arange(m.ngeom), [m.geom("table").id])
         self._shoulder = m.joint("shoulder_lift").id
         self.span_m = self._span()
@@ -165,8 +168,8 @@ class ArmKinematics:
         return err if err_rot < ROTATION_TOLERANCE else math.inf
 
     def dips(self, q5: np.ndarray) -> bool:
-        """Whether any geom of the arm dips more than CLEARANCE_M into the table at `q5`, the jaws open or
-        closed (a tilted moving jaw sweeps down as it closes)."""
+        """Whether a link dips more than CLEARANCE_M (a jaw pad PAD_CLEARANCE_M) into the table at `q5`,
+        the jaws open or closed (a tilted moving jaw sweeps down as it closes)."""
         for jaw in (JAW_OPEN_RAD, JAW_CLOSED_RAD):
             self.data.qpos[self._qpos] = np.append(q5[:5], jaw)
             mujoco.mj_kinematics(self.model, self.data)
@@ -175,8 +178,10 @@ class ArmKinematics:
             if not n:
                 continue
             g, dist = self.data.contact.geom[:n], self.data.contact.dist[:n]
-            hit = (self._links[g[:, 0]] & self._support[g[:, 1]]) | (self._links[g[:, 1]] & self._support[g[:, 0]])
-            if (hit & (dist < -CLEARANCE_M)).any():
+            on_support = self._support[g[:, 0]] | self._support[g[:, 1]]
+            links = (self._links[g[:, 0]] | self._links[g[:, 1]]) & on_support
+            pads = (self._pads[g[:, 0]] | self._pads[g[:, 1]]) & on_support
+            if (links & (dist < -CLEARANCE_M)).any() or (pads & (dist < -PAD_CLEARANCE_M)).any():
                 return True
         return False
 
