@@ -18,7 +18,6 @@ import mujoco
 import numpy as np
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
-from engine.policies.base import JOINT_NAMES
 from engine.sim.metrics import TICKS_PER_SECOND, BoatReading, EpisodeMetrics
 from engine.sim.render import DEFAULT_GEOM_GROUPS, FrameRenderer
 from engine.sim.scene import (
@@ -33,6 +32,7 @@ from engine.sim.scene import (
     joint_qpos_addresses,
     joint_ranges,
 )
+from prereg.core.vocabulary import JOINT_NAMES
 
 HOME_RAD = np.array([0.0, -1.65, 1.40, 0.66, 0.0, 0.0])  # the rest pose, lifted clear of spawns
 SPAWN_RADIUS_M = (0.12, 0.24)
