@@ -6,7 +6,7 @@ Prints three ratios (this machine is shared and noisy: compare ratios, not secon
   3. mean batch / workers for a served policy with a fixed per-call cost (goal >= 0.9)
   4. the cost of filming an episode (front and wrist side by side, encoded to mp4): seconds of
      wall per episode and the fraction of an unfilmed episode's wall (--video-draw auto films
-     every seed of runs up to engine.pool.VIDEO_ALL_UP_TO seeds on the strength of this figure)
+     every seed of runs up to engine.workers.pool.VIDEO_ALL_UP_TO seeds on the strength of this figure)
   5. what a worker costs (issue 26): RSS and start time per worker, the old way (spawned, each
      compiling its own scene) and the new (forked from the fork server, loading the scene the pool
      compiled once and handed over as MJB), side by side in this run; goal <= 250 MB, <= 0.3 s
@@ -27,9 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-from engine.driver import run  # noqa: E402
 from engine.policies.factory import PolicySpec  # noqa: E402
-from engine.run_config import RunConfig  # noqa: E402
+from engine.record.config import RunConfig  # noqa: E402
+from engine.run.driver import run  # noqa: E402
 
 
 def main() -> None:
@@ -109,7 +109,7 @@ def worker_cost(n: int, env: str) -> None:
 
 
 def _start_workers(n: int, env: str, **kwargs) -> dict:
-    from engine.pool import LocalPool
+    from engine.workers.pool import LocalPool
 
     filmed = list(range(100, 100 + n))
     with tempfile.TemporaryDirectory() as tmp:

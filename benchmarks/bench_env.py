@@ -30,10 +30,10 @@ import numpy as np
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
 from engine.envs import get_env
-from engine.episode import run_episode
 from engine.policies.base import CONTROL_HZ, Chunk
 from engine.policies.scripted import ScriptedOracle
 from engine.sim.scene import SUBSTEPS_PER_TICK
+from engine.workers.episode import run_episode
 
 CHUNK = 15
 

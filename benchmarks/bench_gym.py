@@ -31,7 +31,7 @@ import numpy as np
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
 from engine.envs import get_env
 from engine.policies.base import CONTROL_HZ
-from engine.policies.convmap import sim_rad_to_rig_deg
+from engine.policies.convmap.shim import sim_rad_to_rig_deg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_env import record_oracle as _record  # noqa: E402 - the oracle's targets, as bench_env records them

@@ -75,7 +75,7 @@ def main() -> int:
 
 def _trail_cost(policy, batch, predict_per_obs_s: float, repeats: int) -> None:
     """Writing the served batch to predicts.jsonl (encode + write + flush), against the predict."""
-    from engine.predict_trail import PredictTrail
+    from engine.record.predict_trail import PredictTrail
 
     chunks = policy.predict_batch(batch)
     with tempfile.TemporaryDirectory(prefix="bench-trail-") as tmp:

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_page.py [--seeds 100] [--repeats 7]
 
 Builds a comparison run of two arms over --seeds seeds (hand-made rows, every seed filmed: H.264 clips of
-the engine's size and settings, 448x224 at 10 fps, libx264 quality 7, the way engine/pool.py writes them),
+the engine's size and settings, 448x224 at 10 fps, libx264 quality 7, the way engine/workers/pool.py writes them),
 reports it with `build_report` (which writes the pages), then opens the run's page and the registration's
 page in the system's Chromium (tests/browser.py) from disk and from a loopback static server, at a phone's
 and a desktop's width. Prints:

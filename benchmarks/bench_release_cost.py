@@ -271,7 +271,7 @@ def measure_depth(shape: Shape, layers: int, *, batch: int, flow_steps: int, thr
         _RobotStats,
     )
 
-    from engine.policies import convmap
+    from engine.policies.convmap import shim as convmap
     from engine.policies.molmoact2 import checkpoint as ckptmod
     from engine.policies.molmoact2 import policy as policymod
     from engine.policies.molmoact2.tiny import NORM_TAG, _build_text_tokenizer, _norm_stats, _processor_config

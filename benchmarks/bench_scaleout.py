@@ -1,4 +1,4 @@
-"""Overhead of the Ray path (engine/scaleout.py) against the local path, measured in the same run.
+"""Overhead of the Ray path (engine/scaleout/ray_pool.py) against the local path, measured in the same run.
 
 The same run twice: the local executor (LocalPool) and `--ray local` (a private one-node Ray
 cluster, one shard running the same LocalPool inside a Ray actor). Printed (this machine is
@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
-from engine.driver import run  # noqa: E402
 from engine.policies.factory import PolicySpec  # noqa: E402
-from engine.run_config import RunConfig  # noqa: E402
+from engine.record.config import RunConfig  # noqa: E402
+from engine.run.driver import run  # noqa: E402
 
 
 def main() -> None:

@@ -193,7 +193,7 @@ def write_video(path: Path, seconds: float, fps: float, size=(448, 224), noise: 
     """A still textured scene with a block moving right; `noise`: fresh noise in every frame."""
     import numpy as np
 
-    from engine.video_writer import VideoWriter
+    from engine.workers.video import VideoWriter
 
     path.parent.mkdir(parents=True, exist_ok=True)
     w, h = size
@@ -216,8 +216,8 @@ def write_video(path: Path, seconds: float, fps: float, size=(448, 224), noise: 
 def film_episode(path: Path, seed: int = 0) -> None:
     """A scripted episode of boat-on-disk filmed as a run films it (the engine's own worker and encoder)."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from engine.driver import RunConfig, run
     from engine.policies.factory import PolicySpec
+    from engine.run.driver import RunConfig, run
 
     with tempfile.TemporaryDirectory() as tmp:
         cfg = RunConfig(run_id="film", arm="scripted", policy=PolicySpec(kind="scripted"), seeds=[seed],

@@ -14,12 +14,12 @@ import time
 import mujoco
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
-from engine.episode import run_episode
 from engine.policies.base import CONTROL_HZ
 from engine.policies.scripted import ScriptedOracle
 from engine.sim.env import HOME_RAD, BoatEnv
 from engine.sim.render import RenderUnavailable
 from engine.sim.scene import SUBSTEPS_PER_TICK
+from engine.workers.episode import run_episode
 
 
 def main() -> None:

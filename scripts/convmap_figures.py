@@ -30,11 +30,11 @@ def figures() -> dict:
     """Every number the section states, computed now."""
     import numpy as np
 
-    from engine.convmap_cli import scene_rig_table
-    from engine.policies.convmap import PRESETS, sim_rad_to_rig_deg
-    from engine.policies.convmap_fit import fit_convention_map, seam_box
-    from engine.policies.convmap_tripwires import coverage_tripwire
+    from engine.policies.convmap.fit import fit_convention_map, seam_box
+    from engine.policies.convmap.shim import PRESETS, sim_rad_to_rig_deg
+    from engine.policies.convmap.tripwires import coverage_tripwire
     from engine.policies.molmoact2.tiny import STATE_Q01, STATE_Q99
+    from engine.run.rig_table import scene_rig_table
     from engine.sim.env import HOME_RAD
     from prereg.core.vocabulary import COVERAGE_MAX_UNCOVERED, RIG_TABLE_EPISODE_SECONDS, RIG_TABLE_SEEDS
 

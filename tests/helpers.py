@@ -91,5 +91,5 @@ def shadowing_working_folder(tmp_path: Path) -> tuple[Path, list[str]]:
         (folder / f"{name}.py").write_text(f"raise RuntimeError('the working folder\\'s {name}.py was imported')\n")
     script = tmp_path / "bin" / "fontaine-eval"
     script.parent.mkdir()
-    script.write_text("import sys\nfrom engine.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n")
+    script.write_text("import sys\nfrom engine.cli.main import main\nif __name__ == '__main__':\n    sys.exit(main())\n")
     return folder, [sys.executable, str(script)]

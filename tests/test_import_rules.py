@@ -1,5 +1,6 @@
 """The layering, enforced: prereg's rooms stand on one another in one order (core, rundir, document,
-stats, outputs: a room imports only the rooms below it), prereg imports neither engine nor console, console never imports
+stats, outputs: a room imports only the rooms below it), and so do engine's (process, sim, policies, envs,
+record, workers, run, scaleout, cli), prereg imports neither engine nor console, console never imports
 engine, engine.envs (the env contract) imports only engine.sim and prereg (and never console), engine.sim
 never imports engine.envs, engine.gym (the envs as Gymnasium envs) sits on engine.envs and nothing in the
 engine imports it, console.notify (the Discord notifier) imports nothing of console outside itself, and no
@@ -83,6 +84,32 @@ def test_prereg_rooms_import_only_the_rooms_below_them():
     assert not {d for d in graph["prereg"] if d.startswith("prereg.")}  # the package face imports nothing
 
 
+# engine's rooms, ground floor first (engine/README.md is their map): a module may import its own room and
+# the rooms below it, never above. engine.gym is the way out (tested below): nothing in the engine imports it.
+ENGINE_ROOMS = ("process", "sim", "policies", "envs", "record", "workers", "run", "scaleout", "cli")
+ENGINE_TOP = {"engine", "engine.rollout_sim_parallel"}  # the package face and the lab notes' name for the command
+
+
+def _engine_room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "engine" and len(parts) > 1 and module not in ENGINE_TOP else None
+
+
+def test_engine_rooms_import_only_the_rooms_below_them():
+    graph = _graph()
+    mine = {m for m in graph if m.split(".")[0] == "engine"}
+    outside = sorted(m for m in mine if m not in ENGINE_TOP and _engine_room(m) not in (*ENGINE_ROOMS, "gym"))
+    assert not outside, f"modules of engine/ outside its rooms: {outside}"
+    floor = {r: i for i, r in enumerate(ENGINE_ROOMS)}
+    bad = {m: sorted(d for d in graph[m] if _engine_room(d) in floor and floor[_engine_room(d)] > floor[_engine_room(m)])
+           for m in mine if _engine_room(m) in floor}
+    assert not {m: d for m, d in bad.items() if d}
+    assert not {d for d in graph["engine"] if d.startswith("engine.")}  # the package face imports nothing
+    faces = {m: sorted(graph[m]) for m in mine if m.count(".") == 1 and _engine_room(m) in floor and graph[m]
+             and m not in ("engine.envs", "engine.sim", "engine.policies")}
+    assert not faces, f"a room's __init__ hands names on instead of saying what the room holds: {faces}"
+
+
 def test_console_never_imports_engine():
     bad = {m: sorted(d for d in deps if d.split(".")[0] == "engine")
            for m, deps in _graph().items() if m.split(".")[0] == "console"}
@@ -106,10 +133,10 @@ def test_envs_import_only_the_simulator_and_prereg():
 
 def test_the_gym_package_sits_on_the_envs_and_nothing_in_the_engine_imports_it():
     """engine.gym (Fontaine's envs as Gymnasium envs) may import engine.envs, engine.sim, the joint
-    convention (engine.policies.convmap, base) and prereg; the engine itself never imports it (it is
+    convention (engine.policies.convmap.shim, base) and prereg; the engine itself never imports it (it is
     the way out, for gymnasium.make and lerobot-eval)."""
     graph = _graph()
-    allowed = ("engine.gym", "engine.envs", "engine.sim", "engine.policies.convmap", "engine.policies.base", "prereg")
+    allowed = ("engine.gym", "engine.envs", "engine.sim", "engine.policies.convmap.shim", "engine.policies.base", "prereg")
     mine = {m: deps for m, deps in graph.items() if m == "engine.gym" or m.startswith("engine.gym.")}
     assert mine  # the rule reads the package it guards
     bad = {m: sorted(d for d in deps if d.split(".")[0] in PACKAGES and not any(d == a or d.startswith(a + ".")

@@ -8,9 +8,10 @@ from prereg.core import vocabulary as v
 
 
 def test_the_engine_uses_the_documents_lists():
-    from engine.cli_parser import build_parser
-    from engine.policies import base, convmap, factory
+    from engine.cli.parser import build_parser
+    from engine.policies import base, factory
     from engine.policies import molmoact2 as m2
+    from engine.policies.convmap import shim as convmap
 
     assert base.JOINT_NAMES is v.JOINT_NAMES and convmap.PRESET_NAMES is v.CONVMAPS and m2.DTYPES is v.DTYPES
     assert set(v.POLICIES) <= set(factory.POLICY_KINDS) and set(factory.POLICY_KINDS) - set(v.POLICIES) == {"hold"}

@@ -8,7 +8,10 @@
                  run's book (its rows followed incrementally)
     webhook.py   the webhook URL's setting, and keeping its secret out of every output
     delivery.py  the states, the one retry policy, and their one wording (status_line)
-    sender.py    delivery to the webhook: the queue and the sender thread
+    outbox.py    scheduling: which post is owed when, and the queue they wait in
+    courier.py   delivery: one attempt at a time to the webhook, retries and their backoff, the
+                 checks that end an outage's wait early, a log line per failed attempt, the state
+    sender.py    Notifier: the two put together, what the service calls
     service.py   the process: main() for fontaine-notify, the loop over the folder's runs
     link.py      the console's side: start the process, read its status, ask for a test post
 

@@ -23,6 +23,8 @@ class RetryPolicy:
     failing_after: int = 3  # failures in a row before the state says failing (not retrying)
     request_timeout_s: float = 30.0  # HTTP timeout of one request to Discord
     gone_after: int = 3  # 401/403/404 this many times in a row: stop posting until the URL changes
+    probe_s: float = 5.0  # while a post waits out a longer backoff after Discord was unreachable or
+    # answered 5xx: a GET of the webhook this often, and the post goes as soon as one is answered (0: never)
 
     def delay(self, failures: int) -> float:
         """Capped exponential backoff after the `failures`-th failure in a row."""

@@ -27,8 +27,8 @@ the last row of each planned seed, so a copied line never posts "9/8 episodes". 
 posts name both arms and count them apart ("clumsy 4/13 · steady 12/12 successes"). Posts owed to
 a run that has since ended fold into its end post (`fold_into_end`), marked late, and an end post
 composed well after the run ended says so (`mark_late`). The words are
-console/notify/wording.py's; nothing here touches the network or writes a file: the sender
-(console/notify/sender.py) decides when to call `due_posts` and delivers what it returns.
+console/notify/wording.py's; nothing here touches the network or writes a file: the outbox
+(console/notify/outbox.py) decides when to call `due_posts`, the courier (courier.py) delivers what it returns.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def launch_ready(snap: RunSnapshot) -> bool:
 
 
 def launch_post(snap: RunSnapshot) -> Post:
-    """The launch, from the manifest as engine/driver.py writes it (the policy nested; a comparison
+    """The launch, from the manifest as engine/run/driver.py writes it (the policy nested; a comparison
     run's two arms, each with its policy)."""
     m = snap.manifest
     lines = []

@@ -89,6 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"longest retry delay (s; default {RETRY.backoff_max_s:g})")
     p.add_argument("--http-timeout", type=bounded_float(0, 600), default=RETRY.request_timeout_s,
                    help=f"HTTP timeout of one request to Discord (s; default {RETRY.request_timeout_s:g})")
+    p.add_argument("--probe", type=bounded_float(0, DAY_S, inclusive=True), default=RETRY.probe_s,
+                   help=f"while posts wait out a long backoff, check every N s whether Discord answers again "
+                        f"and send them then (0: never; default {RETRY.probe_s:g})")
     p.add_argument("--gone-after", type=bounded_int(1, 1000), default=RETRY.gone_after,
                    help=f"401/403/404 this many times: stop until the URL changes (default {RETRY.gone_after})")
     p.add_argument("--no-check", action="store_true", help="do not GET the webhook at start")
@@ -142,7 +145,8 @@ class Service:
         self.config_error: str | None = None
         url = self._load_url()
         retry = RetryPolicy(backoff_s=args.backoff, backoff_max_s=args.backoff_max,
-                            request_timeout_s=args.http_timeout, gone_after=args.gone_after)
+                            request_timeout_s=args.http_timeout, gone_after=args.gone_after,
+                            probe_s=args.probe)
         self.notifier = Notifier(url, every_episodes=args.every, retry=retry, validate=not args.no_check,
                                  config_error=self.config_error)
         me = psutil.Process()
@@ -261,7 +265,7 @@ class Service:
         doc = NotifierDoc(
             schema=STATUS_SCHEMA, pid=self.ident["pid"], create_time=self.ident["create_time"],
             started_at=self.started_at, updated_at=rd.utc_now(), state=st.name, error=st.last_error, line=st.line(),
-            pending=st.pending, sent=st.sent, target=st.target, fingerprint=fingerprint(self.notifier._url),
+            pending=st.pending, sent=st.sent, target=st.target, fingerprint=fingerprint(self.notifier.url),
             live_runs=live, grace_s=self.args.grace, tests=self.tests, tests_queued=tuple(sorted(self.pending_tests)),
             closing=closing, exited=exited, exited_at=rd.utc_now() if exited else None)
         try:

@@ -5,7 +5,7 @@ object and the target named, the policy's image inputs mapped to the scene's cam
 seeded reset distribution with its strike rule, the success predicate with its tolerances,
 the progress metric, the physical bounds (floor, table, the region any object stays in, so
 every distance is bounded) and the episode defaults. `make()` returns a `SimEnv`, the running
-instance the episode loop (engine/episode.py) and the workers drive.
+instance the episode loop (engine/workers/episode.py) and the workers drive.
 
 Its content hash (`sha256()`) covers the spec's canonical JSON, the scene as MuJoCo writes it
 (`MjSpec.to_xml`, which holds every geom, body, camera and solver setting) and every file the

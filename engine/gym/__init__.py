@@ -3,7 +3,7 @@
 `env=` any env Fontaine runs (an env file, `gym:ID`, an entry point). Observation and action spaces in
 lerobot's convention (engine/gym/env.py); lerobot-eval runs them through engine/gym/lerobot.py.
 
-This package may import engine.envs, engine.sim, engine.policies.convmap and prereg
+This package may import engine.envs, engine.sim, engine.policies.convmap.shim and prereg
 (tests/test_import_rules.py); nothing in the engine imports it.
 """
 

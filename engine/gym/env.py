@@ -9,7 +9,7 @@
   `observation.images.wrist` and `observation.state`;
 - action: the six joint targets (shoulder_pan ... gripper) held for the tick;
 - units `rig` (the default): lerobot's SO-101 convention, the arm's joints in degrees and the gripper
-  0-100 over its range (engine.policies.convmap.sim_rad_to_rig_deg); `sim`: the simulator's radians;
+  0-100 over its range (engine.policies.convmap.shim.sim_rad_to_rig_deg); `sim`: the simulator's radians;
 - reward 1.0 once Fontaine's success test has held for its hold (success latches), else 0.0;
   `terminated` at success, `truncated` at the env's episode budget (the registration's
   max_episode_steps); `info["is_success"]` (what lerobot-eval reads), and at the episode's end
@@ -28,7 +28,7 @@ import gymnasium
 import numpy as np
 from gymnasium import spaces
 
-from engine.policies.convmap import rig_deg_to_sim_rad, sim_rad_to_rig_deg
+from engine.policies.convmap.shim import rig_deg_to_sim_rad, sim_rad_to_rig_deg
 
 UNITS = ("rig", "sim")
 INPUTS = ("front", "wrist")

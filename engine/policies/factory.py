@@ -129,7 +129,7 @@ def make_policy(spec: PolicySpec):
 
 
 def resolve_spec_convmap(spec: PolicySpec):
-    from engine.policies.convmap import resolve_convmap
+    from engine.policies.convmap.shim import resolve_convmap
 
     return resolve_convmap(spec.convmap, list(spec.convmap_overrides))
 
@@ -168,7 +168,7 @@ def load_served(cfg) -> tuple[object, dict]:
 
 
 def _convmap(spec: PolicySpec):
-    from engine.policies.convmap import ConvMapError
+    from engine.policies.convmap.shim import ConvMapError
 
     try:
         return resolve_spec_convmap(spec)
@@ -188,7 +188,7 @@ def _make_lerobot(spec: PolicySpec):
 
 
 def _make_molmoact2(spec: PolicySpec):
-    from engine.policies.convmap import ConvMapError
+    from engine.policies.convmap.shim import ConvMapError
 
     try:
         cmap = resolve_spec_convmap(spec)

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from engine.policies.base import JOINT_NAMES, Chunk, Observation
-from engine.policies.convmap import PRESETS, ConvMap, rig_deg_to_sim_rad, sim_rad_to_rig_deg
+from engine.policies.convmap.shim import PRESETS, ConvMap, rig_deg_to_sim_rad, sim_rad_to_rig_deg
 from prereg.core.errors import UsageError
 
 ENTRY_POINT_GROUP = "fontaine.policies"

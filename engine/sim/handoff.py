@@ -2,7 +2,7 @@
 
 Compiling the SO-101 scene costs a worker about 1.5-2 s and 390 MB (mesh hulls and BVHs), and
 each of a run's workers used to pay it for the same scene. Now the process that starts the
-workers (engine.pool.LocalPool: the driver, or a Ray shard on its node) compiles each scene they
+workers (engine.workers.pool.LocalPool: the driver, or a Ray shard on its node) compiles each scene they
 need once, saves it as MJB into an anonymous in-memory file it keeps open (`Export`), and names
 it to each worker as `/proc/<its pid>/fd/<n>`. A worker `install`s those names before it builds
 anything; every place that compiles a scene asks `model(key)` first and gets the handed model,

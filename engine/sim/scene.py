@@ -27,8 +27,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from engine.policies.base import JOINT_NAMES
 from engine.sim import handoff
+from prereg.core.vocabulary import JOINT_NAMES
 
 TIMESTEP_S = 1.0 / 600.0  # divides the 30 Hz control tick: 20 substeps
 SUBSTEPS_PER_TICK = 20

@@ -1,5 +1,5 @@
-"""The bounds of a run, in one place: `fontaine-eval`'s flags (engine/cli_parser.py), a pre-registration's
-`protocol` (prereg/document/check_arms.py) and a resumed run's manifest (engine/cli_resolve.py) refuse
+"""The bounds of a run, in one place: `fontaine-eval`'s flags (engine/cli/parser.py), a pre-registration's
+`protocol` (prereg/document/check_arms.py) and a resumed run's manifest (engine/cli/resolve.py) refuse
 the same plans, before any seed list is expanded or any worker started."""
 
 MAX_SEEDS = 100_000  # seeds in one run

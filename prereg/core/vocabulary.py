@@ -48,7 +48,7 @@ SECONDARY_READS = (
 PRIMARY_READS = ("successes",)
 
 # The joint-convention shim's tripwires a plan may register under `gates: tripwires:` (docs/convmap.md),
-# run by the driver before the first episode; the defaults are engine/policies/convmap_tripwires.py's.
+# run by the driver before the first episode; the defaults are engine/policies/convmap/tripwires.py's.
 TRIPWIRES = ("coverage", "first_action")
 COVERAGE_MAX_UNCOVERED = 0.30  # share of a joint's reachable range the map may leave clipped
 RIG_TABLE_SEEDS = (0, 1, 2, 3, 4, 5)  # the scripted oracle's rollouts that make the rig table ...

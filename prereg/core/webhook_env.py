@@ -4,7 +4,7 @@ The webhook is the detached notifier's alone (console/notify/service.py): a run 
 driver, its workers and its Ray shards have no use for it, and a worker (or a policy's code)
 that could read it could leak it. The console starts a run without it (console/runs.py
 `run_env`); a driver started by hand removes it from its own environment before anything else
-starts (engine/driver.py), so its workers and a private Ray cluster inherit none.
+starts (engine/run/driver.py), so its workers and a private Ray cluster inherit none.
 
 A variable is a webhook when its name says so (contains WEBHOOK, any case) or its value holds
 a Discord webhook URL, whatever the name (`MY_HOOK=https://discord.com/api/webhooks/...`, in any case,

@@ -284,6 +284,16 @@ def check_reads(raw, ctx: Ctx, sec: Section, arms: list[Arm], known: set[str]) -
         plan = _check_power(raw["power"], ctx, known)
         if plan is not None:
             out["power"] = plan
+    if "real" in raw:
+        from prereg.document.real_spec import parse as parse_real
+
+        spec, problems = parse_real(raw["real"], known)
+        for sub, msg, hint in problems:
+            ctx.err(("reads", "real") + sub, msg, hint)
+        if spec is not None:
+            from dataclasses import replace
+
+            out["real"] = replace(spec, line=ctx.line(("reads", "real")))
     return out
 
 

@@ -84,7 +84,7 @@ class ComparisonSpec:
 
     @classmethod
     def from_record(cls, d: dict) -> "ComparisonSpec":
-        """The spec back from its record in a run's manifest/config (engine.run_config.comparison_record);
+        """The spec back from its record in a run's manifest/config (engine.record.config.comparison_record);
         a record that is not one raises (TypeError, ValueError, KeyError)."""
         known = {k: d[k] for k in cls.__dataclass_fields__ if k in d and k != "line"}
         if known.get("assumed_rates") is not None:

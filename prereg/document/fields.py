@@ -22,7 +22,7 @@ RIG_KEYS = ("seeds", "episode_seconds")  # gates.tripwires.coverage.rig: the scr
 TRIPWIRES_HINT = ("tripwires: {coverage: {max_uncovered: 0.30, span_limited: [wrist_roll]}, "
                   "first_action: {anchor_deg: 6.31}} (docs/convmap.md)")
 DECIDED_VALUES = ("stop", "record")  # gates.decided: stop when the rules are settled, or only record it
-READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator", "power")
+READS_KEYS = ("primary", "interval", "validity", "secondary", "comparator", "power", "real")
 POWER_KEYS = ("assumed_rates", "minimum_effect", "delta_sd_cm", "pilot")  # reads.power: prereg/stats/power.py
 EFFECT_KEYS = ("success_rate", "progress_cm")
 VALIDITY_KEYS = ("reset_strikes_max", "zero_fallback_rate_max", "error_rows_max")

@@ -9,6 +9,7 @@ from prereg.core.errors import Problem
 from prereg.core.vocabulary import COVERAGE_MAX_UNCOVERED, FIRST_ACTION_MAX_DEG, RIG_TABLE_EPISODE_SECONDS, RIG_TABLE_SEEDS
 from prereg.document.comparison_spec import ComparisonSpec
 from prereg.document.layout import Layout, Section
+from prereg.document.real_spec import RealSpec
 from prereg.document.rules import Rule, rule_key
 from prereg.rundir.status import GateSpec
 
@@ -143,7 +144,7 @@ class Protocol:
     episode_seconds: float
     workers: int = 1
     video_draw: str = "0"  # prereg.core.video_draw's written form; "0" when the protocol does not say
-    record_predicts: bool = False  # write predicts.jsonl (engine/predict_trail.py)
+    record_predicts: bool = False  # write predicts.jsonl (engine/record/predict_trail.py)
     env: str | None = None  # the scene and task every arm runs (None: boat-on-disk, the engine's default)
     env_sha256: str | None = None  # its content hash as frozen: a run on a changed env is INVALID
     success_field: str = "success"  # what the reads count as a success (prereg.rundir.rows.SUCCESS_FIELDS)
@@ -198,6 +199,7 @@ class Reads:
     secondary: tuple[str, ...] = ()
     comparators: tuple[Comparator, ...] = ()
     power: PowerPlan | None = None  # optional; None: the plan assumes nothing (validate shows illustrative figures)
+    real: RealSpec | None = None  # reads.real: registered real trials and their prediction-powered read (real_spec.py)
 
 
 @dataclass

@@ -43,6 +43,7 @@ reads:
     minimum_effect: {{success_rate: 0.15, progress_cm: 1.0}}   # the smallest effect worth detecting: a rate difference, a paired cm delta
     # delta_sd_cm: 2.5               # SD of the per-seed paired progress_final_cm delta (arm minus comparator), cm
     # pilot: ../runs/pilot-run       # or estimate that SD from a pilot run's rows.jsonl (relative to this file)
+  # real: {{trials: 60, alpha: 0.05, metric: success, selection_seed: 20261207, sim_k: 20, jitter_cm: 1.0}}   # docs/real.md
 gates:
   gpu_hours: 1.5
   pace:

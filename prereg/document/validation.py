@@ -50,6 +50,9 @@ def build_model(doc: Document) -> None:
         reads_fields = check_reads(raw.get("reads"), ctx, sec, arms, known_arms)
         reads_d = {**parent_reads, **reads_fields}
         reads = Reads(**reads_d)
+        if "real" in reads_fields and protocol is not None and reads.real.trials > len(set(protocol.seeds)):
+            ctx.err(("reads", "real", "trials"), f"{reads.real.trials} real trials but the protocol has "
+                    f"{len(set(protocol.seeds))} sim seeds", "real trials are drawn from the sim seeds: at most one each")
         rules = check_rules(raw.get("decision_rules"), ctx, sec, names, known_arms)
         if sec.number and not (arms or raw.get("reads") or rules) and raw:
             ctx.err((), "an amendment must add arms, reads or decision rules")

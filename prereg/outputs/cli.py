@@ -127,6 +127,18 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--video-seeds", default="", metavar="6,28", help="more seeds whose videos to share (with named)")
     s.add_argument("--dry-run", action="store_true", help="list what would be uploaded, with sizes; send nothing")
     s.set_defaults(func=cmd_publish)
+
+    s = sub.add_parser("import-real", help="import real trials recorded elsewhere (CSV or JSON lines) into a run's "
+                                           "real.jsonl, all or nothing")
+    s.add_argument("file", help="the pre-registration")
+    s.add_argument("trials", help="the CSV (with a header row) or JSON-lines file of trials")
+    s.add_argument("--arm", required=True)
+    s.add_argument("--run", required=True, metavar="RUN_DIR", help="the arm's sim run the trials pair with")
+    s.add_argument("--operator", default=None, help="who ran the trials, where the file has no operator column")
+    s.add_argument("--checkpoint-sha256", default=None, metavar="SHA",
+                   help="the checkpoint's sha256, where the file has no checkpoint_sha256 column")
+    s.add_argument("--dry-run", action="store_true", help="check every row and say what would be written; write nothing")
+    s.set_defaults(func=cmd_import_real)
     return p
 
 
@@ -174,9 +186,22 @@ def cmd_validate(args) -> int:
     say(f"{doc.path}: {head} ({doc.prereg_id}; arms: {arms})")
     _print_savings(doc)
     _print_power(doc)
+    _print_real(doc)
     if lines:
         say("\n".join(lines))
     return _refused(doc, refusals, "") if refusals else EXIT_OK
+
+
+def _print_real(doc) -> None:
+    """Each registered real read and the seeds it selects, in the order the operator runs them (docs/real.md)."""
+    from prereg.document.real_spec import real_spec_of, selected_seeds
+
+    for a in doc.arms():
+        got = real_spec_of(doc, a.name)
+        if got is not None:
+            seeds = selected_seeds(doc, a.name)
+            say(f"real trials of {a.name}: {got[0].describe()}; seeds in order: {', '.join(map(str, seeds[:20]))}"
+                + (f" ... ({len(seeds)})" if len(seeds) > 20 else ""))
 
 
 def _print_savings(doc) -> None:
@@ -389,6 +414,15 @@ def cmd_report(args) -> int:
         say(json.dumps(rep.as_dict(), indent=2, default=str))
     else:
         say(rep.summary_text())
+    return EXIT_OK
+
+
+def cmd_import_real(args) -> int:
+    from prereg.outputs.real_import import import_real
+
+    got = import_real(args.file, args.arm, args.run, args.trials, operator=args.operator,
+                      checkpoint_sha256=args.checkpoint_sha256, dry_run=args.dry_run)
+    say(got.summary(args.arm, Path(args.run), args.dry_run))
     return EXIT_OK
 
 

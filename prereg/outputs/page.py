@@ -125,7 +125,7 @@ def registration_page_name(results_md_name: str) -> str:
 
 VALIDITY_BADGE = {VALID: "holds", INVALID: "fails", PENDING: "undetermined"}
 BASIS_ATTRS = {"arm": ' data-k="arm"', "cost": ' data-k="cost"', "invalid": ' class="why"', "decision": ' class="why"',
-               "descriptive": ' class="why" data-k="descriptive"'}  # Story.basis's kinds as the page marks them
+               "descriptive": ' class="why" data-k="descriptive"', "real": ' data-k="real"'}  # Story.basis's kinds, marked
 
 
 def story_section(story: Story, run: bool = False) -> str:

@@ -6,7 +6,7 @@ frozen section's hash, names the arm, and records the registered settings (polic
 checkpoint, revision, decode, seeds, episode budget, convmap). `problems` lists every
 difference, one line each; an empty list is provenance established.
 
-The manifest is what `fontaine-eval --prereg FILE --arm NAME` writes (engine/driver.py
+The manifest is what `fontaine-eval --prereg FILE --arm NAME` writes (engine/run/driver.py
 `_write_manifest`: `prereg`, `arm`, `policy` = the PolicySpec, `policy_resolved` = what
 the policy loaded, `seeds`, `episode_seconds`); the registered settings are `resolve_launch`'s.
 """
@@ -21,7 +21,7 @@ from prereg import rundir as rd
 from prereg.document.check_arms import ENV_FILE_SUFFIXES
 from prereg.document.launch import LaunchSpec
 
-# the engine's defaults for a setting the registration leaves out (engine/cli_resolve.py `_resolve_prereg`)
+# the engine's defaults for a setting the registration leaves out (engine/cli/resolve.py `_resolve_prereg`)
 LAUNCH_DEFAULTS = {"convmap": "official", "env": "boat-on-disk"}  # a plan or manifest without env ran boat-on-disk
 
 

@@ -56,10 +56,12 @@ from prereg.outputs.report_read import (
     paired_chart_name,
     registration_results_name,
 )
+from prereg.outputs.report_real import cross_arm_markdown, real_markdown
 from prereg.rundir import utc_now
 from prereg.stats.chart import per_seed_chart
 from prereg.stats.comparison_report import ComparisonRead, comparison_runs
 from prereg.stats.reads import ArmReads, Verdict
+from prereg.stats.real_read import cross_arm
 from prereg.stats.story import Story, build_story
 from prereg.stats.verdict import Judgement, SequentialVerdict
 
@@ -185,6 +187,7 @@ def build_report(prereg_path: str | Path, runs: dict[str, str | Path], *, append
                for arms in arms_by_run(reports).values()]
     charts = draw_paired_charts(doc, reports, folder, colors)
     reg_lines = registration_markdown(doc, reports, judgement, now, charts, folder, unregistered, stories)
+    reg_lines += cross_arm_markdown(cross_arm([r.real for r in reports.values() if r.real is not None]))
     write_shown(reg_md, "\n".join(reg_lines).rstrip("\n") + "\n")
     write_shown(reg_page, registration_page(doc, reports, judgement, now, colors, reg_page, stories=stories,
                                                      unregistered=unregistered))
@@ -256,13 +259,15 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
     md = head + [f"# Results: {name}" + (" (one comparison run)" if len(reps) > 1 else ""), "",
                  f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
     comparisons = comparison_reads({r.reads.arm: r for r in reps})
-    story = build_story(run_dir.name, {r.reads.arm: r.evidence for r in reps}, judgement, comparisons, generated_at=now)
+    story = build_story(run_dir.name, {r.reads.arm: r.evidence for r in reps}, judgement, comparisons, generated_at=now,
+                        real=[r.real for r in reps])
     md += story_markdown(story)
     for c in comparisons:
         md += c.markdown()
     for r in reps:
         r.chart, r.results_md = chart, run_dir / rd.RESULTS
         md += arm_markdown(r, chart_rel=rd.CHART) + [""]
+        md += real_markdown(r.real) if r.real is not None else []
     md += rules_markdown(judgement)  # every registered rule
     write_shown(run_dir / rd.RESULTS, "\n".join(md).rstrip("\n") + "\n")
     if len(reps) == 1:
@@ -271,6 +276,7 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
         doc_json = _comparison_results_json(doc, reps, comparisons, judgement, now, unregistered)
     doc_json["chart"] = chart_record(series, paired, colors)  # what the console draws in cells
     doc_json["story"] = story.as_dict()  # what every surface leads with
+    doc_json["real"] = {r.reads.arm: r.real.as_dict() for r in reps if r.real is not None}  # recorded: a later edit shows
     rd.write_json_atomic(run_dir / rd.RESULTS_JSON, doc_json)
     page = run_dir / PAGE  # the same objects as a page, written last: it links the files above
     write_shown(page, run_page(doc, reps, judgement, now, colors, unregistered=unregistered,

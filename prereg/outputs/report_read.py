@@ -23,6 +23,7 @@ from prereg.stats.chart import paired_delta_chart
 from prereg.stats.comparison_report import ComparisonRead, read_comparison, registered_comparison
 from prereg.stats.operating import sized_batch_seeds
 from prereg.stats.reads import ArmReads, Check, Paired, arm_reads, paired_reads
+from prereg.stats.real_read import RealRead, edited_since, read_run_real
 from prereg.stats.sequential import record_problems as sequential_record_problems
 from prereg.stats.verdict import ArmEvidence, Judgement, evidence_from_reads, judge
 
@@ -56,6 +57,7 @@ class ArmReport:
     snapshot: rd.Snapshot | None = None  # the run directory's small files as this report read them (the page's provenance)
     page: Path | None = None  # RUN_DIR/results.html, once written
     rows_level: str | None = None  # how reproducible its rows are (prereg.core.vocabulary.ROWS_LEVELS), as recorded
+    real: RealRead | None = None  # the registered real read of this arm's real trials (prereg/stats/real_read.py)
 
     @property
     def after_stop(self) -> str:
@@ -218,7 +220,19 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")
     return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence,
-                     comparison=comparison, snapshot=snap, rows_level=level)
+                     comparison=comparison, snapshot=snap, rows_level=level, real=real_of_run(doc, arm, run_dir, rows))
+
+
+def real_of_run(doc: Document, arm: str, run_dir: Path, rows) -> RealRead | None:
+    """The arm's real read, checked against what the last report of this run read of real.jsonl: an edit
+    since is a provenance problem, and stays one (the earlier record is kept)."""
+    before, _ = rd.load_json_object(run_dir / rd.RESULTS_JSON)
+    got = (before or {}).get("real")
+    reported = got.get(arm, {}).get("recorded") if isinstance(got, dict) and isinstance(got.get(arm), dict) else None
+    read = read_run_real(doc, arm, run_dir, rows, reported=reported)
+    if read is not None and edited_since(run_dir, reported):
+        read.recorded = tuple(reported)
+    return read
 
 
 def rows_level(m: rd.Manifest | None, arm: str) -> str | None:

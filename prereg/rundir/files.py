@@ -51,6 +51,8 @@ RESULTS_HTML = "results.html"  # the report: this run's results as a page (prere
 NOTIFY_INFLIGHT = "posts.inflight.json"  # the notifier: the post being sent now (re-sent if it never got recorded)
 NOTIFIER_STATUS = "status.json"  # RUNS/.notifier/status.json: the notifier's own state (not a run's status.json)
 RESERVE = ".space-reserve"  # the driver: a little disk space it frees to record a failure on a full disk
+REAL = "real.jsonl"  # the operator (console or `fontaine-prereg import-real`): one line per real trial (prereg/rundir/real.py)
+SIM_PREDICTIONS = "sim_predictions.jsonl"  # the engine: one line per seed, its K jittered rollouts (prereg/rundir/real.py)
 
 # the files a started run has; a run directory without them is still starting (or not a run)
 CONTRACT_FILES = (MANIFEST, STATUS, PID, HEARTBEAT, ROWS)

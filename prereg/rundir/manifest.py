@@ -38,7 +38,7 @@ class Manifest:
     episode_seconds: float | None = None
     workers: int | None = None
     gates: GateSpec = field(default_factory=GateSpec)
-    config: dict | None = None  # engine.run_config.RunConfig.as_dict(): what a resume starts from
+    config: dict | None = None  # engine.record.config.RunConfig.as_dict(): what a resume starts from
     started_at: str | None = None
     tripwires: dict | None = None  # the registered tripwires' record (TRIPWIRES_FIELD), once they ran
     resumes: tuple[dict, ...] = ()

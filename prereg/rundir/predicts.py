@@ -1,4 +1,4 @@
-"""Reading predicts.jsonl, the predict trail (engine/predict_trail.py writes it; docs/run-directory.md).
+"""Reading predicts.jsonl, the predict trail (engine/record/predict_trail.py writes it; docs/run-directory.md).
 
 One reader for the console's seed view and the tests: regular files only, bounded in size,
 a line that is not a JSON object counted as bad (a torn last line from a killed run is one)."""

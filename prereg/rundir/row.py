@@ -3,8 +3,8 @@ ran it to the one line of rows.jsonl the driver writes.
 
 One constructor for every row (`Row.episode`): an episode that ran (`error` None, status ok) and an
 error row (why it could not: a predict that raised, a worker that died during it, a bug) are the
-same type, built the same way, by the pool's workers (engine/worker.py), the pool itself for a
-worker that died (engine/pool.py), and a Ray shard's pool; a shard renumbers its workers and ships
+same type, built the same way, by the pool's workers (engine/workers/worker.py), the pool itself for a
+worker that died (engine/workers/pool.py), and a Ray shard's pool; a shard renumbers its workers and ships
 the video (`with_fields`), and the driver writes it once, naming the run and the arm (`written`).
 What a row holds and how it is read is prereg/rundir/rows.py's (the schema, its field types, the
 one classifier); a row is checked against that schema when it is made, so the engine never writes
@@ -34,7 +34,7 @@ class Row:
 
     @classmethod
     def episode(cls, seed: int, *, worker=None, arm: str | None = None, error: str | None = None, **fields) -> "Row":
-        """The row of one episode. `fields` are what it measured (engine.episode.run_episode's, the video,
+        """The row of one episode. `fields` are what it measured (engine.workers.episode.run_episode's, the video,
         the wall time, a note), each a field of the row schema; they pass through JSON as they will be
         written (numpy values as numbers, NaN refused), so what is kept is what a reader reads back."""
         mixed = sorted(set(fields) & set(IDENTITY))

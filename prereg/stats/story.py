@@ -17,6 +17,9 @@ their own, so one run reads the same everywhere, in the same words:
   undetermined, exploratory; a comparison's outcome in its arms' names).
 - **cost** (a comparison): the episodes run against the batch validate sized
   (prereg.stats.comparison_report.savings_words).
+- **real** (an arm with registered real trials): the real read in one sentence, whether the sim can be
+  trusted for this policy (prereg/stats/real_read.py); never part of the headline's validity, never
+  pooled with the sim rows.
 
 `Story.from_dict(results_json["story"])` reads it back (a surface renders a report it did not make).
 """
@@ -56,6 +59,18 @@ class ArmStory:
         of = f" (of {self.planned} planned)" if self.planned is not None and self.planned != self.n else ""
         return (f"{self.arm}: {self.successes}/{self.n} successes{of}, {plural(self.knock_aways, 'knock-away')}, "
                 f"{self.engaged} engaged · {self.validity}")
+
+
+@dataclass(frozen=True)
+class RealStory:
+    """One arm's real read as every surface states it."""
+
+    arm: str
+    sentence: str  # RealRead.sentence(): real k/n, the prediction-powered interval, the rectifier verdict
+    verdict: str | None  # optimistic | pessimistic | consistent | None (no trial read yet)
+    registered: bool  # False: a provenance problem (named in the sentence)
+    n: int
+    planned: int
 
 
 @dataclass(frozen=True)
@@ -99,6 +114,7 @@ class Story:
     rulings: tuple[Ruling, ...] = ()
     cost: str = ""
     generated_at: str = ""
+    real: tuple[RealStory, ...] = ()
 
     @property
     def decisions(self) -> tuple[Ruling, ...]:
@@ -121,7 +137,7 @@ class Story:
     def basis(self) -> list[tuple[str, str]]:
         """What the headline rests on, (kind, words) a line, in the order results.md and the page list them:
         each arm's count and validity ("arm"), the cost ("cost"), every reason it is not VALID ("invalid"),
-        each decision's why ("decision") and each descriptive read ("descriptive")."""
+        each decision's why ("decision"), each descriptive read ("descriptive") and each arm's real read ("real")."""
         out = [("arm", a.line()) for a in self.arms]
         if self.cost:
             out.append(("cost", f"Cost: {self.cost}"))
@@ -129,6 +145,7 @@ class Story:
             out += [("invalid", f"Not VALID: {why}") for why in self.reasons]
         out += [("decision", f"Decision: {r.line()}") for r in self.decisions if r.why and r.kind != COMPARISON]
         out += [("descriptive", f"Descriptive: {r.line()}") for r in self.descriptive]
+        out += [("real", f"Real trials: {r.sentence}") for r in self.real]
         return out
 
     @property
@@ -154,8 +171,11 @@ class Story:
             rulings = tuple(Ruling(str(r["key"]), str(r["kind"]), str(r["word"]), str(r.get("label") or ""),
                                    str(r["subject"]), r.get("decides") is not False, str(r.get("action") or ""))
                             for r in d.get("rulings") or ())
+            real = tuple(RealStory(str(r["arm"]), str(r["sentence"]), r.get("verdict") if isinstance(r.get("verdict"), str)
+                                   else None, r.get("registered") is True, int(r.get("n") or 0), int(r.get("planned") or 0))
+                         for r in d.get("real") or ())
             story = cls(str(d["run"]), str(d["state"]), str(d["validity"]), tuple(map(str, d.get("reasons") or ())),
-                        arms, rulings, str(d.get("cost") or ""), str(d.get("generated_at") or ""))
+                        arms, rulings, str(d.get("cost") or ""), str(d.get("generated_at") or ""), real)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return story if story.validity in VALIDITIES else None
@@ -171,10 +191,11 @@ def validity_of(evidence) -> tuple[str, tuple[str, ...]]:
     return (VALID, ()) if not evidence.problems else (INVALID, tuple(evidence.problems))
 
 
-def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generated_at: str = "") -> Story:
+def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generated_at: str = "", real=()) -> Story:
     """The story of one run directory: `evidence` {arm: ArmEvidence} of its arms in the registration's
-    order, the report's `judgement` (prereg.stats.verdict.Judgement), and its comparison reads
-    (prereg.stats.comparison_report.ComparisonRead, the verdict attached)."""
+    order, the report's `judgement` (prereg.stats.verdict.Judgement), its comparison reads
+    (prereg.stats.comparison_report.ComparisonRead, the verdict attached) and its arms' real reads
+    (prereg.stats.real_read.RealRead)."""
     arms = list(evidence)
     states = {ev.state for ev in evidence.values()}
     state = next(iter(states)) if len(states) == 1 else ", ".join(f"{a} {ev.state}" for a, ev in evidence.items())
@@ -210,7 +231,8 @@ def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generate
             continue  # another run's rule
         rulings.append(Ruling(v.key, RULE, _word(v.verdict, v.label), v.label, f"if {v.rule.condition}",
                               decides=not v.descriptive, action=v.rule.action))
-    return Story(run, state or rd.UNKNOWN, validity, reasons, tuple(parts), tuple(rulings), cost, generated_at)
+    reals = tuple(RealStory(r.arm, r.sentence(), r.verdict, r.registered, r.n, r.planned) for r in real if r is not None)
+    return Story(run, state or rd.UNKNOWN, validity, reasons, tuple(parts), tuple(rulings), cost, generated_at, reals)
 
 
 def _word(verdict: str, label: str) -> str:
@@ -221,5 +243,5 @@ def _word(verdict: str, label: str) -> str:
     return label.split(" (", 1)[0]
 
 
-__all__ = ["ArmStory", "Ruling", "Story", "build_story", "validity_of", "VALID", "INVALID", "PENDING", "DESCRIPTIVE",
+__all__ = ["ArmStory", "RealStory", "Ruling", "Story", "build_story", "validity_of", "VALID", "INVALID", "PENDING", "DESCRIPTIVE",
            "SEP"]

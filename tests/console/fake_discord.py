@@ -5,7 +5,8 @@ end) in its own thread, records every request, and answers like Discord: a messa
 a fresh id, `Content-Type: application/json` exactly (discord.py does not parse
 `application/json; charset=utf-8` as JSON). Failures are scripted: `fail_next(429,
 retry_after=..)` (with the `Via` header discord.py needs to retry a 429 itself, or without it),
-`fail_next(500)`, `stop()` for an outage (connection refused) until `start()`, and
+`fail_next(500)` (`method="POST"`: posts fail, a GET of the webhook answers), `stop()` for an
+outage (connection refused) until `start()`, and
 `delay_next(s)`: the message is created when the request arrives (as Discord does) but the
 answer comes `s` seconds later (a slow send that a shutdown can catch on the wire). A GET of
 the webhook (discord.py's `Webhook.fetch`, a cheap validity check) answers the webhook object
@@ -36,6 +37,7 @@ class Request:
     status: int  # what the fake answered
     payload: dict | None = None
     files: list[tuple[str, bytes]] = field(default_factory=list)  # (filename, bytes)
+    at: float = field(default_factory=time.time)  # when it arrived (time.time, as a log record's `created`)
 
 
 @dataclass
@@ -43,6 +45,7 @@ class Failure:
     status: int
     retry_after: float = 0.0
     via: bool = True
+    method: str | None = None  # only a request of this method gets it (None: any)
 
 
 class FakeDiscord:
@@ -76,9 +79,12 @@ class FakeDiscord:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
 
-    def fail_next(self, status: int, *, retry_after: float = 0.0, via: bool = True, times: int = 1) -> None:
+    def fail_next(self, status: int, *, retry_after: float = 0.0, via: bool = True, times: int = 1,
+                  method: str | None = None) -> None:
+        """The next `times` requests (of `method` only, if given: a POST failing while a GET of the
+        webhook answers) get `status`."""
         with self._cond:
-            self._failures.extend(Failure(status, retry_after, via) for _ in range(times))
+            self._failures.extend(Failure(status, retry_after, via, method) for _ in range(times))
 
     def delay_next(self, seconds: float, *, times: int = 1) -> None:
         with self._cond:
@@ -132,7 +138,9 @@ class FakeDiscord:
     async def _handle(self, request: web.Request) -> web.Response:
         payload, files = await _read_body(request)
         with self._cond:
-            failure = self._failures.pop(0) if self._failures else None
+            failure = next((f for f in self._failures if f.method in (None, request.method)), None)
+            if failure is not None:
+                self._failures.remove(failure)
         if failure is not None:
             return self._record(request, payload, files, failure.status, _failure_response(failure))
         if request.method == "GET":

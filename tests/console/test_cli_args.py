@@ -32,6 +32,7 @@ def _one_line(err: str) -> str:
     (["--http-timeout", "1e12"], "argument --http-timeout: must be more than 0 and at most 600"),
     (["--grace", "1e300"], "argument --grace: must be from 0 to 604800"),
     (["--grace", "nan"], "argument --grace: not a finite number"),
+    (["--probe", "-1"], "argument --probe: must be from 0 to 86400"),
     (["--every", "3", "--every", "4"], "--every is given twice (3, then 4); give it once"),
     (["--runs-dir", "a", "--runs-dir=b"], "--runs-dir is given twice (a, then b)"),
     (["--no-check", "--no-check"], "--no-check is given twice; give it once"),
@@ -107,10 +108,10 @@ def test_the_console_still_takes_repeated_prereg_dirs(tmp_path, monkeypatch):
 
 
 def test_the_number_and_path_types_are_the_ones_fontaine_eval_uses():
-    """One source of truth: the engine's CLI (engine/cli*.py) takes its types from prereg.core.argcheck, it defines none of its own."""
+    """One source of truth: the engine's CLI (engine/cli/) takes its types from prereg.core.argcheck, it defines none of its own."""
     import ast
 
-    trees = [ast.parse(p.read_text(encoding="utf-8")) for p in sorted((REPO / "engine").glob("cli*.py"))]
+    trees = [ast.parse(p.read_text(encoding="utf-8")) for p in sorted((REPO / "engine" / "cli").glob("*.py"))]
     defined = {n.name for t in trees for n in ast.walk(t) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert not defined & {"_number", "_path", "_Parser", "_bounded_int", "_bounded_float"}
     imported = {a.name for t in trees for n in ast.walk(t) if isinstance(n, ast.ImportFrom)

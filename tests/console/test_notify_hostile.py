@@ -78,7 +78,7 @@ def notifier_service(fake, tmp_path, monkeypatch):
 def test_the_notifier_skips_hostile_runs_says_why_once_and_keeps_posting(fake, notifier_service, caplog):
     svc = notifier_service
     runs = _runs(svc.runs_dir)
-    caplog.set_level(logging.INFO, logger="console.notify.sender")
+    caplog.set_level(logging.INFO, logger="console.notify")
     assert isinstance(_scan(svc), int)
     assert fake.wait_for(lambda f: len(f.messages) >= 4), _posted(fake)
     assert svc.notifier.wait_idle(10)

@@ -9,8 +9,8 @@ from console.notify.messages import due_posts
 from console.notify.snapshot import read_snapshot
 from console.render import header_text
 from console.runs import RunInfo
-from engine.policies.convmap import PRESETS
-from engine.policies.convmap_tripwires import coverage_tripwire, format_tripwires
+from engine.policies.convmap.shim import PRESETS
+from engine.policies.convmap.tripwires import coverage_tripwire, format_tripwires
 from prereg import rundir as rd
 from tests.console.fake_discord import HandMadeRun
 
@@ -26,7 +26,7 @@ def record(allow=()) -> dict:
     table = "registered tripwires, arm A (molmoact2):\n" + format_tripwires([report])
     failed = [] if report.passed else ["coverage: wrist_roll 54% uncovered (span mismatch ...)"]
     arm = {"arm": "A", "policy": "molmoact2", "applies": True, "passed": report.passed, "failed": failed,
-           "reports": {report.name: report.as_dict()}, "table": format_tripwires([report])}  # as engine/launch_tripwires.py
+           "reports": {report.name: report.as_dict()}, "table": format_tripwires([report])}  # as engine/run/tripwires.py
     return {"passed": report.passed, "failed": failed, "table": table, "arms": [arm], "checked_at": "2026-12-01T10:00:00Z"}
 
 

@@ -9,7 +9,7 @@ runs anything, so the same faults are installed there). The engine has no fault 
 - `FONTAINE_FAULT_VIDEO_ENOSPC=1`: finishing a video's file fails as a full disk would (ENOSPC), after
   its frames were encoded.
 
-The names start with FONTAINE_: a worker's environment is an allow-list (engine/worker_env.py).
+The names start with FONTAINE_: a worker's environment is an allow-list (engine/process/environ.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 import sys
 import time
 
-import engine.cli  # first: it sets MUJOCO_GL before anything imports mujoco
+import engine.cli.main  # first: it sets MUJOCO_GL before anything imports mujoco
 
 CRASH_SEEDS = "FONTAINE_FAULT_CRASH_SEEDS"
 LOAD_S = "FONTAINE_FAULT_LOAD_S"
@@ -29,19 +29,20 @@ def install(environ=os.environ) -> None:
     crash = {int(s) for s in environ.get(CRASH_SEEDS, "").split(",") if s.strip().isdigit()}
     load_s = float(environ.get(LOAD_S) or 0.0)
     if crash:
-        import engine.episode
+        import engine.workers.episode
 
-        run_episode = engine.episode.run_episode
+        run_episode = engine.workers.episode.run_episode
 
         def crashing_run_episode(env, seed, *args, **kwargs):
             if seed in crash:
                 os._exit(3)
             return run_episode(env, seed, *args, **kwargs)
 
-        engine.episode.run_episode = crashing_run_episode  # the worker imports it per episode
+        engine.workers.episode.run_episode = crashing_run_episode  # the worker imports it per episode
     if load_s > 0:
-        from engine import driver, worker
         from engine.policies import factory
+        from engine.run import driver
+        from engine.workers import worker
 
         make_policy = factory.make_policy
 
@@ -54,7 +55,7 @@ def install(environ=os.environ) -> None:
     if environ.get(VIDEO_ENOSPC):
         import errno
 
-        from engine import video_writer
+        from engine.workers import video as video_writer
 
         def full_disk(self):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -65,4 +66,4 @@ def install(environ=os.environ) -> None:
 install()
 
 if __name__ == "__main__":
-    sys.exit(engine.cli.main())
+    sys.exit(engine.cli.main.main())

@@ -67,7 +67,7 @@ class LerobotLoop:
         from lerobot.configs.policies import PreTrainedConfig
         from lerobot.policies.factory import get_policy_class, make_pre_post_processors
 
-        from engine.policies.convmap import PRESETS
+        from engine.policies.convmap.shim import PRESETS
 
         cfg = PreTrainedConfig.from_pretrained(str(path))
         cfg.device = "cpu"
@@ -85,7 +85,7 @@ class LerobotLoop:
         import torch
         from lerobot.envs.utils import preprocess_observation
 
-        from engine.policies.convmap import sim_rad_to_rig_deg
+        from engine.policies.convmap.shim import sim_rad_to_rig_deg
 
         raw = {"pixels": {c: np.stack([o.images[c] for o in observations]) for c in ("front", "wrist")},
                "agent_pos": np.stack([self.convmap.to_model(sim_rad_to_rig_deg(o.state_rad)) for o in observations])}

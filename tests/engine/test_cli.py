@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.cli import main
+from engine.cli.main import main
 from tests.helpers import REPO, run_eval
 
 
@@ -101,8 +101,8 @@ def test_flags_the_frozen_document_decides_are_refused(tmp_path, capsys):
 
 
 def test_the_fast_revision_flag_reaches_the_discrete_policy_spec():
-    from engine.cli_parser import build_parser
-    from engine.cli_resolve import policy_spec_from_flags
+    from engine.cli.parser import build_parser
+    from engine.cli.resolve import policy_spec_from_flags
 
     args = build_parser().parse_args(["--molmoact2-discrete", "tiny", "--fast-revision", "a" * 40])
     args.explicit = {}
@@ -126,8 +126,8 @@ def test_run_dir_that_is_a_file_is_named_as_such(tmp_path, capsys):
 
 
 def test_workers_are_clipped_to_the_seeds_and_the_manifest_says_so(tmp_path):
-    from engine.cli_parser import build_parser
-    from engine.cli_resolve import resolve
+    from engine.cli.parser import build_parser
+    from engine.cli.resolve import resolve
 
     args = build_parser().parse_args(["--policy", "scripted", "--num-seeds", "3", "--workers", "200",
                                       "--run-dir", str(tmp_path / "r")])
@@ -152,7 +152,7 @@ def test_missing_gl_library_is_a_clear_error(tmp_path):
 
 
 def test_flags_that_collect_may_repeat_and_ascii_numbers_pass():
-    from engine.cli_parser import build_parser
+    from engine.cli.parser import build_parser
     from prereg.core.argcheck import ascii_float, ascii_int, repeated_option
 
     argv = ["--policy", "scripted", "--convmap-override", "elbow_flex=2", "--convmap-override", "wrist_roll=-1,3"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 
-from engine.cli import main
+from engine.cli.main import main
 from engine.envs import env_sha256, registry
 from tests.helpers import REPO
 
@@ -71,7 +71,7 @@ def test_the_manifest_records_the_env_and_its_hash_and_rows_carry_the_grasp_fiel
 
 def test_a_resume_whose_env_is_gone_is_refused(tmp_path, capsys):
     from engine.policies.factory import PolicySpec
-    from engine.run_config import RunConfig
+    from engine.record.config import RunConfig
 
     config = RunConfig(run_id="r", arm="hold", policy=PolicySpec(kind="hold"), seeds=[0], env="lab-gone")
     (tmp_path / "manifest.json").write_text(json.dumps({"config": config.as_dict()}))
@@ -92,8 +92,8 @@ def test_list_envs_with_an_env_prints_its_sha256_for_a_plan_to_pin(capsys, tmp_p
 def test_an_arm_that_names_an_env_runs_on_it(tmp_path, monkeypatch):
     import shutil
 
-    from engine.cli_parser import build_parser
-    from engine.cli_resolve import resolve
+    from engine.cli.parser import build_parser
+    from engine.cli.resolve import resolve
     from prereg.document.seal import amend, freeze
 
     ep = importlib.metadata.EntryPoint(name="lab-boat", value="tests.engine.test_cli_envs:lab_boat",

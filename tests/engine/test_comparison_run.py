@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from engine.cli import main
+from engine.cli.main import main
 from tests.helpers import REPO, launch_detached, read_rows, read_status, run_eval, stable, wait_until
 
 COMPARE = REPO / "prereg" / "examples" / "compare.md"

@@ -24,7 +24,7 @@ def test_fit_without_a_rig_table_says_how_to_make_one(tmp_path):
 
 
 def test_anchor_values_parse_or_name_the_flag():
-    from engine.convmap_cli import ConvmapUsageError, parse_anchor
+    from engine.cli.convmap import ConvmapUsageError, parse_anchor
 
     assert parse_anchor(None) is None
     assert parse_anchor("6.31") == [6.31] * 6

@@ -10,8 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from engine.policies.base import JOINT_NAMES
-from engine.policies.convmap import PRESETS, ConvMap, ConvMapError, resolve_convmap
-from engine.policies.convmap_fit import (
+from engine.policies.convmap.fit import (
     CANDIDATE_OFFSETS_DEG,
     MIRROR_MARGIN,
     fit_convention_map,
@@ -24,6 +23,7 @@ from engine.policies.convmap_fit import (
     seam_stats_from_states,
     uncovered_fraction,
 )
+from engine.policies.convmap.shim import PRESETS, ConvMap, ConvMapError, resolve_convmap
 
 # The release's SO-100/101 state box (MOLMOACT2.md), model degrees.
 REL_Q01 = np.array([-41.91, 43.67, 38.39, 5.71, -63.45, 0.94])
@@ -264,8 +264,8 @@ def test_a_seam_stats_path_that_is_not_a_table_is_one_convmap_error_never_a_hang
     """Issue 33: a FIFO as --convmap-seam-stats hung the run (read), and writing the table to one would too."""
     import os
 
-    from engine.policies.convmap import ConvMapError
-    from engine.policies.convmap_fit import load_seam_stats, save_seam_stats
+    from engine.policies.convmap.fit import load_seam_stats, save_seam_stats
+    from engine.policies.convmap.shim import ConvMapError
     from tests.helpers import returns_within
 
     path = tmp_path / "rig.json"

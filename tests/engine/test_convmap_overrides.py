@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.policies.base import JOINT_NAMES
-from engine.policies.convmap import (
+from engine.policies.convmap.shim import (
     PRESETS,
     ConvMap,
     ConvMapError,

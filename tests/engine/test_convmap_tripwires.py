@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from engine.policies.base import JOINT_NAMES, Chunk, Observation, Policy
-from engine.policies.convmap import PRESETS, ConvMap, resolve_convmap, rig_deg_to_sim_rad
-from engine.policies.convmap_fit import release_box_in_rig
-from engine.policies.convmap_tripwires import (
+from engine.policies.convmap.fit import release_box_in_rig
+from engine.policies.convmap.shim import PRESETS, ConvMap, resolve_convmap, rig_deg_to_sim_rad
+from engine.policies.convmap.tripwires import (
     SIGN_BLIND_NOTE,
     coverage_tripwire,
     first_action_deltas,
@@ -130,7 +130,7 @@ class ClampCopyRelease:
         return {"convmap": self.cmap.as_dict()}
 
     def predict_batch(self, observations):
-        from engine.policies.convmap import sim_rad_to_rig_deg
+        from engine.policies.convmap.shim import sim_rad_to_rig_deg
 
         self.calls += 1
         out = []

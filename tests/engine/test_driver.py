@@ -189,7 +189,7 @@ def test_a_stop_file_first_seen_empty_takes_its_words_once_they_are_written(tmp_
     stops (a `touch` stops too) and takes the words as the reason when they arrive."""
     from types import SimpleNamespace
 
-    from engine.driver import _Driver
+    from engine.run.driver import _Driver
     from prereg import rundir as rd
 
     said, states = [], []

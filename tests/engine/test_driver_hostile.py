@@ -10,10 +10,10 @@ import threading
 
 import pytest
 
-from engine.driver import run
-from engine.executor import DriverError
 from engine.policies.factory import PolicySpec
-from engine.run_config import RunConfig
+from engine.record.config import RunConfig
+from engine.record.errors import DriverError
+from engine.run.driver import run
 from prereg import rundir as rd
 from prereg.rundir.row import Row
 
@@ -160,7 +160,7 @@ def test_rows_jsonl_replaced_or_deleted_mid_run_fails_the_run(tmp_path, how):
 
 
 def test_rows_jsonl_deleted_while_no_row_arrives_fails_at_the_heartbeat(tmp_path, monkeypatch):
-    from engine import driver
+    from engine.run import driver
     from prereg.core.errors import RunFailed
 
     monkeypatch.setattr(driver, "HEARTBEAT_EVERY_S", 0.0)
@@ -218,7 +218,7 @@ def test_one_test_of_a_webhook_variable():
 def test_the_driver_beats_the_heartbeat_through_a_slow_policy_load(tmp_path, monkeypatch):
     """Nothing beat the heartbeat while a model loaded: 'heartbeat 62 s old (stall beyond 60 s) at 0/4'
     was posted during start-up. The load here takes as long as the heartbeat needs to move twice."""
-    from engine import driver
+    from engine.run import driver
     from tests.helpers import wait_until
 
     monkeypatch.setattr(driver, "HEARTBEAT_EVERY_S", 0.2)

@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from engine.cli import main
+from engine.cli.main import main
 from engine.envs import EnvFileError, env_record, env_sha256, get_env
 from prereg.core.errors import UsageError
 from tests.engine.env_file_fixture import ENV, SCENE, line_of, write_env, write_stl
@@ -127,7 +127,7 @@ def test_list_envs_prints_a_files_hash_and_a_resume_on_a_changed_file_is_refused
     assert line.startswith("lab-cube\t") and f"\tsha256 {env_sha256(str(lab))}\t" in line
     assert line.endswith("\treachable 50/50 seeds (100%)")  # the lab's pad and block: every start within reach
     from engine.policies.factory import PolicySpec
-    from engine.run_config import RunConfig
+    from engine.record.config import RunConfig
 
     run = tmp_path / "run"
     run.mkdir()
@@ -140,8 +140,8 @@ def test_list_envs_prints_a_files_hash_and_a_resume_on_a_changed_file_is_refused
 
 
 def test_a_plan_names_the_file_beside_it_and_the_launch_compares_by_content(lab, tmp_path, capsys):
-    from engine.cli_parser import build_parser
-    from engine.cli_resolve import resolve
+    from engine.cli.parser import build_parser
+    from engine.cli.resolve import resolve
     from prereg.document.launch import resolve_launch
     from prereg.document.seal import amend, freeze
     from prereg.outputs.provenance import env_problems
@@ -180,8 +180,8 @@ def test_the_worked_example_in_docs_envs_md_loads_as_written(tmp_path):
 
 
 def test_a_scene_that_includes_the_arm_loads_and_the_oracle_places_the_block_with_its_own_pads(tmp_path):
-    from engine.episode import run_episode
     from engine.policies.scripted import ScriptedOracle
+    from engine.workers.episode import run_episode
     from tests.engine.env_file_fixture import write_included_env
 
     path = write_included_env(tmp_path / "lab")

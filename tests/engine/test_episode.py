@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.episode import run_episode
 from engine.policies.base import Chunk, Observation
 from engine.sim.env import BoatEnv
 from engine.sim.render import RenderUnavailable
+from engine.workers.episode import run_episode
 from prereg.rundir.rows import ROW_FIELDS
 
 DRIVER_FIELDS = {"schema", "run_id", "arm", "worker", "video", "note", "status", "error"}  # note: "video not written: <why>"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import types
 
-from engine.gpumeter import GpuMeter, _visible_indices
+from engine.record.gpumeter import GpuMeter, _visible_indices
 
 
 def test_no_gpu_held_measures_nothing():

@@ -11,11 +11,11 @@ import gymnasium
 import numpy as np
 import pytest
 
-from engine.cli import main
+from engine.cli.main import main
 from engine.envs import EnvError, env_record, env_sha256, get_env, gym_adapter
-from engine.episode import run_episode
-from engine.policies.convmap import sim_rad_to_rig_deg
+from engine.policies.convmap.shim import sim_rad_to_rig_deg
 from engine.policies.scripted import ScriptedOracle
+from engine.workers.episode import run_episode
 from prereg.rundir.outcomes import SUCCESS, episode_outcome
 
 pytest.importorskip("so101_nexus_mujoco")

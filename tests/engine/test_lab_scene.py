@@ -11,12 +11,12 @@ import mujoco
 import numpy as np
 import pytest
 
-from engine.cli import main
+from engine.cli.main import main
 from engine.envs import EnvFileError, env_record, envfile, get_env
-from engine.episode import run_episode
 from engine.policies.scripted import ScriptedOracle
 from engine.sim import scene
 from engine.sim.env import ObjectEnv
+from engine.workers.episode import run_episode
 from prereg.rundir.outcomes import SUCCESS, episode_outcome
 from tests.engine.env_file_fixture import ENV, SCENE, write_env, write_included_env
 from tests.engine.nexus_fixture import write_nexus_env

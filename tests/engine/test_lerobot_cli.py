@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.cli import main
+from engine.cli.main import main
 
 pytest.importorskip("lerobot")
 
@@ -77,7 +77,7 @@ def test_a_checkpoint_file_that_is_not_what_it_says_is_one_line_never_a_hang(tmp
 def test_processors_that_fail_to_load_in_the_workers_are_one_line_and_exit_2(tmp_path):
     """A step-served checkpoint (diffusion: each worker loads it) whose saved processors are JSON but
     do not load: each worker printed its traceback and the run exited 1. Now the first worker's
-    refusal reaches the driver (engine.worker.StartFailed), which says it once: exit 2, the run `failed`
+    refusal reaches the driver (engine.workers.worker.StartFailed), which says it once: exit 2, the run `failed`
     with "could not start", no traceback."""
     import json
 

@@ -66,7 +66,7 @@ def test_the_shims_tripwires_through_fontaine_eval(tmp_path):
     """`--lerobot CKPT --convmap-tripwires --convmap-seam-stats RIG` reads the rig table (it does not
     write one, as a reference policy's run would) and judges the checkpoint's saved state range."""
     from engine.policies.base import JOINT_NAMES
-    from engine.policies.convmap_fit import SEAM_STATS_FORMAT, save_seam_stats
+    from engine.policies.convmap.fit import SEAM_STATS_FORMAT, save_seam_stats
     from tests.engine.lerobot_fixtures import build_checkpoint
 
     ckpt = build_checkpoint(tmp_path / "act", "act")

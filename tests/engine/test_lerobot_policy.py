@@ -17,7 +17,7 @@ pytest.importorskip("lerobot")
 import torch  # noqa: E402
 
 from engine.policies.base import Observation  # noqa: E402
-from engine.policies.convmap import PRESETS, rig_deg_to_sim_rad  # noqa: E402
+from engine.policies.convmap.shim import PRESETS, rig_deg_to_sim_rad  # noqa: E402
 from engine.policies.lerobot_policy import FeatureError, check_feeds, load_policy, probe  # noqa: E402
 from tests.engine.lerobot_fixtures import IMAGE, LerobotLoop, build_checkpoint  # noqa: E402
 
@@ -148,19 +148,19 @@ def test_the_shims_tripwires_judge_a_lerobot_checkpoint(ensembled_dir, monkeypat
     """The coverage tripwire's release box is the checkpoint's saved state range (min/max when it has no
     quantiles); the first-action tripwire predicts with the policy, loaded in the driver for it even
     when the run serves it in each worker (step mode)."""
-    import engine.convmap_cli
-    from engine.launch_tripwires import run_registered
+    import engine.run.rig_table
     from engine.policies.factory import PolicySpec
     from engine.policies.lerobot_policy import release_state_box
-    from engine.run_config import RunConfig
+    from engine.record.config import RunConfig
+    from engine.run.tripwires import run_registered
     from prereg.document.model import CoverageTripwire, FirstActionTripwire, Tripwires
     from prereg.rundir.status import GateSpec
 
     lo, hi = release_state_box(str(ensembled_dir))
     assert lo.shape == hi.shape == (6,) and np.all(lo == -150.0) and np.all(hi == 150.0)
     rig = {"joints": {}}
-    monkeypatch.setattr(engine.convmap_cli, "scene_rig_table", lambda *a, **k: rig)
-    monkeypatch.setattr("engine.policies.convmap_fit.seam_box",
+    monkeypatch.setattr(engine.run.rig_table, "scene_rig_table", lambda *a, **k: rig)
+    monkeypatch.setattr("engine.policies.convmap.fit.seam_box",
                         lambda table: (np.full(6, -40.0), np.full(6, 40.0)))  # well inside the release box
     spec = PolicySpec(kind="lerobot", checkpoint=str(ensembled_dir), convmap="identity", device="cpu")
     plan = Tripwires(coverage=CoverageTripwire(), first_action=FirstActionTripwire(seeds=(0,), max_deg=360.0))

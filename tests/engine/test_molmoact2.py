@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from engine.policies.base import DEFAULT_TASK, Policy
-from engine.policies.convmap import GRIPPER_RANGE_RAD, PRESETS, sim_rad_to_rig_deg
+from engine.policies.convmap.shim import GRIPPER_RANGE_RAD, PRESETS, sim_rad_to_rig_deg
 from engine.policies.molmoact2 import CheckpointError, load_policy
 from engine.policies.molmoact2.checkpoint import check_servable
 from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD, episode_generator, integrate_flow
@@ -263,7 +263,7 @@ def test_bf16_predicts_stay_finite_and_in_range(tiny_cache):
 
 def test_flow_predict_matches_lerobots_own_single_observation_path(flow_policy):
     """Prompt, state tokens, images, noise and unnormalisation as lerobot's predict_action does them."""
-    from engine.policies.convmap import rig_deg_to_sim_rad
+    from engine.policies.convmap.shim import rig_deg_to_sim_rad
 
     obs = make_obs(13, 4)
     state_model_deg = PRESETS["official"].to_model(sim_rad_to_rig_deg(obs.state_rad))

@@ -141,7 +141,7 @@ def test_reference_executes_what_lerobot_decodes_through(reference_policy, monke
 
 
 def test_reference_decode_matches_lerobots_predict_action_on_a_legal_stream(reference_policy, monkeypatch):
-    from engine.policies.convmap import PRESETS, rig_deg_to_sim_rad, sim_rad_to_rig_deg
+    from engine.policies.convmap.shim import PRESETS, rig_deg_to_sim_rad, sim_rad_to_rig_deg
     from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD
 
     obs = make_obs(12)

@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from engine.policies.base import DEFAULT_TASK
-from engine.policies.convmap import PRESETS, rig_deg_to_sim_rad, sim_rad_to_rig_deg
+from engine.policies.convmap.shim import PRESETS, rig_deg_to_sim_rad, sim_rad_to_rig_deg
 from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD, episode_generator
 from engine.policies.molmoact2.tiny import NORM_TAG, synthetic_chunks
 from tests.engine.molmoact2_fixtures import make_obs

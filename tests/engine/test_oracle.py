@@ -7,10 +7,10 @@ import time
 import numpy as np
 import pytest
 
-from engine.episode import run_episode
 from engine.policies.base import Observation, Policy
 from engine.policies.scripted import ScriptedOracle
 from engine.sim.env import BoatEnv, yaw_quat
+from engine.workers.episode import run_episode
 
 
 @pytest.fixture(scope="module")

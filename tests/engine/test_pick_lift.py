@@ -9,9 +9,9 @@ import pytest
 
 from engine.envs import get_env, list_lines
 from engine.envs.pick_lift import HOLD_TICKS, LIFT_HEIGHT_M
-from engine.episode import run_episode
 from engine.policies.hold import HoldPolicy
 from engine.policies.scripted import ScriptedOracle
+from engine.workers.episode import run_episode
 from prereg.rundir.outcomes import QUIET, SUCCESS, episode_outcome
 from prereg.rundir.rows import complete_row, row_problem
 
@@ -65,7 +65,7 @@ def test_the_oracle_succeeds_on_at_least_95_percent_of_40_seeds(env, oracle):
 
 
 def test_fontaine_eval_runs_it_and_records_it(tmp_path):
-    from engine.cli import main
+    from engine.cli.main import main
     from engine.envs import env_sha256
 
     run_dir = tmp_path / "r"

@@ -13,7 +13,7 @@ import pytest
 
 from engine.policies import plugins
 from engine.policies.base import Observation
-from engine.policies.convmap import PRESETS, rig_deg_to_sim_rad
+from engine.policies.convmap.shim import PRESETS, rig_deg_to_sim_rad
 from engine.policies.factory import PolicySpec, make_policy
 from tests.helpers import REPO
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from engine.predict_trail import PREDICTS, PredictTrail
+from engine.record.predict_trail import PREDICTS, PredictTrail
 from prereg.rundir.predicts import read_predicts
 from tests.engine.molmoact2_fixtures import make_obs
 from tests.helpers import run_eval
@@ -68,7 +68,7 @@ def test_each_served_observation_is_one_line(masked_policy, reference_policy, fl
         assert (line["pathway"], line["decode"], line["tokens"], line["fallback"]) == ("flow", "flow", None, None)
         assert np.asarray(line["chunk_normalized"]).shape == (30, 6)
     chunk = flow_policy.predict_batch([observations[0]])[0]
-    from engine.policies.convmap import sim_rad_to_rig_deg
+    from engine.policies.convmap.shim import sim_rad_to_rig_deg
 
     np.testing.assert_allclose(lines[4]["first_action_deg"], sim_rad_to_rig_deg(chunk.targets_rad[0]), atol=1e-4)
 

@@ -106,9 +106,9 @@ def test_the_span_limited_allowance_lets_it_launch(tmp_path):
 
 
 def test_a_policy_without_the_shim_is_recorded_as_not_applicable():
-    from engine.launch_tripwires import run_registered
     from engine.policies.factory import PolicySpec
-    from engine.run_config import RunConfig
+    from engine.record.config import RunConfig
+    from engine.run.tripwires import run_registered
     from prereg.document.model import CoverageTripwire, Tripwires
     from prereg.rundir.status import GateSpec
 
@@ -124,7 +124,7 @@ def test_a_policy_without_the_shim_is_recorded_as_not_applicable():
 
 
 def test_the_cli_switch_names_joints_and_needs_the_instrument(tmp_path):
-    from engine.convmap_cli import ConvmapUsageError, parse_span_limited
+    from engine.cli.convmap import ConvmapUsageError, parse_span_limited
 
     assert parse_span_limited(None) == [] and parse_span_limited("wrist_roll, wrist_flex") == ["wrist_roll", "wrist_flex"]
     for bad in ("wrist", "wrist_roll,wrist_roll", ","):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from engine.cli import main
+from engine.cli.main import main
 from prereg import rundir as rd
 from tests.helpers import run_eval
 

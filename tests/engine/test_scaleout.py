@@ -225,8 +225,8 @@ def test_a_lerobot_checkpoint_runs_on_the_shards(cluster, tmp_path):
 def test_the_manifest_records_what_the_shards_loaded_and_refuses_shards_that_disagree():
     """policy_resolved of a Ray run: the fields every shard agrees on; a node's own path or device
     per shard; different weights (or revision, decode, ...) on two nodes are not one policy."""
-    from engine.executor import DriverError
-    from engine.ray_shard import shards_policy
+    from engine.record.errors import DriverError
+    from engine.scaleout.shard import shards_policy
 
     a = {"policy": "lerobot", "weights_sha256": "ab" * 32, "device": "cuda:0", "checkpoint_path": "/home/a/hf/x"}
     b = {**a, "checkpoint_path": "/home/b/hf/x"}
@@ -266,7 +266,7 @@ FAKE_WEBHOOK = ("https://discord.com/api/webhooks/123456789012345678/"
 
 
 def test_the_shard_environment_carries_no_secret():
-    from engine.ray_shard import shard_env
+    from engine.scaleout.shard import shard_env
 
     env = {"FONTAINE_DISCORD_WEBHOOK_URL": FAKE_WEBHOOK, "FONTAINE_DISCORD_WEBHOOK_FILE": "/x",
            "FONTAINE_SOME_TOKEN": "t", "FONTAINE_API_KEY": "k", "FONTAINE_RAY_START_TIMEOUT_S": "9",
@@ -512,7 +512,7 @@ def test_sigterm_while_connecting_stops_a_run_whose_directory_is_relative(tmp_pa
 
 def _comparison_config(**over):
     from engine.policies.factory import PolicySpec
-    from engine.run_config import RunConfig
+    from engine.record.config import RunConfig
 
     held, oracle = PolicySpec(kind="hold"), PolicySpec(kind="scripted")
     return RunConfig(run_id="cmp", arm="oracle-vs-held", policy=oracle, seeds=[0, 1], episode_seconds=1.0,
@@ -525,7 +525,7 @@ def test_a_shard_serves_each_arm_of_a_comparison_run_on_its_node(tmp_path):
     """The shard actor's own code, called in this process (a Ray actor runs the same methods): the
     served arm's policy is loaded once on the shard and answers that arm's episodes; the other arm's
     runs in each worker; every (arm, seed) handed over comes back as one row that names its arm."""
-    from engine.ray_shard import Shard
+    from engine.scaleout.shard import Shard
 
     shard = Shard(_comparison_config(), 0, 2, {})
     try:
@@ -550,7 +550,7 @@ def test_a_shard_serves_each_arm_of_a_comparison_run_on_its_node(tmp_path):
 def test_the_pool_hands_a_lost_shards_comparison_jobs_back_as_arm_and_seed_in_plan_order():
     """A lost shard's jobs go back to the driver in its own form, (arm, seed), A's seed k before B's,
     and a row is taken once per (arm, seed): a seed's row of one arm never answers for the other."""
-    from engine.scaleout import RayPool, _ShardHandle
+    from engine.scaleout.ray_pool import RayPool, _ShardHandle
     from prereg.rundir.row import Row
 
     pool = RayPool.__new__(RayPool)  # the bookkeeping alone: no cluster

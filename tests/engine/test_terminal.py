@@ -1,7 +1,7 @@
 """Closing the terminal a run was started in (issue 43): `tmux kill-server` hung the pane's terminal up,
 the SIGHUP handler wrote "stopping ..." to it, and the run ended `failed | driver crashed: OSError:
 [Errno 5] Input/output error (a bug: ...)`. The driver's output is detached from the terminal before
-the run starts (engine/terminal.py): a closed terminal ends the run `stopped`, resumable, never a bug.
+the run starts (engine/process/terminal.py): a closed terminal ends the run `stopped`, resumable, never a bug.
 
 The run's terminal is a pty this test holds the master of; closing the master is the terminal closing."""
 

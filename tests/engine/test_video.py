@@ -10,7 +10,7 @@ import pytest
 
 from engine.envs import get_env
 from engine.sim.render import FrameRenderer, scene_geoms
-from engine.video_writer import VideoWriter
+from engine.workers.video import VideoWriter
 
 
 def frames(n: int, h: int = 224, w: int = 448) -> list[np.ndarray]:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.pool import LocalPool
+from engine.workers.pool import LocalPool
 from prereg.core.video_draw import VIDEO_ALL_UP_TO, parse_video_draw
 
 
@@ -29,7 +29,7 @@ def test_the_other_draws_are_unchanged():
 
 
 def test_the_cli_default_is_auto():
-    from engine.cli_parser import build_parser
+    from engine.cli.parser import build_parser
 
     assert build_parser().parse_args(["--policy", "hold"]).video_draw == "auto"
 
@@ -64,7 +64,7 @@ def test_any_value_is_a_draw_or_a_clear_refusal(value):
 
 def test_a_document_and_the_flag_agree(tmp_path):
     """A value the document accepts is one the flag accepts, and the other way round."""
-    from engine.cli_resolve import check_video_draw
+    from engine.cli.resolve import check_video_draw
     from prereg.core.errors import UsageError
 
     for value in ("auto", "0", "none", "all", "seeds:1,2", "3", "sometimes"):

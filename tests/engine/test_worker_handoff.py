@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from engine.envs import compiled_scenes, get_env
-from engine.episode import run_episode
 from engine.policies.factory import PolicySpec, make_policy
 from engine.sim import handoff, scene
+from engine.workers.episode import run_episode
 from tests.engine.env_file_fixture import write_env
 
 TIMING = ("wall_s", "started_at", "finished_at")
@@ -87,8 +87,8 @@ def test_a_handed_scene_that_cannot_be_loaded_is_compiled_by_the_worker(tmp_path
 
 
 def test_a_pool_worker_loads_the_handed_scene_imports_no_torch_and_writes_the_in_process_row(tmp_path):
-    from engine.pool import LocalPool
-    from engine.run_config import RunConfig
+    from engine.record.config import RunConfig
+    from engine.workers.pool import LocalPool
 
     cfg = RunConfig(run_id="t", arm="scripted", policy=PolicySpec(kind="scripted"), seeds=[5], episode_seconds=4.0,
                     workers=1, video_draw="none")

@@ -43,8 +43,8 @@ def make_row(seed: int, **kw) -> dict:
 
 
 def launched_manifest(doc: Path, arm: str, **over) -> dict:
-    """The manifest `fontaine-eval --prereg DOC --arm ARM` writes (engine/cli_resolve.py `_resolve_prereg` and
-    engine/driver.py `_write_manifest`), the fields provenance reads; `over` replaces top-level ones."""
+    """The manifest `fontaine-eval --prereg DOC --arm ARM` writes (engine/cli/resolve.py `_resolve_prereg` and
+    engine/run/driver.py `_write_manifest`), the fields provenance reads; `over` replaces top-level ones."""
     spec = resolve_launch(doc, arm)
     model = spec.policy != "scripted"
     manifest = {

@@ -20,15 +20,15 @@ ERRORS = [
     ("prereg.core.safe_read", "Unreadable", EXIT_USAGE),
     ("prereg.rundir", "Locked", EXIT_USAGE),
     ("prereg.rundir", "RunLocked", EXIT_USAGE),
-    ("engine.executor", "DriverError", EXIT_USAGE),
+    ("engine.record.errors", "DriverError", EXIT_USAGE),
     ("engine.policies.factory", "PolicyError", EXIT_USAGE),
     ("engine.policies.molmoact2.checkpoint", "CheckpointError", EXIT_USAGE),
-    ("engine.policies.convmap", "ConvMapError", EXIT_USAGE),
-    ("engine.convmap_cli", "ConvmapUsageError", EXIT_USAGE),
+    ("engine.policies.convmap.shim", "ConvMapError", EXIT_USAGE),
+    ("engine.cli.convmap", "ConvmapUsageError", EXIT_USAGE),
     ("engine.sim.render", "RenderUnavailable", EXIT_USAGE),
-    ("engine.cli", "UsageError", EXIT_USAGE),
-    ("engine.driver", "RunFailed", EXIT_FAILED),
-    ("engine.worker", "_PredictFailed", EXIT_FAILED),
+    ("engine.cli.main", "UsageError", EXIT_USAGE),
+    ("engine.run.driver", "RunFailed", EXIT_FAILED),
+    ("engine.workers.worker", "_PredictFailed", EXIT_FAILED),
     ("engine.envs.place_scene", "ResetFailed", EXIT_FAILED),
     ("console.runs", "RunBusy", EXIT_USAGE),
     ("prereg.core.yamlpos", "PosYAMLError", EXIT_USAGE),
@@ -47,7 +47,7 @@ def test_every_error_has_the_root_and_its_exit_code(module, name, code):
 
 def test_the_old_bases_still_catch_them():
     from console.runs import RunBusy
-    from engine.policies.convmap import ConvMapError
+    from engine.policies.convmap.shim import ConvMapError
     from engine.sim.render import RenderUnavailable
 
     assert issubclass(RunBusy, OSError) and issubclass(ConvMapError, ValueError)

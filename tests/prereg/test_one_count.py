@@ -8,7 +8,7 @@ import json
 from console.notify.messages import progress_lines, results_post
 from console.notify.snapshot import read_snapshot, tally
 from console.watcher import RunWatch
-from engine.run_summary import summarize
+from engine.record.summary import summarize
 from prereg.outputs.report import build_report
 from prereg.rundir.rows import read_rows
 from tests.prereg.conftest import make_row

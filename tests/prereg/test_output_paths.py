@@ -118,7 +118,7 @@ def _devnull_link(tmp_path):
 
 @pytest.mark.parametrize("kind", ["fifo", "dir", "link-to-devnull"])
 def test_seam_stats_to_a_device_a_fifo_or_a_directory_is_one_line_exit_2_before_the_rollout(tmp_path, capsys, kind):
-    from engine.cli import main
+    from engine.cli.main import main
 
     path = tmp_path / "rig.json"
     _make(kind, path)
@@ -147,7 +147,7 @@ def test_prereg_new_never_writes_through_a_link(tmp_path, capsys):
 
 
 def test_a_tripwire_report_is_never_written_through_a_link_onto_a_device(tmp_path):
-    from engine.policies.convmap_tripwires import write_tripwires_json
+    from engine.policies.convmap.tripwires import write_tripwires_json
 
     link = _devnull_link(tmp_path)
     with pytest.raises(NotWritable):

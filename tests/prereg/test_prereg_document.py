@@ -294,7 +294,7 @@ def test_two_billion_seeds_are_refused_without_being_expanded(spec):
 
 
 def test_the_seed_bounds_are_one_pair_of_constants_for_documents_and_flags():
-    from engine import cli_parser as cli
+    from engine.cli import parser as cli
     from prereg.core import limits
 
     assert (cli.MAX_SEEDS, cli.MAX_SEED) == (limits.MAX_SEEDS, limits.MAX_SEED) == (100_000, 2**31 - 1)

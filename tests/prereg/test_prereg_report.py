@@ -383,7 +383,7 @@ def test_a_run_not_of_this_registration_is_never_appended_and_a_new_report_repla
 def test_a_resumed_runs_resumes_are_listed_in_its_reads(demo, run_dir):
     from prereg.document.layout import RESULTS_BEGIN_RE, RESULTS_END
 
-    # the driver appends one entry to the manifest's "resumes" per `fontaine-eval --resume` (engine/driver.py)
+    # the driver appends one entry to the manifest's "resumes" per `fontaine-eval --resume` (engine/run/driver.py)
     resumes = [{"at": at, "argv": ["fontaine-eval", "--resume", "runs/scripted"], "host": "lab-1"}
                for at in ("2026-11-29T08:00:00Z", "2026-11-29T13:30:00Z")]
     d = run_dir("scripted", [make_row(s, success=True, progress_cm=8.0, progress_final_cm=7.5) for s in range(6)],

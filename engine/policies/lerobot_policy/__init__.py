@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.policies.convmap import PRESETS, ConvMap
+from engine.policies.convmap.shim import PRESETS, ConvMap
 from engine.policies.lerobot_policy.features import FeatureError, FeaturePlan, parse_map, plan_features
 from engine.policies.molmoact2.checkpoint import HubSettings, _one_line, check_checkpoint_files
 from prereg.core.errors import UsageError
@@ -268,6 +268,19 @@ def _processors(info: Probe, device: str):
         raise LerobotError(f"the saved processors in {info.path} do not load: {_one_line(exc, 240)}") from None
 
 
+def _checked(checkpoint: str, revision: str | None, pinned: bool, feature_map, cameras, expected_files: dict | None):
+    """The checkpoint probed and checked as loading and describing it both need: the files the run
+    recorded first (a pin is one hash of them all), the pin, the feature map against the cameras.
+    (probe's info, the declared map, the feature plan)."""
+    info = probe(checkpoint, revision)
+    if expected_files:
+        check_files(info, expected_files, "after the run recorded it", fresh=False)
+    if pinned:
+        check_pin(checkpoint, revision)
+    declared = parse_map(feature_map)
+    return info, declared, plan_features(info.config, cameras, declared)
+
+
 def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = False, device: str | None = None,
                 convmap: ConvMap = PRESETS["identity"], feature_map=(), task: str | None = None,
                 cameras=None, expected_files: dict | None = None):
@@ -282,13 +295,7 @@ def load_policy(checkpoint: str, *, revision: str | None = None, pinned: bool = 
     from engine.policies.lerobot_policy.policy import LerobotPolicy
     from engine.policies.lerobot_policy.serving import serving_mode
 
-    info = probe(checkpoint, revision)
-    if expected_files:  # first: it names the file (a pin is one hash of them all)
-        check_files(info, expected_files, "after the run recorded it", fresh=False)
-    if pinned:
-        check_pin(checkpoint, revision)
-    declared = parse_map(feature_map)
-    plan = plan_features(info.config, cameras, declared)
+    info, declared, plan = _checked(checkpoint, revision, pinned, feature_map, cameras, expected_files)
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise LerobotError(f"device {device!r} asked for, but CUDA is not available here; use --device cpu")
@@ -356,13 +363,7 @@ def describe_checkpoint(checkpoint: str, *, revision: str | None = None, pinned:
     without its weights: the same facts as a loaded policy's describe(), the pin checked."""
     from engine.policies.lerobot_policy.serving import serving_mode
 
-    info = probe(checkpoint, revision)
-    if expected_files:  # first: it names the file (a pin is one hash of them all)
-        check_files(info, expected_files, "after the run recorded it", fresh=False)
-    if pinned:
-        check_pin(checkpoint, revision)
-    declared = parse_map(feature_map)
-    plan = plan_features(info.config, None, declared)
+    info, declared, plan = _checked(checkpoint, revision, pinned, feature_map, None, expected_files)
     return _facts(info, plan, declared, serving_mode(info.path), convmap, task)
 
 

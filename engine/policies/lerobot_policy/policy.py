@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from engine.policies.base import Chunk, Observation
-from engine.policies.convmap import ConvMap, first_action_delta_deg, rig_deg_to_sim_rad, sim_rad_to_rig_deg
+from engine.policies.convmap.shim import ConvMap, first_action_delta_deg, rig_deg_to_sim_rad, sim_rad_to_rig_deg
 from engine.policies.lerobot_policy.features import FeaturePlan
 from engine.policies.lerobot_policy.serving import CHUNK
 from engine.policies.molmoact2.policy import JOINT_HIGH_RAD, JOINT_LOW_RAD

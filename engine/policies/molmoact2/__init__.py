@@ -16,7 +16,7 @@ import warnings
 warnings.filterwarnings("ignore", message=r"`rope_config_validation` is deprecated", category=FutureWarning)
 
 from engine.policies.base import DEFAULT_TASK  # noqa: E402 - after the filter: importing these imports lerobot
-from engine.policies.convmap import PRESETS, ConvMap  # noqa: E402
+from engine.policies.convmap.shim import PRESETS, ConvMap  # noqa: E402
 from engine.policies.molmoact2.checkpoint import CheckpointError  # noqa: E402
 from prereg.core.vocabulary import DECODES as VOCAB_DECODES  # noqa: E402
 from prereg.core.vocabulary import DTYPES as VOCAB_DTYPES  # noqa: E402

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from engine.policies.base import JOINT_NAMES, Chunk, Observation
-from engine.policies.convmap import ConvMap, first_action_delta_deg, rig_deg_to_sim_rad, sim_rad_to_rig_deg
+from engine.policies.convmap.shim import ConvMap, first_action_delta_deg, rig_deg_to_sim_rad, sim_rad_to_rig_deg
 from engine.policies.molmoact2 import fast as fastmod
 from engine.policies.molmoact2.fast import FastCodec
 from engine.policies.molmoact2.grammar import GrammarMask

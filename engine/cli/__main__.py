@@ -1,0 +1,7 @@
+"""`python -m engine.cli ...` is `fontaine-eval ...` (the console launches runs this way)."""
+
+import sys
+
+from engine.cli.main import main
+
+sys.exit(main())

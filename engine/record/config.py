@@ -1,0 +1,86 @@
+"""A run's configuration (`RunConfig`: what the driver runs, as the manifest records it) and its result.
+
+The command line (engine/cli/resolve.py) builds a RunConfig from flags, a frozen pre-registration or
+a run to resume (the manifest's `config` is its `as_dict()`); workers and Ray shards get it pickled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from engine.policies.factory import PolicySpec
+from prereg.rundir.status import GateSpec
+
+
+@dataclass
+class RunConfig:
+    run_id: str
+    arm: str
+    policy: PolicySpec
+    seeds: list[int]
+    episode_seconds: float = 30.0
+    workers: int = 1
+    video_draw: str = "0"  # "auto" | "0" first episode of each worker | "none" | "all" | "seeds:1,5"
+    batch_wait_ms: float = 20.0  # the shortest wait to fill a batch ...
+    batch_wait_max_ms: float = 1000.0  # ... and the longest, however slow the workers' chunks are
+    gates: GateSpec = field(default_factory=GateSpec)
+    gpus: int | None = None  # GPUs held; None = 1 when the policy runs on CUDA, else 0
+    render_size: int = 224
+    video_size: int | None = None  # pixels a side of each filmed view (front | wrist); None = render_size
+    prereg: dict | None = None  # {id, sha256, path} when launched from a frozen document
+    ray: dict | None = None  # {address, shards, gpus_per_shard, dashboard}: run the seeds on a Ray cluster
+    record_predicts: bool = False  # predicts.jsonl: one line per served observation (engine/record/predict_trail.py)
+    env: str = "boat-on-disk"  # the scene and task (engine.envs); a manifest from before envs ran this one
+    arms: list[dict] | None = None  # a comparison run: [{"arm": A, "policy": {...}}, {"arm": B, ...}]
+    comparison: dict | None = None  # ... and its registered comparison (prereg.stats.comparison.ComparisonSpec.as_dict())
+
+    def arm_policies(self) -> list[tuple[str | None, PolicySpec]]:
+        """(arm, policy) per arm a worker may be handed: the comparison's two, or (None, the one policy)."""
+        if not self.arms:
+            return [(None, self.policy)]
+        return [(a["arm"], PolicySpec.from_dict(a["policy"])) for a in self.arms]
+
+    def arm_names(self) -> list[str] | None:
+        return [a["arm"] for a in self.arms] if self.arms else None
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["policy"] = self.policy.as_dict()
+        d["gates"] = self.gates.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "RunConfig":
+        d = dict(d)
+        d["policy"] = PolicySpec.from_dict(d["policy"])
+        d["gates"] = GateSpec.from_dict(d.get("gates"))
+        known = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        return cls(**known)
+
+
+@dataclass
+class RunResult:
+    state: str
+    reason: str | None
+    rows: list[dict]
+    summary: dict
+
+
+def comparison_record(spec) -> dict:
+    """A ComparisonSpec as the config records it (JSON; `comparison_spec` reads it back on a resume)."""
+    d = asdict(spec)
+    d.pop("line", None)
+    d["assumed_rates"] = list(spec.assumed_rates) if spec.assumed_rates is not None else None
+    return d
+
+
+def comparison_spec(d: dict):
+    from prereg.document.comparison_spec import ComparisonSpec
+
+    return ComparisonSpec.from_record(d)
+
+
+def workers_for(workers: int, n_jobs: int) -> int:
+    """No more workers than episodes to run (and at least one): the count the manifest records, the
+    pool starts and the pace projects over. The one place this rule is written."""
+    return max(1, min(int(workers), int(n_jobs)))
