@@ -24,9 +24,9 @@ import numpy as np
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
 from engine.envs import get_env
 from engine.envs.registry import BUILTINS
-from engine.episode import run_episode
 from engine.policies.scripted import ScriptedOracle
 from engine.sim.scene import PAN_AXIS_XY
+from engine.workers.episode import run_episode
 from prereg.rundir.outcomes import episode_outcome
 from prereg.rundir.rows import OK
 

@@ -13,7 +13,6 @@ import pytest
 
 from engine.envs import get_env
 from engine.envs.reach_share import count_reachable, reach_share, share_text
-from engine.episode import run_episode
 from engine.policies.scripted import ScriptedOracle
 from engine.sim.reach import (
     GRASP_SITE_Z_M,
@@ -25,6 +24,7 @@ from engine.sim.reach import (
     reach,
 )
 from engine.sim.scene import PAN_AXIS_XY
+from engine.workers.episode import run_episode
 from prereg.rundir.outcomes import episode_outcome
 from prereg.rundir.rows import OK, row_problem
 from tests.engine.nexus_fixture import write_nexus_env

@@ -70,7 +70,6 @@ def test_valid_rows_pass_and_extra_fields_are_allowed():
 
 
 GRASP_FIELDS = ("grasped_lifted", "grasp_tick", "lift_max_mm", "carried_cm", "released", "grasped_squeezed")
-OLD_GRASP_FIELDS = ("grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released")
 
 
 def test_schema_4_names_both_grasps_and_rows_of_schemas_1_to_3_still_read(tmp_path):
