@@ -84,7 +84,7 @@ def record_oracle(env, seed: int, ticks: int) -> tuple[np.ndarray, bool]:
 
     row = run_episode(env, seed, ticks / CONTROL_HZ, predict, chunk_horizon=oracle.chunk_horizon,
                       needs_images=False, needs_privileged=True, stop_on_success=False)
-    return np.array(targets[:ticks]), row["grasped"]
+    return np.array(targets[:ticks]), row["grasped_lifted"]
 
 
 def bare(env, seed: int, targets: np.ndarray) -> float:

@@ -83,6 +83,7 @@ class AggregateView:
     restarts: int
     version: int
     arms: tuple[ArmView, ...] = ()
+    unreachable: int = 0  # seeds out of the SO-101's reach (rows with reachable false): counted apart, not in k/n
 
     @property
     def comparison(self) -> bool:
@@ -190,6 +191,7 @@ class RunAggregate:
             restarts=self.restarts,
             version=self.version,
             arms=arms,
+            unreachable=self.fold.unreachable,
         )
 
     def _arm_view(self, key, t: ArmTally) -> ArmView:

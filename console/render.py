@@ -270,6 +270,8 @@ def _read_rows(t: Table, view: AggregateView, cols: int) -> None:
         lines.append(("repeated seeds", view.duplicate_seeds, "yellow", "rows for a seed seen before: its last row counts"))
     if view.out_of_plan:
         lines.append(("out of plan", view.out_of_plan, "yellow", "rows of seeds not planned: not counted"))
+    if view.unreachable:
+        lines.append(("unreachable", view.unreachable, "yellow", "seeds out of the arm's reach: not in k/n"))
     for label, n, style, note in lines:
         t.add_row(label, Text(str(n), style=style if n else ""), Text(note, style="grey62" if cols > 1 else ""))
 

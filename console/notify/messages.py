@@ -304,6 +304,9 @@ def _read_lines(snap: RunSnapshot) -> list[str]:
         out.append(f"{snap.fold.duplicates} row(s) repeat a seed: the last row of each seed counts")
     if snap.fold.out_of_plan:
         out.append(f"{snap.fold.out_of_plan} row(s) of seeds not in the plan: not counted")
+    if snap.fold.unreachable:
+        out.append(f"{snap.fold.unreachable} seed(s) out of the SO-101's reach (reachable: false): counted apart, "
+                   "not in the successes' k/n")
     return out
 
 

@@ -74,12 +74,13 @@ def _sim_predictions(args) -> int:
 def _list_envs(name: str | None = None) -> int:
     """One line per env; with --env NAME, that env's line and its sha256 (what a plan pins)."""
     from engine.envs import env_sha256, get_env, list_lines
+    from engine.envs.registry import reach_column
 
     if name is not None:
         spec = get_env(name)
-        say(f"{spec.line()}\tsha256 {env_sha256(name)}", flush=True)
+        say(f"{spec.line()}\tsha256 {env_sha256(name)}\t{reach_column(name)}", flush=True)
         return 0
-    for line in list_lines():
+    for line in list_lines(reach=True):
         say(line, flush=True)
     return 0
 

@@ -26,18 +26,23 @@ class ResetFailed(RunFailed, RuntimeError):
 
 
 def _metrics_class():
-    from engine.sim.metrics import EpisodeMetrics, success_test
+    from engine.sim.metrics import STILL_SPEED_M_S, EpisodeMetrics, placed_test, success_test
 
     class PlaceMetrics(EpisodeMetrics):
-        """EpisodeMetrics with the file's (or an adapter's) declared test, tolerances and hold."""
+        """EpisodeMetrics with the file's (or an adapter's) declared test, tolerances and hold: the
+        declared test is the env's own (`env_success`); Fontaine's success is `placed_test`'s."""
 
         def __init__(self, test, tol: dict, hold_ticks: int, *args, dist3d: bool = False, **kwargs):
             self.tol, self.hold_ticks, self.dist3d = tol, hold_ticks, dist3d
-            self._test = success_test(test, tol)
+            self._env_test = success_test(test, tol)
+            self._test = success_test(placed_test(test), {"still_speed_m_s": STILL_SPEED_M_S, **tol})
             super().__init__(*args, **kwargs)
 
         def succeeds(self, r) -> bool:
             return self._test(r, self.disk_pos, self.disk_top_z)
+
+        def env_succeeds(self, r) -> bool:
+            return self._env_test(r, self.disk_pos, self.disk_top_z)
 
         def _dist(self, r) -> float:
             if not self.dist3d:  # a place: XY to the target's centre; a lift: 3-D to the point above the start

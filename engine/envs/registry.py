@@ -193,15 +193,32 @@ def env_record(name: str) -> dict:
     return {"name": name, "sha256": env_sha256(name)}
 
 
-def list_lines() -> list[str]:
-    """One line per env, name first: `name<TAB>description<TAB>source`; an env that cannot be
-    loaded is listed with why, so one broken plugin does not hide the others."""
+def list_lines(reach: bool = False) -> list[str]:
+    """One line per env, name first: `name<TAB>description<TAB>source`, and with `reach` its share of
+    reachable seeds (engine/envs/reach_share.py); an env that cannot be loaded is listed with why, so one
+    broken plugin does not hide the others."""
     lines = []
     for entry in entries():
         try:
             spec = entry.load()
-            lines.append(f"{spec.line()}\t{entry.source}")
+            lines.append(f"{spec.line()}\t{entry.source}" + (f"\t{reach_column(entry.name)}" if reach else ""))
         except EnvError as exc:
             lines.append(f"{entry.name}\t(cannot be loaded: {exc.one_line()})"
                          f"\t{entry.source}")
-    return lines + gym_adapter.list_lines()
+    gym = gym_adapter.list_lines()
+    if reach:
+        gym = [line + (f"\t{reach_column(line.split(chr(9))[0])}" if "(cannot be loaded" not in line else "")
+               for line in gym]
+    return lines + gym
+
+
+def reach_column(name: str) -> str:
+    """`reachable K/N seeds (P%)` of env `name` (engine/envs/reach_share.py), or why it cannot be said."""
+    from engine.envs.reach_share import reach_share, share_text
+
+    try:
+        return share_text(*reach_share(get_env(name), env_sha256(name)))
+    except EnvError as exc:
+        return f"reachable: unknown ({exc.one_line()})"
+    except Exception as exc:  # noqa: BLE001 - a lab's env may fail in any way on a seed: one line
+        return f"reachable: unknown ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})"

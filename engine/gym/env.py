@@ -13,7 +13,8 @@
 - reward 1.0 once Fontaine's success test has held for its hold (success latches), else 0.0;
   `terminated` at success, `truncated` at the env's episode budget (the registration's
   max_episode_steps); `info["is_success"]` (what lerobot-eval reads), and at the episode's end
-  `info["row"]`: the simulator's fields of Fontaine's row (grasped, carried_cm, success_streak, ...).
+  `info["row"]`: the simulator's fields of Fontaine's row (grasped_lifted, reachable, carried_cm,
+  success_streak, ...).
 - `task_description`: the env's language instruction; `render()`: the front and wrist views side
   by side (Fontaine's video frame).
 

@@ -1,8 +1,12 @@
 """The scripted oracle: picks the boat top-down and sets it on the disk from the true poses.
 
 It proves the success criterion and the harness: a policy that sees the truth must score
-real successes. It owns its own MuJoCo model for inverse kinematics (damped least squares
-on the grasp site between the jaw pads) and replans from the true boat pose every chunk.
+real successes. Its inverse kinematics is engine/sim/reach.py's (damped least squares on the
+grasp site between the jaw pads, on its own model of the arm), the same poses that say
+whether a seed is `reachable`: where the arm cannot point straight down at the object or the
+target (past about 0.27 m from the pan axis at the floor) it tilts the jaws outward, the most
+upright tilt that reaches, lifts a far object while drawing it in, opens wide and backs off along
+the jaws. It replans from the true boat pose every chunk.
 
 Plan, per episode (one `_EpisodePlan` per seed): home -> pre-grasp above the boat (gripper
 opening) -> straight down -> close and hold -> lift (stage end: measure the grasp) -> carry
@@ -29,42 +33,42 @@ can be shown to produce.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import mujoco
 import numpy as np
 
 import engine.sim  # noqa: F401  (MUJOCO_GL before mujoco)
 from engine.policies.base import Chunk, Observation
 from engine.sim.env import HOME_RAD
-from engine.sim.scene import (
-    PAN_AXIS_XY,
-    build_model,
-    joint_dof_addresses,
-    joint_qpos_addresses,
-    joint_ranges,
+from engine.sim.reach import (
+    GRASP_SITE_Z_M,
+    IK_DAMPING,
+    JAW_CLOSED_RAD,
+    JAW_OPEN_RAD,
+    MAX_TILT_DEG,
+    PLACE_CLEARANCE_M,
+    TILTS_DEG,
+    ArmKinematics,
+    azimuth,
+    grasp_rotation,
+    grasp_yaws,
+    object_yaw,
 )
+from engine.sim.scene import PAN_AXIS_XY
 
 CHUNK_HORIZON = 6  # 0.2 s: short, so the oracle follows the true boat pose closely
 
-GRASP_SITE_Z_M = 0.016  # grasp site above the boat's base at the grasp (hull is 20 mm tall)
 PREGRASP_CLEARANCE_M = 0.075
 PREGRASP_MIN_CLEARANCE_M = 0.05  # fingertips still 5 mm above the 48 mm boat
 CARRY_CLEARANCE_M = 0.045  # boat base above the disk top while carrying
-PLACE_CLEARANCE_M = 0.003  # boat base above the disk top when it is let go
-GRIPPER_OPEN = 0.5  # about 54 mm between the pads' fingertips; the hull is 31 mm wide
-GRIPPER_CLOSED = -0.17
+GRIPPER_OPEN = JAW_OPEN_RAD  # about 54 mm between the pads' fingertips; the hull is 31 mm wide
+GRIPPER_CLOSED = JAW_CLOSED_RAD
 GRIPPER_RELEASE = 0.3
+TILTED_LIFT_RADIUS_M = 0.27  # a grasp with the jaws tilted is lifted while drawn in to this radius
 MAX_ATTEMPTS = 3
 SKILL_STREAM = 0x5C111  # the skill draw's stream: np.random.default_rng([SKILL_STREAM, seed])
 DROP_STREAM = 0xD4095  # the drop knob's: np.random.default_rng([DROP_STREAM, seed])
-
-IK_DAMPING = 0.01
-IK_ROTATION_WEIGHT = 0.3
-IK_TOLERANCE_M = 1e-4
-IK_MAX_STEP_RAD = 0.2
 
 # Stage timings in 30 Hz ticks.
 T_TO_PREGRASP, T_DESCEND, T_CLOSE, T_CLOSE_HOLD, T_LIFT, T_SETTLE = 36, 27, 15, 9, 24, 6
@@ -84,14 +88,14 @@ class ScriptedOracle:
         self.chunk_horizon = int(chunk_horizon)
         self.grasp_miss = check_grasp_miss(grasp_miss)
         self.grasp_drop = check_grasp_miss(grasp_drop, "grasp_drop")
-        self.kinematics = ArmKinematics()
+        self.kinematics = ArmKinematics()  # its own (a worker's handed scene, engine/sim/handoff.py, when it has one)
         self._plans: dict[int, _EpisodePlan] = {}
 
     def describe(self) -> dict[str, Any]:
         return {
             "policy": self.name,
             "chunk_horizon": self.chunk_horizon,
-            "ik": f"damped least squares, lambda {IK_DAMPING}, on the grasp site",
+            "ik": f"damped least squares, lambda {IK_DAMPING}, on the grasp site; tilted up to {MAX_TILT_DEG:g} deg",
             "grasp_site_z_m": GRASP_SITE_Z_M,
             "carry_clearance_m": CARRY_CLEARANCE_M,
             "place_clearance_m": PLACE_CLEARANCE_M,
@@ -111,7 +115,8 @@ class ScriptedOracle:
         if plan is None or obs.replan_index == 0:
             kind = _LiftPlan if obs.privileged.get("plan") == "lift" else _EpisodePlan  # the env says which task
             plan = self._plans[obs.seed] = kind(self.kinematics, miss=misses(obs.seed, self.grasp_miss),
-                                                drop=drops(obs.seed, self.grasp_drop))
+                                                drop=drops(obs.seed, self.grasp_drop),
+                                                square="plan" in obs.privileged)
         targets = plan.next_chunk(obs, self.chunk_horizon)
         return Chunk(targets_rad=targets, info={"stage": plan.stage, "attempt": plan.attempt})
 
@@ -143,76 +148,7 @@ def drops(seed: int, grasp_drop: float) -> bool:
     return grasp_drop > 0.0 and drop_draw(seed) < grasp_drop
 
 
-class ArmKinematics:
-    """Forward and inverse kinematics of the grasp site on the oracle's own model instance."""
-
-    def __init__(self):
-        self.model = build_model()
-        self.data = mujoco.MjData(self.model)
-        self._qpos = joint_qpos_addresses(self.model)
-        self._dofs = joint_dof_addresses(self.model)[:5]
-        self.ranges = joint_ranges(self.model)
-        self._site = self.model.site("grasp").id
-        self._jacp = np.zeros((3, self.model.nv))
-        self._jacr = np.zeros((3, self.model.nv))
-
-    def site_pose(self, q6: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(position, 3x3 rotation) of the grasp site for a joint configuration."""
-        self.data.qpos[self._qpos] = q6
-        mujoco.mj_kinematics(self.model, self.data)
-        return self.data.site_xpos[self._site].copy(), self.data.site_xmat[self._site].reshape(3, 3).copy()
-
-    def solve(self, pos: np.ndarray, yaw: float, q_init: np.ndarray, iterations: int = 60) -> tuple[np.ndarray, float]:
-        """Arm joints (5,) putting the site at `pos`, pointing down with its closing axis at `yaw`.
-
-        Returns the solution and its remaining position error (m).
-        """
-        target_rot = top_down_rotation(yaw)
-        q = np.array(q_init[:5], dtype=float)
-        lo, hi = self.ranges[:5, 0], self.ranges[:5, 1]
-        err_pos = np.inf
-        for _ in range(iterations):
-            self.data.qpos[self._qpos[:5]] = q
-            mujoco.mj_kinematics(self.model, self.data)
-            mujoco.mj_comPos(self.model, self.data)
-            rot = self.data.site_xmat[self._site].reshape(3, 3)
-            e_pos = pos - self.data.site_xpos[self._site]
-            e_rot = 0.5 * _column_cross_sum(rot, target_rot)
-            err_pos = math.sqrt(float(e_pos @ e_pos))
-            if err_pos < IK_TOLERANCE_M and float(e_rot @ e_rot) < 1e-6:
-                break
-            mujoco.mj_jacSite(self.model, self.data, self._jacp, self._jacr, self._site)
-            jac = np.vstack([self._jacp[:, self._dofs], IK_ROTATION_WEIGHT * self._jacr[:, self._dofs]])
-            err = np.concatenate([e_pos, IK_ROTATION_WEIGHT * e_rot])
-            step = jac.T @ np.linalg.solve(jac @ jac.T + IK_DAMPING**2 * np.eye(6), err)
-            step *= min(1.0, IK_MAX_STEP_RAD / max(np.abs(step).max(), 1e-12))  # no leaps across branches
-            q = np.clip(q + step, lo, hi)
-        return q, err_pos
-
-
-def _column_cross_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """sum_i a[:, i] x b[:, i]: the orientation error of `a` against `b` (times 2)."""
-    return np.array([
-        a[1] @ b[2] - a[2] @ b[1],
-        a[2] @ b[0] - a[0] @ b[2],
-        a[0] @ b[1] - a[1] @ b[0],
-    ])
-
-
-def top_down_rotation(yaw: float) -> np.ndarray:
-    """Site frame pointing straight down (z = -world z) with its closing axis x at `yaw`."""
-    c, s = np.cos(yaw), np.sin(yaw)
-    return np.array([[c, s, 0.0], [s, -c, 0.0], [0.0, 0.0, -1.0]])
-
-
-def boat_yaw(quat: np.ndarray) -> float:
-    w, x, y, z = quat
-    return float(np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z)))
-
-
-def azimuth(xy: np.ndarray) -> float:
-    d = np.asarray(xy[:2]) - PAN_AXIS_XY
-    return float(np.arctan2(d[1], d[0]))
+boat_yaw = object_yaw  # the boat's heading: the yaw of its quaternion
 
 
 def angle_diff(a: float, b: float) -> float:
@@ -246,11 +182,18 @@ class _CylPose:
     radius: float
     z: float
     yaw: float
+    tilt: float = 0.0  # the jaws' tilt outward from straight down (engine.sim.reach.grasp_rotation)
 
     @classmethod
-    def at(cls, pos: np.ndarray, yaw: float) -> "_CylPose":
+    def at(cls, pos: np.ndarray, yaw: float, tilt: float = 0.0) -> "_CylPose":
         d = pos[:2] - PAN_AXIS_XY
-        return cls(float(np.arctan2(d[1], d[0])), float(np.linalg.norm(d)), float(pos[2]), yaw)
+        return cls(float(np.arctan2(d[1], d[0])), float(np.linalg.norm(d)), float(pos[2]), yaw, tilt)
+
+    def rotation(self) -> np.ndarray:
+        return grasp_rotation(self.yaw, self.tilt, self.az)
+
+    def raised(self, z: float) -> "_CylPose":
+        return _CylPose(self.az, self.radius, z, self.yaw, self.tilt)
 
     def position(self) -> np.ndarray:
         xy = PAN_AXIS_XY + self.radius * np.array([np.cos(self.az), np.sin(self.az)])
@@ -258,14 +201,19 @@ class _CylPose:
 
     def lerp(self, other: "_CylPose", s: float) -> "_CylPose":
         return _CylPose(*(a + s * (b - a) for a, b in zip(
-            (self.az, self.radius, self.z, self.yaw), (other.az, other.radius, other.z, other.yaw))))
+            (self.az, self.radius, self.z, self.yaw, self.tilt),
+            (other.az, other.radius, other.z, other.yaw, other.tilt))))
 
 
 class _EpisodePlan:
     """One episode's stage machine; segments are queued per stage and consumed tick by tick."""
 
-    def __init__(self, kinematics: ArmKinematics, miss: bool = False, drop: bool = False):
+    def __init__(self, kinematics: ArmKinematics, miss: bool = False, drop: bool = False, square: bool = False):
         self.kin = kinematics
+        self.release = GRIPPER_RELEASE  # how far the jaws open to let go (the grasp sets it)
+        self.place_goal: np.ndarray | None = None  # the site over the target at the place (a place's plan)
+        self.grasp_tilt = 0.0  # the jaws' tilt at the grasp: kept through the carry and the place
+        self.square = square  # a cube-like object (the env says "plan"): any face closes; the boat: across its width
         self.closed = GRIPPER_OPEN if miss else GRIPPER_CLOSED  # a missed grasp: the jaws never close
         self.drop = drop  # the drop knob: let go after the lift
         self.segments: list[_Segment] = []
@@ -295,10 +243,11 @@ class _EpisodePlan:
         disk_pos = np.asarray(priv["disk_pos"])
         disk_top = float(priv.get("disk_top_z", 0.002))
         q = np.asarray(obs.state_rad, dtype=float)
-        upright = 1.0 - 2.0 * (boat_quat[1] ** 2 + boat_quat[2] ** 2)
+        upright = self._upright(boat_quat)
         site_pos, site_rot = self.kin.site_pose(q)
         offset = site_rot.T @ (boat_pos - site_pos)
 
+        self.place_goal = np.array([disk_pos[0], disk_pos[1], disk_top + PLACE_CLEARANCE_M + GRASP_SITE_Z_M])
         if self.stage == "start":
             self._plan_approach(obs.tick, q, boat_pos, boat_quat)
         elif self.stage == "approach":
@@ -326,25 +275,31 @@ class _EpisodePlan:
         self.stage = "approach"
         self.attempt += 1
         grasp = boat_pos + np.array([0.0, 0.0, GRASP_SITE_Z_M])
-        yaw, pregrasp, q_pre = self._choose_grasp_yaw(grasp, boat_yaw(boat_quat))
+        yaw, tilt, pregrasp, q_pre = self._choose_grasp(grasp, boat_yaw(boat_quat), self.square)
+        self.grasp_tilt = tilt
         q_start = q.copy()
         site_pos, site_rot = self.kin.site_pose(q)
         if site_pos[2] < pregrasp[2]:  # a retry from low down: let go and rise before swinging over
             here = _CylPose.at(site_pos, float(np.arctan2(site_rot[1, 0], site_rot[0, 0])))
-            above = _CylPose(here.az, here.radius, pregrasp[2], here.yaw)
+            above = _CylPose(here.az, here.radius, pregrasp[2], here.yaw, self.site_target.tilt if self.site_target else 0.0)
+            here.tilt = above.tilt
             self.q_ik = q.copy()
             tick = self._cart_move(tick, 12, here, above, GRIPPER_OPEN, GRIPPER_OPEN)
             q_start = self._last_target()
         q_pre6 = np.append(q_pre, GRIPPER_OPEN)
         tick = self._joint_segment(tick, T_TO_PREGRASP, q_start, q_pre6)
         self.q_ik = q_pre6.copy()
-        pre = _CylPose.at(pregrasp, yaw)
-        down = _CylPose.at(grasp, yaw)
+        pre = _CylPose.at(pregrasp, yaw, tilt)
+        down = _CylPose.at(grasp, yaw, tilt)
         tick = self._cart_move(tick, T_DESCEND, pre, down, GRIPPER_OPEN, GRIPPER_OPEN)
         closed = self.closed
         tick = self._cart_move(tick, T_CLOSE, down, down, GRIPPER_OPEN, closed)
         tick = self._cart_move(tick, T_CLOSE_HOLD, down, down, closed, closed)
-        lifted = _CylPose(down.az, down.radius, grasp[2] + 0.002 + CARRY_CLEARANCE_M, yaw)
+        lifted = down.raised(grasp[2] + 0.002 + CARRY_CLEARANCE_M)
+        if tilt > 0.0:  # a far grasp: lift while drawing the object in, where the arm is strong and upright
+            lifted = _CylPose(down.az, min(down.radius, TILTED_LIFT_RADIUS_M), lifted.z, yaw, tilt)
+        lifted = self._reachable(lifted)
+        self.release = GRIPPER_OPEN if tilt > 0.0 else GRIPPER_RELEASE  # a tilted grasp wedges: open wide
         tick = self._cart_move(tick, T_LIFT, down, lifted, closed, closed)
         self._cart_move(tick, T_SETTLE, lifted, lifted, closed, closed)
 
@@ -353,7 +308,7 @@ class _EpisodePlan:
         start = self.site_target
         yaw = start.yaw + (azimuth(disk_pos) - start.az)  # keep the wrist roll: the boat turns with the arm
         boat_goal = np.array([disk_pos[0], disk_pos[1], disk_top + CARRY_CLEARANCE_M])
-        goal = _CylPose.at(boat_goal - top_down_rotation(yaw) @ self.offset_local, yaw)
+        goal = self._holding_at(boat_goal, yaw)
         length = T_CARRY_MIN + int(T_CARRY_PER_RAD * abs(goal.az - start.az) + 100 * abs(goal.radius - start.radius))
         tick = self._cart_move(tick, length, start, goal, GRIPPER_CLOSED, GRIPPER_CLOSED)
         self._cart_move(tick, T_CARRY_SETTLE, goal, goal, GRIPPER_CLOSED, GRIPPER_CLOSED)
@@ -362,13 +317,14 @@ class _EpisodePlan:
         self.stage = "place"
         start = self.site_target
         boat_goal = np.array([disk_pos[0], disk_pos[1], disk_top + PLACE_CLEARANCE_M])
-        goal = _CylPose.at(boat_goal - top_down_rotation(start.yaw) @ self.offset_local, start.yaw)
+        goal = self._holding_at(boat_goal, start.yaw)
         tick = self._cart_move(tick, T_PLACE_DESCEND, start, goal, GRIPPER_CLOSED, GRIPPER_CLOSED)
         tick = self._cart_move(tick, T_PLACE_PAUSE, goal, goal, GRIPPER_CLOSED, GRIPPER_CLOSED)
-        tick = self._cart_move(tick, T_OPEN, goal, goal, GRIPPER_CLOSED, GRIPPER_RELEASE)
-        tick = self._cart_move(tick, T_OPEN_HOLD, goal, goal, GRIPPER_RELEASE, GRIPPER_RELEASE)
-        up = _CylPose(goal.az, goal.radius, goal.z + PREGRASP_CLEARANCE_M, goal.yaw)
-        tick = self._cart_move(tick, T_RETREAT, goal, up, GRIPPER_RELEASE, GRIPPER_RELEASE)
+        tick = self._cart_move(tick, T_OPEN, goal, goal, GRIPPER_CLOSED, self.release)
+        tick = self._cart_move(tick, T_OPEN_HOLD, goal, goal, self.release, self.release)
+        back = goal.position() - goal.rotation()[:, 2] * PREGRASP_CLEARANCE_M  # straight up, or back along tilted jaws
+        up = self._reachable(_CylPose.at(back, goal.yaw, goal.tilt))
+        tick = self._cart_move(tick, T_RETREAT, goal, up, self.release, self.release)
         tick = self._joint_segment(tick, T_HOME, self._last_target(), HOME_RAD)
         self._joint_segment(tick, T_HOME_HOLD, HOME_RAD, HOME_RAD)
 
@@ -397,25 +353,85 @@ class _EpisodePlan:
 
     # -- segments --------------------------------------------------------------------------
 
-    def _choose_grasp_yaw(self, grasp: np.ndarray, boat_heading: float) -> tuple[float, np.ndarray, np.ndarray]:
-        """Close across the hull's width; of the two roll signs take the one nearer zero roll.
+    def _choose_grasp(self, grasp: np.ndarray, heading: float, square: bool):
+        """Point straight down where the arm can: close across the hull's width, of the two roll signs
+        the one nearer zero roll. Returns (yaw, tilt, pre-grasp position, its arm joints).
 
-        Returns (yaw, pre-grasp position, its arm joints). The pre-grasp is lowered (down to
-        `PREGRASP_MIN_CLEARANCE_M`) where the arm cannot point straight down that high: at the
-        far edge of the spawn band, 0.24 m from the pan axis, top-down reach ends near 6.5 cm.
-        """
+        The pre-grasp is lowered (down to `PREGRASP_MIN_CLEARANCE_M`) where the arm cannot point
+        straight down that high: 0.24 m from the pan axis, top-down reach ends near 6.5 cm. Where it
+        cannot point straight down at the object at all (beyond about 0.28 m at the floor), the jaws
+        tilt outward (engine.sim.reach: the most upright pose that reaches), closing along the face
+        nearest the tangent, and the pre-grasp backs off along the tilted approach. Where the place
+        needs the jaws tilted, the grasp takes that tilt already: a change of tilt on the way would pitch
+        the held object, which then lands on an edge and tips (so101-nexus seed 38). A retry grasps at
+        the object's own most upright tilt (a steep grasp near the top-down limit can miss: env-file seed 7)."""
         seed = np.array([-azimuth(grasp), 0.0, 0.3, 1.4, 0.0])  # pan turns clockwise from above
         best = None
         for clearance in np.linspace(PREGRASP_CLEARANCE_M, PREGRASP_MIN_CLEARANCE_M, 6):
             pregrasp = grasp + np.array([0.0, 0.0, clearance])
-            for yaw in (boat_heading + np.pi / 2, boat_heading - np.pi / 2):
+            for yaw in (heading + np.pi / 2, heading - np.pi / 2):
                 q, err = self.kin.solve(pregrasp, yaw, self._roll_seed(seed, yaw), iterations=100)
                 key = (err > 0.001, abs(q[4]))
                 if best is None or key < best[0]:
                     best = (key, yaw, pregrasp, q)
             if not best[0][0]:
                 break
-        return best[1], best[2], best[3]
+        down, _ = self.kin.solve(grasp, best[1], best[3], iterations=100)
+        place_tilt = self._place_tilt() if self.attempt == 1 else 0.0  # a retry: the grasp's own most upright tilt
+        if place_tilt == 0.0 and not best[0][0] and self.kin.site_error(grasp, best[1], 0.0, down) < 0.002:
+            return best[1], 0.0, best[2], best[3]
+        tangent = azimuth(grasp) + np.pi / 2
+        yaws = sorted(grasp_yaws(heading, square), key=lambda y: abs(angle_diff(y, tangent)) % np.pi)
+        steep = tuple(t for t in TILTS_DEG if np.radians(t) >= place_tilt - 1e-9)
+        pose = self.kin.pose(grasp, yaws, tilts=steep) or self.kin.pose(grasp, yaws)
+        if pose is None:  # out of the arm's reach (the row says reachable: false): the old best effort
+            return best[1], 0.0, best[2], best[3]
+        approach = grasp_rotation(pose.yaw, pose.tilt, azimuth(grasp))[:, 2]
+        for clearance in np.linspace(PREGRASP_CLEARANCE_M, PREGRASP_MIN_CLEARANCE_M, 6):
+            pregrasp = grasp - approach * clearance
+            q, err = self.kin.solve(pregrasp, pose.yaw, pose.q, iterations=100, tilt=pose.tilt)
+            if err < 0.001:
+                break
+        return pose.yaw, pose.tilt, pregrasp, q
+
+    def _place_tilt(self) -> float:
+        """The tilt the jaws need over the target (0 for a lift, or out of reach there)."""
+        if self.place_goal is None:
+            return 0.0
+        pose = self.kin.pose(self.place_goal, (azimuth(self.place_goal) + np.pi / 2,))
+        return 0.0 if pose is None else pose.tilt
+
+    def _upright(self, quat: np.ndarray) -> float:
+        """How squarely the object stands to be grasped again: the boat's up axis against world up; a
+        cube-like object's (`square`) any axis, since it may rest on any face (the cos of its tilt)."""
+        w, x, y, z = quat
+        if not self.square:
+            return 1.0 - 2.0 * (x * x + y * y)
+        up = (2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y))  # world z in the body frame
+        return float(max(abs(c) for c in up))
+
+    def _reachable(self, pose: _CylPose) -> _CylPose:
+        """`pose`, tilted further outward where the arm cannot hold the jaws that upright there."""
+        if self.kin.site_error(pose.position(), pose.yaw, pose.tilt, self.q_ik) < 0.002:
+            return pose
+        for tilt in np.radians(TILTS_DEG):
+            if tilt > pose.tilt and self.kin.site_error(pose.position(), pose.yaw, tilt, self.q_ik) < 0.002:
+                return _CylPose(pose.az, pose.radius, pose.z, pose.yaw, float(tilt))
+        return pose
+
+    def _holding_at(self, object_goal: np.ndarray, yaw: float) -> _CylPose:
+        """The site pose that puts the held object's base at `object_goal` with the closing axis at
+        `yaw`: the most upright tilt the arm reaches (the object hangs from the site at `offset_local`)."""
+        az = azimuth(object_goal)
+        first = None
+        for tilt in (self.grasp_tilt, *(t for t in np.radians(TILTS_DEG) if t != self.grasp_tilt)):
+            pos = object_goal - grasp_rotation(yaw, tilt, az) @ self.offset_local
+            pose = _CylPose.at(pos, yaw, float(tilt))
+            first = first or pose
+            if (self.kin.site_error(pos, yaw, float(tilt), self.q_ik) < 0.002
+                    or self.kin.pose(pos, (yaw,), tilts=(np.degrees(tilt),)) is not None):
+                return pose
+        return first
 
     def _roll_seed(self, seed: np.ndarray, yaw: float) -> np.ndarray:
         """Start the roll near the solution for this yaw so the solver does not wander."""
@@ -445,7 +461,7 @@ class _EpisodePlan:
 
         def target(s: float) -> np.ndarray:
             pose = p0.lerp(p1, smoothstep(s))
-            q5, _ = self.kin.solve(pose.position(), pose.yaw, self.q_ik, iterations=20)
+            q5, _ = self.kin.solve(pose.position(), pose.yaw, self.q_ik, iterations=20, tilt=pose.tilt)
             self.q_ik = np.append(q5, 0.0)
             return np.append(q5, g0 + smoothstep(s) * (g1 - g0))
 
@@ -471,7 +487,7 @@ class _LiftPlan(_EpisodePlan):
         priv = obs.privileged
         pos, quat = np.asarray(priv["object_pos"]), np.asarray(priv["object_quat"])
         q = np.asarray(obs.state_rad, dtype=float)
-        upright = 1.0 - 2.0 * (quat[1] ** 2 + quat[2] ** 2)
+        upright = self._upright(quat)
         if self.stage == "start":
             self._plan_approach(obs.tick, q, pos, quat)
         elif self.stage == "approach":
@@ -494,6 +510,6 @@ class _LiftPlan(_EpisodePlan):
     def _plan_lift(self, tick: int, cube_pos: np.ndarray) -> None:
         self.stage = "lift"
         start = self.site_target
-        up = _CylPose(start.az, start.radius, start.z + (LIFT_TO_M - float(cube_pos[2])), start.yaw)
+        up = self._reachable(start.raised(start.z + (LIFT_TO_M - float(cube_pos[2]))))
         tick = self._cart_move(tick, T_LIFT, start, up, GRIPPER_CLOSED, GRIPPER_CLOSED)
         self._cart_move(tick, T_SETTLE, up, up, GRIPPER_CLOSED, GRIPPER_CLOSED)

@@ -32,6 +32,7 @@ from engine.sim.scene import (
     joint_qpos_addresses,
     joint_ranges,
 )
+from prereg.core.vocabulary import JOINT_NAMES
 
 HOME_RAD = np.array([0.0, -1.65, 1.40, 0.66, 0.0, 0.0])  # the rest pose, lifted clear of spawns
 SPAWN_RADIUS_M = (0.12, 0.24)
@@ -97,7 +98,28 @@ class ObjectEnv:
         self._mat = np.zeros(9)
         self._free = {name: _look_at(cam) for name, cam in (free_cameras or {}).items()}  # {name: (MjvCamera, fovy)}
         self.tick = 0
+        self._pan = self.model.joint(JOINT_NAMES[0]).id
         self.metrics: EpisodeMetrics | None = None
+
+    @property
+    def metrics(self) -> EpisodeMetrics | None:
+        return self._metrics
+
+    @metrics.setter
+    def metrics(self, metrics: EpisodeMetrics | None) -> None:
+        """A reset starts the episode's metrics: the start's true poses are kept for `reachable`."""
+        self._metrics = metrics
+        self._start_pose = None if metrics is None else self.privileged()
+        self._reach = None
+
+    def reach(self):
+        """Whether the SO-101 reaches this episode's object and target from the start (engine.sim.reach),
+        worked out once per episode, when first asked; None before a reset."""
+        if self._reach is None and self._start_pose is not None:
+            from engine.sim.reach import reach
+
+            self._reach = reach(self._start_pose, pan_anchor=self.data.xanchor[self._pan])
+        return self._reach
 
     def step_tick(self, targets_rad: np.ndarray) -> None:
         """One 30 Hz control tick: clamp targets to joint ranges, run the substeps, update metrics."""
@@ -116,7 +138,7 @@ class ObjectEnv:
         """The simulator's row fields for the episode so far."""
         if self.metrics is None:
             raise RuntimeError("row() before reset(): no episode has started")
-        return self.metrics.row()
+        return {**self.metrics.row(), "reachable": self.reach().reachable}
 
     def state_rad(self) -> np.ndarray:
         """(6,) joint positions in sim radians, `JOINT_NAMES` order."""
@@ -155,6 +177,7 @@ class ObjectEnv:
             speed_m_s=math.sqrt(float(vel @ vel)),
             touching_arm=bool(touching & _ARM),
             held=(touching & (both_pads | _SUPPORT)) == both_pads,
+            squeezed=(touching & both_pads) == both_pads,
             face_cos=float(np.abs(rot[2]).max()),
             arm_speed_rad_s=float(np.abs(arm).max()),
         )

@@ -1,6 +1,6 @@
 """Per-tick task metrics and the success criterion, kept free of MuJoCo so they test alone.
 
-Success = the boat rests upright on the disk: its base centre within the disk radius, at
+Success = the boat rests upright on the disk, released (the arm clear of it) and still: its base centre within the disk radius, at
 disk height, upright, still and not touching the arm, all held for `SUCCESS_HOLD_TICKS`
 consecutive ticks. Success latches: once held it stays a success even if the boat is
 disturbed later. `success_tick` is the tick count at which the hold first completed (the
@@ -8,11 +8,13 @@ streak began `SUCCESS_HOLD_TICKS - 1` ticks earlier); tick 1 is the first execut
 
 Grasps, read from the contacts at the end of each tick: the boat is *held* when both jaw pads
 touch it and it touches nothing else (not the table, the disk, the floor or a wall: it is
-off its support). `grasped` = held for `GRASP_HOLD_TICKS` ticks in a row at least once, and
+off its support). `grasped_lifted` = held for `GRASP_HOLD_TICKS` ticks in a row at least once, and
 `grasp_tick` the tick that streak completed (as `success_tick`); `lift_max_mm` = the highest
 the boat's base rose above where the episode started while held; `carried_cm` = the boat's
 XY travel (path length) over consecutive held ticks; `released` = grasped and not held at the
-end (false when never grasped); `touched` = the arm touched the boat at some tick; `off_table` =
+end (false when never grasped); `grasped_squeezed` = both jaw pads touched it, whatever else it
+touched (on its support: so101-nexus's `is_grasped`), for `GRASP_HOLD_TICKS` ticks in a row;
+`touched` = the arm touched the boat at some tick; `off_table` =
 the boat's base ended more than `OFF_TABLE_DROP_M` below where it started (it fell off the table:
 on the floor); `success_streak` = the ticks in a row the success test held at the end (a hold the
 episode's end cut short). prereg.rundir.outcomes.episode_outcome reads these into the episode's one outcome.
@@ -48,6 +50,7 @@ class BoatReading:
     speed_m_s: float
     touching_arm: bool
     held: bool = False  # both jaw pads touch it and nothing else supports it
+    squeezed: bool = False  # both jaw pads touch it (whatever else does)
     face_cos: float = 1.0  # how squarely it rests on one of its faces: max over its axes of |cos(axis, up)|
     arm_speed_rad_s: float = 0.0  # the fastest of the five arm joints
 
@@ -79,6 +82,8 @@ class EpisodeMetrics:
         self.ticks = 0
         self.streak = 0
         self.success_tick: int | None = None
+        self.env_streak = 0
+        self.env_success_tick: int | None = None
         self.dist_initial_m = self._dist(initial)
         self.dist_min_m = self.dist_initial_m
         self.last = initial
@@ -90,6 +95,8 @@ class EpisodeMetrics:
         self.lift_max_m = 0.0
         self.carried_m = 0.0
         self.touched = bool(initial.touching_arm)
+        self.squeeze_streak = 0
+        self.squeezed = False
 
     def rebase(self, initial: BoatReading) -> None:
         """Start the episode's distances again from `initial` (an object moved after the reset: a jittered
@@ -116,6 +123,11 @@ class EpisodeMetrics:
         self.streak = self.streak + 1 if self.succeeds(reading) else 0
         if self.success_tick is None and self.streak >= self.hold_ticks:
             self.success_tick = self.ticks
+        self.env_streak = self.env_streak + 1 if self.env_succeeds(reading) else 0
+        if self.env_success_tick is None and self.env_streak >= self.hold_ticks:
+            self.env_success_tick = self.ticks
+        self.squeeze_streak = self.squeeze_streak + 1 if reading.squeezed else 0
+        self.squeezed = self.squeezed or self.squeeze_streak >= GRASP_HOLD_TICKS
         if reading.held:
             pos = reading.pos
             if self.held_streak:
@@ -131,6 +143,10 @@ class EpisodeMetrics:
     def succeeds(self, reading: BoatReading) -> bool:
         """The instantaneous success test (held `hold_ticks` ticks in a row for a success)."""
         return rests_on_disk(reading, self.disk_pos, self.disk_top_z)
+
+    def env_succeeds(self, reading: BoatReading) -> bool:
+        """The env's own test, as it declares it (`env_success`): a built-in's is Fontaine's."""
+        return self.succeeds(reading)
 
     def row(self) -> dict:
         """The row fields owned by the simulator (see prereg.rundir.rows.ROW_FIELDS)."""
@@ -155,7 +171,10 @@ class EpisodeMetrics:
             "tipped": bool(upright < UPRIGHT_COS),
             "reset_strikes": self.reset_strikes,
             "success_streak": self.streak,
-            "grasped": self.grasp_tick is not None,
+            "env_success": self.env_success_tick is not None,
+            "env_success_tick": self.env_success_tick,
+            "grasped_lifted": self.grasp_tick is not None,
+            "grasped_squeezed": self.squeezed,
             "grasp_tick": self.grasp_tick,
             "lift_max_mm": round(self.lift_max_m * 1000.0, 2),
             "carried_cm": _cm(self.carried_m),
@@ -182,6 +201,16 @@ PREDICATES: dict[str, tuple[tuple[str, ...], str]] = {
     "lifted": ((), "its base at or above the target's height (a lift: the target is that high above its start)"),
 }
 DEFAULT_TEST = ("within", "height", "upright", "object_still", "arm_clear")  # boat-on-disk's, as env files had it
+# "Placed" is physical (issue 45): a place's success adds these to the declared test, so a success is the
+# object let go and at rest on the target; the declared test alone is the env's own (`env_success`).
+PLACED = ("arm_clear", "object_still")
+
+
+def placed_test(names) -> tuple[str, ...]:
+    """Fontaine's success test for a declared test `names`: a place's (a test without `held`) with the
+    object released and still (PLACED) added; a lift's (`held`: the object in the jaws) as declared."""
+    names = tuple(names)
+    return names if "held" in names else tuple(dict.fromkeys(names + PLACED))
 
 
 def success_test(names, tol: dict):

@@ -25,6 +25,7 @@ from prereg.document.layout import Section
 from prereg.document.model import (
     Arm,
 )
+from prereg.rundir.rows import SUCCESS_FIELDS
 
 
 def check_arms(raw, ctx: Ctx, sec: Section, known: set[str], required: bool) -> tuple[list[Arm], set[str]]:
@@ -410,6 +411,14 @@ def check_protocol(raw, ctx: Ctx, required: bool, sealed: bool = False) -> dict:
                     "a list of environment variable names the workers get, e.g. [LAB_TRACE_DIR]")
         else:
             out["pass_env"] = tuple(dict.fromkeys(names))
+    if "success_field" in raw:
+        v = raw["success_field"]
+        if v not in SUCCESS_FIELDS:
+            ctx.err(("protocol", "success_field"), f"must be {' or '.join(SUCCESS_FIELDS)}, got {v!r}",
+                    "success (the default): Fontaine's, a place's object released and at rest on the target; "
+                    "env_success: the env's own test as it declares it")
+        else:
+            out["success_field"] = v
     out.update(_check_env_fields(raw, lambda k, msg, hint="": ctx.err(("protocol", k), msg, hint), sealed))
     return out
 

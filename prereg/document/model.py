@@ -148,6 +148,7 @@ class Protocol:
     pass_env: tuple[str, ...] = ()  # environment variables the workers get by name (engine/process/environ.py)
     env: str | None = None  # the scene and task every arm runs (None: boat-on-disk, the engine's default)
     env_sha256: str | None = None  # its content hash as frozen: a run on a changed env is INVALID
+    success_field: str = "success"  # what the reads count as a success (prereg.rundir.rows.SUCCESS_FIELDS)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from prereg.document.model import Comparator, Document
 from prereg.outputs.provenance import manifest_problems
 from prereg.rundir.discovery import newest_registered_run
 from prereg.rundir.files import load_json_object, time_problems
-from prereg.rundir.rows import RowsRead, read_rows
+from prereg.rundir.rows import RowsRead, read_as_success, read_rows
 from prereg.rundir.runstate import snapshot_state
 from prereg.rundir.status import status_reason_text
 from prereg.stats import curtail
@@ -173,6 +173,7 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
         notes.append(f"one arm of comparison run {run_dir.name} ({' and '.join(m.arms)}, interleaved by seed): the "
                      f"rows whose arm is {arm}; the run's wall and GPU-hours are both arms'")
     state = snapshot_state(snap).shown  # the console's word for the run: died, not status.json's "running"
+    rows = [read_as_success(r, sm.protocol.success_field) for r in rows]  # the success the plan reads
     reads = arm_reads(arm, rows, planned_seeds=seeds, validity=sm.reads.validity,
                       interval=sm.reads.interval, run_state=status, bad_lines=bad, state=state)
     sha = sm.section.seal.sha256

@@ -4,7 +4,9 @@ The denominator (`prereg.rundir.rows.latest_rows`, written once): an arm counts 
 each by the last row written for it. A resumed run re-runs a seed whose row was an error, and a line
 copied twice is one episode: such a row replaces the one before it (`duplicates`), it never counts
 twice ("succ 9/9" on 8 seeds). A row for a seed outside the plan, or of an arm the run does not
-have, is read and not counted (`out_of_plan`). A comparison run (manifest `arms`) folds each arm
+have, is read and not counted (`out_of_plan`); so is the row of a seed whose start the SO-101 cannot
+reach (`reachable` false, prereg.rundir.rows.unreachable): its seed is counted apart (`unreachable`),
+out of k/n, whatever the policy did. A comparison run (manifest `arms`) folds each arm
 apart; a one-arm run folds every row into one tally.
 
 `RowsFold` is the incremental form the console's watcher, the Discord notifier and the kill record
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 
 from prereg.rundir.manifest import Manifest
 from prereg.rundir.outcomes import EPISODE_OUTCOMES, ERROR, OUTCOMES, RowCounts, classify, contribution
+from prereg.rundir.rows import unreachable
 
 ONE_ARM = None  # the key of a one-arm run's tally
 
@@ -62,6 +65,7 @@ class ArmTally:
     counts: RowCounts = field(default_factory=RowCounts)
     duplicates: int = 0  # rows that replaced an earlier row of their seed
     out_of_plan: int = 0  # rows of seeds outside the plan: read, not counted
+    unreachable: set = field(default_factory=set)  # seeds out of the arm's reach: counted apart, not in k/n
     progress_final: Counter = field(default_factory=Counter)  # ok rows: value rounded to 0.01 cm -> rows
     walls: Counter = field(default_factory=Counter)  # ok rows: wall_s rounded to 0.1 s -> rows
     progress_final_sum: float = 0.0
@@ -162,6 +166,11 @@ class RowsFold:
         return sum(t.duplicates for t in self.arms.values())
 
     @property
+    def unreachable(self) -> int:
+        """Seeds out of the SO-101's reach, every arm together: counted apart from k/n."""
+        return sum(len(t.unreachable) for t in self.arms.values())
+
+    @property
     def out_of_plan(self) -> int:
         return self.foreign + sum(t.out_of_plan for t in self.arms.values())
 
@@ -242,6 +251,13 @@ class RowsFold:
             seed = get("seed")
             if planned is not None and seed not in planned:
                 tally.out_of_plan += 1
+                continue
+            if unreachable(row):  # counted apart: out of k/n, and out again if an earlier row was in
+                tally.unreachable.add(seed)
+                new[key].pop(seed, None)
+                packed = tally.seeds.pop(seed, None)
+                if packed is not None:
+                    tally._take(unpack(packed), -1)
                 continue
             c = classify(row)
             if c[0] == ERROR:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM, OK, number, object_z_mm
+from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM, OK, grasped_lifted, number, object_z_mm
 
 # ---------------------------------------------------------------- the one classifier
 
@@ -118,7 +118,7 @@ def episode_outcome(row: dict, classified: tuple[str, bool, bool] | None = None)
         off = z is not None and z <= OFF_TABLE_Z_MM
     if off is True:
         return OFF_TABLE
-    if get("grasped") is True:
+    if grasped_lifted(row) is True:
         dist = number(get("dist_final_cm"))
         if (get("released") is True and get("tipped") is True and dist is not None
                 and dist <= PLACED_NEAR_CM):

@@ -1,6 +1,15 @@
-"""The row contract (`rows.jsonl`, schema 3): its fields and their types, one reader, and which rows
+"""The row contract (`rows.jsonl`, schema 4): its fields and their types, one reader, and which rows
 count (`latest_rows`: the last row of each planned seed). What a row means (the one classifier and
 `RowCounts`) is prereg/rundir/outcomes.py's.
+
+Schema 4 (issue 45) renamed `grasped` to `grasped_lifted` (both jaws held the object off its support:
+Fontaine's grasp, unchanged) and added `grasped_squeezed` (both jaws pressed it from two sides, on its
+support or not: so101-nexus's `is_grasped`), `reachable` (the SO-101 reaches a grasp pose on the object and
+a place pose at the target from the seed's start, engine/sim/reach.py; an unreachable seed is counted
+apart by every read) and `env_success` / `env_success_tick` for every env (the env's own success test
+beside Fontaine's `success`, which for a place is the object released and at rest on the target). An
+older row's `grasped` reads as `grasped_lifted` (`grasped_lifted()`); its `reachable` reads as null (a
+seed not known to be unreachable counts).
 
 Schema 3 renamed `boat_z_mm` to `object_z_mm` (any env's object: the height of its base) and added
 `success_streak` (the ticks in a row the env's success test held at the end: a hold the episode cut
@@ -32,7 +41,7 @@ from pathlib import Path
 from prereg.core.safe_read import LINE_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, read_lines
 from prereg.core.untrusted import redacted
 
-SCHEMA = 3
+SCHEMA = 4
 
 ROW_FIELDS: tuple[str, ...] = (
     "schema", "run_id", "arm", "seed", "variant", "worker",
@@ -44,9 +53,9 @@ ROW_FIELDS: tuple[str, ...] = (
     "knock_away", "engaged",
     "upright_final", "object_z_mm", "tipped",
     "reset_strikes", "success_streak",
-    "grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released",
+    "grasped_lifted", "grasp_tick", "lift_max_mm", "carried_cm", "released", "grasped_squeezed",
     "touched", "off_table",
-    "env_success", "env_success_tick",
+    "env_success", "env_success_tick", "reachable",
     "predicts", "zero_fallbacks", "mask_violations", "mean_batch",
     "first_action_delta_deg",
     "wall_s", "started_at", "finished_at",
@@ -81,17 +90,19 @@ FIELD_TYPES: dict[str, frozenset] = {
     "knock_away": _OPT_BOOL, "engaged": _OPT_BOOL,
     "upright_final": _OPT_NUM, "object_z_mm": _OPT_NUM, "tipped": _OPT_BOOL,
     "reset_strikes": _OPT_INT, "success_streak": _OPT_INT,
-    "grasped": _OPT_BOOL, "grasp_tick": _OPT_INT, "lift_max_mm": _OPT_NUM, "carried_cm": _OPT_NUM,
+    "grasped_lifted": _OPT_BOOL, "grasped_squeezed": _OPT_BOOL, "reachable": _OPT_BOOL,
+    "grasp_tick": _OPT_INT, "lift_max_mm": _OPT_NUM, "carried_cm": _OPT_NUM,
     "released": _OPT_BOOL, "touched": _OPT_BOOL, "off_table": _OPT_BOOL,
     "env_success": _OPT_BOOL, "env_success_tick": _OPT_INT,
     "boat_z_mm": _OPT_NUM,  # LEGACY_FIELDS: schema 1 and 2's name for object_z_mm
+    "grasped": _OPT_BOOL,  # LEGACY_FIELDS: schema 2 and 3's name for grasped_lifted
     "predicts": _OPT_INT, "zero_fallbacks": _OPT_INT, "mask_violations": _OPT_INT, "mean_batch": _OPT_NUM,
     "first_action_delta_deg": _OPT_NUM_OR_NUMS,  # per-joint list from the engine; a number is accepted
     "wall_s": _OPT_NUM, "started_at": _OPT_STR, "finished_at": _OPT_STR,
     "video": _OPT_STR, "note": _OPT_STR,
     "status": _OPT_STR, "error": _OPT_STR,
 }
-LEGACY_FIELDS = ("boat_z_mm",)  # read (and type-checked) in old rows, never written
+LEGACY_FIELDS = ("boat_z_mm", "grasped")  # read (and type-checked) in old rows, never written
 
 
 def number(value) -> float | None:
@@ -108,6 +119,29 @@ def object_z_mm(row: dict) -> float | None:
     """The object's base height at the end (mm): `object_z_mm`, or a schema-1/2 row's `boat_z_mm`."""
     z = number(row.get("object_z_mm"))
     return number(row.get("boat_z_mm")) if z is None else z
+
+
+def grasped_lifted(row: dict) -> bool | None:
+    """Whether both jaws held the object off its support: `grasped_lifted`, or a schema-2/3 row's `grasped`."""
+    v = row.get("grasped_lifted")
+    return row.get("grasped") if v is None else v
+
+
+SUCCESS_FIELDS = ("success", "env_success")  # what a plan's reads count as a success (protocol `success_field`)
+
+
+def read_as_success(row: dict, success_field: str = SUCCESS_FIELDS[0]) -> dict:
+    """The row as a plan reads it: with `success_field: env_success`, the env's own success and its tick
+    stand in for Fontaine's (`success`: a place released and at rest), so every read counts the plan's."""
+    if success_field == SUCCESS_FIELDS[0]:
+        return row
+    return {**row, "success": row.get("env_success"), "success_tick": row.get("env_success_tick")}
+
+
+def unreachable(row: dict) -> bool:
+    """The seed's start is out of the SO-101's reach (`reachable` false): counted apart by every read. A
+    row that does not say (older schemas, an error row) counts as reachable."""
+    return row.get("reachable") is False
 
 
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a string", bool: "true/false", _NONE: "null",

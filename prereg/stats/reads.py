@@ -23,7 +23,7 @@ from prereg.core.wilson import wilson_interval
 from prereg.document.model import Validity
 from prereg.document.rules import Clause, Rule
 from prereg.rundir.outcomes import ERROR, SUCCESS, RowCounts, episode_outcome
-from prereg.rundir.rows import latest_rows, number
+from prereg.rundir.rows import latest_rows, number, unreachable
 
 CONFIDENCE = 0.95
 WILSON, CLOPPER_PEARSON = "wilson", "exact"  # scipy's method names (Clopper-Pearson is "exact")
@@ -71,6 +71,7 @@ class ArmReads:
     success_seeds: list[int]
     first_action_delta_deg: float | None
     missing_seeds: list[int] = field(default_factory=list)
+    unreachable_seeds: list[int] = field(default_factory=list)  # rows with reachable false: not in n nor n_planned
     extra_seeds: list[int] = field(default_factory=list)
     duplicate_seeds: list[int] = field(default_factory=list)
     bad_lines: list[str] = field(default_factory=list)
@@ -109,14 +110,16 @@ class ArmReads:
         return all(c.ok for c in self.checks)
 
     def primary_text(self) -> str:
+        apart = f" ({len(self.unreachable_seeds)} unreachable seeds excluded)" if self.unreachable_seeds else ""
         if self.stopped_early:
-            return f"{self.successes} / {self.n} achieved (of {self.n_planned} planned; {self.completion})"
-        return f"{self.successes} / {self.n}"
+            return f"{self.successes} / {self.n} achieved (of {self.n_planned} planned; {self.completion}){apart}"
+        return f"{self.successes} / {self.n}{apart}"
 
     def values(self) -> dict[str, float | None]:
         """The reads a decision rule may name."""
         return {
             "successes": self.successes, "n": self.n, "n_planned": self.n_planned,
+            "unreachable": len(self.unreachable_seeds),
             "success_rate": self.success_rate,
             "success_ci_low": self._ci(0), "success_ci_high": self._ci(1),
             "reset_strikes": self.reset_strikes, "zero_fallbacks": self.zero_fallbacks,
@@ -172,6 +175,9 @@ def arm_reads(
     validity = validity or Validity()
     latest = latest_rows(rows, planned_seeds)  # the one denominator: the last row of each planned seed
     by_seed, dups, extra, missing = latest.by_seed, list(latest.duplicates), list(latest.out_of_plan), list(latest.missing)
+    out_of_reach = sorted(s for s, r in by_seed.items() if unreachable(r))  # counted apart: not in k/n
+    by_seed = {s: r for s, r in by_seed.items() if s not in out_of_reach}
+    reachable_planned = None if planned_seeds is None else [s for s in planned_seeds if s not in out_of_reach]
     seeds = sorted(by_seed)
     rs = [by_seed[s] for s in seeds]
     classes: list = []
@@ -217,9 +223,10 @@ def arm_reads(
     state, state_word = run_state or rd.Status(), state
     by_second = _by_second([by_seed[s].get("dist_by_second_cm") for s in ok_seeds])
     reads = ArmReads(
-        arm=arm, n_planned=len(planned_seeds) if planned_seeds is not None else None, n=n, successes=k,
+        arm=arm, n_planned=len(reachable_planned) if planned_seeds is not None else None, n=n,
+        successes=k, unreachable_seeds=out_of_reach,
         success_rate=k / n if n else None, intervals=intervals,
-        completion=_completion(n, planned_seeds, run_state, state_word),
+        completion=_completion(n, reachable_planned, run_state, state_word),
         reset_strikes=counts.reset_strikes,
         reset_strike_episodes=[s for s in seeds if type(by_seed[s].get("reset_strikes")) is int
                                and by_seed[s]["reset_strikes"] > 0],
@@ -250,6 +257,9 @@ def arm_reads(
     unknown = sum(1 for r in rs if r.get("reset_strikes") is None)
     if unknown:
         reads.notes.append(f"{unknown} row(s) do not say their reset strikes (null)")
+    if out_of_reach:
+        reads.notes.append(f"{len(out_of_reach)} seed(s) out of the SO-101's reach (reachable: false) were counted "
+                           f"apart, not in {k}/{n}: {out_of_reach[:20]}")
     if extra:
         reads.notes.append(f"rows for seeds outside the registered list were left out: {extra[:20]}")
     if dups:

@@ -156,3 +156,21 @@ def test_the_seed_grid_shows_carried_dropped_and_off_table_cells():
         ("■", "yellow"),  # touched
         ("■", "bold green"),  # success
     ]
+
+
+def test_unreachable_seeds_are_counted_apart_and_said():
+    """Issue 45: a seed whose start the SO-101 cannot reach is not in k/n, and the counts panel says how many."""
+    from rich.console import Console
+
+    from console.render import counts_table
+
+    agg = RunAggregate(Plan(tuple(range(4))))
+    agg.add_many([make_row(0), make_row(1), make_row(9, reachable=False), make_row(2, reachable=False),
+                  make_row(3, success=True, reachable=False)])
+    v = agg.snapshot()
+    assert (v.rows, v.successes, v.unreachable) == (2, 1, 2)  # seed 0 a success; seeds 2 and 3 apart; 9 not planned
+    text = Console(width=120, record=True)
+    text.print(counts_table(v))
+    shown = text.export_text()
+    assert "unreachable" in shown and "2 seeds out of the arm's reach: not in k/n" in shown
+    assert RunAggregate().snapshot().unreachable == 0

@@ -128,3 +128,15 @@ def test_posts_owed_to_a_run_that_ended_fold_into_its_end_post_marked_late(fake,
     assert posted and set(posted[0]["covers"]) == {"launch", "update:10", "update:20"}
     assert n.poll_run(run.dir) == []  # nothing owed any more: the ledger records them as covered
     assert FAKE_WEBHOOK_URL not in json.dumps(read_ledger(run.dir))
+
+
+def test_a_seed_out_of_the_arms_reach_is_said_apart_in_the_post(tmp_path):
+    """Issue 45: a row saying its start is out of the SO-101's reach leaves k/n, and the post says so."""
+    run = HandMadeRun(tmp_path, total=8).episodes(8, state="done")
+    with open(run.dir / "rows.jsonl") as f:
+        first = json.loads(f.readline())  # seed 0, a success
+    with open(run.dir / "rows.jsonl", "a") as f:
+        f.write(json.dumps({**first, "reachable": False}) + "\n")
+    (done,) = owed(run.dir, ["launch"])
+    assert "1 seed(s) out of the SO-101's reach (reachable: false): counted apart" in done.description
+    assert done.content.startswith("A 7/8 · done: 1/7 successes")  # seed 5 only: seed 0 is out of k/n

@@ -11,8 +11,16 @@ from engine.envs import env_sha256, registry
 from tests.helpers import REPO
 
 
-def test_list_envs_prints_one_env_a_line_name_first_and_writes_nothing(tmp_path, monkeypatch, capsys):
+def _fast_share(monkeypatch, tmp_path):
+    """The reach share without 50 resets an env (tests/engine/test_reach.py counts for real): one fewer
+    than the seeds, kept under tmp_path."""
+    monkeypatch.setenv("FONTAINE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr("engine.envs.reach_share.count_reachable", lambda spec, seeds: seeds - 1)
+
+
+def test_list_envs_prints_one_env_a_line_name_first_and_writes_nothing(tmp_path, tmp_path_factory, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    _fast_share(monkeypatch, tmp_path_factory.mktemp("cache"))
     ep = importlib.metadata.EntryPoint(name="lab-boat", value="tests.engine.test_cli_envs:lab_boat",
                                        group="fontaine.envs")
     monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
@@ -21,7 +29,8 @@ def test_list_envs_prints_one_env_a_line_name_first_and_writes_nothing(tmp_path,
     assert [line.split("\t")[0] for line in lines] == ["boat-on-disk", "pick-lift", "lab-boat",
                                                         "gym:MuJoCoPickAndPlace-v1", "gym:MuJoCoPickLift-v1"]
     assert "the lab's boat" in lines[2]
-    assert lines[3].endswith("\tgym (so101-nexus-mujoco 0.3.12)")  # the Gymnasium envs Fontaine ships adapters for
+    assert all(line.endswith("\treachable 49/50 seeds (98%)") for line in lines)  # each env's share of reachable seeds
+    assert "\tgym (so101-nexus-mujoco 0.3.12)\t" in lines[3]  # the Gymnasium envs Fontaine ships adapters for
     assert list(tmp_path.iterdir()) == []
 
 
@@ -57,7 +66,7 @@ def test_the_manifest_records_the_env_and_its_hash_and_rows_carry_the_grasp_fiel
     assert manifest["env"] == {"name": "boat-on-disk", "sha256": env_sha256("boat-on-disk")}
     assert manifest["config"]["env"] == "boat-on-disk"
     row = json.loads((run_dir / "rows.jsonl").read_text().splitlines()[0])
-    assert row["schema"] == 3 and row["status"] == "ok" and row["grasped"] is False and row["released"] is False
+    assert row["schema"] == 4 and row["status"] == "ok" and row["grasped_lifted"] is False and row["released"] is False
 
 
 def test_a_resume_whose_env_is_gone_is_refused(tmp_path, capsys):
@@ -72,10 +81,12 @@ def test_a_resume_whose_env_is_gone_is_refused(tmp_path, capsys):
     assert RunConfig.from_dict({k: v for k, v in config.as_dict().items() if k != "env"}).env == "boat-on-disk"
 
 
-def test_list_envs_with_an_env_prints_its_sha256_for_a_plan_to_pin(capsys):
+def test_list_envs_with_an_env_prints_its_sha256_for_a_plan_to_pin(capsys, tmp_path, monkeypatch):
+    _fast_share(monkeypatch, tmp_path)
     assert main(["--list-envs", "--env", "boat-on-disk"]) == 0
     (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith("boat-on-disk\t") and line.endswith(f"\tsha256 {env_sha256('boat-on-disk')}")
+    assert line.startswith("boat-on-disk\t") and f"\tsha256 {env_sha256('boat-on-disk')}\t" in line
+    assert line.endswith("\treachable 49/50 seeds (98%)")
 
 
 def test_an_arm_that_names_an_env_runs_on_it(tmp_path, monkeypatch):

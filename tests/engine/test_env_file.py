@@ -35,7 +35,7 @@ def test_the_scripted_oracle_places_the_stl_block_and_the_manifest_records_the_f
                                    "cone": {"scene": "pyramidal", "ran": "elliptic"}}}}
     assert manifest["config"]["env"] == str(lab)  # a resume finds it wherever it is started from
     (row,) = [json.loads(line) for line in (run / "rows.jsonl").read_text().splitlines()]
-    assert row["status"] == "ok" and row["success"] and row["grasped"] and row["reset_strikes"] == 0
+    assert row["status"] == "ok" and row["success"] and row["grasped_lifted"] and row["reset_strikes"] == 0
 
 
 def test_the_declaration_is_the_files_and_the_hash_covers_every_file(lab, tmp_path):
@@ -120,10 +120,12 @@ def test_a_missing_scene_and_a_missing_file(tmp_path, capsys):
         get_env(str(tmp_path / "nowhere.yaml"))
 
 
-def test_list_envs_prints_a_files_hash_and_a_resume_on_a_changed_file_is_refused(lab, tmp_path, capsys):
+def test_list_envs_prints_a_files_hash_and_a_resume_on_a_changed_file_is_refused(lab, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("FONTAINE_CACHE", str(tmp_path / "cache"))
     assert main(["--list-envs", "--env", str(lab)]) == 0
     (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith("lab-cube\t") and line.endswith(f"\tsha256 {env_sha256(str(lab))}")
+    assert line.startswith("lab-cube\t") and f"\tsha256 {env_sha256(str(lab))}\t" in line
+    assert line.endswith("\treachable 50/50 seeds (100%)")  # the lab's pad and block: every start within reach
     from engine.policies.factory import PolicySpec
     from engine.record.config import RunConfig
 
@@ -196,7 +198,7 @@ def test_a_scene_that_includes_the_arm_loads_and_the_oracle_places_the_block_wit
     finally:
         env.close()
     assert row["reset_strikes"] == 0
-    assert row["success"] and row["grasped"] and row["carried_cm"] > 5.0 and not row["off_table"]
+    assert row["success"] and row["grasped_lifted"] and row["carried_cm"] > 5.0 and not row["off_table"]
 
 
 @pytest.mark.parametrize("kind, says", [("sparse", "bytes, more than the 268,435,456"),

@@ -12,7 +12,7 @@ from engine.workers.episode import run_episode
 from prereg.rundir.rows import ROW_FIELDS
 
 DRIVER_FIELDS = {"schema", "run_id", "arm", "worker", "video", "note", "status", "error"}  # note: "video not written: <why>"
-GYM_FIELDS = {"env_success", "env_success_tick"}  # a Gymnasium env's own success (engine/gym): null on a native env
+GYM_FIELDS = {"env_success", "env_success_tick"}  # the env's own success: every env's since schema 4
 VARIANT_FIELDS = {"variant"}  # a registered visual variant's name (issue 48): null on the scene as declared
 
 
@@ -55,7 +55,7 @@ def test_row_fields_belong_to_the_schema_and_with_the_driver_cover_it(env):
 
 def test_a_policy_that_holds_still_never_grasps(env):
     row = run(env, Hold(5), seconds=2.0)
-    assert (row["grasped"], row["grasp_tick"], row["lift_max_mm"], row["carried_cm"], row["released"]) == (
+    assert (row["grasped_lifted"], row["grasp_tick"], row["lift_max_mm"], row["carried_cm"], row["released"]) == (
         False, None, 0.0, 0.0, False)
 
 

@@ -43,7 +43,7 @@ def test_a_boat_knocked_off_the_table_lands_on_the_floor(env, pos, linvel):
     assert math.isfinite(row["progress_final_cm"]) and row["knock_away"]
     assert abs(row["progress_final_cm"]) <= BOUNDS.max_distance_m() * 100
     assert row["dist_final_cm"] <= BOUNDS.max_distance_m() * 100
-    assert row["grasped"] is False
+    assert row["grasped_lifted"] is False
     assert row["off_table"] is True and episode_outcome({**row, "status": "ok"}) == OFF_TABLE
 
 

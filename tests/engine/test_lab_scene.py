@@ -98,7 +98,7 @@ def test_every_oracle_success_is_a_grasp(envs, which):
     assert any(r["success"] for r in rows), rows
     for r in rows:
         if r["success"]:
-            assert r["grasped"] and r["grasp_tick"] < r["success_tick"] and r["lift_max_mm"] > 20.0, r
+            assert r["grasped_lifted"] and r["grasp_tick"] < r["success_tick"] and r["lift_max_mm"] > 20.0, r
             assert episode_outcome({**r, "status": "ok"}) == SUCCESS
 
 
@@ -138,7 +138,7 @@ def test_the_nexus_scene_loads_as_the_package_builds_it(envs, tmp_path, monkeypa
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["env"]["physics"] == record["physics"]  # what Fontaine overrode, in the manifest
     (row,) = [json.loads(line) for line in (tmp_path / "run" / "rows.jsonl").read_text().splitlines()]
-    assert row["success"] and row["grasped"] and row["schema"] == 3
+    assert row["success"] and row["grasped_lifted"] and row["schema"] == 4
 
 
 def test_physics_scene_honours_the_option_when_its_timestep_divides_the_tick(tmp_path):
@@ -190,7 +190,7 @@ def test_the_objects_origin_may_be_anywhere(tmp_path):
     try:
         row = run_episode(env, 0, 12.0, lambda obs: oracle.predict_batch([obs])[0], chunk_horizon=oracle.chunk_horizon,
                           needs_images=False, needs_privileged=True)
-        assert row["reset_strikes"] == 0 and row["success"] and row["grasped"] and abs(row["object_z_mm"] - 2.0) < 1.0
+        assert row["reset_strikes"] == 0 and row["success"] and row["grasped_lifted"] and abs(row["object_z_mm"] - 2.0) < 1.0
         assert abs(env.object_pos()[2] - (0.002 + 0.02)) < 1e-3  # the origin stays 2 cm above the base it rests on
     finally:
         env.close()

@@ -46,7 +46,7 @@ def test_oracle_places_the_boat(env, oracle, seed):
     assert row["dist_final_cm"] < 1.5 and row["upright_final"] > 0.99 and row["engaged"]
     assert row["zero_fallbacks"] == 0 and row["mean_batch"] == 1.0
     # the grasp, read from the contacts: lifted about 4.5 cm, carried to the disk, let go
-    assert row["grasped"] is True and row["released"] is True
+    assert row["grasped_lifted"] is True and row["released"] is True
     assert 0 < row["grasp_tick"] < row["success_tick"]
     assert 30 < row["lift_max_mm"] < 80
     assert row["carried_cm"] >= 0.8 * row["progress_cm"] > 0
@@ -150,7 +150,7 @@ def test_a_missed_grasp_never_closes_the_jaws_and_the_episode_fails(env):
     sure_miss = ScriptedOracle(grasp_miss=1.0)
     assert sure_miss.describe()["grasp_miss"] == 1.0
     row = episode(env, sure_miss, 0, seconds=12.0)
-    assert row["success"] is False and row["grasped"] is False, row
+    assert row["success"] is False and row["grasped_lifted"] is False, row
     assert abs(row["progress_final_cm"]) < 1.0  # the boat is left where it stood
 
 
@@ -170,7 +170,7 @@ def test_the_drop_knob_grasps_lifts_and_lets_go_so_the_row_reads_grasped_then_dr
     dropper = ScriptedOracle(grasp_drop=1.0)
     assert dropper.describe()["grasp_drop"] == 1.0
     row = episode(env, dropper, 0, seconds=12.0)
-    assert row["grasped"] and row["released"] and row["lift_max_mm"] > 30 and row["carried_cm"] < 2.0, row
+    assert row["grasped_lifted"] and row["released"] and row["lift_max_mm"] > 30 and row["carried_cm"] < 2.0, row
     assert not row["success"] and episode_outcome({**row, "status": "ok"}) == DROPPED
     with pytest.raises(ValueError, match="grasp_drop must be a probability"):
         ScriptedOracle(grasp_drop=2)
@@ -184,5 +184,5 @@ def test_an_episode_that_ends_inside_the_hold_reads_placed_hold_unfinished(env, 
 
     done = episode(env, oracle, 0)
     cut = episode(env, oracle, 0, seconds=(done["success_tick"] - 5) / 30)
-    assert not cut["success"] and cut["success_streak"] == SUCCESS_HOLD_TICKS - 5 and cut["grasped"], cut
+    assert not cut["success"] and cut["success_streak"] == SUCCESS_HOLD_TICKS - 5 and cut["grasped_lifted"], cut
     assert episode_outcome({**cut, "status": "ok"}) == HOLD_UNFINISHED

@@ -48,7 +48,7 @@ def test_the_oracle_lifts_and_holds_the_cube(env, oracle):
     for seed in (0, 1):
         row = _episode(env, oracle, seed)
         assert row_problem(row) is None and row["success"] and episode_outcome(row) == SUCCESS
-        assert row["grasped"] and row["lift_final_mm"] >= LIFT_HEIGHT_M * 1000 and row["hold_high_ticks"] == HOLD_TICKS
+        assert row["grasped_lifted"] and row["lift_final_mm"] >= LIFT_HEIGHT_M * 1000 and row["hold_high_ticks"] == HOLD_TICKS
         assert row["progress_cm"] >= LIFT_HEIGHT_M * 100 - 0.5  # 3-D distance to the point above the spawn
 
 

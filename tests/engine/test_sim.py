@@ -258,11 +258,11 @@ def test_a_grasp_is_a_hold_of_both_pads_off_the_support_and_its_travel_is_counte
     m = EpisodeMetrics(np.array([0.3, 0.0, 0.0]), 0.002, _reading(0.1))
     m.update(_reading(0.1, 0.0, held=True))  # a brush of both pads: not yet a grasp
     m.update(_reading(0.1))
-    assert m.row()["grasped"] is False and m.row()["released"] is False
+    assert m.row()["grasped_lifted"] is False and m.row()["released"] is False
     for i in range(GRASP_HOLD_TICKS + 2):  # lifted, then carried 1 cm a tick
         m.update(_reading(0.1 + 0.01 * i, 0.02 + 0.005 * i, held=True))
     row = m.row()
-    assert row["grasped"] is True and row["grasp_tick"] == 2 + GRASP_HOLD_TICKS
+    assert row["grasped_lifted"] is True and row["grasp_tick"] == 2 + GRASP_HOLD_TICKS
     assert row["lift_max_mm"] == pytest.approx(20 + 5 * (GRASP_HOLD_TICKS + 1))
     assert row["carried_cm"] == pytest.approx(GRASP_HOLD_TICKS + 1)
     assert row["released"] is False  # still held at the end

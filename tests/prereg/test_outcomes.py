@@ -55,7 +55,8 @@ def test_a_schema_1_row_keeps_classify_order():
     and a boat that fell below the table (the row's boat_z_mm) is off the table."""
     def old(**kw):
         row = make_row(1, **kw)
-        for k in ("grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released", "touched", "off_table"):
+        for k in ("grasped_lifted", "grasped_squeezed", "grasp_tick", "lift_max_mm", "carried_cm", "released", "touched",
+                  "off_table", "reachable"):
             row.pop(k)
         row["schema"] = 1
         return row
@@ -101,7 +102,8 @@ def test_a_run_written_before_the_grasp_fields_reports_valid_with_its_counts_and
     before envs (no `env`): VALID, the counts as before, and each outcome derivable without grasps."""
     def old(seed, **kw):
         row = make_row(seed, **kw)
-        for k in ("grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released", "touched", "off_table"):
+        for k in ("grasped_lifted", "grasped_squeezed", "grasp_tick", "lift_max_mm", "carried_cm", "released", "touched",
+                  "off_table", "reachable"):
             del row[k]
         row["schema"] = 1
         return row

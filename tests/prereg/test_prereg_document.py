@@ -117,6 +117,20 @@ def test_record_predicts_is_a_protocol_switch():
     assert pr.field == "protocol.record_predicts" and "true or false" in pr.message
 
 
+def test_a_plan_says_which_success_it_reads():
+    """Issue 45: Fontaine's success (a place released and at rest) by default, or the env's own."""
+    from prereg.rundir.rows import read_as_success
+
+    assert parse(GOOD).find_arm("a")[1].protocol.success_field == "success"
+    doc = parse(GOOD.replace("  workers: 2\n", "  workers: 2\n  success_field: env_success\n", 1))
+    assert doc.problems == [] and doc.find_arm("a")[1].protocol.success_field == "env_success"
+    (pr,) = problems_of(GOOD.replace("  workers: 2\n", "  workers: 2\n  success_field: placed\n", 1))
+    assert pr.field == "protocol.success_field" and "success or env_success" in pr.message
+    row = {"seed": 1, "success": False, "success_tick": None, "env_success": True, "env_success_tick": 40}
+    assert read_as_success(row) is row
+    assert read_as_success(row, "env_success") == {**row, "success": True, "success_tick": 40}
+
+
 def test_grasp_miss_is_the_scripted_arms_skill_knob():
     """Issue 24: a scripted arm may register the oracle's seeded grasp-miss probability."""
     doc = parse(GOOD.replace("    policy: scripted\n", "    policy: scripted\n    grasp_miss: 0.5\n", 1))

@@ -12,9 +12,20 @@ from hypothesis import strategies as st
 from console.aggregate import RunAggregate
 from console.fixtures import make_row
 from console.notify.snapshot import tally
-from prereg.rundir.fold import fold_rows
-from prereg.rundir.outcomes import ERROR, KNOCK_AWAY, QUIET, SUCCESS, classify, count_rows
-from prereg.rundir.rows import FIELD_TYPES, LEGACY_FIELDS, ROW_FIELDS, SCHEMA, complete_row, object_z_mm, read_rows, row_problem
+from prereg.rundir.fold import Plan, RowsFold, fold_rows
+from prereg.rundir.outcomes import CARRIED, ERROR, KNOCK_AWAY, QUIET, SUCCESS, classify, count_rows, episode_outcome
+from prereg.rundir.rows import (
+    FIELD_TYPES,
+    LEGACY_FIELDS,
+    ROW_FIELDS,
+    SCHEMA,
+    complete_row,
+    grasped_lifted,
+    object_z_mm,
+    read_rows,
+    row_problem,
+    unreachable,
+)
 from prereg.rundir.tail import RowsTailer
 from prereg.stats.reads import arm_reads
 
@@ -58,31 +69,39 @@ def test_valid_rows_pass_and_extra_fields_are_allowed():
     assert set(FIELD_TYPES) == set(ROW_FIELDS) | set(LEGACY_FIELDS) and not set(LEGACY_FIELDS) & set(ROW_FIELDS)
 
 
-GRASP_FIELDS = ("grasped", "grasp_tick", "lift_max_mm", "carried_cm", "released")
+GRASP_FIELDS = ("grasped_lifted", "grasp_tick", "lift_max_mm", "carried_cm", "released", "grasped_squeezed")
 
 
-def test_schema_3_names_the_object_and_schema_1_and_2_rows_still_read(tmp_path):
+def test_schema_4_names_both_grasps_and_rows_of_schemas_1_to_3_still_read(tmp_path):
     """Schema 2 added the grasp fields; schema 3 renamed boat_z_mm to object_z_mm and added success_streak
-    and the Gymnasium env's own success. Rows of all three read, and an old row's boat_z_mm is its object_z_mm."""
-    assert SCHEMA == 3 and set(GRASP_FIELDS) <= set(ROW_FIELDS)
-    assert {"object_z_mm", "success_streak", "env_success", "env_success_tick"} <= set(ROW_FIELDS)
-    assert "boat_z_mm" not in ROW_FIELDS and "boat_z_mm" in LEGACY_FIELDS
-    row = complete_row({"seed": 4, "status": "ok", "grasped": True, "grasp_tick": 91, "lift_max_mm": 44.5,
-                        "carried_cm": 33.1, "released": True, "object_z_mm": 2.0, "success_streak": 4})
-    assert row["schema"] == 3 and row_problem(row) is None and object_z_mm(row) == 2.0
-    assert complete_row({"seed": 5})["grasped"] is None  # an error row: unknown, null
+    and the Gymnasium env's own success; schema 4 renamed grasped to grasped_lifted and added
+    grasped_squeezed and reachable. Rows of all four read: an old row's boat_z_mm is its object_z_mm, its
+    grasped its grasped_lifted, and it is not unreachable."""
+    assert SCHEMA == 4 and set(GRASP_FIELDS) <= set(ROW_FIELDS)
+    assert {"object_z_mm", "success_streak", "env_success", "env_success_tick", "reachable"} <= set(ROW_FIELDS)
+    assert {"boat_z_mm", "grasped"} <= set(LEGACY_FIELDS) and not {"boat_z_mm", "grasped"} & set(ROW_FIELDS)
+    row = complete_row({"seed": 4, "status": "ok", "grasped_lifted": True, "grasped_squeezed": True, "grasp_tick": 91,
+                        "lift_max_mm": 44.5, "carried_cm": 33.1, "released": True, "object_z_mm": 2.0,
+                        "success_streak": 4, "reachable": True})
+    assert row["schema"] == 4 and row_problem(row) is None and object_z_mm(row) == 2.0 and grasped_lifted(row)
+    assert complete_row({"seed": 5})["grasped_lifted"] is None  # an error row: unknown, null
     base = {k: v for k, v in make_row(0).items() if k not in ("object_z_mm", "success_streak", "env_success",
-                                                              "env_success_tick")}
-    two = {**base, "schema": 2, "seed": 2, "boat_z_mm": -745.0}
-    one = {k: v for k, v in base.items() if k not in GRASP_FIELDS} | {"schema": 1, "boat_z_mm": 3.5}
+                                                              "env_success_tick", "reachable", *GRASP_FIELDS)}
+    three = {**base, "schema": 3, "seed": 3, "object_z_mm": 1.0, "grasped": True, "grasp_tick": 30}
+    two = {**base, "schema": 2, "seed": 2, "boat_z_mm": -745.0, "grasped": False}
+    one = {**base, "schema": 1, "boat_z_mm": 3.5}
     assert row_problem({**two, "boat_z_mm": "low"}) is not None  # an old field is still type-checked
+    assert row_problem({**three, "grasped": "yes"}) is not None
     p = tmp_path / "rows.jsonl"
-    p.write_text("".join(json.dumps(r) + "\n" for r in (one, two, row)))
+    p.write_text("".join(json.dumps(r) + "\n" for r in (one, two, three, row)))
     got = read_rows(p)
-    assert not got.bad and [r["seed"] for r in got.rows] == [0, 2, 4]
-    assert [r.get("schema") for r in got.rows] == [1, 2, 3] and got.rows[0].get("grasped") is None
-    assert [object_z_mm(r) for r in got.rows] == [3.5, -745.0, 2.0]
-    assert count_rows(got.rows).rows == 3
+    assert not got.bad and [r["seed"] for r in got.rows] == [0, 2, 3, 4]
+    assert [r.get("schema") for r in got.rows] == [1, 2, 3, 4]
+    assert [grasped_lifted(r) for r in got.rows] == [None, False, True, True]
+    assert [object_z_mm(r) for r in got.rows] == [3.5, -745.0, 1.0, 2.0]
+    assert not any(unreachable(r) for r in got.rows) and unreachable({**row, "reachable": False})
+    assert count_rows(got.rows).rows == 4
+    assert episode_outcome({**three, "success": False, "released": False}) == CARRIED  # the old grasp reads as one
 
 
 def test_error_rows_are_never_successes_and_any_status_but_ok_is_an_error():
@@ -164,3 +183,24 @@ def test_a_seeds_last_row_is_read_through_the_one_row_parser(tmp_path):
     os.mkfifo(fifo)
     row, problem = last_row_of_seed(fifo, 3)  # never a blocking open
     assert row is None and "FIFO" in problem
+
+
+def test_unreachable_seeds_are_counted_apart_by_the_fold_and_the_reads():
+    """A seed whose start the SO-101 cannot reach (`reachable` false) is out of k/n in every read, said
+    apart, whatever the row says happened; a later row of a counted seed saying so takes it out."""
+    rows = [make_row(s, success=s % 2 == 0) for s in range(4)]
+    rows += [make_row(4, success=True, reachable=False), make_row(5, success=False, reachable=False)]
+    reads = arm_reads("a", rows, planned_seeds=list(range(6)))
+    assert (reads.n, reads.successes, reads.n_planned, reads.unreachable_seeds) == (4, 2, 4, [4, 5])
+    assert reads.completion == "complete" and not reads.stopped_early and reads.values()["unreachable"] == 2
+    assert reads.primary_text() == "2 / 4 (2 unreachable seeds excluded)"
+    assert any("out of the SO-101's reach" in note and "[4, 5]" in note for note in reads.notes)
+    fold = fold_rows(rows, Plan(seeds=tuple(range(6))))
+    t = fold.tally()
+    assert (t.counts.rows, t.counts.successes, t.unreachable, fold.unreachable) == (4, 2, {4, 5}, 2)
+    later = fold_rows([make_row(1, success=True), make_row(1, success=True, reachable=False)], Plan(seeds=(1,)))
+    assert (later.tally().counts.rows, later.tally().counts.successes, later.unreachable) == (0, 0, 1)
+    one_by_one = RowsFold(Plan(seeds=tuple(range(6))))
+    for row in rows:
+        one_by_one.add_many([row])
+    assert (one_by_one.tally().counts.rows, one_by_one.tally().counts.successes, one_by_one.unreachable) == (4, 2, 2)
