@@ -6,6 +6,9 @@ aborts. SIGTERM (a scheduler's, the console's `K`) waits for that boundary only 
 scheduler SIGKILLs some 30 s later, so the episodes still in flight then are abandoned (the driver's
 `_abandon_past_grace`: no rows, owed to --resume) and the run ends `stopped`.
 
+When the plan decides (a registered curtailment, sequential test or comparison) the run stops at
+once: the episodes in flight are cancelled (`_cancel_in_flight`: never rows, owed nothing).
+
 A STOP file (the console's `s`, `echo reason > STOP`) keeps its boundary stop, with no grace. It is
 read every poll: its words are the reason, redacted and rewritten once acted on if they held a secret's shape. A stop asked for
 (`_request_stop`: a decision, a gate, a signal) is written as a STOP so that a resume and every
@@ -20,12 +23,13 @@ import time
 from engine.process import terminal
 from engine.process.signals import STOP_SIGNALS
 from prereg import rundir as rd
+from prereg.rundir.row import Row
 from prereg.rundir.stop import scrub_stop_file
 
 
 class StopProtocol:
     """The driver's stop: needs `run_dir`, `log`, `stop`, `signals`, `abort`, `term_grace_s`,
-    `term_deadline` and `_write_status`."""
+    `term_deadline`, `pool`, `arms`, `lost_seeds`, `cancelled`, `aborted_note` and `_write_status`."""
 
     def _install_signals(self) -> None:
         """SIGTERM, SIGINT and SIGHUP (a closing terminal) stop the run at the episode boundary; a
@@ -85,3 +89,55 @@ class StopProtocol:
             self.log(f"stopping now, the episodes in flight cancelled: {reason.text()}" if reason.by == rd.BY_DECIDED
                      else f"stopping at the episode boundary: {reason.text()}")
             self._write_status(rd.STOPPING)
+
+    # -- how the episodes in flight end: finished (a boundary stop), abandoned (past SIGTERM's grace,
+    # a second signal: owed to --resume) or cancelled (the plan decided: owed nothing)
+
+    def _decided(self) -> bool:
+        """The plan decided (a registered curtailment, sequential test or comparison): nothing more runs."""
+        return self.stop is not None and self.stop.by == rd.BY_DECIDED
+
+    def _cancel_in_flight(self) -> None:
+        """The plan decided with episodes in flight: they are cancelled now (their workers killed), never
+        written as rows nor counted, and owed nothing (issue 47: they ran to their end and cost 3-5% of
+        the batch at 8 workers)."""
+        jobs = self.pool.abort()
+        self._pool_closed = False  # aborted, not closed: close() still ends the pool
+        self.cancelled.extend(as_json_jobs(jobs))
+        if jobs:
+            self.log(f"decided: {len(jobs)} episode{'s' if len(jobs) != 1 else ''} in flight cancelled, "
+                     f"not recorded and not owed: {as_json_jobs(jobs)}")
+
+    def _cancel(self, done: Row) -> None:
+        """A row that finished after the decision, in the same poll as the row that decided: not recorded
+        (it was in flight at the decision), its video removed."""
+        self.cancelled.extend(as_json_jobs([(done.arm, done.seed) if self.arms else done.seed]))
+        video = done.get("video")
+        if video:
+            try:
+                (self.run_dir / video).unlink()
+            except OSError:
+                pass
+        self.log(f"decided: seed {done.seed}{f' ({done.arm})' if self.arms else ''} finished after the decision: "
+                 "not recorded")
+
+    def _abort_pool(self) -> None:
+        self.lost_seeds.extend(as_json_jobs(self.pool.abort()))
+        self.aborted_note = f"aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}"
+
+    def _abandon_past_grace(self) -> bool:
+        """SIGTERM's grace spent with episodes still in flight: kill them (no rows: their seeds are owed
+        to --resume) so that the run ends `stopped` before a scheduler's SIGKILL."""
+        if self.term_deadline is None or time.monotonic() < self.term_deadline or not self.pool.in_flight():
+            return False
+        lost = as_json_jobs(self.pool.abort())
+        self.lost_seeds.extend(lost)
+        self.aborted_note = (f"SIGTERM's {self.term_grace_s:g} s grace ran out: {len(lost)} episode"
+                             f"{'s' if len(lost) != 1 else ''} in flight abandoned, owed to --resume: {lost}")
+        self.log(self.aborted_note)
+        return True
+
+
+def as_json_jobs(jobs) -> list:
+    """Jobs as status.json holds them: seeds, or [arm, seed] in a comparison run."""
+    return [list(j) if isinstance(j, tuple) else j for j in jobs]

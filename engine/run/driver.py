@@ -41,7 +41,7 @@ from engine.process.environ import SECRET_NAME, held_back
 from engine.record.clock import RunClock, beating
 from engine.record.config import RunConfig, RunResult, workers_for
 from engine.record.errors import DriverError, StartInterrupted
-from engine.record.stop import StopProtocol
+from engine.record.stop import StopProtocol, as_json_jobs
 from engine.record.summary import failure_reason, progress_line, summarize
 from engine.record.writer import RunRecord
 from engine.run.decisions import PlanDecisions
@@ -333,56 +333,12 @@ class _Driver(StopProtocol):
         self.pool.close()
         self._pool_closed = True
 
-    def _decided(self) -> bool:
-        """The plan decided (a registered curtailment, sequential test or comparison): nothing more runs."""
-        return self.stop is not None and self.stop.by == rd.BY_DECIDED
-
-    def _cancel_in_flight(self) -> None:
-        """The plan decided with episodes in flight: they are cancelled now (their workers killed), never
-        written as rows nor counted, and owed nothing (issue 47: they ran to their end and cost 3-5% of
-        the batch at 8 workers)."""
-        jobs = self.pool.abort()
-        self._pool_closed = False  # aborted, not closed: close() still ends the pool
-        self.cancelled.extend(_as_json_jobs(jobs))
-        if jobs:
-            self.log(f"decided: {len(jobs)} episode{'s' if len(jobs) != 1 else ''} in flight cancelled, "
-                     f"not recorded and not owed: {_as_json_jobs(jobs)}")
-
-    def _cancel(self, done: Row) -> None:
-        """A row that finished after the decision, in the same poll as the row that decided: not recorded
-        (it was in flight at the decision), its video removed."""
-        self.cancelled.extend(_as_json_jobs([(done.arm, done.seed) if self.arms else done.seed]))
-        video = done.get("video")
-        if video:
-            try:
-                (self.run_dir / video).unlink()
-            except OSError:
-                pass
-        self.log(f"decided: seed {done.seed}{f' ({done.arm})' if self.arms else ''} finished after the decision: "
-                 "not recorded")
-
     def _all_workers_died(self, pending: int) -> str:
         codes = sorted({c for c in self.pool.stats().get("exit_codes", []) if c is not None})
         ran = self.session_done
         return (f"every worker died ({self._stat('worker_crashes')} deaths, exit code"
                 f"{'s' if len(codes) != 1 else ''} {', '.join(map(str, codes)) or '?'}) with {pending} seeds "
                 f"not run{' and no episode finished' if not ran else ''}; driver.log has their output")
-
-    def _abort_pool(self) -> None:
-        self.lost_seeds.extend(_as_json_jobs(self.pool.abort()))
-        self.aborted_note = f"aborted by a second signal, in-flight seeds not run: {sorted(self.lost_seeds)}"
-
-    def _abandon_past_grace(self) -> bool:
-        """SIGTERM's grace spent with episodes still in flight: kill them (no rows: their seeds are owed
-        to --resume) so that the run ends `stopped` before a scheduler's SIGKILL."""
-        if self.term_deadline is None or time.monotonic() < self.term_deadline or not self.pool.in_flight():
-            return False
-        lost = _as_json_jobs(self.pool.abort())
-        self.lost_seeds.extend(lost)
-        self.aborted_note = (f"SIGTERM's {self.term_grace_s:g} s grace ran out: {len(lost)} episode"
-                             f"{'s' if len(lost) != 1 else ''} in flight abandoned, owed to --resume: {lost}")
-        self.log(self.aborted_note)
-        return True
 
     def _check_rows_file(self, pending: dict | None = None) -> None:
         """rows.jsonl must still be the file the writer appends to (rows written to a deleted or
@@ -511,7 +467,7 @@ class _Driver(StopProtocol):
         """The episodes running now, in plan order: seeds, or [arm, seed] in a comparison run."""
         if self.pool is None or self._pool_closed:
             return []
-        return _as_json_jobs(sorted(self.pool.in_flight(), key=lambda j: self._plan_order.get(j, -1)))
+        return as_json_jobs(sorted(self.pool.in_flight(), key=lambda j: self._plan_order.get(j, -1)))
 
     def _finish_normally(self) -> RunResult:
         self._check_rows_file()  # a run whose rows file is gone is not done
@@ -555,8 +511,3 @@ class _Driver(StopProtocol):
         })
         self.summary = summary
         self.record.write_summary(summary, self.rows)
-
-
-def _as_json_jobs(jobs) -> list:
-    """Jobs as status.json holds them: seeds, or [arm, seed] in a comparison run."""
-    return [list(j) if isinstance(j, tuple) else j for j in jobs]
