@@ -18,11 +18,13 @@ import io
 import mujoco
 import numpy as np
 
+from prereg.core.errors import UsageError
+
 MODES = ("overlay", "blend")  # engine.envs.visual reads them from the env file
 DEFAULT_BLEND_ALPHA = 0.5  # blend: the render's weight
 
 
-class BackgroundError(ValueError):
+class BackgroundError(UsageError, ValueError):
     """A background image that cannot be decoded: what the file is, and what would do."""
 
 

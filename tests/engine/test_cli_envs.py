@@ -101,7 +101,8 @@ def test_an_arm_that_names_an_env_runs_on_it(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
     doc = tmp_path / "demo.md"
     shutil.copy(REPO / "prereg" / "examples" / "demo.md", doc)
-    amend(doc, data={"arms": [{"name": "lab", "policy": "scripted", "env": "lab-boat", "env_sha256": "0" * 64}]},
+    pin = env_sha256("lab-boat")  # a built-in env is pinned by its hash like a file (a wrong one is refused at launch)
+    amend(doc, data={"arms": [{"name": "lab", "policy": "scripted", "env": "lab-boat", "env_sha256": pin}]},
           title="the lab's boat", why="Registered before its launch.")
     freeze(doc, now="2026-12-01T10:00:00Z")
     config, _, _ = resolve(build_parser().parse_args(["--prereg", str(doc), "--arm", "lab", "--run-dir", str(tmp_path / "r")]))

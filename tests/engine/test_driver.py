@@ -45,7 +45,7 @@ def test_detached_run_survives_its_parent_and_writes_the_contract(tmp_path):
     assert list(status) == ["schema", "state", "run_id", "arm", "done", "total", "ok", "errors", "successes", "elapsed_s",
                             "projected_wall_s", "eta_s", "pace", "settled", "sequential", "gpu_hours", "gpu_hours_source",
                             "gpu_busy_hours", "gpu_busy_source", "gpus", "mean_batch", "predict_rounds", "worker_crashes",
-                            "lost_seeds", "in_flight_seeds", "executor", "reason", "stop", "gates", "pid", "updated_at"]
+                            "lost_seeds", "in_flight_seeds", "cancelled_seeds", "executor", "reason", "stop", "gates", "pid", "updated_at"]
     typed = rd.Status.from_dict(status)
     assert typed.problems == () and typed.to_dict() == status and typed.done == 2
     rows = read_rows(run_dir)
