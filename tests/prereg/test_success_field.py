@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 from engine.cli.main import main
+from engine.policies.factory import PolicySpec
 from engine.record.config import RunConfig
 from engine.record.summary import summarize
-from engine.policies.factory import PolicySpec
 from prereg.document.seal import freeze
 from prereg.rundir.fold import Plan, fold_rows
 from prereg.rundir.manifest import Manifest
