@@ -24,6 +24,7 @@ from prereg.core.safe_read import why_not_a_folder
 from prereg.core.video_draw import parse_video_draw
 from prereg.core.webhook_env import pass_env_problem
 from prereg.rundir.files import new_run_id, run_stamp
+from prereg.rundir.rows import SUCCESS_FIELDS
 
 
 def refuse_decided(args, decided: tuple[str, ...], by: str, hint: str) -> None:
@@ -143,6 +144,7 @@ def _resolve_prereg(args):
                        render_size=args.render_size, video_size=args.video_size, ray=_ray_settings(args, spec),
                        record_predicts=bool(launch.record_predicts or args.record_predicts),
                        pass_env=list(dict.fromkeys([*launch.pass_env, *args.pass_env])),
+                       success_field=launch.success_field,
                        env=check_env(launch.env, Path(launch.prereg_path).parent,  # the document decides the env
                                       launch.env_sha256),  # (None: boat-on-disk; a file: beside the document)
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
@@ -208,6 +210,7 @@ def _resolve_comparison(args):
                        ray=_ray_settings(args, *specs.values()),  # both arms' policies on each shard
                        record_predicts=bool(a.record_predicts or args.record_predicts),
                        pass_env=list(dict.fromkeys([*a.pass_env, *args.pass_env])),
+                       success_field=a.success_field,
                        env=check_env(a.env, Path(a.prereg_path).parent, a.env_sha256),
                        prereg={"id": a.prereg_id, "sha256": a.prereg_sha256, "path": str(Path(a.prereg_path).resolve()),
                                "arms": {n: {"sha256": launches[n].prereg_sha256, "section": launches[n].section}
@@ -307,6 +310,10 @@ def check_resumed(config: dict, where: Path) -> None:
     field(config, "gpus", (int, type(None)), "gpus")
     field(config, "record_predicts", (bool,))
     field(config, "pass_env", (list,))
+    field(config, "success_field", (str,))
+    if config.get("success_field", "success") not in SUCCESS_FIELDS:
+        raise UsageError(f"{where}: config.success_field {str(config['success_field'])[:40]!r} is not one of "
+                         f"{', '.join(SUCCESS_FIELDS)}; the run cannot be resumed")
     for name in config.get("pass_env") or []:
         problem = pass_env_problem(name)
         if problem:

@@ -34,6 +34,7 @@ class RunConfig:
     arms: list[dict] | None = None  # a comparison run: [{"arm": A, "policy": {...}}, {"arm": B, ...}]
     comparison: dict | None = None  # ... and its registered comparison (prereg.stats.comparison.ComparisonSpec.as_dict())
     pass_env: list[str] = field(default_factory=list)  # variables passed to the workers by name (engine/process/environ.py)
+    success_field: str = "success"  # what the plan reads as a success: every count, summary and decision of the run
 
     def arm_policies(self) -> list[tuple[str | None, PolicySpec]]:
         """(arm, policy) per arm a worker may be handed: the comparison's two, or (None, the one policy)."""

@@ -17,7 +17,7 @@ from prereg.rundir.fold import Plan, counter_median, fold_rows
 from prereg.rundir.outcomes import ERROR, SUCCESS, classify
 
 
-def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=None) -> dict:
+def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=None, success_field: str | None = None) -> dict:
     """The run's counts by the read model (prereg/rundir/fold.py): each arm's planned seeds, the last row
     of each (a resumed seed's latest), classified by `prereg.rundir.rows` (the one classifier: any status
     but "ok" is an error row, never a success; knock-away/engaged from the distances), so the driver's
@@ -25,7 +25,8 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=N
     the plan; without either, every seed counts."""
     planned = planned_seeds if planned_seeds is not None else (cfg.seeds if cfg is not None else None)
     arms = cfg.arm_names() if cfg is not None else None
-    fold = fold_rows(rows, Plan(tuple(planned) if planned is not None else None, tuple(arms) if arms else None))
+    fold = fold_rows(rows, Plan(tuple(planned) if planned is not None else None, tuple(arms) if arms else None,
+                                success_field or (cfg.success_field if cfg is not None else "success")))
     c = fold.total()
     tallies = list(fold.arms.values())
     finals = sum((t.progress_final for t in tallies), Counter())  # ok rows' progress_final_cm, to 0.01 cm

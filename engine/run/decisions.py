@@ -15,6 +15,7 @@ from pathlib import Path
 
 from engine.record.config import RunConfig, comparison_spec
 from prereg import rundir as rd
+from prereg.rundir.rows import read_as_success
 
 
 class PlanDecisions:
@@ -24,7 +25,13 @@ class PlanDecisions:
         self.sequential: dict | None = None  # the registered sequential test's decision
         self.comparison: dict | None = None  # a comparison run's latest decision
 
+    def _as_read(self, rows: list[dict]) -> list[dict]:
+        """The rows as the plan reads them (its `success_field`: the env's own success, or Fontaine's)."""
+        field = self.cfg.success_field
+        return rows if field == "success" else [read_as_success(r, field) for r in rows]
+
     def after_row(self, rows: list[dict], *, stopping: bool, remaining: int) -> rd.StopReason | None:
+        rows = self._as_read(rows)
         """After a row: the stop the plan asks for now (None: none). With `gates: {decided: stop}` a
         settled plan stops the run (reason `decided`); without it status.json says so."""
         if self.cfg.arms:
@@ -61,6 +68,7 @@ class PlanDecisions:
             self.log(f"comparison check failed ({type(exc).__name__}: {exc}); the run goes on")
 
     def comparison_after(self, rows: list[dict], remaining: int) -> rd.StopReason | None:
+        rows = self._as_read(rows)
         """A comparison run: the registered comparison read on the plan prefix both arms have
         (prereg.stats.comparison.decide); a decision that stops the run stops it at this row."""
         if self.cfg.comparison is None or (self.comparison or {}).get("outcome") not in (None, "void"):

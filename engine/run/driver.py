@@ -130,7 +130,7 @@ class _Driver(StopProtocol):
         self.summary: dict = {}
         self.arms = cfg.arm_names()  # a comparison run's two arms, else None
         # the counts status.json says, kept as rows arrive (every 2 s, never recounted): the read model's
-        self.fold = RowsFold(Plan(tuple(cfg.seeds), tuple(self.arms) if self.arms else None))
+        self.fold = RowsFold(Plan(tuple(cfg.seeds), tuple(self.arms) if self.arms else None, cfg.success_field))
         self._pool_closed = False
         self.policy = None
         self.gpus = 0
@@ -498,7 +498,8 @@ class _Driver(StopProtocol):
     def _write_summary(self, state: str, reason: str | None) -> None:
         summary = summarize(self.rows, self.cfg)
         if self.arms:  # each arm's own counts, and the decision
-            summary["arms"] = {arm: {**summarize([r for r in self.rows if r.get("arm") == arm], planned_seeds=self.cfg.seeds),
+            summary["arms"] = {arm: {**summarize([r for r in self.rows if r.get("arm") == arm], planned_seeds=self.cfg.seeds,
+                                               success_field=self.cfg.success_field),
                                      "total_seeds": len(self.cfg.seeds)} for arm in self.arms}
             summary["comparison"] = self.decisions.comparison
         summary.update({

@@ -40,6 +40,7 @@ class LaunchSpec:
     section: str = "base"  # base | amendment-N
     record_predicts: bool = False
     pass_env: tuple[str, ...] = ()  # environment variables the workers get by name
+    success_field: str = "success"  # what the plan reads as a success (prereg.rundir.rows.SUCCESS_FIELDS)
     env: str | None = None  # the arm's env, else the protocol's; None: boat-on-disk (the engine's default)
     env_sha256: str | None = None  # the content hash the plan froze with it (None: not pinned)
     grasp_miss: float | None = None  # the scripted oracle's skill knob (None: 0)
@@ -102,6 +103,7 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
         section=sec.name,
         record_predicts=bool(proto.record_predicts),
         pass_env=tuple(proto.pass_env),
+        success_field=proto.success_field,
         env=arm.env or proto.env,
         env_sha256=arm.env_sha256 if arm.env else proto.env_sha256,
         grasp_miss=arm.grasp_miss,

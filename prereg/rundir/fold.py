@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from prereg.rundir.manifest import Manifest
 from prereg.rundir.outcomes import EPISODE_OUTCOMES, ERROR, OUTCOMES, RowCounts, classify, contribution
-from prereg.rundir.rows import unreachable
+from prereg.rundir.rows import read_as_success, unreachable
 
 ONE_ARM = None  # the key of a one-arm run's tally
 
@@ -40,12 +40,13 @@ class Plan:
 
     seeds: tuple[int, ...] | None = None
     arms: tuple[str, ...] | None = None  # a comparison run's two arms; None: one arm
+    success_field: str = "success"  # what the plan reads as a success (prereg.rundir.rows.read_as_success)
 
     @classmethod
     def of(cls, manifest: Manifest | None) -> "Plan":
         if manifest is None:
             return cls()
-        return cls(manifest.seeds, tuple(manifest.arms) if manifest.is_comparison else None)
+        return cls(manifest.seeds, tuple(manifest.arms) if manifest.is_comparison else None, manifest.success_field)
 
     @property
     def keys(self) -> tuple:
@@ -224,6 +225,11 @@ class RowsFold:
                                            for k, t in self.arms.items())
 
     def _add(self, rows, on_row) -> None:
+        if self.plan.success_field != "success":  # the plan reads the env's own success: every count does
+            rows = [read_as_success(r, self.plan.success_field) for r in rows]
+        self._add_read(rows, on_row)
+
+    def _add_read(self, rows, on_row) -> None:
         """One stretch of rows (`add_many`). A counted row's part is one flat tuple: its `contribution` to
         the counts (nine items, prereg.rundir.rows), then an ok row's progress_final_cm, wall_s and mean
         batch (finite numbers, else None; an error row's are None). Made here, in the loop, without a

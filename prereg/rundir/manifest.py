@@ -11,6 +11,7 @@ from pathlib import Path
 
 from prereg.core.safe_read import kind_of, os_error_why
 from prereg.rundir.files import HEARTBEAT, MANIFEST, PID, ROWS, STATUS, TRIPWIRES_FIELD, load_json_object, typed_field
+from prereg.rundir.rows import SUCCESS_FIELDS
 from prereg.rundir.status import NUMERIC, GateSpec, Status
 from prereg.rundir.stop import StopReason, read_stop
 
@@ -53,6 +54,13 @@ class Manifest:
     def is_comparison(self) -> bool:
         """A comparison run: one directory, both arms' rows, each row naming its `arm`."""
         return len(self.arms) == 2
+
+    @property
+    def success_field(self) -> str:
+        """What the run reads as a success (the plan's `protocol: success_field`, recorded in the config):
+        `success` (Fontaine's) unless it says `env_success`."""
+        v = (self.config or {}).get("success_field")
+        return v if v in SUCCESS_FIELDS else SUCCESS_FIELDS[0]
 
     @property
     def policy_kind(self) -> str | None:
