@@ -93,3 +93,12 @@ def shadowing_working_folder(tmp_path: Path) -> tuple[Path, list[str]]:
     script.parent.mkdir()
     script.write_text("import sys\nfrom engine.cli.main import main\nif __name__ == '__main__':\n    sys.exit(main())\n")
     return folder, [sys.executable, str(script)]
+
+
+def decide_on_rows(spec, a, b, length: int, n: int):
+    """`prereg.stats.comparison.decide` on the rows of the first `length` of n planned seeds, each arm's
+    success from the bool arrays a and b: what the driver reads, to hold against a vectorised test."""
+    from prereg.stats.comparison import decide
+
+    rows = [{s: {"seed": s, "status": "ok", "success": bool(x[s])} for s in range(length)} for x in (a, b)]
+    return decide(spec, rows[0], rows[1], list(range(n)))

@@ -70,15 +70,24 @@ def _text(v, name: str, *, required: bool) -> str | None:
     return None
 
 
-def trial_problem(obj: object) -> str | None:
-    """Why `obj` is not a trial line of this schema (None when it is)."""
+def _line_head_problem(obj: object, fields, schema: int, hint: str = "") -> str | None:
+    """What every line of real.jsonl and sim_predictions.jsonl must be first: a JSON object of known
+    fields at this schema (None when it is)."""
     if not isinstance(obj, dict):
         return "not a JSON object"
-    unknown = sorted(set(obj) - set(TRIAL_FIELDS))
+    unknown = sorted(set(obj) - set(fields))
     if unknown:
-        return f"unknown field(s) {', '.join(unknown)} (a trial has {', '.join(TRIAL_FIELDS)})"
-    if obj.get("schema") != REAL_SCHEMA:
-        return f"schema must be {REAL_SCHEMA}, got {obj.get('schema')!r}"
+        return f"unknown field(s) {', '.join(unknown)}{hint}"
+    if obj.get("schema") != schema:
+        return f"schema must be {schema}, got {obj.get('schema')!r}"
+    return None
+
+
+def trial_problem(obj: object) -> str | None:
+    """Why `obj` is not a trial line of this schema (None when it is)."""
+    head = _line_head_problem(obj, TRIAL_FIELDS, REAL_SCHEMA, f" (a trial has {', '.join(TRIAL_FIELDS)})")
+    if head:
+        return head
     if not _is_int(obj.get("seed")) or obj["seed"] < 0:
         return f"seed must be a whole number >= 0, got {obj.get('seed')!r}"
     for name, required in (("arm", True), ("operator", True), ("void_reason", False), ("video", False),
@@ -245,13 +254,9 @@ def trial_value(trial: Trial, metric: str) -> float | None:
 
 
 def prediction_problem(obj: object) -> str | None:
-    if not isinstance(obj, dict):
-        return "not a JSON object"
-    unknown = sorted(set(obj) - set(PREDICTION_FIELDS))
-    if unknown:
-        return f"unknown field(s) {', '.join(unknown)}"
-    if obj.get("schema") != PREDICTION_SCHEMA:
-        return f"schema must be {PREDICTION_SCHEMA}, got {obj.get('schema')!r}"
+    head = _line_head_problem(obj, PREDICTION_FIELDS, PREDICTION_SCHEMA)
+    if head:
+        return head
     why = _text(obj.get("arm"), "arm", required=True)
     if why:
         return why

@@ -12,6 +12,7 @@ import pytest
 from prereg.stats import paired_optimal as O
 from prereg.stats import paired_sprt as P
 from prereg.stats.operating import batch_seeds, pair_probs
+from tests.helpers import decide_on_rows
 
 ALPHA, POWER = 0.05, 0.8
 SIMS = 20_000
@@ -156,7 +157,7 @@ def test_decide_on_rows_is_test_optimal_on_random_sequences():
     """decide() with test optimal on random row sequences (design, no difference, mirrored; random lengths)
     gives paired_sprt.run's code and seed on the same outcomes: the rows decide what the DP describes."""
     from prereg.document.comparison_spec import ComparisonSpec
-    from prereg.stats.comparison import _CODES, UNDECIDED, decide, optimal_design
+    from prereg.stats.comparison import _CODES, UNDECIDED, optimal_design
 
     n = _design(0.1, 0.3)[3]
     spec = ComparisonSpec(arm_a="a", arm_b="b", metric="success", test="optimal", alpha=ALPHA, power=POWER,
@@ -170,8 +171,7 @@ def test_decide_on_rows_is_test_optimal_on_random_sequences():
         a, b = rng.random(n) < pa, rng.random(n) < pb
         length = int(rng.integers(1, n + 1))
         code, when = P.run(d, a[None, :length], b[None, :length])
-        got = decide(spec, {s: {"seed": s, "status": "ok", "success": bool(a[s])} for s in range(length)},
-                     {s: {"seed": s, "status": "ok", "success": bool(b[s])} for s in range(length)}, list(range(n)))
+        got = decide_on_rows(spec, a, b, length, n)
         if int(code[0]) == 0:
             assert got is None if length < n else (got.outcome, got.at) == (UNDECIDED, n)
         else:

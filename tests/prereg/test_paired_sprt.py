@@ -13,6 +13,7 @@ import pytest
 
 from prereg.stats import operating as O
 from prereg.stats import paired_sprt as P
+from tests.helpers import decide_on_rows
 
 ALPHA, POWER = 0.05, 0.8
 LAB = (0.01, 0.09, 184)  # the lab notes' 9% vs 1%, max seeds 1.5 x the batch's 123
@@ -179,7 +180,7 @@ def test_decide_on_rows_is_the_exact_test_on_random_sequences():
     lengths) gives the code and seed of paired_sprt.run on the same outcomes, the test whose operating
     characteristic `oc` computes exactly: what the rows decide is what the DP's figures describe."""
     from prereg.document.comparison_spec import ComparisonSpec
-    from prereg.stats.comparison import _CODES, UNDECIDED, decide
+    from prereg.stats.comparison import _CODES, UNDECIDED
 
     lo, hi, n = MID
     spec = ComparisonSpec(arm_a="a", arm_b="b", metric="success", test="sprt", alpha=ALPHA, power=POWER,
@@ -193,8 +194,7 @@ def test_decide_on_rows_is_the_exact_test_on_random_sequences():
         a, b = (u < pa, u < pb) if i % 6 == 5 else (u < pa, rng.random(n) < pb)  # nested arms every sixth
         length = int(rng.integers(1, n + 1))
         code, when = P.run(d, a[None, :length], b[None, :length])
-        got = decide(spec, {s: {"seed": s, "status": "ok", "success": bool(a[s])} for s in range(length)},
-                     {s: {"seed": s, "status": "ok", "success": bool(b[s])} for s in range(length)}, list(range(n)))
+        got = decide_on_rows(spec, a, b, length, n)
         if int(code[0]) == 0:
             assert got is None if length < n else (got.outcome, got.at) == (UNDECIDED, n)
         else:
