@@ -102,7 +102,6 @@ class StopProtocol:
         written as rows nor counted, and owed nothing (issue 47: they ran to their end and cost 3-5% of
         the batch at 8 workers)."""
         jobs = self.pool.abort()
-        self._pool_closed = False  # aborted, not closed: close() still ends the pool
         self.cancelled.extend(as_json_jobs(jobs))
         if jobs:
             self.log(f"decided: {len(jobs)} episode{'s' if len(jobs) != 1 else ''} in flight cancelled, "
