@@ -35,6 +35,15 @@ class RunConfig:
     comparison: dict | None = None  # ... and its registered comparison (prereg.stats.comparison.ComparisonSpec.as_dict())
     pass_env: list[str] = field(default_factory=list)  # variables passed to the workers by name (engine/process/environ.py)
     success_field: str = "success"  # what the plan reads as a success: every count, summary and decision of the run
+    # a crossed design (issue 48): every seed also runs on each of these registered visual variants (their names,
+    # in the plan's order; `base`, the scene as declared, always runs and is not listed). A variant is declared
+    # in the env file or inline in the plan (`variant_declarations`: name -> its declaration, as an env file's).
+    variants: list[str] = field(default_factory=list)
+    variant_declarations: dict = field(default_factory=dict)
+    read_variant: str = "base"  # the variant every count, summary and decision of the run reads
+    pool_cameras: bool = False  # the pooled read also averages the camera variants (else they are read apart)
+    camera_variants: list[str] = field(default_factory=list)  # those that move a camera (filled at launch)
+    variant_sha256: dict = field(default_factory=dict)  # name -> its declaration's sha256 (filled at launch)
 
     def arm_policies(self) -> list[tuple[str | None, PolicySpec]]:
         """(arm, policy) per arm a worker may be handed: the comparison's two, or (None, the one policy)."""

@@ -149,6 +149,13 @@ class Protocol:
     env: str | None = None  # the scene and task every arm runs (None: boat-on-disk, the engine's default)
     env_sha256: str | None = None  # its content hash as frozen: a run on a changed env is INVALID
     success_field: str = "success"  # what the reads count as a success (prereg.rundir.rows.SUCCESS_FIELDS)
+    # a crossed design (issue 48): the registered visual variants every seed also runs on (names, in order;
+    # `base` always runs), those declared inline (name -> declaration, as an env file's `variants:` entry),
+    # the variant the decision reads and whether the pooled read averages camera variants too
+    variants: tuple[str, ...] = ()
+    variant_declarations: dict = field(default_factory=dict, compare=False, hash=False)
+    read_variant: str = "base"
+    pool_cameras: bool = False
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from prereg.rundir.manifest import Manifest
 from prereg.rundir.outcomes import EPISODE_OUTCOMES, ERROR, OUTCOMES, RowCounts, classify, contribution
-from prereg.rundir.rows import read_as_success, unreachable
+from prereg.rundir.rows import read_as_success, unreachable, variant_of
 
 ONE_ARM = None  # the key of a one-arm run's tally
 
@@ -41,12 +41,15 @@ class Plan:
     seeds: tuple[int, ...] | None = None
     arms: tuple[str, ...] | None = None  # a comparison run's two arms; None: one arm
     success_field: str = "success"  # what the plan reads as a success (prereg.rundir.rows.read_as_success)
+    variant: str | None = None  # a crossed design (issue 48): the variant counted; None: every row, whatever its variant
 
     @classmethod
-    def of(cls, manifest: Manifest | None) -> "Plan":
+    def of(cls, manifest: Manifest | None, variant: str | None = None) -> "Plan":
+        """The manifest's plan; in a crossed design it counts the variant the plan reads (or `variant`)."""
         if manifest is None:
             return cls()
-        return cls(manifest.seeds, tuple(manifest.arms) if manifest.is_comparison else None, manifest.success_field)
+        read = (variant or manifest.read_variant) if manifest.variants else None
+        return cls(manifest.seeds, tuple(manifest.arms) if manifest.is_comparison else None, manifest.success_field, read)
 
     @property
     def keys(self) -> tuple:
@@ -154,6 +157,7 @@ class RowsFold:
         self.arms: dict = {key: ArmTally() for key in self.plan.keys}
         self.lines = 0  # rows read (every row, counted or not)
         self.foreign = 0  # rows of an arm this run does not have (a comparison run): read, not counted
+        self.other_variants = 0  # a crossed design's rows of the variants this fold does not count
         self.longest_wall_s: float | None = None  # the longest episode read, error rows and replaced rows included
         self.milestones: dict[int, tuple] = {}
 
@@ -225,6 +229,12 @@ class RowsFold:
                                            for k, t in self.arms.items())
 
     def _add(self, rows, on_row) -> None:
+        if self.plan.variant is not None:  # a crossed design: one variant's rows are counted, the rest read
+            rows = rows if isinstance(rows, (list, tuple)) else list(rows)
+            n = len(rows)
+            rows = [r for r in rows if variant_of(r) == self.plan.variant]
+            self.other_variants += n - len(rows)
+            self.lines += n - len(rows)
         if self.plan.success_field != "success":  # the plan reads the env's own success: every count does
             rows = [read_as_success(r, self.plan.success_field) for r in rows]
         self._add_read(rows, on_row)

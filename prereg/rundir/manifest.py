@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prereg.core.safe_read import kind_of, os_error_why
 from prereg.rundir.files import HEARTBEAT, MANIFEST, PID, ROWS, STATUS, TRIPWIRES_FIELD, load_json_object, typed_field
-from prereg.rundir.rows import SUCCESS_FIELDS
+from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS
 from prereg.rundir.status import NUMERIC, GateSpec, Status
 from prereg.rundir.stop import StopReason, read_stop
 
@@ -61,6 +61,30 @@ class Manifest:
         `success` (Fontaine's) unless it says `env_success`."""
         v = (self.config or {}).get("success_field")
         return v if v in SUCCESS_FIELDS else SUCCESS_FIELDS[0]
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """A crossed design's variants (issue 48), `base` first: every seed runs on each (config.variants
+        names those beside `base`); () for a run of the scene alone."""
+        v = (self.config or {}).get("variants")
+        names = [x for x in v if isinstance(x, str) and x and x != BASE_VARIANT] if isinstance(v, list) else []
+        return (BASE_VARIANT, *dict.fromkeys(names)) if names else ()
+
+    @property
+    def read_variant(self) -> str:
+        """The variant the run's counts and the plan's decision read (config.read_variant; `base` by default)."""
+        v = (self.config or {}).get("read_variant")
+        return v if isinstance(v, str) and v in self.variants else BASE_VARIANT
+
+    @property
+    def camera_variants(self) -> tuple[str, ...]:
+        """The variants that move a camera (config.camera_variants): read apart unless `pool_cameras`."""
+        v = (self.config or {}).get("camera_variants")
+        return tuple(x for x in v if x in self.variants) if isinstance(v, list) else ()
+
+    @property
+    def pool_cameras(self) -> bool:
+        return (self.config or {}).get("pool_cameras") is True
 
     @property
     def policy_kind(self) -> str | None:

@@ -66,6 +66,14 @@ ROW_FIELDS: tuple[str, ...] = (
 KNOCK_AWAY_CM = -1.0  # progress_final_cm at or below this is a knock-away
 ENGAGED_CM = 1.0  # progress_cm above this is engagement
 BASE_VARIANT = "base"  # a row whose `variant` is null ran the scene as declared (issue 48: engine.sim.variants.BASE)
+
+
+def variant_of(row: dict) -> str:
+    """A row's variant: its `variant`, or the scene as declared (`base`) when null."""
+    v = row.get("variant")
+    return v if isinstance(v, str) and v else BASE_VARIANT
+
+
 OK = "ok"  # the one status of a finished episode; any other status (or none) is an error row
 
 # ---------------------------------------------------------------- field types

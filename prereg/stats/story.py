@@ -74,6 +74,57 @@ class RealStory:
 
 
 @dataclass(frozen=True)
+class VariantCell:
+    """One variant's count in a crossed design (issue 48)."""
+
+    variant: str
+    successes: int
+    n: int
+    camera: bool = False  # it moves a camera: read apart unless the plan pools it
+
+
+@dataclass(frozen=True)
+class VariantStory:
+    """One arm's reads over registered visual variants (prereg.stats.variants.VariantsRead), as every
+    surface states them: per variant k/n, the pooled rate (the unweighted mean of the pooled variants'
+    rates) with its interval, the variants read apart and the worst."""
+
+    arm: str
+    cells: tuple[VariantCell, ...]
+    read_variant: str  # the variant the plan's decision reads
+    pooled: tuple[str, ...] = ()
+    pooled_rate: float | None = None
+    pooled_interval: tuple[float, float] | None = None
+    pooled_seeds: int = 0
+    worst: str | None = None
+
+    @classmethod
+    def of(cls, arm: str, read, read_variant: str) -> "VariantStory":
+        """From a prereg.stats.variants.VariantsRead."""
+        return cls(arm, tuple(VariantCell(v.variant, v.successes, v.n, v.camera) for v in read.per_variant), read_variant,
+                   tuple(read.pooled), read.pooled_rate, read.pooled_interval, read.pooled_seeds, read.worst)
+
+    def pooled_words(self) -> str:
+        """'pooled 0.62 (95% CI 0.50-0.73) over 4 variants, 20 seeds' (or that nothing is pooled yet)."""
+        if self.pooled_rate is None or self.pooled_interval is None:
+            return "pooled: no seed has a row on every pooled variant yet"
+        lo, hi = self.pooled_interval
+        return (f"pooled {self.pooled_rate:.2f} (95% CI {lo:.2f}-{hi:.2f}) over {plural(len(self.pooled), 'variant')}, "
+                f"{plural(self.pooled_seeds, 'seed')}")
+
+    def sentence(self) -> str:
+        """The arm's variant reads in one line: each variant's k/n (the one the decision reads marked),
+        the pooled rate, the worst variant."""
+        cells = []
+        for c in self.cells:
+            apart = c.camera and c.variant not in self.pooled
+            tag = " (decides)" if c.variant == self.read_variant else " (camera, apart)" if apart else ""
+            cells.append(f"{c.variant} {c.successes}/{c.n}{tag}")
+        worst = f"; worst {self.worst}" if self.worst else ""
+        return f"{self.arm}: {', '.join(cells)}; {self.pooled_words()}{worst}"
+
+
+@dataclass(frozen=True)
 class Ruling:
     """A registered judgement as it is stated: its word, what it judges, and whether the plan decides by it."""
 
@@ -115,6 +166,7 @@ class Story:
     cost: str = ""
     generated_at: str = ""
     real: tuple[RealStory, ...] = ()
+    variants: tuple[VariantStory, ...] = ()  # a crossed design's reads per arm (issue 48)
 
     @property
     def decisions(self) -> tuple[Ruling, ...]:
@@ -146,6 +198,7 @@ class Story:
         out += [("decision", f"Decision: {r.line()}") for r in self.decisions if r.why and r.kind != COMPARISON]
         out += [("descriptive", f"Descriptive: {r.line()}") for r in self.descriptive]
         out += [("real", f"Real trials: {r.sentence}") for r in self.real]
+        out += [("variants", f"Variants: {v.sentence()}") for v in self.variants]
         return out
 
     @property
@@ -174,11 +227,22 @@ class Story:
             real = tuple(RealStory(str(r["arm"]), str(r["sentence"]), r.get("verdict") if isinstance(r.get("verdict"), str)
                                    else None, r.get("registered") is True, int(r.get("n") or 0), int(r.get("planned") or 0))
                          for r in d.get("real") or ())
+            variants = tuple(_variant_story(v) for v in d.get("variants") or ())
             story = cls(str(d["run"]), str(d["state"]), str(d["validity"]), tuple(map(str, d.get("reasons") or ())),
-                        arms, rulings, str(d.get("cost") or ""), str(d.get("generated_at") or ""), real)
+                        arms, rulings, str(d.get("cost") or ""), str(d.get("generated_at") or ""), real, variants)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return story if story.validity in VALIDITIES else None
+
+
+def _variant_story(v: dict) -> VariantStory:
+    cells = tuple(VariantCell(str(c["variant"]), int(c["successes"]), int(c["n"]), c.get("camera") is True)
+                  for c in v.get("cells") or ())
+    ci = v.get("pooled_interval")
+    return VariantStory(str(v["arm"]), cells, str(v["read_variant"]), tuple(map(str, v.get("pooled") or ())),
+                        float(v["pooled_rate"]) if v.get("pooled_rate") is not None else None,
+                        (float(ci[0]), float(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 else None,
+                        int(v.get("pooled_seeds") or 0), v.get("worst") if isinstance(v.get("worst"), str) else None)
 
 
 # ---------------------------------------------------------------- building it
@@ -243,5 +307,6 @@ def _word(verdict: str, label: str) -> str:
     return label.split(" (", 1)[0]
 
 
-__all__ = ["ArmStory", "RealStory", "Ruling", "Story", "build_story", "validity_of", "VALID", "INVALID", "PENDING", "DESCRIPTIVE",
+__all__ = ["ArmStory", "RealStory", "Ruling", "Story", "VariantCell", "VariantStory",
+           "build_story", "validity_of", "VALID", "INVALID", "PENDING", "DESCRIPTIVE",
            "SEP"]

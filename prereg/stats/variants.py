@@ -25,7 +25,7 @@ import numpy as np
 from prereg.core.wilson import wilson_bounds, wilson_interval, z_of
 from prereg.rundir.outcomes import SUCCESS as _SUCCESS
 from prereg.rundir.outcomes import classify
-from prereg.rundir.rows import BASE_VARIANT, latest_rows
+from prereg.rundir.rows import latest_rows, variant_of
 
 
 @dataclass(frozen=True)
@@ -77,12 +77,6 @@ class VariantsRead:
             out.append("seeds by variants succeeding: " + ", ".join(f"{j}/{len(self.pooled)}: {c}"
                                                                      for j, c in enumerate(hist)))
         return out
-
-
-def variant_of(row: dict) -> str:
-    """A row's variant: its `variant`, or the scene as declared when null."""
-    v = row.get("variant")
-    return v if isinstance(v, str) and v else BASE_VARIANT
 
 
 def pooled_interval(outcomes: np.ndarray, confidence: float = 0.95) -> tuple[float, tuple[float, float]] | None:
