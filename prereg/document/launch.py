@@ -7,7 +7,7 @@ run can always be traced to the exact text that registered it.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from prereg.core.errors import PreregError
@@ -47,6 +47,10 @@ class LaunchSpec:
     grasp_drop: float | None = None  # the scripted oracle's drop knob (None: 0)
     features: tuple[str, ...] = ()  # lerobot: FEATURE=SOURCE (engine/policies/lerobot_policy/features.py)
     fast_revision: str | None = None  # molmoact2-discrete: the release FAST tokenizer's commit
+    variants: tuple[str, ...] = ()  # a crossed design (issue 48): the variants beside `base` (prereg.document.model.Protocol)
+    variant_declarations: dict = field(default_factory=dict)  # name -> an inline declaration
+    read_variant: str = "base"
+    pool_cameras: bool = False
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -109,6 +113,10 @@ def resolve_launch(path: str | Path, arm_name: str) -> LaunchSpec:
         grasp_miss=arm.grasp_miss,
         grasp_drop=arm.grasp_drop,
         features=tuple(arm.features),
+        variants=tuple(proto.variants),
+        variant_declarations=dict(proto.variant_declarations),
+        read_variant=proto.read_variant,
+        pool_cameras=proto.pool_cameras,
     )
 
 
