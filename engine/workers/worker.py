@@ -22,9 +22,8 @@ from pathlib import Path
 from engine.policies.factory import make_policy
 from engine.process.signals import ignore_stop_signals
 from engine.workers.video import VideoWriter
-from prereg import rundir as rd
 from prereg.core.errors import FontaineError
-from prereg.rundir.files import utc_now
+from prereg.rundir.files import utc_now, video_relpath
 from prereg.rundir.row import Row
 
 HEAVY_MODULES = ("torch", "lerobot", "transformers", "matplotlib", "ray")  # a worker that only simulates has none
@@ -151,7 +150,7 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
         video_rel, writer, note = None, None, None
         try:
             if film:
-                video_rel = f"{rd.VIDEOS}/rollout_{arm + '_' if arm else ''}seed{seed:03d}.mp4"
+                video_rel = video_relpath(seed, arm)
                 writer = VideoWriter(run_dir / video_rel)
             partial = run_episode(env, seed, cfg.episode_seconds, predict, chunk_horizon=horizon,
                                   needs_images=needs_images, needs_privileged=needs_priv,

@@ -40,7 +40,7 @@ HEARTBEAT = "heartbeat"  # the driver: touched every few seconds while alive
 STOP = "STOP"  # anyone: ask the driver to stop at the next episode boundary
 LOCK = "run.lock"  # the driver: an flock held for its whole life (one writer per run directory)
 LOG = "driver.log"  # the driver's stdout and stderr
-VIDEOS = "videos"  # the driver: one mp4 per filmed episode
+VIDEOS = "videos"  # the driver: one mp4 per filmed episode (video_relpath names it)
 SET_ASIDE = "rows.set-aside.jsonl"  # a resume: torn lines and error rows moved out of rows.jsonl
 PREDICTS = "predicts.jsonl"  # the driver, when asked: one line per observation served
 POSTS = "posts.jsonl"  # the Discord notifier's ledger: one line per post Discord confirmed
@@ -429,3 +429,9 @@ def typed_field(d: Mapping, key: str, kinds: tuple, problems: list[str], where: 
         problems.append(f"{where}: {key} is {type(v).__name__} {str(v)[:40]!r}, not {' or '.join(k.__name__ for k in kinds)}")
         return None
     return float(v) if float in kinds and int in kinds and not isinstance(v, bool) else v
+
+
+def video_relpath(seed: int, arm: str | None = None, variant: str | None = None) -> str:
+    """A filmed episode's mp4, relative to the run directory (a row's `video`):
+    videos/rollout_[<arm>_][<variant>_]seed006.mp4 (a comparison's arm; a crossed design's variant, none on base)."""
+    return f"{VIDEOS}/rollout_{arm + '_' if arm else ''}{variant + '_' if variant else ''}seed{seed:03d}.mp4"

@@ -74,6 +74,11 @@ def variant_of(row: dict) -> str:
     return v if isinstance(v, str) and v else BASE_VARIANT
 
 
+def rows_of_variant(rows, variant: str | None) -> list:
+    """The rows a read of `variant` counts (a crossed design: that variant's; None: every row)."""
+    return list(rows) if variant is None else [r for r in rows if variant_of(r) == variant]
+
+
 OK = "ok"  # the one status of a finished episode; any other status (or none) is an error row
 
 # ---------------------------------------------------------------- field types
