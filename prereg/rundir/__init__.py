@@ -66,6 +66,7 @@ from prereg.rundir.manifest import (
     Manifest,
     PreregRef,
     Snapshot,
+    counted_rows,
     read_manifest,
     read_snapshot,
 )
@@ -137,6 +138,7 @@ __all__ = [
     "Manifest",
     "PreregRef",
     "Snapshot",
+    "counted_rows",
     "read_manifest",
     "read_snapshot",
     "GateSpec",

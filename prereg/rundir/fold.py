@@ -48,7 +48,7 @@ class Plan:
         """The manifest's plan; in a crossed design it counts the variant the plan reads (or `variant`)."""
         if manifest is None:
             return cls()
-        read = (variant or manifest.read_variant) if manifest.variants else None
+        read = variant if variant and manifest.variants else manifest.counted_variant
         return cls(manifest.seeds, tuple(manifest.arms) if manifest.is_comparison else None, manifest.success_field, read)
 
     @property

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prereg.core.safe_read import kind_of, os_error_why
 from prereg.rundir.files import HEARTBEAT, MANIFEST, PID, ROWS, STATUS, TRIPWIRES_FIELD, load_json_object, typed_field
-from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS
+from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS, RowsRead, read_rows
 from prereg.rundir.status import NUMERIC, GateSpec, Status
 from prereg.rundir.stop import StopReason, read_stop
 
@@ -75,6 +75,12 @@ class Manifest:
         """The variant the run's counts and the plan's decision read (config.read_variant; `base` by default)."""
         v = (self.config or {}).get("read_variant")
         return v if isinstance(v, str) and v in self.variants else BASE_VARIANT
+
+    @property
+    def counted_variant(self) -> str | None:
+        """The variant every read of this run counts (prereg.rundir.rows.rows_of_variant): the read variant in a
+        crossed design, None (every row) for a run of the scene alone."""
+        return self.read_variant if self.variants else None
 
     @property
     def camera_variants(self) -> tuple[str, ...]:
@@ -217,6 +223,13 @@ def read_manifest(run_dir: str | Path) -> tuple[Manifest | None, str | None]:
     """(the run's manifest, None), or (None, why not): 'missing', or a problem in words (never blocks)."""
     d, why = load_json_object(Path(run_dir) / MANIFEST)
     return (None, why) if d is None else (Manifest.from_dict(d), None)
+
+
+def counted_rows(run_dir: str | Path, manifest: Manifest | None = None) -> RowsRead:
+    """A run directory's rows as every read of it counts them: a crossed design's read variant's only
+    (`Manifest.counted_variant`), every row otherwise; `manifest` when the caller read it already."""
+    m = manifest if manifest is not None else read_manifest(run_dir)[0]
+    return read_rows(Path(run_dir) / ROWS).of_variant(m.counted_variant if m is not None else None)
 
 
 @dataclass(frozen=True)

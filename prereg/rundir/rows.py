@@ -244,6 +244,14 @@ class RowsRead:
     line_nos: list[int] = field(default_factory=list)  # the line of each row, in order
     problem: str | None = None  # the file is there but cannot be read: why ('is a FIFO (named pipe), not a ...')
 
+    def of_variant(self, variant: str | None) -> "RowsRead":
+        """The read as a read of `variant` counts it (rows_of_variant: a crossed design's one variant; None:
+        unchanged), each row's line number kept beside it; the bad lines stay (they name no variant)."""
+        if variant is None:
+            return self
+        kept = [(r, n) for r, n in zip(self.rows, self.line_nos or [None] * len(self.rows)) if variant_of(r) == variant]
+        return RowsRead([r for r, _ in kept], list(self.bad), [n for _, n in kept] if self.line_nos else [], self.problem)
+
 
 def complete_row(partial: dict) -> dict:
     """Order a row's fields by the schema, with null for every field not given; a secret's shape in a

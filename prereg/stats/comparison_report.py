@@ -31,6 +31,7 @@ from pathlib import Path
 from prereg import rundir as rd
 from prereg.document.comparison_spec import ComparisonSpec
 from prereg.document.model import Document
+from prereg.rundir.rows import rows_of_variant
 from prereg.stats.comparison import UNDECIDED, VOID, ComparisonPath, batch_episodes, decide, episodes_saved, path
 from prereg.stats.operating import sized_batch_seeds
 from prereg.stats.verdict import COMPARISON_STOP, FINAL, ComparisonVerdict
@@ -274,7 +275,7 @@ def live_evidence(manifest: rd.Manifest | dict | None, status: rd.Status | dict 
     try:
         spec = ComparisonSpec.from_record(m.comparison or {})
         seeds = list(m.seeds or ())
-        a, b = spec.by_seed(rows, seeds)
+        a, b = spec.by_seed(rows_of_variant(rows, m.counted_variant), seeds)  # a crossed design: the read variant
         return "no decision yet: " + path(spec, a, b, seeds).evidence_text()
     except (TypeError, ValueError, KeyError):
         return "no decision yet (the manifest's comparison cannot be read)"

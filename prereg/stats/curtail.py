@@ -334,13 +334,12 @@ def sibling_states(plan: Plan, run_dir: Path) -> dict[str, ArmState]:
     """Runs of the other arms the rules name, found beside `run_dir` (same frozen section by manifest)."""
     from prereg import rundir as rd
     from prereg.rundir.discovery import newest_registered_run
-    from prereg.rundir.rows import read_rows
 
     out: dict[str, ArmState] = {}
     for a, (sha, seeds, interval) in plan.other_arms.items():
         d = newest_registered_run(Path(run_dir).resolve().parent, a, sha, exclude=Path(run_dir))
-        if d is not None:
-            out[a] = prefix_state_of(read_rows(d / rd.ROWS).rows, seeds, interval)
+        if d is not None:  # a crossed design's sibling: its read variant's rows (rd.counted_rows)
+            out[a] = prefix_state_of(rd.counted_rows(d).rows, seeds, interval)
     return out
 
 

@@ -343,12 +343,12 @@ class PilotSd:
 def pilot_delta_sd(run_dir: str | Path) -> PilotSd:
     """sqrt(2) x the SD (ddof 1) of progress_final_cm over a pilot run's seeds (a seed's last row wins)."""
     from prereg import rundir
-    from prereg.rundir.rows import number, read_rows
+    from prereg.rundir.rows import number
 
     d = Path(run_dir)
     if not d.is_dir():
         return PilotSd(None, 0, f"pilot run {d}: no such directory")
-    got = read_rows(d / rundir.ROWS)
+    got = rundir.counted_rows(d)  # a crossed design's pilot: its read variant's rows, one a seed
     per_seed: dict[int, float | None] = {}
     for row in got.rows:
         per_seed[row["seed"]] = number(row.get("progress_final_cm"))
