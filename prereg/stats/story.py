@@ -33,6 +33,7 @@ from prereg.core.words import plural
 from prereg.stats.comparison import UNDECIDED
 from prereg.stats.reads import DESCRIPTIVE_READ as DESCRIPTIVE
 from prereg.stats.reads import EXPLORATORY, HOLDS, NOT_HOLDS, PROVISIONAL, UNDETERMINED
+from prereg.stats.variants_compare import PooledDifference
 from prereg.stats.verdict import FINAL
 
 VALID, INVALID, PENDING = "VALID", "INVALID", "not judged yet"
@@ -81,6 +82,7 @@ class VariantCell:
     successes: int
     n: int
     camera: bool = False  # it moves a camera: read apart unless the plan pools it
+    interval: tuple[float, float] | None = None  # its 95% Wilson interval (prereg.stats.variants.VariantRead)
 
 
 @dataclass(frozen=True)
@@ -97,12 +99,29 @@ class VariantStory:
     pooled_interval: tuple[float, float] | None = None
     pooled_seeds: int = 0
     worst: str | None = None
+    seeds_by_successes: tuple[int, ...] = ()  # index j: seeds on which j pooled variants succeeded
 
     @classmethod
     def of(cls, arm: str, read, read_variant: str) -> "VariantStory":
         """From a prereg.stats.variants.VariantsRead."""
-        return cls(arm, tuple(VariantCell(v.variant, v.successes, v.n, v.camera) for v in read.per_variant), read_variant,
-                   tuple(read.pooled), read.pooled_rate, read.pooled_interval, read.pooled_seeds, read.worst)
+        return cls(arm, tuple(VariantCell(v.variant, v.successes, v.n, v.camera, v.interval) for v in read.per_variant),
+                   read_variant, tuple(read.pooled), read.pooled_rate, read.pooled_interval, read.pooled_seeds, read.worst,
+                   tuple(read.successes_histogram()) if read.per_seed else ())
+
+    def note(self, c: VariantCell) -> str:
+        """What a variant's row of the table says besides its count: decides, camera (read apart), worst."""
+        tags = ["decides"] if c.variant == self.read_variant else []
+        if c.camera:
+            tags.append("camera, read apart" if c.variant not in self.pooled else "camera, pooled")
+        if c.variant == self.worst:
+            tags.append("worst")
+        return ", ".join(tags)
+
+    def seeds_words(self) -> str:
+        """'seeds by variants succeeding: 0/3: 2, 1/3: 5, 2/3: 6, 3/3: 7' ('' before a seed has every pooled variant)."""
+        m = len(self.seeds_by_successes) - 1
+        return ("seeds by variants succeeding: " + ", ".join(f"{j}/{m}: {c}" for j, c in enumerate(self.seeds_by_successes))
+                if self.seeds_by_successes else "")
 
     def pooled_words(self) -> str:
         """'pooled 0.62 (95% CI 0.50-0.73) over 4 variants, 20 seeds' (or that nothing is pooled yet)."""
@@ -167,6 +186,7 @@ class Story:
     generated_at: str = ""
     real: tuple[RealStory, ...] = ()
     variants: tuple[VariantStory, ...] = ()  # a crossed design's reads per arm (issue 48)
+    variants_paired: tuple[PooledDifference, ...] = ()  # a crossed comparison run's pooled paired read (descriptive)
 
     @property
     def decisions(self) -> tuple[Ruling, ...]:
@@ -199,6 +219,7 @@ class Story:
         out += [("descriptive", f"Descriptive: {r.line()}") for r in self.descriptive]
         out += [("real", f"Real trials: {r.sentence}") for r in self.real]
         out += [("variants", f"Variants: {v.sentence()}") for v in self.variants]
+        out += [("variants", f"Variants: {p.sentence()}") for p in self.variants_paired]
         return out
 
     @property
@@ -228,21 +249,26 @@ class Story:
                                    else None, r.get("registered") is True, int(r.get("n") or 0), int(r.get("planned") or 0))
                          for r in d.get("real") or ())
             variants = tuple(_variant_story(v) for v in d.get("variants") or ())
+            paired = tuple(PooledDifference.from_dict(p) for p in d.get("variants_paired") or ())
             story = cls(str(d["run"]), str(d["state"]), str(d["validity"]), tuple(map(str, d.get("reasons") or ())),
-                        arms, rulings, str(d.get("cost") or ""), str(d.get("generated_at") or ""), real, variants)
+                        arms, rulings, str(d.get("cost") or ""), str(d.get("generated_at") or ""), real, variants, paired)
         except (KeyError, TypeError, ValueError, AttributeError):
             return None
         return story if story.validity in VALIDITIES else None
 
 
 def _variant_story(v: dict) -> VariantStory:
-    cells = tuple(VariantCell(str(c["variant"]), int(c["successes"]), int(c["n"]), c.get("camera") is True)
-                  for c in v.get("cells") or ())
-    ci = v.get("pooled_interval")
+    cells = tuple(VariantCell(str(c["variant"]), int(c["successes"]), int(c["n"]), c.get("camera") is True,
+                              _pair(c.get("interval"))) for c in v.get("cells") or ())
     return VariantStory(str(v["arm"]), cells, str(v["read_variant"]), tuple(map(str, v.get("pooled") or ())),
                         float(v["pooled_rate"]) if v.get("pooled_rate") is not None else None,
-                        (float(ci[0]), float(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 else None,
-                        int(v.get("pooled_seeds") or 0), v.get("worst") if isinstance(v.get("worst"), str) else None)
+                        _pair(v.get("pooled_interval")),
+                        int(v.get("pooled_seeds") or 0), v.get("worst") if isinstance(v.get("worst"), str) else None,
+                        tuple(int(x) for x in v.get("seeds_by_successes") or ()))
+
+
+def _pair(ci) -> tuple[float, float] | None:
+    return (float(ci[0]), float(ci[1])) if isinstance(ci, (list, tuple)) and len(ci) == 2 else None
 
 
 # ---------------------------------------------------------------- building it
@@ -255,11 +281,13 @@ def validity_of(evidence) -> tuple[str, tuple[str, ...]]:
     return (VALID, ()) if not evidence.problems else (INVALID, tuple(evidence.problems))
 
 
-def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generated_at: str = "", real=()) -> Story:
+def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generated_at: str = "", real=(),
+                variants=(), variants_paired=()) -> Story:
     """The story of one run directory: `evidence` {arm: ArmEvidence} of its arms in the registration's
     order, the report's `judgement` (prereg.stats.verdict.Judgement), its comparison reads
-    (prereg.stats.comparison_report.ComparisonRead, the verdict attached) and its arms' real reads
-    (prereg.stats.real_read.RealRead)."""
+    (prereg.stats.comparison_report.ComparisonRead, the verdict attached), its arms' real reads
+    (prereg.stats.real_read.RealRead) and, in a crossed design, its arms' variant reads (VariantStory) and
+    a comparison run's pooled paired read (prereg.stats.variants_compare.PooledDifference)."""
     arms = list(evidence)
     states = {ev.state for ev in evidence.values()}
     state = next(iter(states)) if len(states) == 1 else ", ".join(f"{a} {ev.state}" for a, ev in evidence.items())
@@ -296,7 +324,8 @@ def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generate
         rulings.append(Ruling(v.key, RULE, _word(v.verdict, v.label), v.label, f"if {v.rule.condition}",
                               decides=not v.descriptive, action=v.rule.action))
     reals = tuple(RealStory(r.arm, r.sentence(), r.verdict, r.registered, r.n, r.planned) for r in real if r is not None)
-    return Story(run, state or rd.UNKNOWN, validity, reasons, tuple(parts), tuple(rulings), cost, generated_at, reals)
+    return Story(run, state or rd.UNKNOWN, validity, reasons, tuple(parts), tuple(rulings), cost, generated_at, reals,
+                 tuple(variants), tuple(variants_paired))
 
 
 def _word(verdict: str, label: str) -> str:
