@@ -37,7 +37,7 @@ def test_the_pooled_difference_is_the_mean_of_the_seeds_differences_with_the_arm
     xb = np.array([[1, 1], [1, 1], [1, 1], [1, 0], [0, 0]], dtype=float)
     assert d.interval == pytest.approx(difference_interval(xa, xb)[1])
     lo, hi = d.interval
-    (pa, (la, ua)), (pb, (lb, ub)) = pooled_interval(xa), pooled_interval(xb)
+    (_, (la, ua)), (_, (lb, ub)) = pooled_interval(xa), pooled_interval(xb)
     assert lo < 0.4 < hi and hi - lo < (ub - lb) + (ua - la)  # positively correlated arms: narrower than adding widths
     assert PooledDifference.from_dict(d.__dict__ | {"interval": list(d.interval)}) == d
     assert "b - a +0.40 (95% CI" in d.sentence() and "descriptive, not the decision" in d.sentence()
