@@ -22,6 +22,7 @@ from prereg.core.errors import EXIT_DONE as EXIT_OK
 from prereg.core.errors import EXIT_FAILED, PreregError, RunFailed, UsageError, run_cli
 from prereg.core.errors import EXIT_USAGE as EXIT_BAD_INPUT
 from prereg.core.untrusted import say
+from prereg.core.words import plural
 from prereg.document.fields import NAME_RE
 from prereg.document.model import describe_tripwires, seeds_text
 
@@ -187,6 +188,8 @@ def cmd_validate(args) -> int:
     _print_savings(doc)
     _print_power(doc)
     _print_real(doc)
+    for line in variants_budget_lines(doc):
+        say(line)
     if lines:
         say("\n".join(lines))
     return _refused(doc, refusals, "") if refusals else EXIT_OK
@@ -202,6 +205,23 @@ def _print_real(doc) -> None:
             seeds = selected_seeds(doc, a.name)
             say(f"real trials of {a.name}: {got[0].describe()}; seeds in order: {', '.join(map(str, seeds[:20]))}"
                 + (f" ... ({len(seeds)})" if len(seeds) > 20 else ""))
+
+
+def variants_budget_lines(doc) -> list[str]:
+    """A crossed design's budget (issue 48), a line per section with arms and variants: seeds x arms x
+    (1 + variants) episodes (a comparison: its max seeds), `base` always run beside the listed variants."""
+    out = []
+    for sm in doc.sections:
+        p = sm.protocol
+        if p is None or not p.variants or not sm.arms:
+            continue
+        seeds = sm.comparison.seeds_cap(len(p.seeds)) if sm.comparison is not None else len(p.seeds)
+        each = 1 + len(p.variants)
+        out.append(f"crossed design ({sm.section.name}): {seeds} seeds x {plural(len(sm.arms), 'arm')} x "
+                   f"(1 + {plural(len(p.variants), 'variant')}: base, {', '.join(p.variants)}) = "
+                   f"{seeds * len(sm.arms) * each} episodes; the decision reads {p.read_variant} (every episode count "
+                   f"above is of its seeds: each seed costs {each} episodes an arm)")
+    return out
 
 
 def _print_savings(doc) -> None:
