@@ -125,7 +125,8 @@ def registration_page_name(results_md_name: str) -> str:
 
 VALIDITY_BADGE = {VALID: "holds", INVALID: "fails", PENDING: "undetermined"}
 BASIS_ATTRS = {"arm": ' data-k="arm"', "cost": ' data-k="cost"', "invalid": ' class="why"', "decision": ' class="why"',
-               "descriptive": ' class="why" data-k="descriptive"', "real": ' data-k="real"'}  # Story.basis's kinds, marked
+               "descriptive": ' class="why" data-k="descriptive"', "real": ' data-k="real"',
+               "variants": ' data-k="variants"'}  # Story.basis's kinds, marked
 
 
 def story_section(story: Story, run: bool = False) -> str:

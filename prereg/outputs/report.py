@@ -41,6 +41,7 @@ from prereg.outputs.report_markdown import (
     story_markdown,
     validity_head,
     validity_lines,
+    variants_markdown,
 )
 from prereg.outputs.report_read import (
     UNREGISTERED_LINE,
@@ -62,7 +63,8 @@ from prereg.stats.chart import per_seed_chart
 from prereg.stats.comparison_report import ComparisonRead, comparison_runs
 from prereg.stats.reads import ArmReads, Verdict
 from prereg.stats.real_read import cross_arm
-from prereg.stats.story import Story, build_story
+from prereg.stats.story import Story, VariantStory, build_story
+from prereg.stats.variants_compare import pooled_difference
 from prereg.stats.verdict import Judgement, SequentialVerdict
 
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
@@ -117,6 +119,8 @@ class Report:
         out.append(f"{self.prereg_id} ({self.prereg_path}), report {self.generated_at}")
         for story in self.stories:
             out.append(f"\nrun {story.run}: {story.headline}")
+            out += [f"  variants  {v.arm}: {v.pooled_words()}" for v in story.variants]
+            out += [f"  variants  {p.sentence()}" for p in story.variants_paired]
         for name, r in self.arms.items():
             a = r.reads
             out.append(f"\n{name}  [{r.run_dir}]")
@@ -260,8 +264,9 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
                  f"Pre-registration `{doc.prereg_id}` ({doc.path}), report {now}.", ""]
     comparisons = comparison_reads({r.reads.arm: r for r in reps})
     story = build_story(run_dir.name, {r.reads.arm: r.evidence for r in reps}, judgement, comparisons, generated_at=now,
-                        real=[r.real for r in reps])
+                        real=[r.real for r in reps], **variant_stories(reps, comparisons))
     md += story_markdown(story)
+    md += variants_markdown(story)
     for c in comparisons:
         md += c.markdown()
     for r in reps:
@@ -284,6 +289,20 @@ def _write_run_files(doc: Document, reps: list[ArmReport], judgement: Judgement,
     for r in reps:
         r.page = page
     return story
+
+
+def variant_stories(reps: list[ArmReport], comparisons: list[ComparisonRead]) -> dict:
+    """build_story's `variants` (each arm's VariantStory, in the run's order) and `variants_paired` (a comparison
+    run's pooled paired read, B - A as its arms are registered) of a crossed design; empty for a run of the
+    scene alone."""
+    m = reps[0].snapshot.manifest if reps[0].snapshot is not None else None
+    if m is None or not m.variants:
+        return {}
+    reads = {r.reads.arm: r.variants for r in reps if r.variants is not None}
+    paired = [pooled_difference(c.spec.arm_a, reads[c.spec.arm_a], c.spec.arm_b, reads[c.spec.arm_b])
+              for c in comparisons if c.spec.arm_a in reads and c.spec.arm_b in reads]
+    return {"variants": [VariantStory.of(arm, read, m.read_variant) for arm, read in reads.items()],
+            "variants_paired": paired}
 
 
 def write_shown(path: Path, text: str) -> None:

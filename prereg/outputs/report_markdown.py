@@ -181,6 +181,31 @@ def story_markdown(story: Story) -> list[str]:
     return [f"## {HEADLINE}", "", f"**{story.headline}**", "", *(f"- {words}" for _kind, words in story.basis()), ""]
 
 
+def variants_markdown(story: Story) -> list[str]:
+    """A crossed design's Variants section (issue 48), from the story: per arm a table of each variant's k/n
+    and 95% interval (what decides, the camera variants read apart, the worst), the pooled rate, the seeds by
+    how many variants succeed; a comparison run's pooled paired read after, descriptive."""
+    if not story.variants:
+        return []
+    read = story.variants[0].read_variant
+    out = ["## Variants", "", f"Every seed ran on the scene as declared (`base`) and on each registered variant. The "
+           f"decision, the counts above and every rule read `{read}` only; the pooled rate is the unweighted mean of "
+           "the pooled variants' rates, its interval the crossed design's (docs/prereg.md).", ""]
+    for v in story.variants:
+        out += [f"### {v.arm}", "", "| variant | k/n | 95% CI | note |", "| --- | --- | --- | --- |"]
+        for c in v.cells:
+            ci = f"{c.interval[0]:.2f}-{c.interval[1]:.2f}" if c.interval else "-"
+            out.append(f"| {_cell(c.variant)} | {c.successes}/{c.n} | {ci} | {v.note(c)} |")
+        out += ["", f"- {v.pooled_words()}"] + ([f"- {v.seeds_words()}"] if v.seeds_words() else []) + [""]
+    out += [f"- {p.sentence()}" for p in story.variants_paired]
+    return out + ([""] if story.variants_paired else [])
+
+
+def _cell(text: str) -> str:
+    """A table cell's text: a `|` in a name does not split the row."""
+    return text.replace("|", "\\|")
+
+
 def rules_markdown(judgement: Judgement) -> list[str]:
     verdicts, seq = judgement.verdicts, judgement.sequential
     if not verdicts and not seq:

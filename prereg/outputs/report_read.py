@@ -27,6 +27,7 @@ from prereg.stats.operating import sized_batch_seeds
 from prereg.stats.reads import ArmReads, Check, Paired, arm_reads, paired_reads
 from prereg.stats.real_read import RealRead, edited_since, read_run_real
 from prereg.stats.sequential import record_problems as sequential_record_problems
+from prereg.stats.variants import VariantsRead, read_variants
 from prereg.stats.verdict import ArmEvidence, Judgement, evidence_from_reads, judge
 
 UNREGISTERED_LINE = ("**UNREGISTERED REPORT**: rows read with --unregistered; runs not launched from this "
@@ -60,6 +61,7 @@ class ArmReport:
     page: Path | None = None  # RUN_DIR/results.html, once written
     rows_level: str | None = None  # how reproducible its rows are (prereg.core.vocabulary.ROWS_LEVELS), as recorded
     real: RealRead | None = None  # the registered real read of this arm's real trials (prereg/stats/real_read.py)
+    variants: VariantsRead | None = None  # a crossed design: this arm's reads per variant and pooled (issue 48)
 
     @property
     def after_stop(self) -> str:
@@ -124,19 +126,36 @@ class RunRead:
     of a comparison run, read once for both of its arms (by the run's path as given and the arm's
     planned seeds, what `read_comparison` reads besides the rows and the status)."""
 
-    rows: RowsRead
+    rows: RowsRead  # the rows every read counts: in a crossed design, the read variant's only
     snapshot: rd.Snapshot
     comparisons: dict[tuple[Path, tuple], ComparisonRead] = field(default_factory=dict)
+    every_variant: list[dict] = field(default_factory=list)  # a crossed design's rows of every variant (the Variants read)
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        m = self.snapshot.manifest
+        return m.variants if m is not None else ()
+
+
+def load_run(run_dir: Path) -> RunRead:
+    """A run directory as a report reads it: its snapshot, and its rows as every read counts them (the one
+    place a crossed design's rows are narrowed to the variant the plan reads, `Manifest.counted_variant`:
+    the k/n, the validity checks, the sequential tests, the comparison and the rules all read these)."""
+    snap = rd.read_snapshot(run_dir)
+    got = read_rows(run_dir / rd.ROWS)
+    m = snap.manifest
+    counted = m.counted_variant if m is not None else None
+    return RunRead(got.of_variant(counted), snap, every_variant=got.rows if counted is not None else [])
 
 
 def _read_run(run_dir: Path, runs_read: dict[Path, RunRead] | None) -> RunRead:
-    """The run's rows and snapshot, from `runs_read` (by resolved directory) when this report already
-    read them: a comparison run's two arms are one run."""
+    """The run's rows and snapshot (`load_run`), from `runs_read` (by resolved directory) when this report
+    already read them: a comparison run's two arms are one run."""
     if runs_read is None:
-        return RunRead(read_rows(run_dir / rd.ROWS), rd.read_snapshot(run_dir))
+        return load_run(run_dir)
     key = run_dir.resolve()
     if key not in runs_read:
-        runs_read[key] = RunRead(read_rows(run_dir / rd.ROWS), rd.read_snapshot(run_dir))
+        runs_read[key] = load_run(run_dir)
     return runs_read[key]
 
 
@@ -203,6 +222,11 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
         why = status_reason_text(status)
         reads.checks.append(Check("episodes", 0, None, False, f"no episodes: the run is {state} with no row"
                                   + (f" ({why})" if why else "")))
+    variants = _variants_read(run, arm, seeds, sm.protocol.success_field)
+    if variants is not None:
+        reads.notes.append(f"a crossed design over {plural(len(m.variants), 'variant')} ({', '.join(m.variants)}): every "
+                           f"count, check and decision here reads the {m.read_variant} rows; the Variants section reads "
+                           "them all")
     decided = curtail.savings_note(status, reads)
     if decided:
         reads.notes.append(decided)
@@ -222,7 +246,20 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")
     return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence,
-                     comparison=comparison, snapshot=snap, rows_level=level, real=real_of_run(doc, arm, run_dir, rows))
+                     comparison=comparison, snapshot=snap, rows_level=level, real=real_of_run(doc, arm, run_dir, rows),
+                     variants=variants)
+
+
+def _variants_read(run: RunRead, arm: str, seeds: list[int], success_field: str) -> VariantsRead | None:
+    """The arm's reads over a crossed design's variants (prereg.stats.variants.read_variants: per variant,
+    pooled, camera variants apart, the worst, per seed), its planned seeds' rows of every variant; None
+    for a run of the scene alone."""
+    m = run.snapshot.manifest
+    if m is None or not m.variants:
+        return None
+    rows = [r for r in run.every_variant if r.get("arm") == arm] if m.is_comparison else run.every_variant
+    rows = [read_as_success(r, success_field) for r in rows]
+    return read_variants(rows, seeds, m.variants, camera=m.camera_variants, pool_cameras=m.pool_cameras)
 
 
 def real_of_run(doc: Document, arm: str, run_dir: Path, rows) -> RealRead | None:
@@ -262,8 +299,8 @@ def comparator_read(doc: Document, rep: ArmReport, c: Comparator, reports: dict[
         run = run if run.is_absolute() else doc.path.parent / run
         if not run.is_dir():
             return ComparatorRead(c, None, None, f"not paired: the comparator run {run} is not on this machine")
-        got = read_rows(run / rd.ROWS)
-        csnap = rd.read_snapshot(run)
+        ext_run = load_run(run)
+        got, csnap = ext_run.rows, ext_run.snapshot
         creads = arm_reads(c.name, got.rows, run_state=csnap.status)
         bad = [f"{len(got.bad)} line(s) of its rows.jsonl are not valid rows"] if got.bad else []
         ext = evidence_from_reads(creads, got.rows, status=csnap.status, manifest=csnap.manifest,
