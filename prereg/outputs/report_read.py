@@ -188,7 +188,8 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
             comparison = run.comparisons.get(key)
             if comparison is None:
                 comparison = run.comparisons[key] = read_comparison(spec, run_dir, got.rows, status, seeds,
-                                                                     sized_batch_seeds(spec, sm.reads.power))
+                                                                     sized_batch_seeds(spec, sm.reads.power),
+                                                                     variants=run.variants, every_variant=run.every_variant)
         notes.append(f"one arm of comparison run {run_dir.name} ({' and '.join(m.arms)}, interleaved by seed): the "
                      f"rows whose arm is {arm}; the run's wall and GPU-hours are both arms'")
     state = snapshot_state(snap).shown  # the console's word for the run: died, not status.json's "running"

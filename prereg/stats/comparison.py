@@ -499,12 +499,13 @@ def _delta_seed_indices(pairs) -> list[int]:
     return [i for i, _ in _progress_deltas(pairs)]
 
 
-def batch_episodes(max_seeds: int) -> int:
-    """The batch comparison's episodes: both arms on every one of max_seeds seeds."""
-    return 2 * max_seeds
+def batch_episodes(max_seeds: int, per_seed: int = 1) -> int:
+    """The batch comparison's episodes: both arms on every one of max_seeds seeds (`per_seed`: the episodes a
+    seed costs an arm, 1 + its variants in a crossed design)."""
+    return 2 * max_seeds * per_seed
 
 
-def episodes_saved(max_seeds: int, episodes_run: int) -> int:
-    """Episodes not run against the batch: max_seeds x 2 minus the episodes the run did run (rows of
-    either arm, in-flight ones that finished after the decision included)."""
-    return max(0, batch_episodes(max_seeds) - episodes_run)
+def episodes_saved(max_seeds: int, episodes_run: int, per_seed: int = 1) -> int:
+    """Episodes not run against the batch: max_seeds x 2 (x per_seed) minus the episodes the run did run (rows
+    of either arm, in-flight ones that finished after the decision included)."""
+    return max(0, batch_episodes(max_seeds, per_seed) - episodes_run)

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prereg import rundir as rd
+from prereg.core.words import plural
 from prereg.document.comparison_spec import ComparisonSpec
 from prereg.document.model import Document
-from prereg.rundir.rows import rows_of_variant
+from prereg.rundir.rows import rows_of_variant, variant_of
 from prereg.stats.comparison import UNDECIDED, VOID, ComparisonPath, batch_episodes, decide, episodes_saved, path
 from prereg.stats.operating import sized_batch_seeds
 from prereg.stats.verdict import COMPARISON_STOP, FINAL, ComparisonVerdict
@@ -72,13 +73,14 @@ class ComparisonRead:
     record: dict | None  # status.json's `comparison`: the driver's record of its decision (provenance, not the decision)
     stopped_by_decision: bool  # the run stopped because the comparison decided (its reads: after an anytime-valid stop)
     state: str | None
-    episodes_run: int  # rows of either arm, one per (arm, seed)
+    episodes_run: int  # rows of either arm, one per (arm, seed) (a crossed design: per (arm, variant, seed))
     max_seeds: int
     path: ComparisonPath
     record_problems: list[str] = field(default_factory=list)  # where the record and the rows disagree
     verdict: "ComparisonVerdict | None" = None  # the verdict engine's (prereg.stats.verdict), attached by the report
     sized_seeds: int | None = None  # the batch validate sized for the registered power (None: no design to size it)
     cancelled: int = 0  # episodes in flight at the decision, cancelled by the driver (status.json cancelled_seeds)
+    per_seed: int = 1  # the episodes a seed costs an arm: 1, or 1 + its variants in a crossed design
 
     @property
     def recorded(self) -> bool:
@@ -92,11 +94,11 @@ class ComparisonRead:
 
     @property
     def batch(self) -> int:
-        return batch_episodes(self.batch_seeds)
+        return batch_episodes(self.batch_seeds, self.per_seed)
 
     @property
     def saved(self) -> int:
-        return episodes_saved(self.batch_seeds, self.episodes_run)
+        return episodes_saved(self.batch_seeds, self.episodes_run, self.per_seed)
 
     @property
     def outcome(self) -> str | None:
@@ -140,7 +142,7 @@ class ComparisonRead:
 
     def savings_text(self) -> str:
         """'33 episodes run against the batch's 50 (the 25 seeds x 2 arms validate sized for the registered power): 17 saved'."""
-        return savings_words(self.episodes_run, self.sized_seeds, self.max_seeds, self.cancelled)
+        return savings_words(self.episodes_run, self.sized_seeds, self.max_seeds, self.cancelled, self.per_seed)
 
     def stop_label(self) -> str:
         """Why every fixed-n read of this run's arms is labelled, or '' when the run did not stop on the decision."""
@@ -224,17 +226,19 @@ def batch_basis(sized_seeds: int | None, max_seeds: int) -> int:
     return min(sized_seeds, max_seeds) if sized_seeds else max_seeds
 
 
-def savings_words(run: int, sized_seeds: int | None, max_seeds: int, cancelled: int = 0) -> str:
+def savings_words(run: int, sized_seeds: int | None, max_seeds: int, cancelled: int = 0, per_seed: int = 1) -> str:
     """A comparison's cost against the batch, in words, the same on every surface; `cancelled`: the episodes
-    in flight at the decision, cancelled by the driver (never rows, not run)."""
+    in flight at the decision, cancelled by the driver (never rows, not run); `per_seed`: the episodes a seed
+    costs an arm (a crossed design: 1 + its variants)."""
     seeds = batch_basis(sized_seeds, max_seeds)
-    batch = batch_episodes(seeds)
+    batch = batch_episodes(seeds, per_seed)
+    arms = "2 arms" + (f" x (1 + {plural(per_seed - 1, 'variant')})" if per_seed > 1 else "")
     if not sized_seeds:
-        base = f"max seeds, {seeds} x 2 arms: no design registered to size a batch"
+        base = f"max seeds, {seeds} x {arms}: no design registered to size a batch"
     elif sized_seeds > max_seeds:
-        base = f"max seeds, {seeds} x 2 arms, under the {sized_seeds} seeds validate sized for the registered power"
+        base = f"max seeds, {seeds} x {arms}, under the {sized_seeds} seeds validate sized for the registered power"
     else:
-        base = f"the {seeds} seeds x 2 arms validate sized for the registered power"
+        base = f"the {seeds} seeds x {arms} validate sized for the registered power"
     over = run - batch
     flight = f"; {cancelled} in flight at the decision cancelled" if cancelled else ""
     return (f"{run} episodes run against the batch's {batch} ({base}): "
@@ -242,8 +246,11 @@ def savings_words(run: int, sized_seeds: int | None, max_seeds: int, cancelled: 
 
 
 def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], status: rd.Status | dict | None,
-                    planned_seeds, sized_seeds: int | None = None) -> ComparisonRead:
-    """The comparison of a comparison run: its rows (both arms), its status.json (typed), the arms' plan.
+                    planned_seeds, sized_seeds: int | None = None, *, variants: tuple[str, ...] = (),
+                    every_variant: list[dict] | None = None) -> ComparisonRead:
+    """The comparison of a comparison run: its rows (both arms; a crossed design's read variant's), its
+    status.json (typed), the arms' plan; a crossed design's `variants` (Manifest.variants) and its rows of
+    every variant, what the episodes run and the batch count.
 
     The decision is `decide` on the rows, the code the driver ran after every row; status.json's record
     is read beside it and any difference listed (`record_problems`)."""
@@ -256,10 +263,15 @@ def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], statu
     decision = None if d is None else {**d.as_dict(), "episodes_saved": d.episodes_saved}
     stop = status.stop
     stopped = bool(stop is not None and stop.by == rd.BY_DECIDED and stop.detail.startswith(COMPARISON_STOP))
-    episodes = {(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in (spec.arm_a, spec.arm_b)}
-    return ComparisonRead(spec, Path(run_dir), decision, record, stopped, status.state, len(episodes), cap,
+    run = run_episodes(every_variant if variants and every_variant is not None else rows, (spec.arm_a, spec.arm_b))
+    return ComparisonRead(spec, Path(run_dir), decision, record, stopped, status.state, run, cap,
                           path(spec, a, b, planned), record_problems(record, decision), sized_seeds=sized_seeds,
-                          cancelled=len(status.cancelled_seeds or []))
+                          cancelled=len(status.cancelled_seeds or []), per_seed=len(variants) or 1)
+
+
+def run_episodes(rows, arms) -> int:
+    """The episodes a comparison run ran: one per (arm, variant, seed) with a row, of its two arms."""
+    return len({(r.get("arm"), variant_of(r), r.get("seed")) for r in rows if r.get("arm") in arms})
 
 
 def live_evidence(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None, rows: list[dict]) -> str | None:
@@ -298,5 +310,5 @@ def savings(manifest: rd.Manifest | dict | None, status: rd.Status | dict | None
         sized = sized_batch_seeds(ComparisonSpec.from_record(m.comparison or {}))
     except (TypeError, ValueError, KeyError):
         sized = None
-    run = len({(r.get("arm"), r.get("seed")) for r in rows if r.get("arm") in m.arms})
-    return savings_words(run, sized, max_seeds, len(typed.cancelled_seeds or []))
+    return savings_words(run_episodes(rows, m.arms), sized, max_seeds, len(typed.cancelled_seeds or []),
+                         len(m.variants) or 1)

@@ -13,6 +13,7 @@ import pytest
 from prereg import rundir as rd
 from prereg.outputs.report import build_report
 from prereg.rundir.rows import rows_of_variant
+from prereg.stats.comparison_report import live_evidence, savings
 from prereg.stats.story import Story, VariantStory
 from prereg.stats.variants import read_variants
 from prereg.stats.variants_compare import pooled_difference
@@ -145,6 +146,13 @@ def test_a_comparison_run_decides_on_its_read_variant_and_adds_the_pooled_paired
     assert c.decision is not None and c.decision["text"].startswith(outcome) and not c.record_problems
     got = results(run)
     assert got["valid"] is True and got["story"]["verdict"].startswith(outcome)
+    # the cost counts every variant's episodes against a batch of seeds x 2 arms x (1 + variants)
+    assert (c.episodes_run, c.batch) == (2 * 12 * 2, c.batch_seeds * 2 * 2) and "x (1 + 1 variant)" in got["story"]["cost"]
+    snap = rd.read_snapshot(run)
+    assert savings(snap.manifest, snap.status, base + dim).startswith("48 episodes run against the batch's")
+    plain = {**json.loads((run / rd.MANIFEST).read_text()), "config": {}}  # the same run without variants
+    live = live_evidence(snap.manifest, {}, base + dim)  # before a recorded decision: the rows' evidence
+    assert live == live_evidence(plain, {}, read) != live_evidence(plain, {}, other)
 
     story = Story.from_dict(got["story"])
     every = base + dim
