@@ -218,7 +218,7 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
                                   f"{len(got.bad)} line(s) of rows.jsonl are not valid rows (listed below)"))
     ended = status.updated_at if status is not None and status.state in rd.FINAL_STATES else None
     reads.checks += [Check("record", None, None, False, why)
-                     for why in time_problems(rows, m.started_at if m is not None else None, ended)]
+                     for why in time_problems(arm_rows(run, arm) or rows, m.started_at if m is not None else None, ended)]
     if reads.n == 0 and state not in rd.LIVE_STATES:  # a refused or failed start is no evidence of anything
         why = status_reason_text(status)
         reads.checks.append(Check("episodes", 0, None, False, f"no episodes: the run is {state} with no row"
@@ -241,14 +241,23 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
                                       "restore the file, or run the arm again"))
         else:
             reads.notes.append("the run directory has no rows.jsonl")
-    evidence = evidence_from_reads(reads, rows, planned=seeds, interval=sm.reads.interval,
-                                   status=status, manifest=m, run_dir=run_dir, state=state)
+    evidence = evidence_from_reads(reads, rows, planned=seeds, interval=sm.reads.interval, status=status, manifest=m,
+                                   run_dir=run_dir, state=state, dated_by=arm_rows(run, arm) or None)
     if evidence.resumes:
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")
     return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence,
                      comparison=comparison, snapshot=snap, rows_level=level, real=real_of_run(doc, arm, run_dir, rows),
                      variants=variants)
+
+
+def arm_rows(run: RunRead, arm: str) -> list[dict]:
+    """A crossed design's rows of every variant of this arm (a comparison run's: those whose arm is `arm`);
+    [] for a run of the scene alone: what the Variants read and the record's times read."""
+    m = run.snapshot.manifest
+    if m is not None and m.is_comparison:
+        return [r for r in run.every_variant if r.get("arm") == arm]
+    return run.every_variant
 
 
 def _variants_read(run: RunRead, arm: str, seeds: list[int], success_field: str) -> VariantsRead | None:
@@ -258,8 +267,7 @@ def _variants_read(run: RunRead, arm: str, seeds: list[int], success_field: str)
     m = run.snapshot.manifest
     if m is None or not m.variants:
         return None
-    rows = [r for r in run.every_variant if r.get("arm") == arm] if m.is_comparison else run.every_variant
-    rows = [read_as_success(r, success_field) for r in rows]
+    rows = [read_as_success(r, success_field) for r in arm_rows(run, arm)]
     return read_variants(rows, seeds, m.variants, camera=m.camera_variants, pool_cameras=m.pool_cameras)
 
 

@@ -129,11 +129,13 @@ def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Seque
                         interval: str = "both", status: rd.Status | Mapping | None = None,
                         manifest: rd.Manifest | Mapping | None = None,
                         extra_problems: Sequence[str] = (), external: bool = False,
-                        run_dir: Path | None = None, state: str | None = None) -> ArmEvidence:
+                        run_dir: Path | None = None, state: str | None = None,
+                        dated_by: Iterable[dict] | None = None) -> ArmEvidence:
     """Evidence from an arm's reads and rows (the rows as read; planned None: every seed read, in order);
     `status` and `manifest` typed (prereg.rundir), or their files' objects; `state` the run's state as
     every reader shows it (prereg.rundir.runstate.snapshot_state: died, not status.json's "running"),
-    else status.json's."""
+    else status.json's; `dated_by`: the rows that date the data when they are more than `rows` (a crossed
+    design's every variant: a rule frozen after any variant's first row is frozen after the data)."""
     rows = list(rows)
     if planned is None:
         planned = sorted({r["seed"] for r in rows if isinstance(r, dict) and type(r.get("seed")) is int})
@@ -150,8 +152,8 @@ def evidence_from_reads(reads: ArmReads, rows: Iterable[dict], *, planned: Seque
                        state or (status.state if status is not None else None),
                        stop.by if stop else None, stop.detail if stop else "", resumes, external=external,
                        run_dir=run_dir,
-                       first_row_at=first_row_at(rows, manifest.started_at if manifest is not None else None,
-                                                    *resumes),
+                       first_row_at=first_row_at(rows if dated_by is None else list(dated_by),
+                                                 manifest.started_at if manifest is not None else None, *resumes),
                        comparison_of=comparison_of)
 
 

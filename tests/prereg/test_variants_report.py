@@ -81,6 +81,17 @@ def test_a_plan_that_reads_a_named_variant_counts_and_decides_on_its_rows(run_di
     assert "| dim | 2/6 |" in (crossed / rd.RESULTS).read_text().split("## Variants")[1]
 
 
+def test_a_variant_row_stamped_before_the_run_started_is_a_record_problem_of_the_arm(run_dir, demo):
+    rows = [dict(r, started_at="2026-12-01T10:00:00Z") for r in CROSSED]
+    rows[-1]["started_at"] = "2026-11-30T10:00:00Z"  # a cam row (never counted) edited to before the start
+    run = run_dir("edited", rows, status={"state": "done", "done": 18, "total": 18}, launched=(demo, "scripted"),
+                  manifest={"config": CONFIG, "started_at": "2026-12-01T09:00:00Z"})
+    rep = build_report(demo, {"scripted": run}, append=False, now=NOW)
+    bad = [c.text for c in rep.arms["scripted"].reads.checks if not c.ok]
+    assert bad == ["rows of seeds 5 are stamped before the run started (2026-12-01T09:00:00Z): the rows' times or "
+                   "the manifest were changed"]
+
+
 SEQUENTIAL_DOC = """---
 fontaine: fontaine-prereg/1
 id: seq-variants
