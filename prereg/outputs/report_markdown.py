@@ -233,7 +233,11 @@ def registration_markdown(doc: Document, reports: dict[str, ArmReport], judgemen
             f"Pre-registration `{doc.path}`, report {now} (`fontaine-prereg report`). This file is rewritten "
             "by every report of this registration from the runs given to it.", ""]
     if stories:
-        out += [f"## {HEADLINE}s", "", *(f"- Run `{s.run}`: **{s.headline}**" for s in stories), ""]
+        out += [f"## {HEADLINE}s", ""]
+        for s in stories:  # a crossed design's pooled reads under its run (its results.md has the Variants table)
+            out += [f"- Run `{s.run}`: **{s.headline}**", *(f"  - variants {v.arm}: {v.pooled_words()}" for v in s.variants),
+                    *(f"  - variants {p.sentence()}" for p in s.variants_paired)]
+        out.append("")
     out += [
             "## Arms", "",
             "| arm | section | run | validity | successes | engaged | knock-aways | quiet | error rows | "

@@ -42,8 +42,8 @@ def test_a_crossed_run_reads_its_read_variant_as_a_run_of_the_scene_alone_reads_
     base_only = [r for r in CROSSED if r["variant"] is None]
     plain = run_dir("plain", base_only, status={"state": "done", "done": 6, "total": 6}, launched=(demo, "scripted"))
     crossed = crossed_run(run_dir, demo, "crossed")
-    rep = build_report(demo, {"scripted": crossed}, append=False, now=NOW)
     build_report(demo, {"scripted": plain}, append=False, now=NOW)
+    rep = build_report(demo, {"scripted": crossed}, append=False, now=NOW)  # the registration's file: this report's
     got, want = results(crossed), results(plain)
     assert got["primary"] == want["primary"] and got["primary"]["successes"] == 4 and got["primary"]["n"] == 6
     assert got["verdicts"] == want["verdicts"] and got["valid"] is want["valid"] is True
@@ -68,6 +68,7 @@ def test_a_crossed_run_reads_its_read_variant_as_a_run_of_the_scene_alone_reads_
     assert "| cam | 6/6 |" in section and "| camera, read apart |" in section
     assert f"- {v.pooled_words()}" in section and "- seeds by variants succeeding: 0/2: 2, 1/2: 2, 2/2: 2" in section
     assert "pooled 0.50 (95% CI" in rep.summary_text() and "over 2 variants, 6 seeds" in rep.summary_text()
+    assert f"  - variants scripted: {v.pooled_words()}" in rep.registration_md.read_text().splitlines()
 
 
 def test_a_plan_that_reads_a_named_variant_counts_and_decides_on_its_rows(run_dir, demo):
