@@ -301,6 +301,8 @@ def cmd_freeze(args) -> int:
     doc = load(args.file)
     _print_savings(doc)
     _print_power(doc)
+    for line in variants_budget_lines(doc):
+        say(line)
     if lines:
         say("\n".join(lines))
     return EXIT_OK
