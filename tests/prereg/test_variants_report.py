@@ -93,6 +93,18 @@ def test_a_variant_row_stamped_before_the_run_started_is_a_record_problem_of_the
                    "the manifest were changed"]
 
 
+def test_a_crossed_runs_rows_as_counted_keep_their_line_numbers_and_a_pilot_reads_its_read_variant(run_dir, demo):
+    from prereg.stats.power import pilot_delta_sd
+
+    rows = [make_row(s, progress_final_cm=float(s) * (10 if v else 1), variant=v) for s in range(4) for v in (None, "dim")]
+    run = crossed_run(run_dir, demo, "pilot", read_variant="dim", rows=rows)
+    got = rd.counted_rows(run)
+    assert [r["variant"] for r in got.rows] == ["dim"] * 4 and got.line_nos == [2, 4, 6, 8]
+    assert rd.counted_rows(run, rd.Manifest()).rows == rows  # no variants: every row
+    sd = pilot_delta_sd(run)  # sqrt(2) x the SD of dim's 0, 10, 20, 30, not base's 0-3 nor a mix
+    assert sd.n == 4 and sd.sd == pytest.approx(2 ** 0.5 * 12.909944, rel=1e-6)
+
+
 SEQUENTIAL_DOC = """---
 fontaine: fontaine-prereg/1
 id: seq-variants
