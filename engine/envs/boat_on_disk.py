@@ -17,8 +17,9 @@ NAME = "boat-on-disk"  # engine.envs.registry.DEFAULT_ENV
 TASK = "put the boat on the disk"  # engine.policies.base.DEFAULT_TASK (a test holds them equal)
 
 
-def make_boat_env(spec: EnvSpec, render_size: int = 224) -> sim_env.BoatEnv:
-    return sim_env.BoatEnv(render_size=render_size, cameras=dict(spec.cameras))
+def make_boat_env(spec: EnvSpec, render_size: int = 224, model=None) -> sim_env.BoatEnv:
+    """The running scene; `model`: a compiled variant of it (engine/envs/variant_env.py) instead."""
+    return sim_env.BoatEnv(render_size=render_size, cameras=dict(spec.cameras), model=model)
 
 
 @functools.cache

@@ -539,8 +539,8 @@ def _builder(decl: Declared):
 
 
 def _maker(decl: Declared):
-    def make(spec: EnvSpec, render_size: int = 224):
-        return _place_env_class()(decl, _compile(decl), render_size=render_size)
+    def make(spec: EnvSpec, render_size: int = 224, model=None):  # model: a compiled variant (variant_env.py)
+        return _place_env_class()(decl, _compile(decl) if model is None else model, render_size=render_size)
 
     return make
 

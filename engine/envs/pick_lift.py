@@ -102,11 +102,15 @@ class PickLiftEnv(ObjectEnv):
 
     film_geom_groups = (scene.ROOM_GEOM_GROUP, 3)  # the floor and the lift marker
 
-    def __init__(self, *, render_size: int = 224, cameras: dict[str, str] | None = None):
+    def __init__(self, *, render_size: int = 224, cameras: dict[str, str] | None = None,
+                 model: mujoco.MjModel | None = None):
         import copy
 
-        model = handoff.model(NAME)  # a worker handed the scene shares it with its oracle, read-only
-        model = copy.deepcopy(_compiled()) if model is None else model
+        if model is not None:  # a compiled variant of the scene (engine/envs/variant_env.py): this env's own copy
+            model = copy.deepcopy(model)
+        else:
+            model = handoff.model(NAME)  # a worker handed the scene shares it with its oracle, read-only
+            model = copy.deepcopy(_compiled()) if model is None else model
         super().__init__(model, render_size=render_size, cameras=POLICY_CAMERAS if cameras is None else cameras,
                          target_body="lift_target", **builtin_object(model, "cube"))
         self.metrics: LiftMetrics | None = None
@@ -148,8 +152,8 @@ class PickLiftEnv(ObjectEnv):
                 "lift_height_m": LIFT_HEIGHT_M, "target_pos": self.target()}
 
 
-def make_env(spec: EnvSpec, render_size: int = 224) -> PickLiftEnv:
-    return PickLiftEnv(render_size=render_size, cameras=dict(spec.cameras))
+def make_env(spec: EnvSpec, render_size: int = 224, model: mujoco.MjModel | None = None) -> PickLiftEnv:
+    return PickLiftEnv(render_size=render_size, cameras=dict(spec.cameras), model=model)
 
 
 def spec() -> EnvSpec:

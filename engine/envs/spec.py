@@ -128,16 +128,35 @@ class EnvSpec:
     control_hz: int
     task: str  # the default language instruction
     build_scene: Callable[[], Any]  # -> mujoco.MjSpec
-    make: Callable[..., SimEnv]  # make(spec, render_size=224) -> a SimEnv
+    make: Callable[..., SimEnv]  # make(spec, render_size=224[, model=None]) -> a SimEnv (model: a compiled variant)
     files: tuple[tuple[str, Path], ...] = field(default=())  # (label, path) of every file the scene reads
 
     def __post_init__(self):
         if not NAME_RE.fullmatch(self.name):
             raise EnvError(f"env name {self.name!r}: use lower-case letters, digits and '-' (at most 64)")
 
-    def create(self, render_size: int = 224) -> SimEnv:
-        """A running instance of this env."""
-        return self.make(self, render_size=render_size)
+    def create(self, render_size: int = 224, model=None) -> SimEnv:
+        """A running instance of this env; with `model` (a compiled variant of `build_scene()`'s scene,
+        engine/envs/variant_env.py), one stepping a copy of that model instead of the scene as declared."""
+        if model is None:
+            return self.make(self, render_size=render_size)
+        if not self.takes_model():
+            raise EnvError(self.no_model_why())
+        return self.make(self, render_size=render_size, model=model)
+
+    def takes_model(self) -> bool:
+        """Whether `make` accepts a compiled model (`model=`): what a registered visual variant needs."""
+        import inspect
+
+        try:
+            params = inspect.signature(self.make).parameters
+        except (TypeError, ValueError):
+            return False
+        return "model" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+    def no_model_why(self) -> str:
+        return (f"env {self.name}: its make() takes no compiled model, so it cannot run a registered variant; "
+                "give it make(spec, render_size=224, model=None), building the env on `model` when one is given")
 
     def canonical(self) -> dict:
         """Everything declared, as JSON-able data (builders by their qualified names)."""

@@ -22,10 +22,10 @@ The variants are part of the YAML, so of the env's hash; each has its own sha256
 from __future__ import annotations
 
 from engine.envs.declare import POLICY_INPUTS, _Reader
-from engine.envs.spec import NAME_RE
+from prereg.rundir.rows import VARIANT_FIELDS as FIELDS
+from prereg.rundir.rows import VARIANT_NAME_RE as NAME_RE
 
 KEY = "variants"
-FIELDS = ("lighting", "colors", "distractors", "camera_offsets")
 LIGHTING_FIELDS = ("direction", "intensity", "lights")
 DISTRACTOR_FIELDS = ("shape", "size", "pos", "yaw_deg", "rgba")
 SHAPES = ("box", "cylinder")  # engine.sim.variants.DISTRACTOR_SHAPES (a test holds them equal)

@@ -12,6 +12,7 @@ arm not at home, arm touching the boat) is a *reset strike*: the scene is re-dra
 
 from __future__ import annotations
 
+import copy
 import math
 
 import mujoco
@@ -286,8 +287,10 @@ class ObjectEnv:
 class BoatEnv(ObjectEnv):
     """The scene, its state at the seam (sim radians) and the per-episode metrics."""
 
-    def __init__(self, *, render_size: int = 224, cameras: dict[str, str] | None = None):
-        model = build_model()
+    def __init__(self, *, render_size: int = 224, cameras: dict[str, str] | None = None,
+                 model: mujoco.MjModel | None = None):
+        # `model`: a compiled variant of the scene (engine/envs/variant_env.py), copied: the env steps its own
+        model = build_model() if model is None else copy.deepcopy(model)
         super().__init__(model, render_size=render_size, cameras=POLICY_CAMERAS if cameras is None else cameras,
                          target_body="disk", **builtin_object(model, "boat"))
         self.seed: int | None = None

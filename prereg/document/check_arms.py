@@ -25,7 +25,7 @@ from prereg.document.layout import Section
 from prereg.document.model import (
     Arm,
 )
-from prereg.rundir.rows import SUCCESS_FIELDS
+from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS, VARIANT_FIELDS, VARIANT_NAME_RE
 
 
 def check_arms(raw, ctx: Ctx, sec: Section, known: set[str], required: bool) -> tuple[list[Arm], set[str]]:
@@ -420,7 +420,81 @@ def check_protocol(raw, ctx: Ctx, required: bool, sealed: bool = False) -> dict:
         else:
             out["success_field"] = v
     out.update(_check_env_fields(raw, lambda k, msg, hint="": ctx.err(("protocol", k), msg, hint), sealed))
+    out.update(_check_variants(raw, ctx))
     return out
+
+
+VARIANTS_HINT = ("a list of the env file's variant names, [dim-light, clutter], or a mapping declaring each inline: "
+                 "{dim-light: {lighting: {direction: [0.3, 0, -1], intensity: 0.35}}} (docs/envs.md)")
+
+
+def _check_variants(raw: dict, ctx: Ctx) -> dict:
+    """The shape of a crossed design (issue 48): `variants` (names, or name -> an inline declaration with an
+    env file's fields), `read_variant` and `pool_cameras`. What a declaration's fields say, and whether the
+    env declares a listed name, the engine checks against the compiled scene at launch."""
+    out: dict = {}
+    at = ("protocol", "variants")
+    if "variants" in raw:
+        v = raw["variants"]
+        names = list(v) if isinstance(v, (list, dict)) else None
+        if not names:
+            ctx.err(at, f"{v!r} lists no variant", VARIANTS_HINT)
+        else:
+            bad = False
+            for i, name in enumerate(names):
+                where = (*at, name if isinstance(v, dict) else i)
+                if not isinstance(name, str) or not VARIANT_NAME_RE.fullmatch(name) or name == BASE_VARIANT:
+                    bad = True
+                    ctx.err(where, f"{name!r} is not a variant name", "lower-case letters, digits and '-'; "
+                            f"{BASE_VARIANT!r} is the scene as declared, which always runs and is never listed")
+                elif names.count(name) > 1 and names.index(name) < i:
+                    bad = True
+                    ctx.err(where, f"{name!r} is listed twice", "each variant runs once per seed")
+                elif isinstance(v, dict):
+                    bad |= _declaration_problem(v[name], ctx, where)
+            if not bad:
+                out["variants"] = tuple(names)
+                out["variant_declarations"] = dict(v) if isinstance(v, dict) else {}
+    if "read_variant" in raw:
+        v = raw["read_variant"]
+        if not isinstance(v, str) or not (v == BASE_VARIANT or VARIANT_NAME_RE.fullmatch(v)):
+            ctx.err(("protocol", "read_variant"), f"{v!r} is not a variant name",
+                    f"{BASE_VARIANT} (the default: the scene as declared) or one of protocol.variants")
+        else:
+            out["read_variant"] = v
+    if "pool_cameras" in raw:
+        v = raw["pool_cameras"]
+        if not isinstance(v, bool):
+            ctx.err(("protocol", "pool_cameras"), f"must be true or false, got {v!r}",
+                    "false (the default) reads the variants that move a camera apart from the pooled rate")
+        else:
+            out["pool_cameras"] = v
+    return out
+
+
+def _declaration_problem(decl, ctx: Ctx, where: tuple) -> bool:
+    """An inline declaration's shape: a mapping of VARIANT_FIELDS holding plain data. True when it is wrong."""
+    if not isinstance(decl, dict) or not decl:
+        ctx.err(where, "must be a mapping of " + ", ".join(VARIANT_FIELDS), VARIANTS_HINT)
+        return True
+    bad = False
+    for k, val in decl.items():
+        if k not in VARIANT_FIELDS:
+            bad = True
+            ctx.err((*where, k), f"unknown variant field '{k}'", "known: " + ", ".join(VARIANT_FIELDS))
+        elif not _plain(val):
+            bad = True
+            ctx.err((*where, k), f"{str(val)[:60]!r} holds something other than numbers, names, lists and mappings",
+                    "a declaration is frozen and hashed as plain data")
+    return bad
+
+
+def _plain(v) -> bool:
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _plain(x) for k, x in v.items())
+    if isinstance(v, list):
+        return all(map(_plain, v))
+    return v is None or (isinstance(v, (str, int, float)) and not (isinstance(v, float) and not math.isfinite(v)))
 
 
 def nonneg(v) -> bool:

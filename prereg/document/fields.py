@@ -15,7 +15,7 @@ ARM_KEYS = (
     "norm_tag", "dtype", "workers", "flow_steps", "task", "notes", "env", "env_sha256", "grasp_miss", "grasp_drop", "features",
 )
 PROTOCOL_KEYS = ("seeds", "episode_seconds", "workers", "video_draw", "record_predicts", "env", "env_sha256",
-                 "pass_env", "success_field")
+                 "pass_env", "success_field", "variants", "read_variant", "pool_cameras")
 GATE_KEYS = ("gpu_hours", "pace", "stall", "warn_fraction", "decided", "sequential", "tripwires")
 TRIPWIRE_KEYS = {"coverage": ("max_uncovered", "span_limited", "rig"), "first_action": ("seeds", "anchor_deg", "max_deg")}
 RIG_KEYS = ("seeds", "episode_seconds")  # gates.tripwires.coverage.rig: the scripted rollouts behind the rig table

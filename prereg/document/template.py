@@ -30,6 +30,9 @@ protocol:
   video_draw: auto                   # every seed up to 100 seeds; 0 = first episode per worker; none | all | seeds:6,28
   # record_predicts: true            # predicts.jsonl: every predict's tokens, chunk and fallback
   # pass_env: [LAB_TRACE_DIR]       # variables the workers get by name (their environment is an allow-list)
+  # variants: [dim-light, clutter]   # crossed design: every seed also runs on these (the env's, or declared inline: docs/envs.md)
+  # read_variant: base               # the variant the decision and the headline k/n read (base: the scene as declared)
+  # pool_cameras: false              # true: the pooled rate averages the camera-pose variants too
 reads:
   primary: successes                 # successes / n with a 95% interval
   interval: both                     # wilson | clopper-pearson | both

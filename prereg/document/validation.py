@@ -18,6 +18,7 @@ from prereg.document.model import (
     Reads,
     SectionModel,
 )
+from prereg.rundir.rows import BASE_VARIANT
 from prereg.rundir.status import GateSpec
 
 
@@ -44,6 +45,7 @@ def build_model(doc: Document) -> None:
         known_arms.update(names)
         proto_fields = check_protocol(raw.get("protocol"), ctx, required=sec.number == 0, sealed=sec.sealed)
         protocol_d = {**parent_protocol, **proto_fields}
+        _check_read_variant(protocol_d, proto_fields, ctx)
         protocol = Protocol(**protocol_d) if {"seeds", "episode_seconds"} <= protocol_d.keys() else None
         gate_fields = check_gates(raw.get("gates"), ctx, required=sec.number == 0)
         gates_d = {**parent_gates, **gate_fields}
@@ -62,6 +64,16 @@ def build_model(doc: Document) -> None:
                                          sources=dict(sources)))
         doc.sections[-1].comparison = check_comparison(raw.get("comparison"), ctx, known_arms, protocol)
         parent_protocol, parent_gates, parent_reads = protocol_d, gates_d, reads_d
+
+
+def _check_read_variant(protocol_d: dict, own: dict, ctx: Ctx) -> None:
+    """`read_variant` names the scene as declared or a variant the plan runs (said where either was set)."""
+    read = protocol_d.get("read_variant", BASE_VARIANT)
+    runs = protocol_d.get("variants", ())
+    if read != BASE_VARIANT and read not in runs and ({"read_variant", "variants"} & own.keys()):
+        ctx.err(("protocol", "read_variant" if "read_variant" in own else "variants"),
+                f"read_variant {read!r} is not among the variants run ({', '.join([BASE_VARIANT, *runs])})",
+                "list it under protocol.variants, or read base")
 
 
 # the model's names for the keys a document writes (GateSpec flattens pace and stall)

@@ -379,6 +379,10 @@ def cmd_show(args) -> int:
         if pr:
             say(f"  protocol: {seeds_text(pr.seeds)}, {pr.episode_seconds:g} s, workers {pr.workers}, "
                   f"video draw {pr.video_draw}")
+            if pr.variants:  # a crossed design: every seed on base and on each variant
+                inline = " (declared inline)" if pr.variant_declarations else ""
+                say(f"  variants: base, {', '.join(pr.variants)}{inline}; the decision reads {pr.read_variant}; "
+                    f"camera variants {'pooled' if pr.pool_cameras else 'read apart'}")
         g = sm.gates
         gates = [f"gpu_hours {g.gpu_hours:g}" if g.gpu_hours is not None else "no GPU-hour gate"]
         if g.pace_limit_hours is not None:

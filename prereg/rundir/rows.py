@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,6 +67,8 @@ ROW_FIELDS: tuple[str, ...] = (
 KNOCK_AWAY_CM = -1.0  # progress_final_cm at or below this is a knock-away
 ENGAGED_CM = 1.0  # progress_cm above this is engagement
 BASE_VARIANT = "base"  # a row whose `variant` is null ran the scene as declared (issue 48: engine.sim.variants.BASE)
+VARIANT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}", re.ASCII)  # a variant's name (never BASE_VARIANT)
+VARIANT_FIELDS = ("lighting", "colors", "distractors", "camera_offsets")  # what a variant's declaration may say
 
 
 def variant_of(row: dict) -> str:
