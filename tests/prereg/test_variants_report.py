@@ -6,7 +6,6 @@ adds the pooled paired read, descriptive; validate states the episodes a crossed
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import pytest
 
@@ -192,16 +191,16 @@ def test_a_comparison_run_decides_on_its_read_variant_and_adds_the_pooled_paired
     assert paired.sentence() in rep.summary_text()
 
 
-def test_validate_states_the_episodes_a_crossed_plan_runs(demo):
+def test_validate_states_the_episodes_a_crossed_plan_runs(tmp_path, demo, capsys):
     from prereg.document.read import load
-    from prereg.outputs.cli import variants_budget_lines
+    from prereg.outputs.cli import main, variants_budget_lines
 
-    doc = load(demo)
-    assert variants_budget_lines(doc) == []  # the scene alone: nothing to add
-    sm = doc.sections[0]
-    sm.protocol = replace(sm.protocol, variants=("dim", "cam"), read_variant="dim")
-    arms = len(sm.arms)
-    (line,) = variants_budget_lines(doc)
-    assert line == (f"crossed design ({sm.section.name}): 6 seeds x {arms} arms x (1 + 2 variants: base, dim, cam) = "
-                    f"{6 * arms * 3} episodes; the decision reads dim (every episode count above is of its seeds: "
-                    "each seed costs 3 episodes an arm)")
+    assert variants_budget_lines(load(demo)) == []  # the scene alone: nothing to add
+    doc = tmp_path / "crossed.md"
+    doc.write_text(SEQUENTIAL_DOC.replace("  workers: 1\n", "  workers: 1\n  variants: [dim, clutter]\n  read_variant: dim\n")
+                   .replace("  - name: a\n    policy: scripted\n", "  - name: a\n    policy: scripted\n  - name: b\n"
+                            "    policy: scripted\n"))
+    assert main(["validate", str(doc)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "crossed design (base): 30 seeds x 2 arms x (1 + 2 variants: base, dim, clutter) = 180 episodes; the decision "
+        "reads dim (every episode count above is of its seeds: each seed costs 3 episodes an arm)")
