@@ -102,14 +102,21 @@ class LocalPool:
             return 0
         return sum(1 for w in self.workers.values() if w.alive and w.ready and w.idle)
 
-    def submit(self, seed: int, arm: str | None = None, jitter: tuple | None = None) -> None:
-        """Start `seed` on an idle worker; `jitter` (k, jitter_cm): a sim prediction's rollout, never filmed."""
+    def submit(self, seed: int, arm: str | None = None, jitter: tuple | None = None, variant: str | None = None) -> None:
+        """Start `seed` on an idle worker; `jitter` (k, jitter_cm): a sim prediction's rollout, never filmed;
+        `variant`: a crossed design's registered variant (None: the scene as declared)."""
         w = next(w for w in self.workers.values() if w.alive and w.ready and w.idle)
-        w.start_episode(seed, jitter is None and self._film(w, seed), arm, jitter)
+        w.start_episode(seed, jitter is None and self._film(w, seed), arm, jitter, variant)
 
     def in_flight(self) -> list:
-        """The episodes running: seeds, or (arm, seed) in a comparison run (the driver's jobs)."""
-        return [w.seed if w.arm is None else (w.arm, w.seed) for w in self.workers.values() if w.seed is not None]
+        """The episodes running, as the driver's jobs (engine.record.config.RunConfig.job): seeds, or
+        (arm, seed) in a comparison run, (arm?, variant, seed) in a crossed design."""
+        return [self._job(w) for w in self.workers.values() if w.seed is not None]
+
+    def _job(self, w: "_Worker"):
+        if getattr(self.cfg, "variants", None):
+            return self.cfg.job(w.arm, w.variant, w.seed)
+        return w.seed if w.arm is None else (w.arm, w.seed)
 
     def alive(self) -> bool:
         return any(w.alive for w in self.workers.values())
@@ -273,7 +280,7 @@ class LocalPool:
         self.exit_codes.append(code)
         row = None
         if w.seed is not None:
-            row = Row.episode(w.seed, worker=w.wid, arm=w.arm, episode_seconds=self.cfg.episode_seconds,
+            row = Row.episode(w.seed, worker=w.wid, arm=w.arm, episode_seconds=self.cfg.episode_seconds, variant=w.variant,
                               error=f"worker {w.wid} died (exit code {code}) during this episode",
                               finished_at=utc_now())
             w.seed = None
@@ -327,15 +334,17 @@ class _Worker:
         self.chunk_sent_at: float | None = None
         self.seed: int | None = None
         self.arm: str | None = None  # the arm of the episode in flight (a comparison run)
+        self.variant: str | None = None  # ... and its variant (a crossed design; None: the scene as declared)
         self.episodes_started = 0
 
     @property
     def idle(self) -> bool:
         return self.seed is None
 
-    def start_episode(self, seed: int, film: bool, arm: str | None = None, jitter: tuple | None = None) -> None:
-        self.seed, self.arm = seed, arm
-        self.send(Episode(seed, film, arm, jitter))
+    def start_episode(self, seed: int, film: bool, arm: str | None = None, jitter: tuple | None = None,
+                      variant: str | None = None) -> None:
+        self.seed, self.arm, self.variant = seed, arm, variant
+        self.send(Episode(seed, film, arm, jitter, variant))
         self.episodes_started += 1
 
     def send(self, msg) -> None:
