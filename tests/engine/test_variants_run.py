@@ -1,0 +1,187 @@
+"""The engine runs a plan's crossed design (issue 48): every seed on `base` and on each registered
+variant, an episode being (arm?, variant, seed). A real run of the scripted oracle on an env file with a
+lighting and a camera variant: one row per (variant, seed) naming its variant, the variants resolved and
+hashed into the manifest, the counts and the summary the read variant's, a filmed seed's video per
+variant; SIGKILLed mid-run, a resume runs the missing episodes only. An unknown variant, or a crossed
+design on Ray, is one line at launch (exit 2) and nothing is written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from engine.cli.main import main
+from engine.envs import env_sha256
+from engine.envs.envfile import read_declaration
+from engine.record.config import RunConfig
+from prereg.document.fields import PROTOCOL_KEYS
+from prereg.document.seal import freeze
+from prereg.rundir.files import video_relpath
+from tests.engine.env_file_fixture import ENV, write_env
+from tests.engine.variants_launch import CROSSED, install
+from tests.helpers import REPO, read_rows, read_status, run_eval, wait_until
+
+VARIANTS = """variants:
+  dim-light:
+    lighting: {direction: [0.3, 0.0, -1.0], intensity: 0.35}
+  camera-left:
+    camera_offsets: {front: [0.0, 0.02, 0.0]}
+"""
+NAMES = ("dim-light", "camera-left")
+READ = "dim-light"  # the variant the plan reads (not base: the counts must follow it)
+SEEDS = (0, 1, 2)
+PLAN_READS_VARIANTS = "variants" in PROTOCOL_KEYS  # prereg's side of the plan (another branch) has landed
+
+PLAN = """---
+fontaine: fontaine-prereg/1
+id: crossed-test
+title: "the oracle over registered variants"
+created: 2026-12-01
+arms:
+  - name: oracle
+    policy: scripted
+protocol:
+  seeds: 0-2
+  episode_seconds: 3
+  workers: 2
+  video_draw: "seeds:0"
+  env: lab/env.yaml
+  env_sha256: {digest}
+{crossed}reads:
+  primary: successes
+gates:
+  gpu_hours: 0.1
+decision_rules:
+  - if: successes >= 1
+    then: the oracle places the block under the read variant
+---
+
+# A crossed design
+
+Plain words.
+"""
+
+
+def crossed_plan(tmp_path, names=NAMES, read=READ):
+    """A frozen plan of the oracle on the lab env file, its protocol listing `names` (what the launch
+    passes to the engine, see tests/engine/variants_launch.py, until prereg reads them)."""
+    lab = write_env(tmp_path / "lab", ENV + VARIANTS)
+    doc = tmp_path / "plan.md"
+    crossed = f"  variants: [{', '.join(names)}]\n  read_variant: {read}\n" if PLAN_READS_VARIANTS else ""
+    doc.write_text(PLAN.format(digest=env_sha256(str(lab)), crossed=crossed))
+    freeze(doc)
+    launch_env = {} if PLAN_READS_VARIANTS else {CROSSED: json.dumps({"variants": list(names), "read_variant": read})}
+    return doc, lab, launch_env
+
+
+def _argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "engine.cli" if PLAN_READS_VARIANTS else "tests.engine.variants_launch", *args]
+
+
+def test_jobs_go_out_seed_by_seed_base_then_each_variant_the_arms_interleaved():
+    arms = [{"arm": "A", "policy": {"kind": "scripted"}}, {"arm": "B", "policy": {"kind": "scripted"}}]
+    from engine.policies.factory import PolicySpec
+
+    cfg = RunConfig(run_id="r", arm="A-vs-B", policy=PolicySpec(), seeds=[4, 2], arms=arms, variants=["v1", "v2"])
+    assert cfg.jobs()[:6] == [("A", "base", 4), ("B", "base", 4), ("A", "v1", 4), ("B", "v1", 4),
+                              ("A", "v2", 4), ("B", "v2", 4)]
+    assert len(cfg.jobs()) == 2 * 2 * 3 == len(cfg.seeds) * cfg.episodes_per_seed()
+    assert cfg.job_fields(("B", "base", 2)) == ("B", None, 2) and cfg.job_fields(["A", "v2", 4]) == ("A", "v2", 4)
+    assert cfg.job_of({"arm": "B", "variant": None, "seed": 2}) == ("B", "base", 2)
+    one = RunConfig(run_id="r", arm="a", policy=PolicySpec(), seeds=[0, 1], variants=["v1"])
+    assert one.jobs() == [("base", 0), ("v1", 0), ("base", 1), ("v1", 1)]
+    plain = RunConfig(run_id="r", arm="a", policy=PolicySpec(), seeds=[0, 1])  # no variants: today's jobs, unchanged
+    assert plain.jobs() == [0, 1] and plain.job_of({"seed": 1, "variant": None}) == 1
+    assert plain.job_fields(1) == (None, None, 1) and plain.episodes_per_seed() == 1
+
+
+@pytest.mark.slow
+def test_a_crossed_run_killed_mid_run_resumes_the_missing_episodes_only(tmp_path):
+    doc, lab, launch_env = crossed_plan(tmp_path)
+    run_dir = tmp_path / "runs" / "crossed"
+    run_dir.mkdir(parents=True)
+    with open(run_dir / "driver.log", "ab") as log:
+        proc = subprocess.Popen(_argv("--prereg", str(doc), "--arm", "oracle", "--run-dir", str(run_dir)), cwd=REPO,
+                                start_new_session=True, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, **launch_env})
+    try:
+        wait_until(lambda: len(read_rows(run_dir)) >= 2 or proc.poll() is not None, timeout=120, interval=0.02,
+                   what="two rows of the crossed run")
+        proc.send_signal(signal.SIGKILL)  # the driver alone: its workers die with it
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    before = read_rows(run_dir)
+    every = {(v, s) for s in SEEDS for v in ("base", *NAMES)}
+    assert 2 <= len(before) < len(every), (before, (run_dir / "driver.log").read_text()[-2000:])
+
+    out = run_eval("--resume", str(run_dir))
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = read_rows(run_dir)
+    assert rows[:len(before)] == before  # the rows before the kill, untouched
+    resumed = [(r["variant"] or "base", r["seed"]) for r in rows[len(before):]]
+    assert sorted(resumed) == sorted(every - {(r["variant"] or "base", r["seed"]) for r in before})  # the missing, once
+    assert sorted((r["variant"] or "base", r["seed"]) for r in rows) == sorted(every)  # one row per (variant, seed)
+    assert all(r["status"] == "ok" for r in rows) and {r["variant"] for r in rows} == {None, *NAMES}
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    config = manifest["config"]
+    declared = {v.name: v for v in read_declaration(lab).variants}
+    assert config["variants"] == list(NAMES) and config["read_variant"] == READ
+    assert config["camera_variants"] == ["camera-left"]  # the camera offset, read apart
+    assert config["variant_sha256"] == {n: declared[n].sha256() for n in NAMES}
+    assert config["workers"] == 2
+
+    status = read_status(run_dir)
+    read_rows_ = [r for r in rows if r["variant"] == READ]
+    assert (status["state"], status["done"], status["total"]) == ("done", 9, 9)  # every episode ...
+    assert status["ok"] == len(read_rows_) == 3  # ... and the read variant's counts
+    assert status["successes"] == sum(bool(r["success"]) for r in read_rows_)
+    summary = json.loads((run_dir / "rows.json").read_text())["summary"]
+    assert summary["read_variant"] == READ and summary["episodes"] == 3 and summary["total_seeds"] == 3
+    assert summary["episodes_run"] == 9 and list(summary["variants"]) == ["base", *NAMES]
+    for v, counts in summary["variants"].items():
+        mine = [r for r in rows if (r["variant"] or "base") == v]
+        assert counts["episodes"] == 3 and counts["successes"] == sum(bool(r["success"]) for r in mine)
+    assert "read variant  dim-light" in out.stdout and "variant camera-left: successes" in out.stdout
+
+    filmed = {(r["variant"], r["video"]) for r in rows if r["seed"] == 0}  # seed 0 is filmed on every variant
+    assert filmed == {(v, video_relpath(0, None, v)) for v in (None, *NAMES)}
+    assert all((run_dir / video).stat().st_size > 0 for _, video in filmed)
+    assert not any(r["video"] for r in rows if r["seed"] != 0)
+
+
+def _launch_in_process(monkeypatch, launch_env: dict) -> None:
+    """main() in this process reads the plan's variants as the subprocess launcher does."""
+    if launch_env:
+        from prereg.document import launch
+
+        monkeypatch.setattr(launch, "resolve_launch", launch.resolve_launch)  # restored after the test
+        install(launch_env)
+
+
+def test_an_unknown_variant_is_refused_at_launch_in_one_line(tmp_path, capsys, monkeypatch):
+    doc, _, launch_env = crossed_plan(tmp_path, names=("dim-light", "foggy"), read="base")
+    _launch_in_process(monkeypatch, launch_env)
+    run_dir = tmp_path / "runs" / "r"
+    assert main(["--prereg", str(doc), "--arm", "oracle", "--run-dir", str(run_dir)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("fontaine-eval: error: "), err
+    assert "variant 'foggy'" in err[0] and "declared: dim-light, camera-left" in err[0], err
+    assert not run_dir.exists()
+
+
+def test_a_crossed_design_on_ray_is_refused_before_ray_starts(tmp_path, capsys, monkeypatch):
+    doc, _, launch_env = crossed_plan(tmp_path)
+    _launch_in_process(monkeypatch, launch_env)
+    run_dir = tmp_path / "runs" / "r"
+    assert main(["--prereg", str(doc), "--arm", "oracle", "--run-dir", str(run_dir), "--ray", "local"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "crossed design (2 registered variants beside base)" in err[0], err
+    assert "leave out --ray" in err[0] and not run_dir.exists()
