@@ -65,7 +65,7 @@ from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.gates import evaluate_gates, first_tripped
 from prereg.rundir.outcomes import is_error
 from prereg.rundir.row import Row
-from prereg.rundir.rows import variant_of
+from prereg.rundir.rows import BASE_VARIANT, variant_of
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -174,7 +174,7 @@ class _Driver(StopProtocol):
                 self.decisions.prepare()  # test sprt's exact design: seconds, once, before any row
             self._write_status(rd.RUNNING)
             if self.arms and self.rows:  # a resumed comparison that had decided says so and runs nothing more
-                self._stop_if(self.decisions.comparison_after(self.rows, self._remaining()))
+                self._stop_if(self.decisions.comparison_after(self.rows, self._remaining(read_only=True)))
             if self.arms and (self.cfg.gates.decided or self.cfg.gates.sequential):
                 self.log("gates: decided/sequential are per-arm checks and are not read in a comparison run; "
                          "the registered comparison decides")
@@ -376,7 +376,8 @@ class _Driver(StopProtocol):
         self.log(progress_line(row, len(self._done_keys()), len(self.jobs), self._eta_s(),
                                arm=row.get("arm") if self.arms else None,
                                variant=variant_of(row) if self.cfg.variants else None))
-        self._stop_if(self.decisions.after_row(self.rows, stopping=self.stop is not None, remaining=self._remaining()))
+        self._stop_if(self.decisions.after_row(self.rows, stopping=self.stop is not None,
+                                               remaining=self._remaining(read_only=True)))
         self._write_status(rd.STOPPING if self.stop else rd.RUNNING)
         self._enforce_gates()
 
@@ -390,9 +391,13 @@ class _Driver(StopProtocol):
                               total=self.session_done + self._remaining(), gpu_hours=self.gpu_hours, live=False,
                               pace=self._projections()[0], gpus=self.gpus)
 
-    def _remaining(self) -> int:
+    def _remaining(self, read_only: bool = False) -> int:
+        """Episodes without a row; `read_only`: the read variant's alone (what the plan's decision still awaits:
+        a decision on the last of them leaves the other variants' episodes to run, as a run without a decision)."""
         done = self._done_keys()
-        return sum(1 for j in self.jobs if j not in done)
+        jobs = self.jobs if not (read_only and self.cfg.variants) else \
+            [j for j in self.jobs if (self.cfg.job_fields(j)[1] or BASE_VARIANT) == self.cfg.read_variant]
+        return sum(1 for j in jobs if j not in done)
 
     def _tick(self) -> None:
         now = time.monotonic()

@@ -10,7 +10,8 @@ worker process itself, and the messages it exchanges with the pool, are engine/w
 A comparison run (two arms, `cfg.arms`) hands each worker both arms: an episode names its arm,
 the worker predicts with that arm's local policy or asks for that arm's served one, and the pool
 batches the waiting observations per served policy. Its rows carry their arm; its videos are
-`rollout_<arm>_seed006.mp4`.
+`rollout_<arm>_seed006.mp4`. A crossed design's episode names its variant too: the worker runs it on that
+variant's scene (built there once) and the row, and the video (`rollout_[<arm>_]<variant>_seed006.mp4`), say which.
 
 The same pool runs inside a Ray shard (engine/scaleout/ray_pool.py): a shard is this pool on a node.
 

@@ -100,6 +100,31 @@ def test_jobs_go_out_seed_by_seed_base_then_each_variant_the_arms_interleaved():
     assert plain.job_fields(1) == (None, None, 1) and plain.episodes_per_seed() == 1
 
 
+def test_the_registered_comparison_reads_the_read_variants_rows_only():
+    from engine.policies.factory import PolicySpec
+    from engine.record.config import comparison_record
+    from engine.run.decisions import PlanDecisions
+    from prereg.document.comparison_spec import ComparisonSpec
+
+    spec = ComparisonSpec("A", "B", "success", "sprt", minimum_effect=0.6, assumed_rates=(0.2, 0.8), max_seeds=12)
+    arms = [{"arm": a, "policy": PolicySpec().as_dict()} for a in ("A", "B")]
+    seeds = list(range(12))
+
+    def rows(variant, a_ok, b_ok):
+        return [{"arm": arm, "seed": s, "variant": variant, "status": "ok", "success": ok}
+                for s in seeds for arm, ok in (("A", a_ok), ("B", b_ok))]
+
+    both = rows(None, False, True) + rows("v1", True, True)  # B better on base; A and B alike on v1
+    outcomes = {}
+    for read in ("base", "v1"):
+        cfg = RunConfig(run_id="r", arm="A-vs-B", policy=PolicySpec(), seeds=seeds, arms=arms,
+                        comparison=comparison_record(spec), variants=["v1"], read_variant=read)
+        decisions = PlanDecisions(cfg, REPO, log=lambda _m: None)
+        decisions.comparison_after(both, remaining=0)
+        outcomes[read] = (decisions.comparison["outcome"], decisions.comparison["at"])
+    assert outcomes == {"base": ("B better", 6), "v1": ("undecided", 12)}
+
+
 @pytest.mark.slow
 def test_a_crossed_run_killed_mid_run_resumes_the_missing_episodes_only(tmp_path):
     doc, lab, launch_env = crossed_plan(tmp_path)
