@@ -100,6 +100,24 @@ def test_jobs_go_out_seed_by_seed_base_then_each_variant_the_arms_interleaved():
     assert plain.job_fields(1) == (None, None, 1) and plain.episodes_per_seed() == 1
 
 
+def test_a_worker_builds_each_variants_scene_once_and_keeps_it(tmp_path):
+    from engine.policies.factory import PolicySpec
+    from engine.sim import variants as sim_variants
+    from engine.workers.worker import _VariantScenes
+
+    lab = write_env(tmp_path / "lab", ENV + VARIANTS)
+    cfg = RunConfig(run_id="r", arm="a", policy=PolicySpec(), seeds=[0], env=str(lab), render_size=16,
+                    variants=list(NAMES))
+    base = object()
+    scenes = _VariantScenes(cfg, base)
+    compiles = sim_variants.COMPILES["count"]
+    dim = scenes.get("dim-light")
+    assert scenes.get("dim-light") is dim and scenes.get(None) is base  # kept: every later episode reuses it
+    assert sim_variants.COMPILES["count"] - compiles == 1
+    with pytest.raises(ValueError, match=r"variant 'foggy' is not one of this run's \(dim-light, camera-left\)"):
+        scenes.get("foggy")
+
+
 def test_the_registered_comparison_reads_the_read_variants_rows_only():
     from engine.policies.factory import PolicySpec
     from engine.record.config import comparison_record
