@@ -199,6 +199,12 @@ def test_a_crossed_run_killed_mid_run_resumes_the_missing_episodes_only(tmp_path
     assert all((run_dir / video).stat().st_size > 0 for _, video in filmed)
     assert not any(r["video"] for r in rows if r["seed"] != 0)
 
+    config["variant_sha256"]["dim-light"] = "0" * 64  # a variant that is not the one the run started on
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    again = run_eval("--resume", str(run_dir))
+    assert again.returncode == 2 and "variant dim-light changed since the run started" in again.stderr, again.stderr
+    assert len(read_rows(run_dir)) == len(rows)
+
 
 def _launch_in_process(monkeypatch, launch_env: dict) -> None:
     """main() in this process reads the plan's variants as the subprocess launcher does."""
