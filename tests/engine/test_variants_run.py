@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 
 import pytest
 
@@ -19,12 +17,10 @@ from engine.cli.main import main
 from engine.envs import env_sha256
 from engine.envs.envfile import read_declaration
 from engine.record.config import RunConfig
-from prereg.document.fields import PROTOCOL_KEYS
 from prereg.document.seal import freeze
 from prereg.rundir.files import video_relpath
 from tests.engine.env_file_fixture import ENV, write_env
-from tests.engine.variants_launch import CROSSED, install
-from tests.helpers import REPO, read_rows, read_status, run_eval, wait_until
+from tests.helpers import REPO, launch_detached, read_rows, read_status, run_eval, wait_until
 
 VARIANTS = """variants:
   dim-light:
@@ -35,7 +31,6 @@ VARIANTS = """variants:
 NAMES = ("dim-light", "camera-left")
 READ = "dim-light"  # the variant the plan reads (not base: the counts must follow it)
 SEEDS = (0, 1, 2)
-PLAN_READS_VARIANTS = "variants" in PROTOCOL_KEYS  # prereg's side of the plan (another branch) has landed
 
 PLAN = """---
 fontaine: fontaine-prereg/1
@@ -52,7 +47,9 @@ protocol:
   video_draw: "seeds:0"
   env: lab/env.yaml
   env_sha256: {digest}
-{crossed}reads:
+  variants: [{names}]
+  read_variant: {read}
+reads:
   primary: successes
 gates:
   gpu_hours: 0.1
@@ -68,19 +65,12 @@ Plain words.
 
 
 def crossed_plan(tmp_path, names=NAMES, read=READ):
-    """A frozen plan of the oracle on the lab env file, its protocol listing `names` (what the launch
-    passes to the engine, see tests/engine/variants_launch.py, until prereg reads them)."""
+    """A frozen plan of the oracle on the lab env file, every seed also run on the variants `names`."""
     lab = write_env(tmp_path / "lab", ENV + VARIANTS)
     doc = tmp_path / "plan.md"
-    crossed = f"  variants: [{', '.join(names)}]\n  read_variant: {read}\n" if PLAN_READS_VARIANTS else ""
-    doc.write_text(PLAN.format(digest=env_sha256(str(lab)), crossed=crossed))
+    doc.write_text(PLAN.format(digest=env_sha256(str(lab)), names=", ".join(names), read=read))
     freeze(doc)
-    launch_env = {} if PLAN_READS_VARIANTS else {CROSSED: json.dumps({"variants": list(names), "read_variant": read})}
-    return doc, lab, launch_env
-
-
-def _argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "engine.cli" if PLAN_READS_VARIANTS else "tests.engine.variants_launch", *args]
+    return doc, lab
 
 
 def test_jobs_go_out_seed_by_seed_base_then_each_variant_the_arms_interleaved():
@@ -145,13 +135,9 @@ def test_the_registered_comparison_reads_the_read_variants_rows_only():
 
 @pytest.mark.slow
 def test_a_crossed_run_killed_mid_run_resumes_the_missing_episodes_only(tmp_path):
-    doc, lab, launch_env = crossed_plan(tmp_path)
+    doc, lab = crossed_plan(tmp_path)
     run_dir = tmp_path / "runs" / "crossed"
-    run_dir.mkdir(parents=True)
-    with open(run_dir / "driver.log", "ab") as log:
-        proc = subprocess.Popen(_argv("--prereg", str(doc), "--arm", "oracle", "--run-dir", str(run_dir)), cwd=REPO,
-                                start_new_session=True, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env={**os.environ, **launch_env})
+    proc = launch_detached(run_dir, "--prereg", str(doc), "--arm", "oracle")
     try:
         wait_until(lambda: len(read_rows(run_dir)) >= 2 or proc.poll() is not None, timeout=120, interval=0.02,
                    what="two rows of the crossed run")
@@ -206,18 +192,8 @@ def test_a_crossed_run_killed_mid_run_resumes_the_missing_episodes_only(tmp_path
     assert len(read_rows(run_dir)) == len(rows)
 
 
-def _launch_in_process(monkeypatch, launch_env: dict) -> None:
-    """main() in this process reads the plan's variants as the subprocess launcher does."""
-    if launch_env:
-        from prereg.document import launch
-
-        monkeypatch.setattr(launch, "resolve_launch", launch.resolve_launch)  # restored after the test
-        install(launch_env)
-
-
-def test_an_unknown_variant_is_refused_at_launch_in_one_line(tmp_path, capsys, monkeypatch):
-    doc, _, launch_env = crossed_plan(tmp_path, names=("dim-light", "foggy"), read="base")
-    _launch_in_process(monkeypatch, launch_env)
+def test_an_unknown_variant_is_refused_at_launch_in_one_line(tmp_path, capsys):
+    doc, _ = crossed_plan(tmp_path, names=("dim-light", "foggy"), read="base")
     run_dir = tmp_path / "runs" / "r"
     assert main(["--prereg", str(doc), "--arm", "oracle", "--run-dir", str(run_dir)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -226,9 +202,8 @@ def test_an_unknown_variant_is_refused_at_launch_in_one_line(tmp_path, capsys, m
     assert not run_dir.exists()
 
 
-def test_a_crossed_design_on_ray_is_refused_before_ray_starts(tmp_path, capsys, monkeypatch):
-    doc, _, launch_env = crossed_plan(tmp_path)
-    _launch_in_process(monkeypatch, launch_env)
+def test_a_crossed_design_on_ray_is_refused_before_ray_starts(tmp_path, capsys):
+    doc, _ = crossed_plan(tmp_path)
     run_dir = tmp_path / "runs" / "r"
     assert main(["--prereg", str(doc), "--arm", "oracle", "--run-dir", str(run_dir), "--ray", "local"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
