@@ -209,3 +209,23 @@ def test_a_crossed_design_on_ray_is_refused_before_ray_starts(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "crossed design (2 registered variants beside base)" in err[0], err
     assert "leave out --ray" in err[0] and not run_dir.exists()
+
+
+def test_a_plans_inline_variants_on_a_built_in_env_are_resolved_and_hashed_into_the_config(tmp_path):
+    from engine.cli.parser import build_parser
+    from engine.cli.resolve import resolve
+    from engine.envs.variant_env import resolve_variants
+
+    inline = {"dim": {"lighting": {"intensity": 0.3}}, "left": {"camera_offsets": {"front": [0.0, 0.02, 0.0]}}}
+    doc = tmp_path / "plan.md"
+    plan = PLAN.replace("  env: lab/env.yaml\n  env_sha256: {digest}\n", "")  # boat-on-disk, the default
+    doc.write_text(plan.format(names="dim, left", read="base").replace(
+        "  variants: [dim, left]\n", f"  variants: {json.dumps(inline)}\n"))
+    freeze(doc)
+    run_dir = tmp_path / "runs" / "r"
+    config, _, resume = resolve(build_parser().parse_args(["--prereg", str(doc), "--arm", "oracle",
+                                                           "--run-dir", str(run_dir)]))
+    expected = resolve_variants(config.env, ["dim", "left"], inline)
+    assert (config.variants, config.variant_declarations, config.read_variant) == (["dim", "left"], inline, "base")
+    assert config.camera_variants == ["left"] and config.variant_sha256 == {v.name: v.sha256() for v in expected}
+    assert len(config.jobs()) == 9 and config.workers == 2 and not resume and not run_dir.exists()
