@@ -89,6 +89,7 @@ class LocalPool:
         self.scenes: dict[str, str] = {}
         if hand_scenes and n_workers > 0:
             self._export_scenes()
+        self.variants = resolved_variants(cfg) if n_workers > 0 else {}  # checked here once, handed to each worker
         for wid in range(max(0, n_workers)):
             self._spawn_worker(wid)
 
@@ -202,7 +203,7 @@ class LocalPool:
 
     def _spawn_worker(self, wid: int) -> None:
         served = {arm: (p.chunk_horizon, p.needs_images, p.needs_privileged) for arm, p in self.policies.items()}
-        self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served, self._ctx, self.scenes)
+        self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served, self._ctx, self.scenes, self.variants)
 
     def _export_scenes(self) -> None:
         """Compile the scenes the workers would each compile (the env's; the boat scene for a scripted
@@ -291,6 +292,18 @@ class LocalPool:
         return row
 
 
+def resolved_variants(cfg) -> dict:
+    """A crossed design's variants (name -> engine.sim.variants.Variant), resolved on the run's env once, here:
+    each worker is handed them and builds a variant's scene on its first episode of it, never checking the
+    declarations again ({} for a run of the scene alone)."""
+    names = list(getattr(cfg, "variants", None) or ())
+    if not names:
+        return {}
+    from engine.envs.variant_env import resolve_variants
+
+    return {v.name: v for v in resolve_variants(cfg.env, names, getattr(cfg, "variant_declarations", None) or {})}
+
+
 def _worker_context(start_method: str | None, passed=()):
     """Workers are forked from the fork server (where the platform has one) with `PRELOAD` imported
     there once; `spawn` starts each from a bare interpreter. Never `fork`: the driver may hold CUDA."""
@@ -314,7 +327,8 @@ def _worker_context(start_method: str | None, passed=()):
 class _Worker:
     """The driver's handle on one worker process."""
 
-    def __init__(self, wid: int, cfg, run_dir: Path, served: dict, ctx=None, scenes: dict | None = None):
+    def __init__(self, wid: int, cfg, run_dir: Path, served: dict, ctx=None, scenes: dict | None = None,
+                 variants: dict | None = None):
         ctx = ctx or mp.get_context("spawn")
         self.wid = wid
         self.conn, child = ctx.Pipe(duplex=True)
@@ -324,7 +338,8 @@ class _Worker:
         from engine.envs import pinned
 
         self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served, os.getpid(),
-                                                          dict(scenes or {}), environ, pinned.pinned()),
+                                                          dict(scenes or {}), environ, pinned.pinned(),
+                                                          dict(variants or {})),
                                 name=f"fontaine-worker-{wid}", daemon=True)
         self.proc.start()
         child.close()

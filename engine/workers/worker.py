@@ -92,7 +92,8 @@ class StartFailed:
 
 
 def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int,
-                scenes: dict | None = None, environ: dict | None = None, env_bytes: dict | None = None) -> None:
+                scenes: dict | None = None, environ: dict | None = None, env_bytes: dict | None = None,
+                variants: dict | None = None) -> None:
     """One worker: owns its MuJoCo model (handed to it, or compiled); runs the episodes it is handed, one row each."""
     parent = os.getppid()
     ignore_stop_signals()  # the driver decides how a stop goes (forked: the fork server ignored them already)
@@ -106,7 +107,7 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, dri
     handoff.install(scenes or {})
     pinned.install(env_bytes)  # the env file's bytes the launch read and hashed: never the disk's now
     try:
-        _worker_loop(wid, conn, cfg, Path(run_dir), served)
+        _worker_loop(wid, conn, cfg, Path(run_dir), served, variants)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the driver is gone: nothing to report to
     except FontaineError as exc:  # before Ready (episodes turn their errors into rows): no traceback per worker
@@ -116,7 +117,7 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, dri
             pass
 
 
-def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -> None:
+def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict, variants: dict | None = None) -> None:
     from engine.envs import DEFAULT_ENV, get_env
     from engine.sim.env import jitter_offset_m
     from engine.workers.episode import run_episode
@@ -131,7 +132,7 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
         else:
             predictors[arm] = (spec, *served[arm], _RemotePredict(conn))
     env = get_env(getattr(cfg, "env", DEFAULT_ENV)).create(render_size=cfg.render_size)
-    scenes = _VariantScenes(cfg, env)  # a crossed design's variants: each built on its first episode here, then kept
+    scenes = _VariantScenes(cfg, env, variants)  # a crossed design's variants: each built on its first episode, kept
     from engine.sim import handoff
 
     handed = handoff.report()
@@ -264,12 +265,13 @@ class _VariantScenes:
     """A worker's running scenes: the scene as declared (None), and each registered variant of a crossed
     design built on its first episode here (engine.envs.variant_env.create_env: the variant's compile kept
     in this process) and kept for the worker's life, so a variant costs one compile per worker, not one
-    per episode."""
+    per episode. `declared`: the run's variants as the pool resolved them (name -> engine.sim.variants.Variant,
+    checked against the scene once, there); else resolved here on the first variant's episode."""
 
-    def __init__(self, cfg, base_env):
+    def __init__(self, cfg, base_env, declared: dict | None = None):
         self.cfg = cfg
         self.envs = {None: base_env}
-        self._declared: dict | None = None  # name -> engine.sim.variants.Variant, resolved once
+        self._declared = dict(declared) if declared else None
 
     def get(self, name: str | None):
         if name not in self.envs:
