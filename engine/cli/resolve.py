@@ -24,7 +24,7 @@ from prereg.core.safe_read import why_not_a_folder
 from prereg.core.video_draw import parse_video_draw
 from prereg.core.webhook_env import pass_env_problem
 from prereg.rundir.files import new_run_id, run_stamp
-from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS
+from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS, VARIANT_NAME_RE
 
 
 def refuse_decided(args, decided: tuple[str, ...], by: str, hint: str) -> None:
@@ -376,7 +376,8 @@ def check_resumed(config: dict, where: Path) -> None:
                        ("variant_sha256", (dict,)), ("read_variant", (str,)), ("pool_cameras", (bool,))):
         field(config, key, kinds)  # a crossed design's (issue 48)
     names = config.get("variants") or []
-    if not all(isinstance(n, str) and n and n != BASE_VARIANT for n in names) or len(set(names)) != len(names):
+    if not all(isinstance(n, str) and VARIANT_NAME_RE.fullmatch(n) and n != BASE_VARIANT for n in names) \
+            or len(set(names)) != len(names):
         raise UsageError(f"{where}: config.variants is not a list of distinct variant names (base not among them); "
                          "the run cannot be resumed as recorded (start a new run)")
     field(config, "arms", (list, type(None)))

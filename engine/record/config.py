@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from engine.policies.factory import PolicySpec
-from prereg.rundir.rows import BASE_VARIANT, variant_of
+from prereg.rundir.rows import BASE_VARIANT, episode_job, variant_of
 from prereg.rundir.status import GateSpec
 
 
@@ -55,15 +55,12 @@ class RunConfig:
     def arm_names(self) -> list[str] | None:
         return [a["arm"] for a in self.arms] if self.arms else None
 
-    # -- an episode's identity (a job): the one place its shape is written. A seed; (arm, seed) in a
-    # comparison run; (variant, seed) in a crossed design; (arm, variant, seed) in both (`base` for the
-    # scene as declared). The driver dispatches and resumes jobs, the pool names the ones in flight by
-    # them, and status.json lists them (as JSON lists) in its running, lost and cancelled episodes.
+    # -- an episode's identity (a job; its shape is prereg.rundir.rows.episode_job's, which a reader of
+    # status.json uses too): the driver dispatches and resumes jobs, the pool names the ones in flight by them.
 
     def job(self, arm: str | None, variant: str | None, seed: int):
         """The job of the episode of `seed` on `arm` (a comparison's) and `variant` (None: `base`)."""
-        parts = ((arm,) if self.arms else ()) + ((variant or BASE_VARIANT,) if self.variants else ())
-        return (*parts, seed) if parts else seed
+        return episode_job(arm, variant, seed, comparison=bool(self.arms), crossed=bool(self.variants))
 
     def job_of(self, row) -> object:
         """The job a row (a dict, or a prereg.rundir.row.Row) is the episode of."""

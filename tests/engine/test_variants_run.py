@@ -229,3 +229,20 @@ def test_a_plans_inline_variants_on_a_built_in_env_are_resolved_and_hashed_into_
     assert (config.variants, config.variant_declarations, config.read_variant) == (["dim", "left"], inline, "base")
     assert config.camera_variants == ["left"] and config.variant_sha256 == {v.name: v.sha256() for v in expected}
     assert len(config.jobs()) == 9 and config.workers == 2 and not resume and not run_dir.exists()
+
+
+@pytest.mark.parametrize("recorded, says", [
+    ({"variants": ["dim-light", "dim-light"]}, "config.variants is not a list of distinct variant names"),
+    ({"variants": ["base"]}, "config.variants is not a list of distinct variant names"),
+    ({"variants": ["Dim Light"]}, "config.variants is not a list of distinct variant names"),
+    ({"variants": "dim-light"}, "config.variants is str"),
+    ({"variant_sha256": ["x"]}, "config.variant_sha256 is list"),
+    ({"pool_cameras": "yes"}, "config.pool_cameras is str"),
+])
+def test_a_resumed_manifests_variant_fields_are_checked_before_anything_runs(tmp_path, recorded, says):
+    from engine.cli.resolve import check_resumed
+    from prereg.core.errors import UsageError
+
+    with pytest.raises(UsageError, match="the run cannot be resumed") as err:
+        check_resumed({"run_id": "r", "seeds": [0, 1], **recorded}, tmp_path / "manifest.json")
+    assert says in str(err.value)
