@@ -82,6 +82,12 @@ class RunConfig:
         variants = [BASE_VARIANT, *self.variants] if self.variants else [None]
         return [self.job(a, v, s) for s in self.seeds for v in variants for a in arms]
 
+    @property
+    def counted_variant(self) -> str | None:
+        """The variant every count, summary and decision of the run reads (as Manifest.counted_variant reads it
+        back): the read variant in a crossed design, None (every row) for a run of the scene alone."""
+        return self.read_variant if self.variants else None
+
     def episodes_per_seed(self) -> int:
         """Episodes each planned seed runs: one per arm and variant (base included)."""
         return len(self.arms or [None]) * (1 + len(self.variants))

@@ -29,7 +29,7 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=N
     planned = planned_seeds if planned_seeds is not None else (cfg.seeds if cfg is not None else None)
     arms = cfg.arm_names() if cfg is not None else None
     crossed = cfg is not None and bool(cfg.variants)
-    read = variant or (cfg.read_variant if crossed else None)
+    read = variant or (cfg.counted_variant if cfg is not None else None)
     fold = fold_rows(rows, Plan(tuple(planned) if planned is not None else None, tuple(arms) if arms else None,
                                 success_field or (cfg.success_field if cfg is not None else "success"), read))
     c = fold.total()

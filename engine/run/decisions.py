@@ -29,7 +29,7 @@ class PlanDecisions:
         """The rows as the plan reads them: a crossed design's read variant's only (every rule, curtailment,
         sequential test and comparison, reads that variant), by its `success_field` (the env's own success,
         or Fontaine's)."""
-        rows = rows_of_variant(rows, self.cfg.read_variant if self.cfg.variants else None)
+        rows = rows_of_variant(rows, self.cfg.counted_variant)
         field = self.cfg.success_field
         return rows if field == "success" else [read_as_success(r, field) for r in rows]
 

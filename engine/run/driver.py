@@ -139,7 +139,7 @@ class _Driver(StopProtocol):
         self.arms = cfg.arm_names()  # a comparison run's two arms, else None
         # the counts status.json says, kept as rows arrive (every 2 s, never recounted): the read model's
         self.fold = RowsFold(Plan(tuple(cfg.seeds), tuple(self.arms) if self.arms else None, cfg.success_field,
-                                  cfg.read_variant if cfg.variants else None))  # a crossed design: the read variant's
+                                  cfg.counted_variant))  # a crossed design: the read variant's
         self._pool_closed = False
         self.policy = None
         self.gpus = 0
@@ -517,9 +517,8 @@ class _Driver(StopProtocol):
     def _write_summary(self, state: str, reason: str | None) -> None:
         summary = summarize(self.rows, self.cfg)
         if self.arms:  # each arm's own counts (the read variant's), and the decision
-            read = self.cfg.read_variant if self.cfg.variants else None
             summary["arms"] = {arm: {**summarize([r for r in self.rows if r.get("arm") == arm], planned_seeds=self.cfg.seeds,
-                                               success_field=self.cfg.success_field, variant=read),
+                                               success_field=self.cfg.success_field, variant=self.cfg.counted_variant),
                                      "total_seeds": len(self.cfg.seeds)} for arm in self.arms}
             summary["comparison"] = self.decisions.comparison
         summary.update({
