@@ -132,7 +132,9 @@ def execute(args, config, run_dir: Path, resume: bool, argv: list[str]) -> int:
     try:
         if not resume and (run_dir / rd.MANIFEST).exists():
             raise UsageError(f"{run_dir} already holds a run; use --resume {run_dir} or another --run-dir")
-        say(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds, "
+        crossed = (f" x {1 + len(config.variants)} variants (base, {', '.join(config.variants)}; "
+                   f"{len(config.jobs())} episodes)" if config.variants else "")
+        say(f"fontaine-eval: run {config.run_id} -> {run_dir}  ({len(config.seeds)} seeds{crossed}, "
               f"{config.episode_seconds:g} s episodes, {config.workers} worker{'s' if config.workers != 1 else ''}, "
               + (f"arms {' and '.join(config.arm_names())} interleaved by seed" if config.arms else
                  f"policy {config.policy.kind}" + (f" {config.policy.checkpoint}" if config.policy.checkpoint else ""))

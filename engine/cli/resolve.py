@@ -24,7 +24,7 @@ from prereg.core.safe_read import why_not_a_folder
 from prereg.core.video_draw import parse_video_draw
 from prereg.core.webhook_env import pass_env_problem
 from prereg.rundir.files import new_run_id, run_stamp
-from prereg.rundir.rows import SUCCESS_FIELDS
+from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS, VARIANT_NAME_RE
 
 
 def refuse_decided(args, decided: tuple[str, ...], by: str, hint: str) -> None:
@@ -137,19 +137,22 @@ def _resolve_prereg(args):
     spec = _launch_policy(args, launch)
     run_id = args.run_id or (args.run_dir.name if args.run_dir else new_run_id(launch.prereg_id, launch.arm))
     run_dir = args.run_dir or args.runs_dir / run_id
+    env = check_env(launch.env, Path(launch.prereg_path).parent,  # the document decides the env
+                    launch.env_sha256)  # (None: boat-on-disk; a file: beside the document)
+    variants = variant_fields(env, launch, f"{args.prereg}: arm {launch.arm}")
+    episodes = len(launch.seeds) * (1 + len(variants.get("variants", ())))
     config = RunConfig(run_id=run_id, arm=launch.arm, policy=spec, seeds=list(launch.seeds),
-                       episode_seconds=launch.episode_seconds, workers=workers_for(launch.workers or 1, len(launch.seeds)),
+                       episode_seconds=launch.episode_seconds, workers=workers_for(launch.workers or 1, episodes),
                        video_draw=str(launch.video_draw if launch.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=launch.gates, gpus=args.gpus,
                        render_size=args.render_size, video_size=args.video_size, ray=_ray_settings(args, spec),
                        record_predicts=bool(launch.record_predicts or args.record_predicts),
                        pass_env=list(dict.fromkeys([*launch.pass_env, *args.pass_env])),
-                       success_field=launch.success_field,
-                       env=check_env(launch.env, Path(launch.prereg_path).parent,  # the document decides the env
-                                      launch.env_sha256),  # (None: boat-on-disk; a file: beside the document)
+                       success_field=launch.success_field, env=env,
                        prereg={"id": launch.prereg_id, "sha256": launch.prereg_sha256,
-                               "path": str(Path(launch.prereg_path).resolve())})
+                               "path": str(Path(launch.prereg_path).resolve())}, **variants)
     config.video_draw = check_video_draw(config.video_draw)
+    check_crossed_design(config)
     return config, Path(run_dir), False
 
 
@@ -181,7 +184,8 @@ def _resolve_comparison(args):
                          "register one (comparison: {arms: [A, B], ...}) by amendment")
     comp = found[-1]  # the latest frozen section's
     a, b = launches[comp.arm_a], launches[comp.arm_b]
-    shared = ("seeds", "episode_seconds", "video_draw", "env", "env_sha256", "gates", "record_predicts")
+    shared = ("seeds", "episode_seconds", "video_draw", "env", "env_sha256", "gates", "record_predicts",
+              "variants", "variant_declarations", "read_variant", "pool_cameras")
     differ = [k for k in shared if getattr(a, k) != getattr(b, k)]
     if differ:
         raise UsageError(f"arms {a.arm} and {b.arm} run different {', '.join(differ)}: a comparison run "
@@ -202,22 +206,25 @@ def _resolve_comparison(args):
     run_id = args.run_id or (args.run_dir.name if args.run_dir else new_run_id(a.prereg_id, label))
     run_dir = args.run_dir or args.runs_dir / run_id
     workers = max(a.workers or 1, b.workers or 1)
+    env = check_env(a.env, Path(a.prereg_path).parent, a.env_sha256)
+    variants = variant_fields(env, a, f"{args.prereg}: arms {a.arm} and {b.arm}")
+    episodes = 2 * len(seeds) * (1 + len(variants.get("variants", ())))
     config = RunConfig(run_id=run_id, arm=label, policy=specs[a.arm], seeds=seeds,
-                       episode_seconds=a.episode_seconds, workers=workers_for(workers, 2 * len(seeds)),
+                       episode_seconds=a.episode_seconds, workers=workers_for(workers, episodes),
                        video_draw=str(a.video_draw if a.video_draw is not None else "0"),
                        batch_wait_ms=args.batch_wait_ms, batch_wait_max_ms=args.batch_wait_max_ms, gates=a.gates,
                        gpus=args.gpus, render_size=args.render_size, video_size=args.video_size,
                        ray=_ray_settings(args, *specs.values()),  # both arms' policies on each shard
                        record_predicts=bool(a.record_predicts or args.record_predicts),
                        pass_env=list(dict.fromkeys([*a.pass_env, *args.pass_env])),
-                       success_field=a.success_field,
-                       env=check_env(a.env, Path(a.prereg_path).parent, a.env_sha256),
+                       success_field=a.success_field, env=env,
                        prereg={"id": a.prereg_id, "sha256": a.prereg_sha256, "path": str(Path(a.prereg_path).resolve()),
                                "arms": {n: {"sha256": launches[n].prereg_sha256, "section": launches[n].section}
                                         for n in (a.arm, b.arm)}},
                        arms=[{"arm": n, "policy": specs[n].as_dict()} for n in (a.arm, b.arm)],
-                       comparison=comparison_record(comp))
+                       comparison=comparison_record(comp), **variants)
     config.video_draw = check_video_draw(config.video_draw)
+    check_crossed_design(config)
     return config, Path(run_dir), False
 
 
@@ -265,7 +272,52 @@ def _resolve_resume(args):
     recorded = manifest.env or {}
     check_env(config.env, pin=recorded.get("sha256") if recorded.get("file") or recorded.get("gym") else None,
                pinned_by="the run started on")  # the env the run was started on must still be there, unchanged
+    if config.variants:  # a crossed design resumes on the variants it started on, each unchanged
+        again = variant_fields(config.env, config, str(where))
+        changed = [n for n in config.variants if config.variant_sha256.get(n) != again["variant_sha256"].get(n)]
+        if changed:
+            raise UsageError(f"{where}: variant{'s' if len(changed) > 1 else ''} {', '.join(changed)} changed since the run "
+                             "started (its declaration's sha256 is not the one recorded in config.variant_sha256); "
+                             "the run cannot be resumed as recorded (revert the declaration, or start a new run)")
+    check_crossed_design(config)
     return config, Path(run_dir), True
+
+
+def variant_fields(env: str, launch, where: str) -> dict:
+    """A crossed design's RunConfig fields (issue 48) from a plan's launch (prereg.document.launch.LaunchSpec)
+    or a recorded RunConfig: the variants resolved on the env now (engine.envs.variant_env.resolve_variants),
+    so a variant that does not exist, or cannot be built, is one line (a UsageError, exit 2) before anything
+    is written; `camera_variants` and `variant_sha256` recorded from what was resolved. {} without variants."""
+    from engine.envs.spec import EnvError
+    from engine.envs.variant_env import resolve_variants
+
+    names = list(launch.variants or ())
+    read = launch.read_variant or BASE_VARIANT
+    if not names:
+        if read != BASE_VARIANT:
+            raise UsageError(f"{where}: read_variant {read!r} names a variant, but the plan lists none (variants:); "
+                             f"list it under protocol.variants or read {BASE_VARIANT!r}")
+        return {}
+    if read != BASE_VARIANT and read not in names:
+        raise UsageError(f"{where}: read_variant {read!r} is not one of the plan's variants "
+                         f"({', '.join([BASE_VARIANT, *names])})")
+    declarations = dict(launch.variant_declarations or {})
+    try:
+        resolved = resolve_variants(env, names, declarations)
+    except EnvError as exc:
+        raise UsageError(f"{where}: {exc.one_line()}; nothing was run") from None
+    return {"variants": names, "variant_declarations": declarations, "read_variant": read,
+            "pool_cameras": bool(launch.pool_cameras),
+            "camera_variants": [v.name for v in resolved if v.moves_a_camera],
+            "variant_sha256": {v.name: v.sha256() for v in resolved}}
+
+
+def check_crossed_design(config: RunConfig) -> None:
+    """A crossed design runs on this machine's pool: a Ray shard does not carry a variant yet (one line, exit 2)."""
+    if config.variants and config.ray is not None:
+        raise UsageError(f"--ray: this run is a crossed design ({len(config.variants)} registered variant"
+                         f"{'s' if len(config.variants) != 1 else ''} beside base), which Ray shards do not run yet; "
+                         "run it on this machine (leave out --ray)")
 
 
 def check_resumed(config: dict, where: Path) -> None:
@@ -320,6 +372,14 @@ def check_resumed(config: dict, where: Path) -> None:
             raise UsageError(f"{where}: config.pass_env: {problem}; the run cannot be resumed")
     for key in ("prereg", "ray", "comparison"):
         field(config, key, (dict, type(None)))
+    for key, kinds in (("variants", (list,)), ("camera_variants", (list,)), ("variant_declarations", (dict,)),
+                       ("variant_sha256", (dict,)), ("read_variant", (str,)), ("pool_cameras", (bool,))):
+        field(config, key, kinds)  # a crossed design's (issue 48)
+    names = config.get("variants") or []
+    if not all(isinstance(n, str) and VARIANT_NAME_RE.fullmatch(n) and n != BASE_VARIANT for n in names) \
+            or len(set(names)) != len(names):
+        raise UsageError(f"{where}: config.variants is not a list of distinct variant names (base not among them); "
+                         "the run cannot be resumed as recorded (start a new run)")
     field(config, "arms", (list, type(None)))
     field(config, "gates", (dict, type(None)))
     for key, v in (config.get("gates") or {}).items():  # a gate that cannot be read would be dropped, silently

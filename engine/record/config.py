@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from engine.policies.factory import PolicySpec
+from prereg.rundir.rows import BASE_VARIANT, episode_job, variant_of
 from prereg.rundir.status import GateSpec
 
 
@@ -53,6 +54,43 @@ class RunConfig:
 
     def arm_names(self) -> list[str] | None:
         return [a["arm"] for a in self.arms] if self.arms else None
+
+    # -- an episode's identity (a job; its shape is prereg.rundir.rows.episode_job's, which a reader of
+    # status.json uses too): the driver dispatches and resumes jobs, the pool names the ones in flight by them.
+
+    def job(self, arm: str | None, variant: str | None, seed: int):
+        """The job of the episode of `seed` on `arm` (a comparison's) and `variant` (None: `base`)."""
+        return episode_job(arm, variant, seed, comparison=bool(self.arms), crossed=bool(self.variants))
+
+    def job_of(self, row) -> object:
+        """The job a row (a dict, or a prereg.rundir.row.Row) is the episode of."""
+        return self.job(row.get("arm"), variant_of(row), row.get("seed"))
+
+    def job_fields(self, job) -> tuple[str | None, str | None, int]:
+        """(arm, variant, seed) of a job: arm None outside a comparison, variant None on `base` (a row's null)."""
+        parts = list(job) if isinstance(job, (tuple, list)) else [job]
+        seed = parts.pop()
+        arm = parts.pop(0) if self.arms else None
+        variant = parts.pop(0) if self.variants else None
+        return arm, (None if variant == BASE_VARIANT else variant), seed
+
+    def jobs(self) -> list:
+        """Every episode of the run, in dispatch order: per seed in plan order, `base` then each variant in
+        the plan's order, the arms interleaved within each (seed k: A base, B base, A v1, B v1, ...), so a
+        seed's variants go out together, as a comparison's arms do."""
+        arms = self.arm_names() or [None]
+        variants = [BASE_VARIANT, *self.variants] if self.variants else [None]
+        return [self.job(a, v, s) for s in self.seeds for v in variants for a in arms]
+
+    @property
+    def counted_variant(self) -> str | None:
+        """The variant every count, summary and decision of the run reads (as Manifest.counted_variant reads it
+        back): the read variant in a crossed design, None (every row) for a run of the scene alone."""
+        return self.read_variant if self.variants else None
+
+    def episodes_per_seed(self) -> int:
+        """Episodes each planned seed runs: one per arm and variant (base included)."""
+        return len(self.arms or [None]) * (1 + len(self.variants))
 
     def as_dict(self) -> dict:
         d = asdict(self)

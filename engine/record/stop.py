@@ -29,7 +29,7 @@ from prereg.rundir.stop import scrub_stop_file
 
 class StopProtocol:
     """The driver's stop: needs `run_dir`, `log`, `stop`, `signals`, `abort`, `term_grace_s`,
-    `term_deadline`, `pool`, `arms`, `lost_seeds`, `cancelled`, `aborted_note` and `_write_status`."""
+    `term_deadline`, `pool`, `arms`, `cfg`, `lost_seeds`, `cancelled`, `aborted_note` and `_write_status`."""
 
     def _install_signals(self) -> None:
         """SIGTERM, SIGINT and SIGHUP (a closing terminal) stop the run at the episode boundary; a
@@ -110,15 +110,16 @@ class StopProtocol:
     def _cancel(self, done: Row) -> None:
         """A row that finished after the decision, in the same poll as the row that decided: not recorded
         (it was in flight at the decision), its video removed."""
-        self.cancelled.extend(as_json_jobs([(done.arm, done.seed) if self.arms else done.seed]))
+        self.cancelled.extend(as_json_jobs([self.cfg.job_of(done)]))
         video = done.get("video")
         if video:
             try:
                 (self.run_dir / video).unlink()
             except OSError:
                 pass
-        self.log(f"decided: seed {done.seed}{f' ({done.arm})' if self.arms else ''} finished after the decision: "
-                 "not recorded")
+        variant = done.get("variant")
+        self.log(f"decided: seed {done.seed}{f' ({done.arm})' if self.arms else ''}{f' [{variant}]' if variant else ''} "
+                 "finished after the decision: not recorded")
 
     def _abort_pool(self) -> None:
         self.lost_seeds.extend(as_json_jobs(self.pool.abort()))
@@ -138,5 +139,6 @@ class StopProtocol:
 
 
 def as_json_jobs(jobs) -> list:
-    """Jobs as status.json holds them: seeds, or [arm, seed] in a comparison run."""
+    """Jobs (engine.record.config.RunConfig.job) as status.json holds them: seeds, [arm, seed] in a
+    comparison run, [variant, seed] in a crossed design ([arm, variant, seed] in both; `base` named)."""
     return [list(j) if isinstance(j, tuple) else j for j in jobs]

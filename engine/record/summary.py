@@ -15,24 +15,29 @@ from prereg.core.errors import FontaineError
 from prereg.core.untrusted import redacted
 from prereg.rundir.fold import Plan, counter_median, fold_rows
 from prereg.rundir.outcomes import ERROR, SUCCESS, classify
+from prereg.rundir.rows import BASE_VARIANT
 
 
-def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=None, success_field: str | None = None) -> dict:
+def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=None, success_field: str | None = None,
+              variant: str | None = None) -> dict:
     """The run's counts by the read model (prereg/rundir/fold.py): each arm's planned seeds, the last row
     of each (a resumed seed's latest), classified by `prereg.rundir.rows` (the one classifier: any status
     but "ok" is an error row, never a success; knock-away/engaged from the distances), so the driver's
     summary, the console, the Discord post and the report agree. `planned_seeds` (else the config's):
-    the plan; without either, every seed counts."""
+    the plan; without either, every seed counts. A crossed design counts one variant's rows: `variant`,
+    else the config's read variant (and `variants` says each variant's own counts)."""
     planned = planned_seeds if planned_seeds is not None else (cfg.seeds if cfg is not None else None)
     arms = cfg.arm_names() if cfg is not None else None
+    crossed = cfg is not None and bool(cfg.variants)
+    read = variant or (cfg.counted_variant if cfg is not None else None)
     fold = fold_rows(rows, Plan(tuple(planned) if planned is not None else None, tuple(arms) if arms else None,
-                                success_field or (cfg.success_field if cfg is not None else "success")))
+                                success_field or (cfg.success_field if cfg is not None else "success"), read))
     c = fold.total()
     tallies = list(fold.arms.values())
     finals = sum((t.progress_final for t in tallies), Counter())  # ok rows' progress_final_cm, to 0.01 cm
     n_finals = sum(finals.values())
     median = counter_median(finals)
-    return {
+    out = {
         "episodes": c.rows,
         "ok": c.ok,
         "errors": c.errors,
@@ -53,6 +58,13 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=N
         "mean_progress_final_cm": round(sum(t.progress_final_sum for t in tallies) / n_finals, 3) if n_finals else None,
         "median_progress_final_cm": round(median, 3) if median is not None else None,
     }
+    if crossed and variant is None:  # the run's summary: the read variant's counts, and each variant's beside them
+        out["read_variant"] = cfg.read_variant
+        out["variants"] = {v: {k: s[k] for k in ("episodes", "ok", "errors", "successes")}
+                           for v in (BASE_VARIANT, *cfg.variants)
+                           for s in (summarize(rows, cfg, variant=v),)}
+        out["episodes_run"] = sum(x["episodes"] for x in out["variants"].values())
+    return out
 
 
 def format_summary(result: RunResult, run_dir: Path) -> str:
@@ -71,6 +83,12 @@ def format_summary(result: RunResult, run_dir: Path) -> str:
     ]
     if s.get("lost_seeds"):
         lines.append(f"  not run (aborted in flight): {s['lost_seeds']}")
+    if s.get("variants"):
+        lines[1:1] = [f"  read variant  {s['read_variant']} (the counts below are its; every seed also ran "
+                      f"{len(s['variants']) - 1} registered variant{'s' if len(s['variants']) != 2 else ''}, "
+                      f"{s['episodes_run']} episodes in all)"]
+        for v, c in s["variants"].items():
+            lines.append(f"  variant {v}: successes {c['successes']}/{c['episodes']}  errors {c['errors']}")
     for arm, a in (s.get("arms") or {}).items():
         lines.append(f"  arm {arm}: successes {a['successes']}/{a['episodes']}  "
                      f"progress_final_cm mean {_fmt(a['mean_progress_final_cm'])}  errors {a['errors']}")
@@ -91,8 +109,9 @@ def _seed_note(success_seeds: list[int], n: int) -> str:
     return f"  ({n - len(success_seeds)} without success)"
 
 
-def progress_line(row: dict, done: int, total: int, eta_s: float | None, arm: str | None = None) -> str:
-    head = f"[{done}/{total}] seed {row['seed']:>4}" + (f" {arm}" if arm else "")
+def progress_line(row: dict, done: int, total: int, eta_s: float | None, arm: str | None = None,
+                  variant: str | None = None) -> str:
+    head = f"[{done}/{total}] seed {row['seed']:>4}" + (f" {arm}" if arm else "") + (f" [{variant}]" if variant else "")
     eta = "" if eta_s is None else f"  ETA {eta_s / 60:.1f} min"
     kind, _, _ = classify(row)
     if kind == ERROR:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from engine.record.config import RunConfig, comparison_spec
 from prereg import rundir as rd
-from prereg.rundir.rows import read_as_success
+from prereg.rundir.rows import read_as_success, rows_of_variant
 
 
 class PlanDecisions:
@@ -26,7 +26,10 @@ class PlanDecisions:
         self.comparison: dict | None = None  # a comparison run's latest decision
 
     def _as_read(self, rows: list[dict]) -> list[dict]:
-        """The rows as the plan reads them (its `success_field`: the env's own success, or Fontaine's)."""
+        """The rows as the plan reads them: a crossed design's read variant's only (every rule, curtailment,
+        sequential test and comparison, reads that variant), by its `success_field` (the env's own success,
+        or Fontaine's)."""
+        rows = rows_of_variant(rows, self.cfg.counted_variant)
         field = self.cfg.success_field
         return rows if field == "success" else [read_as_success(r, field) for r in rows]
 

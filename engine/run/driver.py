@@ -20,6 +20,13 @@ stops the run stops it at the episode boundary (`decided`, "(comparison) ..."), 
 carries the latest decision under `comparison`. Stop, resume, the lock and the gates are the
 single-arm run's, counted in episodes (arm, seed).
 
+A crossed design (issue 48: `RunConfig.variants`, from the plan): every seed also runs on each
+registered visual variant beside `base`, an episode is (arm?, variant, seed) (RunConfig.job), a
+seed's variants dispatched together (RunConfig.jobs), each row naming its variant. The counts,
+the summary, the decisions and the gates' success reads are the read variant's
+(`RunConfig.read_variant`: prereg.rundir.fold.Plan.variant); done/total and the pace count every
+episode. Resume runs the missing (arm?, variant, seed) episodes only.
+
 Failure: whatever raises (a full disk, a deleted run directory, a bug, every worker dead), the
 workers are killed, status.json says `failed` with a one-line reason when it can still be
 written (a small reserve file is freed first on a full disk), and the exception reaches the
@@ -58,6 +65,7 @@ from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.gates import evaluate_gates, first_tripped
 from prereg.rundir.outcomes import is_error
 from prereg.rundir.row import Row
+from prereg.rundir.rows import BASE_VARIANT, variant_of
 
 _ONE_THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 HEARTBEAT_EVERY_S = 2.0
@@ -124,26 +132,27 @@ class _Driver(StopProtocol):
         self.pool: Executor | None = None
         self.gpu_meter = None
         self.policy_description: dict | None = None  # what the policy resolved to, once loaded
-        self.lost_seeds: list = []  # episodes aborted in flight: seeds, or [arm, seed] in a comparison run
+        self.lost_seeds: list = []  # episodes aborted in flight: jobs as JSON (seeds, [arm, seed], [arm?, variant, seed])
         self.cancelled: list = []  # episodes in flight when the plan decided: cancelled, never rows, owed nothing
         self.aborted_note: str | None = None
         self.summary: dict = {}
         self.arms = cfg.arm_names()  # a comparison run's two arms, else None
         # the counts status.json says, kept as rows arrive (every 2 s, never recounted): the read model's
-        self.fold = RowsFold(Plan(tuple(cfg.seeds), tuple(self.arms) if self.arms else None, cfg.success_field))
+        self.fold = RowsFold(Plan(tuple(cfg.seeds), tuple(self.arms) if self.arms else None, cfg.success_field,
+                                  cfg.counted_variant))  # a crossed design: the read variant's
         self._pool_closed = False
         self.policy = None
         self.gpus = 0
         self._last_hb = self._last_status = 0.0
         self.decisions = PlanDecisions(cfg, run_dir, log)  # curtailment, a sequential test, a comparison
         self.tripwires: dict | None = None  # the registered tripwires' record (engine/run/tripwires.py)
-        # the episodes to run, in dispatch order: seeds, or (arm, seed) interleaved by seed
-        self.jobs: list = [(a, s) for s in cfg.seeds for a in self.arms] if self.arms else list(cfg.seeds)
+        # the episodes to run, in dispatch order: seeds, (arm, seed) interleaved by seed, (arm?, variant, seed)
+        self.jobs: list = cfg.jobs()
         self._plan_order = {job: i for i, job in enumerate(self.jobs)}  # a job's place in the plan
 
     def _key(self, row: dict):
-        """A row's episode: its seed, or (arm, seed) in a comparison run."""
-        return (row.get("arm"), row.get("seed")) if self.arms else row.get("seed")
+        """A row's episode: its seed, or (arm, seed) in a comparison run, (arm?, variant, seed) in a crossed design."""
+        return self.cfg.job_of(row)
 
     def _done_keys(self, ok_only: bool = False) -> set:
         return {self._key(r) for r in self.rows if not (ok_only and is_error(r))}
@@ -165,7 +174,7 @@ class _Driver(StopProtocol):
                 self.decisions.prepare()  # test sprt's exact design: seconds, once, before any row
             self._write_status(rd.RUNNING)
             if self.arms and self.rows:  # a resumed comparison that had decided says so and runs nothing more
-                self._stop_if(self.decisions.comparison_after(self.rows, self._remaining()))
+                self._stop_if(self.decisions.comparison_after(self.rows, self._remaining(read_only=True)))
             if self.arms and (self.cfg.gates.decided or self.cfg.gates.sequential):
                 self.log("gates: decided/sequential are per-arm checks and are not read in a comparison run; "
                          "the registered comparison decides")
@@ -274,7 +283,8 @@ class _Driver(StopProtocol):
         done = self._done_keys(ok_only=True)
         todo = [j for j in self.jobs if j not in done]
         if self.resume:
-            what = "episodes (arm, seed)" if self.arms else "seeds"
+            what = (f"episodes ({'arm, ' if self.arms else ''}variant, seed)" if self.cfg.variants
+                    else "episodes (arm, seed)" if self.arms else "seeds")
             self.log(f"resume: {len(done)} {what} have rows, {len(todo)} to run")
         return todo
 
@@ -309,10 +319,13 @@ class _Driver(StopProtocol):
             if not stopping:
                 for _ in range(min(self.pool.free_slots(), len(pending))):
                     job = pending.popleft()
-                    if self.arms:  # (arm, seed): seed k of A and of B go out together
-                        self.pool.submit(job[1], arm=job[0])
+                    arm, variant, seed = self.cfg.job_fields(job)
+                    if self.cfg.variants:  # (arm?, variant, seed): a seed's variants (and arms) go out together
+                        self.pool.submit(seed, arm=arm, variant=variant)
+                    elif self.arms:  # (arm, seed): seed k of A and of B go out together
+                        self.pool.submit(seed, arm=arm)
                     else:
-                        self.pool.submit(job)
+                        self.pool.submit(seed)
                     self.clock.submitted()
             if not self.pool.in_flight() and (stopping or not pending or not self.pool.alive()):
                 if pending and not stopping:
@@ -361,8 +374,10 @@ class _Driver(StopProtocol):
         self.fold.add_many((row,))
         self.session_done += 1
         self.log(progress_line(row, len(self._done_keys()), len(self.jobs), self._eta_s(),
-                               arm=row.get("arm") if self.arms else None))
-        self._stop_if(self.decisions.after_row(self.rows, stopping=self.stop is not None, remaining=self._remaining()))
+                               arm=row.get("arm") if self.arms else None,
+                               variant=variant_of(row) if self.cfg.variants else None))
+        self._stop_if(self.decisions.after_row(self.rows, stopping=self.stop is not None,
+                                               remaining=self._remaining(read_only=True)))
         self._write_status(rd.STOPPING if self.stop else rd.RUNNING)
         self._enforce_gates()
 
@@ -376,9 +391,13 @@ class _Driver(StopProtocol):
                               total=self.session_done + self._remaining(), gpu_hours=self.gpu_hours, live=False,
                               pace=self._projections()[0], gpus=self.gpus)
 
-    def _remaining(self) -> int:
+    def _remaining(self, read_only: bool = False) -> int:
+        """Episodes without a row; `read_only`: the read variant's alone (what the plan's decision still awaits:
+        a decision on the last of them leaves the other variants' episodes to run, as a run without a decision)."""
         done = self._done_keys()
-        return sum(1 for j in self.jobs if j not in done)
+        jobs = self.jobs if not (read_only and self.cfg.variants) else \
+            [j for j in self.jobs if (self.cfg.job_fields(j)[1] or BASE_VARIANT) == self.cfg.read_variant]
+        return sum(1 for j in jobs if j not in done)
 
     def _tick(self) -> None:
         now = time.monotonic()
@@ -419,7 +438,7 @@ class _Driver(StopProtocol):
 
     def _write_status(self, state: str, reason: str | None = None) -> None:
         self._last_status = time.monotonic()
-        done = len(self._done_keys())  # episodes: seeds, or (arm, seed) in a comparison run
+        done = len(self._done_keys())  # episodes: seeds, (arm, seed) in a comparison run, (arm?, variant, seed)
         total = len(self.jobs)
         pace, fair, naive, eta = self._projections()
         counts = self.fold.total()
@@ -464,7 +483,7 @@ class _Driver(StopProtocol):
         self.record.write_status(status)
 
     def _in_flight(self) -> list:
-        """The episodes running now, in plan order: seeds, or [arm, seed] in a comparison run."""
+        """The episodes running now, in plan order: seeds, [arm, seed] in a comparison run, [arm?, variant, seed]."""
         if self.pool is None or self._pool_closed:
             return []
         return as_json_jobs(sorted(self.pool.in_flight(), key=lambda j: self._plan_order.get(j, -1)))
@@ -497,9 +516,9 @@ class _Driver(StopProtocol):
 
     def _write_summary(self, state: str, reason: str | None) -> None:
         summary = summarize(self.rows, self.cfg)
-        if self.arms:  # each arm's own counts, and the decision
+        if self.arms:  # each arm's own counts (the read variant's), and the decision
             summary["arms"] = {arm: {**summarize([r for r in self.rows if r.get("arm") == arm], planned_seeds=self.cfg.seeds,
-                                               success_field=self.cfg.success_field),
+                                               success_field=self.cfg.success_field, variant=self.cfg.counted_variant),
                                      "total_seeds": len(self.cfg.seeds)} for arm in self.arms}
             summary["comparison"] = self.decisions.comparison
         summary.update({

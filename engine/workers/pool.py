@@ -10,7 +10,8 @@ worker process itself, and the messages it exchanges with the pool, are engine/w
 A comparison run (two arms, `cfg.arms`) hands each worker both arms: an episode names its arm,
 the worker predicts with that arm's local policy or asks for that arm's served one, and the pool
 batches the waiting observations per served policy. Its rows carry their arm; its videos are
-`rollout_<arm>_seed006.mp4`.
+`rollout_<arm>_seed006.mp4`. A crossed design's episode names its variant too: the worker runs it on that
+variant's scene (built there once) and the row, and the video (`rollout_[<arm>_]<variant>_seed006.mp4`), say which.
 
 The same pool runs inside a Ray shard (engine/scaleout/ray_pool.py): a shard is this pool on a node.
 
@@ -88,6 +89,7 @@ class LocalPool:
         self.scenes: dict[str, str] = {}
         if hand_scenes and n_workers > 0:
             self._export_scenes()
+        self.variants = resolved_variants(cfg) if n_workers > 0 else {}  # checked here once, handed to each worker
         for wid in range(max(0, n_workers)):
             self._spawn_worker(wid)
 
@@ -102,14 +104,21 @@ class LocalPool:
             return 0
         return sum(1 for w in self.workers.values() if w.alive and w.ready and w.idle)
 
-    def submit(self, seed: int, arm: str | None = None, jitter: tuple | None = None) -> None:
-        """Start `seed` on an idle worker; `jitter` (k, jitter_cm): a sim prediction's rollout, never filmed."""
+    def submit(self, seed: int, arm: str | None = None, jitter: tuple | None = None, variant: str | None = None) -> None:
+        """Start `seed` on an idle worker; `jitter` (k, jitter_cm): a sim prediction's rollout, never filmed;
+        `variant`: a crossed design's registered variant (None: the scene as declared)."""
         w = next(w for w in self.workers.values() if w.alive and w.ready and w.idle)
-        w.start_episode(seed, jitter is None and self._film(w, seed), arm, jitter)
+        w.start_episode(seed, jitter is None and self._film(w, seed), arm, jitter, variant)
 
     def in_flight(self) -> list:
-        """The episodes running: seeds, or (arm, seed) in a comparison run (the driver's jobs)."""
-        return [w.seed if w.arm is None else (w.arm, w.seed) for w in self.workers.values() if w.seed is not None]
+        """The episodes running, as the driver's jobs (engine.record.config.RunConfig.job): seeds, or
+        (arm, seed) in a comparison run, (arm?, variant, seed) in a crossed design."""
+        return [self._job(w) for w in self.workers.values() if w.seed is not None]
+
+    def _job(self, w: "_Worker"):
+        if getattr(self.cfg, "variants", None):
+            return self.cfg.job(w.arm, w.variant, w.seed)
+        return w.seed if w.arm is None else (w.arm, w.seed)
 
     def alive(self) -> bool:
         return any(w.alive for w in self.workers.values())
@@ -194,7 +203,7 @@ class LocalPool:
 
     def _spawn_worker(self, wid: int) -> None:
         served = {arm: (p.chunk_horizon, p.needs_images, p.needs_privileged) for arm, p in self.policies.items()}
-        self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served, self._ctx, self.scenes)
+        self.workers[wid] = _Worker(wid, self.cfg, self.run_dir, served, self._ctx, self.scenes, self.variants)
 
     def _export_scenes(self) -> None:
         """Compile the scenes the workers would each compile (the env's; the boat scene for a scripted
@@ -273,7 +282,7 @@ class LocalPool:
         self.exit_codes.append(code)
         row = None
         if w.seed is not None:
-            row = Row.episode(w.seed, worker=w.wid, arm=w.arm, episode_seconds=self.cfg.episode_seconds,
+            row = Row.episode(w.seed, worker=w.wid, arm=w.arm, episode_seconds=self.cfg.episode_seconds, variant=w.variant,
                               error=f"worker {w.wid} died (exit code {code}) during this episode",
                               finished_at=utc_now())
             w.seed = None
@@ -281,6 +290,18 @@ class LocalPool:
             self.log(f"worker {w.wid} died (exit code {code}); starting a replacement")
             self._spawn_worker(w.wid)
         return row
+
+
+def resolved_variants(cfg) -> dict:
+    """A crossed design's variants (name -> engine.sim.variants.Variant), resolved on the run's env once, here:
+    each worker is handed them and builds a variant's scene on its first episode of it, never checking the
+    declarations again ({} for a run of the scene alone)."""
+    names = list(getattr(cfg, "variants", None) or ())
+    if not names:
+        return {}
+    from engine.envs.variant_env import resolve_variants
+
+    return {v.name: v for v in resolve_variants(cfg.env, names, getattr(cfg, "variant_declarations", None) or {})}
 
 
 def _worker_context(start_method: str | None, passed=()):
@@ -306,7 +327,8 @@ def _worker_context(start_method: str | None, passed=()):
 class _Worker:
     """The driver's handle on one worker process."""
 
-    def __init__(self, wid: int, cfg, run_dir: Path, served: dict, ctx=None, scenes: dict | None = None):
+    def __init__(self, wid: int, cfg, run_dir: Path, served: dict, ctx=None, scenes: dict | None = None,
+                 variants: dict | None = None):
         ctx = ctx or mp.get_context("spawn")
         self.wid = wid
         self.conn, child = ctx.Pipe(duplex=True)
@@ -316,7 +338,8 @@ class _Worker:
         from engine.envs import pinned
 
         self.proc = ctx.Process(target=worker_main, args=(wid, child, cfg, str(run_dir), served, os.getpid(),
-                                                          dict(scenes or {}), environ, pinned.pinned()),
+                                                          dict(scenes or {}), environ, pinned.pinned(),
+                                                          dict(variants or {})),
                                 name=f"fontaine-worker-{wid}", daemon=True)
         self.proc.start()
         child.close()
@@ -327,15 +350,17 @@ class _Worker:
         self.chunk_sent_at: float | None = None
         self.seed: int | None = None
         self.arm: str | None = None  # the arm of the episode in flight (a comparison run)
+        self.variant: str | None = None  # ... and its variant (a crossed design; None: the scene as declared)
         self.episodes_started = 0
 
     @property
     def idle(self) -> bool:
         return self.seed is None
 
-    def start_episode(self, seed: int, film: bool, arm: str | None = None, jitter: tuple | None = None) -> None:
-        self.seed, self.arm = seed, arm
-        self.send(Episode(seed, film, arm, jitter))
+    def start_episode(self, seed: int, film: bool, arm: str | None = None, jitter: tuple | None = None,
+                      variant: str | None = None) -> None:
+        self.seed, self.arm, self.variant = seed, arm, variant
+        self.send(Episode(seed, film, arm, jitter, variant))
         self.episodes_started += 1
 
     def send(self, msg) -> None:

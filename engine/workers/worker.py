@@ -65,6 +65,7 @@ class Episode:
     film: bool
     arm: str | None = None  # a comparison run's arm; None: the run's one policy
     jitter: tuple | None = None  # (k, jitter_cm): a sim prediction's k-th rollout, its object jittered
+    variant: str | None = None  # a crossed design's registered variant (cfg.variants); None: the scene as declared
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ class StartFailed:
 
 
 def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, driver_pid: int,
-                scenes: dict | None = None, environ: dict | None = None, env_bytes: dict | None = None) -> None:
+                scenes: dict | None = None, environ: dict | None = None, env_bytes: dict | None = None,
+                variants: dict | None = None) -> None:
     """One worker: owns its MuJoCo model (handed to it, or compiled); runs the episodes it is handed, one row each."""
     parent = os.getppid()
     ignore_stop_signals()  # the driver decides how a stop goes (forked: the fork server ignored them already)
@@ -105,7 +107,7 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, dri
     handoff.install(scenes or {})
     pinned.install(env_bytes)  # the env file's bytes the launch read and hashed: never the disk's now
     try:
-        _worker_loop(wid, conn, cfg, Path(run_dir), served)
+        _worker_loop(wid, conn, cfg, Path(run_dir), served, variants)
     except (EOFError, BrokenPipeError, ConnectionResetError):
         pass  # the driver is gone: nothing to report to
     except FontaineError as exc:  # before Ready (episodes turn their errors into rows): no traceback per worker
@@ -115,7 +117,7 @@ def worker_main(wid: int, conn: Connection, cfg, run_dir: str, served: dict, dri
             pass
 
 
-def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -> None:
+def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict, variants: dict | None = None) -> None:
     from engine.envs import DEFAULT_ENV, get_env
     from engine.sim.env import jitter_offset_m
     from engine.workers.episode import run_episode
@@ -130,6 +132,7 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
         else:
             predictors[arm] = (spec, *served[arm], _RemotePredict(conn))
     env = get_env(getattr(cfg, "env", DEFAULT_ENV)).create(render_size=cfg.render_size)
+    scenes = _VariantScenes(cfg, env, variants)  # a crossed design's variants: each built on its first episode, kept
     from engine.sim import handoff
 
     handed = handoff.report()
@@ -143,16 +146,17 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
         if not isinstance(msg, Episode):
             continue
         seed, film, arm = msg.seed, msg.film, getattr(msg, "arm", None)
-        jitter = getattr(msg, "jitter", None)
+        jitter, variant = getattr(msg, "jitter", None), getattr(msg, "variant", None)
         spec, horizon, needs_images, needs_priv, predict = predictors[arm]
         started = utc_now()
         t0 = time.monotonic()
         video_rel, writer, note = None, None, None
         try:
+            scene = scenes.get(variant)  # a variant that cannot be built: this episode's error row
             if film:
-                video_rel = video_relpath(seed, arm)
+                video_rel = video_relpath(seed, arm, variant)
                 writer = VideoWriter(run_dir / video_rel)
-            partial = run_episode(env, seed, cfg.episode_seconds, predict, chunk_horizon=horizon,
+            partial = run_episode(scene, seed, cfg.episode_seconds, predict, chunk_horizon=horizon,
                                   needs_images=needs_images, needs_privileged=needs_priv,
                                   task=spec.task, frame_sink=writer.add if writer else None,
                                   video_size=getattr(cfg, "video_size", None),
@@ -164,12 +168,12 @@ def _worker_loop(wid: int, conn: Connection, cfg, run_dir: Path, served: dict) -
                     conn.send(LogMsg(f"seed {seed}: {note}"))
                     video_rel = None
             partial.pop("seed", None)
-            row = Row.episode(seed, worker=wid, arm=arm, **partial, video=video_rel, note=note)
+            row = Row.episode(seed, worker=wid, arm=arm, **partial, variant=variant, video=video_rel, note=note)
         except _PredictFailed as exc:
-            row = _error_row(seed, wid, arm, cfg, started, t0, str(exc))
+            row = _error_row(seed, wid, arm, cfg, started, t0, str(exc), variant)
         except Exception as exc:
             conn.send(LogMsg(traceback.format_exc()))
-            row = _error_row(seed, wid, arm, cfg, started, t0, f"{type(exc).__name__}: {exc}")
+            row = _error_row(seed, wid, arm, cfg, started, t0, f"{type(exc).__name__}: {exc}", variant)
         finally:
             if writer is not None:
                 writer.close()
@@ -252,9 +256,35 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _error_row(seed, wid, arm, cfg, started, t0, message) -> Row:
-    return Row.episode(seed, worker=wid, arm=arm, error=message, episode_seconds=cfg.episode_seconds,
+def _error_row(seed, wid, arm, cfg, started, t0, message, variant=None) -> Row:
+    return Row.episode(seed, worker=wid, arm=arm, error=message, episode_seconds=cfg.episode_seconds, variant=variant,
                        started_at=started, finished_at=utc_now(), wall_s=round(time.monotonic() - t0, 3))
+
+
+class _VariantScenes:
+    """A worker's running scenes: the scene as declared (None), and each registered variant of a crossed
+    design built on its first episode here (engine.envs.variant_env.create_env: the variant's compile kept
+    in this process) and kept for the worker's life, so a variant costs one compile per worker, not one
+    per episode. `declared`: the run's variants as the pool resolved them (name -> engine.sim.variants.Variant,
+    checked against the scene once, there); else resolved here on the first variant's episode."""
+
+    def __init__(self, cfg, base_env, declared: dict | None = None):
+        self.cfg = cfg
+        self.envs = {None: base_env}
+        self._declared = dict(declared) if declared else None
+
+    def get(self, name: str | None):
+        if name not in self.envs:
+            from engine.envs.variant_env import create_env, resolve_variants
+
+            if self._declared is None:
+                names = list(getattr(self.cfg, "variants", ()) or ())
+                declared = resolve_variants(self.cfg.env, names, getattr(self.cfg, "variant_declarations", None) or {})
+                self._declared = {v.name: v for v in declared}
+            if name not in self._declared:
+                raise ValueError(f"variant {name!r} is not one of this run's ({', '.join(self._declared) or 'none'})")
+            self.envs[name] = create_env(self.cfg.env, self._declared[name], render_size=self.cfg.render_size)
+        return self.envs[name]
 
 
 class _PredictFailed(FontaineError):

@@ -82,6 +82,14 @@ def rows_of_variant(rows, variant: str | None) -> list:
     return list(rows) if variant is None else [r for r in rows if variant_of(r) == variant]
 
 
+def episode_job(arm: str | None, variant: str | None, seed: int, *, comparison: bool, crossed: bool):
+    """An episode's identity as the driver, its pool and status.json's episode lists (`in_flight_seeds`,
+    `lost_seeds`, `cancelled_seeds`, as JSON lists) name it: the seed; (arm, seed) in a comparison run;
+    (variant, seed) in a crossed design, `base` by name (variant None); (arm, variant, seed) in both."""
+    parts = ((arm,) if comparison else ()) + ((variant or BASE_VARIANT,) if crossed else ())
+    return (*parts, seed) if parts else seed
+
+
 OK = "ok"  # the one status of a finished episode; any other status (or none) is an error row
 
 # ---------------------------------------------------------------- field types
