@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from prereg.document.comparison_spec import SUCCESS_METRIC, ComparisonSpec
 from prereg.rundir.manifest import Manifest
-from prereg.rundir.rows import POOLED_READ, rows_of_variant
+from prereg.rundir.rows import BASE_VARIANT, POOLED_READ, rows_of_variant
 from prereg.stats.comparison import BETTER, EQUIVALENT, UNDECIDED, WORSE, Decision
 from prereg.stats.comparison_engines import _combine, _first, log_capital, plug_in_bets, run_betting
 from prereg.stats.sequential import H0, H1, SequentialDecision, Sprt, check_rows
@@ -44,6 +45,40 @@ _OUTCOMES = {1: BETTER, 2: WORSE, 3: EQUIVALENT}
 def reads_pooled(manifest: Manifest | None) -> bool:
     """Whether the run's plan decides on the pooled rate (a crossed design whose read_variant is `pooled`)."""
     return manifest is not None and bool(manifest.variants) and manifest.read_variant == POOLED_READ
+
+
+def decision_subject(read_variant: str, variants=()) -> str:
+    """What a plan's decision reads, as validate says it: a variant's name, or the pooled rate over `base` and
+    the plan's `variants` (those beside base)."""
+    if read_variant != POOLED_READ:
+        return read_variant
+    return (f"the pooled rate over {', '.join((BASE_VARIANT, *variants))} (each seed's share of them solved; a "
+            "camera variant apart unless pool_cameras), its k/n counting base")
+
+
+def decision_reads(read_variant: str, pooled: tuple[str, ...] = ()) -> str:
+    """What a crossed design's reads read, in words (the report's note, validate's line): one variant's rows,
+    or, for a pooled read, base's counts and the pooled rate's decision."""
+    if read_variant != POOLED_READ:
+        return f"every count, check and decision here reads the {read_variant} rows"
+    over = f" ({', '.join(pooled)})" if pooled else ""
+    return (f"every count, check and decision rule here reads the {BASE_VARIANT} rows (k/n of the scene as declared); "
+            f"the registered sequential test and comparison decide on the pooled rate{over}: each seed's share of "
+            "the pooled variants solved")
+
+
+@dataclass(frozen=True)
+class PooledRows:
+    """What a decision on the pooled rate reads of one arm: its rows of every variant (read as the plan reads
+    a success) and the run's manifest (its variants, camera variants, pool_cameras)."""
+
+    manifest: Manifest
+    rows: tuple[dict, ...]
+
+    @classmethod
+    def of(cls, manifest: Manifest | None, rows) -> "PooledRows | None":
+        """The arm's pooled rows when the plan decides on the pooled rate, else None."""
+        return cls(manifest, tuple(rows)) if reads_pooled(manifest) else None
 
 
 def seed_shares(rows, planned_seeds, manifest: Manifest) -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
@@ -179,10 +214,6 @@ def comparison_check(spec: ComparisonSpec, rows: list[dict], config: Mapping, pl
     return decide(spec, a, b, planned_seeds)
 
 
-__all__ = ["reads_pooled", "seed_shares", "run_pooled_sequential", "pooled_sequential_decision", "sequential_check",
-           "pooled_differences", "pooled_comparison_decision", "comparison_check"]
-
-
 # ---------------------------------------------------------------- operating characteristics, simulated
 
 
@@ -222,3 +253,8 @@ def comparison_oc(alpha: float, effect: float, rates_a, rates_b, n: int, rho: fl
                      "equivalent": float(np.mean(code == 3)), "undecided": float(np.mean(code == 0)),
                      "expected_seeds": float(np.where(code > 0, when, n).mean())}
     return out
+
+
+__all__ = ["decision_subject", "decision_reads", "PooledRows", "reads_pooled", "seed_shares", "run_pooled_sequential",
+           "pooled_sequential_decision", "sequential_check", "pooled_differences", "pooled_comparison_decision",
+           "comparison_check", "pooled_sequential_oc", "comparison_oc"]
