@@ -26,9 +26,10 @@ from prereg.stats.comparison_report import ComparisonRead, read_comparison, regi
 from prereg.stats.operating import sized_batch_seeds
 from prereg.stats.reads import ArmReads, Check, Paired, arm_reads, paired_reads
 from prereg.stats.real_read import RealRead, edited_since, read_run_real
+from prereg.stats.sequential import check_rows
 from prereg.stats.sequential import record_problems as sequential_record_problems
 from prereg.stats.variants import VariantsRead, read_variants
-from prereg.stats.variants_decide import PooledRows, decision_reads
+from prereg.stats.variants_decide import PooledRows, decision_reads, sequential_check
 from prereg.stats.verdict import ArmEvidence, Judgement, evidence_from_reads, judge
 
 UNREGISTERED_LINE = ("**UNREGISTERED REPORT**: rows read with --unregistered; runs not launched from this "
@@ -208,7 +209,7 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
         reads.checks += [Check("record", None, None, False, why) for why in comparison.record_problems]
     reads.checks += [Check("record", None, None, False, why)
                      for why in sequential_record_problems(sm.gates.sequential, status, rows, seeds,
-                                                           pooled=PooledRows.of(m, pooled_rows))]
+                                                           check=record_check(m, pooled_rows))]
     if not problems:
         reads.checks.insert(0, Check("provenance", None, None, True,
                                      f"launched from this registration ({sm.section.name}, sha256 {sha[:12]}), "
@@ -253,6 +254,18 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
     return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence,
                      comparison=comparison, snapshot=snap, rows_level=level, real=real_of_run(doc, arm, run_dir, rows),
                      variants=variants)
+
+
+def record_check(m: rd.Manifest | None, every_variant: list[dict]):
+    """The code the driver's record of the sequential test is checked against: the rows' own test
+    (prereg.stats.sequential.check_rows), or the pooled rate's on every variant's rows (variants_decide)."""
+    if PooledRows.of(m, every_variant) is None:
+        return check_rows
+
+    def pooled(spec, _rows, planned):
+        return sequential_check(spec, every_variant, m.config or {}, planned)
+
+    return pooled
 
 
 def arm_rows(run: RunRead, arm: str) -> list[dict]:

@@ -210,11 +210,13 @@ def test_the_report_decides_on_the_pooled_rate_and_counts_base(tmp_path, run_dir
     seeds = range(40)
     rows = crossed({None: set(range(0, 40, 5)), "dim": set(seeds), "dark": set(seeds)}, seeds)
     config = {"variants": ["dim", "dark"], "read_variant": "pooled"}
-    run = run_dir("pooled", rows, status={"state": "done", "done": 120, "total": 120}, launched=(path, "b"),
-                  manifest={"config": config})
+    record = sequential_check(SPRT.as_dict(), rows, config, seeds)  # what the driver records (status.json)
+    run = run_dir("pooled", rows, status={"state": "done", "done": 120, "total": 120, "sequential": record},
+                  launched=(path, "b"), manifest={"config": config})
     rep = build_report(path, {"b": run}, append=False, now="2026-12-07T12:00:00Z")
     got = json.loads((run / rd.RESULTS_JSON).read_text())
     assert (got["primary"]["successes"], got["primary"]["n"]) == (8, 40)  # the counts: base's
+    assert got["valid"] is True  # the driver's record is the pooled test's: no provenance problem
     assert check_rows(SPRT.as_dict(), [r for r in rows if r["variant"] is None], seeds)["decision"] == H0
     seq = next(v for v in got["sequential_tests"] if v["key"] == "base:sequential:b")
     want = pooled_sequential_decision(SPRT, rows, rd.Manifest.of({"config": config}), seeds)
@@ -222,3 +224,15 @@ def test_the_report_decides_on_the_pooled_rate_and_counts_base(tmp_path, run_dir
     assert "on the pooled rate" in seq["label"] or "on the pooled rate" in seq["why"]
     assert any("decide on the pooled rate (base, dim, dark)" in n and "reads the base rows" in n
                for n in rep.arms["b"].reads.notes)
+
+
+def test_a_driver_record_of_the_base_test_is_not_what_a_pooled_plan_decides(tmp_path, run_dir):
+    path = pooled_plan(tmp_path)
+    seeds = range(40)
+    rows = crossed({None: set(range(0, 40, 5)), "dim": set(seeds), "dark": set(seeds)}, seeds)
+    wrong = check_rows(SPRT.as_dict(), [r for r in rows if r["variant"] is None], seeds)  # base's H0
+    run = run_dir("pooled", rows, status={"state": "done", "done": 120, "total": 120, "sequential": wrong},
+                  launched=(path, "b"), manifest={"config": {"variants": ["dim", "dark"], "read_variant": "pooled"}})
+    rep = build_report(path, {"b": run}, append=False, now="2026-12-07T12:00:00Z")
+    problems = [c.text for c in rep.arms["b"].reads.checks if not c.ok]
+    assert any("status.json's record of the sequential test is not what the rows decide" in t for t in problems)
