@@ -19,6 +19,7 @@ from prereg.outputs.report import build_report
 from prereg.rundir.fold import Plan
 from prereg.stats.comparison import BETTER, WORSE
 from prereg.stats.sequential import H0, H1, Sprt, check_rows, oc
+from prereg.stats.story import Story
 from prereg.stats.variants_decide import (
     PooledRows,
     comparison_check,
@@ -224,6 +225,14 @@ def test_the_report_decides_on_the_pooled_rate_and_counts_base(tmp_path, run_dir
     assert "on the pooled rate" in seq["label"] or "on the pooled rate" in seq["why"]
     assert any("decide on the pooled rate (base, dim, dark)" in n and "reads the base rows" in n
                for n in rep.arms["b"].reads.notes)
+    # one story on every surface: the arm's line leads with the pooled rate that decides, base's k/n after it
+    story = Story.from_dict(got["story"])
+    line = story.arms[0].line()
+    assert line.startswith("b: pooled 0.73 (decides) (95% CI") and "what the decision reads (base 8/40 successes)" in line
+    assert story.arms[0].pooled == story.variants[0].pooled_words()
+    md = (run / rd.RESULTS).read_text()
+    assert "decide on the pooled rate; the counts above and every decision rule read `base` only" in md
+    assert "| base | 8/40 |" in md and "| pooled |" in md and "| decides |" not in md
 
 
 def test_a_driver_record_of_the_base_test_is_not_what_a_pooled_plan_decides(tmp_path, run_dir):
