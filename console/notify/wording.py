@@ -178,7 +178,7 @@ def story_head(res: dict | None) -> tuple[str, str] | None:
     lines += [f"real trials, {esc(short(r.arm, 40))}: {esc(short(r.sentence, 300))}" for r in story.real[:4]]
     if isinstance(res, dict) and isinstance(res.get("comparison"), dict) and res["comparison"].get("after_anytime_valid_stop"):
         lines.append("*the arms' counts are read after an anytime-valid stop: fixed-n numbers on the episodes run*")
-    count = f"{story.arms[0].successes}/{story.arms[0].n} successes · " if len(story.arms) == 1 else ""
+    count = f"{story.arms[0].count_words(planned=False)} · " if len(story.arms) == 1 else ""
     return "\n".join(lines), f"results: {count}{esc(short(story.verdict, 160))}"
 
 

@@ -25,7 +25,7 @@ from prereg.document.layout import Section
 from prereg.document.model import (
     Arm,
 )
-from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS, VARIANT_FIELDS, VARIANT_NAME_RE
+from prereg.rundir.rows import BASE_VARIANT, POOLED_READ, SUCCESS_FIELDS, VARIANT_FIELDS, VARIANT_NAME_RE
 
 
 def check_arms(raw, ctx: Ctx, sec: Section, known: set[str], required: bool) -> tuple[list[Arm], set[str]]:
@@ -443,7 +443,11 @@ def _check_variants(raw: dict, ctx: Ctx) -> dict:
             bad = False
             for i, name in enumerate(names):
                 where = (*at, name if isinstance(v, dict) else i)
-                if not isinstance(name, str) or not VARIANT_NAME_RE.fullmatch(name) or name == BASE_VARIANT:
+                if name == POOLED_READ:
+                    bad = True
+                    ctx.err(where, f"{name!r} is not a variant name", f"{POOLED_READ!r} is what read_variant says to "
+                            "decide on the pooled rate; name the variant otherwise")
+                elif not isinstance(name, str) or not VARIANT_NAME_RE.fullmatch(name) or name == BASE_VARIANT:
                     bad = True
                     ctx.err(where, f"{name!r} is not a variant name", "lower-case letters, digits and '-'; "
                             f"{BASE_VARIANT!r} is the scene as declared, which always runs and is never listed")
@@ -459,7 +463,8 @@ def _check_variants(raw: dict, ctx: Ctx) -> dict:
         v = raw["read_variant"]
         if not isinstance(v, str) or not (v == BASE_VARIANT or VARIANT_NAME_RE.fullmatch(v)):
             ctx.err(("protocol", "read_variant"), f"{v!r} is not a variant name",
-                    f"{BASE_VARIANT} (the default: the scene as declared) or one of protocol.variants")
+                    f"{BASE_VARIANT} (the default: the scene as declared), one of protocol.variants, or {POOLED_READ} "
+                    "(the decision reads the pooled rate)")
         else:
             out["read_variant"] = v
     if "pool_cameras" in raw:

@@ -10,6 +10,7 @@ from prereg.core.vocabulary import (
 from prereg.core.yamlpos import PosYAMLError, load_with_lines
 from prereg.document.check_arms import check_arms, check_protocol
 from prereg.document.check_plan import check_comparison, check_gates, check_reads, check_rules
+from prereg.document.comparison_spec import SUCCESS_METRIC
 from prereg.document.fields import AMEND_KEYS, NAME_RE, TOP_KEYS, Ctx
 from prereg.document.layout import Section
 from prereg.document.model import (
@@ -18,7 +19,7 @@ from prereg.document.model import (
     Reads,
     SectionModel,
 )
-from prereg.rundir.rows import BASE_VARIANT
+from prereg.rundir.rows import BASE_VARIANT, POOLED_READ
 from prereg.rundir.status import GateSpec
 
 
@@ -63,17 +64,33 @@ def build_model(doc: Document) -> None:
         doc.sections.append(SectionModel(sec, title, arms, protocol, GateSpec(**gates_d), gates_d, reads, rules,
                                          sources=dict(sources)))
         doc.sections[-1].comparison = check_comparison(raw.get("comparison"), ctx, known_arms, protocol)
+        _check_pooled_comparison(doc.sections[-1], ctx)
         parent_protocol, parent_gates, parent_reads = protocol_d, gates_d, reads_d
 
 
 def _check_read_variant(protocol_d: dict, own: dict, ctx: Ctx) -> None:
-    """`read_variant` names the scene as declared or a variant the plan runs (said where either was set)."""
+    """`read_variant` names the scene as declared, a variant the plan runs, or `pooled` (the pooled rate of the
+    variants run: only with variants listed); said where either was set."""
     read = protocol_d.get("read_variant", BASE_VARIANT)
     runs = protocol_d.get("variants", ())
+    if read == POOLED_READ:
+        if not runs and ({"read_variant", "variants"} & own.keys()):
+            ctx.err(("protocol", "read_variant" if "read_variant" in own else "variants"),
+                    "read_variant: pooled reads the pooled rate of the variants run, but protocol.variants lists none",
+                    "list the variants every seed also runs under protocol.variants, or read base")
+        return
     if read != BASE_VARIANT and read not in runs and ({"read_variant", "variants"} & own.keys()):
         ctx.err(("protocol", "read_variant" if "read_variant" in own else "variants"),
                 f"read_variant {read!r} is not among the variants run ({', '.join([BASE_VARIANT, *runs])})",
                 "list it under protocol.variants, or read base")
+
+
+def _check_pooled_comparison(sm: SectionModel, ctx: Ctx) -> None:
+    """A comparison decided on the pooled rate reads success shares: a progress comparison reads one variant."""
+    spec, proto = sm.comparison, sm.protocol
+    if spec is not None and proto is not None and proto.read_variant == POOLED_READ and spec.metric != SUCCESS_METRIC:
+        ctx.err(("comparison", "metric"), f"read_variant: pooled decides on the pooled success rate, but the comparison's "
+                f"metric is {spec.metric}", "compare metric: success, or read one variant (read_variant: base)")
 
 
 # the model's names for the keys a document writes (GateSpec flattens pace and stall)

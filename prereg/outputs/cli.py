@@ -210,6 +210,8 @@ def _print_real(doc) -> None:
 def variants_budget_lines(doc) -> list[str]:
     """A crossed design's budget (issue 48), a line per section with arms and variants: seeds x arms x
     (1 + variants) episodes (a comparison: its max seeds), `base` always run beside the listed variants."""
+    from prereg.stats.variants_decide import decision_subject
+
     out = []
     for sm in doc.sections:
         p = sm.protocol
@@ -219,7 +221,8 @@ def variants_budget_lines(doc) -> list[str]:
         each = 1 + len(p.variants)
         out.append(f"crossed design ({sm.section.name}): {seeds} seeds x {plural(len(sm.arms), 'arm')} x "
                    f"(1 + {plural(len(p.variants), 'variant')}: base, {', '.join(p.variants)}) = "
-                   f"{seeds * len(sm.arms) * each} episodes; the decision reads {p.read_variant} (every episode count "
+                   f"{seeds * len(sm.arms) * each} episodes; the decision reads "
+                   f"{decision_subject(p.read_variant, p.variants)} (every episode count "
                    f"above is of its seeds: each seed costs {each} episodes an arm)")
     return out
 
@@ -367,6 +370,7 @@ def cmd_verify(args) -> int:
 def cmd_show(args) -> int:
     from prereg.document.read import load
     from prereg.document.seal import verify_layout
+    from prereg.stats.variants_decide import decision_subject
 
     doc = load(args.file)
     ver = verify_layout(doc.layout)
@@ -381,7 +385,8 @@ def cmd_show(args) -> int:
                   f"video draw {pr.video_draw}")
             if pr.variants:  # a crossed design: every seed on base and on each variant
                 inline = " (declared inline)" if pr.variant_declarations else ""
-                say(f"  variants: base, {', '.join(pr.variants)}{inline}; the decision reads {pr.read_variant}; "
+                say(f"  variants: base, {', '.join(pr.variants)}{inline}; the decision reads "
+                    f"{decision_subject(pr.read_variant, pr.variants)}; "
                     f"camera variants {'pooled' if pr.pool_cameras else 'read apart'}")
         g = sm.gates
         gates = [f"gpu_hours {g.gpu_hours:g}" if g.gpu_hours is not None else "no GPU-hour gate"]

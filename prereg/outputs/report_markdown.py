@@ -187,9 +187,8 @@ def variants_markdown(story: Story) -> list[str]:
     how many variants succeed; a comparison run's pooled paired read after, descriptive."""
     if not story.variants:
         return []
-    read = story.variants[0].read_variant
-    out = ["## Variants", "", f"Every seed ran on the scene as declared (`base`) and on each registered variant. The "
-           f"decision, the counts above and every rule read `{read}` only; the pooled rate is the unweighted mean of "
+    out = ["## Variants", "", "Every seed ran on the scene as declared (`base`) and on each registered variant. "
+           f"{story.variants[0].reads_words()}; the pooled rate is the unweighted mean of "
            "the pooled variants' rates, its interval the crossed design's (docs/prereg.md).", ""]
     for v in story.variants:
         out += [f"### {v.arm}", "", "| variant | k/n | 95% CI | note |", "| --- | --- | --- | --- |"]

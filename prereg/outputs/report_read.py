@@ -26,8 +26,10 @@ from prereg.stats.comparison_report import ComparisonRead, read_comparison, regi
 from prereg.stats.operating import sized_batch_seeds
 from prereg.stats.reads import ArmReads, Check, Paired, arm_reads, paired_reads
 from prereg.stats.real_read import RealRead, edited_since, read_run_real
+from prereg.stats.sequential import check_rows
 from prereg.stats.sequential import record_problems as sequential_record_problems
 from prereg.stats.variants import VariantsRead, read_variants
+from prereg.stats.variants_decide import PooledRows, decision_reads, sequential_check
 from prereg.stats.verdict import ArmEvidence, Judgement, evidence_from_reads, judge
 
 UNREGISTERED_LINE = ("**UNREGISTERED REPORT**: rows read with --unregistered; runs not launched from this "
@@ -189,9 +191,11 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
             if comparison is None:
                 comparison = run.comparisons[key] = read_comparison(spec, run_dir, got.rows, status, seeds,
                                                                      sized_batch_seeds(spec, sm.reads.power),
-                                                                     variants=run.variants, every_variant=run.every_variant)
+                                                                     variants=run.variants, every_variant=run.every_variant,
+                                                                     manifest=m)
         notes.append(f"one arm of comparison run {run_dir.name} ({' and '.join(m.arms)}, interleaved by seed): the "
                      f"rows whose arm is {arm}; the run's wall and GPU-hours are both arms'")
+    pooled_rows = [read_as_success(r, sm.protocol.success_field) for r in arm_rows(run, arm)]  # every variant's
     state = snapshot_state(snap).shown  # the console's word for the run: died, not status.json's "running"
     rows = [read_as_success(r, sm.protocol.success_field) for r in rows]  # the success the plan reads
     reads = arm_reads(arm, rows, planned_seeds=seeds, validity=sm.reads.validity,
@@ -204,7 +208,8 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
     if comparison is not None:  # the driver's record against what the rows decide: a provenance problem
         reads.checks += [Check("record", None, None, False, why) for why in comparison.record_problems]
     reads.checks += [Check("record", None, None, False, why)
-                     for why in sequential_record_problems(sm.gates.sequential, status, rows, seeds)]
+                     for why in sequential_record_problems(sm.gates.sequential, status, rows, seeds,
+                                                           check=record_check(m, pooled_rows))]
     if not problems:
         reads.checks.insert(0, Check("provenance", None, None, True,
                                      f"launched from this registration ({sm.section.name}, sha256 {sha[:12]}), "
@@ -225,9 +230,8 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
                                   + (f" ({why})" if why else "")))
     variants = _variants_read(run, arm, seeds, sm.protocol.success_field)
     if variants is not None:
-        reads.notes.append(f"a crossed design over {plural(len(m.variants), 'variant')} ({', '.join(m.variants)}): every "
-                           f"count, check and decision here reads the {m.read_variant} rows; the Variants section reads "
-                           "them all")
+        reads.notes.append(f"a crossed design over {plural(len(m.variants), 'variant')} ({', '.join(m.variants)}): "
+                           f"{decision_reads(m.read_variant, variants.pooled)}; the Variants section reads them all")
     decided = curtail.savings_note(status, reads)
     if decided:
         reads.notes.append(decided)
@@ -243,12 +247,25 @@ def arm_report(doc: Document, arm: str, run_dir: Path, unregistered: bool = Fals
             reads.notes.append("the run directory has no rows.jsonl")
     evidence = evidence_from_reads(reads, rows, planned=seeds, interval=sm.reads.interval, status=status, manifest=m,
                                    run_dir=run_dir, state=state, dated_by=arm_rows(run, arm) or None)
+    evidence.pooled = PooledRows.of(m, pooled_rows)
     if evidence.resumes:
         reads.notes.append(f"resumed {len(evidence.resumes)} time(s), at {', '.join(evidence.resumes[:10])}: the rows "
                            "of every session are read together (a seed's last row wins)")
     return ArmReport(reads, run_dir, sm.section.name, sha, provenance=problems, evidence=evidence,
                      comparison=comparison, snapshot=snap, rows_level=level, real=real_of_run(doc, arm, run_dir, rows),
                      variants=variants)
+
+
+def record_check(m: rd.Manifest | None, every_variant: list[dict]):
+    """The code the driver's record of the sequential test is checked against: the rows' own test
+    (prereg.stats.sequential.check_rows), or the pooled rate's on every variant's rows (variants_decide)."""
+    if PooledRows.of(m, every_variant) is None:
+        return check_rows
+
+    def pooled(spec, _rows, planned):
+        return sequential_check(spec, every_variant, m.config or {}, planned)
+
+    return pooled
 
 
 def arm_rows(run: RunRead, arm: str) -> list[dict]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prereg.core.safe_read import kind_of, os_error_why
 from prereg.rundir.files import HEARTBEAT, MANIFEST, PID, ROWS, STATUS, TRIPWIRES_FIELD, load_json_object, typed_field
-from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS, RowsRead, read_rows
+from prereg.rundir.rows import BASE_VARIANT, POOLED_READ, SUCCESS_FIELDS, RowsRead, read_rows
 from prereg.rundir.status import NUMERIC, GateSpec, Status
 from prereg.rundir.stop import StopReason, read_stop
 
@@ -72,15 +72,21 @@ class Manifest:
 
     @property
     def read_variant(self) -> str:
-        """The variant the run's counts and the plan's decision read (config.read_variant; `base` by default)."""
+        """What the plan's decision reads (config.read_variant; `base` by default): a variant's name, or
+        `pooled` (POOLED_READ: the pooled rate, prereg/stats/variants_decide.py) in a crossed design."""
         v = (self.config or {}).get("read_variant")
-        return v if isinstance(v, str) and v in self.variants else BASE_VARIANT
+        ok = isinstance(v, str) and (v in self.variants or (v == POOLED_READ and bool(self.variants)))
+        return v if ok else BASE_VARIANT
 
     @property
     def counted_variant(self) -> str | None:
-        """The variant every read of this run counts (prereg.rundir.rows.rows_of_variant): the read variant in a
-        crossed design, None (every row) for a run of the scene alone."""
-        return self.read_variant if self.variants else None
+        """The variant every k/n of this run counts (prereg.rundir.rows.rows_of_variant): the read variant in a
+        crossed design, None (every row) for a run of the scene alone. A pooled read has no one variant: its
+        counts (the live panels, the fold, the validity checks) count `base`, the scene as declared, and
+        say so; only its decision reads the pooled rate."""
+        if not self.variants:
+            return None
+        return BASE_VARIANT if self.read_variant == POOLED_READ else self.read_variant
 
     @property
     def camera_variants(self) -> tuple[str, ...]:

@@ -67,6 +67,7 @@ ROW_FIELDS: tuple[str, ...] = (
 KNOCK_AWAY_CM = -1.0  # progress_final_cm at or below this is a knock-away
 ENGAGED_CM = 1.0  # progress_cm above this is engagement
 BASE_VARIANT = "base"  # a row whose `variant` is null ran the scene as declared (issue 48: engine.sim.variants.BASE)
+POOLED_READ = "pooled"  # read_variant: the decision reads the pooled rate (prereg/stats/variants_decide.py), never a variant's name
 VARIANT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}", re.ASCII)  # a variant's name (never BASE_VARIANT)
 VARIANT_FIELDS = ("lighting", "colors", "distractors", "camera_offsets")  # what a variant's declaration may say
 

@@ -87,7 +87,7 @@ def _combine(t_better: np.ndarray, t_worse: np.ndarray, t_equiv: np.ndarray | No
     return code, np.where(first == big, 0, first + 1)
 
 
-def _bets(x: np.ndarray, alpha: float) -> np.ndarray:
+def plug_in_bets(x: np.ndarray, alpha: float) -> np.ndarray:
     """WSR's predictable plug-in bets lambda_t (before truncation), x in [0, 1], S x n."""
     S, n = x.shape
     t = np.arange(1, n + 1)
@@ -108,7 +108,7 @@ def run_betting(d: np.ndarray, bound: float, alpha: float, effect: float | None,
     """The betting confidence sequence's decisions on deltas d (S x n) in [-bound, bound]:
     (code, time): B better (rejects mean <= 0), worse (>= 0), equivalent (rejects both |mean| >= effect)."""
     x = (np.asarray(d, dtype=float) + bound) / (2 * bound)
-    lam = _bets(x, alpha)
+    lam = plug_in_bets(x, alpha)
     thr = math.log(2 / alpha)
     S = x.shape[0]
     none = np.full(S, -1)
@@ -142,7 +142,7 @@ def betting_cs_path(d, bound: float, alpha: float, grid: int = 801) -> tuple[np.
     n = x.shape[1]
     if n == 0:
         return np.empty(0), np.empty(0)
-    lam = _bets(x, alpha)
+    lam = plug_in_bets(x, alpha)
     ms = np.linspace(0.0, 1.0, grid)[1:-1]
     thr = math.log(2 / alpha)
     first = np.full(ms.size, n)  # 0-based prefix index at which m is rejected (n: never)

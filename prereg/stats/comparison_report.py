@@ -35,6 +35,7 @@ from prereg.document.model import Document
 from prereg.rundir.rows import rows_of_variant, variant_of
 from prereg.stats.comparison import UNDECIDED, VOID, ComparisonPath, batch_episodes, decide, episodes_saved, path
 from prereg.stats.operating import sized_batch_seeds
+from prereg.stats.variants_decide import pooled_comparison_decision, reads_pooled
 from prereg.stats.verdict import COMPARISON_STOP, FINAL, ComparisonVerdict
 
 AFTER_STOP = "read after an anytime-valid stop"
@@ -247,19 +248,22 @@ def savings_words(run: int, sized_seeds: int | None, max_seeds: int, cancelled: 
 
 def read_comparison(spec: ComparisonSpec, run_dir: Path, rows: list[dict], status: rd.Status | dict | None,
                     planned_seeds, sized_seeds: int | None = None, *, variants: tuple[str, ...] = (),
-                    every_variant: list[dict] | None = None) -> ComparisonRead:
+                    every_variant: list[dict] | None = None, manifest: rd.Manifest | None = None) -> ComparisonRead:
     """The comparison of a comparison run: its rows (both arms; a crossed design's read variant's), its
     status.json (typed), the arms' plan; a crossed design's `variants` (Manifest.variants) and its rows of
     every variant, what the episodes run and the batch count.
 
     The decision is `decide` on the rows, the code the driver ran after every row; status.json's record
-    is read beside it and any difference listed (`record_problems`)."""
+    is read beside it and any difference listed (`record_problems`). A plan that decides on the pooled rate
+    (`manifest`'s read_variant `pooled`) decides on the rows of every variant
+    (prereg.stats.variants_decide.pooled_comparison_decision, what the driver's `comparison_check` runs)."""
     planned = list(planned_seeds)
     cap = spec.seeds_cap(len(planned))
     a, b = spec.by_seed(rows, planned)
     status = rd.Status.of(status) or rd.Status()
     record = status.comparison if isinstance(status.comparison, dict) else None
-    d = decide(spec, a, b, planned)
+    pooled = every_variant is not None and reads_pooled(manifest)
+    d = pooled_comparison_decision(spec, every_variant, manifest, planned) if pooled else decide(spec, a, b, planned)
     decision = None if d is None else {**d.as_dict(), "episodes_saved": d.episodes_saved}
     stop = status.stop
     stopped = bool(stop is not None and stop.by == rd.BY_DECIDED and stop.detail.startswith(COMPARISON_STOP))

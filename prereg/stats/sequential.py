@@ -169,17 +169,18 @@ def check_rows(spec: dict | None, rows: list[dict], planned_seeds) -> dict | Non
     return None if d is None else {**d.as_dict(), **s.as_dict()}
 
 
-def record_problems(spec: dict | None, status, rows: list[dict], planned_seeds) -> list[str]:
+def record_problems(spec: dict | None, status, rows: list[dict], planned_seeds, check=check_rows) -> list[str]:
     """Where the driver's record of the registered test's decision (status.json `sequential`) is not what
-    the rows decide by the same code (`check_rows`): each a provenance problem of the arm, never the
-    decision (the verdict engine decides from the rows). No record is no problem."""
+    the rows decide by the same code (`check(spec, rows, planned_seeds)`: `check_rows`, or for a plan that
+    decides on the pooled rate prereg.stats.variants_decide's): each a provenance problem of the arm, never
+    the decision (the verdict engine decides from the rows). No record is no problem."""
     from prereg import rundir as rd
 
     st = rd.Status.of(status) if isinstance(status, (rd.Status, dict)) else None
     record = st.sequential if st is not None else None
     if not isinstance(record, dict) or Sprt.from_dict(spec) is None:
         return []
-    rows_say = check_rows(spec, rows, planned_seeds)
+    rows_say = check(spec, rows, planned_seeds)
     if rows_say is None:
         return [f"status.json records the sequential test's decision {record.get('decision')!r} at "
                 f"{record.get('at')!r}, but the rows decide none (rows.jsonl or status.json changed after the run?)"]

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 
 from prereg import rundir as rd
 from prereg.core.words import plural
+from prereg.rundir.rows import BASE_VARIANT, POOLED_READ
 from prereg.stats.comparison import UNDECIDED
 from prereg.stats.reads import DESCRIPTIVE_READ as DESCRIPTIVE
 from prereg.stats.reads import EXPLORATORY, HOLDS, NOT_HOLDS, PROVISIONAL, UNDETERMINED
@@ -55,10 +56,18 @@ class ArmStory:
     planned: int | None
     knock_aways: int = 0
     engaged: int = 0
+    pooled: str = ""  # read_variant pooled: the pooled read the decision reads (VariantStory.pooled_words); k/n is base's
+
+    def count_words(self, planned: bool = True) -> str:
+        """'4/6 successes (of 10 planned)' (`planned`: with the plan's count when it differs); a plan that decides
+        on the pooled rate leads with it, base's k/n after."""
+        of = f" (of {self.planned} planned)" if planned and self.planned is not None and self.planned != self.n else ""
+        if self.pooled:
+            return f"{self.pooled}, what the decision reads (base {self.successes}/{self.n} successes{of})"
+        return f"{self.successes}/{self.n} successes{of}"
 
     def line(self) -> str:
-        of = f" (of {self.planned} planned)" if self.planned is not None and self.planned != self.n else ""
-        return (f"{self.arm}: {self.successes}/{self.n} successes{of}, {plural(self.knock_aways, 'knock-away')}, "
+        return (f"{self.arm}: {self.count_words()}, {plural(self.knock_aways, 'knock-away')}, "
                 f"{self.engaged} engaged · {self.validity}")
 
 
@@ -111,6 +120,8 @@ class VariantStory:
     def note(self, c: VariantCell) -> str:
         """What a variant's row of the table says besides its count: decides, camera (read apart), worst."""
         tags = ["decides"] if c.variant == self.read_variant else []
+        if self.read_variant == POOLED_READ and c.variant in self.pooled:
+            tags.append("pooled")
         if c.camera:
             tags.append("camera, read apart" if c.variant not in self.pooled else "camera, pooled")
         if c.variant == self.worst:
@@ -128,8 +139,16 @@ class VariantStory:
         if self.pooled_rate is None or self.pooled_interval is None:
             return "pooled: no seed has a row on every pooled variant yet"
         lo, hi = self.pooled_interval
-        return (f"pooled {self.pooled_rate:.2f} (95% CI {lo:.2f}-{hi:.2f}) over {plural(len(self.pooled), 'variant')}, "
-                f"{plural(self.pooled_seeds, 'seed')}")
+        tag = " (decides)" if self.read_variant == POOLED_READ else ""
+        return (f"pooled {self.pooled_rate:.2f}{tag} (95% CI {lo:.2f}-{hi:.2f}) over "
+                f"{plural(len(self.pooled), 'variant')}, {plural(self.pooled_seeds, 'seed')}")
+
+    def reads_words(self) -> str:
+        """What the decision and the counts read, for the Variants section's head."""
+        if self.read_variant == POOLED_READ:
+            return (f"The registered sequential test and comparison decide on the pooled rate; the counts above and "
+                    f"every decision rule read `{BASE_VARIANT}` only")
+        return f"The decision, the counts above and every rule read `{self.read_variant}` only"
 
     def sentence(self) -> str:
         """The arm's variant reads in one line: each variant's k/n (the one the decision reads marked),
@@ -241,7 +260,8 @@ class Story:
             arms = tuple(ArmStory(str(a["arm"]), str(a["validity"]), tuple(map(str, a.get("reasons") or ())),
                                   int(a["successes"]), int(a["n"]),
                                   a["planned"] if type(a.get("planned")) is int else None,
-                                  int(a.get("knock_aways") or 0), int(a.get("engaged") or 0)) for a in d.get("arms") or ())
+                                  int(a.get("knock_aways") or 0), int(a.get("engaged") or 0), str(a.get("pooled") or ""))
+                         for a in d.get("arms") or ())
             rulings = tuple(Ruling(str(r["key"]), str(r["kind"]), str(r["word"]), str(r.get("label") or ""),
                                    str(r["subject"]), r.get("decides") is not False, str(r.get("action") or ""))
                             for r in d.get("rulings") or ())
@@ -295,7 +315,8 @@ def build_story(run: str, evidence: dict, judgement, comparisons=(), *, generate
     for a, ev in evidence.items():
         v, why = validity_of(ev)
         r = ev.reads
-        parts.append(ArmStory(a, v, why, r.successes, r.n, r.n_planned, r.knock_aways, r.engaged))
+        pooled = next((vs.pooled_words() for vs in variants if vs.arm == a and vs.read_variant == POOLED_READ), "")
+        parts.append(ArmStory(a, v, why, r.successes, r.n, r.n_planned, r.knock_aways, r.engaged, pooled))
     words = [p.validity for p in parts]
     validity = PENDING if PENDING in words else INVALID if INVALID in words else VALID
     reasons = tuple(f"{p.arm}: {why}" if len(parts) > 1 else why for p in parts for why in p.reasons)

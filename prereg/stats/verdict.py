@@ -67,6 +67,7 @@ from prereg.stats.reads import (
     exploratory_label,
 )
 from prereg.stats.sequential import SequentialDecision, Sprt, sequential_decision
+from prereg.stats.variants_decide import PooledRows, pooled_comparison_decision, pooled_sequential_decision
 
 FINAL = "final"  # a decision reached early by a registered curtailment or sequential test
 COMPARISON_STOP, SEQUENTIAL_STOP = "(comparison)", "(sequential)"  # the driver's stop details start so
@@ -99,6 +100,7 @@ class ArmEvidence:
     run_dir: Path | None = None
     first_row_at: str | None = None  # when its data first existed (prereg.rundir.files.first_row_at), None: not known
     comparison_of: tuple[str, ...] | None = None  # read as one arm of a comparison run of these arms
+    pooled: PooledRows | None = None  # the plan decides on the pooled rate: this arm's rows of every variant
 
     @property
     def live(self) -> bool:
@@ -303,7 +305,7 @@ def _comparison_verdicts(doc: Document, evidence: Mapping[str, ArmEvidence]) -> 
                 reasons += [f"{a}: {why}" for why in ev.blocked()]
         a_ev, b_ev = evs[spec.arm_a], evs[spec.arm_b]
         one_run = not any("not from the comparison run" in r or "no run of this arm" in r for r in reasons)
-        d = decide(spec, a_ev.by_seed, b_ev.by_seed, a_ev.planned) if one_run else None
+        d = _comparison_decision(spec, a_ev, b_ev) if one_run else None
         if d is None and one_run:
             reasons += [f"{a}: the run ended at {ev.reads.n}/{ev.reads.n_planned} ({ev.state or 'state unknown'}) "
                         "before the comparison decided: its decision at completion is not known"
@@ -326,6 +328,15 @@ def _comparison_verdicts(doc: Document, evidence: Mapping[str, ArmEvidence]) -> 
             v.on_rows, v.verdict, v.why = (v.label if v.verdict != FINAL else v.rows_decide), EXPLORATORY, late
         out.append(v)
     return out
+
+
+def _comparison_decision(spec: ComparisonSpec, a_ev: ArmEvidence, b_ev: ArmEvidence) -> Decision | None:
+    """The registered comparison on the arms' rows as the plan reads them: the pooled rates when it decides on
+    them (`read_variant: pooled`), else the read variant's rows."""
+    if a_ev.pooled is not None and b_ev.pooled is not None:
+        return pooled_comparison_decision(spec, [*a_ev.pooled.rows, *b_ev.pooled.rows], a_ev.pooled.manifest,
+                                          a_ev.planned)
+    return decide(spec, a_ev.by_seed, b_ev.by_seed, a_ev.planned)
 
 
 # ---------------------------------------------------------------- judging
@@ -514,7 +525,8 @@ def _sequential_verdicts(doc: Document, evidence: Mapping[str, ArmEvidence]) -> 
                 out.append(SequentialVerdict(key, a.name, sm.section.name, None, UNDETERMINED,
                                              "no run of this arm in this report"))
                 continue
-            d = sequential_decision(spec, ev.planned, ev.by_seed)
+            d = (pooled_sequential_decision(spec, ev.pooled.rows, ev.pooled.manifest, ev.planned) if ev.pooled
+                 else sequential_decision(spec, ev.planned, ev.by_seed))
             blocked = ev.blocked()
             if d is not None and not blocked:
                 v = SequentialVerdict(key, a.name, sm.section.name, d, FINAL, d.text)
