@@ -25,6 +25,7 @@ from console.render import (
     pace_table,
     run_elapsed,
 )
+from console.render_variants import stories_shown, with_variants
 from console.runs import shown_path
 from console.widgets.main_screen import COMPACT_HEADER_LINES, MainScreen
 from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
@@ -116,7 +117,9 @@ class MainDraw:
         if screen.compact:  # its first lines, and "…" where the rest is cut (redrawn on a resize: layout_for)
             header = clip_lines(header, screen.size.width - 2, COMPACT_HEADER_LINES)  # less #run-header's padding
         self.update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
-        self.update_if(screen.query_one("#counts", Panel), version, lambda w: w.update(counts_table(d.view)))
+        stories, reported = stories_shown(d.info.story, d.view.variants)  # a crossed design's (the report's once done)
+        self.update_if(screen.query_one("#counts", Panel), (version, stories, reported),
+                       lambda w: w.update(with_variants(counts_table(d.view), stories, reported)))
         pace_key = (d.info.path, d.view.version, d.view.median_wall_s, d.info.status, d.info.live, d.info.total, age_s,
                     tuple((r.state, r.limit) for r in readings),  # what the table shows, not the snapshot's identity
                     age_step(run_elapsed(d.info, now)) if d.info.live else None)  # a live run's elapsed moves with the clock

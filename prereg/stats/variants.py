@@ -79,6 +79,30 @@ class VariantsRead:
         return out
 
 
+@dataclass(frozen=True)
+class Crossed:
+    """A run's crossed design as its manifest states it (prereg.rundir.manifest.Manifest.variants and the
+    rest): what a live read of it needs beside the rows."""
+
+    variants: tuple[str, ...]  # `base` first
+    read_variant: str  # the one the decision reads
+    camera: tuple[str, ...] = ()
+    pool_cameras: bool = False
+    arm: str = ""  # a one-arm run's arm (a comparison's arms are the fold's keys)
+
+    @classmethod
+    def of(cls, manifest) -> "Crossed | None":
+        """None for a run of the scene alone (or no readable manifest)."""
+        if manifest is None or not manifest.variants:
+            return None
+        return cls(tuple(manifest.variants), manifest.read_variant, tuple(manifest.camera_variants),
+                   manifest.pool_cameras, manifest.arm or "")
+
+    def read_tallies(self, tallies, planned_seeds) -> VariantsRead:
+        """`read_tallies` under this design."""
+        return read_tallies(tallies, planned_seeds, self.variants, camera=self.camera, pool_cameras=self.pool_cameras)
+
+
 def pooled_interval(outcomes: np.ndarray, confidence: float = 0.95) -> tuple[float, tuple[float, float]] | None:
     """(the unweighted mean of the columns' success rates, its interval) for an n seeds x m variants 0/1
     matrix. Each seed's mean over the variants is one observation; their sample variance gives the
@@ -108,6 +132,25 @@ def read_variants(rows, planned_seeds, variants, *, camera=(), pool_cameras: boo
             by_variant[v].append(r)
     latest = {v: latest_rows(rs, planned).by_seed for v, rs in by_variant.items()}
     won = {v: {s: classify(r)[0] == _SUCCESS for s, r in latest[v].items()} for v in variants}
+    return read_won(won, planned, variants, camera=camera, pool_cameras=pool_cameras)
+
+
+def read_tallies(tallies, planned_seeds, variants, *, camera=(), pool_cameras: bool = False) -> VariantsRead:
+    """The same reads from one arm's folds, one per variant (`tallies`: variant -> the
+    prereg.rundir.fold.ArmTally of a `RowsFold(Plan.of(manifest, variant=v))`): what the console and the
+    notifier show live as rows arrive, computed as the report's (`read_won`). `planned_seeds` None (a run
+    without a readable plan): the seeds any variant has, in the order they came."""
+    empty: dict = {}
+    seeds_of = {v: (tallies[v].seeds if v in tallies else empty) for v in variants}
+    won = {v: {s: tallies[v].outcome_of(s) == _SUCCESS for s in seeds} for v, seeds in seeds_of.items()}
+    planned = list(planned_seeds) if planned_seeds is not None else list(dict.fromkeys(
+        s for v in variants for s in seeds_of[v]))
+    return read_won(won, planned, variants, camera=camera, pool_cameras=pool_cameras)
+
+
+def read_won(won: dict, planned, variants, *, camera=(), pool_cameras: bool = False) -> VariantsRead:
+    """The reads from each variant's counted seeds (`won`: variant -> {seed: succeeded}, the last row of each
+    planned seed): the one computation behind `read_variants` (whole rows) and `read_tallies` (live folds)."""
     reads = tuple(VariantRead(v, sum(won[v].values()), len(won[v]), wilson_interval(sum(won[v].values()), len(won[v])),
                               camera=v in camera) for v in variants)
     apart = () if pool_cameras else tuple(v for v in variants if v in camera)

@@ -1,0 +1,83 @@
+"""A crossed design's counts in the console (issue 48): a column per variant, k/n each, the variant the
+decision reads marked `decides`, camera variants read apart marked `apart`, then each arm's pooled rate
+with its interval and the worst variant.
+
+Drawn from `prereg.stats.story.VariantStory` alone: live, the watcher's (console.aggregate
+`RunAggregate.variant_stories`, the report's computation on the folds); once the run is reported, the
+report's own (results.json's story). One story, whichever is shown; no Textual, no files.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from prereg.stats.story import VariantStory
+
+NAME_WIDTH = 10  # a variant's name in its column header, clipped
+DECIDES = "decides"
+APART = "apart"
+
+
+def variant_tag(story: VariantStory, variant: str, camera: bool) -> str:
+    """What a variant's column says under its name: the one the decision reads, a camera variant read apart."""
+    if variant == story.read_variant:
+        return DECIDES
+    return APART if camera and variant not in story.pooled else ""
+
+
+def pooled_line(story: VariantStory, with_arm: bool) -> Text:
+    """'pooled 0.62 (95% CI 0.50-0.73) over 4 variants, 20 seeds · worst dim' (the arm first in a comparison)."""
+    t = Text()
+    if with_arm:
+        t.append(f"{clip(story.arm, 22)}: ", style="bold")
+    t.append(story.pooled_words(), style="cyan" if story.pooled_rate is not None else "grey62")
+    if story.worst:
+        t.append(f" · worst {story.worst}", style="grey62")
+    return t
+
+
+def clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def variants_table(stories: tuple[VariantStory, ...], reported: bool = False) -> RenderableType | None:
+    """The variants block under the counts (None for a run of one scene). `reported`: the stories are the
+    report's (results.json), not the live read."""
+    if not stories:
+        return None
+    first = stories[0]
+    t = Table.grid(padding=(0, 2))
+    t.add_column(style="grey70")
+    for _ in first.cells:
+        t.add_column(justify="right")
+    t.add_row(Text("variants" + (" (report)" if reported else ""), style="bold"),
+              *(Text(clip(c.variant, NAME_WIDTH), style="bold" if c.variant == first.read_variant else "")
+                for c in first.cells))
+    tags = [variant_tag(first, c.variant, c.camera) for c in first.cells]
+    if any(tags):
+        t.add_row("", *(Text(tag, style="green" if tag == DECIDES else "yellow") for tag in tags))
+    comparison = len(stories) > 1
+    for s in stories:
+        by_variant = {c.variant: c for c in s.cells}
+        cells = []
+        for c in first.cells:
+            got = by_variant.get(c.variant)
+            text = f"{got.successes}/{got.n}" if got is not None else "—"
+            cells.append(Text(text, style="bold green" if c.variant == s.read_variant else ""))
+        t.add_row(clip(s.arm, 14) if comparison else "successes", *cells)
+    return Group(t, *(pooled_line(s, comparison) for s in stories))
+
+
+def stories_shown(info_story, live: tuple[VariantStory, ...]) -> tuple[tuple[VariantStory, ...], bool]:
+    """(the variant stories to show, whether they are the report's): the report's once the run has a
+    results.json whose story has them, the live read before."""
+    reported = tuple(getattr(info_story, "variants", ()) or ())
+    return (reported, True) if reported else (live, False)
+
+
+def with_variants(counts: RenderableType, stories: tuple[VariantStory, ...], reported: bool) -> RenderableType:
+    """The counts panel: the run's counts (a crossed design's: the read variant's), then its variants block."""
+    block = variants_table(stories, reported)
+    return counts if block is None else Group(counts, Text(""), block)
