@@ -119,7 +119,8 @@ class MainDraw:
         self.update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
         stories, reported = stories_shown(d.info.story, d.view.variants)  # a crossed design's (the report's once done)
         self.update_if(screen.query_one("#counts", Panel), (version, stories, reported),
-                       lambda w: w.update(with_variants(counts_table(d.view), stories, reported)))
+                       lambda w: w.update_for_width(lambda width: with_variants(counts_table(d.view), stories, reported,
+                                                                                width)))
         pace_key = (d.info.path, d.view.version, d.view.median_wall_s, d.info.status, d.info.live, d.info.total, age_s,
                     tuple((r.state, r.limit) for r in readings),  # what the table shows, not the snapshot's identity
                     age_step(run_elapsed(d.info, now)) if d.info.live else None)  # a live run's elapsed moves with the clock

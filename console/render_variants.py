@@ -27,14 +27,19 @@ def variant_tag(story: VariantStory, variant: str, camera: bool) -> str:
     return APART if camera and variant not in story.pooled else ""
 
 
-def pooled_line(story: VariantStory, with_arm: bool) -> Text:
-    """'pooled 0.62 (95% CI 0.50-0.73) over 4 variants, 20 seeds · worst dim' (the arm first in a comparison)."""
+def pooled_line(story: VariantStory, with_arm: bool, width: int | None = None) -> Text:
+    """'pooled 0.62 (95% CI 0.50-0.73) over 4 variants, 20 seeds · worst dim': the story's own words
+    (VariantStory.pooled_words), the arm first in a comparison; where they do not fit `width` (a half-width
+    panel), from 'over' on a line of its own rather than wrapped mid-phrase."""
     t = Text()
     if with_arm:
         t.append(f"{clip(story.arm, 22)}: ", style="bold")
-    t.append(story.pooled_words(), style="cyan" if story.pooled_rate is not None else "grey62")
-    if story.worst:
-        t.append(f" · worst {story.worst}", style="grey62")
+    head, _, rest = story.pooled_words().partition(" over ")
+    t.append(head, style="cyan" if story.pooled_rate is not None else "grey62")
+    tail = (f"over {rest}" if rest else "") + (f" · worst {story.worst}" if story.worst else "")
+    if tail:
+        fits = width is None or len(t.plain) + 1 + len(tail) <= width
+        t.append((" " if fits else "\n  ") + tail.lstrip(" ·" if not rest else " "), style="grey62")
     return t
 
 
@@ -42,9 +47,10 @@ def clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
-def variants_table(stories: tuple[VariantStory, ...], reported: bool = False) -> RenderableType | None:
+def variants_table(stories: tuple[VariantStory, ...], reported: bool = False,
+                   width: int | None = None) -> RenderableType | None:
     """The variants block under the counts (None for a run of one scene). `reported`: the stories are the
-    report's (results.json), not the live read."""
+    report's (results.json), not the live read; `width`: the panel's, for the pooled lines."""
     if not stories:
         return None
     first = stories[0]
@@ -67,7 +73,7 @@ def variants_table(stories: tuple[VariantStory, ...], reported: bool = False) ->
             text = f"{got.successes}/{got.n}" if got is not None else "—"
             cells.append(Text(text, style="bold green" if c.variant == s.read_variant else ""))
         t.add_row(clip(s.arm, 14) if comparison else "successes", *cells)
-    return Group(t, *(pooled_line(s, comparison) for s in stories))
+    return Group(t, *(pooled_line(s, comparison, width) for s in stories))
 
 
 def stories_shown(info_story, live: tuple[VariantStory, ...]) -> tuple[tuple[VariantStory, ...], bool]:
@@ -77,7 +83,9 @@ def stories_shown(info_story, live: tuple[VariantStory, ...]) -> tuple[tuple[Var
     return (reported, True) if reported else (live, False)
 
 
-def with_variants(counts: RenderableType, stories: tuple[VariantStory, ...], reported: bool) -> RenderableType:
-    """The counts panel: the run's counts (a crossed design's: the read variant's), then its variants block."""
-    block = variants_table(stories, reported)
-    return counts if block is None else Group(counts, Text(""), block)
+def with_variants(counts: RenderableType, stories: tuple[VariantStory, ...], reported: bool,
+                  width: int | None = None) -> RenderableType:
+    """The counts panel at `width`: the run's counts (a crossed design's: the read variant's), then its
+    variants block (no blank line between: at 80x24 the panel has 12 lines)."""
+    block = variants_table(stories, reported, width)
+    return counts if block is None else Group(counts, block)

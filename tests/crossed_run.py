@@ -51,3 +51,20 @@ def make_crossed_run(runs_dir: Path, run_id: str, *, total: int = 8, done: int |
     if mtime is not None:  # as make_run_dir leaves every file (the snapshots' clock)
         os.utime(d / "manifest.json", (mtime, mtime))
     return d
+
+
+def write_report_story(run_dir: Path, rows: list[dict], seeds, *, arm: str = "a", read_variant: str = BASE_VARIANT,
+                       state: str = "done") -> "object":
+    """results.json with a story as the report records it (prereg.stats.story.Story, its `variants` from
+    read_variants on `rows`); the Story."""
+    from prereg.rundir.files import write_json_atomic
+    from prereg.stats.story import ArmStory, Story, VariantStory
+    from prereg.stats.variants import read_variants
+
+    read = read_variants(rows, seeds, ALL, camera=CAMERA)
+    counted = read.per_variant[ALL.index(read_variant)]
+    story = Story(run_dir.name, state, "not judged yet", ("no decision registered",),
+                  (ArmStory(arm, "not judged yet", (), counted.successes, counted.n, len(list(seeds))),),
+                  generated_at="2026-01-01T00:20:00Z", variants=(VariantStory.of(arm, read, read_variant),))
+    write_json_atomic(run_dir / "results.json", {"story": story.as_dict()})
+    return story

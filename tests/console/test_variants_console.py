@@ -1,0 +1,78 @@
+"""A crossed design in the console (issue 48): a column per variant in the counts (k/n, the read variant
+marked `decides`, the camera variant `apart`) and the pooled rate with its interval, live as rows arrive
+and the report's story once the run has a results.json; the layout still fits at 80x24."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from console.render_variants import variants_table
+from prereg.stats.story import VariantStory
+from prereg.stats.variants import read_variants
+from tests.console.conftest import make_app, plain, wait_for
+from tests.console.test_layout import every_panel_whole
+from tests.crossed_run import ALL, CAMERA, crossed_rows, make_crossed_run, write_report_story
+
+RUN = "crossed-a-20260101-000000"
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def counts_text(app) -> str:
+    return words(plain(app.screen.query_one("#counts")))
+
+
+async def test_the_counts_show_each_variant_and_the_pooled_rate_live_then_the_reports(runs_dir):
+    d = make_crossed_run(runs_dir, RUN, total=8, done=4, state="running")
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: "variants base dim clutter cam-left" in counts_text(app),
+                       what="the variants block", state=lambda: counts_text(app))
+        text = counts_text(app)
+        assert "decides apart" in text and "successes 3/4 83" not in text
+        assert "successes 3/4 2/4 1/4 4/4" in text  # base, dim, clutter, cam-left: k/n each
+        first = VariantStory.of("a", read_variants(crossed_rows(range(4)), range(8), ALL, camera=CAMERA), "base")
+        assert words(first.pooled_words()) in text and "worst clutter" in text
+        with open(d / "rows.jsonl", "a") as f:  # two more seeds, every variant: the read moves as they arrive
+            f.writelines(json.dumps(r) + "\n" for r in crossed_rows(range(4, 6)))
+        after = VariantStory.of("a", read_variants(crossed_rows(range(6)), range(8), ALL, camera=CAMERA), "base")
+        await wait_for(pilot, lambda: words(after.pooled_words()) in counts_text(app), what="the live pooled rate",
+                       state=lambda: counts_text(app))
+        assert "successes 5/6 3/6 2/6 6/6" in counts_text(app) and "variants (report)" not in counts_text(app)
+        # reported: the report's story is shown, one story (here one that differs from the live read: 4 seeds)
+        story = write_report_story(d, crossed_rows(range(4)), range(8))
+        await wait_for(pilot, lambda: "variants (report)" in counts_text(app), what="the report's variants",
+                       state=lambda: counts_text(app))
+        text = counts_text(app)
+        assert "successes 3/4 2/4 1/4 4/4" in text and words(story.variants[0].pooled_words()) in text
+
+
+def test_a_comparisons_variants_are_a_row_per_arm_and_a_pooled_line_each():
+    a = VariantStory.of("steady", read_variants(crossed_rows(range(4)), range(4), ALL, camera=CAMERA), "dim")
+    b = VariantStory.of("clumsy", read_variants(crossed_rows(range(4), win=lambda v, s: s == 0), range(4), ALL,
+                                                camera=CAMERA), "dim")
+    text = words(plain_of(variants_table((a, b))))
+    assert "steady 3/4 2/4 1/4 4/4" in text and "clumsy 1/4 1/4 1/4 1/4" in text
+    assert "decides" in text and "steady: pooled 0.50" in text and "clumsy: pooled 0.25" in text
+
+
+def plain_of(renderable) -> str:
+    from rich.console import Console
+
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))
+    console.print(renderable)
+    return console.export_text()
+
+
+async def test_a_crossed_run_fits_80x24_and_120x40(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_crossed_run(Path("runs").resolve(), RUN, total=40, done=40)
+    app = make_app(Path("runs"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and "variants" in plain(app.screen.query_one("#counts")))
+        await every_panel_whole(pilot, app, (80, 24))
+        await pilot.resize_terminal(120, 40)
+        await every_panel_whole(pilot, app, (120, 40))
