@@ -12,7 +12,7 @@ Pure: no Textual, no files. `RunAggregate.snapshot()` gives the UI an immutable 
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import islice
 
 from prereg.core.wilson import wilson_interval
@@ -112,8 +112,8 @@ class RunAggregate:
         if self.fold is None:
             self.fold = RowsFold(self.plan)
         if self.crossed is not None and not self.variant_folds:  # one fold per variant, fed the same rows
-            self.variant_folds = {v: self.fold if v == self.plan.variant else RowsFold(replace(self.plan, variant=v))
-                                  for v in self.crossed.variants}
+            self.variant_folds = {v: self.fold if v == self.plan.variant else RowsFold(plan)
+                                  for v, plan in self.crossed.plans(self.plan).items()}
 
     def add(self, row: dict) -> None:
         self.add_many((row,))
@@ -207,17 +207,9 @@ class RunAggregate:
         )
 
     def variant_stories(self) -> tuple[VariantStory, ...]:
-        """A crossed design's reads per arm as they stand (prereg.stats.variants.read_tallies: the report's
-        computation, on the folds), stated as the report's story states them; () for a run of one scene."""
-        c = self.crossed
-        if c is None:
-            return ()
-        out = []
-        for key in self.fold.arms:
-            tallies = {v: f.arms[key] for v, f in self.variant_folds.items()}
-            read = c.read_tallies(tallies, self.plan.seeds)
-            out.append(VariantStory.of(c.arm if key is ONE_ARM else key, read, c.read_variant))
-        return tuple(out)
+        """A crossed design's reads per arm as they stand (prereg.stats.variants: the report's computation, on
+        the folds), stated as the report's story states them; () for a run of one scene."""
+        return self.crossed.stories(self.variant_folds) if self.crossed is not None else ()
 
     def _arm_view(self, key, t: ArmTally) -> ArmView:
         n_pf = sum(t.progress_final.values())

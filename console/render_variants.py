@@ -13,18 +13,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from prereg.stats.story import VariantStory
+from prereg.stats.story import CAMERA_APART, DECIDES, VariantStory
 
 NAME_WIDTH = 10  # a variant's name in its column header, clipped
-DECIDES = "decides"
-APART = "apart"
-
-
-def variant_tag(story: VariantStory, variant: str, camera: bool) -> str:
-    """What a variant's column says under its name: the one the decision reads, a camera variant read apart."""
-    if variant == story.read_variant:
-        return DECIDES
-    return APART if camera and variant not in story.pooled else ""
+NARROW_TAGS = {CAMERA_APART: "apart"}  # under a camera variant the pooled rate leaves out: as narrow as its column
 
 
 def pooled_line(story: VariantStory, with_arm: bool, width: int | None = None) -> Text:
@@ -61,7 +53,7 @@ def variants_table(stories: tuple[VariantStory, ...], reported: bool = False,
     t.add_row(Text("variants" + (" (report)" if reported else ""), style="bold"),
               *(Text(clip(c.variant, NAME_WIDTH), style="bold" if c.variant == first.read_variant else "")
                 for c in first.cells))
-    tags = [variant_tag(first, c.variant, c.camera) for c in first.cells]
+    tags = [NARROW_TAGS.get(first.tag(c), first.tag(c)) for c in first.cells]
     if any(tags):
         t.add_row("", *(Text(tag, style="green" if tag == DECIDES else "yellow") for tag in tags))
     comparison = len(stories) > 1

@@ -70,6 +70,7 @@ from console.notify.wording import (
     shorten_markdown,
     story_head,
     tripwire_joint_lines,
+    variant_lines,
     without_sections,
 )
 from prereg import rundir as rd
@@ -247,6 +248,8 @@ def progress_lines(snap: RunSnapshot, said: str = "") -> list[str]:
     lines = []
     for arm in snap.arms or (None,):
         lines.extend(_count_lines(snap, arm))
+    for story in snap.variants:  # a crossed design: the counts above are the read variant's; each variant's here
+        lines.extend(variant_lines(story, len(snap.variants) > 1))
     lines.extend(_read_lines(snap))
     spec = snap.gate_spec()
     elapsed, done, total = snap.elapsed_s, snap.done, snap.total

@@ -18,12 +18,13 @@ scene as declared (`base`) and on each variant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from prereg.core.wilson import wilson_bounds, wilson_interval, z_of
 from prereg.rundir.outcomes import SUCCESS as _SUCCESS
+from prereg.rundir.fold import ONE_ARM, Plan
 from prereg.rundir.outcomes import classify
 from prereg.rundir.rows import latest_rows, variant_of
 
@@ -101,6 +102,22 @@ class Crossed:
     def read_tallies(self, tallies, planned_seeds) -> VariantsRead:
         """`read_tallies` under this design."""
         return read_tallies(tallies, planned_seeds, self.variants, camera=self.camera, pool_cameras=self.pool_cameras)
+
+    def plans(self, plan: Plan) -> dict:
+        """variant -> the plan of its fold (`plan`, the run's, counting that variant's rows)."""
+        return {v: replace(plan, variant=v) for v in self.variants}
+
+    def stories(self, folds) -> tuple:
+        """Each arm's live read from one fold per variant (`folds`: variant -> RowsFold under `plans`), as the
+        report's story states it (prereg.stats.story.VariantStory): the console's counts and the posts."""
+        from prereg.stats.story import VariantStory  # the story reads this module's reads; it never imports it
+
+        any_fold = next(iter(folds.values()))
+        out = []
+        for key in any_fold.arms:
+            read = self.read_tallies({v: f.arms[key] for v, f in folds.items()}, any_fold.plan.seeds)
+            out.append(VariantStory.of(self.arm if key is ONE_ARM else key, read, self.read_variant))
+        return tuple(out)
 
 
 def pooled_interval(outcomes: np.ndarray, confidence: float = 0.95) -> tuple[float, tuple[float, float]] | None:
