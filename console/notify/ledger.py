@@ -31,9 +31,9 @@ from prereg import rundir as rd
 from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, check_regular, read_regular
 from prereg.rundir.files import append_line, typed_field, utc_now, write_json_atomic
 from prereg.rundir.fold import Plan, RowsFold
-from prereg.stats.variants import Crossed
 from prereg.rundir.lock import FileLock, Locked, lock_holder_at
 from prereg.rundir.tail import RowsTailer
+from prereg.stats.variants import Crossed
 
 log = logging.getLogger(__name__)
 

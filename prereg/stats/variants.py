@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from prereg.core.wilson import wilson_bounds, wilson_interval, z_of
-from prereg.rundir.outcomes import SUCCESS as _SUCCESS
 from prereg.rundir.fold import ONE_ARM, Plan
+from prereg.rundir.outcomes import SUCCESS as _SUCCESS
 from prereg.rundir.outcomes import classify
 from prereg.rundir.rows import latest_rows, variant_of
 
