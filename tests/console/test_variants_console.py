@@ -76,3 +76,59 @@ async def test_a_crossed_run_fits_80x24_and_120x40(tmp_path, monkeypatch):
         await every_panel_whole(pilot, app, (80, 24))
         await pilot.resize_terminal(120, 40)
         await every_panel_whole(pilot, app, (120, 40))
+
+
+async def test_a_crossed_seed_lists_its_episode_per_variant_and_n_plays_the_next_variants_video(runs_dir):
+    from console.widgets.seed_screen import SeedScreen
+    from prereg.rundir.files import video_relpath
+    from tests.console.test_seed_view import write_video
+
+    d = make_crossed_run(runs_dir, RUN, total=4, done=4, rows=crossed_rows(range(4), filmed=(2,)))
+    frames = {"base": 12, "dim": 8, "clutter": 6}  # each variant's video told apart by its length; cam-left not written
+    for v, n in frames.items():
+        write_video(d / video_relpath(2, None, None if v == "base" else v), frames=n)
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 4)
+        await pilot.press("g")
+        grid = app.screen.query_one("#grid")
+        await wait_for(pilot, lambda: grid.has_focus)
+        await pilot.press("right", "right", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen), what="the seed screen")
+        screen = app.screen
+
+        def shown(n: int) -> bool:
+            return screen.frames is not None and len(screen.frames.images) == n and screen.frames_shown >= 1
+
+        await wait_for(pilot, lambda: shown(12), what="base's video (the variant the plan reads)")
+        listed = words(plain(screen.query_one("#variant-list")))
+        assert "base (decides) success · dim success · clutter quiet · cam-left success" in listed  # seed 2
+        assert "seed 2 · base" in plain(screen.query_one("#seed-title"))
+        footer_keys = {k for k, b in screen.active_bindings.items() if b.binding.show}  # n shows for a crossed seed
+        assert "n" in footer_keys
+        await pilot.press("n")
+        await wait_for(pilot, lambda: shown(8), what="dim's video")
+        assert screen.variant == "dim" and "seed 2 · dim" in plain(screen.query_one("#seed-title"))
+        await pilot.press("n", "n")  # clutter, then cam-left: its episode, never filmed
+        await wait_for(pilot, lambda: screen.variant == "cam-left" and "No video" in plain(screen.query_one("#video-note")),
+                       what="cam-left's missing video", state=lambda: plain(screen.query_one("#video-note")))
+        assert not screen.query_one("#player-row").display
+        await pilot.press("n")  # round to base again
+        await wait_for(pilot, lambda: screen.variant == "base" and shown(12), what="base again")
+
+
+async def test_a_seed_of_one_scene_has_no_variant_key(runs_dir):
+    from console.widgets.seed_screen import SeedScreen
+    from tests.console.conftest import make_row, make_run_dir
+
+    make_run_dir(runs_dir, "plain-20260101-000000", total=3, done=3, rows=[make_row(s) for s in range(3)])
+    app = make_app(runs_dir)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and app.detail.view.rows == 3)
+        await pilot.press("g")
+        await wait_for(pilot, lambda: app.screen.query_one("#grid").has_focus)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SeedScreen) and app.screen.row is not None)
+        screen = app.screen
+        assert "n" not in {k for k, b in screen.active_bindings.items() if b.binding.show}
+        assert not screen.query_one("#variant-list").display and "variant" not in plain(screen.query_one("#seed-title"))
