@@ -332,6 +332,7 @@ HELP_SECTIONS: tuple[tuple[str, str | None, tuple[tuple[str, str], ...]], ...] =
         ("[ ]", "ten frames back/on"),
         ("home/end", "first/last frame"),
         ("v w p", "video, row, predicts"),
+        ("n", "a crossed design's seed: its episode on the next variant (each variant's listed over the player)"),
         ("?", "this help (here and in the compare view)"),
         ("esc", "back to the runs list"),
     )),
