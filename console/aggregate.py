@@ -20,7 +20,7 @@ from prereg.rundir.fold import ONE_ARM, ArmTally, Plan, RowsFold, counter_median
 from prereg.rundir.outcomes import RowCounts, is_error
 from prereg.rundir.rows import BadLine
 from prereg.stats.story import VariantStory
-from prereg.stats.variants import Crossed
+from prereg.stats.variants import Crossed, feed_variants
 
 RECENT_ROWS = 120  # the latest-rows panel shows as many as it has lines for: a tall terminal (220x60) has ~40
 RECENT_BAD = 20
@@ -126,9 +126,8 @@ class RunAggregate:
             return
         n = self.fold.lines
         self.fold.add_many(rows)
-        for fold in self.variant_folds.values():
-            if fold is not self.fold:
-                fold.add_many(rows)
+        if self.variant_folds:
+            feed_variants(self.variant_folds, rows, self.fold)
         self.recent.extend(enumerate(rows[-RECENT_ROWS:], start=n + 1 + max(0, len(rows) - RECENT_ROWS)))
         errors = [r for r in rows if is_error(r)]
         for r in errors[-self.error_messages.maxlen:]:

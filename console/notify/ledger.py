@@ -33,7 +33,7 @@ from prereg.rundir.files import append_line, typed_field, utc_now, write_json_at
 from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.lock import FileLock, Locked, lock_holder_at
 from prereg.rundir.tail import RowsTailer
-from prereg.stats.variants import Crossed
+from prereg.stats.variants import Crossed, feed_variants
 
 log = logging.getLogger(__name__)
 
@@ -269,9 +269,8 @@ class RunBook:
         keep = self.rows.__setitem__ if plan.arms else None
         self.fold.add_many(batch.rows, on_row=(lambda key, seed, row, _part, _replaced: keep((key, seed), row))
                            if keep is not None else None)
-        for fold in self.variant_folds.values():
-            if fold is not self.fold:
-                fold.add_many(batch.rows)
+        if self.variant_folds:
+            feed_variants(self.variant_folds, batch.rows, self.fold)
         return self.fold
 
     def variant_stories(self) -> tuple:
