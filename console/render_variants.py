@@ -41,8 +41,8 @@ def clip(text: str, width: int) -> str:
 
 def variants_table(stories: tuple[VariantStory, ...], reported: bool = False,
                    width: int | None = None) -> RenderableType | None:
-    """The variants block under the counts (None for a run of one scene). `reported`: the stories are the
-    report's (results.json), not the live read; `width`: the panel's, for the pooled lines."""
+    """The variants panel (None for a run of one scene). `reported`: the stories are the report's
+    (results.json), not the live read; `width`: the panel's, for the pooled lines."""
     if not stories:
         return None
     first = stories[0]
@@ -74,10 +74,3 @@ def stories_shown(info_story, live: tuple[VariantStory, ...]) -> tuple[tuple[Var
     reported = tuple(getattr(info_story, "variants", ()) or ())
     return (reported, True) if reported else (live, False)
 
-
-def with_variants(counts: RenderableType, stories: tuple[VariantStory, ...], reported: bool,
-                  width: int | None = None) -> RenderableType:
-    """The counts panel at `width`: the run's counts (a crossed design's: the read variant's), then its
-    variants block (no blank line between: at 80x24 the panel has 12 lines)."""
-    block = variants_table(stories, reported, width)
-    return counts if block is None else Group(counts, block)

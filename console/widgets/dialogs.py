@@ -317,7 +317,7 @@ HELP_SECTIONS: tuple[tuple[str, str | None, tuple[tuple[str, str], ...]], ...] =
         ("a", "archive an ended run: move it to RUNS/.archive/ (asks first; nothing deleted)"),
         ("/", "filter the runs list (words in the id, arm or state); esc clears it"),
         ("g", "the per-seed grid and back: arrows pick a seed, enter or a click opens it"),
-        ("p, 1-5", "in a small terminal: the detail panel shown (counts, pace, seeds, rows, progress)"),
+        ("p, 1-6", "in a small terminal: the detail panel shown (counts, pace, seeds, rows, progress; a crossed design's variants)"),
         ("up/down", "select a run; home/end the newest/oldest"),
         ("ctrl+p", "command palette"),
         ("?", "this help"),

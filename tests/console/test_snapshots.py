@@ -480,7 +480,7 @@ def test_main_screen_crossed_design(snap_compare, here):
 
     async def run_before(pilot):
         await until_drawn(pilot, app, "crossed-a-20260101-000000")
-        await wait_for(pilot, lambda: "pooled" in plain(app.screen.query_one("#counts")))
+        await wait_for(pilot, lambda: "pooled" in plain(app.screen.query_one("#variants")))
         await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

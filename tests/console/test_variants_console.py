@@ -22,7 +22,8 @@ def words(text: str) -> str:
 
 
 def counts_text(app) -> str:
-    return words(plain(app.screen.query_one("#counts")))
+    """The counts panel and the variants panel under it (a crossed design's)."""
+    return words(plain(app.screen.query_one("#counts")) + "\n" + plain(app.screen.query_one("#variants")))
 
 
 async def test_the_counts_show_each_variant_and_the_pooled_rate_live_then_the_reports(runs_dir):
@@ -67,15 +68,33 @@ def plain_of(renderable) -> str:
     return console.export_text()
 
 
-async def test_a_crossed_run_fits_80x24_and_120x40(tmp_path, monkeypatch):
+async def every_panel_whole_crossed(pilot, app, size) -> None:
+    """Each panel whole (tests/console/test_layout.py's), and the variants panel too: under the counts, or
+    on page 6 of a small terminal."""
+    from tests.console.test_layout import whole
+
+    await every_panel_whole(pilot, app, size)
+    screen = app.screen
+    widget = screen.query_one("#variants")
+    if screen.compact:
+        await pilot.press("6")
+    await wait_for(pilot, lambda: bool(widget.display and widget.region.area) and not whole(screen, widget),
+                   what=f"#variants whole at {size}", state=lambda: whole(screen, widget) or f"{widget.region}")
+
+
+async def test_a_crossed_run_fits_80x24_120x40_and_200x60(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     make_crossed_run(Path("runs").resolve(), RUN, total=40, done=40)
     app = make_app(Path("runs"))
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_for(pilot, lambda: app.detail is not None and "variants" in plain(app.screen.query_one("#counts")))
-        await every_panel_whole(pilot, app, (80, 24))
+        await wait_for(pilot, lambda: app.detail is not None and "variants" in plain(app.screen.query_one("#variants")))
+        await every_panel_whole_crossed(pilot, app, (80, 24))
+        assert "6 variants" in plain(app.screen.query_one("#pages"))
         await pilot.resize_terminal(120, 40)
-        await every_panel_whole(pilot, app, (120, 40))
+        await every_panel_whole_crossed(pilot, app, (120, 40))
+        assert not app.screen.compact  # every panel on one screen, the variants under the counts
+        await pilot.resize_terminal(200, 60)
+        await every_panel_whole_crossed(pilot, app, (200, 60))
 
 
 async def test_a_crossed_seed_lists_its_episode_per_variant_and_n_plays_the_next_variants_video(runs_dir):
@@ -132,3 +151,29 @@ async def test_a_seed_of_one_scene_has_no_variant_key(runs_dir):
         screen = app.screen
         assert "n" not in {k for k, b in screen.active_bindings.items() if b.binding.show}
         assert not screen.query_one("#variant-list").display and "variant" not in plain(screen.query_one("#seed-title"))
+
+
+async def test_a_crossed_comparison_run_shows_a_row_per_arm_and_fits_80x24(tmp_path, monkeypatch):
+    """Both arms crossed: the variants block has a line per arm and a pooled line each, and every panel is
+    whole (paged) at 80x24."""
+    from tests.comparison_run import compare_doc, make_comparison_run
+    from tests.crossed_run import VARIANTS
+
+    monkeypatch.chdir(tmp_path)
+    rows = [r for s in range(12) for arm in ("clumsy", "steady")
+            for r in crossed_rows([s], arm=arm, win=(lambda v, s: s < 4) if arm == "clumsy" else wins_all)]
+    config = {"variants": list(VARIANTS), "camera_variants": list(CAMERA), "read_variant": "base"}
+    make_comparison_run(compare_doc(tmp_path), tmp_path / "runs" / "crossed-compare-20260101-000000", rows,
+                        manifest_over={"config": config})
+    app = make_app(Path("runs"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.detail is not None and "pooled" in counts_text(app),
+                       state=lambda: app.detail and counts_text(app))
+        text = counts_text(app)
+        assert "clumsy 4/12 4/12 4/12 4/12" in text and "steady 12/12 12/12 12/12 12/12" in text
+        assert "clumsy: pooled 0.33" in text and "steady: pooled 1.00" in text
+        await every_panel_whole_crossed(pilot, app, (80, 24))
+
+
+def wins_all(variant: str, seed: int) -> bool:
+    return True
