@@ -188,6 +188,10 @@ def launch_post(snap: RunSnapshot) -> Post:
     if m.workers:
         proto.append(plural(m.workers, "worker"))
     lines.append(" · ".join(proto))
+    if m.variants:  # a crossed design: every seed on each variant
+        apart = "" if m.pool_cameras else " · ".join(esc(v) for v in m.camera_variants)
+        lines.append(f"variants: {' · '.join(esc(short(v, 40)) for v in m.variants)} (each seed on each; the decision "
+                     f"reads {esc(m.read_variant)}" + (f"; camera, read apart: {apart}" if apart else "") + ")")
     budget = f"budget: {plural(snap.total, 'episode')}"
     if secs is not None:
         budget += f" × {secs:g} s simulated"

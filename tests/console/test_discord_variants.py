@@ -45,6 +45,9 @@ def test_the_update_and_the_results_post_carry_each_variant_and_the_pooled_rate(
     assert n.wait_idle(10)
 
     assert keys_posted(fake) == ["launch", "update:10", "results"]
+    launch = fake.messages[0].payload["embeds"][0]["description"]
+    assert ("variants: base · dim · clutter · cam-left (each seed on each; the decision reads base; camera, read apart: "
+            "cam-left)") in launch
     update = fake.messages[1].payload["embeds"][0]["description"]
     assert "variants: base 8/10 (decides) · dim 5/10 · clutter 3/10 · cam-left 10/10 (camera, apart)" in update
     live = VariantStory.of("a", read_variants(rows[:40], range(25), ALL, camera=CAMERA), "base")
