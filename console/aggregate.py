@@ -21,6 +21,7 @@ from prereg.rundir.outcomes import RowCounts, is_error
 from prereg.rundir.rows import BadLine
 from prereg.stats.story import VariantStory
 from prereg.stats.variants import Crossed, feed_variants
+from prereg.stats.variants_live import live_stories
 
 RECENT_ROWS = 120  # the latest-rows panel shows as many as it has lines for: a tall terminal (220x60) has ~40
 RECENT_BAD = 20
@@ -208,7 +209,7 @@ class RunAggregate:
     def variant_stories(self) -> tuple[VariantStory, ...]:
         """A crossed design's reads per arm as they stand (prereg.stats.variants: the report's computation, on
         the folds), stated as the report's story states them; () for a run of one scene."""
-        return self.crossed.stories(self.variant_folds) if self.crossed is not None else ()
+        return live_stories(self.crossed, self.variant_folds) if self.crossed is not None else ()
 
     def _arm_view(self, key, t: ArmTally) -> ArmView:
         n_pf = sum(t.progress_final.values())

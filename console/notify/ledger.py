@@ -34,6 +34,7 @@ from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.lock import FileLock, Locked, lock_holder_at
 from prereg.rundir.tail import RowsTailer
 from prereg.stats.variants import Crossed, feed_variants
+from prereg.stats.variants_live import live_stories
 
 log = logging.getLogger(__name__)
 
@@ -274,8 +275,8 @@ class RunBook:
         return self.fold
 
     def variant_stories(self) -> tuple:
-        """A crossed design's live reads per arm (prereg.stats.variants.Crossed.stories); () for one scene."""
-        return self.crossed.stories(self.variant_folds) if self.crossed is not None else ()
+        """A crossed design's live reads per arm (prereg.stats.variants_live.live_stories); () for one scene."""
+        return live_stories(self.crossed, self.variant_folds) if self.crossed is not None else ()
 
     def _restart(self, plan: Plan, crossed: Crossed | None = None) -> None:
         if self.tailer is not None:

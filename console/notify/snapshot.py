@@ -24,6 +24,7 @@ from prereg.rundir.rows import read_rows
 from prereg.rundir.runstate import STARTING_GRACE_S, RunState, ShowsState, episodes_done, planned_total, young
 from prereg.rundir.status import GateSpec
 from prereg.stats.variants import Crossed
+from prereg.stats.variants_live import live_stories
 
 EVERY_EPISODES = 10  # an update every this many episodes: the fold notes each arm's figures there (the catch-up)
 RESULTS_MD_MAX_BYTES = 4 * 1024 * 1024  # results.md: the report's words (the post shortens them to a few lines)
@@ -128,7 +129,7 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, fold: RowsFold | N
             rows = tuple(r for r in all_rows if r.get("arm") in plan.arms)
         crossed = Crossed.of(contract.manifest)
         if crossed is not None:
-            variants = crossed.stories({v: fold_rows(all_rows, p) for v, p in crossed.plans(plan).items()})
+            variants = live_stories(crossed, {v: fold_rows(all_rows, p) for v, p in crossed.plans(plan).items()})
     return RunSnapshot(
         run_dir=run_dir,
         manifest=contract.manifest or rd.Manifest(),

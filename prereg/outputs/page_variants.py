@@ -3,8 +3,8 @@ variant, the one the decision reads and the camera variants read apart marked, t
 interval, the worst variant), a grid line per variant under the arm's grid, and in each seed's box its
 episode on every variant (outcome, video). prereg/outputs/page.py and page_seeds.py place them.
 
-The table states the report's story (prereg.stats.story.VariantStory, results.json's); a variant's interval
-is the Wilson interval of its k/n, as prereg.stats.variants reads it. The per-seed cells read each
+The table states the report's story (prereg.stats.story.VariantStory, results.json's), each variant's
+interval its cell's. The per-seed cells read each
 variant's last row of each planned seed (prereg.rundir.rows.latest_rows, the one denominator).
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 from html import escape
 
 from prereg import rundir as rd
-from prereg.core.wilson import wilson_interval
 from prereg.rundir.outcomes import episode_outcome
 from prereg.rundir.rows import latest_rows, read_as_success, read_rows, row_video, rows_of_variant
 from prereg.stats.story import DECIDES, VariantStory
@@ -42,7 +41,7 @@ def variants_section(stories) -> str:
 def _table(v: VariantStory) -> str:
     rows = []
     for c in v.cells:
-        ci = wilson_interval(c.successes, c.n)
+        ci = c.interval  # the report's (prereg.stats.variants.VariantRead's Wilson interval)
         tag = v.tag(c)
         cls = ' class="decides"' if tag == DECIDES else ""
         rows.append(f'<tr data-variant="{escape(c.variant)}"{cls}>'

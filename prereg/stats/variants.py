@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from prereg.core.wilson import wilson_bounds, wilson_interval, z_of
-from prereg.rundir.fold import ONE_ARM, Plan
+from prereg.rundir.fold import Plan
 from prereg.rundir.outcomes import SUCCESS as _SUCCESS
 from prereg.rundir.outcomes import classify
 from prereg.rundir.rows import latest_rows, variant_of
@@ -107,17 +107,6 @@ class Crossed:
         """variant -> the plan of its fold (`plan`, the run's, counting that variant's rows)."""
         return {v: replace(plan, variant=v) for v in self.variants}
 
-    def stories(self, folds) -> tuple:
-        """Each arm's live read from one fold per variant (`folds`: variant -> RowsFold under `plans`), as the
-        report's story states it (prereg.stats.story.VariantStory): the console's counts and the posts."""
-        from prereg.stats.story import VariantStory  # the story reads this module's reads; it never imports it
-
-        any_fold = next(iter(folds.values()))
-        out = []
-        for key in any_fold.arms:
-            read = self.read_tallies({v: f.arms[key] for v, f in folds.items()}, any_fold.plan.seeds)
-            out.append(VariantStory.of(self.arm if key is ONE_ARM else key, read, self.read_variant))
-        return tuple(out)
 
 
 def feed_variants(folds: dict, rows, skip=None) -> None:

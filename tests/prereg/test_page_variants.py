@@ -4,6 +4,7 @@ variant, and each seed's episode on every variant with its video. No browser: th
 
 from __future__ import annotations
 
+import json
 import re
 
 from prereg import rundir as rd
@@ -62,7 +63,7 @@ def test_a_crossed_runs_page_has_a_grid_line_per_variant_and_every_variants_epis
     p = Parsed(html)
     grids = [a for t, a in p.elements if t == "div" and "grid" in a.get("class", "").split()]
     assert [g.get("data-variant") for g in grids] == [None, *VARIANTS]  # the read variant's grid, then each variant's
-    dim = html.split('data-variant="dim">')[1].split("</div>")[0]
+    dim = html.split('class="grid" data-arm="scripted" data-variant="dim">')[1].split("</div>")[0]
     cells = re.findall(r'data-seed="(\d+)" data-outcome="(\w+)"', dim)
     assert [(int(s), o == "success") for s, o in cells] == [(s, s % 2 == 0) for s in range(6)]  # dim wins even seeds
     box = html.split(f'id="{seed_id("scripted", 5)}"')[1].split("</section>")[0]
@@ -70,5 +71,11 @@ def test_a_crossed_runs_page_has_a_grid_line_per_variant_and_every_variants_epis
     assert [i.split('"')[1] for i in items.split("<li data-variant=")[1:]] == list(ALL)
     assert f'src="{video_relpath(5, None, "dim")}"' in items and "base (decides)" in items
     assert "not filmed" in items.split('"cam-left"')[1]
+    # the report's story has the arm's variant reads: the page's table states them
+    res = json.loads((d / rd.RESULTS_JSON).read_text())
+    (told,) = Story.from_dict(res["story"]).variants
+    table = html.split('<table class="variants" data-arm="scripted">')[1].split("</table>")[0]
+    assert [c.variant for c in told.cells] == list(ALL) and all(f"{c.successes}/{c.n}" in table for c in told.cells)
+    assert told.pooled_words() in html
     srcs = [a["src"] for t, a in p.elements if t == "video"]
     assert f"{rd.VIDEOS}/rollout_seed005.mp4" in srcs and video_relpath(0, None, "clutter") in srcs
