@@ -19,6 +19,9 @@ from prereg.core.wilson import wilson_interval
 from prereg.rundir.fold import ONE_ARM, ArmTally, Plan, RowsFold, counter_median
 from prereg.rundir.outcomes import RowCounts, is_error
 from prereg.rundir.rows import BadLine
+from prereg.stats.story import VariantStory
+from prereg.stats.variants import Crossed, feed_variants
+from prereg.stats.variants_live import live_stories
 
 RECENT_ROWS = 120  # the latest-rows panel shows as many as it has lines for: a tall terminal (220x60) has ~40
 RECENT_BAD = 20
@@ -84,6 +87,7 @@ class AggregateView:
     version: int
     arms: tuple[ArmView, ...] = ()
     unreachable: int = 0  # seeds out of the SO-101's reach (rows with reachable false): counted apart, not in k/n
+    variants: tuple[VariantStory, ...] = ()  # a crossed design's live reads, one per arm (RunAggregate.variant_stories)
 
     @property
     def comparison(self) -> bool:
@@ -102,10 +106,15 @@ class RunAggregate:
     error_messages: deque = field(default_factory=lambda: deque(maxlen=5))
     recent: deque = field(default_factory=lambda: deque(maxlen=RECENT_ROWS))
     recent_bad: deque = field(default_factory=lambda: deque(maxlen=RECENT_BAD))
+    crossed: Crossed | None = None  # a crossed design (issue 48): every variant is folded, each apart
+    variant_folds: dict = field(default_factory=dict)  # variant -> its RowsFold (the read variant's is `fold`)
 
     def __post_init__(self) -> None:
         if self.fold is None:
             self.fold = RowsFold(self.plan)
+        if self.crossed is not None and not self.variant_folds:  # one fold per variant, fed the same rows
+            self.variant_folds = {v: self.fold if v == self.plan.variant else RowsFold(plan)
+                                  for v, plan in self.crossed.plans(self.plan).items()}
 
     def add(self, row: dict) -> None:
         self.add_many((row,))
@@ -118,6 +127,8 @@ class RunAggregate:
             return
         n = self.fold.lines
         self.fold.add_many(rows)
+        if self.variant_folds:
+            feed_variants(self.variant_folds, rows, self.fold)
         self.recent.extend(enumerate(rows[-RECENT_ROWS:], start=n + 1 + max(0, len(rows) - RECENT_ROWS)))
         errors = [r for r in rows if is_error(r)]
         for r in errors[-self.error_messages.maxlen:]:
@@ -143,7 +154,7 @@ class RunAggregate:
     def reset(self, plan: Plan | None = None) -> None:
         """Forget everything (the file was truncated or replaced, or the plan is known now) but count the restart."""
         restarts, version = self.restarts + 1, self.version + 1
-        self.__init__(plan or self.plan)
+        self.__init__(plan or self.plan, crossed=self.crossed)
         self.restarts, self.version = restarts, version
 
     def median_wall_s(self) -> float | None:
@@ -192,7 +203,13 @@ class RunAggregate:
             version=self.version,
             arms=arms,
             unreachable=self.fold.unreachable,
+            variants=self.variant_stories(),
         )
+
+    def variant_stories(self) -> tuple[VariantStory, ...]:
+        """A crossed design's reads per arm as they stand (prereg.stats.variants: the report's computation, on
+        the folds), stated as the report's story states them; () for a run of one scene."""
+        return live_stories(self.crossed, self.variant_folds) if self.crossed is not None else ()
 
     def _arm_view(self, key, t: ArmTally) -> ArmView:
         n_pf = sum(t.progress_final.values())

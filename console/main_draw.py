@@ -25,6 +25,7 @@ from console.render import (
     pace_table,
     run_elapsed,
 )
+from console.render_variants import stories_shown, variants_table
 from console.runs import shown_path
 from console.widgets.main_screen import COMPACT_HEADER_LINES, MainScreen
 from console.widgets.panels import Panel, RecentRows, SeedGrid, TripwireBanner
@@ -59,7 +60,8 @@ class MainDraw:
         header = self.empty_text()
         screen.full_header = None
         self.update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
-        for selector in ("#counts", "#pace", "#hist", "#grid", "#recent", "#banner"):
+        screen.show_variants(False)
+        for selector in ("#counts", "#variants", "#pace", "#hist", "#grid", "#recent", "#banner"):
             widget = screen.query_one(selector)
             if self.drawn.pop(widget.id, _NEVER) is _NEVER:
                 continue
@@ -117,6 +119,10 @@ class MainDraw:
             header = clip_lines(header, screen.size.width - 2, COMPACT_HEADER_LINES)  # less #run-header's padding
         self.update_if(screen.query_one("#run-header", Static), header.markup, lambda w: w.update(header))
         self.update_if(screen.query_one("#counts", Panel), version, lambda w: w.update(counts_table(d.view)))
+        stories, reported = stories_shown(d.info.story, d.view.variants)  # a crossed design's (the report's once done)
+        self.update_if(screen.query_one("#variants", Panel), (stories, reported),
+                       lambda w: w.update_for_width(lambda width: variants_table(stories, reported, width) or ""))
+        screen.show_variants(bool(stories))
         pace_key = (d.info.path, d.view.version, d.view.median_wall_s, d.info.status, d.info.live, d.info.total, age_s,
                     tuple((r.state, r.limit) for r in readings),  # what the table shows, not the snapshot's identity
                     age_step(run_elapsed(d.info, now)) if d.info.live else None)  # a live run's elapsed moves with the clock

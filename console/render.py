@@ -32,7 +32,7 @@ from prereg.rundir.outcomes import (
     TOUCHED,
     episode_outcome,
 )
-from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM, number
+from prereg.rundir.rows import ENGAGED_CM, KNOCK_AWAY_CM, number, variant_of
 from prereg.rundir.status import GateSpec, gpu_hours_source, status_reason_text
 from prereg.stats.curtail import pace_text, settled_text
 from prereg.stats.story import INVALID, VALID
@@ -490,7 +490,7 @@ def histogram_text(view: AggregateView, height: int = 4, width: int = 50) -> Tex
     return t
 
 
-def recent_row_cells(row: dict, with_arm: bool = False) -> tuple:
+def recent_row_cells(row: dict, with_arm: bool = False, with_variant: bool = False) -> tuple:
     outcome = episode_outcome(row)  # the grid's, the seed view's and the report's word for this episode
     pf = row.get("progress_final_cm")
     zf, pr = row.get("zero_fallbacks"), row.get("predicts")
@@ -498,9 +498,11 @@ def recent_row_cells(row: dict, with_arm: bool = False) -> tuple:
     # the error first; else what the episode noted (a video not written, say), and whether the boat tipped
     note = row.get("error") or "; ".join(n for n in ("tipped" if row.get("tipped") else "", row.get("note") or "") if n)
     arm = (str(row.get("arm") or "?")[:16],) if with_arm else ()
+    variant = (variant_of(row)[:12],) if with_variant else ()  # a crossed design: each seed runs on every variant
     return (
         *arm,
         str(row.get("seed")),
+        *variant,
         Text(OUTCOME_LABELS[outcome], style=OUTCOME_STYLE[outcome]),
         "—" if not isinstance(pf, (int, float)) or pf != pf else fmt_signed(pf),
         "—" if zf is None else f"{zf}/{pr if pr is not None else '?'}",
@@ -514,12 +516,12 @@ RECENT_COLUMNS = ("seed", "outcome", "prog_final", "zf/predicts", "wall_s", "wor
 RECENT_RIGHT = {"prog_final", "zf/predicts", "wall_s"}  # numbers line up on the right
 
 
-def recent_rows_text(rows: list[dict], width: int, with_arm: bool = False) -> Text:
+def recent_rows_text(rows: list[dict], width: int, with_arm: bool = False, with_variant: bool = False) -> Text:
     """The latest rows as a log: a header, then one line per row, newest at the bottom, in columns
     as wide as what they hold; each line is cut to `width` (the note, last, goes first). A comparison
-    run's rows start with their arm."""
-    columns = (("arm",) if with_arm else ()) + RECENT_COLUMNS
-    cells = [recent_row_cells(row, with_arm) for row in rows]
+    run's rows start with their arm; a crossed design's name their variant after the seed."""
+    columns = (("arm",) if with_arm else ()) + RECENT_COLUMNS[:1] + (("variant",) if with_variant else ()) + RECENT_COLUMNS[1:]
+    cells = [recent_row_cells(row, with_arm, with_variant) for row in rows]
     widths = [max([len(label)] + [len(str(c[i])) for c in cells]) for i, label in enumerate(columns)]
     lines = [Text(" ".join(_pad(label, widths[i], label in RECENT_RIGHT) for i, label in enumerate(columns)),
                   style="bold")]

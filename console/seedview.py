@@ -16,7 +16,7 @@ from prereg.core.safe_read import Unreadable, check_regular, os_error_why, resol
 from prereg.rundir.predicts import Trail
 from prereg.rundir.predicts import read_predicts as prereg_read_predicts
 from prereg.rundir.row_words import row_in_words  # noqa: F401 - the seed view's words (shared with the report's page)
-from prereg.rundir.rows import last_row_of_seed
+from prereg.rundir.rows import last_row_of_seed, last_rows_of_seed
 
 PREDICTS_SHOWN = 2000  # lines of one seed's trail kept for the table (a long episode has ~100)
 MAX_FRAMES = 1200  # frames decoded from one video (2 minutes at 10 fps)
@@ -27,6 +27,11 @@ def find_row(run_dir: str | Path, seed, arm: str | None = None) -> tuple[dict | 
     """The last row of `seed` (of `arm`'s, a comparison run) in rows.jsonl (a resumed seed's latest), and a
     problem in words."""
     return last_row_of_seed(Path(run_dir) / rd.ROWS, seed, arm=arm)
+
+
+def find_rows(run_dir: str | Path, seed, arm: str | None = None) -> tuple[dict[str, dict], str]:
+    """A crossed design's seed: its last row on each variant (variant -> row), and a problem in words."""
+    return last_rows_of_seed(Path(run_dir) / rd.ROWS, seed, arm=arm)
 
 
 def read_predicts(run_dir: str | Path, seed, arm: str | None = None) -> Trail:

@@ -26,6 +26,7 @@ from prereg.rundir.discovery import discover_runs, run_sort_key
 from prereg.rundir.files import FINAL_STATES
 from prereg.rundir.fold import Plan
 from prereg.rundir.tail import RowsTailer
+from prereg.stats.variants import Crossed
 
 WATCHED_FILES = (rd.MANIFEST, rd.STATUS, rd.PID, rd.STOP, rd.RESULTS_JSON, rd.HEARTBEAT)  # the heartbeat last (its own path)
 RESCAN_EVERY_S = 2.0
@@ -97,7 +98,7 @@ class RunWatch:
         self.path = path
         self.tailer = RowsTailer(path / rd.ROWS)
         self.info: RunInfo = read_run(path)
-        self.agg = RunAggregate(Plan.of(self.info.manifest))  # per arm, over the manifest's seeds
+        self.agg = RunAggregate(Plan.of(self.info.manifest), crossed=Crossed.of(self.info.manifest))  # per arm (and variant)
         self.popen: subprocess.Popen | None = None  # when this console launched it
         self.launched_arm: str | None = None  # the arm it was launched with (shown before manifest.json exists)
         self.loading = True
@@ -199,13 +200,13 @@ class RunWatch:
     def _replan(self) -> bool:
         """The manifest's plan (its seeds, a comparison run's arms) is what the rows are counted by: when
         it first becomes readable (a run starting), the rows are read again under it."""
-        plan = Plan.of(self.info.manifest)
-        if plan == self.agg.plan or self.info.manifest is None:
+        plan, crossed = Plan.of(self.info.manifest), Crossed.of(self.info.manifest)
+        if (plan, crossed) == (self.agg.plan, self.agg.crossed) or self.info.manifest is None:
             return False
         self.tailer.close()
         self.tailer = RowsTailer(self.path / rd.ROWS)
         version = self.agg.version + 1
-        self.agg = RunAggregate(plan)
+        self.agg = RunAggregate(plan, crossed=crossed)
         self.agg.version = version  # the UI redraws what it shows of it
         self._torn_added = False
         return True

@@ -33,6 +33,8 @@ from prereg.rundir.files import append_line, typed_field, utc_now, write_json_at
 from prereg.rundir.fold import Plan, RowsFold
 from prereg.rundir.lock import FileLock, Locked, lock_holder_at
 from prereg.rundir.tail import RowsTailer
+from prereg.stats.variants import Crossed, feed_variants
+from prereg.stats.variants_live import live_stories
 
 log = logging.getLogger(__name__)
 
@@ -237,6 +239,8 @@ class RunBook:
         self.tailer: RowsTailer | None = None
         self.fold = RowsFold(Plan(), every=every)
         self.rows: dict = {}  # a comparison run's counted rows by (arm, seed): its evidence reads them
+        self.crossed: Crossed | None = None  # a crossed design (issue 48): every variant folded apart
+        self.variant_folds: dict = {}  # variant -> its RowsFold (the read variant's is `fold`)
 
     def load(self) -> None:
         """The ledger's keys (a catch-up's `covers` included), and a leftover in-flight marker:
@@ -255,24 +259,32 @@ class RunBook:
     def follow_rows(self, manifest: rd.Manifest | None) -> RowsFold:
         """Fold in what rows.jsonl gained since the last poll (under the manifest's plan: its seeds, a
         comparison run's arms); a file truncated or replaced, or a plan that changed, is read again."""
-        plan = Plan.of(manifest)
-        if plan != self.plan or self.tailer is None:
-            self._restart(plan)
+        plan, crossed = Plan.of(manifest), Crossed.of(manifest)
+        if plan != self.plan or crossed != self.crossed or self.tailer is None:
+            self._restart(plan, crossed)
         batch = self.tailer.poll()
         if batch.restarted:
-            self._restart(plan)
+            self._restart(plan, crossed)
             batch = self.tailer.poll()
         self.tailer.release()  # no descriptor held per run between polls
         keep = self.rows.__setitem__ if plan.arms else None
         self.fold.add_many(batch.rows, on_row=(lambda key, seed, row, _part, _replaced: keep((key, seed), row))
                            if keep is not None else None)
+        if self.variant_folds:
+            feed_variants(self.variant_folds, batch.rows, self.fold)
         return self.fold
 
-    def _restart(self, plan: Plan) -> None:
+    def variant_stories(self) -> tuple:
+        """A crossed design's live reads per arm (prereg.stats.variants_live.live_stories); () for one scene."""
+        return live_stories(self.crossed, self.variant_folds) if self.crossed is not None else ()
+
+    def _restart(self, plan: Plan, crossed: Crossed | None = None) -> None:
         if self.tailer is not None:
             self.tailer.close()
-        self.plan, self.tailer = plan, RowsTailer(self.run_dir / rd.ROWS)
+        self.plan, self.crossed, self.tailer = plan, crossed, RowsTailer(self.run_dir / rd.ROWS)
         self.fold, self.rows = RowsFold(plan, every=self.every), {}
+        self.variant_folds = {v: self.fold if v == plan.variant else RowsFold(p)
+                              for v, p in crossed.plans(plan).items()} if crossed is not None else {}
 
     def close(self) -> None:
         if self.tailer is not None:

@@ -70,6 +70,7 @@ from console.notify.wording import (
     shorten_markdown,
     story_head,
     tripwire_joint_lines,
+    variant_lines,
     without_sections,
 )
 from prereg import rundir as rd
@@ -187,6 +188,10 @@ def launch_post(snap: RunSnapshot) -> Post:
     if m.workers:
         proto.append(plural(m.workers, "worker"))
     lines.append(" · ".join(proto))
+    if m.variants:  # a crossed design: every seed on each variant
+        apart = "" if m.pool_cameras else " · ".join(esc(v) for v in m.camera_variants)
+        lines.append(f"variants: {' · '.join(esc(short(v, 40)) for v in m.variants)} (each seed on each; the decision "
+                     f"reads {esc(m.read_variant)}" + (f"; camera, read apart: {apart}" if apart else "") + ")")
     budget = f"budget: {plural(snap.total, 'episode')}"
     if secs is not None:
         budget += f" × {secs:g} s simulated"
@@ -247,6 +252,8 @@ def progress_lines(snap: RunSnapshot, said: str = "") -> list[str]:
     lines = []
     for arm in snap.arms or (None,):
         lines.extend(_count_lines(snap, arm))
+    for story in snap.variants:  # a crossed design: the counts above are the read variant's; each variant's here
+        lines.extend(variant_lines(story, len(snap.variants) > 1))
     lines.extend(_read_lines(snap))
     spec = snap.gate_spec()
     elapsed, done, total = snap.elapsed_s, snap.done, snap.total

@@ -103,7 +103,7 @@ class Outbox:
                 return []
             fold = book.follow_rows(contract.manifest)
             snap = read_snapshot(run_dir, contract=contract, fold=fold, rows=tuple(book.rows.values()),
-                                 every=self.every_episodes)
+                                 every=self.every_episodes, variants=book.variant_stories())
             book.sig, book.over = sig, snap.over
             posts = msgs.due_posts(snap, book.keys, every_episodes=self.every_episodes,
                                    catch_up_s=self.catch_up_s)

@@ -23,6 +23,8 @@ from prereg.rundir.real import read_trials
 from prereg.rundir.rows import read_rows
 from prereg.rundir.runstate import STARTING_GRACE_S, RunState, ShowsState, episodes_done, planned_total, young
 from prereg.rundir.status import GateSpec
+from prereg.stats.variants import Crossed
+from prereg.stats.variants_live import live_stories
 
 EVERY_EPISODES = 10  # an update every this many episodes: the fold notes each arm's figures there (the catch-up)
 RESULTS_MD_MAX_BYTES = 4 * 1024 * 1024  # results.md: the report's words (the post shortens them to a few lines)
@@ -52,6 +54,7 @@ class RunSnapshot(ShowsState):
     young: bool = False  # no process recorded yet, written within STARTING_GRACE_S
     rows: tuple = ()
     real: tuple = ()  # real.jsonl's trials (prereg.rundir.real.Trial), in order: the real-trial posts read them
+    variants: tuple = ()  # a crossed design's live reads, one prereg.stats.story.VariantStory per arm
 
     @property
     def run_id(self) -> str:
@@ -103,10 +106,11 @@ class RunSnapshot(ShowsState):
 
 
 def read_snapshot(run_dir: Path, *, now: float | None = None, fold: RowsFold | None = None,
-                  rows: tuple = (), every: int = EVERY_EPISODES, contract: rd.Snapshot | None = None) -> RunSnapshot:
-    """Read the run directory. `fold`: the rows as the notifier's book has followed them; without one,
-    rows.jsonl is read whole and folded here (a test, a one-off look). `contract`: its small files,
-    when the caller has just read them."""
+                  rows: tuple = (), every: int = EVERY_EPISODES, contract: rd.Snapshot | None = None,
+                  variants: tuple = ()) -> RunSnapshot:
+    """Read the run directory. `fold`: the rows as the notifier's book has followed them, `variants` its
+    crossed design's reads; without a fold, rows.jsonl is read whole and folded here, each variant apart
+    (a test, a one-off look). `contract`: its small files, when the caller has just read them."""
     run_dir = Path(run_dir)
     now = time.time() if now is None else now
     results = run_dir / rd.RESULTS
@@ -123,6 +127,9 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, fold: RowsFold | N
         fold = fold_rows(all_rows, plan, every=every)
         if plan.arms:
             rows = tuple(r for r in all_rows if r.get("arm") in plan.arms)
+        crossed = Crossed.of(contract.manifest)
+        if crossed is not None:
+            variants = live_stories(crossed, {v: fold_rows(all_rows, p) for v, p in crossed.plans(plan).items()})
     return RunSnapshot(
         run_dir=run_dir,
         manifest=contract.manifest or rd.Manifest(),
@@ -140,6 +147,7 @@ def read_snapshot(run_dir: Path, *, now: float | None = None, fold: RowsFold | N
         young=alive == UNKNOWN and young(run_dir, STARTING_GRACE_S),
         rows=tuple(rows),
         real=tuple(read_trials(run_dir).trials) if (run_dir / rd.REAL).exists() else (),
+        variants=tuple(variants),
     )
 
 

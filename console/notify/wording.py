@@ -22,7 +22,7 @@ from prereg.outputs.report_markdown import HEADLINE
 from prereg.rundir.rows import number
 from prereg.rundir.status import GateSpec
 from prereg.stats.reads import EXPLORATORY_HEAD
-from prereg.stats.story import INVALID, Story
+from prereg.stats.story import INVALID, Story, VariantStory
 
 LAUNCH, UPDATE, TRIPWIRE, STALL, RESULTS, TEST = "launch", "update", "tripwire", "stall", "results", "test"
 REAL_TRIALS = "real"  # every ~10 real trials recorded in real.jsonl (the console's real session, an import)
@@ -161,6 +161,18 @@ def decision_words(c: dict) -> str:
     return str(c.get("outcome") or "no decision")
 
 
+def variant_lines(story: VariantStory, with_arm: bool = False) -> list[str]:
+    """A crossed design's read in a post (issue 48), compactly: each variant's k/n, marked as the story marks
+    them (the variant the decision reads, a camera variant read apart), then the pooled rate with its
+    interval (VariantStory.pooled_words) and the worst variant. The same words live and from the report."""
+    who = f"**{esc(short(story.arm, 40))}** " if with_arm else ""
+    cells = [f"{esc(short(c.variant, 40))} {c.successes}/{c.n}" + (f" ({story.tag(c)})" if story.tag(c) else "")
+             for c in story.cells[:12]]
+    more = f" · … {len(story.cells) - 12} more" if len(story.cells) > 12 else ""
+    worst = f" · worst {esc(short(story.worst, 40))}" if story.worst else ""
+    return [f"{who}variants: {' · '.join(cells)}{more}", f"{who}{esc(story.pooled_words())}{worst}"]
+
+
 def story_head(res: dict | None) -> tuple[str, str] | None:
     """(the post's head, its content line) from results.json's story (prereg/stats/story.py): the headline once,
     in bold, then what it rests on, each said once; None for a report without one (an older report)."""
@@ -176,6 +188,7 @@ def story_head(res: dict | None) -> tuple[str, str] | None:
     lines += [f"· {esc(short(r.said, 160))} *(descriptive: the plan decides by its registered comparison)*"
               for r in story.descriptive[:4]]
     lines += [f"real trials, {esc(short(r.arm, 40))}: {esc(short(r.sentence, 300))}" for r in story.real[:4]]
+    lines += [line for v in story.variants[:4] for line in variant_lines(v, len(story.variants) > 1)]
     if isinstance(res, dict) and isinstance(res.get("comparison"), dict) and res["comparison"].get("after_anytime_valid_stop"):
         lines.append("*the arms' counts are read after an anytime-valid stop: fixed-n numbers on the episodes run*")
     count = f"{story.arms[0].count_words(planned=False)} · " if len(story.arms) == 1 else ""

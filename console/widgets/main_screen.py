@@ -54,12 +54,18 @@ APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}
     #filter.shown { display: block; }
     MainScreen.compact #pages { display: block; }
     MainScreen.compact #discord { display: none; }
+    #variants { display: none; }
+    #variants.shown { display: block; }
+    #counts-col.crossed #counts { border-bottom: none; }  /* the variants' titled border closes the counts */
+    MainScreen.compact #counts-col.crossed #counts { border-bottom: round $primary 50%; }
     MainScreen.compact #counts, MainScreen.compact #pace, MainScreen.compact #grid, MainScreen.compact #hist,
     MainScreen.compact #recent, MainScreen.compact #top-panels, MainScreen.compact #left-col,
-    MainScreen.compact #grid-legend { display: none; }
+    MainScreen.compact #grid-legend, MainScreen.compact #counts-col, MainScreen.compact #variants { display: none; }
     MainScreen.compact #left-col { width: 1fr; }
     MainScreen.compact #bottom { height: 1fr; }
-    MainScreen.page-counts #top-panels, MainScreen.page-counts #counts { display: block; }
+    MainScreen.page-counts #top-panels, MainScreen.page-counts #counts-col, MainScreen.page-counts #counts { display: block; }
+    MainScreen.page-variants #top-panels, MainScreen.page-variants #counts-col, MainScreen.page-variants #variants {
+        display: block; }
     MainScreen.page-pace #top-panels, MainScreen.page-pace #pace { display: block; }
     MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #grid-legend { display: block; }
     MainScreen.page-hist #left-col, MainScreen.page-hist #hist { display: block; }
@@ -71,7 +77,8 @@ APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}
     #discord { width: auto; height: 1; padding: 0 1; }
     Panel { border: round $primary 50%; padding: 0 1; height: auto; }
     #top-panels { height: auto; }
-    #counts, #pace { width: 1fr; }
+    #counts-col, #pace { width: 1fr; }
+    #counts-col { height: auto; }
     #bottom { height: 1fr; }
     #left-col { height: auto; }  /* its width: MainScreen.left_width */
     #grid-legend { height: auto; padding: 0 1; }
@@ -135,6 +142,7 @@ class MainScreen(Screen):
         Binding("3", "page('seeds')", show=False),
         Binding("4", "page('rows')", show=False),
         Binding("5", "page('hist')", show=False),
+        Binding("6", "page('variants')", show=False),  # a crossed design's variants, on a page of their own
         Binding("escape", "escape", show=False),
     ]
 
@@ -143,8 +151,11 @@ class MainScreen(Screen):
     # runs list is sized to the terminal either way.
     COMPACT_WIDTH, COMPACT_HEIGHT = 110, 34
     PAGES = ("counts", "pace", "seeds", "rows", "hist")
-    PAGE_TITLES = {"counts": "1 counts", "pace": "2 pace", "seeds": "3 seeds", "rows": "4 rows", "hist": "5 progress"}
+    PAGE_TITLES = {"counts": "1 counts", "pace": "2 pace", "seeds": "3 seeds", "rows": "4 rows", "hist": "5 progress",
+                   "variants": "6 variants"}
+    VARIANTS_PAGE = "variants"  # a crossed design's: its variants panel, paged like the others
     page = "counts"
+    crossed = False  # the run shown is a crossed design (MainDraw says): the variants panel shows
     compact = False
     full_header: Text | None = None  # the run's header before a small terminal clips it (the app sets it)
     _fit_shape: tuple | None = None
@@ -182,11 +193,32 @@ class MainScreen(Screen):
             return False  # every panel is on screen: nothing to page through (and no footer entry)
         return True
 
+    @property
+    def pages(self) -> tuple[str, ...]:
+        """The pages a small terminal cycles through: the variants panel's too, for a crossed design."""
+        return self.PAGES + ((self.VARIANTS_PAGE,) if self.crossed else ())
+
     def action_next_page(self) -> None:
-        self.action_page(self.PAGES[(self.PAGES.index(self.page) + 1) % len(self.PAGES)])
+        pages = self.pages
+        self.action_page(pages[(pages.index(self.page) + 1) % len(pages)] if self.page in pages else pages[0])
 
     def action_page(self, page: str) -> None:
+        if page not in self.pages:  # 6 for a run of one scene: nothing there
+            return
         self.page = page
+        self.layout_for(self.size.width, self.size.height)
+
+    def show_variants(self, crossed: bool) -> None:
+        """The run shown is (or is not) a crossed design: its variants panel shows (under the counts, or on
+        page 6 of a small terminal), or goes with its page."""
+        if crossed == self.crossed:
+            return
+        self.crossed = crossed
+        self.query_one("#variants").set_class(crossed, "shown")
+        self.query_one("#counts-col").set_class(crossed, "crossed")
+        if not crossed and self.page == self.VARIANTS_PAGE:
+            self.page = "counts"
+        self._fit_shape = None  # measure the wide layout again: the counts column grew or shrank
         self.layout_for(self.size.width, self.size.height)
 
     def footer_width(self) -> int:
@@ -211,7 +243,7 @@ class MainScreen(Screen):
             self.refresh_bindings()  # the footer composes its keys again (the panels key comes or goes)
         two_lines = width < self.footer_width()  # every key on screen, never cut off the right
         runs = self.query_one(RunsTable)
-        layout = (width, height, compact, self.page, two_lines, runs.row_count)
+        layout = (width, height, compact, self.page, two_lines, runs.row_count, self.crossed)
         if layout == self._laid_out:  # asked again for the same (a resize arrives twice): nothing to restyle
             return
         self._laid_out = layout
@@ -221,12 +253,12 @@ class MainScreen(Screen):
         # 0.5-1.65 s after a resize on a loaded machine).
         footer_changed = two_lines != self.has_class("two-line-footer")
         self.update_classes({"compact": compact, "two-line-footer": two_lines,
-                             **{f"page-{page}": compact and self.page == page for page in self.PAGES}})
+                             **{f"page-{page}": compact and self.page == page for page in self.PAGE_TITLES}})
         if footer_changed and not bindings_changed:  # (refresh_bindings has the footer compose again already)
             self.query_one(KeysFooter).refresh(recompose=True)
         set_style(runs, "height", self.runs_height(height, compact))
         set_style(self.query_one("#left-col"), "width", "1fr" if compact else self.left_width(width))
-        bar = "  ".join(f"[reverse]{t}[/]" if p == self.page else t for p, t in self.PAGE_TITLES.items())
+        bar = "  ".join(f"[reverse]{self.PAGE_TITLES[p]}[/]" if p == self.page else self.PAGE_TITLES[p] for p in self.pages)
         if bar != self._pages_bar:
             self._pages_bar = bar
             self.query_one("#pages", Static).update(f"[grey62]panels (p):[/] {bar}")
@@ -255,7 +287,7 @@ class MainScreen(Screen):
 
     def wide_fits(self, width: int, height: int) -> bool:
         """Whether every panel, whole, fits `height` rows with all of them on screen (the wide layout)."""
-        panels = [self.query_one(s) for s in ("#banner", "#counts", "#pace", "#grid", "#hist")]
+        panels = [self.query_one(s) for s in ("#banner", "#counts", "#pace", "#grid", "#hist", "#variants")]
         # Measured again at once for a new size, run or shape (arms, seeds); for new rows of the same
         # run at most every FIT_EVERY_S (measuring draws the panels at other widths: ~10 ms).
         shape = (width, height, self.query_one(RunsTable).row_count, self.query_one("#filter").has_class("shown"),
@@ -276,7 +308,9 @@ class MainScreen(Screen):
         discord_w = discord.get_content_width(Size(width, 1), Size(width, 1)) + 2  # beside the header, padded
         rows += text_height(self.app.console, self.full_header, width - discord_w - 2) if self.full_header else 1
         half = width // 2  # counts and pace share the width; each has a border and a column of padding a side
-        rows += 2 + max(counts.height_at(half - 4), pace.height_at(width - half - 4))
+        variants = self.query_one("#variants", Panel)  # a crossed design's: under the counts, its top border theirs
+        column = counts.height_at(half - 4) + (1 + variants.height_at(half - 4) if self.crossed else 0)
+        rows += 2 + max(column, pace.height_at(width - half - 4))
         left = self.left_width(width) - 4  # the grid's and histogram's text; the legend has no border
         legend = text_height(self.app.console, grid_legend(), left + 2)
         rows += max(RECENT_MIN_HEIGHT, 2 + grid.height_at(left) + legend + 2 + hist.height_at(left))
@@ -294,7 +328,9 @@ class MainScreen(Screen):
             yield TextBlock("", id="discord")
         yield TextBlock("", id="pages")
         with Horizontal(id="top-panels"):
-            yield Panel("counts", id="counts")
+            with Vertical(id="counts-col"):
+                yield Panel("counts", id="counts")
+                yield Panel("variants", id="variants")
             yield Panel("pace · gates · heartbeat", id="pace")
         with Horizontal(id="bottom"):
             with Vertical(id="left-col"):

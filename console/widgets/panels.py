@@ -170,6 +170,7 @@ class RecentRows(LinePanel):
         super().__init__(**kwargs)
         self._latest: tuple = ()  # (row number, row) of the newest rows the aggregate keeps
         self._with_arm = False  # a comparison run: each row starts with its arm
+        self._with_variant = False  # a crossed design: each row names its variant
         self.row_count = 0  # the rows on screen now
 
     def clear(self) -> None:
@@ -177,7 +178,7 @@ class RecentRows(LinePanel):
         self._render_rows()
 
     def show_rows(self, view: AggregateView) -> None:
-        self._latest, self._with_arm = view.recent, view.comparison
+        self._latest, self._with_arm, self._with_variant = view.recent, view.comparison, bool(view.variants)
         self._render_rows()
 
     def on_resize(self) -> None:
@@ -188,7 +189,7 @@ class RecentRows(LinePanel):
         height, width = self.content_region.height, self.content_region.width
         latest = self._latest[-max(1, height - 1):] if height else self._latest
         self.row_count = len(latest)
-        self.update(recent_rows_text([row for _, row in latest], width or 200, self._with_arm))
+        self.update(recent_rows_text([row for _, row in latest], width or 200, self._with_arm, self._with_variant))
 
 
 class SeedGrid(Panel):

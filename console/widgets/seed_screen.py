@@ -29,9 +29,10 @@ from prereg.rundir.outcomes import OUTCOME_LABELS, episode_outcome
 PREDICT_COLUMNS = ("replan", "tick", "pathway", "decode", "tokens", "chunk (normalised)", "fallback", "mask", "first action °")
 
 
-def seed_title(run_id: str, seed, row: dict | None, problem: str = "", arm: str | None = None) -> Text:
+def seed_title(run_id: str, seed, row: dict | None, problem: str = "", arm: str | None = None,
+               variant: str | None = None) -> Text:
     t = Text()
-    t.append(f"seed {seed}" + (f" of {arm}" if arm else ""), style="bold")
+    t.append(f"seed {seed}" + (f" of {arm}" if arm else "") + (f" · {variant}" if variant else ""), style="bold")
     t.append(f"  ·  {run_id}", style="grey62")
     if row is None:
         t.append(f"\n{problem or 'reading…'}", style="yellow" if problem else "italic grey62")
@@ -53,6 +54,23 @@ def seed_title(run_id: str, seed, row: dict | None, problem: str = "", arm: str 
         bits.append(f"note: {str(row['note'])[:80]}")
     if bits:
         t.append("\n" + "  ·  ".join(bits), style="grey70")
+    return t
+
+
+def variant_list(variants, read_variant: str, shown: str, rows: dict) -> Text:
+    """'variants: base success · [dim quiet] · … (n: next)': the seed's episode on each variant of a crossed
+    design, the one shown in reverse, the one the plan reads marked."""
+    t = Text("variants: ", style="grey62")
+    for i, v in enumerate(variants):
+        if i:
+            t.append(" · ", style="grey50")
+        row = rows.get(v)
+        outcome = episode_outcome(row) if row is not None else None
+        label = f"{v}{' (decides)' if v == read_variant else ''} "
+        t.append(label, style="reverse bold" if v == shown else "")
+        t.append(OUTCOME_LABELS[outcome] if outcome else "no row",
+                 style=(OUTCOME_STYLE[outcome] if outcome else "grey50") + (" reverse" if v == shown else ""))
+    t.append("   n: next variant", style="grey50")
     return t
 
 
@@ -115,6 +133,7 @@ class SeedScreen(Screen):
         Binding("v", "tab('tab-video')", "Video"),
         Binding("w", "tab('tab-row')", "Row"),
         Binding("p", "tab('tab-predicts')", "Predicts"),
+        Binding("n", "next_variant", "Next variant"),  # a crossed design's seed: its episode on the next variant
         Binding("question_mark", "app.help", "Help", key_display="?"),
     ]
 
@@ -137,9 +156,13 @@ class SeedScreen(Screen):
     #predicts-note { height: auto; padding: 0 1; }
     """
 
-    def __init__(self, run_dir: Path, run_id: str, seed, arm: str | None = None):
+    def __init__(self, run_dir: Path, run_id: str, seed, arm: str | None = None, variant: str | None = None):
         super().__init__()
         self.run_dir, self.run_id, self.seed, self.arm = Path(run_dir), run_id, seed, arm  # arm: a comparison run's
+        self.variant = variant  # a crossed design's: the variant shown (None: the one the plan reads)
+        self.variants: tuple[str, ...] = ()  # a crossed design's, `base` first; () for a run of one scene
+        self.variant_rows: dict[str, dict] = {}  # variant -> the seed's last row on it
+        self.read_variant: str | None = None
         self.row: dict | None = None
         self.frames: seedview.Frames | None = None
         self.index = 0
@@ -152,6 +175,7 @@ class SeedScreen(Screen):
         yield TextBlock(seed_title(self.run_id, self.seed, None, arm=self.arm), id="seed-title")
         with TabbedContent(initial="tab-video"):
             with TabPane("video (v)", id="tab-video"):
+                yield TextBlock("", id="variant-list")  # a crossed design: the seed's episode on each variant
                 yield TextBlock(Text("reading the row and the video…", style="italic grey62"), id="video-note")
                 with Horizontal(id="player-row"):
                     with Vertical(id="player"):
@@ -179,15 +203,23 @@ class SeedScreen(Screen):
         for label in PREDICT_COLUMNS:
             predicts.add_column(label, key=label)
         self.query_one("#player-row").display = False
+        self.query_one("#variant-list").display = False
         self.load_worker()
 
     @work(thread=True, exclusive=True, group="seed")
     def load_worker(self) -> None:
         worker = get_current_worker()
-        row, problem = seedview.find_row(self.run_dir, self.seed, self.arm)
+        rows, problem = seedview.find_rows(self.run_dir, self.seed, self.arm)
         trail = seedview.read_predicts(self.run_dir, self.seed, self.arm)
         manifest, _ = seedview.rd.read_manifest(self.run_dir)
         policy = manifest.policy_kind if manifest is not None else None
+        variants = manifest.variants if manifest is not None else ()
+        row = next(reversed(rows.values())) if rows else None  # a run of one scene: the seed's last row
+        if variants:  # a crossed design: the chosen variant's episode (the one the plan reads, first)
+            variant = self.variant if self.variant in variants else manifest.read_variant
+            row = rows.get(variant)
+            problem = problem or ("" if row is not None else f"no row for seed {self.seed} on {variant} yet")
+            self.app.call_from_thread(self._show_variants, variants, manifest.read_variant, variant, rows)
         self.app.call_from_thread(self._show_row, row, problem, trail, policy)
         path = seedview.video_path(self.run_dir, row)
         if path is None:
@@ -204,11 +236,46 @@ class SeedScreen(Screen):
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_frames, frames, path)
 
+    def _show_variants(self, variants: tuple[str, ...], read_variant: str, variant: str, rows: dict) -> None:
+        """The seed's episode on each variant, the one shown marked (n: the next), over the player."""
+        if not self.is_attached:
+            return
+        first = not self.variants
+        self.variants, self.read_variant, self.variant, self.variant_rows = tuple(variants), read_variant, variant, rows
+        self.query_one("#variant-list", Static).update(variant_list(variants, read_variant, variant, rows))
+        self.query_one("#variant-list").display = True
+        if first:
+            self.refresh_bindings()  # `n` shows in the footer now
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        """`n` (next variant) only for a crossed design's seed."""
+        return bool(self.variants) if action == "next_variant" else True
+
+    def action_next_variant(self) -> None:
+        """The seed's episode on the next variant: its row, its video (decoded afresh), from the first frame."""
+        if not self.variants:
+            return
+        i = self.variants.index(self.variant) if self.variant in self.variants else -1
+        self.variant = self.variants[(i + 1) % len(self.variants)]
+        self._stop_player()
+        self.query_one("#variant-list", Static).update(
+            variant_list(self.variants, self.read_variant, self.variant, self.variant_rows))
+        self._show_video_problem(f"reading seed {self.seed}'s episode on {self.variant}…")
+        self.load_worker()
+
+    def _stop_player(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self.playing, self.frames, self.index, self._played_from = False, None, 0, None
+        self.query_one("#player-row").display = False
+
     def _show_row(self, row: dict | None, problem: str, trail: seedview.Trail, policy: str | None = None) -> None:
         if not self.is_attached:
             return
         self.row = row
-        self.query_one("#seed-title", Static).update(seed_title(self.run_id, self.seed, row, problem, self.arm))
+        self.query_one("#seed-title", Static).update(seed_title(self.run_id, self.seed, row, problem, self.arm,
+                                                                self.variant if self.variants else None))
         fields = self.query_one("#row-fields", DataTable)
         fields.clear()
         for key, value, words in seedview.row_in_words(row or {}):

@@ -35,6 +35,7 @@ from prereg.document.model import seeds_text
 from prereg.outputs.page_charts import band_chart, chart_section, paired_chart
 from prereg.outputs.page_html import Links, document, header, rel
 from prereg.outputs.page_seeds import grids, seed_boxes
+from prereg.outputs.page_variants import variants_section
 from prereg.outputs.report_markdown import (
     HEADLINE,
     OTHER_READS,
@@ -72,6 +73,7 @@ def run_page(doc, reps, judgement, now: str, colors: dict[str, str], *, unregist
     series = _series(reps)
     body = [header(doc, f"{names}" + (" (one comparison run)" if len(reps) > 1 else ""), now, unregistered, nav),
             story_section(story) if story is not None else "",
+            variants_section([story]),
             _question(doc),
             _verdicts(judgement),
             *(_comparison(c, colors) for c in comparison_reads({r.reads.arm: r for r in reps})),
@@ -101,6 +103,7 @@ def registration_page(doc, reports: dict, judgement, now: str, colors: dict[str,
     nav = [(rel(d / PAGE, here), f"run {d.name} ({' and '.join(arms)})") for d, arms in runs.items()]
     body = [header(doc, doc.prereg_id or doc.path.stem, now, unregistered, nav),
             *(story_section(s, run=True) for s in stories),
+            variants_section(stories),
             _question(doc),
             _verdicts(judgement),
             *(_comparison(c, colors) for c in comparison_reads(reports)),

@@ -68,6 +68,9 @@ font-weight:600;font-size:.85rem;border:1px solid rgba(0,0,0,.12)}
 .seed .bar .close{margin-left:auto;font-weight:600}
 .seed table.row{width:100%}.seed table.row td:last-child{overflow-wrap:anywhere;min-width:40%}
 .seed video{width:100%;max-height:60vh;background:#000;display:block;margin:.4rem 0}
+.seed ul.variants{list-style:none;padding:0;display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));\
+gap:6px 12px}.seed ul.variants video{max-height:30vh}table.variants tr.decides th{font-weight:700}\
+table.variants tr.pooled{border-top:2px solid var(--line)}
 details{margin:.4rem 0}summary{cursor:pointer}
 .words p{margin:.4rem 0}
 dl.plan{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:.3rem 0}

@@ -8,6 +8,7 @@ from html import escape
 
 from prereg.core.colors import COLORS, KNOCK_COLOR, SUCCESS_COLOR
 from prereg.outputs.page_html import Links, seed_id, slug
+from prereg.outputs.page_variants import CrossedRows, variant_episodes
 from prereg.rundir.outcomes import (
     CARRIED,
     DROPPED,
@@ -46,33 +47,52 @@ def grids(reps, colors: dict[str, str], links: Links) -> str:
     used = set()
     for r in reps:
         a = r.reads
+        crossed = CrossedRows.of(r)
         cells = []
         for s in _grid_seeds(a):
             o = a.outcome_by_seed.get(s, NO_ROW)
             used.add(o)
             row = a.rows_by_seed.get(s)
-            film = row_video(r.run_dir, row) is not None
-            cls = "cell" + (" dark" if o in (SUCCESS, OFF_TABLE, KNOCK_AWAY, ERROR, CARRIED, DROPPED) else "") + (
-                " film" if film else "")
-            what = OUTCOME_LABELS.get(o, "no row")
-            cells.append(f'<a class="{cls}" style="background:{OUTCOME_COLORS[o]}" href="{links.seed(a.arm, s)}" '
-                         f'data-seed="{s}" data-outcome="{o}" title="seed {s}: {escape(what)}">{s}</a>')
+            cells.append(_cell(a.arm, s, o, row_video(r.run_dir, row) is not None, links))
         out.append(f'<h3 id="grid-{slug(a.arm)}"><span class="swatch" style="background:{colors.get(a.arm, COLORS[0])}">'
                    f"</span>{escape(a.arm)} <span class=\"mute small\">run {escape(r.run_dir.name)}</span></h3>"
-                   f'<div class="grid" data-arm="{escape(a.arm)}">' + "".join(cells) + "</div>")
+                   + (f'<p class="small mute">{escape(crossed.label(crossed.read_variant))}</p>' if crossed else "")
+                   + f'<div class="grid" data-arm="{escape(a.arm)}">' + "".join(cells) + "</div>")
+        for v, by_seed in (crossed.by_variant.items() if crossed else ()):  # a crossed design: a line per variant
+            if v == crossed.read_variant:
+                continue
+            line = []
+            for s in _grid_seeds(a):
+                o = crossed.outcome(v, s) or NO_ROW
+                used.add(o)
+                line.append(_cell(a.arm, s, o, row_video(r.run_dir, by_seed.get(s)) is not None, links))
+            out.append(f'<p class="small mute">{escape(v)}</p><div class="grid" data-arm="{escape(a.arm)}" '
+                       f'data-variant="{escape(v)}">' + "".join(line) + "</div>")
     legend = "".join(f'<span><span class="swatch" style="background:{OUTCOME_COLORS[o]}"></span>'
                      f"{escape(OUTCOME_LABELS.get(o, 'no row'))}</span>" for o in (*EPISODE_OUTCOMES, NO_ROW) if o in used)
     out.append(f'<div class="legend">{legend}</div></section>')
     return "\n".join(out)
 
 
+def _cell(arm: str, s: int, o: str, film: bool, links: Links) -> str:
+    """A seed's cell, coloured by how its episode ended; it opens the seed's box."""
+    cls = "cell" + (" dark" if o in (SUCCESS, OFF_TABLE, KNOCK_AWAY, ERROR, CARRIED, DROPPED) else "") + (
+        " film" if film else "")
+    what = OUTCOME_LABELS.get(o, "no row")
+    return (f'<a class="{cls}" style="background:{OUTCOME_COLORS[o]}" href="{links.seed(arm, s)}" '
+            f'data-seed="{s}" data-outcome="{o}" title="seed {s}: {escape(what)}">{s}</a>')
+
+
 def seed_boxes(reps, links: Links) -> str:
     out = []
     for r in reps:
         a = r.reads
+        crossed = CrossedRows.of(r)
         seeds = _grid_seeds(a)
         for i, s in enumerate(seeds):
             row = a.rows_by_seed.get(s)
+            if crossed is not None:  # the episode the decision reads: the read variant's
+                row = crossed.by_variant[crossed.read_variant].get(s, row)
             o = a.outcome_by_seed.get(s, NO_ROW)
             sid = seed_id(a.arm, s)
             prev = seed_id(a.arm, seeds[i - 1]) if i > 0 else ""
@@ -96,6 +116,8 @@ def seed_boxes(reps, links: Links) -> str:
             else:
                 body.append('<p class="mute">Not filmed (the plan\'s video_draw chose other episodes, or the file is '
                             "gone).</p>")
+            if crossed is not None:  # its episode on every variant, each with its video
+                body.append(variant_episodes(crossed, r.run_dir, s, links, OUTCOME_COLORS, OUTCOME_LABELS))
             if row is not None:
                 body.append('<table class="small row"><thead><tr><th>field: what it means</th><th>value</th></tr></thead>'
                             "<tbody>" + "".join(f'<tr data-field="{escape(k)}"><td><code>{escape(k)}</code>'

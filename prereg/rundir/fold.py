@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from prereg.rundir.manifest import Manifest
-from prereg.rundir.outcomes import EPISODE_OUTCOMES, ERROR, OUTCOMES, RowCounts, classify, contribution
+from prereg.rundir.outcomes import EPISODE_OUTCOMES, ERROR, OUTCOMES, SUCCESS, RowCounts, classify, contribution
 from prereg.rundir.rows import read_as_success, unreachable, variant_of
 
 ONE_ARM = None  # the key of a one-arm run's tally
@@ -86,6 +86,12 @@ class ArmTally:
         """The counted row's episode outcome (prereg.rundir.outcomes.episode_outcome), None before its row."""
         part = self.part_of(seed)
         return outcome_of_part(part) if part is not None else None
+
+    def won_by_seed(self) -> dict:
+        """seed -> whether its counted row is a success (`outcome_of(seed) == SUCCESS`), every counted seed at
+        once: read off the packed parts without unpacking them (a crossed design's live read, per snapshot)."""
+        code = _OUTCOME_CODES[SUCCESS]
+        return {s: (p[0] == code) if type(p) is bytes else p[0] == SUCCESS for s, p in self.seeds.items()}
 
     def part_of(self, seed) -> tuple | None:
         """The counted row's part of a seed (RowsFold._add says what it holds), None before its row."""

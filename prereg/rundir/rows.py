@@ -339,28 +339,38 @@ def read_rows(path: str | Path, max_bytes: int = ROWS_MAX_BYTES) -> RowsRead:
 def last_row_of_seed(path: str | Path, seed: int, max_bytes: int = ROWS_MAX_BYTES,
                      arm: str | None = None) -> tuple[dict | None, str]:
     """The last row of `seed` (of `arm`'s, a comparison run) in a rows.jsonl (a resumed seed's latest,
-    the one every count reads), and a problem in words.
+    the one every count reads), and a problem in words (`last_rows_of_seed`: the last one written)."""
+    found, problem = last_rows_of_seed(path, seed, max_bytes, arm)
+    return (next(reversed(found.values())) if found else None), problem
+
+
+def last_rows_of_seed(path: str | Path, seed: int, max_bytes: int = ROWS_MAX_BYTES,
+                      arm: str | None = None) -> tuple[dict[str, dict], str]:
+    """The last row of `seed` on each variant (`variant_of`: a crossed design's; `base` alone otherwise),
+    in the order those rows were written, and a problem in words.
 
     Read as `read_rows` reads (regular files only, bounded, each candidate line through
     `parse_line`, so a wrong-typed row is never shown as a row); lines that do not mention the
     seed are skipped unparsed, so the seed view opens fast on a 100,000-row run."""
     name = Path(path).name
     needles = (f'"seed": {seed}'.encode(), f'"seed":{seed}'.encode())
-    found = None
+    found: dict[str, dict] = {}
     try:
         for i, raw, _, ended in read_lines(path, max_bytes):
             if raw is None or not ended or not any(n in raw for n in needles):
                 continue
             row, bad = parse_line(raw.decode("utf-8", errors="replace"), i)
             if bad is None and row.get("seed") == seed and (arm is None or row.get("arm") == arm):
-                found = row
+                variant = variant_of(row)
+                found.pop(variant, None)  # its place is the last written
+                found[variant] = row
     except FileNotFoundError:
-        return None, f"{name} is missing"
+        return {}, f"{name} is missing"
     except Unreadable as exc:
-        return None, str(exc)
+        return {}, str(exc)
     except OSError as exc:
-        return None, f"{name}: {exc.strerror or exc}"
-    return found, "" if found is not None else f"no row for seed {seed}{f' of {arm}' if arm else ''} yet"
+        return {}, f"{name}: {exc.strerror or exc}"
+    return found, "" if found else f"no row for seed {seed}{f' of {arm}' if arm else ''} yet"
 
 
 def row_video(run_dir: str | Path, row: dict | None) -> Path | None:

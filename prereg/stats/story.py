@@ -83,6 +83,9 @@ class RealStory:
     planned: int
 
 
+DECIDES, CAMERA_APART = "decides", "camera, apart"  # a variant's marks (VariantStory.tag)
+
+
 @dataclass(frozen=True)
 class VariantCell:
     """One variant's count in a crossed design (issue 48)."""
@@ -150,14 +153,20 @@ class VariantStory:
                     f"every decision rule read `{BASE_VARIANT}` only")
         return f"The decision, the counts above and every rule read `{self.read_variant}` only"
 
+    def tag(self, cell: VariantCell) -> str:
+        """What a variant's count is marked with wherever it is shown: 'decides' (the variant the decision
+        reads), 'camera, apart' (a camera variant the pooled rate leaves out), else ''."""
+        if cell.variant == self.read_variant:
+            return DECIDES
+        return CAMERA_APART if cell.camera and cell.variant not in self.pooled else ""
+
     def sentence(self) -> str:
         """The arm's variant reads in one line: each variant's k/n (the one the decision reads marked),
         the pooled rate, the worst variant."""
         cells = []
         for c in self.cells:
-            apart = c.camera and c.variant not in self.pooled
-            tag = " (decides)" if c.variant == self.read_variant else " (camera, apart)" if apart else ""
-            cells.append(f"{c.variant} {c.successes}/{c.n}{tag}")
+            tag = self.tag(c)
+            cells.append(f"{c.variant} {c.successes}/{c.n}{f' ({tag})' if tag else ''}")
         worst = f"; worst {self.worst}" if self.worst else ""
         return f"{self.arm}: {', '.join(cells)}; {self.pooled_words()}{worst}"
 

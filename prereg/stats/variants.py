@@ -18,11 +18,12 @@ scene as declared (`base`) and on each variant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from prereg.core.wilson import wilson_bounds, wilson_interval, z_of
+from prereg.rundir.fold import Plan
 from prereg.rundir.outcomes import SUCCESS as _SUCCESS
 from prereg.rundir.outcomes import classify
 from prereg.rundir.rows import latest_rows, variant_of
@@ -79,6 +80,48 @@ class VariantsRead:
         return out
 
 
+@dataclass(frozen=True)
+class Crossed:
+    """A run's crossed design as its manifest states it (prereg.rundir.manifest.Manifest.variants and the
+    rest): what a live read of it needs beside the rows."""
+
+    variants: tuple[str, ...]  # `base` first
+    read_variant: str  # the one the decision reads
+    camera: tuple[str, ...] = ()
+    pool_cameras: bool = False
+    arm: str = ""  # a one-arm run's arm (a comparison's arms are the fold's keys)
+
+    @classmethod
+    def of(cls, manifest) -> "Crossed | None":
+        """None for a run of the scene alone (or no readable manifest)."""
+        if manifest is None or not manifest.variants:
+            return None
+        return cls(tuple(manifest.variants), manifest.read_variant, tuple(manifest.camera_variants),
+                   manifest.pool_cameras, manifest.arm or "")
+
+    def read_tallies(self, tallies, planned_seeds) -> VariantsRead:
+        """`read_tallies` under this design."""
+        return read_tallies(tallies, planned_seeds, self.variants, camera=self.camera, pool_cameras=self.pool_cameras)
+
+    def plans(self, plan: Plan) -> dict:
+        """variant -> the plan of its fold (`plan`, the run's, counting that variant's rows)."""
+        return {v: replace(plan, variant=v) for v in self.variants}
+
+
+
+def feed_variants(folds: dict, rows, skip=None) -> None:
+    """A crossed design's rows into each variant's fold (but `skip`, fed already): each fold gets its own
+    variant's rows (one pass to sort them), not every row to filter again."""
+    mine: dict = {v: [] for v in folds}
+    for r in rows:
+        got = mine.get(variant_of(r))
+        if got is not None:
+            got.append(r)
+    for v, fold in folds.items():
+        if fold is not skip and mine[v]:
+            fold.add_many(mine[v])
+
+
 def pooled_interval(outcomes: np.ndarray, confidence: float = 0.95) -> tuple[float, tuple[float, float]] | None:
     """(the unweighted mean of the columns' success rates, its interval) for an n seeds x m variants 0/1
     matrix. Each seed's mean over the variants is one observation; their sample variance gives the
@@ -108,19 +151,39 @@ def read_variants(rows, planned_seeds, variants, *, camera=(), pool_cameras: boo
             by_variant[v].append(r)
     latest = {v: latest_rows(rs, planned).by_seed for v, rs in by_variant.items()}
     won = {v: {s: classify(r)[0] == _SUCCESS for s, r in latest[v].items()} for v in variants}
+    return read_won(won, planned, variants, camera=camera, pool_cameras=pool_cameras)
+
+
+def read_tallies(tallies, planned_seeds, variants, *, camera=(), pool_cameras: bool = False) -> VariantsRead:
+    """The same reads from one arm's folds, one per variant (`tallies`: variant -> the
+    prereg.rundir.fold.ArmTally of a `RowsFold(Plan.of(manifest, variant=v))`): what the console and the
+    notifier show live as rows arrive, computed as the report's (`read_won`). `planned_seeds` None (a run
+    without a readable plan): the seeds any variant has, in the order they came."""
+    won = {v: (tallies[v].won_by_seed() if v in tallies else {}) for v in variants}  # outcome_of(s) == SUCCESS
+    planned = list(planned_seeds) if planned_seeds is not None else list(dict.fromkeys(
+        s for v in variants for s in won[v]))
+    return read_won(won, planned, variants, camera=camera, pool_cameras=pool_cameras)
+
+
+def read_won(won: dict, planned, variants, *, camera=(), pool_cameras: bool = False) -> VariantsRead:
+    """The reads from each variant's counted seeds (`won`: variant -> {seed: succeeded}, the last row of each
+    planned seed): the one computation behind `read_variants` (whole rows) and `read_tallies` (live folds)."""
     reads = tuple(VariantRead(v, sum(won[v].values()), len(won[v]), wilson_interval(sum(won[v].values()), len(won[v])),
                               camera=v in camera) for v in variants)
     apart = () if pool_cameras else tuple(v for v in variants if v in camera)
     pooled = tuple(v for v in variants if v not in apart)
-    seeds = [s for s in planned if all(s in won[v] for v in pooled)]
-    matrix = np.array([[won[v][s] for v in pooled] for s in seeds], dtype=float).reshape(len(seeds), len(pooled))
+    common = set.intersection(*(set(won[v]) for v in pooled)) if pooled else set()
+    seeds = [s for s in planned if s in common]
+    matrix = np.zeros((len(seeds), len(pooled)))
+    for j, v in enumerate(pooled):  # column by column: a 25k-seed run's live read in milliseconds
+        matrix[:, j] = np.fromiter((won[v][s] for s in seeds), dtype=bool, count=len(seeds))
     got = pooled_interval(matrix) if seeds and pooled else None
     rated = [r for r in reads if r.n]
     worst = min(rated, key=lambda r: r.rate).variant if rated else None  # min keeps the first of a tie
     return VariantsRead(per_variant=reads, pooled=pooled, apart=apart,
                         pooled_rate=got[0] if got else None, pooled_interval=got[1] if got else None,
                         pooled_seeds=len(seeds), worst=worst,
-                        per_seed={s: int(sum(won[v][s] for v in pooled)) for s in seeds})
+                        per_seed=dict(zip(seeds, matrix.sum(axis=1).astype(int).tolist())))
 
 
 def crossed_outcomes(rng: np.random.Generator, rates, n: int, rho: float, sims: int) -> np.ndarray:

@@ -174,3 +174,30 @@ def test_unreachable_seeds_are_counted_apart_and_said():
     shown = text.export_text()
     assert "unreachable" in shown and "2 seeds out of the arm's reach: not in k/n" in shown
     assert RunAggregate().snapshot().unreachable == 0
+
+
+def test_a_crossed_design_is_folded_per_variant_live_as_the_report_reads_it():
+    """Issue 48: the counts stay the read variant's; beside them one fold per variant gives each variant's
+    k/n and the pooled rate, the report's computation (read_variants) on the rows read so far."""
+    from prereg.rundir.manifest import Manifest
+    from prereg.stats.story import VariantStory
+    from prereg.stats.variants import Crossed, read_variants
+    from tests.crossed_run import ALL, CAMERA, VARIANTS, crossed_rows
+
+    m = Manifest.from_dict({"run_id": "r", "arm": "a", "seeds": list(range(8)),
+                            "config": {"variants": list(VARIANTS), "camera_variants": list(CAMERA)}})
+    agg = RunAggregate(Plan.of(m), crossed=Crossed.of(m))
+    rows = crossed_rows(range(6))
+    for i in range(0, len(rows), 5):  # as a tail hands them over
+        agg.add_many(rows[i:i + 5])
+        seen = rows[:i + 5]
+        (story,) = agg.snapshot().variants
+        expect = read_variants(seen, range(8), ALL, camera=CAMERA)
+        assert story == VariantStory.of("a", expect, "base")
+    view = agg.snapshot()
+    assert (view.rows, view.successes) == (6, 5)  # the counts: base's rows alone
+    assert [(c.variant, c.successes, c.n) for c in view.variants[0].cells] == [
+        ("base", 5, 6), ("dim", 3, 6), ("clutter", 2, 6), ("cam-left", 6, 6)]
+    agg.reset()
+    assert agg.snapshot().variants[0].cells[0].n == 0 and agg.crossed == Crossed.of(m)
+    assert RunAggregate(Plan()).snapshot().variants == ()

@@ -468,3 +468,19 @@ def test_comparison_run_pages(snap_compare, here, start, size, page):
         await until_still(pilot, app)
 
     assert snap_compare(app, terminal_size=start, run_before=run_before)
+
+
+def test_main_screen_crossed_design(snap_compare, here):
+    """Issue 48: a crossed design's counts, a column per variant (k/n; base decides, the camera variant apart)
+    and the pooled rate with its interval."""
+    from tests.crossed_run import make_crossed_run
+
+    make_crossed_run(Path("runs"), "crossed-a-20260101-000000", total=40, done=24)
+    app = make_app(Path("runs"))
+
+    async def run_before(pilot):
+        await until_drawn(pilot, app, "crossed-a-20260101-000000")
+        await wait_for(pilot, lambda: "pooled" in plain(app.screen.query_one("#variants")))
+        await until_still(pilot, app)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

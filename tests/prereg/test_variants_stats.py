@@ -69,3 +69,46 @@ def test_the_pooled_interval_at_the_extremes_and_between():
 def test_the_pooled_interval_covers_the_pooled_rate_at_about_its_level(rates, n, rho):
     cover = pooled_coverage(rates, n, rho, sims=600, seed=1)
     assert 0.92 <= cover <= 0.995, cover  # 95% nominal; 600 simulated designs: MC s.e. ~0.009
+
+
+def _folded(rows, planned, variants, batch=7):
+    """One RowsFold per variant (prereg.rundir.fold.Plan.of(manifest, variant=v)), fed the same rows in batches."""
+    from prereg.rundir.fold import Plan, RowsFold
+
+    folds = {v: RowsFold(Plan(tuple(planned), variant=v)) for v in variants}
+    for i in range(0, len(rows), batch):
+        for f in folds.values():
+            f.add_many(rows[i:i + batch])
+    return {v: f.tally() for v, f in folds.items()}
+
+
+@pytest.mark.parametrize("pool_cameras", [False, True])
+def test_the_live_read_from_per_variant_folds_is_the_reports_read(pool_cameras):
+    """The console and the notifier read a crossed design live from one fold per variant (read_tallies); the
+    report reads the whole file (read_variants): on the same rows, in any order and batches, with repeated
+    seeds (the last row counts), error rows, a seed outside the plan and a seed missing on one variant, the
+    two reads are the same, field by field."""
+    from prereg.stats.variants import read_tallies
+
+    rng = np.random.default_rng(4)
+    rows = [_row(s, v, bool(rng.random() < p)) for v, p in (("dim", .6), (None, .8), ("clutter", .3), ("cam", .9))
+            for s in range(12)]
+    rows += [_row(3, "dim", True), _row(5, None, False, status="error"), _row(40, "clutter", True)]
+    rows = [r for r in rows if not (r["variant"] == "clutter" and r["seed"] == 7)]
+    order = rng.permutation(len(rows))
+    rows = [rows[i] for i in order]
+    planned = list(range(12))
+    report = read_variants(rows, planned, VARIANTS, camera=("cam",), pool_cameras=pool_cameras)
+    live = read_tallies(_folded(rows, planned, VARIANTS), planned, VARIANTS, camera=("cam",), pool_cameras=pool_cameras)
+    assert live == report
+    assert live.pooled_seeds == 11 and live.per_variant[0].n == 12  # seed 7 lacks clutter: out of the pooled seeds
+
+
+def test_a_crossed_design_as_the_manifest_states_it():
+    from prereg.rundir.manifest import Manifest
+    from prereg.stats.variants import Crossed
+
+    m = Manifest.from_dict({"run_id": "r", "arm": "a", "seeds": [0, 1],
+                            "config": {"variants": ["dim", "cam"], "camera_variants": ["cam"], "read_variant": "dim"}})
+    assert Crossed.of(m) == Crossed(("base", "dim", "cam"), "dim", ("cam",), False, "a")
+    assert Crossed.of(Manifest.from_dict({"run_id": "r", "seeds": [0]})) is None and Crossed.of(None) is None
