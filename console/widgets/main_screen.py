@@ -44,7 +44,7 @@ def text_height(console, text, width: int) -> int:
 
 
 # The app's stylesheet (FontaineApp.CSS): the main screen's layout, its compact pages, the dialogs.
-APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}; }}" + """
+APP_CSS = """
     #banner { display: none; height: auto; padding: 0 1; }
     #banner.tripped { background: $error; color: $text; text-style: bold; }
     #banner.warn { background: $warning 40%; }
@@ -52,26 +52,11 @@ APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}
     #pages { display: none; height: 1; padding: 0 1; }
     #filter { display: none; height: 3; }
     #filter.shown { display: block; }
-    MainScreen.compact #pages { display: block; }
-    MainScreen.compact #discord { display: none; }
     #variants { display: none; }
-    #variants.shown { display: block; }
     #counts-col.crossed #counts { border-bottom: none; }  /* the variants' titled border closes the counts */
-    MainScreen.compact #counts-col.crossed #counts { border-bottom: round $primary 50%; }
-    MainScreen.compact #counts, MainScreen.compact #pace, MainScreen.compact #grid, MainScreen.compact #hist,
-    MainScreen.compact #recent, MainScreen.compact #top-panels, MainScreen.compact #left-col,
-    MainScreen.compact #grid-legend, MainScreen.compact #counts-col, MainScreen.compact #variants { display: none; }
-    MainScreen.compact #left-col { width: 1fr; }
-    MainScreen.compact #bottom { height: 1fr; }
-    MainScreen.page-counts #top-panels, MainScreen.page-counts #counts-col, MainScreen.page-counts #counts { display: block; }
-    MainScreen.page-variants #top-panels, MainScreen.page-variants #counts-col, MainScreen.page-variants #variants {
-        display: block; }
-    MainScreen.page-pace #top-panels, MainScreen.page-pace #pace { display: block; }
-    MainScreen.page-seeds #left-col, MainScreen.page-seeds #grid, MainScreen.page-seeds #grid-legend { display: block; }
-    MainScreen.page-hist #left-col, MainScreen.page-hist #hist { display: block; }
-    MainScreen.page-rows #recent { display: block; }
-    MainScreen.two-line-footer KeysFooter { height: 2; layout: grid; grid-columns: auto; grid-gutter: 0 1; }
-    MainScreen.two-line-footer KeysFooter FooterKey { margin: 0; }  /* the gutter parts the columns */
+    #counts-col.crossed.paged #counts { border-bottom: round $primary 50%; }  /* page 6 is the variants' own */
+    KeysFooter.two-lines { height: 2; layout: grid; grid-columns: auto; grid-gutter: 0 1; }
+    KeysFooter.two-lines FooterKey { margin: 0; }  /* the gutter parts the columns */
     #header-row { height: auto; }
     #run-header { width: 1fr; height: auto; padding: 0 1; }
     #discord { width: auto; height: 1; padding: 0 1; }
@@ -106,11 +91,11 @@ APP_CSS = f"MainScreen.compact #run-header {{ max-height: {COMPACT_HEADER_LINES}
 
 class KeysFooter(Footer):
     """Textual's footer, its keys in two rows when its screen says one line cannot hold them (the
-    class `two-line-footer`): at 80 columns the main screen's last four keys were cut off."""
+    class `two-lines`): at 80 columns the main screen's last four keys were cut off."""
 
     def compose(self) -> ComposeResult:
         keys = list(super().compose())
-        if self.screen.has_class("two-line-footer"):
+        if self.has_class("two-lines"):
             self.styles.grid_size_columns = -(-len(keys) // 2)  # row by row: the first half on top
         yield from keys
 
@@ -154,6 +139,13 @@ class MainScreen(Screen):
     PAGE_TITLES = {"counts": "1 counts", "pace": "2 pace", "seeds": "3 seeds", "rows": "4 rows", "hist": "5 progress",
                    "variants": "6 variants"}
     VARIANTS_PAGE = "variants"  # a crossed design's: its variants panel, paged like the others
+    # What each page shows of the paged widgets (all of them show when the panels are not paged; the
+    # variants panel only for a crossed design).
+    PAGE_WIDGETS = {"counts": ("#top-panels", "#counts-col", "#counts"), "pace": ("#top-panels", "#pace"),
+                    "seeds": ("#left-col", "#grid", "#grid-legend"), "hist": ("#left-col", "#hist"), "rows": ("#recent",),
+                    "variants": ("#top-panels", "#counts-col", "#variants")}
+    PAGED = ("#top-panels", "#counts-col", "#counts", "#variants", "#pace", "#left-col", "#grid", "#grid-legend", "#hist",
+             "#recent")
     page = "counts"
     crossed = False  # the run shown is a crossed design (MainDraw says): the variants panel shows
     compact = False
@@ -214,7 +206,6 @@ class MainScreen(Screen):
         if crossed == self.crossed:
             return
         self.crossed = crossed
-        self.query_one("#variants").set_class(crossed, "shown")
         self.query_one("#counts-col").set_class(crossed, "crossed")
         if not crossed and self.page == self.VARIANTS_PAGE:
             self.page = "counts"
@@ -247,15 +238,22 @@ class MainScreen(Screen):
         if layout == self._laid_out:  # asked again for the same (a resize arrives twice): nothing to restyle
             return
         self._laid_out = layout
-        # Each change of a screen class restyles every widget on it at once (Textual's update_styles):
-        # the classes change in one batch, and a style or a text is set only when it differs, so a
-        # resize costs one restyle and one layout pass, not one per class (issue 49: keys lagged
-        # 0.5-1.65 s after a resize on a loaded machine).
-        footer_changed = two_lines != self.has_class("two-line-footer")
-        self.update_classes({"compact": compact, "two-line-footer": two_lines,
-                             **{f"page-{page}": compact and self.page == page for page in self.PAGE_TITLES}})
-        if footer_changed and not bindings_changed:  # (refresh_bindings has the footer compose again already)
-            self.query_one(KeysFooter).refresh(recompose=True)
+        # Paging shows and hides widgets by their own inline styles, set only when they differ: a class
+        # on the screen restyled every widget on it (Textual's update_styles: 110-135 ms on a loaded
+        # machine each time the panels were paged or unpaged), and a style needs only the layout pass
+        # the resize makes anyway (issue 49: keys lagged 0.5-1.65 s after a resize).
+        shown = set(self.PAGE_WIDGETS[self.page]) if compact else set(self.PAGED) - (set() if self.crossed else {"#variants"})
+        for selector in self.PAGED:
+            set_style(self.query_one(selector), "display", "block" if selector in shown else "none")
+        self.query_one("#counts-col").set_class(compact, "paged")  # restyles the counts' column only
+        set_style(self.query_one("#pages"), "display", "block" if compact else "none")
+        set_style(self.query_one("#discord"), "display", "none" if compact else "block")
+        set_style(self.query_one("#run-header"), "max_height", COMPACT_HEADER_LINES if compact else None)
+        footer = self.query_one(KeysFooter)
+        if two_lines != footer.has_class("two-lines"):
+            footer.set_class(two_lines, "two-lines")  # restyles the footer's keys only
+            if not bindings_changed:  # (refresh_bindings has the footer compose again already)
+                footer.refresh(recompose=True)
         set_style(runs, "height", self.runs_height(height, compact))
         set_style(self.query_one("#left-col"), "width", "1fr" if compact else self.left_width(width))
         bar = "  ".join(f"[reverse]{self.PAGE_TITLES[p]}[/]" if p == self.page else self.PAGE_TITLES[p] for p in self.pages)

@@ -46,6 +46,7 @@ class LinePanel(FreshLayout, Widget):
         self._strips_width: int | None = None
         self._line_cache: dict = {}  # a Text's lines as drawn at _line_cache_width: (plain, spans, style) -> strips
         self._line_cache_width: int | None = None
+        self._heights: dict[int, int] = {}  # height_at's answers for this content, by width
 
     def update(self, content: RenderableType = "", *, keep_drawer: bool = False) -> None:
         """Show `content` (a str is plain text, not markup)."""
@@ -53,6 +54,7 @@ class LinePanel(FreshLayout, Widget):
             self._draw_for_width = None
         self.content = Text(content) if isinstance(content, str) else content
         self.updates += 1
+        self._heights.clear()
         width = self.size.width
         if self.is_attached and not self._shown():  # a page not on screen (a small terminal shows one at a time):
             self._strips_width = None  # no work and no layout now; rendered when shown (by the layout or render_line)
@@ -84,10 +86,14 @@ class LinePanel(FreshLayout, Widget):
             self.refresh(*(Region(0, y, width, 1) for y in changed))
 
     def height_at(self, width: int) -> int:
-        """The lines the content takes at `width` (what is drawn and cached now is left as it is)."""
+        """The lines the content takes at `width` (what is drawn and cached now is left as it is). Kept
+        per width until the content changes: the main screen measures the wide layout at each size the
+        terminal takes (MainScreen.wide_fits), and back at a size it had, nothing is drawn again."""
         if width == self._strips_width:
             return len(self._strips)
-        return len(self._render_strips(width, keep=False))
+        if width not in self._heights:
+            self._heights[width] = len(self._render_strips(width, keep=False))
+        return self._heights[width]
 
     def _render_strips(self, width: int, keep: bool = True) -> list[Strip]:
         console = self.app.console
@@ -225,7 +231,6 @@ class SeedGrid(Panel):
 
     def show(self, view: AggregateView, seeds: list | None) -> None:
         self._view, self._seeds = view, seeds
-        self._relayout()
         self._render_grid()
 
     @property
@@ -241,30 +246,26 @@ class SeedGrid(Panel):
         layout = grid_layout(self._view, self._seeds, width)
         return len(layout.lines) + (1 if layout.hidden > 0 else 0)
 
-    def _relayout(self) -> None:
-        if self._view is None:
-            return
-        self._layout = grid_layout(self._view, self._seeds, self._width())
-        self.cursor = self._clamp(*self.cursor)
-
     def clear(self) -> None:
         """No run shown: no cells (and nothing for the cursor to open)."""
         self._view, self._seeds, self._layout = None, None, GridLayout((), 0, 0)
         self.update("")
 
-    def on_resize(self) -> None:  # (LinePanel's own on_resize runs too: Textual calls each class's handler)
-        self._relayout()
-        self._render_grid()
-
     def _render_grid(self, focused: bool | None = None) -> None:
+        """Drawn for the panel's width (LinePanel.update_for_width): a resize lays the cells out again
+        once, inside the screen's layout pass that measures the grid's height. Laid out again in its
+        own on_resize, the grid came out a different number of lines than that pass had measured,
+        and the screen was laid out a second time (issue 49: keys after a resize)."""
         if self._view is None:
             return
         focused = self.has_focus if focused is None else focused
-        cursor = self.cursor if (focused and self._layout.lines) else None
-        self.update(seed_grid_text(self._view, self._seeds, self._width(), cursor, self._layout))
+        self.update_for_width(lambda width: self._grid_text(width, focused))
 
-    def _width(self) -> int:
-        return self.size.width or 60
+    def _grid_text(self, width: int, focused: bool) -> Text:
+        self._layout = grid_layout(self._view, self._seeds, width)
+        self.cursor = self._clamp(*self.cursor)
+        cursor = self.cursor if (focused and self._layout.lines) else None
+        return seed_grid_text(self._view, self._seeds, width, cursor, self._layout)
 
     def _clamp(self, line: int, cell: int) -> tuple[int, int]:
         lines = self._layout.lines

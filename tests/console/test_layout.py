@@ -135,3 +135,40 @@ async def test_the_first_paint_fits_the_terminal(tmp_path, monkeypatch, size):
     compact, scrollbar, width, cut = first[0]
     assert compact == (size == (80, 24)) and not scrollbar and width == size[0]
     assert not any(cut), cut
+
+
+async def test_a_resize_restyles_no_widget_but_the_footers_and_lays_the_grid_out_once(tmp_path, monkeypatch):
+    """Keys after a resize (issue 49): paging the panels, on a resize or a page key, sets their own display
+    styles (a class on the screen restyled every widget on it), and the seed grid is drawn for the width the screen's layout
+    pass measures it at (laid out again in its own on_resize, it came out another number of lines
+    and asked for a second pass)."""
+    from console.widgets.panels import SeedGrid
+
+    monkeypatch.chdir(tmp_path)
+    one_arm_run(tmp_path)
+    app = make_app(Path("runs"))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await every_panel_whole(pilot, app, (200, 60))
+        screen = app.screen
+        footer = screen.query_one(KeysFooter)
+        restyled, regrown = [], []
+        update_nodes, show_strips = app.stylesheet.update_nodes, SeedGrid._show
+
+        def record_restyle(nodes, animate=False):
+            nodes = list(nodes)
+            restyled.extend(n for n in nodes if n is not footer and footer not in n.ancestors)
+            return update_nodes(nodes, animate=animate)
+
+        def record_show(grid, strips, width):
+            if len(strips) != len(grid._strips):  # its height changed after the layout measured it
+                regrown.append((width, len(grid._strips), len(strips)))
+            return show_strips(grid, strips, width)
+
+        monkeypatch.setattr(app.stylesheet, "update_nodes", record_restyle)
+        monkeypatch.setattr(SeedGrid, "_show", record_show)
+        for size in ((160, 48), (80, 24), (200, 60)):  # every panel, paged, every panel again
+            await pilot.resize_terminal(*size)
+            await every_panel_whole(pilot, app, size)
+            assert not restyled, f"{len(restyled)} widgets restyled at {size}: {restyled[:4]}"
+            assert not regrown, f"the grid changed height after the layout at {size}: {regrown}"
+            assert screen.compact == (size == (80, 24))

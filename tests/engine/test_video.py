@@ -3,6 +3,8 @@ draws its frames holding only what it can draw (engine/sim/render.py)."""
 
 from __future__ import annotations
 
+import time
+
 import mujoco
 import numpy as np
 import psutil
@@ -10,7 +12,8 @@ import pytest
 
 from engine.envs import get_env
 from engine.sim.render import FrameRenderer, scene_geoms
-from engine.workers.video import VideoWriter
+from engine.workers import video
+from engine.workers.video import QUEUE_FRAMES, VideoWriter
 
 
 def frames(n: int, h: int = 224, w: int = 448) -> list[np.ndarray]:
@@ -77,6 +80,85 @@ def test_an_encoder_that_fails_costs_the_video_and_leaves_no_file(tmp_path):
     writer.close()
     assert writer.error is not None and writer.error.startswith("FileNotFoundError")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_frames_are_encoded_as_they_come_never_all_held(tmp_path, monkeypatch):
+    """A filming worker holds at most the queue's frames, however long the episode: add() waits for a
+    slow encoder rather than keeping every frame, and each frame is let go once it is encoded."""
+    import weakref
+
+    slow_add = video._Encoder.add
+
+    def add(self, frame):
+        time.sleep(0.004)  # an encoder slower than the rollout
+        slow_add(self, frame)
+
+    monkeypatch.setattr(video._Encoder, "add", add)
+    alive, most = [0], [0]
+
+    def gone():
+        alive[0] -= 1
+
+    n, shown = 3 * QUEUE_FRAMES + 5, frames(8, h=64, w=128)
+    writer = VideoWriter(tmp_path / "long.mp4")
+    for f in (shown[i % len(shown)].copy() for i in range(n)):  # each frame made as the rollout makes it
+        weakref.finalize(f, gone)
+        alive[0] += 1
+        most[0] = max(most[0], alive[0])
+        writer.add(f)
+        del f
+    writer.close()
+    assert writer.error is None and writer.frames == n  # no frame lost
+    assert QUEUE_FRAMES < most[0] <= QUEUE_FRAMES + 3, most[0]  # the queue, one encoding, one being made
+
+
+_MAPPED_APART = """
+import ctypes, sys
+import numpy as np
+from engine.workers.video import VideoWriter
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",
+                                               "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = MallInfo2
+
+def mapped_for_a_frame():
+    big = np.ones(2**20, np.uint8)  # mapped; freed, it raises glibc's threshold to 1 MB
+    del big
+    before = libc.mallinfo2().hblks
+    frame = np.ones((224, 224, 3), np.uint8)  # one view of a filmed frame, 150 KB
+    return libc.mallinfo2().hblks - before
+
+if sys.argv[1] == "writer":
+    VideoWriter(sys.argv[2]).close()
+print(mapped_for_a_frame())
+"""
+
+
+def test_a_frame_sized_block_is_mapped_apart_once_a_writer_was_made(tmp_path):
+    """glibc raises its mmap threshold to the largest mapped block freed: after a 1 MB buffer went, a
+    150 KB frame came from malloc's arenas and stayed there as scratch once freed (2-3 MB of a filming
+    worker's peak). A writer fixes the threshold (video.map_frames_apart): a frame is its own mapping,
+    given back when freed. In fresh processes: the pytest process's heap is not a worker's."""
+    import ctypes
+    import os
+    import subprocess
+    import sys
+
+    try:
+        ctypes.CDLL("libc.so.6").mallinfo2  # noqa: B018
+    except (OSError, AttributeError):
+        pytest.skip("not glibc (2.33+)")
+    env = {**os.environ, "PYTHONPATH": str(video.Path(video.__file__).resolve().parents[2])}
+
+    def mapped(mode: str) -> int:
+        return int(subprocess.run([sys.executable, "-c", _MAPPED_APART, mode, str(tmp_path / "none.mp4")], env=env,
+                                  capture_output=True, text=True, timeout=60, check=True).stdout)
+
+    assert mapped("plain") == 0  # glibc alone: the frame came from an arena
+    assert mapped("writer") == 1  # once a writer was made: mapped apart
 
 
 @pytest.fixture(scope="module")
