@@ -51,7 +51,7 @@ def variants_table(stories: tuple[VariantStory, ...], reported: bool = False,
     for _ in first.cells:
         t.add_column(justify="right")
     t.add_row(Text("variants" + (" (report)" if reported else ""), style="bold"),
-              *(Text(clip(c.variant, NAME_WIDTH), style="bold" if c.variant == first.read_variant else "")
+              *(Text(clip(c.variant, NAME_WIDTH), style="bold" if first.decides(c.variant) else "")
                 for c in first.cells))
     tags = [NARROW_TAGS.get(first.tag(c), first.tag(c)) for c in first.cells]
     if any(tags):
@@ -63,7 +63,7 @@ def variants_table(stories: tuple[VariantStory, ...], reported: bool = False,
         for c in first.cells:
             got = by_variant.get(c.variant)
             text = f"{got.successes}/{got.n}" if got is not None else "—"
-            cells.append(Text(text, style="bold green" if c.variant == s.read_variant else ""))
+            cells.append(Text(text, style="bold green" if s.decides(c.variant) else ""))
         t.add_row(clip(s.arm, 14) if comparison else "successes", *cells)
     return Group(t, *(pooled_line(s, comparison, width) for s in stories))
 

@@ -86,7 +86,11 @@ def video_path(run_dir: str | Path, row: dict | None) -> Path | None:
 
 def decode_frames(path: Path, max_frames: int = MAX_FRAMES, max_px: tuple[int, int] = FRAME_MAX_PX,
                   cancelled=lambda: False) -> Frames:
-    """Every frame of an mp4 (imageio with its bundled ffmpeg), shrunk to fit max_px."""
+    """Every frame of an mp4 (PyAV: FFmpeg's libraries in process, as the workers encode it), shrunk to fit
+    max_px. In process on purpose: imageio's ffmpeg child was started with a preexec_fn, a fork that runs
+    Python in the child, and a fork from the console's threads (the seed view's decode, the watcher) could
+    leave the child waiting on a lock forever (the suite hung on one after `n` switched variants)."""
+    import av
     from PIL import Image
 
     out = Frames()
@@ -96,30 +100,29 @@ def decode_frames(path: Path, max_frames: int = MAX_FRAMES, max_px: tuple[int, i
         out.problem = f"{path.name}: {getattr(exc, 'why', None) or os_error_why(exc)}"
         return out
     try:
-        import imageio.v2 as imageio
-
-        reader = imageio.get_reader(str(path), format="ffmpeg")
+        container = av.open(str(path))
+        stream = container.streams.video[0]
     except Exception as exc:  # noqa: BLE001 - a video that does not open is said, not raised
         out.problem = f"{path.name} does not open: {type(exc).__name__}: {str(exc)[:120]}"
         return out
     try:
-        fps = reader.get_meta_data().get("fps")
-        if isinstance(fps, (int, float)) and fps > 0:
-            out.fps = float(fps)
-        for i, frame in enumerate(reader):
+        rate = stream.average_rate or stream.guessed_rate
+        if rate is not None and float(rate) > 0:
+            out.fps = float(rate)
+        for i, frame in enumerate(container.decode(stream)):
             if cancelled():
                 break
             if i >= max_frames:
                 out.truncated = True
                 break
-            img = Image.fromarray(frame)
-            img.thumbnail(max_px)
+            img = frame.to_image()
+            img.thumbnail(max_px, Image.Resampling.BICUBIC)
             out.images.append(img)
     except Exception as exc:  # noqa: BLE001
         out.problem = f"{path.name}: decoding stopped after {len(out.images)} frames ({type(exc).__name__})"
     finally:
         try:
-            reader.close()
+            container.close()
         except Exception:  # noqa: BLE001
             pass
     if not out.images and not out.problem:

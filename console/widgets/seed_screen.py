@@ -57,16 +57,16 @@ def seed_title(run_id: str, seed, row: dict | None, problem: str = "", arm: str 
     return t
 
 
-def variant_list(variants, read_variant: str, shown: str, rows: dict) -> Text:
+def variant_list(variants, deciding, shown: str, rows: dict) -> Text:
     """'variants: base success · [dim quiet] · … (n: next)': the seed's episode on each variant of a crossed
-    design, the one shown in reverse, the one the plan reads marked."""
+    design, the one shown in reverse, those the plan's decision reads (`deciding`) marked."""
     t = Text("variants: ", style="grey62")
     for i, v in enumerate(variants):
         if i:
             t.append(" · ", style="grey50")
         row = rows.get(v)
         outcome = episode_outcome(row) if row is not None else None
-        label = f"{v}{' (decides)' if v == read_variant else ''} "
+        label = f"{v}{' (decides)' if v in deciding else ''} "
         t.append(label, style="reverse bold" if v == shown else "")
         t.append(OUTCOME_LABELS[outcome] if outcome else "no row",
                  style=(OUTCOME_STYLE[outcome] if outcome else "grey50") + (" reverse" if v == shown else ""))
@@ -162,7 +162,7 @@ class SeedScreen(Screen):
         self.variant = variant  # a crossed design's: the variant shown (None: the one the plan reads)
         self.variants: tuple[str, ...] = ()  # a crossed design's, `base` first; () for a run of one scene
         self.variant_rows: dict[str, dict] = {}  # variant -> the seed's last row on it
-        self.read_variant: str | None = None
+        self.deciding: tuple[str, ...] = ()  # the variants the plan's decision reads
         self.row: dict | None = None
         self.frames: seedview.Frames | None = None
         self.index = 0
@@ -216,10 +216,10 @@ class SeedScreen(Screen):
         variants = manifest.variants if manifest is not None else ()
         row = next(reversed(rows.values())) if rows else None  # a run of one scene: the seed's last row
         if variants:  # a crossed design: the chosen variant's episode (the one the plan reads, first)
-            variant = self.variant if self.variant in variants else manifest.read_variant
+            variant = self.variant if self.variant in variants else manifest.counted_variant
             row = rows.get(variant)
             problem = problem or ("" if row is not None else f"no row for seed {self.seed} on {variant} yet")
-            self.app.call_from_thread(self._show_variants, variants, manifest.read_variant, variant, rows)
+            self.app.call_from_thread(self._show_variants, variants, manifest.decision_variants, variant, rows)
         self.app.call_from_thread(self._show_row, row, problem, trail, policy)
         path = seedview.video_path(self.run_dir, row)
         if path is None:
@@ -236,13 +236,13 @@ class SeedScreen(Screen):
         if not worker.is_cancelled:
             self.app.call_from_thread(self._show_frames, frames, path)
 
-    def _show_variants(self, variants: tuple[str, ...], read_variant: str, variant: str, rows: dict) -> None:
+    def _show_variants(self, variants: tuple[str, ...], deciding: tuple[str, ...], variant: str, rows: dict) -> None:
         """The seed's episode on each variant, the one shown marked (n: the next), over the player."""
         if not self.is_attached:
             return
         first = not self.variants
-        self.variants, self.read_variant, self.variant, self.variant_rows = tuple(variants), read_variant, variant, rows
-        self.query_one("#variant-list", Static).update(variant_list(variants, read_variant, variant, rows))
+        self.variants, self.deciding, self.variant, self.variant_rows = tuple(variants), tuple(deciding), variant, rows
+        self.query_one("#variant-list", Static).update(variant_list(variants, deciding, variant, rows))
         self.query_one("#variant-list").display = True
         if first:
             self.refresh_bindings()  # `n` shows in the footer now
@@ -259,7 +259,7 @@ class SeedScreen(Screen):
         self.variant = self.variants[(i + 1) % len(self.variants)]
         self._stop_player()
         self.query_one("#variant-list", Static).update(
-            variant_list(self.variants, self.read_variant, self.variant, self.variant_rows))
+            variant_list(self.variants, self.deciding, self.variant, self.variant_rows))
         self._show_video_problem(f"reading seed {self.seed}'s episode on {self.variant}…")
         self.load_worker()
 

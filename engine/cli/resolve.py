@@ -24,7 +24,7 @@ from prereg.core.safe_read import why_not_a_folder
 from prereg.core.video_draw import parse_video_draw
 from prereg.core.webhook_env import pass_env_problem
 from prereg.rundir.files import new_run_id, run_stamp
-from prereg.rundir.rows import BASE_VARIANT, SUCCESS_FIELDS, VARIANT_NAME_RE
+from prereg.rundir.rows import BASE_VARIANT, POOLED_READ, SUCCESS_FIELDS, VARIANT_NAME_RE
 
 
 def refuse_decided(args, decided: tuple[str, ...], by: str, hint: str) -> None:
@@ -298,9 +298,9 @@ def variant_fields(env: str, launch, where: str) -> dict:
             raise UsageError(f"{where}: read_variant {read!r} names a variant, but the plan lists none (variants:); "
                              f"list it under protocol.variants or read {BASE_VARIANT!r}")
         return {}
-    if read != BASE_VARIANT and read not in names:
+    if read not in (BASE_VARIANT, POOLED_READ) and read not in names:
         raise UsageError(f"{where}: read_variant {read!r} is not one of the plan's variants "
-                         f"({', '.join([BASE_VARIANT, *names])})")
+                         f"({', '.join([BASE_VARIANT, *names])}) nor {POOLED_READ!r}")
     declarations = dict(launch.variant_declarations or {})
     try:
         resolved = resolve_variants(env, names, declarations)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from engine.policies.factory import PolicySpec
-from prereg.rundir.rows import BASE_VARIANT, episode_job, variant_of
+from prereg.rundir.rows import BASE_VARIANT, counted_variant, decision_variants, episode_job, variant_of
 from prereg.rundir.status import GateSpec
 
 
@@ -85,8 +85,15 @@ class RunConfig:
     @property
     def counted_variant(self) -> str | None:
         """The variant every count, summary and decision of the run reads (as Manifest.counted_variant reads it
-        back): the read variant in a crossed design, None (every row) for a run of the scene alone."""
-        return self.read_variant if self.variants else None
+        back: prereg.rundir.rows.counted_variant): the read variant in a crossed design (base when the decision
+        reads the pooled rate), None (every row) for a run of the scene alone."""
+        return counted_variant(self.variants, self.read_variant)
+
+    def decision_variants(self) -> tuple[str, ...]:
+        """The variants whose episodes the plan's decision reads (a crossed design): the pooled ones when it
+        reads the pooled rate, else the read variant alone."""
+        return decision_variants((BASE_VARIANT, *self.variants) if self.variants else (), self.read_variant,
+                                 self.camera_variants, self.pool_cameras)
 
     def episodes_per_seed(self) -> int:
         """Episodes each planned seed runs: one per arm and variant (base included)."""

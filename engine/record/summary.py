@@ -60,6 +60,7 @@ def summarize(rows: list[dict], cfg: RunConfig | None = None, *, planned_seeds=N
     }
     if crossed and variant is None:  # the run's summary: the read variant's counts, and each variant's beside them
         out["read_variant"] = cfg.read_variant
+        out["counted_variant"] = cfg.counted_variant  # base's counts under a pooled read
         out["variants"] = {v: {k: s[k] for k in ("episodes", "ok", "errors", "successes")}
                            for v in (BASE_VARIANT, *cfg.variants)
                            for s in (summarize(rows, cfg, variant=v),)}
@@ -84,7 +85,9 @@ def format_summary(result: RunResult, run_dir: Path) -> str:
     if s.get("lost_seeds"):
         lines.append(f"  not run (aborted in flight): {s['lost_seeds']}")
     if s.get("variants"):
-        lines[1:1] = [f"  read variant  {s['read_variant']} (the counts below are its; every seed also ran "
+        counted = s.get("counted_variant") or s["read_variant"]
+        whose = "its" if counted == s["read_variant"] else f"{counted}'s; the decision reads the pooled rate"
+        lines[1:1] = [f"  read variant  {s['read_variant']} (the counts below are {whose}; every seed also ran "
                       f"{len(s['variants']) - 1} registered variant{'s' if len(s['variants']) != 2 else ''}, "
                       f"{s['episodes_run']} episodes in all)"]
         for v, c in s["variants"].items():

@@ -4,7 +4,10 @@ The driver asks `PlanDecisions.after_row` after every row it records. A one-arm 
 a frozen pre-registration reads its decision rules (prereg/stats/curtail.py: are they settled,
 whatever the seeds still to run do?) and its registered sequential test (prereg/stats/sequential.py);
 a comparison run reads its registered comparison (prereg/stats/comparison.py) on the plan prefix
-both arms have. The answer is a stop reason (`decided`) when the plan says the run stops there, else
+both arms have. In a crossed design (issue 48) each reads the read variant's rows, or, when the plan's
+read_variant is `pooled`, each seed's share of the pooled variants solved (prereg/stats/variants_decide.py:
+`sequential_check`, `comparison_check`); the decision rules count base's rows then. The answer is a
+stop reason (`decided`) when the plan says the run stops there, else
 None; the latest readings (`settled`, `sequential`, `comparison`) go into status.json. A statistic
 that cannot be read is said in the log and never ends a run.
 """
@@ -24,17 +27,22 @@ class PlanDecisions:
         self.settled: dict | None = None  # curtailment: which frozen rules are settled
         self.sequential: dict | None = None  # the registered sequential test's decision
         self.comparison: dict | None = None  # a comparison run's latest decision
+        self._config: dict | None = None  # cfg.as_dict(), once: what the variant-aware checks read of the run
 
     def _as_read(self, rows: list[dict]) -> list[dict]:
-        """The rows as the plan reads them: a crossed design's read variant's only (every rule, curtailment,
-        sequential test and comparison, reads that variant), by its `success_field` (the env's own success,
-        or Fontaine's)."""
-        rows = rows_of_variant(rows, self.cfg.counted_variant)
+        """The rows as the plan reads a success (its `success_field`: the env's own success, or Fontaine's),
+        every variant's: the sequential test and the comparison pick the variants they read (the read
+        variant's rows, or each seed's share of the pooled variants: prereg.stats.variants_decide)."""
         field = self.cfg.success_field
         return rows if field == "success" else [read_as_success(r, field) for r in rows]
 
+    @property
+    def config(self) -> dict:
+        if self._config is None:
+            self._config = self.cfg.as_dict()
+        return self._config
+
     def after_row(self, rows: list[dict], *, stopping: bool, remaining: int) -> rd.StopReason | None:
-        rows = self._as_read(rows)
         """After a row: the stop the plan asks for now (None: none). With `gates: {decided: stop}` a
         settled plan stops the run (reason `decided`); without it status.json says so."""
         if self.cfg.arms:
@@ -42,18 +50,23 @@ class PlanDecisions:
         if self.cfg.prereg is None:
             return None
         from prereg.stats.curtail import check_run, decided_detail
-        from prereg.stats.sequential import check_rows
+        from prereg.stats.variants_decide import sequential_check
 
+        rows = self._as_read(rows)
         if not (self.settled or {}).get("all"):
-            try:
-                self.settled = check_run(self.cfg.prereg, self.cfg.arm, rows, self.run_dir)
+            try:  # the decision rules count the counted variant's rows (base's under a pooled read)
+                self.settled = check_run(self.cfg.prereg, self.cfg.arm, rows_of_variant(rows, self.cfg.counted_variant),
+                                         self.run_dir)
             except Exception as exc:  # noqa: BLE001 - information must never end a run
                 self.log(f"curtailment check failed ({type(exc).__name__}: {exc}); the run goes on")
                 self.settled = None
         if self.settled and self.settled["all"] and self.cfg.gates.decided == "stop":
             return rd.StopReason(rd.BY_DECIDED, decided_detail(self.settled))
         if self.sequential is None and not stopping:
-            self.sequential = check_rows(self.cfg.gates.sequential, rows, self.cfg.seeds)
+            try:
+                self.sequential = sequential_check(self.cfg.gates.sequential, rows, self.config, self.cfg.seeds)
+            except Exception as exc:  # noqa: BLE001 - a statistic that cannot be read must never end a run
+                self.log(f"sequential check failed ({type(exc).__name__}: {exc}); the run goes on")
             if self.sequential is not None:
                 return rd.StopReason(rd.BY_DECIDED, "(sequential) " + self.sequential["text"])
         return None
@@ -71,17 +84,16 @@ class PlanDecisions:
             self.log(f"comparison check failed ({type(exc).__name__}: {exc}); the run goes on")
 
     def comparison_after(self, rows: list[dict], remaining: int) -> rd.StopReason | None:
-        rows = self._as_read(rows)
-        """A comparison run: the registered comparison read on the plan prefix both arms have
-        (prereg.stats.comparison.decide); a decision that stops the run stops it at this row."""
+        """A comparison run: the registered comparison read on the plan prefix both arms have (the read
+        variant's rows, or the pooled rates: prereg.stats.variants_decide.comparison_check); a decision
+        that stops the run stops it at this row."""
         if self.cfg.comparison is None or (self.comparison or {}).get("outcome") not in (None, "void"):
             return None
-        from prereg.stats.comparison import decide
+        from prereg.stats.variants_decide import comparison_check
 
         try:
-            spec = comparison_spec(self.cfg.comparison)
-            a, b = spec.by_seed(rows, self.cfg.seeds)
-            decision = decide(spec, a, b, self.cfg.seeds)
+            decision = comparison_check(comparison_spec(self.cfg.comparison), self._as_read(rows), self.config,
+                                        self.cfg.seeds)
         except Exception as exc:  # noqa: BLE001 - a statistic that cannot be read must never end a run
             self.log(f"comparison check failed ({type(exc).__name__}: {exc}); the run goes on")
             return None

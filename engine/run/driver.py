@@ -392,11 +392,13 @@ class _Driver(StopProtocol):
                               pace=self._projections()[0], gpus=self.gpus)
 
     def _remaining(self, read_only: bool = False) -> int:
-        """Episodes without a row; `read_only`: the read variant's alone (what the plan's decision still awaits:
-        a decision on the last of them leaves the other variants' episodes to run, as a run without a decision)."""
+        """Episodes without a row; `read_only`: those the plan's decision reads alone (the read variant's, or
+        the pooled variants'; what the decision still awaits: a decision on the last of them leaves the other
+        variants' episodes to run, as a run without a decision)."""
         done = self._done_keys()
+        read = self.cfg.decision_variants()
         jobs = self.jobs if not (read_only and self.cfg.variants) else \
-            [j for j in self.jobs if (self.cfg.job_fields(j)[1] or BASE_VARIANT) == self.cfg.read_variant]
+            [j for j in self.jobs if (self.cfg.job_fields(j)[1] or BASE_VARIANT) in read]
         return sum(1 for j in jobs if j not in done)
 
     def _tick(self) -> None:

@@ -56,10 +56,10 @@ def grids(reps, colors: dict[str, str], links: Links) -> str:
             cells.append(_cell(a.arm, s, o, row_video(r.run_dir, row) is not None, links))
         out.append(f'<h3 id="grid-{slug(a.arm)}"><span class="swatch" style="background:{colors.get(a.arm, COLORS[0])}">'
                    f"</span>{escape(a.arm)} <span class=\"mute small\">run {escape(r.run_dir.name)}</span></h3>"
-                   + (f'<p class="small mute">{escape(crossed.label(crossed.read_variant))}</p>' if crossed else "")
+                   + (f'<p class="small mute">{escape(crossed.label(crossed.counted_variant))}</p>' if crossed else "")
                    + f'<div class="grid" data-arm="{escape(a.arm)}">' + "".join(cells) + "</div>")
         for v, by_seed in (crossed.by_variant.items() if crossed else ()):  # a crossed design: a line per variant
-            if v == crossed.read_variant:
+            if v == crossed.counted_variant:
                 continue
             line = []
             for s in _grid_seeds(a):
@@ -92,7 +92,7 @@ def seed_boxes(reps, links: Links) -> str:
         for i, s in enumerate(seeds):
             row = a.rows_by_seed.get(s)
             if crossed is not None:  # the episode the decision reads: the read variant's
-                row = crossed.by_variant[crossed.read_variant].get(s, row)
+                row = crossed.by_variant[crossed.counted_variant].get(s, row)
             o = a.outcome_by_seed.get(s, NO_ROW)
             sid = seed_id(a.arm, s)
             prev = seed_id(a.arm, seeds[i - 1]) if i > 0 else ""

@@ -69,8 +69,9 @@ class CrossedRows:
         self.by_variant = by_variant  # variant -> {seed: its last row}, in the plan's order (`base` first)
 
     @property
-    def read_variant(self) -> str:
-        return self.manifest.read_variant
+    def counted_variant(self) -> str:
+        """The variant whose episode a seed's cell shows first: the read one (base's under a pooled read)."""
+        return self.manifest.counted_variant
 
     def outcome(self, variant: str, seed) -> str | None:
         row = self.by_variant.get(variant, {}).get(seed)
@@ -88,7 +89,7 @@ class CrossedRows:
         return cls(m, {v: latest_rows(rows_of_variant(rows, v), m.seeds).by_seed for v in m.variants})
 
     def label(self, variant: str) -> str:
-        return f"{variant} ({DECIDES})" if variant == self.read_variant else variant
+        return f"{variant} ({DECIDES})" if variant in self.manifest.decision_variants else variant
 
 
 def variant_episodes(crossed: CrossedRows, run_dir, seed, links, colors: dict, labels: dict) -> str:

@@ -47,7 +47,7 @@ from prereg import rundir as rd
 from prereg.core.errors import RunFailed, UsageError
 from prereg.core.safe_read import JSON_MAX_BYTES, ROWS_MAX_BYTES, Unreadable, read_regular, why_not_a_folder
 from prereg.rundir.files import load_json_object, write_json_atomic, write_text_atomic
-from prereg.rundir.rows import read_rows, row_video, rows_by_seed
+from prereg.rundir.rows import read_rows, row_video, rows_by_seed, rows_of_variant
 from prereg.rundir.runstate import snapshot_state
 
 REPO_TYPE = "dataset"
@@ -293,9 +293,10 @@ def _run_items(doc, plan: RunPlan, videos: str, extra_seeds: tuple[int, ...], no
     if videos == "none":
         return out
     rows = read_rows(run_dir / rd.ROWS).rows
+    manifest, _ = rd.read_manifest(run_dir)
     for a in plan.arms:
         arm_rows = [r for r in rows if r.get("arm") == a] if len(plan.arms) > 1 else rows
-        out += _video_items(doc, a, arm_rows, plan, videos, extra_seeds, notes)
+        out += _video_items(doc, a, arm_rows, plan, videos, extra_seeds, notes, manifest)
     return out
 
 
@@ -350,24 +351,32 @@ def no_local_paths(data: bytes, roots: list[tuple[str, str]]) -> bytes:
 
 
 def video_key(arm: str, seed: int, *, comparison: bool) -> str:
-    """A published video's key in results.json's `published.videos`: its seed, a comparison run's 'arm:seed'."""
+    """A published video's key in results.json's `published.videos`: its seed, a comparison run's 'arm:seed'
+    (a crossed design's episode on another variant than the counted one: the key, '@', the variant)."""
     return f"{arm}:{seed}" if comparison else str(seed)
 
 
 def video_words(key: str) -> str:
     """A published video's key in words: 'seed 6', a comparison run's 'steady, seed 2' (not 'seed steady:2')."""
+    key, at, variant = key.partition("@")
+    on = f" on {variant}" if at else ""
     arm, colon, seed = key.rpartition(":")
-    return f"{arm}, seed {seed}" if colon and arm else f"seed {key}"
+    return (f"{arm}, seed {seed}" if colon and arm else f"seed {key}") + on
 
 
 def _video_items(doc, arm: str, rows: list[dict], plan: RunPlan, videos: str, extra_seeds: tuple[int, ...],
-                 notes: list[str]) -> list[Item]:
-    """The videos of `arm` the plan names (or all of them), those filmed; the named ones not filmed go to `notes`."""
+                 notes: list[str], manifest=None) -> list[Item]:
+    """The videos of `arm` the plan names (or all of them), those filmed; the named ones not filmed go to `notes`.
+    A crossed design (issue 48): the seeds are picked by the counted variant's rows (as results.md reads them),
+    and a picked seed's episode on every variant goes up (the page's seed box plays each), keyed 'seed@variant'."""
     from prereg.stats.reads import arm_reads
 
     sm = doc.find_arm(arm)[1]
-    by_seed = rows_by_seed(rows, sm.protocol.seeds)
-    reads = arm_reads(arm, rows, planned_seeds=list(sm.protocol.seeds))
+    variants = manifest.variants if manifest is not None else ()
+    counted = manifest.counted_variant if manifest is not None else None
+    by_variant = {v: rows_by_seed(rows_of_variant(rows, v), sm.protocol.seeds) for v in variants}
+    by_seed = by_variant[counted] if variants else rows_by_seed(rows, sm.protocol.seeds)
+    reads = arm_reads(arm, rows_of_variant(rows, counted), planned_seeds=list(sm.protocol.seeds))
     why: dict[int, list[str]] = {}
     if videos == "all":
         for s in sorted(by_seed):
@@ -385,15 +394,19 @@ def _video_items(doc, arm: str, rows: list[dict], plan: RunPlan, videos: str, ex
     out, unfilmed = [], []
     for seed in sorted(why):
         video = row_video(plan.run_dir, by_seed.get(seed))
-        if video is None:
-            if videos != "all":
-                unfilmed.append(seed)
-            continue
-        path = f"{plan.folder}/{video.relative_to(plan.run_dir.resolve()).as_posix()}"
-        if path in plan.videos.values():
-            continue
-        plan.videos[video_key(arm, seed, comparison=len(plan.arms) > 1)] = path
-        out.append(Item(path, video, f"video of seed {seed}: {', '.join(why[seed])}", video.stat().st_size))
+        if video is None and videos != "all":
+            unfilmed.append(seed)
+        others = [(v, row_video(plan.run_dir, by.get(seed))) for v, by in by_variant.items() if v != counted]
+        for variant, got in [(None, video), *others]:
+            if got is None:
+                continue
+            path = f"{plan.folder}/{got.relative_to(plan.run_dir.resolve()).as_posix()}"
+            if path in plan.videos.values():
+                continue
+            key = video_key(arm, seed, comparison=len(plan.arms) > 1) + (f"@{variant}" if variant else "")
+            plan.videos[key] = path
+            on = f" on {variant}" if variant else ""
+            out.append(Item(path, got, f"video of seed {seed}{on}: {', '.join(why[seed])}", got.stat().st_size))
     if unfilmed:
         notes.append(f"{arm}: no video of seed{'s' if len(unfilmed) > 1 else ''} {', '.join(map(str, unfilmed))} "
                      f"(not filmed under video_draw {sm.protocol.video_draw!r}, or the file is gone)")

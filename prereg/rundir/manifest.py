@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prereg.core.safe_read import kind_of, os_error_why
 from prereg.rundir.files import HEARTBEAT, MANIFEST, PID, ROWS, STATUS, TRIPWIRES_FIELD, load_json_object, typed_field
-from prereg.rundir.rows import BASE_VARIANT, POOLED_READ, SUCCESS_FIELDS, RowsRead, read_rows
+from prereg.rundir.rows import BASE_VARIANT, POOLED_READ, SUCCESS_FIELDS, RowsRead, counted_variant, decision_variants, read_rows
 from prereg.rundir.status import NUMERIC, GateSpec, Status
 from prereg.rundir.stop import StopReason, read_stop
 
@@ -84,9 +84,13 @@ class Manifest:
         crossed design, None (every row) for a run of the scene alone. A pooled read has no one variant: its
         counts (the live panels, the fold, the validity checks) count `base`, the scene as declared, and
         say so; only its decision reads the pooled rate."""
-        if not self.variants:
-            return None
-        return BASE_VARIANT if self.read_variant == POOLED_READ else self.read_variant
+        return counted_variant(self.variants, self.read_variant)
+
+    @property
+    def decision_variants(self) -> tuple[str, ...]:
+        """The variants whose episodes the plan's decision reads (prereg.rundir.rows.decision_variants): the
+        read variant, or the pooled ones under a pooled read; () for a run of the scene alone."""
+        return decision_variants(self.variants, self.read_variant, self.camera_variants, self.pool_cameras)
 
     @property
     def camera_variants(self) -> tuple[str, ...]:

@@ -72,6 +72,32 @@ VARIANT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,63}", re.ASCII)  # a variant'
 VARIANT_FIELDS = ("lighting", "colors", "distractors", "camera_offsets")  # what a variant's declaration may say
 
 
+def counted_variant(variants, read_variant: str | None) -> str | None:
+    """The variant every k/n of a run counts (the live panels, the fold, the summary, validity, the decision
+    rules): the read variant in a crossed design, `base` when its decision reads the pooled rate (no one
+    variant is the pooled rate: its counts are the scene's as declared, and say so), None (every row) for a
+    run of the scene alone. RunConfig and Manifest both ask here."""
+    if not variants:
+        return None
+    return BASE_VARIANT if read_variant in (None, "", POOLED_READ) else read_variant
+
+
+def pooled_variants(variants, camera=(), pool_cameras: bool = False) -> tuple[str, ...]:
+    """The variants the pooled rate averages, of `variants` (base first): every one, a camera variant only
+    when the plan pools cameras (a camera's pose is a sensitivity, read apart, SimplerEnv's practice)."""
+    return tuple(v for v in variants if pool_cameras or v not in camera)
+
+
+def decision_variants(variants, read_variant: str | None, camera=(), pool_cameras: bool = False) -> tuple[str, ...]:
+    """The variants whose episodes a crossed design's decision reads, of `variants` (base first): the pooled
+    ones when it reads the pooled rate, else the read variant alone; () for a run of the scene alone."""
+    if not variants:
+        return ()
+    if read_variant == POOLED_READ:
+        return pooled_variants(variants, camera, pool_cameras)
+    return (counted_variant(variants, read_variant),)
+
+
 def variant_of(row: dict) -> str:
     """A row's variant: its `variant`, or the scene as declared (`base`) when null."""
     v = row.get("variant")

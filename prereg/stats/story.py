@@ -120,6 +120,10 @@ class VariantStory:
                    read_variant, tuple(read.pooled), read.pooled_rate, read.pooled_interval, read.pooled_seeds, read.worst,
                    tuple(read.successes_histogram()) if read.per_seed else ())
 
+    def decides(self, variant: str) -> bool:
+        """Whether the plan's decision reads `variant`: the read one, or each pooled one under a pooled read."""
+        return variant in self.pooled if self.read_variant == POOLED_READ else variant == self.read_variant
+
     def note(self, c: VariantCell) -> str:
         """What a variant's row of the table says besides its count: decides, camera (read apart), worst."""
         tags = ["decides"] if c.variant == self.read_variant else []

@@ -26,7 +26,7 @@ from prereg.core.wilson import wilson_bounds, wilson_interval, z_of
 from prereg.rundir.fold import Plan
 from prereg.rundir.outcomes import SUCCESS as _SUCCESS
 from prereg.rundir.outcomes import classify
-from prereg.rundir.rows import latest_rows, variant_of
+from prereg.rundir.rows import latest_rows, pooled_variants, variant_of
 
 
 @dataclass(frozen=True)
@@ -170,8 +170,8 @@ def read_won(won: dict, planned, variants, *, camera=(), pool_cameras: bool = Fa
     planned seed): the one computation behind `read_variants` (whole rows) and `read_tallies` (live folds)."""
     reads = tuple(VariantRead(v, sum(won[v].values()), len(won[v]), wilson_interval(sum(won[v].values()), len(won[v])),
                               camera=v in camera) for v in variants)
-    apart = () if pool_cameras else tuple(v for v in variants if v in camera)
-    pooled = tuple(v for v in variants if v not in apart)
+    pooled = pooled_variants(variants, camera, pool_cameras)
+    apart = tuple(v for v in variants if v not in pooled)
     common = set.intersection(*(set(won[v]) for v in pooled)) if pooled else set()
     seeds = [s for s in planned if s in common]
     matrix = np.zeros((len(seeds), len(pooled)))

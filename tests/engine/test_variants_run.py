@@ -133,6 +133,57 @@ def test_the_registered_comparison_reads_the_read_variants_rows_only():
     assert outcomes == {"base": ("B better", 6), "v1": ("undecided", 12)}
 
 
+def pooled_rows(won: dict, seeds, arm=None) -> list[dict]:
+    """A crossed run's rows: won {variant (None: base): the seeds it solved}."""
+    return [{**({"arm": arm} if arm else {}), "seed": s, "variant": v, "status": "ok", "success": s in w}
+            for v, w in won.items() for s in seeds]
+
+
+def test_a_pooled_plans_decisions_in_the_driver_read_each_seeds_share_of_the_pooled_variants(tmp_path):
+    """read_variant: pooled (issue 48): the driver's sequential test and comparison read the pooled rate
+    (prereg.stats.variants_decide), the decision rules and counts base's rows, and the episodes the decision
+    awaits are the pooled variants' (a camera variant apart unless pooled)."""
+    from engine.policies.factory import PolicySpec
+    from engine.record.config import comparison_record
+    from engine.run.decisions import PlanDecisions
+    from prereg.document.comparison_spec import ComparisonSpec
+    from prereg.rundir.status import GateSpec
+
+    seeds = list(range(30))
+    common = dict(policy=PolicySpec(), seeds=seeds, variants=["dim", "cam"], camera_variants=["cam"],
+                  prereg={"path": str(tmp_path / "no-rules.md")})
+    sprt = {"p0": 0.3, "p1": 0.6, "alpha": 0.05, "beta": 0.1}
+
+    def sequential(read, won):
+        cfg = RunConfig(run_id="r", arm="A", gates=GateSpec(sequential=sprt), read_variant=read, **common)
+        d = PlanDecisions(cfg, tmp_path, log=lambda _m: None)
+        d.after_row(pooled_rows(won, seeds), stopping=False, remaining=0)
+        return d.sequential
+
+    base_fails = {None: set(), "dim": set(seeds), "cam": set(seeds)}
+    assert sequential("base", base_fails)["decision"] == "H0"  # base alone: nothing solved
+    pooled = sequential("pooled", {None: set(seeds), "dim": set(seeds), "cam": set()})
+    assert pooled["decision"] == "H1" and pooled["read"] == "pooled" and "pooled rate" in pooled["text"]
+    assert sequential("pooled", {None: set(), "dim": set(), "cam": set(seeds)})["decision"] == "H0"  # cam apart
+
+    cfg = RunConfig(run_id="r", arm="A", read_variant="pooled", **common)
+    assert cfg.counted_variant == "base" and cfg.decision_variants() == ("base", "dim")
+    assert RunConfig(run_id="r", arm="A", read_variant="pooled", pool_cameras=True,
+                     **common).decision_variants() == ("base", "dim", "cam")
+    assert RunConfig(run_id="r", arm="A", read_variant="dim", **common).decision_variants() == ("dim",)
+
+    spec = ComparisonSpec("A", "B", "success", "savi", alpha=0.05, minimum_effect=0.15, max_seeds=30)
+    arms = [{"arm": a, "policy": PolicySpec().as_dict()} for a in ("A", "B")]
+    cmp_cfg = RunConfig(run_id="r", arm="A-vs-B", arms=arms, comparison=comparison_record(spec),
+                        read_variant="pooled", **{**common, "prereg": None})
+    d = PlanDecisions(cmp_cfg, tmp_path, log=lambda _m: None)
+    rows = (pooled_rows({None: set(range(0, 30, 4)), "dim": set(), "cam": set(seeds)}, seeds, "A")
+            + pooled_rows({None: set(seeds), "dim": set(seeds), "cam": set()}, seeds, "B"))
+    stop = d.after_row(rows, stopping=False, remaining=5)
+    assert d.comparison["outcome"] == "B better" and d.comparison["read"] == "pooled"
+    assert stop is not None and "on the pooled rate" in stop.detail
+
+
 @pytest.mark.slow
 def test_a_crossed_run_killed_mid_run_resumes_the_missing_episodes_only(tmp_path):
     doc, lab = crossed_plan(tmp_path)

@@ -369,3 +369,26 @@ def test_a_run_directory_that_is_a_fifo_is_named_as_one(demo, hub, capsys, tmp_p
     code, _, err = run_cli(capsys, demo, "--repo", REPO, "--run", f"scripted={fifo}")
     assert code == 2 and f"{fifo}: is a FIFO (named pipe), not a directory; not a run directory" in err, err
     assert hub.requests == [] and len(err.strip().splitlines()) == 1
+
+
+def test_a_crossed_runs_picked_seeds_go_up_with_their_episode_on_every_variant(demo, run_dir, hf_env):
+    """Issue 48: the seeds are picked on the counted variant's rows (base: seeds 1 and 4 succeed; on `dim`
+    every seed does, which picks nothing), and each picked seed's `dim` episode goes up beside it,
+    keyed 'seed@variant' and said 'seed 1 on dim' (Discord's link words)."""
+    from prereg.rundir.files import video_relpath
+    from tests.prereg.conftest import launched_manifest
+
+    launched = launched_manifest(demo, "scripted")
+    config = {**launched.get("config", {}), "variants": ["dim"], "read_variant": "base"}
+    rows = [make_row(s, success=s in {1, 4}, variant=None, video=video_relpath(s)) for s in range(6)]
+    rows += [make_row(s, success=True, variant="dim", video=video_relpath(s, variant="dim")) for s in range(6)]
+    d = run_dir("crossed", rows, status={"state": "done"}, launched=(demo, "scripted"), manifest={"config": config})
+    (d / rd.VIDEOS).mkdir()
+    for r in rows:
+        (d / r["video"]).write_bytes(_video(r["seed"]))
+    build_report(demo, {"scripted": d}, now=NOW)
+    plan = pub.plan_publish(demo, {"scripted": d}, repo_id=REPO)
+    (run,) = plan.runs
+    assert sorted(run.videos) == ["1", "1@dim", "4", "4@dim"]
+    assert run.videos["4@dim"].endswith(video_relpath(4, variant="dim")) and run.videos["4"].endswith(video_relpath(4))
+    assert pub.video_words("1@dim") == "seed 1 on dim" and pub.video_words("steady:2@dim") == "steady, seed 2 on dim"
