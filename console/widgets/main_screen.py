@@ -54,7 +54,6 @@ APP_CSS = """
     #filter.shown { display: block; }
     #variants { display: none; }
     #counts-col.crossed #counts { border-bottom: none; }  /* the variants' titled border closes the counts */
-    #counts-col.crossed.paged #counts { border-bottom: round $primary 50%; }  /* page 6 is the variants' own */
     KeysFooter.two-lines { height: 2; layout: grid; grid-columns: auto; grid-gutter: 0 1; }
     KeysFooter.two-lines FooterKey { margin: 0; }  /* the gutter parts the columns */
     #header-row { height: auto; }
@@ -206,7 +205,6 @@ class MainScreen(Screen):
         if crossed == self.crossed:
             return
         self.crossed = crossed
-        self.query_one("#counts-col").set_class(crossed, "crossed")
         if not crossed and self.page == self.VARIANTS_PAGE:
             self.page = "counts"
         self._fit_shape = None  # measure the wide layout again: the counts column grew or shrank
@@ -245,7 +243,9 @@ class MainScreen(Screen):
         shown = set(self.PAGE_WIDGETS[self.page]) if compact else set(self.PAGED) - (set() if self.crossed else {"#variants"})
         for selector in self.PAGED:
             set_style(self.query_one(selector), "display", "block" if selector in shown else "none")
-        self.query_one("#counts-col").set_class(compact, "paged")  # restyles the counts' column only
+        # The variants' border closes the counts' box when both show (a crossed run, not paged): a class on
+        # the counts' column, changed only for a crossed run (restyles its three widgets, never the screen).
+        self.query_one("#counts-col").set_class(self.crossed and not compact, "crossed")
         set_style(self.query_one("#pages"), "display", "block" if compact else "none")
         set_style(self.query_one("#discord"), "display", "none" if compact else "block")
         set_style(self.query_one("#run-header"), "max_height", COMPACT_HEADER_LINES if compact else None)
