@@ -27,8 +27,9 @@ def reach_rule() -> str:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("FONTAINE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fontaine")
-    return Path(root) / "reach"
+    from prereg.core.cache import cache_root
+
+    return cache_root() / "reach"
 
 
 def count_reachable(spec, seeds: int = SHARE_SEEDS) -> int:

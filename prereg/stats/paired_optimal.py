@@ -35,9 +35,14 @@ Checked against simulation in tests/prereg/test_paired_optimal.py; scripts/optim
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
+import json
 import math
+import os
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -45,6 +50,7 @@ from prereg.stats.paired_sprt import BETTER, FUTILE, G_MIN, GRID, WORSE, Unreach
 
 STOP, UP, DOWN, GO = 0, 1, 2, 3  # the DP's actions at a walk state (STOP: claim nothing)
 OUT = np.array([FUTILE, BETTER, WORSE, 0], dtype=np.int8)  # the actions as the comparison codes read them
+_ACTION_CODES = {STOP, UP, DOWN, GO}  # what a kept design's actions may hold
 STEPS = (1e-3, 1e-2, 5e-2)  # how far (in log multipliers) the search moves to find the tied states
 MAX_TIED = 12  # test optimal enumerates the optimum's realisations (2^pairs) up to this many tied pairs
 
@@ -405,8 +411,60 @@ def _cheapest_realisation(opt: Optimum) -> Optimal | None:
 
 @functools.lru_cache(maxsize=32)
 def make_walk_test(p_lo: float, p_hi: float, alpha: float, power: float, n_max: int) -> WalkTest:
-    """`test: optimal`'s design (seconds at a few hundred seeds; the scan's fallback, a minute). Raises
-    Unreachable when no walk test reaches the power within n_max seeds."""
+    """`test: optimal`'s design (seconds at a few hundred seeds; the scan's fallback, a minute), computed
+    once per machine: kept in `$FONTAINE_CACHE/designs/` under the arguments and this code's own hash (a
+    change to the DP computes afresh), so the driver's start, validate, freeze and the report of every run
+    of a plan read it back (10 s at 40 seeds each before). Raises Unreachable when no walk test reaches
+    the power within n_max seeds (never kept)."""
+    args = (float(p_lo), float(p_hi), float(alpha), float(power), int(n_max))
+    path = _design_path(args)
+    got = _read_walk_test(path, args)
+    if got is not None:
+        return got
+    test = _compute_walk_test(*args)
+    _write_walk_test(path, args, test)
+    return test
+
+
+def _design_path(args: tuple) -> Path:
+    from prereg.core.cache import cache_root
+
+    code = hashlib.sha256(Path(__file__).read_bytes() + Path(sys.modules[Unreachable.__module__].__file__).read_bytes())
+    key = hashlib.sha256(json.dumps([code.hexdigest(), *args]).encode()).hexdigest()[:32]
+    return cache_root() / "designs" / f"optimal-{key}.json"
+
+
+def _read_walk_test(path: Path, args: tuple) -> WalkTest | None:
+    """The kept design of `args`, or None (none kept, unreadable, or not a design of these arguments)."""
+    try:
+        got = json.loads(path.read_text(encoding="utf-8"))
+        w = got["walk"]
+        if got.get("args") != list(args) or len(w["actions"]) != args[4] + 1:
+            return None
+        actions = tuple(bytes.fromhex(a) for a in w["actions"])
+        if any(len(a) != k + 1 or not set(a) <= _ACTION_CODES for k, a in enumerate(actions)):
+            return None
+        walk = Optimal(*args, actions, *(float(w[k]) for k in ("expected_seeds", "type1", "achieved_power", "optimum")))
+        return WalkTest(walk, float(got["futility"]))
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _write_walk_test(path: Path, args: tuple, test: WalkTest) -> None:
+    w = test.walk
+    record = {"args": list(args), "futility": test.futility,
+              "walk": {"actions": [a.hex() for a in w.actions], "expected_seeds": w.expected_seeds, "type1": w.type1,
+                       "achieved_power": w.achieved_power, "optimum": w.optimum}}
+    try:  # atomic: another process reading it meanwhile sees the whole file or none
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a cache that cannot be written costs the next process the computation, nothing else
+
+
+def _compute_walk_test(p_lo: float, p_hi: float, alpha: float, power: float, n_max: int) -> WalkTest:
     from prereg.stats.paired_sprt import oc
 
     opt = optimum(p_lo, p_hi, alpha, power, n_max)

@@ -193,3 +193,29 @@ def test_a_success_comparison_that_names_no_test_registers_optimal():
     assert problems == [] and spec.test == "sprt"
     spec, problems = parse({k: v for k, v in raw.items() if k != "assumed_rates"})
     assert spec is None and "test optimal derives its alternative from assumed_rates" in problems[0][1]
+
+
+def test_a_walk_tests_design_is_kept_once_per_machine_and_read_back_the_same(tmp_path, monkeypatch):
+    """make_walk_test keeps its design in $FONTAINE_CACHE/designs (the driver, validate and the report each
+    spent 10 s recomputing it at 40 seeds): the kept one decides as the computed one at every state, and a
+    damaged or foreign file is computed again, never read as a design."""
+    monkeypatch.setenv("FONTAINE_CACHE", str(tmp_path))
+    args = (0.5, 0.9, 0.05, 0.8, 30)
+    computed = O._compute_walk_test(*args)
+    O._write_walk_test(O._design_path(args), args, computed)
+    (kept,) = (tmp_path / "designs").iterdir()
+    read = O._read_walk_test(kept, args)
+    assert read is not None and read.futility == computed.futility and read.walk == computed.walk
+    t, w, ls = np.meshgrid(np.arange(31), np.arange(31), np.arange(31), indexing="ij")
+    assert np.array_equal(read.codes(t, w, ls), computed.codes(t, w, ls))
+    assert O._read_walk_test(kept, (0.5, 0.9, 0.05, 0.8, 31)) is None  # another design's arguments
+    text = kept.read_text()
+    for damaged in (text[:40], text.replace('"0', '"9', 1), "[]", ""):
+        kept.write_text(damaged)
+        assert O._read_walk_test(kept, args) is None
+    O.make_walk_test.cache_clear()
+    try:
+        assert O.make_walk_test(*args).walk == computed.walk  # computed again over the damaged file...
+        assert O._read_walk_test(kept, args) is not None  # ...and kept whole
+    finally:
+        O.make_walk_test.cache_clear()

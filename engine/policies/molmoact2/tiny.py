@@ -67,8 +67,9 @@ TINY = ModelDims()
 
 
 def default_cache_dir() -> Path:
-    root = os.environ.get("FONTAINE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "fontaine")
-    return Path(root) / "molmoact2-tiny"
+    from prereg.core.cache import cache_root
+
+    return cache_root() / "molmoact2-tiny"
 
 
 def token_config(ids: dict[str, int], *, eos: int, pad: int) -> dict:
