@@ -56,6 +56,20 @@ def _gym_refuses(env: str) -> str:
             "be applied to it; run variants on a built-in env, an env file or an entry-point env")
 
 
+def _variant_scene(env: str):
+    """(the env's spec, then _scene's three) for an env that takes variants; EnvError for one that cannot (a
+    Gymnasium env builds its own model; an env whose scene is no MjSpec)."""
+    from engine.envs import get_env
+    from engine.envs.spec import EnvError
+
+    if _is_gym(env):
+        raise EnvError(_gym_refuses(env))
+    spec = get_env(env)
+    if not spec.takes_model():
+        raise EnvError(spec.no_model_why())
+    return (spec, *_scene(env, spec))
+
+
 def _scene(env: str, spec):
     """(the scene's key among compiled variants, its MjSpec builder, the env file's declaration or None)."""
     from pathlib import Path
@@ -99,19 +113,13 @@ def resolve_variants(env: str, names, declarations: dict | None = None) -> tuple
     variant of that name, or (`declarations`: name -> an env-file-style declaration, from the plan) one
     declared inline, checked against the compiled scene. EnvError, one problem per line, names what is
     wrong and where."""
-    from engine.envs import get_env
     from engine.envs.spec import EnvError
     from engine.envs.variants import variant_problems
 
     names, declarations = list(names), dict(declarations or {})
     if not names and not declarations:
         return ()
-    if _is_gym(env):
-        raise EnvError(_gym_refuses(env))
-    spec = get_env(env)
-    if not spec.takes_model():
-        raise EnvError(spec.no_model_why())
-    key, build, decl = _scene(env, spec)
+    spec, key, build, decl = _variant_scene(env)
     in_file = {v.name: v for v in decl.variants} if decl is not None else {}
     inline = {v.name: v for v in read_inline(declarations, spec.cameras)} if declarations else {}
     out, problems = [], []
@@ -149,14 +157,8 @@ def create_env(env: str, variant, render_size: int = 224):
     """A running scene of env `env` (a name or an env file) with `variant` (None: the scene as declared)
     applied; a variant's compile is kept per process (one per scene and variant), each env a copy of it."""
     from engine.envs import get_env
-    from engine.envs.spec import EnvError
 
     if variant is None:
         return get_env(env).create(render_size=render_size)
-    if _is_gym(env):
-        raise EnvError(_gym_refuses(env))
-    spec = get_env(env)
-    if not spec.takes_model():
-        raise EnvError(spec.no_model_why())
-    key, build, _ = _scene(env, spec)
+    spec, key, build, _ = _variant_scene(env)
     return spec.create(render_size=render_size, model=_compile_variant(key, variant, build))
