@@ -20,6 +20,7 @@ images are unchanged too); videos draw the floor (BoatEnv.film), never the walls
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.resources
 import warnings
 from pathlib import Path
@@ -444,16 +445,29 @@ def _draw_with_clustered_meshes(arm: mujoco.MjSpec, mesh_dir: Path) -> None:
     about 4x faster on Mesa and look the same at 224 px. The copies live only in memory.
     """
     for mesh in list(arm.meshes):
-        triangles = read_binary_stl(mesh_dir / mesh.file)
-        if triangles is None:
+        path = mesh_dir / mesh.file
+        stat = path.stat()
+        clustered = _clustered_stl(str(path), stat.st_size, stat.st_mtime_ns, tuple(mesh.scale), VISUAL_MESH_CELL_M)
+        if clustered is None:
             continue  # not a binary STL: draw the original
-        verts, faces = cluster_vertices(triangles * np.asarray(mesh.scale), VISUAL_MESH_CELL_M)
-        arm.add_mesh(name=f"{mesh.name}_visual", uservert=verts.ravel().tolist(), userface=faces.ravel().tolist())
+        verts, faces = clustered
+        arm.add_mesh(name=f"{mesh.name}_visual", uservert=verts, userface=faces)
     drawn = {m.name for m in arm.meshes}
     for geom in arm.geoms:
         visual = geom.type == mujoco.mjtGeom.mjGEOM_MESH and geom.contype == 0 and geom.conaffinity == 0
         if visual and f"{geom.meshname}_visual" in drawn:
             geom.meshname = f"{geom.meshname}_visual"
+
+
+@functools.lru_cache(maxsize=64)
+def _clustered_stl(path: str, size: int, mtime_ns: int, scale: tuple, cell: float) -> tuple[list, list] | None:
+    """A mesh file's clustered (vertices, faces), flat, once per process and file version: a driver builds
+    the scene twice (its content hash, then the model its workers are handed) and a test process many times."""
+    triangles = read_binary_stl(Path(path))
+    if triangles is None:
+        return None
+    verts, faces = cluster_vertices(triangles * np.asarray(scale), cell)
+    return verts.ravel().tolist(), faces.ravel().tolist()
 
 
 def read_binary_stl(path: Path) -> np.ndarray | None:
@@ -477,8 +491,8 @@ def cluster_vertices(triangles: np.ndarray, cell: float) -> tuple[np.ndarray, np
     keys = (cells[:, 0] * span[1] + cells[:, 1]) * span[2] + cells[:, 2]
     _, index = np.unique(keys, return_inverse=True)
     counts = np.bincount(index)
-    verts = np.zeros((len(counts), 3))
-    np.add.at(verts, index, corners)
+    # each axis summed in the corners' order, as np.add.at summed them (the same bits), 1.5x faster
+    verts = np.stack([np.bincount(index, weights=corners[:, k], minlength=len(counts)) for k in range(3)], axis=1)
     verts /= counts[:, None]
     faces = index.reshape(-1, 3)
     kept = (faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])
