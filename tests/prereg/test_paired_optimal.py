@@ -41,6 +41,42 @@ def test_the_clock_turns_walk_steps_into_seeds_as_simulation_does():
     assert reach[0] == 1.0 and dlt[n] == pytest.approx(0.0, abs=1e-12)
 
 
+def _lagrangian_step_by_step(theta, n, lam0, lam1, dlt, reach):
+    """The backward induction written a step at a time (the posteriors of step k from its own logs): what
+    O._lagrangian computes for all steps at once."""
+    V, acts = None, [None] * (n + 1)
+    for k in range(n, -1, -1):
+        w = np.arange(k + 1)
+        la = w * math.log(theta) + (k - w) * math.log1p(-theta)
+        lb = w * math.log1p(-theta) + (k - w) * math.log(theta)
+        lc = np.full(k + 1, math.log(2 * lam0) - k * math.log(2))
+        top = np.maximum(np.maximum(la, lb), lc)
+        A, B, C = np.exp(la - top), np.exp(lb - top), np.exp(lc - top)
+        s = A + B + C
+        A, B, C = A / s, B / s, C / s
+        opts = [np.zeros(k + 1), C - lam1 * A * reach[k], C - lam1 * B * reach[k]]
+        if k < n:
+            r1 = A * theta + B * (1 - theta) + C / 2
+            opts.append(dlt[k] * (A + B) + r1 * V[1:] + (1 - r1) * V[:-1])
+        stacked = np.stack(opts)
+        acts[k] = stacked.argmin(axis=0).astype(np.int8)
+        V = stacked.min(axis=0)
+    return float(V[0]) * (1 + lam0), acts
+
+
+def test_the_induction_at_once_is_the_step_by_step_one_bit_for_bit():
+    """O._lagrangian (every step's posteriors at once) gives the step-by-step value and actions exactly, so a
+    design kept in the cache before it was vectorised reads back the same."""
+    rng = np.random.default_rng(49)
+    for _ in range(40):
+        n, theta, q = int(rng.integers(0, 140)), float(rng.uniform(0.55, 0.98)), float(rng.uniform(0.05, 0.9))
+        dlt, reach = O.clock(n, q)
+        lam0, lam1 = float(np.exp(rng.uniform(-5, 8))), float(np.exp(rng.uniform(-3, 8)))
+        value, acts = O._lagrangian(theta, n, lam0, lam1, dlt, reach)
+        ref_value, ref_acts = _lagrangian_step_by_step(theta, n, lam0, lam1, dlt, reach)
+        assert value == ref_value and all(np.array_equal(a, b) for a, b in zip(acts, ref_acts, strict=True))
+
+
 def test_the_optimum_is_attained_above_the_floor_and_below_every_walk_test():
     """60% vs 30%, 75 seeds: the randomised witness meets both constraints with equality at exactly the dual's
     value; weak duality holds at other multipliers; Wald's floor is below it and the sprt above it."""
