@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("lerobot")
 
-from engine.policies.lerobot_policy import LerobotError, check_feeds, load_policy, probe  # noqa: E402
+from engine.policies.lerobot_policy import LerobotError, check_feeds, forget_probes, load_policy, probe  # noqa: E402
 from tests.engine.lerobot_fixtures import build_checkpoint  # noqa: E402
 from tests.fake_hub import FakeHub  # noqa: E402
 
@@ -23,11 +23,11 @@ def hub(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_ETAG_TIMEOUT", "5")
     monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "5")
     ckpt = build_checkpoint(tmp_path / "act", "act")
-    probe.cache_clear()
+    forget_probes()
     with FakeHub(REPO, ckpt, commit=COMMIT) as fake:
         monkeypatch.setenv("HF_ENDPOINT", fake.endpoint)
         yield fake
-    probe.cache_clear()
+    forget_probes()
 
 
 def test_a_hub_id_is_downloaded_loaded_and_pinned_to_its_commit(hub, tmp_path, monkeypatch):
@@ -35,9 +35,9 @@ def test_a_hub_id_is_downloaded_loaded_and_pinned_to_its_commit(hub, tmp_path, m
     d = policy.describe()
     assert d["checkpoint_source"] == "hub" and d["revision"] == COMMIT and d["pin"] == COMMIT
     assert d["checkpoint_path"].startswith(str(tmp_path / "hf-home")) and d["policy_type"] == "act"
-    probe.cache_clear()
+    forget_probes()
     assert load_policy(REPO, revision=COMMIT, pinned=True, device="cpu").describe()["pin"] == COMMIT
-    probe.cache_clear()
+    forget_probes()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # from the cache, no network
     before = len(hub.requests)
     assert check_feeds(REPO, COMMIT, ("front", "wrist")).state == "observation.state"
@@ -65,13 +65,13 @@ def test_a_launch_asks_the_hub_once_per_environment(hub, monkeypatch):
     release_state_box(REPO)
     assert len(hub.requests) == asked
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # another environment: looked up again, from the cache
-    probe.cache_clear()
+    forget_probes()
     assert probe(REPO).revision == COMMIT and len(hub.requests) == asked
     import shutil
 
     monkeypatch.delenv("HF_HUB_OFFLINE")  # the first environment again, its snapshot deleted from the cache
     shutil.rmtree(probe(REPO).path)
-    probe.cache_clear()
+    forget_probes()
     assert probe(REPO).path.is_dir() and len(hub.requests) > asked
 
 
@@ -82,7 +82,7 @@ def test_an_edited_file_in_the_hub_cache_is_not_the_pinned_commit(hub, monkeypat
     from pathlib import Path
 
     path = Path(probe(REPO, COMMIT).path)
-    probe.cache_clear()
+    forget_probes()
     blob = Path(os.path.realpath(path / "policy_postprocessor.json"))
     blob.write_text(blob.read_text().replace("}", " }", 1))  # still JSON, another byte string
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -59,15 +59,24 @@ class Probe:
 
     @property
     def checkpoint_sha256(self) -> str:
-        """One hash of every file the loader reads, each by its name and content: what a local pin names."""
-        digest = hashlib.sha256()
-        for name, sha in self.files:
-            digest.update(f"{name}\0{sha}\n".encode())
-        return digest.hexdigest()
+        return checkpoint_sha256(self.files)
 
     @property
     def pin(self) -> str:
-        return self.revision if self.source == "hub" and self.revision else f"sha256:{self.checkpoint_sha256}"
+        return pin_of(self.source, self.revision, self.files)
+
+
+def checkpoint_sha256(files) -> str:
+    """One hash of every file the loader reads, each by its name and content: what a local pin names."""
+    digest = hashlib.sha256()
+    for name, sha in files:
+        digest.update(f"{name}\0{sha}\n".encode())
+    return digest.hexdigest()
+
+
+def pin_of(source: str, revision: str | None, files) -> str:
+    """A hub checkpoint's commit; a local one's `sha256:` of every file its loader reads."""
+    return revision if source == "hub" and revision else f"sha256:{checkpoint_sha256(files)}"
 
 
 def resolve(checkpoint: str, revision: str | None = None, *, log=None) -> tuple[Path, str, str | None]:
@@ -127,27 +136,42 @@ def _hub_snapshot(repo_id: str, revision: str | None, hub: HubSettings, log) -> 
 @functools.lru_cache(maxsize=8)
 def probe(checkpoint: str, revision: str | None = None) -> Probe:
     """Resolve the checkpoint and read its config (cached: the CLI, the factory and the driver ask)."""
-    path, source, commit = resolve(checkpoint, revision)
-    if not (path / CONFIG_NAME).is_file():
-        raise LerobotError(f"{path} has no {CONFIG_NAME}; it is not a lerobot policy checkpoint")
-    weights = sorted(p for p in path.iterdir() if p.name.endswith(".safetensors") and p.name.startswith("model"))
-    if not weights:
-        raise LerobotError(f"{path} holds no model.safetensors; it is not a lerobot policy checkpoint")
-    processors = sorted(p for p in path.iterdir() if p.name.startswith("policy_") and p.is_file())
-    if not any(p.name == "policy_preprocessor.json" for p in processors):
-        raise LerobotError(f"{path} has no policy_preprocessor.json: a lerobot checkpoint saves its pre- and "
-                           "post-processors (normalisation) beside the weights (lerobot >= 0.4)")
+    path, source, commit, processors, weights, files = _hashed(checkpoint, revision)
     import lerobot.policies  # noqa: F401 - registers every policy type's config class
     from lerobot.configs.policies import PreTrainedConfig
 
-    files = file_hashes(path, loader_files(path))  # before the config is parsed: the bytes it parses are these
-    try:
+    try:  # the files were hashed first: the bytes it parses are these
         config = PreTrainedConfig.from_pretrained(str(path), local_files_only=True)
     except Exception as exc:  # noqa: BLE001 - draccus/lerobot's refusal, as one line
         raise LerobotError(f"{path / CONFIG_NAME} is not a lerobot policy config: {_one_line(exc, 240)}") from None
-    return Probe(checkpoint, path, source, commit, config, _sha256_of([CONFIG_NAME], files),
-                 _sha256_of([p.name for p in processors], files), _sha256_of([p.name for p in weights], files),
-                 tuple(sorted(files.items())))
+    by_name = dict(files)
+    return Probe(checkpoint, path, source, commit, config, _sha256_of([CONFIG_NAME], by_name),
+                 _sha256_of(processors, by_name), _sha256_of(weights, by_name), files)
+
+
+@functools.lru_cache(maxsize=8)
+def _hashed(checkpoint: str, revision: str | None = None) -> tuple[Path, str, str | None, list, list, tuple]:
+    """(path, source, commit, processor names, weight names, (name, sha256) of every file the loader reads):
+    what a pin is made of, read with no lerobot import (about 10 s of CPU), so a pin that does not hold is
+    refused at once (check_pin). Once per process, as the probe that reads it."""
+    path, source, commit = resolve(checkpoint, revision)
+    if not (path / CONFIG_NAME).is_file():
+        raise LerobotError(f"{path} has no {CONFIG_NAME}; it is not a lerobot policy checkpoint")
+    weights = sorted(p.name for p in path.iterdir() if p.name.endswith(".safetensors") and p.name.startswith("model"))
+    if not weights:
+        raise LerobotError(f"{path} holds no model.safetensors; it is not a lerobot policy checkpoint")
+    processors = sorted(p.name for p in path.iterdir() if p.name.startswith("policy_") and p.is_file())
+    if "policy_preprocessor.json" not in processors:
+        raise LerobotError(f"{path} has no policy_preprocessor.json: a lerobot checkpoint saves its pre- and "
+                           "post-processors (normalisation) beside the weights (lerobot >= 0.4)")
+    files = file_hashes(path, loader_files(path))
+    return path, source, commit, processors, weights, tuple(sorted(files.items()))
+
+
+def forget_probes() -> None:
+    """Forget what this process read of its checkpoints (the probes and the hashes under them): a fresh look."""
+    probe.cache_clear()
+    _hashed.cache_clear()
 
 
 def loader_files(path: Path) -> list[str]:
@@ -216,15 +240,15 @@ def check_files(info: Probe, expected: dict[str, str] | None, when: str, *, fres
 
 def check_pin(checkpoint: str, revision: str | None) -> str:
     """The checkpoint's pin when it is `revision` (a plan's); else the one-line refusal."""
-    info = probe(checkpoint, revision)
-    pin = info.pin
-    if revision != pin and info.source == "local" and revision == f"sha256:{info.weights_sha256}":
+    _, source, commit, _, weights, files = _hashed(checkpoint, revision)  # no lerobot import: a refusal is at once
+    pin = pin_of(source, commit, files)
+    if revision != pin and source == "local" and revision == f"sha256:{_sha256_of(weights, dict(files))}":
         raise LerobotError(f"refused: the pre-registration pins {checkpoint} by its weights alone ({revision[:19]}...); "
                            "a local lerobot pin covers every file the loader reads (config.json, the weights, the "
                            f"processors and their state files): register {pin} by amendment")
     if revision != pin:
         raise LerobotError(f"refused: the pre-registration pins {checkpoint} at revision {revision!r}, but what "
-                           f"loads is {pin}: one of its files ({', '.join(n for n, _ in info.files)}) is not what "
+                           f"loads is {pin}: one of its files ({', '.join(n for n, _ in files)}) is not what "
                            "was frozen (pin that, by amendment, or restore the checkpoint the plan named)")
     return pin
 
