@@ -39,7 +39,6 @@ import hashlib
 import itertools
 import json
 import math
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,9 +108,10 @@ def _all_posteriors(theta: float, n: int, lam0: float) -> tuple[np.ndarray, np.n
     return A / s, B / s, C / s
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=4)
 def _walk_logs(theta: float, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The log-likelihoods of a step-k walk at w under the design and its mirror (row k, column w)."""
+    """The log-likelihoods of a step-k walk at w under the design and its mirror (row k, column w). A design's
+    search asks for the same (theta, n) a thousand times; a few kept, as each holds two (n+1)^2 arrays."""
     k = np.arange(n + 1)[:, None]
     w = np.arange(n + 1)[None, :]
     la = w * math.log(theta) + (k - w) * math.log1p(-theta)
@@ -474,16 +474,17 @@ def _read_walk_test(path: Path, args: tuple) -> WalkTest | None:
 
 
 def _write_walk_test(path: Path, args: tuple, test: WalkTest) -> None:
+    from prereg.core.safe_read import NotWritable
+    from prereg.rundir.files import write_json_atomic
+
     w = test.walk
     record = {"args": list(args), "futility": test.futility,
               "walk": {"actions": [a.hex() for a in w.actions], "expected_seeds": w.expected_seeds, "type1": w.type1,
                        "achieved_power": w.achieved_power, "optimum": w.optimum}}
     try:  # atomic: another process reading it meanwhile sees the whole file or none
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
+        write_json_atomic(path, record)
+    except (OSError, NotWritable):
         pass  # a cache that cannot be written costs the next process the computation, nothing else
 
 
