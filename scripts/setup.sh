@@ -27,17 +27,18 @@ for cand in python3.12 /root/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin
 done
 [ -n "$PY" ] || { echo "setup: python3.12 not found; install it (e.g. apt-get install python3.12-venv) and rerun" >&2; exit 2; }
 
-# 3. The virtual environment and the project (editable), re-installed only when pyproject.toml changes.
+# 3. The virtual environment and the project (editable), at the versions the suite passed with (scripts/constraints.txt),
+#    re-installed only when pyproject.toml or the constraints change.
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $PY"
   "$PY" -m venv .venv
 fi
 stamp=".venv/.fontaine-installed"
-want="$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+want="$(cat pyproject.toml scripts/constraints.txt scripts/setup.sh | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "setup: installing Python packages (first time: a few minutes, about 5 GB with torch)"
   quiet .venv/bin/python -m pip install --upgrade pip
-  quiet .venv/bin/python -m pip install -e ".[${FONTAINE_EXTRAS:-dev,ray,step,diffusion,nexus}]"
+  quiet .venv/bin/python -m pip install -e ".[${FONTAINE_EXTRAS:-dev,ray,step,diffusion,nexus}]" -c scripts/constraints.txt
   echo "$want" > "$stamp"
 fi
 

@@ -9,19 +9,15 @@ grammar-masked decode). `tiny` builds a small random model for tests and demos.
 from __future__ import annotations
 
 import os
-import warnings
 
-# lerobot 0.6.1's MolmoAct2 config calls a transformers helper deprecated in 5.5; the warning is
-# theirs to fix and would otherwise open every driver.log of a MolmoAct2 run.
-warnings.filterwarnings("ignore", message=r"`rope_config_validation` is deprecated", category=FutureWarning)
-
-from engine.policies.base import DEFAULT_TASK  # noqa: E402 - after the filter: importing these imports lerobot
-from engine.policies.convmap.shim import PRESETS, ConvMap  # noqa: E402
-from engine.policies.molmoact2.checkpoint import CheckpointError  # noqa: E402
-from prereg.core.vocabulary import DECODES as VOCAB_DECODES  # noqa: E402
-from prereg.core.vocabulary import DTYPES as VOCAB_DTYPES  # noqa: E402
-from prereg.core.vocabulary import PATHWAYS as VOCAB_PATHWAYS  # noqa: E402
-from prereg.core.vocabulary import decode_problem  # noqa: E402
+# lerobot's warnings are silenced by the engine.policies package, imported before this module
+from engine.policies.base import DEFAULT_TASK
+from engine.policies.convmap.shim import PRESETS, ConvMap
+from engine.policies.molmoact2.checkpoint import CheckpointError
+from prereg.core.vocabulary import DECODES as VOCAB_DECODES
+from prereg.core.vocabulary import DTYPES as VOCAB_DTYPES
+from prereg.core.vocabulary import PATHWAYS as VOCAB_PATHWAYS
+from prereg.core.vocabulary import decode_problem
 
 PATHWAYS = ("flow", "discrete")
 # the pre-registration's vocabulary by policy name, here by pathway (prereg/core/vocabulary.py: one list)
