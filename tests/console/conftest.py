@@ -51,6 +51,21 @@ async def until_steady(pilot, read, *, looks: int = 1, interval: float = 0.1, ti
     return last
 
 
+def screen_text(app) -> str:
+    """The screen as the compositor paints it, as text with its styles (ANSI): what a screenshot shows,
+    for telling two paints apart. App.export_screenshot renders the same update to SVG, 6x the cost
+    (29 vs 4.4 ms at 120x40), and a test waiting for the screen to settle reads it every 0.1 s."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True, color_system="truecolor",
+                      record=True, legacy_windows=False, safe_box=False)  # export_screenshot's console
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text(styles=True)
+
+
 async def press_button(pilot, selector: str, what: str = "") -> None:
     """Click the button `selector` once it can take a press. Textual's Button ignores a click while its
     press effect (`-active`, 0.2 s) from the click before is still on: a second Launch within 0.2 s is

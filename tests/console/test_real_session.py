@@ -19,7 +19,7 @@ from prereg.document.real_spec import selected_seeds
 from prereg.document.seal import freeze
 from prereg.rundir.real import Trial, append_trial, read_trials
 from prereg.rundir.real_setup import write_setup
-from tests.console.conftest import make_app, make_row, make_run_dir, until_steady, wait_for
+from tests.console.conftest import make_app, make_row, make_run_dir, screen_text, until_steady, wait_for
 
 SHA = "b" * 64
 RUN = "real-oracle-20260101-000000"
@@ -202,6 +202,6 @@ def test_real_session_snapshot(snap_compare, real_run, size):
     async def run_before(pilot):
         screen = await open_session(pilot, app)
         await wait_for(pilot, lambda: screen.seed_shown == seeds[1])
-        await until_steady(pilot, app.export_screenshot, what="the screen")
+        await until_steady(pilot, lambda: screen_text(app), what="the screen")
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Select
 
 from console.widgets.dialogs import ConfirmScreen, HelpScreen, LaunchScreen
-from tests.console.conftest import make_app, make_row, make_run_dir, plain, until_steady, wait_for
+from tests.console.conftest import make_app, make_row, make_run_dir, plain, screen_text, until_steady, wait_for
 
 SIZE = (120, 40)
 
@@ -65,7 +65,7 @@ async def until_drawn(pilot, app, run_name=None):
 async def until_still(pilot, app, timeout: float = 10.0):
     """Until two renders 0.1 s apart are the same picture: a DataTable rebuilt for a new size
     repaints its rows over the next idles, later on a loaded machine than a fixed pause allows."""
-    await until_steady(pilot, app.export_screenshot, timeout=timeout, what="the screen")
+    await until_steady(pilot, lambda: screen_text(app), timeout=timeout, what="the screen")
 
 
 def test_main_screen_finished_and_died_runs(snap_compare, here):
