@@ -5,9 +5,10 @@ state, no display needed, safe in a worker thread of the console. Each arm keeps
 in every chart of a registration (`arm_colors`, in the registration's arm order), and every
 marker has a legend entry.
 
-A chart is drawn once per process for what it shows (`_drawn`): a report rebuilt over the same rows
-(the run's end, `report`, `publish`, the console's report key) writes the PNG it drew before, byte
-for byte, without 0.3-0.5 s of matplotlib.
+A chart is drawn once per process for what it shows (`_drawn`): a process that builds reports over
+the same rows again (`build_report` called from Python, a notebook, the test suite's hundreds of
+reports) writes the PNG it drew before, byte for byte, without 0.3-0.5 s of matplotlib. Each
+`fontaine-prereg report` is a process of its own and draws its charts once.
 """
 
 from __future__ import annotations
