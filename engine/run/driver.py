@@ -132,6 +132,7 @@ class _Driver(StopProtocol):
         self.pool: Executor | None = None
         self.gpu_meter = None
         self.policy_description: dict | None = None  # what the policy resolved to, once loaded
+        self._rig_tables: dict = {}  # the coverage tripwire's rig tables: judged before the load and after, computed once
         self.lost_seeds: list = []  # episodes aborted in flight: jobs as JSON (seeds, [arm, seed], [arm?, variant, seed])
         self.cancelled: list = []  # episodes in flight when the plan decided: cancelled, never rows, owed nothing
         self.aborted_note: str | None = None
@@ -166,6 +167,7 @@ class _Driver(StopProtocol):
             self._write_status(rd.STARTING)
             with beating(self.run_dir, HEARTBEAT_EVERY_S):  # minutes of model load and tripwire rollouts are not a stall
                 self.record.write_manifest(self.policy_description, self.gpus)  # what was asked: readable if the policy cannot load
+                self._check_tripwires(before_load=True)  # coverage needs no model: "pre-GPU: fail -> report, don't run"
                 self._load_policy()
                 self.record.write_manifest(self.policy_description, self.gpus)  # ... and what it resolved to
                 self._check_tripwires()  # the plan's registered tripwires: before any worker starts or episode runs
@@ -263,14 +265,16 @@ class _Driver(StopProtocol):
 
         self.gpu_meter = GpuMeter(self.gpus)
 
-    def _check_tripwires(self) -> None:
+    def _check_tripwires(self, before_load: bool = False) -> None:
         """The tripwires the plan registers (engine/run/tripwires.py): their record goes into the
-        manifest and status.json, and a failure raises TripwireFailed (`failed`, exit 2, no episode run)."""
+        manifest and status.json, and a failure raises TripwireFailed (`failed`, exit 2, no episode run).
+        `before_load`: coverage alone, before the policy loads (a failure: no model loaded either)."""
         policies = self.policy if isinstance(self.policy, dict) else {None: self.policy}
         described = self.policy_description if self.arms else {None: self.policy_description}
         try:
             self.tripwires, ran = check_at_start(self.cfg, self.run_dir, resume=self.resume, policies=policies,
-                                                 descriptions=described, log=self.log)
+                                                 descriptions=described, log=self.log, before_load=before_load,
+                                                 rig_cache=self._rig_tables)
         except TripwireFailed as exc:
             self.tripwires = getattr(exc, "record", None)
             if self.tripwires is not None:

@@ -1,10 +1,13 @@
 """A plan's registered tripwires (`gates: tripwires:`), run by the driver before the first episode.
 
 The lab notes' rule: the shim's tripwires are "mandatory, pre-GPU: fail -> report, don't run". The
-driver calls `run_registered` once the policy is loaded and before any worker starts; the result
-(every per-joint table, the rig table it was judged on, the verdict) goes into the manifest
-(`prereg.rundir.TRIPWIRES_FIELD`) and the log, and a failure is a `TripwireFailed`: the run ends
-`failed` with a reason starting `tripwire`, exit 2, nothing spent on episodes.
+driver judges coverage before the policy loads (it needs the checkpoint's norm_stats and the scene,
+never the model: `check_at_start(before_load=True)`), and every registered tripwire once the policy
+is loaded and before any worker starts (first_action needs the model; the rig table is computed once
+for both). The result (every per-joint table, the rig table it was judged on, the verdict) goes into
+the manifest (`prereg.rundir.TRIPWIRES_FIELD`) and the log, and a failure is a `TripwireFailed`: the
+run ends `failed` with a reason starting `tripwire`, exit 2, nothing spent on episodes, and a failing
+coverage nothing spent on loading the model either.
 
 - coverage: the rig table is the scripted oracle's rollouts on the run's own scene
   (`engine.run.rig_table.scene_rig_table`, the plan's `rig` seeds and budget); the release table is the
@@ -18,6 +21,7 @@ not applicable, never as passed silently.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -41,20 +45,37 @@ def applies(spec) -> bool:
 
 
 def check_at_start(cfg, run_dir: Path, *, resume: bool, policies: dict, descriptions: dict | None,
-                   log=print) -> tuple[dict | None, bool]:
+                   log=print, before_load: bool = False, rig_cache: dict | None = None) -> tuple[dict | None, bool]:
     """The registered tripwires at a run's start, and whether they ran now: run (`run_registered`),
     their table also written to driver.log; (None, False) when the plan registers none. A resume
-    whose manifest says they passed at the start does not run them again (its record, False)."""
+    whose manifest says they passed at the start does not run them again (its record, False).
+
+    `before_load`: coverage alone, before any policy is loaded (`policies` and `descriptions` unused):
+    a failure raises as above; a pass returns (None, False), the record being the full check's, after
+    the load. Where the checkpoint's norm_stats cannot be read yet (a hub checkpoint not downloaded,
+    a checkpoint the load will refuse in its own words), coverage waits for the full check. `rig_cache`
+    keeps the rig table between the two calls."""
     if not cfg.gates.tripwires:
         return None, False
     if resume:
         manifest, _ = rd.read_manifest(run_dir)
         prior = manifest.tripwires if manifest is not None else None
         if isinstance(prior, dict) and prior.get("passed") is True:
+            if before_load:
+                return None, False
             log("registered tripwires: passed at the run's start (manifest.json); not run again")
             return prior, False
     try:
-        record = run_registered(cfg, policies, policy_descriptions=descriptions, log=log)
+        if before_load:
+            try:
+                run_registered(cfg, {}, log=log, coverage_only=True, rig_cache=rig_cache)
+            except TripwireFailed:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the check after the load judges it, and says what is wrong
+                log(f"registered tripwire coverage: not judged before the policy loads ({one_line(str(exc))[:200]}); "
+                    "judged once it has")
+            return None, False
+        record = run_registered(cfg, policies, policy_descriptions=descriptions, log=log, rig_cache=rig_cache)
     except TripwireFailed as exc:
         record = getattr(exc, "record", None)
         if record is not None:
@@ -82,25 +103,35 @@ def also_in_log(run_dir: Path, text: str) -> None:
         pass
 
 
-def run_registered(cfg, policies: dict, *, policy_descriptions: dict | None = None, log=print) -> dict | None:
+def run_registered(cfg, policies: dict, *, policy_descriptions: dict | None = None, log=print,
+                   coverage_only: bool = False, rig_cache: dict | None = None) -> dict | None:
     """Run the tripwires `cfg.gates.tripwires` registers for every arm; the manifest's record.
 
     `policies`: {arm (None for a one-arm run): the loaded policy, or None where it is not loaded
-    here (a Ray run)}. Raises TripwireFailed when one fails (the record is in `exc.record`)."""
+    here (a Ray run)}. Raises TripwireFailed when one fails (the record is in `exc.record`).
+    `coverage_only`: the check before the policy loads (no first_action: it needs the model; the
+    record says so). `rig_cache`: the rig tables by (seeds, seconds), kept by the caller."""
     plan = tripwires_from_dict(cfg.gates.tripwires)
     if plan is None:
         return None
     from prereg.rundir.files import utc_now
 
     record: dict = {"registered": plan.as_dict(), "checked_at": utc_now(), "passed": True, "failed": [], "arms": []}
+    if coverage_only:  # the record keeps the plan as registered: only this check is narrower
+        record["before_load"] = ("coverage, before the policy loaded" + (
+            "; first_action not run (it needs the loaded policy)" if plan.first_action is not None else ""))
+        plan = dataclasses.replace(plan, first_action=None)
+        if plan.coverage is None:
+            return None
     tables = []
-    rig_cache: dict = {}
+    rig_cache = {} if rig_cache is None else rig_cache
     for arm, spec in cfg.arm_policies():
         label = arm or cfg.arm
         if not applies(spec):
             note = f"not applicable: policy {spec.kind} has no joint-convention shim"
             record["arms"].append({"arm": label, "policy": spec.kind, "applies": False, "note": note})
-            log(f"tripwires ({label}): {note}")
+            if not coverage_only:  # said once, by the check after the load
+                log(f"tripwires ({label}): {note}")
             continue
         entry = _run_arm(cfg, spec, plan, policies.get(arm), (policy_descriptions or {}).get(arm), rig_cache, log)
         entry["arm"] = label
@@ -111,6 +142,9 @@ def run_registered(cfg, policies: dict, *, policy_descriptions: dict | None = No
             record["passed"] = False
             record["failed"].extend(f"{label}: {f}" if arm else f for f in entry["failed"])
     record["table"] = "\n\n".join(tables)
+    if coverage_only and record["passed"]:  # its table comes with the others' once the policy is loaded
+        log("registered tripwire coverage PASSED before the policy loaded")
+        return record
     if tables:
         log(record["table"])
     log(f"registered tripwires {'PASSED' if record['passed'] else 'FAILED'}"

@@ -81,6 +81,8 @@ def test_a_failing_registered_tripwire_stops_the_run_before_any_episode(tmp_path
     assert "tripwire coverage: FAIL" in record["table"]
     assert record["arms"][0]["rig_table"]["count"] > 1000  # the scripted oracle's rollouts on this scene
     assert (run_dir / rd.ROWS).read_text() == ""  # no episode ran
+    # "pre-GPU": judged before the model loaded, so none was (the manifest never says what it resolved to)
+    assert record["before_load"] == "coverage, before the policy loaded" and manifest["policy_resolved"] is None
     log = (run_dir / rd.LOG).read_text()
     assert "tripwire coverage: FAIL" in log and "tripwire coverage: wrist_roll 54% uncovered" in log
     # what the console and the notifier read
@@ -105,6 +107,9 @@ def test_the_span_limited_allowance_lets_it_launch(tmp_path):
     status = read_status(run_dir)
     assert status["state"] == rd.DONE and status["done"] == 1 and status["tripwires"]["passed"] is True
     assert "registered tripwires PASSED" in out.stdout and "registered tripwires PASSED" in (run_dir / rd.LOG).read_text()
+    # coverage judged before the load too, on the same rig table: the oracle's rollouts ran once
+    assert "registered tripwire coverage PASSED before the policy loaded" in out.stdout
+    assert out.stdout.count("the rig table from the scripted oracle") == 1 and "before_load" not in record
 
 
 def test_a_policy_without_the_shim_is_recorded_as_not_applicable():
@@ -123,6 +128,36 @@ def test_a_policy_without_the_shim_is_recorded_as_not_applicable():
                                "note": "not applicable: policy scripted has no joint-convention shim"}]
     assert any("not applicable" in line for line in lines)
     assert run_registered(RunConfig(run_id="r", arm="a", policy=PolicySpec(), seeds=[0]), {}) is None
+
+
+def test_before_the_load_coverage_alone_is_judged_and_a_checkpoint_it_cannot_read_yet_waits(tmp_path):
+    """check_at_start(before_load=True): coverage only (first_action needs the model, and the record says it
+    did not run); a checkpoint whose norm_stats cannot be read before the load is judged after it, not refused
+    here (the load says what is wrong with it in its own words)."""
+    from engine.policies.factory import PolicySpec
+    from engine.record.config import RunConfig
+    from engine.run.tripwires import TripwireFailed, check_at_start
+    from prereg.document.model import CoverageTripwire, FirstActionTripwire, Tripwires
+    from prereg.rundir.status import GateSpec
+
+    both = Tripwires(coverage=CoverageTripwire(max_uncovered=0.3), first_action=FirstActionTripwire())
+    missing = PolicySpec(kind="molmoact2", checkpoint=str(tmp_path / "no-such-checkpoint"))
+    cfg = RunConfig(run_id="r", arm="m", policy=missing, seeds=[0], gates=GateSpec(tripwires=both.as_dict()))
+    lines, rigs = [], {}
+    assert check_at_start(cfg, tmp_path, resume=False, policies={}, descriptions=None, log=lines.append,
+                          before_load=True, rig_cache=rigs) == (None, False)
+    assert any("not judged before the policy loads" in line and "no-such-checkpoint" in line for line in lines), lines
+
+    tiny = PolicySpec(kind="molmoact2", checkpoint="tiny", convmap="official")
+    cfg = RunConfig(run_id="r", arm="m", policy=tiny, seeds=[0], gates=GateSpec(tripwires=both.as_dict()))
+    with pytest.raises(TripwireFailed) as failed:
+        check_at_start(cfg, tmp_path, resume=False, policies={}, descriptions=None, log=lines.append,
+                       before_load=True, rig_cache=rigs)
+    record = failed.value.record
+    assert record["before_load"] == "coverage, before the policy loaded; first_action not run (it needs the loaded policy)"
+    assert set(record["registered"]) == {"coverage", "first_action"}  # the plan as registered
+    assert set(record["arms"][0]["reports"]) == {"coverage"}
+    assert list(rigs) == [(both.coverage.rig_seeds, both.coverage.rig_episode_seconds)]  # kept for the check after the load
 
 
 def test_the_cli_switch_names_joints_and_needs_the_instrument(tmp_path):
