@@ -4,6 +4,7 @@ agree, and this environment is the locked one: a fresh machine's set-up installs
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
 from importlib import metadata
 from pathlib import Path
@@ -63,3 +64,9 @@ def test_this_environment_is_the_locked_one():
         if have != version:
             wrong.append(f"{name}: locked at {version}, installed {have}")
     assert not wrong, "rerun scripts/setup.sh (or regenerate the lock after a deliberate upgrade):\n" + "\n".join(wrong)
+
+
+def test_the_lock_script_writes_the_committed_lock_from_this_environment(tmp_path):
+    out = tmp_path / "constraints.txt"
+    subprocess.run(["bash", str(ROOT / "scripts" / "lock.sh"), str(out)], check=True, capture_output=True, text=True)
+    assert out.read_text() == (ROOT / "scripts" / "constraints.txt").read_text()
