@@ -68,6 +68,7 @@ def check_at_start(cfg, run_dir: Path, *, resume: bool, policies: dict, descript
     try:
         if before_load:
             try:
+                _pins_hold(cfg)
                 run_registered(cfg, {}, log=log, coverage_only=True, rig_cache=rig_cache)
             except TripwireFailed:
                 raise
@@ -85,6 +86,17 @@ def check_at_start(cfg, run_dir: Path, *, resume: bool, policies: dict, descript
         return None, False
     also_in_log(run_dir, f"{record.get('table', '')}\nregistered tripwires PASSED")
     return record, True
+
+
+def _pins_hold(cfg) -> None:
+    """Before the load, a pinned lerobot arm's files are checked against its pin (their hashes, no lerobot
+    import) so the stats coverage judges are the pinned ones; else the load's refusal (LerobotError) is
+    raised here and coverage waits for it. A MolmoAct2 hub pin is the commit the snapshot is resolved at."""
+    for _, spec in cfg.arm_policies():
+        if spec.kind == "lerobot" and spec.pinned:
+            from engine.policies.lerobot_policy import check_pin
+
+            check_pin(spec.checkpoint, spec.revision)
 
 
 def also_in_log(run_dir: Path, text: str) -> None:

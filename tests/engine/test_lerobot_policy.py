@@ -171,6 +171,47 @@ def test_the_shims_tripwires_judge_a_lerobot_checkpoint(ensembled_dir, monkeypat
     assert record["passed"] is True, record["failed"]
 
 
+def test_before_the_load_a_pinned_lerobot_arm_whose_files_changed_is_not_judged_on_them(ensembled_dir, tmp_path,
+                                                                                           monkeypatch):
+    """Coverage before the load reads the checkpoint's saved state stats: a pinned arm's pin is checked
+    first, so stats edited since the freeze are never judged (the load refuses the launch in its words)."""
+    import shutil
+
+    import engine.run.rig_table
+    from engine.policies.factory import PolicySpec
+    from engine.policies.lerobot_policy import forget_probes, probe
+    from engine.record.config import RunConfig
+    from engine.run.tripwires import check_at_start
+    from prereg.document.model import CoverageTripwire, Tripwires
+    from prereg.rundir.status import GateSpec
+
+    ckpt = tmp_path / "act"
+    shutil.copytree(ensembled_dir, ckpt)
+    forget_probes()
+    pin = probe(str(ckpt)).pin
+    judged = []
+    monkeypatch.setattr(engine.run.rig_table, "scene_rig_table", lambda *a, **k: judged.append(1) or {"joints": {}})
+    monkeypatch.setattr("engine.policies.convmap.fit.seam_box", lambda table: (np.full(6, -40.0), np.full(6, 40.0)))
+    spec = PolicySpec(kind="lerobot", checkpoint=str(ckpt), revision=pin, pinned=True, convmap="identity", device="cpu")
+    cfg = RunConfig(run_id="r", arm="act", policy=spec, seeds=[0],
+                    gates=GateSpec(tripwires=Tripwires(coverage=CoverageTripwire()).as_dict()))
+    lines = []
+    assert check_at_start(cfg, tmp_path, resume=False, policies={}, descriptions=None, log=lines.append,
+                          before_load=True) == (None, False)
+    assert judged == [1] and lines[-1] == "registered tripwire coverage PASSED before the policy loaded"
+    state = next(p for p in ckpt.iterdir() if p.name.startswith("policy_preprocessor") and p.suffix == ".safetensors")
+    from safetensors.numpy import load_file, save_file
+
+    save_file({k: v + 1.0 for k, v in load_file(str(state)).items()}, str(state))  # other stats, still readable
+    forget_probes()
+    lines.clear()
+    assert check_at_start(cfg, tmp_path, resume=False, policies={}, descriptions=None, log=lines.append,
+                          before_load=True) == (None, False)
+    assert judged == [1]  # nothing judged on the edited file
+    assert any("not judged before the policy loads (refused: the pre-registration pins" in line for line in lines), lines
+    forget_probes()
+
+
 def test_diffusion_runs_select_action_every_tick_seeded_per_episode(tmp_path):
     """Diffusion keeps an observation history (n_obs_steps 2) and samples noise: lerobot's own
     select_action every tick, torch seeded by the episode's seed. Needs lerobot's `diffusion` extra."""
