@@ -1,8 +1,11 @@
 """Comparison runs (issue 24): `fontaine-eval --prereg DOC --arms A,B` runs both arms of a registered
 comparison in one run directory, interleaved by seed, and stops when the comparison decides.
 
-The end-to-end tests launch the shipped CPU example (prereg/examples/compare.md: the scripted
-oracle at grasp_miss 0.5 against 0.1); the bad-input tests run nothing."""
+The end-to-end tests launch the scripted oracle against itself at two skills (its seeded `grasp_miss`
+knob): the shipped CPU example (prereg/examples/compare.md: 0.5 against 0.1) once, uninterrupted; the
+other comparisons pit 0.9 against 0.1, which their registered tests decide in 8-10 seeds rather than
+15-19 (about half the episodes). A run that several tests read is a module fixture, launched once.
+The bad-input tests run nothing."""
 
 from __future__ import annotations
 
@@ -11,12 +14,13 @@ import json
 import pytest
 
 from engine.cli.main import main
-from tests.helpers import REPO, launch_detached, read_rows, read_status, run_eval, stable, wait_until
+from tests.helpers import REPO, decide_on_rows, launch_detached, read_rows, read_status, run_eval, stable, wait_until
 
 COMPARE = REPO / "prereg" / "examples" / "compare.md"
 DEMO = REPO / "prereg" / "examples" / "demo.md"
 ARMS = ("--prereg", str(COMPARE), "--arms", "clumsy,steady")
 DECIDED_AT = 19  # seeds 0-18: the 8th seed only steady wins (the discordant e-process reaches 2/alpha = 40)
+SWAPPED_AT = 10  # SWAPPED (clumsy at grasp_miss 0.9): only steady wins on seeds 0-9 but 4 and 5 (draws 0.92, 0.97)
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -48,7 +52,7 @@ arms:
     grasp_miss: 0.1
   - name: clumsy
     policy: scripted
-    grasp_miss: 0.5
+    grasp_miss: 0.9
 protocol:
   seeds: 0-39
   episode_seconds: 20
@@ -68,20 +72,29 @@ Plain words.
 """
 
 
-@pytest.mark.slow
-def test_a_comparison_run_interleaves_the_arms_and_stops_when_b_is_worse(tmp_path):
+@pytest.fixture(scope="module")
+def swapped_run(tmp_path_factory):
+    """SWAPPED run once to its decision, uninterrupted: (its document, its run directory, fontaine-eval's
+    output). Read by the test below, and the reference the stopped-and-resumed run must equal."""
     from prereg.document.seal import freeze
 
-    doc = tmp_path / "swapped.md"
+    base = tmp_path_factory.mktemp("swapped")
+    doc = base / "swapped.md"
     doc.write_text(SWAPPED)
     freeze(doc)
-    run_dir = tmp_path / "run"
+    run_dir = base / "run"
     out = run_eval("--prereg", str(doc), "--arms", "clumsy,steady", "--run-dir", str(run_dir))  # registered order wins
+    return doc, run_dir, out
+
+
+@pytest.mark.slow
+def test_a_comparison_run_interleaves_the_arms_and_stops_when_b_is_worse(swapped_run):
+    _, run_dir, out = swapped_run
     assert out.returncode == 3, out.stdout + out.stderr
     assert "arms steady and clumsy interleaved by seed" in out.stdout and "30 seeds" in out.stdout  # max_seeds caps
     status = read_status(run_dir)
     assert status["stop"]["by"] == "decided" and status["comparison"]["outcome"] == "B worse"
-    assert status["stop"]["detail"].startswith("(comparison) clumsy worse than steady at 19/30 seeds")
+    assert status["stop"]["detail"].startswith(f"(comparison) clumsy worse than steady at {SWAPPED_AT}/30 seeds")
     assert status["total"] == 60 and status["arms"] == ["steady", "clumsy"]
     rows = read_rows(run_dir)
     order = [(r["arm"], r["seed"]) for r in rows]
@@ -100,19 +113,19 @@ def test_a_comparison_run_interleaves_the_arms_and_stops_when_b_is_worse(tmp_pat
     assert "arm steady: successes" in out.stdout and "comparison    clumsy worse than steady" in out.stdout
 
 
-@pytest.mark.slow
-def test_a_comparison_that_runs_every_seed_undecided_is_done(tmp_path):
-    from prereg.document.seal import freeze
+def _decision_on_the_draws(doc, n: int):
+    """The first decision `decide` reads, in plan order, on the outcomes the oracle's skill fixes before
+    anything runs: an arm succeeds on the seeds whose skill draw is at or above its grasp_miss (docs/prereg.md,
+    "Arms of known skill": with no miss, every seed succeeds in 20 s). What an uninterrupted run stops on."""
+    from engine.policies.scripted import skill_draw
+    from prereg.document.read import load
 
-    doc = tmp_path / "short.md"
-    doc.write_text(SWAPPED.replace("max_seeds: 30", "max_seeds: 3").replace('video_draw: "seeds:0"', "video_draw: none"))
-    freeze(doc)
-    run_dir = tmp_path / "run"
-    out = run_eval("--prereg", str(doc), "--arms", "steady,clumsy", "--run-dir", str(run_dir))
-    assert out.returncode == 0, out.stdout + out.stderr  # the plan ran to its end: done, not stopped
-    status = read_status(run_dir)
-    assert status["state"] == "done" and status["stop"] is None and (status["done"], status["total"]) == (6, 6)
-    assert status["comparison"]["outcome"] == "undecided" and status["comparison"]["at"] == 3
+    d = load(doc)
+    (spec,) = [sm.comparison for sm in d.sections if sm.comparison is not None]
+    miss = {a.name: a.grasp_miss or 0.0 for a in d.arms()}
+    draws = [skill_draw(s) for s in range(n)]
+    a, b = ([x >= miss[arm] for x in draws] for arm in (spec.arm_a, spec.arm_b))
+    return next(dec for length in range(1, n + 1) if (dec := decide_on_rows(spec, a, b, length, n)) is not None)
 
 
 @pytest.mark.slow
@@ -120,9 +133,10 @@ def test_a_comparison_that_runs_every_seed_undecided_is_done(tmp_path):
                                         ("optimal", "discordant-pair test from the optimum designed at 0.5 vs 0.9")])
 def test_a_registered_sprt_stops_a_real_run_when_b_is_worse_and_for_futility(tmp_path, test, words):
     """test: sprt (prereg/stats/paired_sprt.py) and test: optimal (paired_optimal.py) through the real driver:
-    clumsy (grasp_miss 0.5) against steady (0.1) is decided "B worse" on the plan prefix; two arms of the same
-    skill share every seed's draw, so no seed is discordant and the run stops for futility within a few seeds,
-    claiming nothing."""
+    clumsy (grasp_miss 0.9) against steady (0.1) is decided "B worse" at the seed the test reads on the plan
+    prefix of the oracle's known outcomes (9 and 8 of 40; clumsy at 0.5 took 16 and 15); two arms of the
+    same skill share every seed's draw, so no seed is discordant and the run stops for futility within a
+    few seeds, claiming nothing."""
     from prereg.document.seal import freeze
 
     sprt = f'test: {test}, assumed_rates: [0.9, 0.5], alpha: 0.05, power: 0.8, minimum_effect: 0.2, max_seeds: 40'
@@ -137,8 +151,10 @@ def test_a_registered_sprt_stops_a_real_run_when_b_is_worse_and_for_futility(tmp
     status = read_status(run_dir)
     assert status["comparison"]["outcome"] == "B worse" and status["stop"]["by"] == "decided"
     assert words in status["stop"]["detail"]
+    expected = _decision_on_the_draws(doc, 40)
+    assert (expected.outcome, status["comparison"]["at"]) == ("B worse", expected.at)
     same = tmp_path / "same.md"
-    same.write_text(text.replace("grasp_miss: 0.5", "grasp_miss: 0.1"))
+    same.write_text(text.replace("grasp_miss: 0.9", "grasp_miss: 0.1"))
     freeze(same)
     run_dir = tmp_path / "run-same"
     out = run_eval("--prereg", str(same), "--arms", "steady,clumsy", "--run-dir", str(run_dir))
@@ -164,7 +180,7 @@ arms:
     convmap: official
     dtype: fp32
 protocol:
-  seeds: 0-2
+  seeds: 0-39
   episode_seconds: 2
   workers: 2
   video_draw: none
@@ -176,23 +192,31 @@ gates:
 decision_rules:
   - if: tiny.successes < oracle.successes
     then: the model is worse
-comparison: {arms: [oracle, tiny], metric: success, test: savi, alpha: 0.05, power: 0.8, minimum_effect: 0.2}
+comparison: {arms: [oracle, tiny], metric: success, test: savi, alpha: 0.05, power: 0.8, minimum_effect: 0.2, max_seeds: 3}
 ---
 
 Plain words.
 """
 
 
-@pytest.mark.slow
-def test_a_served_model_and_a_local_oracle_run_side_by_side(tmp_path):
-    """One arm served in the driver (its predicts batched there), the other local to each worker."""
+@pytest.fixture(scope="module")
+def mixed_run(tmp_path_factory):
+    """MIXED run once to its end: (its run directory, fontaine-eval's output). Its 40 planned seeds are
+    capped at 3 by max_seeds; nothing decides within 3 seeds."""
     from prereg.document.seal import freeze
 
-    doc = tmp_path / "mixed.md"
+    base = tmp_path_factory.mktemp("mixed")
+    doc = base / "mixed.md"
     doc.write_text(MIXED)
     freeze(doc)
-    run_dir = tmp_path / "run"
-    out = run_eval("--prereg", str(doc), "--arms", "oracle,tiny", "--run-dir", str(run_dir), "--device", "cpu")
+    run_dir = base / "run"
+    return run_dir, run_eval("--prereg", str(doc), "--arms", "oracle,tiny", "--run-dir", str(run_dir), "--device", "cpu")
+
+
+@pytest.mark.slow
+def test_a_served_model_and_a_local_oracle_run_side_by_side(mixed_run):
+    """One arm served in the driver (its predicts batched there), the other local to each worker."""
+    run_dir, out = mixed_run
     assert out.returncode == 0, out.stdout + out.stderr
     rows = read_rows(run_dir)
     assert sorted((r["arm"], r["seed"]) for r in rows) == [(a, s) for a in ("oracle", "tiny") for s in range(3)]
@@ -206,6 +230,18 @@ def test_a_served_model_and_a_local_oracle_run_side_by_side(tmp_path):
     assert resolved["oracle"]["served"] == "in each worker" and resolved["tiny"]["device"] == "cpu"
     trail = [json.loads(ln) for ln in (run_dir / "predicts.jsonl").read_text().splitlines()]
     assert len(trail) == sum(r["predicts"] for r in tiny) and {t["arm"] for t in trail} == {"tiny"}
+
+
+@pytest.mark.slow
+def test_a_comparison_that_runs_every_seed_undecided_is_done(mixed_run):
+    """The decision read on the last pair of max_seeds (3 of the 40 planned) is "undecided at max seeds":
+    nothing is left to stop, so the run ends done, exit 0. Read on the run above: the driver reads the
+    comparison the same way wherever each arm's policy is served."""
+    run_dir, out = mixed_run
+    assert out.returncode == 0, out.stdout + out.stderr  # the plan ran to its end: done, not stopped
+    status = read_status(run_dir)
+    assert status["state"] == "done" and status["stop"] is None and (status["done"], status["total"]) == (6, 6)
+    assert status["comparison"]["outcome"] == "undecided" and status["comparison"]["at"] == 3
 
 
 def _rows_after_the_stop(log: str) -> int:
@@ -222,8 +258,7 @@ def _pairs(rows):
 
 @pytest.fixture(scope="module")
 def shipped_run(tmp_path_factory):
-    """The shipped CPU example run once, detached and uninterrupted: read by the test below and the
-    reference the resumed run must equal (one run of it, not two, in the suite)."""
+    """The shipped CPU example run once, detached and uninterrupted, read by the test below."""
     run_dir = tmp_path_factory.mktemp("shipped") / "cmp"
     proc = launch_detached(run_dir, *ARMS)
     assert proc.wait(timeout=300) == 3, (run_dir / "driver.log").read_text()
@@ -263,21 +298,23 @@ def test_the_shipped_comparison_decides_before_its_max_seeds(shipped_run):
 
 
 @pytest.mark.slow
-def test_a_stopped_comparison_resumes_to_the_same_decision(tmp_path, shipped_run):
-    ref = shipped_run
+def test_a_stopped_comparison_resumes_to_the_same_decision(tmp_path, swapped_run):
+    """SWAPPED stopped by a STOP after two rows, then resumed: it reaches the uninterrupted run's decision
+    at the same seed, with the same rows."""
+    doc, ref, _ = swapped_run
     run_dir = tmp_path / "run"
-    proc = launch_detached(run_dir, *ARMS)
+    proc = launch_detached(run_dir, "--prereg", str(doc), "--arms", "clumsy,steady")
     wait_until(lambda: len(read_rows(run_dir)) >= 2, timeout=180, what="two rows")
     (run_dir / "STOP").write_text(json.dumps({"by": "user", "detail": "a break"}))
     assert proc.wait(timeout=120) == 3
     first = read_status(run_dir)
     assert first["stop"]["by"] == "user" and first["comparison"] is None
-    assert len(read_rows(run_dir)) < 2 * DECIDED_AT
+    assert len(read_rows(run_dir)) < 2 * SWAPPED_AT
     out = run_eval("--resume", str(run_dir))
     assert out.returncode == 3, out.stdout + out.stderr
     status = read_status(run_dir)
-    assert status["stop"]["by"] == "decided" and status["comparison"]["at"] == DECIDED_AT
+    assert status["stop"]["by"] == "decided" and status["comparison"]["at"] == SWAPPED_AT
     assert status["stop"]["detail"] == read_status(ref)["stop"]["detail"]
     rows, ref_rows = _pairs(read_rows(run_dir)), _pairs(read_rows(ref))
-    for key in ((arm, s) for arm in ("clumsy", "steady") for s in range(DECIDED_AT)):
+    for key in ((arm, s) for arm in ("clumsy", "steady") for s in range(SWAPPED_AT)):
         assert stable(rows[key]) == stable(ref_rows[key]), key
