@@ -42,7 +42,12 @@ def test_replay_switches_need_their_instrument(tmp_path):
 
 
 @pytest.mark.slow
-def test_seam_stats_fit_and_tripwires_end_to_end(tmp_path):
+def test_seam_stats_fit_and_tripwires_end_to_end(tmp_path, capsys):
+    """The rig table from a `fontaine-eval` process; the two tripwire runs that read it (the instrument judges
+    and exits: no run, no driver) through fontaine-eval's own `main` in this process, where each process
+    paid the torch/lerobot imports again (~10 s of CPU) for the same code."""
+    from engine.cli.main import main
+
     seam = tmp_path / "seam.json"
     out = run_eval("--policy", "scripted", "--seeds", "0", "--episode-seconds", "12", "--convmap-seam-stats", str(seam))
     assert out.returncode == 0, out.stderr
@@ -50,23 +55,25 @@ def test_seam_stats_fit_and_tripwires_end_to_end(tmp_path):
     assert set(stats["joints"]) >= {"shoulder_pan", "gripper"}
 
     run_dir = tmp_path / "tw"
-    out = run_eval("--molmoact2", "tiny", "--dtype", "fp32", "--convmap", "fit", "--convmap-seam-stats", str(seam),
-                   "--convmap-override", "wrist_roll=-90", "--convmap-tripwires", "--seeds", "0,1", "--run-dir", str(run_dir))
+    code = main(["--molmoact2", "tiny", "--dtype", "fp32", "--convmap", "fit", "--convmap-seam-stats", str(seam),
+                 "--convmap-override", "wrist_roll=-90", "--convmap-tripwires", "--seeds", "0,1", "--run-dir", str(run_dir)])
+    out = capsys.readouterr()
     # The random tiny model's first actions are far from the state: tripwire (b) must fail it.
-    assert out.returncode == 1, out.stderr
-    assert "fit, frozen as per-joint overrides" in out.stdout
-    assert "BLIND TO SIGN AT REST" in out.stdout
+    assert code == 1, out.err
+    assert "fit, frozen as per-joint overrides" in out.out
+    assert "BLIND TO SIGN AT REST" in out.out
     report = json.loads((run_dir / "convmap_tripwires.json").read_text())
     assert report  # the per-joint tables travel with the run
     assert not (run_dir / "manifest.json").exists()  # a failed tripwire launches nothing
 
     # The lab note's replay: the margin-only fit, and tripwire (b) against an explicit anchor.
     run_dir = tmp_path / "replay"
-    out = run_eval("--molmoact2", "tiny", "--dtype", "fp32", "--convmap", "fit", "--convmap-fit-tiebreak", "off",
-                   "--convmap-seam-stats", str(seam), "--convmap-tripwires", "--convmap-anchor-deg", "6.31",
-                   "--seeds", "0", "--run-dir", str(run_dir))
-    assert out.returncode in (0, 1), out.stderr
-    assert "coverage tiebreak OFF" in out.stdout
+    code = main(["--molmoact2", "tiny", "--dtype", "fp32", "--convmap", "fit", "--convmap-fit-tiebreak", "off",
+                 "--convmap-seam-stats", str(seam), "--convmap-tripwires", "--convmap-anchor-deg", "6.31",
+                 "--seeds", "0", "--run-dir", str(run_dir)])
+    out = capsys.readouterr()
+    assert code in (0, 1), out.err
+    assert "coverage tiebreak OFF" in out.out
     report = json.loads((run_dir / "convmap_tripwires.json").read_text())
     first = report["tripwires"]["first_action"]
     assert all(j["anchor_deg"] == 6.31 and j["limit_deg"] == pytest.approx(12.62) for j in first["joints"])

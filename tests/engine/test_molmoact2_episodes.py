@@ -1,52 +1,104 @@
 """Whole episodes of the tiny MolmoAct2 through `fontaine-eval`: the reference decode counts its
-zero fallbacks in the rows, the grammar-masked decode has none, and flow runs."""
+zero fallbacks in the rows, the grammar-masked decode has none (and its predict trail, recorded
+end to end, is what lerobot decodes), and flow runs.
+
+The three runs are real runs (driver, workers, rows, manifest), each through fontaine-eval's own
+`main`, one after the other in ONE process launched once for the module: a process that imports
+torch/transformers/lerobot pays ~10 s of CPU for it before anything runs, and three launches paid it
+three times. Each test reads its own run (its exit code, stdout, rows and manifest)."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
-from tests.helpers import read_rows, run_eval
+from prereg.rundir.predicts import read_predicts
+from tests.helpers import REPO, read_rows
 
 pytest_plugins = ("tests.engine.molmoact2_fixtures",)
 
 pytestmark = pytest.mark.slow
 
 COMMON = ("--dtype", "fp32", "--device", "cpu", "--video-draw", "none", "--seed", "0")
+RUNS = {
+    # 2 seeds on 2 workers (their batches share the driver's trail), 2 s: 2 replans a seed
+    "masked": ("--molmoact2-discrete", "tiny", "--molmoact2-grammar-masked", "--num-seeds", "2", "--workers", "2",
+               "--episode-seconds", "2", "--record-predicts"),
+    "reference": ("--molmoact2-discrete", "tiny", "--num-seeds", "1", "--episode-seconds", "1"),
+    "flow": ("--molmoact2", "tiny", "--num-seeds", "1", "--episode-seconds", "2"),
+}
+MARK = "=== fontaine-eval run "
+# fontaine-eval's main, once per run, in one process; each run's stdout after its marker line
+RUNNER = f"""
+import json, sys
+from engine.cli.main import main
+for name, argv in json.loads(sys.argv[1]).items():
+    print({MARK!r} + name, flush=True)
+    code = main(argv)
+    print({MARK!r} + name + " exit " + str(code), flush=True)
+"""
 
 
-def _run(tmp_path, tiny_cache, *args):
-    run_dir = tmp_path / "run"
-    done = run_eval(*args, *COMMON, "--run-dir", str(run_dir), timeout=400, env={"FONTAINE_CACHE": str(tiny_cache)})
-    assert done.returncode == 0, done.stdout + done.stderr
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, tiny_cache):
+    """{name: (exit code, run dir, its stdout)} of the three runs of RUNS."""
+    root = tmp_path_factory.mktemp("episodes")
+    argvs = {name: [*args, *COMMON, "--run-dir", str(root / name)] for name, args in RUNS.items()}
+    done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(argvs)], cwd=REPO, capture_output=True, text=True,
+                          timeout=900, env={**os.environ, "FONTAINE_CACHE": str(tiny_cache)})
+    out = {}
+    for name in RUNS:
+        section = done.stdout.partition(f"{MARK}{name}\n")[2].partition(f"{MARK}{name} exit ")
+        code = int(section[2].split("\n", 1)[0]) if section[1] else None
+        out[name] = (code, root / name, section[0], done.stderr)
+    return out
+
+
+def _run(runs, name):
+    code, run_dir, stdout, stderr = runs[name]
+    assert code == 0, stdout + stderr
     rows = read_rows(run_dir)
     assert rows and all(r["status"] == "ok" for r in rows), rows
-    return rows, json.loads((run_dir / "manifest.json").read_text()), done.stdout
+    return rows, json.loads((run_dir / "manifest.json").read_text()), stdout
 
 
-def test_grammar_masked_episodes_never_fall_back(tmp_path, tiny_cache):
-    rows, manifest, out = _run(
-        tmp_path, tiny_cache, "--molmoact2-discrete", "tiny", "--molmoact2-grammar-masked",
-        "--num-seeds", "2", "--workers", "2", "--episode-seconds", "2",
-    )
+def test_grammar_masked_episodes_never_fall_back(runs):
+    rows, manifest, out = _run(runs, "masked")
     assert all(r["predicts"] == 2 and r["zero_fallbacks"] == 0 and r["mask_violations"] > 0 for r in rows)
     assert "zero-fallbacks 0" in out
     resolved = manifest["policy_resolved"]
     assert resolved["decode"] == "grammar-masked" and len(resolved["weights_sha256"]) == 64
 
 
-def test_reference_episode_counts_every_undecodable_emission(tmp_path, tiny_cache):
-    rows, manifest, _ = _run(
-        tmp_path, tiny_cache, "--molmoact2-discrete", "tiny", "--num-seeds", "1", "--episode-seconds", "1",
-    )
+def test_record_predicts_end_to_end(runs, masked_policy):
+    """The issue's acceptance command, on the grammar-masked arm (the random tiny model's reference
+    emissions never reach EOS, so every reference line is a no_eos zero chunk)."""
+    from tests.engine.test_predict_trail import check_line_against_lerobot  # here: after the plugin is registered
+
+    rows, _, _ = _run(runs, "masked")
+    lines = read_predicts(runs["masked"][1]).lines
+    assert len(lines) == sum(r["predicts"] for r in rows) > 0
+    assert sorted({t["seed"] for t in lines}) == [0, 1]
+    for seed in (0, 1):
+        replans = [t["replan"] for t in lines if t["seed"] == seed]
+        assert replans == list(range(len(replans))) and len(replans) == 2
+    for line in lines:
+        check_line_against_lerobot(masked_policy, line)
+
+
+def test_reference_episode_counts_every_undecodable_emission(runs):
+    rows, manifest, _ = _run(runs, "reference")
     (row,) = rows
     assert row["predicts"] == 1 and row["zero_fallbacks"] == 1 and row["mask_violations"] == 0
     assert manifest["policy_resolved"]["decode"] == "reference"
 
 
-def test_flow_episode_runs(tmp_path, tiny_cache):
-    rows, manifest, _ = _run(tmp_path, tiny_cache, "--molmoact2", "tiny", "--num-seeds", "1", "--episode-seconds", "2")
+def test_flow_episode_runs(runs):
+    rows, manifest, _ = _run(runs, "flow")
     assert rows[0]["predicts"] == 2 and rows[0]["zero_fallbacks"] == 0
     assert len(rows[0]["first_action_delta_deg"]) == 6
     assert manifest["policy_resolved"]["flow_steps"] == 10

@@ -1,18 +1,16 @@
 """The predict trail: every served observation is one flushed line of predicts.jsonl, and a
-line's tokens, decoded by lerobot's own code, give its recorded normalised chunk."""
+line's tokens, decoded by lerobot's own code, give its recorded normalised chunk. The trail of a
+whole run (`--record-predicts` end to end) is held in tests/engine/test_molmoact2_episodes.py, on
+the grammar-masked run that file launches anyway."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-import pytest
 import torch
 
 from engine.record.predict_trail import PREDICTS, PredictTrail
 from prereg.rundir.predicts import read_predicts
 from tests.engine.molmoact2_fixtures import make_obs
-from tests.helpers import run_eval
 
 pytest_plugins = ("tests.engine.molmoact2_fixtures",)
 
@@ -71,23 +69,3 @@ def test_each_served_observation_is_one_line(masked_policy, reference_policy, fl
     from engine.policies.convmap.shim import sim_rad_to_rig_deg
 
     np.testing.assert_allclose(lines[4]["first_action_deg"], sim_rad_to_rig_deg(chunk.targets_rad[0]), atol=1e-4)
-
-
-@pytest.mark.slow
-def test_record_predicts_end_to_end(tmp_path, tiny_cache, masked_policy):
-    """The issue's acceptance command, on the grammar-masked arm (the random tiny model's reference
-    emissions never reach EOS, so every reference line is a no_eos zero chunk)."""
-    run_dir = tmp_path / "R"
-    out = run_eval("--molmoact2-discrete", "tiny", "--molmoact2-grammar-masked", "--dtype", "fp32", "--seed", "0",
-                   "--num-seeds", "2", "--episode-seconds", "5", "--record-predicts", "--run-dir", str(run_dir),
-                   env={"FONTAINE_CACHE": str(tiny_cache)})
-    assert out.returncode == 0, out.stderr
-    lines = read_predicts(run_dir).lines
-    rows = [json.loads(r) for r in (run_dir / "rows.jsonl").read_text().splitlines()]
-    assert len(lines) == sum(r["predicts"] for r in rows) > 0
-    assert sorted({t["seed"] for t in lines}) == [0, 1]
-    for seed in (0, 1):
-        replans = [t["replan"] for t in lines if t["seed"] == seed]
-        assert replans == list(range(len(replans)))
-    for line in lines:
-        check_line_against_lerobot(masked_policy, line)

@@ -173,16 +173,21 @@ def test_the_cli_switch_names_joints_and_needs_the_instrument(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_instrument_judges_wrist_roll_with_and_without_the_switch(tmp_path):
+def test_the_instrument_judges_wrist_roll_with_and_without_the_switch(tmp_path, capsys):
+    """The standalone instrument (`--convmap-tripwires` judges and exits: no run, no driver) through
+    fontaine-eval's own `main`, in this process: as three processes it paid the torch/lerobot imports
+    each time (~10 s of CPU a launch) for the same code (fontaine-eval as a process, its exit codes and
+    one-line refusals: test_convmap_cli.py's seam-stats and usage launches, and the test above)."""
+    from engine.cli.main import main
+
     seam = tmp_path / "seam.json"
-    out = run_eval("--policy", "scripted", "--seeds", "0-5", "--convmap-seam-stats", str(seam))
-    assert out.returncode == 0, out.stderr
+    assert main(["--policy", "scripted", "--seeds", "0-5", "--convmap-seam-stats", str(seam)]) == 0, capsys.readouterr()
     verdicts = {}
     for name, extra in (("strict", ()), ("allowed", ("--convmap-span-limited", "wrist_roll"))):
         run_dir = tmp_path / name
-        out = run_eval("--molmoact2", "tiny", "--dtype", "fp32", "--convmap", "official", "--convmap-seam-stats",
-                       str(seam), "--convmap-tripwires", *extra, "--seeds", "0", "--run-dir", str(run_dir))
-        assert out.returncode == 1, out.stderr  # the random tiny model fails first action either way
+        code = main(["--molmoact2", "tiny", "--dtype", "fp32", "--convmap", "official", "--convmap-seam-stats",
+                     str(seam), "--convmap-tripwires", *extra, "--seeds", "0", "--run-dir", str(run_dir)])
+        assert code == 1, capsys.readouterr()  # the random tiny model fails first action either way
         coverage = json.loads((run_dir / "convmap_tripwires.json").read_text())["tripwires"]["coverage"]
         roll = next(j for j in coverage["joints"] if j["joint"] == "wrist_roll")
         verdicts[name] = (coverage["passed"], roll["status"], round(roll["uncovered"], 3))
