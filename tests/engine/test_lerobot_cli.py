@@ -9,6 +9,14 @@ from engine.cli.main import main
 pytest.importorskip("lerobot")
 
 
+@pytest.fixture(scope="module")
+def act_ckpt(tmp_path_factory):
+    """One tiny ACT for the module (built in about 1 s): a test that breaks a file of it breaks its own copy."""
+    from tests.engine.lerobot_fixtures import build_checkpoint
+
+    return build_checkpoint(tmp_path_factory.mktemp("act") / "act", "act")
+
+
 @pytest.mark.parametrize("extra, says", [
     (["--flow-steps", "5"], "--flow-steps: MolmoAct2's"),
     (["--dtype", "bf16", "--norm-tag", "x"], "--dtype, --norm-tag: MolmoAct2's"),
@@ -16,12 +24,9 @@ pytest.importorskip("lerobot")
     (["--lerobot-map", "observation.images.side=front"], "names observation.images.side, which the checkpoint does not read"),
     (["--policy", "hold"], "choose one policy, not --policy and --lerobot"),
 ])
-def test_bad_lerobot_flags_are_one_line(tmp_path, capsys, extra, says):
-    from tests.engine.lerobot_fixtures import build_checkpoint
-
-    ckpt = build_checkpoint(tmp_path / "act", "act")
+def test_bad_lerobot_flags_are_one_line(act_ckpt, tmp_path, capsys, extra, says):
     run_dir = tmp_path / "run"
-    code = main(["--lerobot", str(ckpt), "--num-seeds", "1", "--run-dir", str(run_dir), *extra])
+    code = main(["--lerobot", str(act_ckpt), "--num-seeds", "1", "--run-dir", str(run_dir), *extra])
     err = capsys.readouterr().err.strip()
     assert code == 2 and says in err and len(err.splitlines()) == 1, err
     assert not run_dir.exists()
@@ -57,13 +62,15 @@ def _hostile(ckpt, name: str, kind: str) -> None:
     ("policy_preprocessor.json", "corrupt", "policy_preprocessor.json is not a JSON object"),
     ("policy_postprocessor.json", "fifo", "policy_postprocessor.json: is a FIFO"),
 ])
-def test_a_checkpoint_file_that_is_not_what_it_says_is_one_line_never_a_hang(tmp_path, capsys, name, kind, says):
+def test_a_checkpoint_file_that_is_not_what_it_says_is_one_line_never_a_hang(act_ckpt, tmp_path, capsys, name, kind,
+                                                                              says):
     """Issue 33: a FIFO as config.json or model.safetensors hung the launch; a corrupt
     policy_preprocessor.json printed a traceback from each of 3 workers and exited 1."""
-    from tests.engine.lerobot_fixtures import build_checkpoint
+    import shutil
+
     from tests.helpers import returns_within
 
-    ckpt = build_checkpoint(tmp_path / "act", "act")
+    ckpt = shutil.copytree(act_ckpt, tmp_path / "act")  # its own copy: one of its files is broken below
     _hostile(ckpt, name, kind)
     run_dir = tmp_path / "run"
     code = returns_within(lambda: main(["--lerobot", str(ckpt), "--num-seeds", "3", "--workers", "3",
