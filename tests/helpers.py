@@ -56,6 +56,32 @@ def run_eval(*args: str, timeout: float = 300, env: dict | None = None,
                           capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {}), **(faults or {})})
 
 
+_MARK = "=== fontaine-eval run "
+# fontaine-eval's own main, once per run, one after the other in one process; each run's stdout after its marker
+_RUNNER = f"""
+import json, sys
+from engine.cli.main import main
+for name, argv in json.loads(sys.argv[1]).items():
+    print({_MARK!r} + name, flush=True)
+    code = main(argv)
+    print({_MARK!r} + name + " exit " + str(code), flush=True)
+"""
+
+
+def run_evals_in_one_process(argvs: dict[str, list[str]], *, timeout: float = 900,
+                             env: dict | None = None) -> tuple[dict[str, tuple[int | None, str]], str]:
+    """Several real fontaine-eval runs (driver, workers, rows, manifest), each through fontaine-eval's main, one
+    after the other in ONE process: a process that imports torch/transformers/lerobot pays ~10 s of CPU for it
+    before anything runs, and a launch per run paid it per run. ({name: (exit code or None, its stdout)}, stderr)."""
+    done = subprocess.run([sys.executable, "-c", _RUNNER, json.dumps(argvs)], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    out = {}
+    for name in argvs:
+        section = done.stdout.partition(f"{_MARK}{name}\n")[2].partition(f"{_MARK}{name} exit ")
+        out[name] = (int(section[2].split("\n", 1)[0]) if section[1] else None, section[0])
+    return out, done.stderr
+
+
 def launch_detached(run_dir: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
     run_dir.mkdir(parents=True, exist_ok=True)
     log = open(run_dir / "driver.log", "ab")

@@ -10,14 +10,11 @@ three times. Each test reads its own run (its exit code, stdout, rows and manife
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from prereg.rundir.predicts import read_predicts
-from tests.helpers import REPO, read_rows
+from tests.helpers import read_rows, run_evals_in_one_process
 
 pytest_plugins = ("tests.engine.molmoact2_fixtures",)
 
@@ -31,16 +28,6 @@ RUNS = {
     "reference": ("--molmoact2-discrete", "tiny", "--num-seeds", "1", "--episode-seconds", "1"),
     "flow": ("--molmoact2", "tiny", "--num-seeds", "1", "--episode-seconds", "2"),
 }
-MARK = "=== fontaine-eval run "
-# fontaine-eval's main, once per run, in one process; each run's stdout after its marker line
-RUNNER = f"""
-import json, sys
-from engine.cli.main import main
-for name, argv in json.loads(sys.argv[1]).items():
-    print({MARK!r} + name, flush=True)
-    code = main(argv)
-    print({MARK!r} + name + " exit " + str(code), flush=True)
-"""
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +35,8 @@ def runs(tmp_path_factory, tiny_cache):
     """{name: (exit code, run dir, its stdout)} of the three runs of RUNS."""
     root = tmp_path_factory.mktemp("episodes")
     argvs = {name: [*args, *COMMON, "--run-dir", str(root / name)] for name, args in RUNS.items()}
-    done = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(argvs)], cwd=REPO, capture_output=True, text=True,
-                          timeout=900, env={**os.environ, "FONTAINE_CACHE": str(tiny_cache)})
-    out = {}
-    for name in RUNS:
-        section = done.stdout.partition(f"{MARK}{name}\n")[2].partition(f"{MARK}{name} exit ")
-        code = int(section[2].split("\n", 1)[0]) if section[1] else None
-        out[name] = (code, root / name, section[0], done.stderr)
-    return out
+    done, stderr = run_evals_in_one_process(argvs, env={"FONTAINE_CACHE": str(tiny_cache)})
+    return {name: (code, root / name, stdout, stderr) for name, (code, stdout) in done.items()}
 
 
 def _run(runs, name):
