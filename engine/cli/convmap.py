@@ -151,9 +151,12 @@ def run_tripwires(spec: PolicySpec, seeds: list[int], seam_path: Path | None, ru
         images = {cam: env.render(cam) for cam in ("front", "wrist")} if policy.needs_images else None
         return Observation(seed=seed, tick=0, replan_index=0, state_rad=env.state_rad(), task=spec.task, images=images)
 
-    reports = run_convmap_tripwires(cmap, rig_q01, rig_q99, rel_q01, rel_q99, policy=policy,
-                                    make_observation=make_observation, seeds=tuple(seeds[:3]), anchor_deg=anchor_deg,
-                                    allow_span_limited=tuple(span_limited or ()))
+    try:
+        reports = run_convmap_tripwires(cmap, rig_q01, rig_q99, rel_q01, rel_q99, policy=policy,
+                                        make_observation=make_observation, seeds=tuple(seeds[:3]), anchor_deg=anchor_deg,
+                                        allow_span_limited=tuple(span_limited or ()))
+    finally:
+        env.close()  # its renderer: a caller that goes on (a test, a notebook) keeps no GL context
     log(format_tripwires(reports))
     run_dir.mkdir(parents=True, exist_ok=True)
     write_tripwires_json(reports, run_dir / "convmap_tripwires.json")
