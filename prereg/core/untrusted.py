@@ -84,13 +84,22 @@ def may_hold_secret(text: str) -> bool:
 
 def redacted(text: str) -> str:
     """`text` with every secret shape replaced by `<redacted: what it was>` (an assignment keeps its
-    name: `HF_TOKEN=<redacted>`)."""
-    for what, pattern in _TEXT:
-        if pattern is _ASSIGNMENT:
-            text = pattern.sub(_redact_assignment, text)
-        else:
-            text = pattern.sub(f"<redacted: {what}>", text)
+    name: `HF_TOKEN=<redacted>`). Again until nothing changes: a marker can put a word boundary before
+    a secret glued to the one it replaced (`AKIA...ghp_...`: the GitHub token starts a word only once the
+    key before it is `<redacted: an API key>`), and what comes out holds no shape `secret_in` finds."""
+    for _ in range(_MAX_PASSES):
+        before = text
+        for what, pattern in _TEXT:
+            if pattern is _ASSIGNMENT:
+                text = pattern.sub(_redact_assignment, text)
+            else:
+                text = pattern.sub(f"<redacted: {what}>", text)
+        if text == before:
+            break
     return text
+
+
+_MAX_PASSES = 8  # each pass that changes anything replaces a secret by a marker: a text of glued secrets ends
 
 
 def _redact_assignment(m: re.Match) -> str:
