@@ -9,14 +9,6 @@ from engine.cli.main import main
 pytest.importorskip("lerobot")
 
 
-@pytest.fixture(scope="module")
-def act_ckpt(tmp_path_factory):
-    """One tiny ACT for the module (built in about 1 s): a test that breaks a file of it breaks its own copy."""
-    from tests.engine.lerobot_fixtures import build_checkpoint
-
-    return build_checkpoint(tmp_path_factory.mktemp("act") / "act", "act")
-
-
 @pytest.mark.parametrize("extra, says", [
     (["--flow-steps", "5"], "--flow-steps: MolmoAct2's"),
     (["--dtype", "bf16", "--norm-tag", "x"], "--dtype, --norm-tag: MolmoAct2's"),

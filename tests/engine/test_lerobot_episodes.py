@@ -21,14 +21,6 @@ RUN = ("--seed", "0", "--num-seeds", "2", "--episode-seconds", "1", "--render-si
 
 
 @pytest.fixture(scope="module")
-def act_ckpt(tmp_path_factory):
-    """The tiny ACT (chunk-served: batched in the driver), read and never changed by the tests that share it."""
-    from tests.engine.lerobot_fixtures import build_checkpoint
-
-    return build_checkpoint(tmp_path_factory.mktemp("act") / "act", "act")
-
-
-@pytest.fixture(scope="module")
 def two_workers(act_ckpt, tmp_path_factory):
     """(run directory, exit code) of a detached `fontaine-eval --lerobot` with two workers, one episode each."""
     run_dir = tmp_path_factory.mktemp("w2") / "run"

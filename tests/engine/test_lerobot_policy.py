@@ -23,11 +23,6 @@ from tests.engine.lerobot_fixtures import IMAGE, LerobotLoop, build_checkpoint  
 
 
 @pytest.fixture(scope="module")
-def act_dir(tmp_path_factory):
-    return build_checkpoint(tmp_path_factory.mktemp("act") / "ckpt", "act")
-
-
-@pytest.fixture(scope="module")
 def ensembled_dir(tmp_path_factory):
     return build_checkpoint(tmp_path_factory.mktemp("act-te") / "ckpt", "act", n_action_steps=1,
                             temporal_ensemble_coeff=0.01)
@@ -59,10 +54,10 @@ def _adapter_actions(policy, episodes: list[list[Observation]]) -> np.ndarray:
     return out
 
 
-def test_act_chunks_are_select_actions_at_batch_1(act_dir):
-    policy = load_policy(str(act_dir), device="cpu")
+def test_act_chunks_are_select_actions_at_batch_1(act_ckpt):
+    policy = load_policy(str(act_ckpt), device="cpu")
     assert policy.mode == "chunk" and policy.serve_in_driver and policy.chunk_horizon == 5
-    ref = LerobotLoop(act_dir)
+    ref = LerobotLoop(act_ckpt)
     for seed in (0, 1):
         episode = _episode(seed, 12)
         ref.reset()
@@ -71,9 +66,9 @@ def test_act_chunks_are_select_actions_at_batch_1(act_dir):
         np.testing.assert_array_equal(got, want)  # fp32, bit for bit
 
 
-def test_act_batched_chunks_are_select_actions_on_the_same_batch(act_dir):
-    policy = load_policy(str(act_dir), device="cpu")
-    ref = LerobotLoop(act_dir)
+def test_act_batched_chunks_are_select_actions_on_the_same_batch(act_ckpt):
+    policy = load_policy(str(act_ckpt), device="cpu")
+    ref = LerobotLoop(act_ckpt)
     episodes = [_episode(seed, 10) for seed in (3, 4, 5)]
     ref.reset()
     want = np.stack([ref.select([ep[t] for ep in episodes]) for t in range(10)], axis=1)
@@ -83,10 +78,10 @@ def test_act_batched_chunks_are_select_actions_on_the_same_batch(act_dir):
     np.testing.assert_allclose(got, alone, rtol=0, atol=1e-3)
 
 
-def test_predict_batch_maps_through_the_shim_to_sim_radians(act_dir):
+def test_predict_batch_maps_through_the_shim_to_sim_radians(act_ckpt):
     cmap = PRESETS["official"]
-    policy = load_policy(str(act_dir), device="cpu", convmap=cmap)
-    ref = LerobotLoop(act_dir, convmap=cmap)
+    policy = load_policy(str(act_ckpt), device="cpu", convmap=cmap)
+    ref = LerobotLoop(act_ckpt, convmap=cmap)
     episodes = [_episode(seed, 1) for seed in (7, 8)]
     chunks = policy.predict_batch([ep[0] for ep in episodes])
     want = ref.select([ep[0] for ep in episodes])
@@ -108,26 +103,26 @@ def test_temporal_ensembling_runs_select_action_every_tick(ensembled_dir):
         np.testing.assert_array_equal(_adapter_actions(policy, [episode])[0], want)
 
 
-def test_images_of_another_size_are_resized_to_the_checkpoint(act_dir):
-    policy = load_policy(str(act_dir), device="cpu")
+def test_images_of_another_size_are_resized_to_the_checkpoint(act_ckpt):
+    policy = load_policy(str(act_ckpt), device="cpu")
     batch = policy.raw_batch(_episode(0, 1, size=224))
     assert tuple(batch["observation.images.front"].shape) == (1, *IMAGE)
     assert batch["observation.state"].dtype == torch.float32 and batch["task"] == ["put the boat on the disk"]
 
 
-def test_the_manifest_records_type_config_hash_and_pin(act_dir):
-    d = load_policy(str(act_dir), device="cpu").describe()
+def test_the_manifest_records_type_config_hash_and_pin(act_ckpt):
+    d = load_policy(str(act_ckpt), device="cpu").describe()
     assert d["policy"] == "lerobot" and d["policy_type"] == "act" and d["serving"] == "chunk"
     assert len(d["config_sha256"]) == 64 and d["pin"] == f"sha256:{d['checkpoint_sha256']}"
-    assert sorted(d["files"]) == sorted(p.name for p in act_dir.iterdir())  # every file the loader reads
+    assert sorted(d["files"]) == sorted(p.name for p in act_ckpt.iterdir())  # every file the loader reads
     assert d["features"] == {"observation.images.front": "front", "observation.images.wrist": "wrist",
                              "observation.state": "state"}
 
 
-def test_a_pin_that_is_not_what_loads_is_refused(act_dir):
+def test_a_pin_that_is_not_what_loads_is_refused(act_ckpt):
     with pytest.raises(Exception, match="refused: the pre-registration pins"):
-        load_policy(str(act_dir), device="cpu", revision="sha256:" + "0" * 64, pinned=True)
-    assert load_policy(str(act_dir), device="cpu", revision=probe(str(act_dir)).pin, pinned=True)
+        load_policy(str(act_ckpt), device="cpu", revision="sha256:" + "0" * 64, pinned=True)
+    assert load_policy(str(act_ckpt), device="cpu", revision=probe(str(act_ckpt)).pin, pinned=True)
 
 
 def test_features_the_scene_cannot_feed_are_refused_naming_the_feature(tmp_path):
@@ -247,12 +242,12 @@ def test_a_policy_served_in_each_worker_is_described_without_its_weights(ensembl
                                      pinned=True))
 
 
-def test_served_invariant_each_observation_gets_its_batch_1_action_bit_for_bit(act_dir):
+def test_served_invariant_each_observation_gets_its_batch_1_action_bit_for_bit(act_ckpt):
     """`--serving invariant` (the default for a lerobot checkpoint): whatever waits with an observation, its
     action is the one it gets alone, bit for bit; `batched` is recorded as batch-dependent."""
     from engine.policies.factory import PolicySpec, make_policy
 
-    spec = PolicySpec(kind="lerobot", checkpoint=str(act_dir), device="cpu", convmap="identity", dtype="fp32")
+    spec = PolicySpec(kind="lerobot", checkpoint=str(act_ckpt), device="cpu", convmap="identity", dtype="fp32")
     invariant = make_policy(spec)
     batch = [_episode(s, 1)[0] for s in range(4)]
     alone = [invariant.predict_batch([o])[0].targets_rad for o in batch]
