@@ -29,7 +29,6 @@ import pytest
 
 from tests.helpers import (
     REPO,
-    eval_argv,
     launch_detached,
     read_rows,
     read_status,
@@ -183,21 +182,14 @@ def _log(run_dir) -> str:
     return p.read_text()[-6000:] if p.exists() else ""
 
 
-def _start_eval(log: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
-    """fontaine-eval started in the background (its output in `log`), to run beside another run."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "wb") as f:
-        return subprocess.Popen(eval_argv(*args), cwd=REPO, stdin=subprocess.DEVNULL, stdout=f,
-                                stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
-
-
-def _finished(proc: subprocess.Popen, log: Path, timeout: float = 300) -> tuple[int, str]:
+def _finished(proc: subprocess.Popen, run_dir: Path, timeout: float = 300) -> tuple[int, str]:
+    """(exit code, the end of driver.log) of a run launched beside another (tests.helpers.launch_detached)."""
     try:
         code = proc.wait(timeout=timeout)
     finally:
         if proc.poll() is None:
-            proc.kill()
-    return code, log.read_text()[-6000:]
+            os.killpg(proc.pid, signal.SIGKILL)
+    return code, _log(run_dir)
 
 
 FAKE_WEBHOOK = ("https://discord.com/api/webhooks/123456789012345678/"
@@ -211,13 +203,13 @@ def spread_run(_cluster, tmp_path_factory):
     _cluster.ensure_both_nodes()
     base = tmp_path_factory.mktemp("spread")
     ref, run_dir = base / "local", base / "ray"
-    local = _start_eval(base / "local.log", *SCRIPTED, "--seeds", "0-3", "--workers", "1", "--run-dir", str(ref))
+    local = launch_detached(ref, *SCRIPTED, "--seeds", "0-3", "--workers", "1")
     env = {**_cluster.client_env, "FONTAINE_DISCORD_WEBHOOK_URL": FAKE_WEBHOOK, "FONTAINE_CI_TOKEN": "x" * 20}
     try:
         out = run_eval(*SCRIPTED[:4], "--seeds", "0-3", "--workers", "1", "--ray", _cluster.address,
                        "--video-draw", "seeds:2", "--run-dir", str(run_dir), env=env)
     finally:
-        local_result = _finished(local, base / "local.log")
+        local_result = _finished(local, ref)
     return SimpleNamespace(address=_cluster.address, run_dir=run_dir, out=out, ref=ref, local=local_result)
 
 
@@ -425,12 +417,12 @@ def test_a_comparison_run_spreads_both_arms_over_the_shards_and_equals_a_local_o
     doc = _small_comparison(tmp_path)
     arms = ("--prereg", str(doc), "--arms", "clumsy,steady")
     ref = tmp_path / "local"
-    local = _start_eval(tmp_path / "local.log", *arms, "--run-dir", str(ref))
+    local = launch_detached(ref, *arms)
     run_dir = tmp_path / "ray"
     try:
         out = run_eval(*arms, "--ray", cluster.address, "--run-dir", str(run_dir), env=cluster.client_env)
     finally:
-        code, log = _finished(local, tmp_path / "local.log")
+        code, log = _finished(local, ref)
     assert code == 0, log
     assert out.returncode == 0, out.stderr + out.stdout
     rows = read_rows(run_dir)
