@@ -82,6 +82,9 @@ def may_hold_secret(text: str) -> bool:
     return any(marker in low for marker in _MARKERS) and _ANY.search(text) is not None
 
 
+_MAX_PASSES = 8  # each pass that changes anything replaces a secret by a marker: a text of glued secrets ends
+
+
 def redacted(text: str) -> str:
     """`text` with every secret shape replaced by `<redacted: what it was>` (an assignment keeps its
     name: `HF_TOKEN=<redacted>`). Again until nothing changes: a marker can put a word boundary before
@@ -98,8 +101,6 @@ def redacted(text: str) -> str:
             break
     return text
 
-
-_MAX_PASSES = 8  # each pass that changes anything replaces a secret by a marker: a text of glued secrets ends
 
 
 def _redact_assignment(m: re.Match) -> str:
