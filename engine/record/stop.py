@@ -86,7 +86,9 @@ class StopProtocol:
         if self.stop is None:
             rd.write_stop(self.run_dir, reason)
             self.stop = reason
-            self.log(f"stopping now, the episodes in flight cancelled: {reason.text()}" if reason.by == rd.BY_DECIDED
+            started = getattr(self, "pool", None) is not None  # a resumed run that had decided starts no worker
+            self.log(f"stopping now, {'the episodes in flight cancelled' if started else 'before any episode of this session'}"
+                     f": {reason.text()}" if reason.by == rd.BY_DECIDED
                      else f"stopping at the episode boundary: {reason.text()}")
             self._write_status(rd.STOPPING)
 

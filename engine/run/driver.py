@@ -295,6 +295,8 @@ class _Driver(StopProtocol):
     # -- the loop
 
     def _loop(self, todo: list[int]) -> None:
+        if self.stop is not None:  # stopped before any worker (a resumed comparison that had decided): none started
+            return
         pending = deque(todo)
         try:
             with beating(self.run_dir, HEARTBEAT_EVERY_S):  # a Ray cluster places its shards and each loads its policy

@@ -290,11 +290,13 @@ def test_the_shipped_comparison_decides_before_its_max_seeds(shipped_run):
     assert summary["comparison"]["outcome"] == "B better"
     assert summary["arms"]["steady"]["successes"] > summary["arms"]["clumsy"]["successes"]
 
-    # a resume of a decided run says so and runs nothing more
+    # a resume of a decided run says so and runs nothing more: no worker is started to run nothing
     out = run_eval("--resume", str(run_dir))
     assert out.returncode == 3, out.stdout + out.stderr
+    assert "stopping now, before any episode of this session: decided: (comparison)" in out.stdout
     assert len(read_rows(run_dir)) == len(rows)
-    assert read_status(run_dir)["stop"]["detail"] == status["stop"]["detail"]
+    resumed = read_status(run_dir)
+    assert resumed["stop"]["detail"] == status["stop"]["detail"] and resumed["executor"] is None
 
 
 @pytest.mark.slow
