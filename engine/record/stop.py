@@ -86,7 +86,7 @@ class StopProtocol:
         if self.stop is None:
             rd.write_stop(self.run_dir, reason)
             self.stop = reason
-            started = getattr(self, "pool", None) is not None  # a resumed run that had decided starts no worker
+            started = self.pool is not None  # a resumed run that had decided starts no worker
             self.log(f"stopping now, {'the episodes in flight cancelled' if started else 'before any episode of this session'}"
                      f": {reason.text()}" if reason.by == rd.BY_DECIDED
                      else f"stopping at the episode boundary: {reason.text()}")
