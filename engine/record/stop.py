@@ -86,10 +86,12 @@ class StopProtocol:
         if self.stop is None:
             rd.write_stop(self.run_dir, reason)
             self.stop = reason
-            started = self.pool is not None  # a resumed run that had decided starts no worker
-            self.log(f"stopping now, {'the episodes in flight cancelled' if started else 'before any episode of this session'}"
-                     f": {reason.text()}" if reason.by == rd.BY_DECIDED
-                     else f"stopping at the episode boundary: {reason.text()}")
+            if reason.by != rd.BY_DECIDED:
+                self.log(f"stopping at the episode boundary: {reason.text()}")
+            elif self.pool is None:  # a resumed run that had decided: the driver starts no worker
+                self.log(f"stopping now, before any episode of this session: {reason.text()}")
+            else:
+                self.log(f"stopping now, the episodes in flight cancelled: {reason.text()}")
             self._write_status(rd.STOPPING)
 
     # -- how the episodes in flight end: finished (a boundary stop), abandoned (past SIGTERM's grace,

@@ -295,7 +295,8 @@ class _Driver(StopProtocol):
     # -- the loop
 
     def _loop(self, todo: list[int]) -> None:
-        if self.stop is not None:  # stopped before any worker (a resumed comparison that had decided): none started
+        if self.stop is not None:  # stopped before any worker started (a resumed comparison that had decided, a
+            # signal while the policy loaded): there is nothing for one to finish
             return
         pending = deque(todo)
         try:
