@@ -33,8 +33,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    from prereg.stats.paired_optimal import announcing
+
     args = parse_once(_parser(), argv)  # a flag given twice is refused (argparse would silently keep the last)
-    return args.func(args)
+    # a design computed rather than read back takes seconds: said on stderr as it starts (stdout stays the answer)
+    with announcing(lambda line: say(f"({line})", file=sys.stderr, flush=True)):
+        return args.func(args)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -34,6 +34,7 @@ Checked against simulation in tests/prereg/test_paired_optimal.py; scripts/optim
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -432,6 +433,20 @@ def _cheapest_realisation(opt: Optimum) -> Optimal | None:
                    ex, t1, pw, opt.value)
 
 
+_ANNOUNCE: list = []  # what to call, with one line, before a design is computed (not read back): `announcing`
+
+
+@contextlib.contextmanager
+def announcing(tell):
+    """Within it, `tell(line)` is called before each design `make_walk_test` computes rather than reads back:
+    a command's first validate of a new plan computes for seconds, and says so (fontaine-prereg validate)."""
+    _ANNOUNCE.append(tell)
+    try:
+        yield
+    finally:
+        _ANNOUNCE.remove(tell)
+
+
 @functools.lru_cache(maxsize=32)
 def make_walk_test(p_lo: float, p_hi: float, alpha: float, power: float, n_max: int) -> WalkTest:
     """`test: optimal`'s design (seconds at a few hundred seeds; the scan's fallback, a minute), computed
@@ -444,6 +459,9 @@ def make_walk_test(p_lo: float, p_hi: float, alpha: float, power: float, n_max: 
     got = _read_walk_test(path, args)
     if got is not None:
         return got
+    for tell in _ANNOUNCE:
+        tell(f"designing the optimal test for {p_lo:g} -> {p_hi:g} at power {power:g}, alpha {alpha:g}, "
+             f"max {n_max} seeds (exact DP, seconds; once per machine, then kept in {path.parent})")
     test = _compute_walk_test(*args)
     _write_walk_test(path, args, test)
     return test

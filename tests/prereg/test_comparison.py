@@ -396,7 +396,8 @@ def test_a_test_that_cannot_reach_its_power_is_refused_in_one_line_that_says_whi
     sprt = tmp_path / "sprt.md"
     sprt.write_text(text.replace("test: savi", "test: sprt\n  assumed_rates: [0.01, 0.09]"))
     assert main(["validate", str(sprt)]) == 2
-    err = capsys.readouterr().err.splitlines()
+    # on a machine that has not kept the optimal test's design yet, a line saying it is designing comes first
+    err = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("(designing the optimal")]
     assert err[0] == (f"{sprt}:18: comparison.test: test sprt cannot reach power 0.8 at 0.01 -> 0.09 within max_seeds "
                       "123 (it reaches 0.737); test fixed does (0.804); test sprt with max_seeds >= 139")
     before = sprt.read_text()

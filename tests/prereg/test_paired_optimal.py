@@ -255,3 +255,33 @@ def test_a_walk_tests_design_is_kept_once_per_machine_and_read_back_the_same(tmp
         assert O._read_walk_test(kept, args) is not None  # ...and kept whole
     finally:
         O.make_walk_test.cache_clear()
+
+
+def test_a_fresh_machines_first_validate_says_it_is_designing_then_reads_the_design_back(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """The first `fontaine-prereg validate` of a new comparison plan computes the optimal test's design (6-12 s
+    at 60 seeds on these machines) and said nothing meanwhile: it says so on stderr as it starts, once; the
+    next validate reads the kept design back, silent, and stdout (the answer) is the same both times."""
+    from pathlib import Path
+
+    from prereg.outputs.cli import main
+
+    monkeypatch.setenv("FONTAINE_CACHE", str(tmp_path / "cache"))
+    plan = tmp_path / "compare.md"
+    text = Path("prereg/examples/compare.md").read_text()
+    plan.write_text(text.replace("seeds: 0-59", "seeds: 0-29").replace("max_seeds: 60", "max_seeds: 30")
+                    .replace("test: savi", "test: optimal"))  # savi cannot reach the power within 30 seeds
+    O.make_walk_test.cache_clear()
+    try:
+        outs = []
+        for _ in range(2):
+            assert main(["validate", str(plan)]) == 0
+            outs.append(capsys.readouterr())
+            O.make_walk_test.cache_clear()  # a new process: only the kept file remains
+    finally:
+        O.make_walk_test.cache_clear()
+    first, second = outs
+    assert first.err.count("designing the optimal test") == 1, first.err
+    assert "0.5 -> 0.9 at power 0.8, alpha 0.05, max 30 seeds" in first.err
+    assert str(tmp_path / "cache" / "designs") in first.err
+    assert second.err == "" and second.out == first.out and ": valid (demo-compare" in first.out
