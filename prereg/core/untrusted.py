@@ -51,35 +51,44 @@ _VALUE = r"(?:\"[^\"\s]{3,}\"|'[^'\s]{3,}'|[^\s\"',;&<]{3,})"
 # The host starts where a host can (never inside a word: without it a long word cost quadratic time, a
 # 100 kB title minutes, as every start of the word was tried).
 WEBHOOK_HEAD = r"(?i:(?:https?://)?(?<![a-z0-9.-])(?:[a-z0-9-]+\.)*(?:discord|discordapp)\.com/api(?:/v\d+)?/webhooks/)"
-# (what it is, the pattern): the kinds of secret a run's files and posts must never carry
-_SHAPES: tuple[tuple[str, str], ...] = (
-    ("a Discord webhook URL", WEBHOOK_HEAD + r"[^\s\"'<>`]+"),
-    ("a Hugging Face token", r"(?i:hf_)[A-Za-z0-9]{30,}"),  # no word boundary: glued to an escape, it is one still
-    ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"),
-    ("an API key", r"\b(?:sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})"),
-    ("a bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
+# (what it is, the pattern, words one of which every match holds, case-folded): the kinds of secret a run's
+# files and posts must never carry. The words are a quick look: a shape none of whose words a text holds is
+# not searched (most of a 1 MB page's redaction was the webhook shape tried at every position).
+_SHAPES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("a Discord webhook URL", WEBHOOK_HEAD + r"[^\s\"'<>`]+", ("webhooks/",)),
+    ("a Hugging Face token", r"(?i:hf_)[A-Za-z0-9]{30,}", ("hf_",)),  # no word boundary: glued to an escape, it is one still
+    ("a GitHub token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})",
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    ("an API key", r"\b(?:sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16})", ("sk-", "xox", "akia")),
+    ("a bearer token", r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}", ("bearer",)),
     # NAME_KEY=value, HF_TOKEN: value, token=value, password="...": a name that says secret, then its value (the
     # name starts at a word's start, never after each `_` inside it: `a_a_a_...` cost quadratic time)
     ("a secret value",
      r"(?i)(?<![A-Za-z0-9_])_*(?:[A-Za-z0-9]+_+)+(?:key|token|secret|password|passwd)\s*[=:]\s*" + _VALUE + "|"
-     r"(?<![A-Za-z0-9_])(?:api_?key|token|secret|password|passwd)\s*=\s*" + _VALUE),
+     r"(?<![A-Za-z0-9_])(?:api_?key|token|secret|password|passwd)\s*=\s*" + _VALUE,
+     ("key", "token", "secret", "passw")),
 )
-_TEXT = [(what, re.compile(pattern)) for what, pattern in _SHAPES]
-_ANY = re.compile("|".join(f"(?:{pattern})" if not pattern.startswith("(?i)") else f"(?i:{pattern[4:]})"
-                           for _, pattern in _SHAPES))
+_TEXT = [(what, re.compile(pattern), words) for what, pattern, words in _SHAPES]
 _ASSIGNMENT = _TEXT[-1][1]
-# a word every shape above holds, lower-cased (one of them is in any text that holds a secret)
-_MARKERS = ("webhooks/", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "sk-", "xox", "akia", "bearer",
-            "key", "token", "secret", "passw")
 _NAME_ONLY = re.compile(r"(?i)^[A-Za-z0-9_]+\s*[=:]\s*")
 _NOT_SECRET = {"none", "null", "unset", "true", "false"}
+
+
+def _folded(text: str) -> str:
+    """What a shape's words are looked for in: case-folded, as a `(?i)` pattern matches (`casefold`, not
+    `lower`: `(?i)secret` matches `ſecret`, whose lower case keeps the long s)."""
+    return text.casefold()
+
+
+def _shapes_in(folded: str):
+    """The shapes one of whose words the (case-folded) text holds: the only ones that can match it."""
+    return [shape for shape in _TEXT if any(word in folded for word in shape[2])]
 
 
 def may_hold_secret(text: str) -> bool:
     """A quick look: False means `redacted(text)` is `text`. A word every shape holds is looked for first:
     the console asks this of every line it draws (its filter takes 5 us a 140-cell line, 50 without it)."""
-    low = text.lower()
-    return any(marker in low for marker in _MARKERS) and _ANY.search(text) is not None
+    return any(pattern.search(text) is not None for _what, pattern, _words in _shapes_in(_folded(text)))
 
 
 _MAX_PASSES = 8  # each pass that changes anything replaces a secret by a marker: a text of glued secrets ends
@@ -91,16 +100,19 @@ def redacted(text: str) -> str:
     a secret glued to the one it replaced (`AKIA...ghp_...`: the GitHub token starts a word only once the
     key before it is `<redacted: an API key>`), and what comes out holds no shape `secret_in` finds."""
     for _ in range(_MAX_PASSES):
-        before = text
-        for what, pattern in _TEXT:
+        before, folded = text, _folded(text)
+        for what, pattern, words in _TEXT:
+            if not any(word in folded for word in words):
+                continue  # cannot match: none of its words is here
             if pattern is _ASSIGNMENT:
-                text = pattern.sub(_redact_assignment, text)
+                out = pattern.sub(_redact_assignment, text)
             else:
-                text = pattern.sub(f"<redacted: {what}>", text)
+                out = pattern.sub(f"<redacted: {what}>", text)
+            if out != text:  # a marker holds words (`key`, `token`): the next shapes look at the new text
+                text, folded = out, _folded(out)
         if text == before:
             break
     return text
-
 
 
 def _redact_assignment(m: re.Match) -> str:
@@ -116,7 +128,7 @@ def secret_in(data: str | bytes) -> str | None:
     """What kind of secret `data` (a text, or a file's bytes) holds: 'a Discord webhook URL', 'a
     Hugging Face token', ...; None when it holds none."""
     text = data.decode("latin-1") if isinstance(data, bytes) else data
-    for what, pattern in _TEXT:
+    for what, pattern, _words in _shapes_in(_folded(text)):
         for m in pattern.finditer(text):
             if pattern is not _ASSIGNMENT or _redact_assignment(m) != m.group(0):
                 return what

@@ -83,11 +83,13 @@ def test_a_secret_written_into_stop_never_reaches_the_stop_reason(tmp_path):
 
 PIECES = ["hf_", "A" * 34, "HF_TOKEN", "=", ": ", "token", "webhooks/", "https://discord.com/api/", "123/", "sk-",
           "DISCORD.COM/API/", "WEBHOOKS/", "HTTPS://", "discordapp.com/api/v9/", "HF_",
-          "x" * 25, "Bearer ", "abcdefghij", "key", " ", "\n", "'", '"', "ghp_", "AKIA", "0123456789ABCDEF", "é"]
+          "x" * 25, "Bearer ", "abcdefghij", "key", " ", "\n", "'", '"', "ghp_", "AKIA", "0123456789ABCDEF", "é",
+          "MY_ſECRET", "TO\u212aEN", "ſ"]  # a long s and a Kelvin sign: `(?i)` matches them as s and k
 
 
 @given(st.lists(st.sampled_from(PIECES), max_size=12).map("".join))
 @example("AKIA0123456789ABCDEF" + "ghp_" + "A" * 34)  # found by this test: the marker put a boundary before ghp_
+@example("MY_ſECRET=abcdef123456")  # the quick look lower-cased, and `(?i)secret` matches a long s: it missed this
 def test_the_quick_look_never_misses_what_redaction_would_change(text):
     from prereg.core.untrusted import may_hold_secret
 
