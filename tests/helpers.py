@@ -56,30 +56,48 @@ def run_eval(*args: str, timeout: float = 300, env: dict | None = None,
                           capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {}), **(faults or {})})
 
 
-_MARK = "=== fontaine-eval run "
-# fontaine-eval's own main, once per run, one after the other in one process; each run's stdout after its marker
-_RUNNER = f"""
-import json, sys
-from engine.cli.main import main
-for name, argv in json.loads(sys.argv[1]).items():
-    print({_MARK!r} + name, flush=True)
-    code = main(argv)
-    print({_MARK!r} + name + " exit " + str(code), flush=True)
-"""
+def run_evals_here(argvs: dict[str, list[str]], *,
+                   env: dict | None = None) -> tuple[dict[str, tuple[int | None, str]], str]:
+    """Real fontaine-eval runs (driver, fork server, workers, rows, manifest), each through fontaine-eval's
+    main, one after the other in THIS (the pytest worker's) process: ({name: (exit code, its stdout)}, the
+    stderr of all). For a test whose claim is about what a run does, not how it is launched (`run_eval`,
+    `launch_detached` launch one): a process that imports torch/transformers/lerobot pays ~10 s of CPU for
+    it before anything runs, and a test file that loads lerobot or MolmoAct2 has paid it here already. What
+    a run leaves in the process is put back: the signal handlers the driver installs, the environment (the
+    pool sets OMP_NUM_THREADS), the working folder. Its workers' own output (their fds) is not captured."""
+    import contextlib
+    import io
+    import signal
+
+    from engine.cli.main import main
+
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    environ, cwd = dict(os.environ), os.getcwd()
+    out, err = {}, io.StringIO()
+    try:
+        os.environ.update(env or {})
+        os.chdir(REPO)
+        for name, argv in argvs.items():
+            stdout = io.StringIO()
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
+                try:
+                    code = main(list(argv))
+                except SystemExit as exc:  # argparse's refusals
+                    code = exc.code if isinstance(exc.code, int) else 2
+            out[name] = (code, stdout.getvalue())
+    finally:
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(environ)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    return out, err.getvalue()
 
 
-def run_evals_in_one_process(argvs: dict[str, list[str]], *, timeout: float = 900,
-                             env: dict | None = None) -> tuple[dict[str, tuple[int | None, str]], str]:
-    """Several real fontaine-eval runs (driver, workers, rows, manifest), each through fontaine-eval's main, one
-    after the other in ONE process: a process that imports torch/transformers/lerobot pays ~10 s of CPU for it
-    before anything runs, and a launch per run paid it per run. ({name: (exit code or None, its stdout)}, stderr)."""
-    done = subprocess.run([sys.executable, "-c", _RUNNER, json.dumps(argvs)], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **(env or {})})
-    out = {}
-    for name in argvs:
-        section = done.stdout.partition(f"{_MARK}{name}\n")[2].partition(f"{_MARK}{name} exit ")
-        out[name] = (int(section[2].split("\n", 1)[0]) if section[1] else None, section[0])
-    return out, done.stderr
+def run_eval_here(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """One run as `run_eval` returns it (returncode, stdout, stderr), made in this process (`run_evals_here`)."""
+    (done,), err = (lambda got: (list(got[0].values()), got[1]))(run_evals_here({"run": list(args)}, env=env))
+    return subprocess.CompletedProcess(["fontaine-eval", *args], done[0], done[1], err)
 
 
 def launch_detached(run_dir: Path, *args: str, env: dict | None = None) -> subprocess.Popen:

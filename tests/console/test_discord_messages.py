@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -178,15 +175,13 @@ def test_no_absolute_local_path_reaches_a_post(tmp_path):
 
 
 def _driver_manifest(tmp_path, *policy_args) -> dict:
-    """Run the real driver (fontaine-eval) for one 1 s episode and read the manifest it wrote."""
+    """Run the real driver (fontaine-eval's main, in this process: a launch of the tiny MolmoAct2 paid ~10 s of
+    imports that a test process holding them need not) for one 1 s episode; the run directory it wrote."""
+    from tests.helpers import run_eval_here
+
     run_dir = tmp_path / "run"
-    repo = Path(__file__).resolve().parents[2]
-    out = subprocess.run(
-        [sys.executable, "-m", "engine.cli", *policy_args, "--seed", "0", "--num-seeds", "1",
-         "--episode-seconds", "1", "--video-draw", "none", "--run-dir", str(run_dir)],
-        cwd=repo, env={**os.environ, "PYTHONPATH": str(repo), "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")},
-        capture_output=True, text=True, timeout=600,
-    )
+    out = run_eval_here(*policy_args, "--seed", "0", "--num-seeds", "1", "--episode-seconds", "1", "--video-draw", "none",
+                        "--run-dir", str(run_dir), env={"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")})
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     return run_dir
 

@@ -24,8 +24,9 @@ NUM_SEEDS = 40
 
 
 def scripted_argv(prereg_file, arm, run_dir):
-    """The demo key, but with enough seeds that the stop lands mid-run."""
-    return runs.scripted_launch_argv(run_dir, num_seeds=NUM_SEEDS, episode_seconds=20, workers=2)
+    """The demo key, but with enough seeds that the stop lands mid-run, and no video (nothing here reads one:
+    filming each worker's first episode was ~7 s of rendering)."""
+    return [*runs.scripted_launch_argv(run_dir, num_seeds=NUM_SEEDS, episode_seconds=20, workers=2), "--video-draw", "none"]
 
 
 async def test_launch_quit_reattach_stop_with_the_real_driver(runs_dir):

@@ -14,7 +14,17 @@ import json
 import pytest
 
 from engine.cli.main import main
-from tests.helpers import REPO, decide_on_rows, launch_detached, read_rows, read_status, run_eval, stable, wait_until
+from tests.helpers import (
+    REPO,
+    decide_on_rows,
+    launch_detached,
+    read_rows,
+    read_status,
+    run_eval,
+    run_eval_here,
+    stable,
+    wait_until,
+)
 
 COMPARE = REPO / "prereg" / "examples" / "compare.md"
 DEMO = REPO / "prereg" / "examples" / "demo.md"
@@ -176,7 +186,7 @@ arms:
     policy: molmoact2-discrete
     checkpoint: tiny
     revision: local
-    decode: reference
+    decode: grammar-masked
     convmap: official
     dtype: fp32
 protocol:
@@ -202,7 +212,10 @@ Plain words.
 @pytest.fixture(scope="module")
 def mixed_run(tmp_path_factory):
     """MIXED run once to its end: (its run directory, fontaine-eval's output). Its 40 planned seeds are
-    capped at 3 by max_seeds; nothing decides within 3 seeds."""
+    capped at 3 by max_seeds; nothing decides within 3 seeds. The model's decode is the grammar-masked one
+    (0.18 s a tiny predict on these machines, the reference decode 1.24 s: a random model never ends its
+    sequence), and the run is made in this process (tests.helpers.run_evals_here): what is read here is
+    where each arm is served, not how a run is launched, and the tiny model's imports cost ~10 s a process."""
     from prereg.document.seal import freeze
 
     base = tmp_path_factory.mktemp("mixed")
@@ -210,7 +223,7 @@ def mixed_run(tmp_path_factory):
     doc.write_text(MIXED)
     freeze(doc)
     run_dir = base / "run"
-    return run_dir, run_eval("--prereg", str(doc), "--arms", "oracle,tiny", "--run-dir", str(run_dir), "--device", "cpu")
+    return run_dir, run_eval_here("--prereg", str(doc), "--arms", "oracle,tiny", "--run-dir", str(run_dir), "--device", "cpu")
 
 
 @pytest.mark.slow

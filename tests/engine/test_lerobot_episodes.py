@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.helpers import launch_detached, read_rows, read_status, run_eval, wait_until
+from tests.helpers import launch_detached, read_rows, read_status, run_eval, run_eval_here, wait_until
 
 pytest.importorskip("lerobot")
 pytestmark = pytest.mark.slow
@@ -92,9 +92,9 @@ def test_a_stateful_policy_runs_select_action_every_tick_in_its_worker(tmp_path)
 
     ckpt = build_checkpoint(tmp_path / "act-te", "act", n_action_steps=1, temporal_ensemble_coeff=0.01)
     run_dir = tmp_path / "run"
-    done = run_eval("--lerobot", str(ckpt), "--seed", "3", "--num-seeds", "1", "--episode-seconds", "0.5",
-                    "--render-size", "48", "--video-draw", "none", "--device", "cpu", "--run-dir", str(run_dir),
-                    timeout=240)
+    # the driver in this process, which built the checkpoint with lerobot already (a launch imported it again)
+    done = run_eval_here("--lerobot", str(ckpt), "--seed", "3", "--num-seeds", "1", "--episode-seconds", "0.5",
+                         "--render-size", "48", "--video-draw", "none", "--device", "cpu", "--run-dir", str(run_dir))
     assert done.returncode == 0, done.stdout + done.stderr
     (row,) = read_rows(run_dir)
     assert row["status"] == "ok" and row["predicts"] == 15 and row["mean_batch"] == 1.0
@@ -171,8 +171,8 @@ def test_a_registered_lerobot_arm_launches_and_reports_valid(act_ckpt, tmp_path)
                             text=True)
     assert frozen.returncode == 0, frozen.stdout + frozen.stderr
     run_dir = tmp_path / "runs" / "act"
-    out = run_eval("--prereg", str(doc), "--arm", "act", "--render-size", "48", "--device", "cpu",
-                   "--run-dir", str(run_dir), timeout=240)
+    out = run_eval_here("--prereg", str(doc), "--arm", "act", "--render-size", "48", "--device", "cpu",
+                        "--run-dir", str(run_dir))  # in this process; the refused relaunch below is its own
     assert out.returncode == 0, out.stdout + out.stderr
     (row,) = read_rows(run_dir)
     assert row["status"] == "ok" and row["arm"] == "act"

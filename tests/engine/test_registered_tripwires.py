@@ -16,7 +16,7 @@ from prereg import rundir as rd
 from prereg.core.errors import EXIT_DONE, EXIT_USAGE
 from prereg.document.seal import freeze
 from prereg.rundir.manifest import tripwire_table
-from tests.helpers import read_status, run_eval
+from tests.helpers import read_status, run_eval, run_eval_here
 
 PLAN = """---
 fontaine: fontaine-prereg/1
@@ -96,7 +96,8 @@ def test_a_failing_registered_tripwire_stops_the_run_before_any_episode(tmp_path
 def test_the_span_limited_allowance_lets_it_launch(tmp_path):
     doc = frozen_plan(tmp_path, "{max_uncovered: 0.3, span_limited: [wrist_roll]}")
     run_dir = tmp_path / "runs" / "tw-pass"
-    out = run_eval("--prereg", str(doc), "--arm", "tiny", "--run-dir", str(run_dir))
+    # in this process, which has loaded the tiny model's code already (a launch paid ~10 s of imports again)
+    out = run_eval_here("--prereg", str(doc), "--arm", "tiny", "--run-dir", str(run_dir))
     assert out.returncode == EXIT_DONE, out.stdout + out.stderr
     manifest = json.loads((run_dir / rd.MANIFEST).read_text())
     record = manifest[rd.TRIPWIRES_FIELD]
