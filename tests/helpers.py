@@ -96,8 +96,9 @@ def run_evals_here(argvs: dict[str, list[str]], *,
 
 def run_eval_here(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     """One run as `run_eval` returns it (returncode, stdout, stderr), made in this process (`run_evals_here`)."""
-    (done,), err = (lambda got: (list(got[0].values()), got[1]))(run_evals_here({"run": list(args)}, env=env))
-    return subprocess.CompletedProcess(["fontaine-eval", *args], done[0], done[1], err)
+    done, err = run_evals_here({"run": list(args)}, env=env)
+    code, stdout = done["run"]
+    return subprocess.CompletedProcess(["fontaine-eval", *args], code, stdout, err)
 
 
 def launch_detached(run_dir: Path, *args: str, env: dict | None = None) -> subprocess.Popen:
