@@ -262,13 +262,12 @@ def test_a_fresh_machines_first_validate_says_it_is_designing_then_reads_the_des
     """The first `fontaine-prereg validate` of a new comparison plan computes the optimal test's design (6-12 s
     at 60 seeds on these machines) and said nothing meanwhile: it says so on stderr as it starts, once; the
     next validate reads the kept design back, silent, and stdout (the answer) is the same both times."""
-    from pathlib import Path
-
     from prereg.outputs.cli import main
+    from tests.helpers import REPO
 
     monkeypatch.setenv("FONTAINE_CACHE", str(tmp_path / "cache"))
     plan = tmp_path / "compare.md"
-    text = Path("prereg/examples/compare.md").read_text()
+    text = (REPO / "prereg" / "examples" / "compare.md").read_text()
     plan.write_text(text.replace("seeds: 0-59", "seeds: 0-29").replace("max_seeds: 60", "max_seeds: 30")
                     .replace("test: savi", "test: optimal"))  # savi cannot reach the power within 30 seeds
     O.make_walk_test.cache_clear()
