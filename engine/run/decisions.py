@@ -77,9 +77,11 @@ class PlanDecisions:
         if self.cfg.comparison is None:
             return
         from prereg.stats.comparison import prepare
+        from prereg.stats.paired_optimal import announcing
 
         try:
-            prepare(comparison_spec(self.cfg.comparison), self.cfg.seeds)
+            with announcing(self.log):  # a design not kept on this machine yet: said in the log as it starts
+                prepare(comparison_spec(self.cfg.comparison), self.cfg.seeds)
         except Exception as exc:  # noqa: BLE001 - a statistic that cannot be read must never end a run
             self.log(f"comparison check failed ({type(exc).__name__}: {exc}); the run goes on")
 

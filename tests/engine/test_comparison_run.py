@@ -333,3 +333,34 @@ def test_a_stopped_comparison_resumes_to_the_same_decision(tmp_path, swapped_run
     rows, ref_rows = _pairs(read_rows(run_dir)), _pairs(read_rows(ref))
     for key in ((arm, s) for arm in ("clumsy", "steady") for s in range(SWAPPED_AT)):
         assert stable(rows[key]) == stable(ref_rows[key]), key
+
+
+def test_a_driver_that_designs_the_optimal_test_says_so_in_its_log_once(tmp_path, monkeypatch):
+    """Before any episode the driver computes a designed test (seconds, silent: the console showed a run
+    `starting` meanwhile): on a machine that has not kept the design, its log says so as it starts; a driver
+    after it reads the kept design back and says nothing."""
+    from engine.policies.factory import PolicySpec
+    from engine.record.config import RunConfig, comparison_record
+    from engine.run.decisions import PlanDecisions
+    from prereg.document.comparison_spec import ComparisonSpec
+    from prereg.stats import paired_optimal
+
+    monkeypatch.setenv("FONTAINE_CACHE", str(tmp_path / "cache"))
+    spec = ComparisonSpec("A", "B", "success", "optimal", minimum_effect=0.4, assumed_rates=(0.5, 0.9), max_seeds=30)
+    arms = [{"arm": a, "policy": PolicySpec().as_dict()} for a in ("A", "B")]
+    cfg = RunConfig(run_id="r", arm="A-vs-B", arms=arms, comparison=comparison_record(spec), policy=PolicySpec(),
+                    seeds=list(range(30)))
+    logs = []
+    paired_optimal.make_walk_test.cache_clear()
+    try:
+        for _ in range(2):  # two drivers: the second in a new process (only the kept file remains)
+            lines = []
+            PlanDecisions(cfg, tmp_path, log=lines.append).prepare()
+            logs.append(lines)
+            paired_optimal.make_walk_test.cache_clear()
+    finally:
+        paired_optimal.make_walk_test.cache_clear()
+    (said,) = logs[0]
+    assert said.startswith("designing the optimal test for 0.5 -> 0.9 at power 0.8, alpha 0.05, max 30 seeds")
+    assert str(tmp_path / "cache" / "designs") in said
+    assert logs[1] == []
