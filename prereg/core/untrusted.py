@@ -80,9 +80,14 @@ def _folded(text: str) -> str:
     return text.casefold()
 
 
+def _may_match(words: tuple[str, ...], folded: str) -> bool:
+    """Whether a shape with these words can match the (case-folded) text: it holds one of them."""
+    return any(word in folded for word in words)
+
+
 def _shapes_in(folded: str):
     """The shapes one of whose words the (case-folded) text holds: the only ones that can match it."""
-    return [shape for shape in _TEXT if any(word in folded for word in shape[2])]
+    return [shape for shape in _TEXT if _may_match(shape[2], folded)]
 
 
 def may_hold_secret(text: str) -> bool:
@@ -102,7 +107,7 @@ def redacted(text: str) -> str:
     for _ in range(_MAX_PASSES):
         before, folded = text, _folded(text)
         for what, pattern, words in _TEXT:
-            if not any(word in folded for word in words):
+            if not _may_match(words, folded):
                 continue  # cannot match: none of its words is here
             if pattern is _ASSIGNMENT:
                 out = pattern.sub(_redact_assignment, text)
